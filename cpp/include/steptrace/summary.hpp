@@ -1,0 +1,78 @@
+// steptrace/summary.hpp — the end-of-run summary: numbers, table and JSON.
+//
+//   steptrace::summary s = steptrace::default_tracer().summary();
+//   std::cerr << s.table();                        // the breakdown table with the diagnosis
+//   if (const auto* in = s.phase("input")) use(in->ms.p99, in->share);
+//   write_file("run.json", s.json());              // schema "steptrace.summary/1"
+//
+// Times are milliseconds. Per-phase statistics are over all counted steps: a step in which a
+// phase did not run counts as 0 ms for it. Shares are fractions of the summed step time and,
+// with `other` (time inside steps but outside any phase), add up to 1.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "steptrace/export.hpp"
+
+namespace steptrace {
+
+struct stat_ms {
+  double total = 0, mean = 0, p50 = 0, p95 = 0, p99 = 0, max = 0;
+};
+
+struct phase_stats {
+  std::string name;
+  stat_ms ms;             // per-step time spent in this phase (innermost-scope rule)
+  double share = 0;       // of the summed step time
+  std::uint64_t calls = 0;
+};
+
+// A phase that ran while its thread had no step open: kept apart from the step statistics.
+struct unscoped_phase {
+  std::string name;
+  double total_ms = 0, max_ms = 0;
+  std::uint64_t calls = 0;
+};
+
+struct diagnosis {
+  std::string label;                // INPUT-BOUND, H2D-BOUND, ...; empty when there were no steps
+  std::string evidence;             // one sentence
+  std::vector<std::string> advice;  // the fix to try first comes first
+};
+
+struct backend_info {
+  bool cuda = false;
+  bool cupti = false;
+  std::string reason;  // why the device view is (or is not) available, in plain words
+};
+
+struct error_counts {
+  std::uint64_t nested_steps = 0;       // step opened on a thread that already had one open
+  std::uint64_t unbalanced_phases = 0;  // phase ended that was not the innermost open one
+};
+
+class STEPTRACE_API summary {
+ public:
+  std::uint64_t steps = 0;          // counted steps (completed, past warm-up)
+  std::uint64_t warmup_steps = 0;   // recorded but kept out of the statistics
+  std::uint64_t failed_steps = 0;   // ended by an exception; kept out of the statistics
+  std::uint64_t threads = 0;        // threads that completed at least one step
+  double wall_ms = 0;               // first counted step start to last counted step end
+  stat_ms step_ms;
+  std::vector<phase_stats> phases;  // built-ins first, then custom phases, `other` last
+  std::vector<unscoped_phase> unscoped_phases;
+  diagnosis diag;
+  backend_info backend;
+  error_counts errors;
+
+  const phase_stats* phase(std::string_view name) const noexcept;
+  std::string table() const;
+  std::string json() const;
+  // Reads what json() wrote. Throws std::invalid_argument on anything else.
+  static summary from_json(std::string_view text);
+};
+
+}  // namespace steptrace

@@ -1,0 +1,164 @@
+// steptrace/tracer.hpp — the tracer and its RAII scopes.
+//
+//   void handle(request& r) {                    // called from many worker threads
+//     steptrace::scoped_step step;               // one request = one step (default tracer)
+//     { STEPTRACE_PHASE("preprocess"); parse(r); }
+//     { STEPTRACE_PHASE("compute");    infer(r); }
+//   }                                            // an exception here marks the step failed
+//
+//   std::cerr << steptrace::default_tracer().summary().table();
+//
+// Hot path: begin/end of a step or phase reads the clock and writes one 16-byte record into a
+// buffer owned by the calling thread. No allocation, lock, log line or device synchronisation
+// (the first call on a new thread registers that thread once). A disabled tracer costs one
+// relaxed load per call.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "steptrace/export.hpp"
+#include "steptrace/summary.hpp"
+
+namespace steptrace {
+
+struct STEPTRACE_API config {
+  bool enabled = true;                // false: every call is a no-op
+  std::uint32_t warmup_steps = 5;     // first steps of each thread, kept out of the statistics
+  bool print_at_exit = true;          // default tracer: print the table at exit if steps ran
+  std::string json_path;              // default tracer: also write the summary JSON here at exit
+  std::string log_level = "warn";     // trace, debug, info, warn, error, off
+  std::uint32_t ring_records = 8192;  // records buffered per thread: a power of two, 64..2^24
+
+  // Sets one option from its text form; environment variables and Python's configure() both
+  // come through here. Throws std::invalid_argument naming the option and the bad value.
+  void set(std::string_view key, std::string_view value);
+  // Throws std::invalid_argument, as set() would, if a field holds a value set() refuses.
+  void validate() const;
+  // Defaults overlaid with STEPTRACE_* environment variables. A bad variable is skipped and
+  // described, one line each, in *errors.
+  static config from_env(std::vector<std::string>* errors = nullptr);
+};
+
+// Phase names are registered once and passed around as small ids.
+struct phase_id {
+  std::uint32_t value;
+};
+namespace builtin {
+inline constexpr phase_id other{0};  // time inside a step but outside every phase
+inline constexpr phase_id input{1};
+inline constexpr phase_id h2d{2};
+inline constexpr phase_id compute{3};
+inline constexpr phase_id wait{4};
+}  // namespace builtin
+
+// Same name, same id; thread-safe; not for the hot path. Throws std::invalid_argument for an
+// empty name, the reserved name "other", or once 4096 names are registered.
+STEPTRACE_API phase_id register_phase(std::string_view name);
+STEPTRACE_API std::string phase_label(phase_id id);
+
+enum class step_open { opened, disabled, nested };
+
+namespace detail {
+class tracer_impl;
+}
+
+class STEPTRACE_API tracer {
+ public:
+  tracer();  // options from the environment
+  explicit tracer(const config& cfg);
+  ~tracer();
+  tracer(const tracer&) = delete;
+  tracer& operator=(const tracer&) = delete;
+
+  // Throws std::invalid_argument for a bad value. STEPTRACE_DISABLE=1 in the environment keeps
+  // every tracer disabled whatever is configured.
+  void configure(const config& cfg);
+  config options() const;
+  bool enabled() const noexcept { return enabled_.load(std::memory_order_relaxed); }
+
+  // The primitives under scoped_step / scoped_phase and the Python bindings.
+  step_open begin_step() noexcept;  // `nested`: this thread already has a step open
+  void end_step(bool failed = false) noexcept;
+  void begin_phase(phase_id id) noexcept {
+    if (enabled()) record_phase(id.value, true);
+  }
+  void end_phase(phase_id id) noexcept {
+    if (enabled()) record_phase(id.value, false);
+  }
+
+  // Safe while other threads record. Open steps are not included.
+  ::steptrace::summary summary() const;
+  // Forgets every recorded step and phase; warm-up starts again.
+  void reset();
+  // The table to print at exit: once, in the process that created the tracer, and only when
+  // steps were recorded and print_at_exit is set (writes json_path too). Empty otherwise.
+  std::string exit_report();
+
+ private:
+  void record_phase(std::uint32_t id, bool begin) noexcept;
+
+  std::atomic<bool> enabled_{true};
+  std::unique_ptr<detail::tracer_impl> impl_;
+};
+
+// The process-wide tracer the macros and the Python module functions use. Created on first
+// use (never at static-initialisation time) with options from the environment.
+STEPTRACE_API tracer& default_tracer();
+
+class scoped_step {
+ public:
+  explicit scoped_step(tracer& t = default_tracer()) noexcept
+      : tracer_(t), exceptions_(std::uncaught_exceptions()), state_(t.begin_step()) {}
+  ~scoped_step() {
+    if (state_ == step_open::opened) tracer_.end_step(std::uncaught_exceptions() > exceptions_);
+  }
+  // `nested` when the thread already had a step open: this one records nothing.
+  step_open state() const noexcept { return state_; }
+
+  scoped_step(const scoped_step&) = delete;
+  scoped_step& operator=(const scoped_step&) = delete;
+  void* operator new(std::size_t) = delete;
+
+ private:
+  tracer& tracer_;
+  int exceptions_;
+  step_open state_;
+};
+
+class scoped_phase {
+ public:
+  scoped_phase(tracer& t, phase_id id) noexcept : tracer_(t), id_(id) { tracer_.begin_phase(id_); }
+  // Registers the name on every call: prefer a phase_id kept in a static, or STEPTRACE_PHASE.
+  scoped_phase(tracer& t, std::string_view name) : scoped_phase(t, register_phase(name)) {}
+  ~scoped_phase() { tracer_.end_phase(id_); }
+
+  scoped_phase(const scoped_phase&) = delete;
+  scoped_phase& operator=(const scoped_phase&) = delete;
+  void* operator new(std::size_t) = delete;
+
+ private:
+  tracer& tracer_;
+  phase_id id_;
+};
+
+}  // namespace steptrace
+
+#define STEPTRACE_CONCAT_INNER(a, b) a##b
+#define STEPTRACE_CONCAT(a, b) STEPTRACE_CONCAT_INNER(a, b)
+
+// A step on the default tracer until the end of the enclosing scope.
+#define STEPTRACE_STEP() ::steptrace::scoped_step STEPTRACE_CONCAT(steptrace_step_, __LINE__)
+// A phase on the default tracer until the end of the enclosing scope; the name is registered
+// once per call site.
+#define STEPTRACE_PHASE(name)                                                                \
+  static const ::steptrace::phase_id STEPTRACE_CONCAT(steptrace_phase_id_, __LINE__) =       \
+      ::steptrace::register_phase(name);                                                     \
+  ::steptrace::scoped_phase STEPTRACE_CONCAT(steptrace_phase_, __LINE__) {                   \
+    ::steptrace::default_tracer(), STEPTRACE_CONCAT(steptrace_phase_id_, __LINE__)           \
+  }

@@ -1,0 +1,109 @@
+#include "analysis/aggregate.hpp"
+
+#include <algorithm>
+
+#include "steptrace/tracer.hpp"
+
+namespace steptrace::detail {
+
+void aggregate::on_step(const built_step& s) {
+  if (s.warmup) {
+    ++warmup_;
+    return;
+  }
+  if (s.failed) {
+    ++failed_;
+    return;
+  }
+  const std::uint64_t length = s.end - s.begin;
+  if (steps_ == 0 || s.begin < first_begin_) first_begin_ = s.begin;
+  if (steps_ == 0 || s.end > last_end_) last_end_ = s.end;
+  ++steps_;
+  step_ticks_ += length;
+  step_hist_.add(length);
+  for (const phase_slice& p : s.phases) {
+    if (p.id >= phases_.size()) phases_.resize(p.id + 1);
+    if (!phases_[p.id]) phases_[p.id] = std::make_unique<phase_totals>();
+    phase_totals& t = *phases_[p.id];
+    t.per_step.add(p.ticks);
+    t.ticks += p.ticks;
+    t.calls += p.calls;
+  }
+  if (s.thread >= threads_.size()) threads_.resize(s.thread + 1, false);
+  threads_[s.thread] = true;
+}
+
+void aggregate::on_unscoped(std::uint32_t id, std::uint64_t ticks) {
+  if (id >= unscoped_.size()) unscoped_.resize(id + 1);
+  unscoped_totals& u = unscoped_[id];
+  u.ticks += ticks;
+  u.max = std::max(u.max, ticks);
+  ++u.calls;
+}
+
+void aggregate::clear() { *this = aggregate{}; }
+
+namespace {
+
+stat_ms to_ms(const histogram& h, std::uint64_t total_ticks, std::uint64_t steps, double ms_per_tick) {
+  stat_ms m;
+  m.total = static_cast<double>(total_ticks) * ms_per_tick;
+  m.mean = steps ? m.total / static_cast<double>(steps) : 0.0;
+  m.p50 = static_cast<double>(h.quantile(0.50)) * ms_per_tick;
+  m.p95 = static_cast<double>(h.quantile(0.95)) * ms_per_tick;
+  m.p99 = static_cast<double>(h.quantile(0.99)) * ms_per_tick;
+  m.max = static_cast<double>(h.max()) * ms_per_tick;
+  return m;
+}
+
+}  // namespace
+
+void aggregate::fill(summary& out, double ns_per_tick) const {
+  const double ms_per_tick = ns_per_tick * 1e-6;
+  out.steps = steps_;
+  out.warmup_steps = warmup_;
+  out.failed_steps = failed_;
+  out.threads = static_cast<std::uint64_t>(std::count(threads_.begin(), threads_.end(), true));
+  out.wall_ms = steps_ ? static_cast<double>(last_end_ - first_begin_) * ms_per_tick : 0.0;
+  out.step_ms = to_ms(step_hist_, step_ticks_, steps_, ms_per_tick);
+
+  out.phases.clear();
+  std::vector<std::uint32_t> custom;
+  auto add = [&](std::uint32_t id) {
+    const phase_totals& t = *phases_[id];
+    histogram h = t.per_step;
+    h.add_zeros(steps_ - std::min(steps_, h.count()));  // steps in which the phase did not run
+    phase_stats p;
+    p.name = phase_label(phase_id{id});
+    p.ms = to_ms(h, t.ticks, steps_, ms_per_tick);
+    p.share = step_ticks_ ? static_cast<double>(t.ticks) / static_cast<double>(step_ticks_) : 0.0;
+    p.calls = t.calls;
+    out.phases.push_back(std::move(p));
+  };
+  for (std::uint32_t id = 1; id < phases_.size(); ++id) {
+    if (!phases_[id]) continue;
+    if (id <= builtin::wait.value) {
+      add(id);
+    } else {
+      custom.push_back(id);
+    }
+  }
+  std::stable_sort(custom.begin(), custom.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return phases_[a]->ticks > phases_[b]->ticks; });
+  for (std::uint32_t id : custom) add(id);
+  if (!phases_.empty() && phases_[0]) {
+    add(0);
+  } else if (steps_ > 0) {
+    out.phases.push_back(phase_stats{"other", {}, 0.0, 0});
+  }
+
+  out.unscoped_phases.clear();
+  for (std::uint32_t id = 0; id < unscoped_.size(); ++id) {
+    const unscoped_totals& u = unscoped_[id];
+    if (u.calls == 0) continue;
+    out.unscoped_phases.push_back({phase_label(phase_id{id}), static_cast<double>(u.ticks) * ms_per_tick,
+                                   static_cast<double>(u.max) * ms_per_tick, u.calls});
+  }
+}
+
+}  // namespace steptrace::detail

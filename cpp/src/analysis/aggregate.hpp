@@ -1,0 +1,42 @@
+// Internal (not public API): streaming statistics over finished steps, in bounded memory.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "analysis/histogram.hpp"
+#include "analysis/step_builder.hpp"
+#include "steptrace/summary.hpp"
+
+namespace steptrace::detail {
+
+class aggregate final : public step_sink {
+ public:
+  void on_step(const built_step& step) override;
+  void on_unscoped(std::uint32_t id, std::uint64_t ticks) override;
+  void clear();
+
+  // Fills the measured parts of a summary (not the diagnosis or the backend).
+  void fill(summary& out, double ns_per_tick) const;
+  std::uint64_t steps() const noexcept { return steps_; }
+  std::uint64_t steps_seen() const noexcept { return steps_ + warmup_ + failed_; }
+
+ private:
+  struct phase_totals {
+    histogram per_step;  // ticks per counted step in which the phase ran (zeros implied)
+    std::uint64_t ticks = 0, calls = 0;
+  };
+  struct unscoped_totals {
+    std::uint64_t ticks = 0, max = 0, calls = 0;
+  };
+
+  std::uint64_t steps_ = 0, warmup_ = 0, failed_ = 0;
+  std::uint64_t step_ticks_ = 0, first_begin_ = 0, last_end_ = 0;
+  histogram step_hist_;
+  std::vector<std::unique_ptr<phase_totals>> phases_;  // by phase id
+  std::vector<unscoped_totals> unscoped_;               // by phase id
+  std::vector<bool> threads_;                           // by thread slot
+};
+
+}  // namespace steptrace::detail

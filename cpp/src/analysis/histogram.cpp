@@ -1,0 +1,57 @@
+#include "analysis/histogram.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace steptrace::detail {
+
+std::size_t histogram::bucket_of(std::uint64_t v) noexcept {
+  if (v < sub_count) return static_cast<std::size_t>(v);
+  const int exponent = 63 - __builtin_clzll(v);
+  const int shift = exponent - sub_bits;
+  const std::size_t mantissa = static_cast<std::size_t>(v >> shift) - sub_count;
+  return sub_count + static_cast<std::size_t>(shift) * sub_count + mantissa;
+}
+
+std::uint64_t histogram::bucket_low(std::size_t b) noexcept {
+  if (b < sub_count) return b;
+  const std::size_t k = b - sub_count;
+  const std::size_t shift = k / sub_count;
+  return (static_cast<std::uint64_t>(sub_count + k % sub_count)) << shift;
+}
+
+std::uint64_t histogram::bucket_width(std::size_t b) noexcept {
+  return b < sub_count ? 1 : std::uint64_t{1} << ((b - sub_count) / sub_count);
+}
+
+void histogram::add(std::uint64_t v) {
+  if (counts_.empty()) counts_.assign(bucket_count, 0);
+  ++counts_[bucket_of(v)];
+  if (count_ == 0 || v < min_) min_ = v;
+  if (count_ == 0 || v > max_) max_ = v;
+  ++count_;
+}
+
+std::uint64_t histogram::quantile(double q) const noexcept {
+  const std::uint64_t n = count();
+  if (n == 0) return 0;
+  q = std::clamp(q, 0.0, 1.0);
+  const auto rank = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(n))));
+  if (rank <= zeros_) return 0;
+  std::uint64_t seen = zeros_;
+  for (std::size_t b = 0; b < counts_.size(); ++b) {
+    seen += counts_[b];
+    if (seen >= rank) {
+      const std::uint64_t mid = bucket_low(b) + (bucket_width(b) - 1) / 2;
+      return std::clamp(mid, min_, max_);
+    }
+  }
+  return max_;
+}
+
+void histogram::clear() {
+  std::fill(counts_.begin(), counts_.end(), 0);
+  count_ = zeros_ = min_ = max_ = 0;
+}
+
+}  // namespace steptrace::detail

@@ -1,0 +1,122 @@
+#include "analysis/step_builder.hpp"
+
+#include "steptrace/tracer.hpp"
+
+namespace steptrace::detail {
+
+void step_builder::charge(std::uint32_t id, std::uint64_t ticks, std::uint32_t calls) {
+  if (id >= ticks_.size()) {
+    ticks_.resize(id + 1, 0);
+    calls_.resize(id + 1, 0);
+  }
+  if (ticks_[id] == 0 && calls_[id] == 0 && (ticks | calls) != 0) touched_.push_back(id);
+  ticks_[id] += ticks;
+  calls_[id] += calls;
+}
+
+void step_builder::advance(std::uint64_t t) {
+  if (accounting() && t > last_) {
+    const std::uint32_t id = stack_.empty() ? builtin::other.value : stack_.back().id;
+    charge(id, t - last_, 0);
+  }
+  last_ = t;
+}
+
+void step_builder::clear_step() {
+  for (std::uint32_t id : touched_) ticks_[id] = calls_[id] = 0;
+  touched_.clear();
+}
+
+void step_builder::release_capture(step_sink& sink) {
+  // A held input no step claimed: report each of its phases as unscoped time.
+  for (std::uint32_t id : touched_) sink.on_unscoped(id, ticks_[id]);
+  clear_step();
+  capture_ = capture::none;
+}
+
+void step_builder::consume(const record& r, step_sink& sink) {
+  const std::uint64_t t = r.ticks;
+  switch (r.kind) {
+    case record_kind::step_begin:
+      if (capture_ == capture::open) {
+        advance(t);  // the input is still open as the step begins: it belongs to this step
+      } else if (capture_ == capture::held) {
+        charge(builtin::other.value, t > capture_end_ ? t - capture_end_ : 0, 0);  // fetch-to-step gap
+      } else {
+        clear_step();
+        begin_ = t;
+      }
+      capture_ = capture::none;
+      in_step_ = true;
+      last_ = t;
+      for (auto& p : stack_) p.counted = true;
+      break;
+
+    case record_kind::step_end:
+    case record_kind::step_end_failed: {
+      if (!in_step_) break;  // its begin was forgotten by a reset
+      advance(t);
+      slices_.clear();
+      for (std::uint32_t id : touched_) slices_.push_back({id, ticks_[id], calls_[id]});
+      const bool warmup = finished_ < warmup_;
+      ++finished_;
+      sink.on_step(built_step{begin_, t, r.kind == record_kind::step_end_failed, warmup, thread_, slices_});
+      clear_step();
+      in_step_ = false;
+      for (auto& p : stack_) p.counted = false;
+      break;
+    }
+
+    case record_kind::phase_begin:
+      advance(t);
+      if (!in_step_ && stack_.empty() && r.id == builtin::input.value) {
+        if (capture_ == capture::held) release_capture(sink);
+        clear_step();
+        capture_ = capture::open;
+        begin_ = t;
+        last_ = t;
+      }
+      if (accounting()) charge(r.id, 0, 1);
+      stack_.push_back({r.id, t, accounting()});
+      break;
+
+    case record_kind::phase_end: {
+      std::size_t i = stack_.size();
+      while (i > 0 && stack_[i - 1].id != r.id) --i;
+      if (i == 0) {
+        ++unbalanced_;  // ends a phase that is not open
+        break;
+      }
+      advance(t);
+      unbalanced_ += stack_.size() - i;  // phases closed implicitly by ending an outer one
+      for (std::size_t j = stack_.size(); j-- > i - 1;) {
+        if (!stack_[j].counted && !accounting()) sink.on_unscoped(stack_[j].id, t - stack_[j].begin);
+      }
+      stack_.resize(i - 1);
+      if (capture_ == capture::open && stack_.empty()) {
+        capture_ = capture::held;
+        capture_end_ = t;
+      }
+      break;
+    }
+  }
+}
+
+void step_builder::finish(step_sink& sink) {
+  if (capture_ == capture::held) release_capture(sink);
+  drop_open();
+}
+
+void step_builder::restart() {
+  drop_open();
+  finished_ = unbalanced_ = 0;
+}
+
+void step_builder::drop_open() {
+  clear_step();
+  stack_.clear();
+  in_step_ = false;
+  capture_ = capture::none;
+}
+
+}  // namespace steptrace::detail

@@ -1,0 +1,80 @@
+// Internal (not public API): turns one thread's records into finished steps.
+//
+// Rules (design.md, "Definitions"):
+// - every instant of a step goes to the innermost open phase, or to `other` (id 0);
+// - an `input` phase that starts outside a step, with no phase open, is held; the next step
+//   on the thread claims it and its window starts where that input started (a second such
+//   input before a step begins releases the first as unscoped);
+// - any other phase outside a step is unscoped: reported apart, never in step statistics;
+// - the first `warmup` finished steps of the thread are marked warm-up.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "record/ring.hpp"
+
+namespace steptrace::detail {
+
+struct phase_slice {
+  std::uint32_t id;
+  std::uint64_t ticks;  // exclusive time in this phase during the step
+  std::uint32_t calls;
+};
+
+struct built_step {
+  std::uint64_t begin, end;  // ticks
+  bool failed, warmup;
+  std::uint32_t thread;
+  const std::vector<phase_slice>& phases;  // only phases with time or calls in this step
+};
+
+class step_sink {
+ public:
+  virtual void on_step(const built_step& step) = 0;
+  virtual void on_unscoped(std::uint32_t id, std::uint64_t ticks) = 0;
+
+ protected:
+  ~step_sink() = default;
+};
+
+class step_builder {
+ public:
+  step_builder(std::uint32_t warmup_steps, std::uint32_t thread) : warmup_(warmup_steps), thread_(thread) {}
+
+  void consume(const record& r, step_sink& sink);
+  // The thread is gone: a held input becomes unscoped, open steps and phases are dropped.
+  void finish(step_sink& sink);
+  // Forgets everything, warm-up included (the tracer was reset).
+  void restart();
+  void set_warmup(std::uint32_t steps) noexcept { warmup_ = steps; }
+  std::uint64_t unbalanced() const noexcept { return unbalanced_; }
+
+ private:
+  enum class capture { none, open, held };
+  struct open_phase {
+    std::uint32_t id;
+    std::uint64_t begin;
+    bool counted;  // its time goes into step accounting (not unscoped)
+  };
+
+  bool accounting() const noexcept { return in_step_ || capture_ == capture::open; }
+  void advance(std::uint64_t t);
+  void charge(std::uint32_t id, std::uint64_t ticks, std::uint32_t calls);
+  void release_capture(step_sink& sink);
+  void clear_step();
+  void drop_open();
+
+  std::uint32_t warmup_, thread_;
+  std::uint64_t finished_ = 0, unbalanced_ = 0;
+  bool in_step_ = false;
+  capture capture_ = capture::none;
+  std::uint64_t begin_ = 0, last_ = 0, capture_end_ = 0;
+  std::vector<open_phase> stack_;
+  std::vector<std::uint64_t> ticks_;   // by phase id
+  std::vector<std::uint32_t> calls_;   // by phase id
+  std::vector<std::uint32_t> touched_;  // ids with time or calls in the current step
+  std::vector<phase_slice> slices_;
+};
+
+}  // namespace steptrace::detail

@@ -1,0 +1,244 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <new>
+#include <unordered_map>
+
+#include "core/log.hpp"
+#include "core/tracer_impl.hpp"
+#include "record/clock.hpp"
+#include "report/report.hpp"
+
+namespace steptrace {
+namespace detail {
+namespace {
+
+// Live tracers by uid, so an exiting thread never touches a destroyed tracer. Never destroyed.
+std::mutex& live_mutex() {
+  static auto* m = new std::mutex;
+  return *m;
+}
+std::unordered_map<std::uint64_t, tracer_impl*>& live_tracers() {
+  static auto* m = new std::unordered_map<std::uint64_t, tracer_impl*>;
+  return *m;
+}
+std::atomic<std::uint64_t> next_uid{1};
+
+// The hot path's only thread-local: the state of the tracer this thread used last.
+struct tls_slot {
+  std::uint64_t uid;
+  thread_state* state;
+};
+thread_local tls_slot t_slot __attribute__((tls_model("initial-exec"))) = {0, nullptr};
+
+// Every (tracer, state) pair of this thread; detaches them when the thread exits.
+struct thread_links {
+  std::vector<std::pair<std::uint64_t, thread_state*>> links;
+  ~thread_links() {
+    t_slot = {0, nullptr};
+    std::lock_guard<std::mutex> lock(live_mutex());
+    for (auto& [uid, state] : links) {
+      auto it = live_tracers().find(uid);
+      if (it != live_tracers().end()) it->second->detach_thread(*state);
+    }
+  }
+};
+
+thread_state* lookup_slow(tracer_impl& impl) noexcept {
+  thread_local thread_links links;
+  for (auto& [uid, state] : links.links) {
+    if (uid == impl.uid) {
+      t_slot = {uid, state};
+      return state;
+    }
+  }
+  try {
+    thread_state* state = impl.attach_thread();
+    links.links.emplace_back(impl.uid, state);
+    t_slot = {impl.uid, state};
+    return state;
+  } catch (const std::bad_alloc&) {
+    return nullptr;  // out of memory: this thread goes untraced rather than failing the caller
+  }
+}
+
+inline thread_state* local_state(tracer_impl& impl) noexcept {
+  if (__builtin_expect(t_slot.uid == impl.uid, 1)) return t_slot.state;
+  return lookup_slow(impl);
+}
+
+inline void push(tracer_impl& impl, thread_state& state, record_kind kind, std::uint32_t id) noexcept {
+  const record r{host_clock::now(), id, kind};
+  if (__builtin_expect(!state.records.try_push(r), 0)) {
+    impl.drain_for_producer(state);
+    state.records.try_push(r);
+  }
+}
+
+}  // namespace
+
+tracer_impl::tracer_impl(const config& c)
+    : uid(next_uid.fetch_add(1)), creator_pid(getpid()), env_disabled(!config::from_env().enabled), cfg(c) {
+  host_clock::init();
+}
+
+thread_state* tracer_impl::attach_thread() {
+  std::lock_guard<std::mutex> lock(mutex);
+  for (auto& t : threads) {
+    if (t->retired && t->records.capacity() == cfg.ring_records) {
+      t->retired = false;
+      t->step_open = false;
+      t->builder.set_warmup(cfg.warmup_steps);
+      return t.get();
+    }
+  }
+  threads.push_back(std::make_unique<thread_state>(cfg.ring_records, cfg.warmup_steps,
+                                                   static_cast<std::uint32_t>(threads.size())));
+  return threads.back().get();
+}
+
+void tracer_impl::detach_thread(thread_state& state) {
+  std::lock_guard<std::mutex> lock(mutex);
+  state.records.drain([&](const record& r) { state.builder.consume(r, totals); });
+  state.builder.finish(totals);
+  state.retired = true;
+}
+
+void tracer_impl::drain_for_producer(thread_state& state) {
+  std::lock_guard<std::mutex> lock(mutex);
+  state.records.drain([&](const record& r) { state.builder.consume(r, totals); });
+}
+
+void tracer_impl::drain_all_locked() {
+  for (auto& t : threads) t->records.drain([&](const record& r) { t->builder.consume(r, totals); });
+}
+
+void tracer_impl::note_nested_step() noexcept {
+  nested_steps.fetch_add(1, std::memory_order_relaxed);
+  if (!nested_reported.exchange(true)) {
+    log(log_level::error,
+        "a step was opened on a thread that already has one open; steps do not nest (make the inner "
+        "one a phase). The inner step is ignored; further cases are only counted.");
+  }
+}
+
+}  // namespace detail
+
+using detail::host_clock;
+using detail::local_state;
+using detail::record_kind;
+
+tracer::tracer() : tracer(config::from_env()) {}
+
+tracer::tracer(const config& cfg) : impl_(std::make_unique<detail::tracer_impl>(cfg)) {
+  configure(cfg);
+  std::lock_guard<std::mutex> lock(detail::live_mutex());
+  detail::live_tracers()[impl_->uid] = impl_.get();
+}
+
+tracer::~tracer() {
+  std::lock_guard<std::mutex> lock(detail::live_mutex());
+  detail::live_tracers().erase(impl_->uid);
+}
+
+void tracer::configure(const config& cfg) {
+  cfg.validate();
+  detail::set_log_level(detail::parse_log_level(cfg.log_level));
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->cfg = cfg;
+  for (auto& t : impl_->threads) t->builder.set_warmup(cfg.warmup_steps);
+  enabled_.store(cfg.enabled && !impl_->env_disabled, std::memory_order_relaxed);
+}
+
+config tracer::options() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->cfg;
+}
+
+step_open tracer::begin_step() noexcept {
+  if (!enabled()) return step_open::disabled;
+  detail::thread_state* s = local_state(*impl_);
+  if (s == nullptr) return step_open::disabled;
+  if (s->step_open) {
+    impl_->note_nested_step();
+    return step_open::nested;
+  }
+  s->step_open = true;
+  detail::push(*impl_, *s, record_kind::step_begin, 0);
+  return step_open::opened;
+}
+
+void tracer::end_step(bool failed) noexcept {
+  detail::thread_state* s = local_state(*impl_);
+  if (s == nullptr || !s->step_open) return;
+  s->step_open = false;
+  detail::push(*impl_, *s, failed ? record_kind::step_end_failed : record_kind::step_end, 0);
+}
+
+void tracer::record_phase(std::uint32_t id, bool begin) noexcept {
+  detail::thread_state* s = local_state(*impl_);
+  if (s == nullptr) return;
+  detail::push(*impl_, *s, begin ? record_kind::phase_begin : record_kind::phase_end, id);
+}
+
+summary tracer::summary() const {
+  ::steptrace::summary out;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->drain_all_locked();
+    impl_->totals.fill(out, host_clock::ns_per_tick());
+    for (auto& t : impl_->threads) out.errors.unbalanced_phases += t->builder.unbalanced();
+  }
+  out.errors.nested_steps = impl_->nested_steps.load(std::memory_order_relaxed);
+  out.backend.reason = "host only: this build has no GPU backend, so device time is not measured";
+  detail::complete(out);
+  return out;
+}
+
+void tracer::reset() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  for (auto& t : impl_->threads) {
+    t->records.drain([](const detail::record&) {});
+    t->builder.restart();
+  }
+  impl_->totals.clear();
+  impl_->nested_steps.store(0, std::memory_order_relaxed);
+}
+
+std::string tracer::exit_report() {
+  config cfg;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    if (impl_->exit_reported || impl_->creator_pid != getpid()) return {};
+    impl_->exit_reported = true;
+    cfg = impl_->cfg;
+  }
+  const ::steptrace::summary s = summary();
+  if (s.steps + s.warmup_steps + s.failed_steps == 0) return {};
+  if (!cfg.json_path.empty()) {
+    std::ofstream out(cfg.json_path);
+    out << s.json() << '\n';
+    if (!out) detail::log(detail::log_level::error, "could not write the summary JSON to " + cfg.json_path);
+  }
+  return cfg.print_at_exit ? s.table() : std::string{};
+}
+
+tracer& default_tracer() {
+  static tracer* t = [] {
+    std::vector<std::string> errors;
+    const config cfg = config::from_env(&errors);
+    auto* made = new tracer(cfg);  // never destroyed: steps may still end during exit
+    for (const auto& e : errors) detail::log(detail::log_level::error, e);
+    std::atexit([] {
+      const std::string text = default_tracer().exit_report();
+      if (!text.empty()) std::fputs(text.c_str(), stderr);
+    });
+    return made;
+  }();
+  return *t;
+}
+
+}  // namespace steptrace

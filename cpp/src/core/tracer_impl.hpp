@@ -1,0 +1,52 @@
+// Internal (not public API): what a tracer owns behind its public face.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "analysis/aggregate.hpp"
+#include "analysis/step_builder.hpp"
+#include "record/ring.hpp"
+#include "steptrace/tracer.hpp"
+
+namespace steptrace::detail {
+
+// One per (thread, tracer). The producer fields belong to the owning thread; the rest is
+// touched only under tracer_impl::mutex.
+struct thread_state {
+  thread_state(std::uint32_t ring_records, std::uint32_t warmup, std::uint32_t slot)
+      : records(ring_records), builder(warmup, slot) {}
+
+  ring records;
+  bool step_open = false;  // producer
+  step_builder builder;    // consumer
+  bool retired = false;    // consumer: its thread exited; the slot may be handed to a new thread
+};
+
+class tracer_impl {
+ public:
+  explicit tracer_impl(const config& cfg);
+
+  thread_state* attach_thread();                 // slow path: a thread's first record
+  void detach_thread(thread_state& state);       // the thread exited
+  void drain_for_producer(thread_state& state);  // the thread's ring is full
+  void drain_all_locked();
+  void note_nested_step() noexcept;
+
+  const std::uint64_t uid;
+  const int creator_pid;
+  const bool env_disabled;  // STEPTRACE_DISABLE=1 wins over configure()
+
+  mutable std::mutex mutex;  // the consumer side of every ring, the builders, the aggregate
+  config cfg;
+  std::vector<std::unique_ptr<thread_state>> threads;
+  aggregate totals;
+  std::atomic<std::uint64_t> nested_steps{0};
+  std::atomic<bool> nested_reported{false};
+  bool exit_reported = false;
+};
+
+}  // namespace steptrace::detail

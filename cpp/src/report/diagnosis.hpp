@@ -1,0 +1,27 @@
+// Internal (not public API): the diagnosis rules. Every threshold lives here and nowhere else.
+//
+// Host-view rules, on shares of summed step time:
+//   INPUT-BOUND    input >= input_share
+//   H2D-BOUND      h2d >= h2d_share
+//   WAIT-HEAVY     wait + other >= wait_share (blocked in syncs, or untraced)
+//   (several fire: the one with the largest share wins; ties go in the order above)
+//   COMPUTE-BOUND  none of those, and compute >= compute_share
+//   BALANCED       none of the above
+#pragma once
+
+#include "steptrace/summary.hpp"
+
+namespace steptrace::detail {
+
+struct diagnosis_thresholds {
+  double input_share = 0.30;
+  double h2d_share = 0.20;
+  double wait_share = 0.30;
+  double compute_share = 0.60;
+};
+
+inline constexpr diagnosis_thresholds default_thresholds{};
+
+diagnosis diagnose(const summary& s, const diagnosis_thresholds& t = default_thresholds);
+
+}  // namespace steptrace::detail

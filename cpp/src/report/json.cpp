@@ -1,0 +1,104 @@
+// summary::json() and summary::from_json(): schema "steptrace.summary/1" (design.md).
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+
+#include "steptrace/summary.hpp"
+
+namespace steptrace {
+namespace {
+
+using json_doc = nlohmann::ordered_json;
+constexpr const char* schema_name = "steptrace.summary/1";
+
+json_doc stat_json(const stat_ms& m) {
+  return json_doc{{"mean", m.mean}, {"p50", m.p50}, {"p95", m.p95}, {"p99", m.p99}, {"max", m.max}, {"total", m.total}};
+}
+
+stat_ms stat_from(const json_doc& j) {
+  return stat_ms{j.at("total").get<double>(), j.at("mean").get<double>(), j.at("p50").get<double>(),
+                 j.at("p95").get<double>(),   j.at("p99").get<double>(),  j.at("max").get<double>()};
+}
+
+}  // namespace
+
+std::string summary::json() const {
+  json_doc phases_json = json_doc::object();
+  for (const phase_stats& p : phases) {
+    phases_json[p.name] = {{"total_ms", p.ms.total}, {"mean_ms", p.ms.mean}, {"p50_ms", p.ms.p50},
+                           {"p95_ms", p.ms.p95},     {"p99_ms", p.ms.p99},   {"max_ms", p.ms.max},
+                           {"share", p.share},       {"calls", p.calls}};
+  }
+  json_doc unscoped_json = json_doc::object();
+  for (const unscoped_phase& u : unscoped_phases) {
+    unscoped_json[u.name] = {{"total_ms", u.total_ms}, {"max_ms", u.max_ms}, {"calls", u.calls}};
+  }
+  const json_doc doc = {
+      {"schema", schema_name},
+      {"steps", steps},
+      {"warmup_steps", warmup_steps},
+      {"failed_steps", failed_steps},
+      {"threads", threads},
+      {"wall_ms", wall_ms},
+      {"step_ms", stat_json(step_ms)},
+      {"phases", phases_json},
+      {"unscoped_phases", unscoped_json},
+      {"gpu", nullptr},
+      {"diagnosis",
+       {{"label", diag.label.empty() ? json_doc(nullptr) : json_doc(diag.label)},
+        {"evidence", diag.evidence},
+        {"advice", diag.advice}}},
+      {"backend", {{"cuda", backend.cuda}, {"cupti", backend.cupti}, {"reason", backend.reason}}},
+      {"errors", {{"nested_steps", errors.nested_steps}, {"unbalanced_phases", errors.unbalanced_phases}}},
+  };
+  return doc.dump(2);
+}
+
+summary summary::from_json(std::string_view text) {
+  json_doc doc;
+  try {
+    doc = json_doc::parse(text.begin(), text.end());
+  } catch (const json_doc::parse_error& e) {
+    throw std::invalid_argument(std::string("steptrace: not a steptrace summary: not valid JSON (") + e.what() + ")");
+  }
+  if (!doc.is_object() || !doc.contains("schema")) {
+    throw std::invalid_argument("steptrace: not a steptrace summary: no \"schema\" field");
+  }
+  if (doc["schema"] != schema_name) {
+    throw std::invalid_argument("steptrace: unsupported summary schema " + doc["schema"].dump() + " (this version reads \"" +
+                                schema_name + "\")");
+  }
+  try {
+    summary s;
+    s.steps = doc.at("steps").get<std::uint64_t>();
+    s.warmup_steps = doc.at("warmup_steps").get<std::uint64_t>();
+    s.failed_steps = doc.at("failed_steps").get<std::uint64_t>();
+    s.threads = doc.at("threads").get<std::uint64_t>();
+    s.wall_ms = doc.at("wall_ms").get<double>();
+    s.step_ms = stat_from(doc.at("step_ms"));
+    for (const auto& [name, p] : doc.at("phases").items()) {
+      s.phases.push_back(phase_stats{
+          name,
+          stat_ms{p.at("total_ms").get<double>(), p.at("mean_ms").get<double>(), p.at("p50_ms").get<double>(),
+                  p.at("p95_ms").get<double>(), p.at("p99_ms").get<double>(), p.at("max_ms").get<double>()},
+          p.at("share").get<double>(), p.at("calls").get<std::uint64_t>()});
+    }
+    for (const auto& [name, u] : doc.at("unscoped_phases").items()) {
+      s.unscoped_phases.push_back(
+          {name, u.at("total_ms").get<double>(), u.at("max_ms").get<double>(), u.at("calls").get<std::uint64_t>()});
+    }
+    const json_doc& d = doc.at("diagnosis");
+    s.diag.label = d.at("label").is_null() ? "" : d.at("label").get<std::string>();
+    s.diag.evidence = d.at("evidence").get<std::string>();
+    s.diag.advice = d.at("advice").get<std::vector<std::string>>();
+    const json_doc& b = doc.at("backend");
+    s.backend = {b.at("cuda").get<bool>(), b.at("cupti").get<bool>(), b.at("reason").get<std::string>()};
+    const json_doc& e = doc.at("errors");
+    s.errors = {e.at("nested_steps").get<std::uint64_t>(), e.at("unbalanced_phases").get<std::uint64_t>()};
+    return s;
+  } catch (const json_doc::exception& e) {
+    throw std::invalid_argument(std::string("steptrace: malformed steptrace summary: ") + e.what());
+  }
+}
+
+}  // namespace steptrace

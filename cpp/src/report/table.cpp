@@ -1,0 +1,92 @@
+// summary::table(): the end-of-run breakdown a person reads.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iterator>
+
+#include "report/diagnosis.hpp"
+#include "report/report.hpp"
+
+namespace steptrace {
+namespace {
+
+// Milliseconds with about four significant figures.
+std::string ms(double v) {
+  if (v == 0) return "0";
+  if (v >= 1000) return fmt::format("{:.0f}", v);
+  if (v >= 100) return fmt::format("{:.1f}", v);
+  if (v >= 10) return fmt::format("{:.2f}", v);
+  return fmt::format("{:.3f}", v);
+}
+
+std::string bar(double share) {
+  static const char* const eighths[] = {"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"};
+  const int width = static_cast<int>(std::lround(std::clamp(share, 0.0, 1.0) * 20 * 8));
+  std::string out;
+  for (int i = 0; i < width / 8; ++i) out += "█";
+  return out + eighths[width % 8];
+}
+
+}  // namespace
+
+namespace detail {
+void complete(summary& s) { s.diag = diagnose(s); }
+}  // namespace detail
+
+const phase_stats* summary::phase(std::string_view name) const noexcept {
+  for (const phase_stats& p : phases) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+std::string summary::table() const {
+  fmt::memory_buffer out;
+  auto line = [&](auto&&... args) {
+    fmt::format_to(std::back_inserter(out), std::forward<decltype(args)>(args)...);
+    out.push_back('\n');
+  };
+  line("── steptrace summary ──────────────────────────────────────────────────────────");
+  if (steps == 0) {
+    line("no steps counted ({} warm-up, {} failed): nothing to break down.", warmup_steps, failed_steps);
+  } else {
+    line("{} steps ({} warm-up and {} failed not counted) on {} thread{}, {} s of wall time", steps, warmup_steps,
+         failed_steps, threads, threads == 1 ? "" : "s", ms(wall_ms / 1000));
+    line("step       mean {} ms   p50 {}   p95 {}   p99 {}   max {}", ms(step_ms.mean), ms(step_ms.p50),
+         ms(step_ms.p95), ms(step_ms.p99), ms(step_ms.max));
+    line("");
+    line("{:<14}{:>9}{:>10}{:>10}{:>10}{:>10}{:>10}{:>8}", "phase", "calls", "mean ms", "p50", "p95", "p99", "max",
+         "share");
+    double total = 0;
+    for (const phase_stats& p : phases) {
+      total += p.share;
+      const std::string calls = p.name == "other" ? "-" : std::to_string(p.calls);
+      line("{:<14}{:>9}{:>10}{:>10}{:>10}{:>10}{:>10}{:>7.1f}%  {}", p.name, calls, ms(p.ms.mean), ms(p.ms.p50),
+           ms(p.ms.p95), ms(p.ms.p99), ms(p.ms.max), 100 * p.share, bar(p.share));
+    }
+    line("{:>80.1f}%", 100 * total);
+  }
+  if (!unscoped_phases.empty()) {
+    line("");
+    line("outside any step (not in the figures above):");
+    for (const unscoped_phase& u : unscoped_phases) {
+      line("  {:<14} {} call{}, {} ms in all, longest {} ms", u.name, u.calls, u.calls == 1 ? "" : "s",
+           ms(u.total_ms), ms(u.max_ms));
+    }
+  }
+  if (errors.nested_steps || errors.unbalanced_phases) {
+    line("");
+    line("misuse: {} nested step{} ignored, {} unbalanced phase end{}", errors.nested_steps,
+         errors.nested_steps == 1 ? "" : "s", errors.unbalanced_phases, errors.unbalanced_phases == 1 ? "" : "s");
+  }
+  line("");
+  line("diagnosis  {}", diag.label.empty() ? "-" : diag.label);
+  line("           {}", diag.evidence);
+  for (std::size_t i = 0; i < diag.advice.size(); ++i) {
+    line("{}  {}", i == 0 ? "try first " : "then      ", diag.advice[i]);
+  }
+  line("device     {}", backend.reason);
+  return fmt::to_string(out);
+}
+
+}  // namespace steptrace

@@ -1,0 +1,81 @@
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "steptrace/tracer.hpp"
+
+using steptrace::config;
+using Catch::Matchers::Contains;
+
+namespace {
+
+struct scoped_env {
+  const char* name;
+  scoped_env(const char* n, const char* value) : name(n) { setenv(n, value, 1); }
+  ~scoped_env() { unsetenv(name); }
+};
+
+}  // namespace
+
+TEST_CASE("options are set from their text form", "[config]") {
+  config c;
+  c.set("warmup_steps", "12");
+  c.set("enabled", "off");
+  c.set("print_at_exit", "Yes");
+  c.set("log_level", "ERROR");
+  c.set("ring_records", "1024");
+  c.set("json_path", "/tmp/run.json");
+  CHECK(c.warmup_steps == 12);
+  CHECK(!c.enabled);
+  CHECK(c.print_at_exit);
+  CHECK(c.log_level == "error");
+  CHECK(c.ring_records == 1024);
+  CHECK(c.json_path == "/tmp/run.json");
+}
+
+TEST_CASE("an unknown option or a bad value is an error naming it", "[config][errors]") {
+  config c;
+  CHECK_THROWS_WITH(c.set("warmup", "3"), Contains("unknown option 'warmup'") && Contains("warmup_steps"));
+  CHECK_THROWS_WITH(c.set("warmup_steps", "-1"), Contains("'warmup_steps'") && Contains("non-negative integer"));
+  CHECK_THROWS_WITH(c.set("warmup_steps", "2.5"), Contains("'2.5'"));
+  CHECK_THROWS_WITH(c.set("warmup_steps", "99999999999"), Contains("'warmup_steps'"));
+  CHECK_THROWS_WITH(c.set("enabled", "maybe"), Contains("boolean"));
+  CHECK_THROWS_WITH(c.set("log_level", "loud"), Contains("trace, debug, info, warn, error, off"));
+  CHECK_THROWS_WITH(c.set("ring_records", "1000"), Contains("power of two"));
+  CHECK_THROWS_WITH(c.set("ring_records", "32"), Contains("power of two"));
+  CHECK(c.warmup_steps == 5);  // nothing changed by a refused value
+}
+
+TEST_CASE("a tracer refuses a config holding a bad value", "[config][errors]") {
+  config c;
+  c.ring_records = 100;
+  CHECK_THROWS_AS(steptrace::tracer(c), std::invalid_argument);
+  steptrace::tracer t;
+  c = config{};
+  c.log_level = "chatty";
+  CHECK_THROWS_WITH(t.configure(c), Contains("log_level"));
+}
+
+TEST_CASE("environment variables overlay the defaults; bad ones are skipped with a reason", "[config]") {
+  scoped_env a("STEPTRACE_WARMUP_STEPS", "2");
+  scoped_env b("STEPTRACE_LOG_LEVEL", "shouting");
+  scoped_env c("STEPTRACE_WARMUP", "3");
+  std::vector<std::string> errors;
+  const config cfg = config::from_env(&errors);
+  CHECK(cfg.warmup_steps == 2);
+  CHECK(cfg.log_level == "warn");
+  REQUIRE(errors.size() == 2);
+  CHECK_THAT(errors[0], Contains("STEPTRACE_LOG_LEVEL='shouting' is ignored"));
+  CHECK_THAT(errors[1], Contains("STEPTRACE_WARMUP is not a steptrace variable"));
+}
+
+TEST_CASE("STEPTRACE_DISABLE=1 keeps a tracer off whatever is configured", "[config]") {
+  scoped_env off("STEPTRACE_DISABLE", "1");
+  steptrace::tracer t;
+  CHECK(!t.enabled());
+  config c;
+  c.enabled = true;
+  t.configure(c);
+  CHECK(!t.enabled());
+  CHECK(t.begin_step() == steptrace::step_open::disabled);
+}

@@ -1,0 +1,82 @@
+// Each rule at and around its threshold; the thresholds come from the one place they live.
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "report/diagnosis.hpp"
+
+using namespace steptrace;
+using steptrace::detail::default_thresholds;
+using steptrace::detail::diagnose;
+
+namespace {
+
+// A one-step summary with the given shares; whatever is left over goes to `other`.
+summary with_shares(std::map<std::string, double> shares) {
+  summary s;
+  s.steps = 100;
+  s.step_ms.mean = 10;
+  double used = 0;
+  for (auto& [name, share] : shares) {
+    if (name == "other") continue;
+    used += share;
+    s.phases.push_back(phase_stats{name, stat_ms{share * 1000, share * 10, 0, 0, 0, 0}, share, 100});
+  }
+  const double other = shares.count("other") ? shares["other"] : 1.0 - used;
+  s.phases.push_back(phase_stats{"other", stat_ms{other * 1000, other * 10, 0, 0, 0, 0}, other, 0});
+  return s;
+}
+
+constexpr double below = 0.001;
+
+}  // namespace
+
+TEST_CASE("INPUT-BOUND fires at its threshold and not just below it", "[diagnosis]") {
+  const double t = default_thresholds.input_share;
+  CHECK(diagnose(with_shares({{"input", t}, {"compute", 1 - t}})).label == "INPUT-BOUND");
+  CHECK(diagnose(with_shares({{"input", t - below}, {"compute", 1 - t + below}})).label != "INPUT-BOUND");
+  const auto d = diagnose(with_shares({{"input", 0.73}, {"compute", 0.27}}));
+  CHECK_THAT(d.evidence, Catch::Matchers::Contains("`input` takes 73.0% of step time"));
+  CHECK_THAT(d.advice.at(0), Catch::Matchers::Contains("num_workers"));
+}
+
+TEST_CASE("H2D-BOUND fires at its threshold and not just below it", "[diagnosis]") {
+  const double t = default_thresholds.h2d_share;
+  CHECK(diagnose(with_shares({{"h2d", t}, {"compute", 1 - t}})).label == "H2D-BOUND");
+  CHECK(diagnose(with_shares({{"h2d", t - below}, {"compute", 1 - t + below}})).label != "H2D-BOUND");
+  CHECK_THAT(diagnose(with_shares({{"h2d", 0.5}, {"compute", 0.5}})).advice.at(0),
+             Catch::Matchers::Contains("pin_memory=True"));
+}
+
+TEST_CASE("WAIT-HEAVY counts wait and untraced time together", "[diagnosis]") {
+  const double t = default_thresholds.wait_share;
+  CHECK(diagnose(with_shares({{"wait", t / 2}, {"other", t / 2}, {"compute", 1 - t}})).label == "WAIT-HEAVY");
+  CHECK(diagnose(with_shares({{"wait", t - below}, {"other", 0}, {"compute", 1 - t + below}})).label != "WAIT-HEAVY");
+  CHECK_THAT(diagnose(with_shares({{"wait", 0.4}, {"compute", 0.6}})).advice.at(0),
+             Catch::Matchers::Contains(".item()"));
+}
+
+TEST_CASE("COMPUTE-BOUND needs compute at its threshold and no waste rule firing", "[diagnosis]") {
+  const double t = default_thresholds.compute_share;
+  CHECK(diagnose(with_shares({{"compute", t}, {"input", 0.2}, {"other", 1 - t - 0.2}})).label == "COMPUTE-BOUND");
+  CHECK(diagnose(with_shares({{"compute", t - below}, {"input", 0.2}, {"other", 1 - t - 0.2 + below}})).label ==
+        "BALANCED");
+  // A waste rule wins over the healthy label.
+  CHECK(diagnose(with_shares({{"compute", 0.65}, {"input", 0.35}, {"other", 0}})).label == "INPUT-BOUND");
+}
+
+TEST_CASE("when several waste rules fire, the largest share wins", "[diagnosis]") {
+  CHECK(diagnose(with_shares({{"input", 0.35}, {"h2d", 0.45}, {"other", 0.2}})).label == "H2D-BOUND");
+  CHECK(diagnose(with_shares({{"input", 0.45}, {"h2d", 0.25}, {"other", 0.3}})).label == "INPUT-BOUND");
+  CHECK(diagnose(with_shares({{"input", 0.31}, {"wait", 0.5}, {"other", 0.19}})).label == "WAIT-HEAVY");
+}
+
+TEST_CASE("BALANCED names the largest phase; no steps means no label", "[diagnosis]") {
+  const auto d = diagnose(with_shares({{"preprocess", 0.5}, {"compute", 0.45}, {"other", 0.05}}));
+  CHECK(d.label == "BALANCED");
+  CHECK_THAT(d.evidence, Catch::Matchers::Contains("`preprocess` at 50.0%"));
+  summary empty;
+  empty.warmup_steps = 5;
+  const auto none = diagnose(empty);
+  CHECK(none.label.empty());
+  CHECK_THAT(none.evidence, Catch::Matchers::Contains("No steps were counted (5 warm-up, 0 failed)"));
+}

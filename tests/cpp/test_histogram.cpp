@@ -1,0 +1,70 @@
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "analysis/histogram.hpp"
+
+using steptrace::detail::histogram;
+
+namespace {
+
+std::uint64_t exact_quantile(std::vector<std::uint64_t> v, double q) {
+  std::sort(v.begin(), v.end());
+  const auto rank = std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size()))));
+  return v[rank - 1];
+}
+
+}  // namespace
+
+TEST_CASE("every value falls inside the bucket it is counted in", "[analysis][histogram]") {
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    const std::uint64_t v = rng() >> (rng() % 64);
+    const std::size_t b = histogram::bucket_of(v);
+    REQUIRE(b < histogram::bucket_count);
+    REQUIRE(histogram::bucket_low(b) <= v);
+    REQUIRE(v - histogram::bucket_low(b) < histogram::bucket_width(b));
+  }
+  REQUIRE(histogram::bucket_of(~std::uint64_t{0}) == histogram::bucket_count - 1);
+}
+
+TEST_CASE("percentiles of a known distribution are within 1% of the exact ones", "[analysis][histogram]") {
+  std::mt19937_64 rng(42);
+  std::vector<std::uint64_t> values;
+  SECTION("log-normal step times around 10 ms in nanoseconds") {
+    std::lognormal_distribution<double> d(std::log(10e6), 0.5);
+    for (int i = 0; i < 100000; ++i) values.push_back(static_cast<std::uint64_t>(d(rng)));
+  }
+  SECTION("uniform over five decades") {
+    std::uniform_int_distribution<std::uint64_t> d(1000, 100000000);
+    for (int i = 0; i < 100000; ++i) values.push_back(d(rng));
+  }
+  SECTION("bimodal: fast steps and a slow tail") {
+    std::normal_distribution<double> fast(2e6, 1e5), slow(40e6, 1e6);
+    for (int i = 0; i < 100000; ++i) values.push_back(static_cast<std::uint64_t>(i % 50 == 0 ? slow(rng) : fast(rng)));
+  }
+  histogram h;
+  for (auto v : values) h.add(v);
+  REQUIRE(h.count() == values.size());
+  for (double q : {0.5, 0.95, 0.99}) {
+    const double exact = static_cast<double>(exact_quantile(values, q));
+    CHECK(static_cast<double>(h.quantile(q)) == Approx(exact).epsilon(0.01));
+  }
+  CHECK(h.max() == *std::max_element(values.begin(), values.end()));
+}
+
+TEST_CASE("small values are exact and implied zeros count as samples", "[analysis][histogram]") {
+  histogram h;
+  REQUIRE(h.quantile(0.5) == 0);  // empty
+  for (std::uint64_t v = 1; v <= 100; ++v) h.add(v);
+  CHECK(h.quantile(0.5) == 50);
+  CHECK(h.quantile(0.99) == 99);
+  h.add_zeros(900);
+  CHECK(h.count() == 1000);
+  CHECK(h.quantile(0.5) == 0);
+  CHECK(h.quantile(0.95) == 50);
+  h.clear();
+  CHECK(h.count() == 0);
+}

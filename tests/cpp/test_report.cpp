@@ -1,0 +1,70 @@
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "spin.hpp"
+#include "steptrace/steptrace.hpp"
+
+using namespace steptrace;
+using Catch::Matchers::Contains;
+
+namespace {
+
+summary recorded() {
+  config c;
+  c.warmup_steps = 1;
+  c.print_at_exit = false;
+  tracer t(c);
+  for (int i = 0; i < 6; ++i) {
+    scoped_step step(t);
+    scoped_phase in(t, builtin::input);
+    steptrace::testing::spin_for(std::chrono::microseconds(300));
+  }
+  return t.summary();
+}
+
+}  // namespace
+
+TEST_CASE("the JSON follows schema steptrace.summary/1", "[report]") {
+  const summary s = recorded();
+  const auto j = nlohmann::json::parse(s.json());
+  CHECK(j["schema"] == "steptrace.summary/1");
+  CHECK(j["steps"] == 5);
+  CHECK(j["warmup_steps"] == 1);
+  for (const char* key : {"mean", "p50", "p95", "p99", "max"}) CHECK(j["step_ms"].contains(key));
+  double shares = 0;
+  for (const auto& [name, p] : j["phases"].items()) {
+    for (const char* key : {"total_ms", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms", "share", "calls"}) {
+      CHECK(p.contains(key));
+    }
+    shares += p["share"].get<double>();
+  }
+  CHECK(shares == Approx(1.0));
+  CHECK(j["phases"].contains("other"));
+  CHECK(j["gpu"].is_null());
+  CHECK(j["diagnosis"]["label"] == "INPUT-BOUND");
+  CHECK(j["backend"]["cuda"] == false);
+  CHECK(!j["backend"]["reason"].get<std::string>().empty());
+}
+
+TEST_CASE("a summary read back from its JSON prints the same table", "[report]") {
+  const summary s = recorded();
+  const summary back = summary::from_json(s.json());
+  CHECK(back.table() == s.table());
+  CHECK(back.json() == s.json());
+}
+
+TEST_CASE("reading anything but a summary is a clear error", "[report][errors]") {
+  CHECK_THROWS_WITH(summary::from_json("not json"), Contains("not valid JSON"));
+  CHECK_THROWS_WITH(summary::from_json("[1, 2]"), Contains("no \"schema\" field"));
+  CHECK_THROWS_WITH(summary::from_json(R"({"schema": "other/2"})"), Contains("unsupported summary schema \"other/2\""));
+  CHECK_THROWS_WITH(summary::from_json(R"({"schema": "steptrace.summary/1", "steps": 1})"), Contains("malformed"));
+}
+
+TEST_CASE("the table shows every phase, the label, the evidence and the advice", "[report]") {
+  const std::string table = recorded().table();
+  CHECK_THAT(table, Contains("5 steps (1 warm-up and 0 failed not counted)"));
+  CHECK_THAT(table, Contains("input"));
+  CHECK_THAT(table, Contains("other"));
+  CHECK_THAT(table, Contains("diagnosis  INPUT-BOUND"));
+  CHECK_THAT(table, Contains("try first"));
+}

@@ -1,0 +1,134 @@
+// The attribution rules on hand-made record streams with known answers.
+#include <catch2/catch.hpp>
+#include <map>
+#include <vector>
+
+#include "analysis/step_builder.hpp"
+#include "steptrace/tracer.hpp"
+
+using namespace steptrace;
+using namespace steptrace::detail;
+
+namespace {
+
+struct step_copy {
+  std::uint64_t begin, end;
+  bool failed, warmup;
+  std::map<std::uint32_t, std::uint64_t> ticks;
+  std::map<std::uint32_t, std::uint32_t> calls;
+};
+
+struct recording_sink final : step_sink {
+  std::vector<step_copy> steps;
+  std::map<std::uint32_t, std::uint64_t> unscoped;
+  void on_step(const built_step& s) override {
+    step_copy c{s.begin, s.end, s.failed, s.warmup, {}, {}};
+    for (const auto& p : s.phases) {
+      c.ticks[p.id] = p.ticks;
+      c.calls[p.id] = p.calls;
+    }
+    steps.push_back(c);
+  }
+  void on_unscoped(std::uint32_t id, std::uint64_t ticks) override { unscoped[id] += ticks; }
+};
+
+record step_begin(std::uint64_t t) { return {t, 0, record_kind::step_begin}; }
+record step_end(std::uint64_t t) { return {t, 0, record_kind::step_end}; }
+record begin(phase_id p, std::uint64_t t) { return {t, p.value, record_kind::phase_begin}; }
+record end(phase_id p, std::uint64_t t) { return {t, p.value, record_kind::phase_end}; }
+
+recording_sink run(const std::vector<record>& records, std::uint32_t warmup = 0, step_builder* keep = nullptr) {
+  recording_sink sink;
+  step_builder local(warmup, 0);
+  step_builder& b = keep ? *keep : local;
+  for (const auto& r : records) b.consume(r, sink);
+  return sink;
+}
+
+constexpr auto other = builtin::other, input = builtin::input, compute = builtin::compute, wait = builtin::wait;
+
+}  // namespace
+
+TEST_CASE("every instant of a step goes to the innermost open phase or to other", "[analysis]") {
+  auto sink = run({step_begin(0), begin(compute, 10), begin(wait, 20), end(wait, 30), end(compute, 60),
+                   begin(wait, 70), end(wait, 75), step_end(100)});
+  REQUIRE(sink.steps.size() == 1);
+  const auto& s = sink.steps[0];
+  CHECK(s.begin == 0);
+  CHECK(s.end == 100);
+  CHECK(s.ticks.at(compute.value) == 40);
+  CHECK(s.ticks.at(wait.value) == 15);
+  CHECK(s.ticks.at(other.value) == 45);
+  CHECK(s.calls.at(wait.value) == 2);
+  CHECK(s.calls.at(compute.value) == 1);
+  std::uint64_t sum = 0;
+  for (auto& [id, t] : s.ticks) sum += t;
+  CHECK(sum == s.end - s.begin);
+}
+
+TEST_CASE("an input fetched before the step is claimed by it and starts its window", "[analysis]") {
+  SECTION("the gap between fetch and step is other") {
+    auto sink = run({begin(input, 100), end(input, 130), step_begin(140), begin(compute, 140), end(compute, 190),
+                     step_end(200)});
+    REQUIRE(sink.steps.size() == 1);
+    CHECK(sink.steps[0].begin == 100);
+    CHECK(sink.steps[0].ticks.at(input.value) == 30);
+    CHECK(sink.steps[0].ticks.at(other.value) == 20);
+    CHECK(sink.steps[0].ticks.at(compute.value) == 50);
+    CHECK(sink.unscoped.empty());
+  }
+  SECTION("a second fetch before any step releases the first as unscoped") {
+    auto sink = run({begin(input, 0), end(input, 10), begin(input, 20), end(input, 50), step_begin(50), step_end(60)});
+    REQUIRE(sink.steps.size() == 1);
+    CHECK(sink.steps[0].begin == 20);
+    CHECK(sink.steps[0].ticks.at(input.value) == 30);
+    CHECK(sink.unscoped.at(input.value) == 10);
+  }
+  SECTION("phases nested inside the fetch come along") {
+    const phase_id decode = register_phase("decode");
+    auto sink = run({begin(input, 0), begin(decode, 5), end(decode, 25), end(input, 30), step_begin(30), step_end(40)});
+    CHECK(sink.steps[0].ticks.at(input.value) == 10);
+    CHECK(sink.steps[0].ticks.at(decode.value) == 20);
+    CHECK(sink.steps[0].ticks.at(other.value) == 10);
+  }
+  SECTION("an input still open when the step begins belongs to the step") {
+    auto sink = run({begin(input, 0), step_begin(10), end(input, 30), step_end(50)});
+    CHECK(sink.steps[0].begin == 0);
+    CHECK(sink.steps[0].ticks.at(input.value) == 30);
+    CHECK(sink.steps[0].ticks.at(other.value) == 20);
+  }
+}
+
+TEST_CASE("phases outside any step are kept apart from step statistics", "[analysis]") {
+  const phase_id checkpoint = register_phase("checkpoint");
+  auto sink = run({step_begin(0), step_end(10), begin(checkpoint, 10), end(checkpoint, 510), step_begin(510),
+                   step_end(520)});
+  REQUIRE(sink.steps.size() == 2);
+  CHECK(sink.steps[1].end - sink.steps[1].begin == 10);
+  CHECK(sink.steps[1].ticks.count(checkpoint.value) == 0);
+  CHECK(sink.unscoped.at(checkpoint.value) == 500);
+}
+
+TEST_CASE("failed and warm-up steps are flagged", "[analysis]") {
+  auto sink = run({step_begin(0), step_end(1), step_begin(1), step_end(2), step_begin(2),
+                   {3, 0, record_kind::step_end_failed}, step_begin(3), step_end(4)},
+                  2);
+  REQUIRE(sink.steps.size() == 4);
+  CHECK(sink.steps[0].warmup);
+  CHECK(sink.steps[1].warmup);
+  CHECK(!sink.steps[2].warmup);
+  CHECK(sink.steps[2].failed);
+  CHECK(!sink.steps[3].failed);
+}
+
+TEST_CASE("ending a phase that is not open, or an outer one first, is counted as unbalanced", "[analysis]") {
+  step_builder b(0, 0);
+  auto sink = run({step_begin(0), end(compute, 5), begin(compute, 10), begin(wait, 20), end(compute, 40),
+                   step_end(50)},
+                  0, &b);
+  REQUIRE(sink.steps.size() == 1);
+  CHECK(b.unbalanced() == 2);
+  CHECK(sink.steps[0].ticks.at(compute.value) == 10);
+  CHECK(sink.steps[0].ticks.at(wait.value) == 20);
+  CHECK(sink.steps[0].ticks.at(other.value) == 20);
+}

@@ -1,0 +1,229 @@
+// The tracer end to end with the real clock: spin-waits of known length are the ground truth.
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "spin.hpp"
+#include "steptrace/steptrace.hpp"
+
+using namespace steptrace;
+using steptrace::testing::spin_for;
+using std::chrono::microseconds;
+
+namespace {
+
+config quiet(std::uint32_t warmup = 0) {
+  config c;
+  c.warmup_steps = warmup;
+  c.print_at_exit = false;
+  return c;
+}
+
+double share_sum(const summary& s) {
+  double sum = 0;
+  for (const auto& p : s.phases) sum += p.share;
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("spin-waits of known length give phase means within 2%", "[tracer]") {
+  tracer t(quiet());
+  const phase_id preprocess = register_phase("preprocess");
+  for (int i = 0; i < 40; ++i) {
+    scoped_step step(t);
+    { scoped_phase p(t, builtin::input); spin_for(microseconds(2000)); }
+    { scoped_phase p(t, builtin::compute); spin_for(microseconds(3000)); {
+        scoped_phase inner(t, preprocess); spin_for(microseconds(500)); } }
+    spin_for(microseconds(1000));  // untraced: other
+  }
+  const summary s = t.summary();
+  REQUIRE(s.steps == 40);
+  CHECK(s.phase("input")->ms.mean == Approx(2.0).epsilon(0.02));
+  CHECK(s.phase("compute")->ms.mean == Approx(3.0).epsilon(0.02));
+  CHECK(s.phase("preprocess")->ms.mean == Approx(0.5).epsilon(0.02));
+  CHECK(s.phase("other")->ms.mean == Approx(1.0).epsilon(0.02));
+  CHECK(s.step_ms.mean == Approx(6.5).epsilon(0.02));
+  CHECK(s.phase("input")->ms.p50 == Approx(2.0).epsilon(0.02));
+  CHECK(s.phase("input")->calls == 40);
+  CHECK(share_sum(s) == Approx(1.0).epsilon(1e-9));
+  CHECK(s.phase("input")->share == Approx(2.0 / 6.5).epsilon(0.02));
+  CHECK(s.wall_ms >= s.step_ms.total);
+}
+
+TEST_CASE("concurrent steps from 8 threads are all counted", "[tracer][threads]") {
+  tracer t(quiet());
+  constexpr int threads = 8, steps_each = 2000;
+  std::atomic<int> started{0};
+  std::vector<std::thread> pool;
+  for (int i = 0; i < threads; ++i) {
+    pool.emplace_back([&] {
+      for (int k = 0; k < steps_each; ++k) {
+        if (k == 1) {  // every thread holds its own slot before any can exit and hand it on
+          ++started;
+          while (started.load() < threads) std::this_thread::yield();
+        }
+        scoped_step step(t);
+        scoped_phase p(t, builtin::compute);
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  const summary s = t.summary();
+  CHECK(s.steps == threads * steps_each);
+  CHECK(s.threads == threads);
+  CHECK(s.phase("compute")->calls == threads * steps_each);
+  CHECK(share_sum(s) == Approx(1.0));
+}
+
+TEST_CASE("summary() while other threads record is safe and loses nothing", "[tracer][threads]") {
+  tracer t(quiet());
+  std::atomic<int> done{0};
+  std::vector<std::thread> pool;
+  for (int i = 0; i < 4; ++i) {
+    pool.emplace_back([&] {
+      for (int k = 0; k < 20000; ++k) {
+        scoped_step step(t);
+        scoped_phase p(t, builtin::input);
+      }
+      ++done;
+    });
+  }
+  std::uint64_t last = 0;
+  while (done.load() < 4) {
+    const summary s = t.summary();
+    CHECK(s.steps >= last);  // monotone: a later summary never sees fewer steps
+    last = s.steps;
+  }
+  for (auto& th : pool) th.join();
+  CHECK(t.summary().steps == 4 * 20000);
+}
+
+TEST_CASE("the first steps of each thread are warm-up and kept out", "[tracer]") {
+  tracer t(quiet(5));
+  for (int i = 0; i < 12; ++i) scoped_step step(t);
+  const summary s = t.summary();
+  CHECK(s.steps == 7);
+  CHECK(s.warmup_steps == 5);
+}
+
+TEST_CASE("a full ring is drained by its own thread: nothing is dropped", "[tracer][record]") {
+  config c = quiet();
+  c.ring_records = 64;
+  tracer t(c);
+  for (int i = 0; i < 10000; ++i) {
+    scoped_step step(t);
+    scoped_phase p(t, builtin::h2d);
+  }
+  const summary s = t.summary();
+  CHECK(s.steps == 10000);
+  CHECK(s.phase("h2d")->calls == 10000);
+}
+
+TEST_CASE("a second step on a thread is refused and counted, the first goes on", "[tracer][errors]") {
+  tracer t(quiet());
+  {
+    scoped_step outer(t);
+    REQUIRE(outer.state() == step_open::opened);
+    scoped_step inner(t);
+    CHECK(inner.state() == step_open::nested);
+  }
+  const summary s = t.summary();
+  CHECK(s.steps == 1);
+  CHECK(s.errors.nested_steps == 1);
+  CHECK(s.table().find("1 nested step ignored") != std::string::npos);
+}
+
+TEST_CASE("an exception inside a step propagates unchanged and the step counts as failed", "[tracer][errors]") {
+  tracer t(quiet());
+  struct user_error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
+  for (int i = 0; i < 3; ++i) scoped_step ok(t);
+  try {
+    scoped_step step(t);
+    scoped_phase p(t, builtin::compute);
+    throw user_error("boom");
+  } catch (const user_error& e) {
+    CHECK(std::string(e.what()) == "boom");
+  }
+  const summary s = t.summary();
+  CHECK(s.steps == 3);
+  CHECK(s.failed_steps == 1);
+  CHECK(s.phase("compute") == nullptr);  // the failed step's phases are not in the statistics
+}
+
+TEST_CASE("a summary with zero steps says so plainly", "[tracer]") {
+  tracer t(quiet());
+  const summary s = t.summary();
+  CHECK(s.steps == 0);
+  CHECK(s.diag.label.empty());
+  CHECK(s.table().find("no steps counted") != std::string::npos);
+}
+
+TEST_CASE("a phase outside any step does not distort step statistics", "[tracer]") {
+  tracer t(quiet());
+  const phase_id checkpoint = register_phase("checkpoint");
+  for (int i = 0; i < 5; ++i) {
+    { scoped_step step(t); spin_for(microseconds(1000)); }
+    scoped_phase p(t, checkpoint);
+    spin_for(microseconds(3000));
+  }
+  const summary s = t.summary();
+  CHECK(s.step_ms.mean == Approx(1.0).epsilon(0.02));
+  CHECK(s.phase("checkpoint") == nullptr);
+  REQUIRE(s.unscoped_phases.size() == 1);
+  CHECK(s.unscoped_phases[0].name == "checkpoint");
+  CHECK(s.unscoped_phases[0].calls == 5);
+  CHECK(s.unscoped_phases[0].total_ms == Approx(15.0).epsilon(0.02));
+}
+
+TEST_CASE("reset forgets everything recorded so far", "[tracer]") {
+  tracer t(quiet());
+  for (int i = 0; i < 10; ++i) scoped_step step(t);
+  t.reset();
+  CHECK(t.summary().steps == 0);
+  for (int i = 0; i < 3; ++i) scoped_step step(t);
+  CHECK(t.summary().steps == 3);
+}
+
+TEST_CASE("a disabled tracer records nothing", "[tracer]") {
+  config c = quiet();
+  c.enabled = false;
+  tracer t(c);
+  scoped_step step(t);
+  CHECK(step.state() == step_open::disabled);
+  scoped_phase p(t, builtin::compute);
+  CHECK(t.summary().steps == 0);
+}
+
+TEST_CASE("steps of threads that have exited are kept, and their slots reused", "[tracer][threads]") {
+  tracer t(quiet());
+  for (int round = 0; round < 3; ++round) {
+    std::thread([&] {
+      for (int i = 0; i < 10; ++i) scoped_step step(t);
+    }).join();
+  }
+  const summary s = t.summary();
+  CHECK(s.steps == 30);
+  CHECK(s.threads == 1);  // one slot, reused by each new thread
+}
+
+TEST_CASE("the macros use the default tracer", "[tracer]") {
+  tracer& t = default_tracer();
+  config c = t.options();
+  c.warmup_steps = 0;
+  c.print_at_exit = false;
+  t.configure(c);
+  t.reset();
+  for (int i = 0; i < 4; ++i) {
+    STEPTRACE_STEP();
+    STEPTRACE_PHASE("macro-phase");
+  }
+  const summary s = t.summary();
+  CHECK(s.steps == 4);
+  REQUIRE(s.phase("macro-phase") != nullptr);
+  CHECK(s.phase("macro-phase")->calls == 4);
+}
