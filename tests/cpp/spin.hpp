@@ -1,15 +1,29 @@
-// Ground truth for timing tests: busy-waits measured by std::chrono::steady_clock, a clock
-// independent of steptrace's TSC-based one.
+// Ground truth for timing tests: busy-waits timed by std::chrono::steady_clock, a clock
+// independent of steptrace's TSC-based one. Each returns how long it really spun (a preempted
+// spin runs long), so a test compares steptrace's figure with what actually happened.
 #pragma once
 
 #include <chrono>
 
 namespace steptrace::testing {
 
-inline void spin_for(std::chrono::microseconds d) {
-  const auto until = std::chrono::steady_clock::now() + d;
-  while (std::chrono::steady_clock::now() < until) {
-  }
+inline double spin_for(std::chrono::microseconds d) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto until = start + d;
+  auto now = start;
+  while (now < until) now = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::milli>(now - start).count();
 }
+
+// Running mean of the real spin lengths, in milliseconds.
+struct truth {
+  double sum = 0;
+  int n = 0;
+  void add(double ms) {
+    sum += ms;
+    ++n;
+  }
+  double mean() const { return n ? sum / n : 0; }
+};
 
 }  // namespace steptrace::testing
