@@ -83,7 +83,7 @@ class STEPTRACE_API tracer {
   bool enabled() const noexcept { return enabled_.load(std::memory_order_relaxed); }
 
   // The primitives under scoped_step / scoped_phase and the Python bindings.
-  step_open begin_step() noexcept;  // `nested`: this thread already has a step open
+  step_open begin_step() noexcept;  // `nested`: this thread already has a step open (counted)
   void end_step(bool failed = false) noexcept;
   void begin_phase(phase_id id) noexcept {
     if (enabled()) record_phase(id.value, true);
@@ -99,6 +99,9 @@ class STEPTRACE_API tracer {
   // The table to print at exit: once, in the process that created the tracer, and only when
   // steps were recorded and print_at_exit is set (writes json_path too). Empty otherwise.
   std::string exit_report();
+  // Says once, as an error line on stderr, that a nested step was ignored (scoped_step's only
+  // way to tell; Python raises StepError instead).
+  void warn_nested_step() const noexcept;
 
  private:
   void record_phase(std::uint32_t id, bool begin) noexcept;
@@ -114,7 +117,9 @@ STEPTRACE_API tracer& default_tracer();
 class scoped_step {
  public:
   explicit scoped_step(tracer& t = default_tracer()) noexcept
-      : tracer_(t), exceptions_(std::uncaught_exceptions()), state_(t.begin_step()) {}
+      : tracer_(t), exceptions_(std::uncaught_exceptions()), state_(t.begin_step()) {
+    if (state_ == step_open::nested) tracer_.warn_nested_step();
+  }
   ~scoped_step() {
     if (state_ == step_open::opened) tracer_.end_step(std::uncaught_exceptions() > exceptions_);
   }

@@ -116,14 +116,6 @@ void tracer_impl::drain_all_locked() {
   for (auto& t : threads) t->records.drain([&](const record& r) { t->builder.consume(r, totals); });
 }
 
-void tracer_impl::note_nested_step() noexcept {
-  nested_steps.fetch_add(1, std::memory_order_relaxed);
-  if (!nested_reported.exchange(true)) {
-    log(log_level::error,
-        "a step was opened on a thread that already has one open; steps do not nest (make the inner "
-        "one a phase). The inner step is ignored; further cases are only counted.");
-  }
-}
 
 }  // namespace detail
 
@@ -163,7 +155,7 @@ step_open tracer::begin_step() noexcept {
   detail::thread_state* s = local_state(*impl_);
   if (s == nullptr) return step_open::disabled;
   if (s->step_open) {
-    impl_->note_nested_step();
+    impl_->nested_steps.fetch_add(1, std::memory_order_relaxed);
     return step_open::nested;
   }
   s->step_open = true;
@@ -224,6 +216,14 @@ std::string tracer::exit_report() {
     if (!out) detail::log(detail::log_level::error, "could not write the summary JSON to " + cfg.json_path);
   }
   return cfg.print_at_exit ? s.table() : std::string{};
+}
+
+void tracer::warn_nested_step() const noexcept {
+  if (!impl_->nested_reported.exchange(true)) {
+    detail::log(detail::log_level::error,
+                "a step was opened on a thread that already has one open; steps do not nest (make the inner "
+                "one a phase). The inner step is ignored; further cases are only counted.");
+  }
 }
 
 tracer& default_tracer() {

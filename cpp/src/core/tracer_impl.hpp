@@ -34,7 +34,6 @@ class tracer_impl {
   void detach_thread(thread_state& state);       // the thread exited
   void drain_for_producer(thread_state& state);  // the thread's ring is full
   void drain_all_locked();
-  void note_nested_step() noexcept;
 
   const std::uint64_t uid;
   const int creator_pid;

@@ -1,0 +1,105 @@
+// steptrace._core: the C++ tracer as seen from Python. Conversions only; logic lives in C++
+// (cpp/) or in the Python package (python/steptrace).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <string>
+
+#include "steptrace/steptrace.hpp"
+
+namespace py = pybind11;
+using namespace steptrace;
+
+namespace {
+
+PyObject* step_error = nullptr;
+
+void open_step(tracer& t) {
+  if (t.begin_step() == step_open::nested) {
+    PyErr_SetString(step_error,
+                    "steptrace: a step is already open on this thread; steps do not nest (use "
+                    "steptrace.phase() for the inner scope)");
+    throw py::error_already_set();
+  }
+}
+
+// Context managers. They keep no per-use state (the open step and phase stack belong to the
+// thread), so one object serves every `with` on every thread.
+struct step_scope {
+  tracer* t;
+};
+struct phase_scope {
+  tracer* t;
+  phase_id id;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "steptrace core (C++). Use the steptrace package, not this module.";
+  step_error = PyErr_NewException("steptrace.StepError", PyExc_RuntimeError, nullptr);
+  m.attr("StepError") = py::handle(step_error);
+
+  py::class_<summary>(m, "Summary")
+      .def("table", &summary::table)
+      .def("json", &summary::json)
+      .def_property_readonly("label", [](const summary& s) -> py::object {
+        if (s.diag.label.empty()) return py::none();
+        return py::str(s.diag.label);
+      })
+      .def_readonly("steps", &summary::steps)
+      .def_static("from_json", &summary::from_json, py::arg("text"));
+
+  py::class_<tracer>(m, "Tracer")
+      .def(py::init<>())
+      .def("configure",
+           [](tracer& t, const std::map<std::string, std::string>& options) {
+             config c = t.options();
+             for (const auto& [key, value] : options) c.set(key, value);
+             t.configure(c);
+           })
+      .def("options",
+           [](const tracer& t) {
+             const config c = t.options();
+             py::dict d;
+             d["enabled"] = c.enabled;
+             d["warmup_steps"] = c.warmup_steps;
+             d["print_at_exit"] = c.print_at_exit;
+             d["json_path"] = c.json_path;
+             d["log_level"] = c.log_level;
+             d["ring_records"] = c.ring_records;
+             return d;
+           })
+      .def_property_readonly("enabled", &tracer::enabled)
+      .def("begin_step", &open_step)
+      .def("end_step", &tracer::end_step, py::arg("failed") = false)
+      .def("begin_phase", [](tracer& t, std::uint32_t id) { t.begin_phase(phase_id{id}); })
+      .def("end_phase", [](tracer& t, std::uint32_t id) { t.end_phase(phase_id{id}); })
+      .def("summary", &tracer::summary)
+      .def("reset", &tracer::reset)
+      .def("exit_report", &tracer::exit_report);
+
+  py::class_<step_scope>(m, "StepScope")
+      .def(py::init([](tracer& t) { return step_scope{&t}; }), py::keep_alive<1, 2>())
+      .def("__enter__", [](step_scope& s) { open_step(*s.t); })
+      .def("__exit__", [](step_scope& s, py::handle type, py::handle, py::handle) {
+        s.t->end_step(!type.is_none());
+        return false;  // never swallow the user's exception
+      });
+
+  py::class_<phase_scope>(m, "PhaseScope")
+      .def(py::init([](tracer& t, std::uint32_t id) { return phase_scope{&t, phase_id{id}}; }), py::keep_alive<1, 2>())
+      .def("__enter__", [](phase_scope& p) { p.t->begin_phase(p.id); })
+      .def("__exit__", [](phase_scope& p, py::handle, py::handle, py::handle) {
+        p.t->end_phase(p.id);
+        return false;
+      });
+
+  m.def("default_tracer", &default_tracer, py::return_value_policy::reference);
+  m.def("register_phase", [](const std::string& name) { return register_phase(name).value; }, py::arg("name"));
+  m.attr("INPUT") = builtin::input.value;
+  m.attr("H2D") = builtin::h2d.value;
+  m.attr("COMPUTE") = builtin::compute.value;
+  m.attr("WAIT") = builtin::wait.value;
+}

@@ -1,0 +1,44 @@
+"""steptrace: what is the GPU waiting on?
+
+    import steptrace
+
+    for batch in steptrace.steps(loader):        # each batch is one step; fetching it is `input`
+        with steptrace.phase("compute"):
+            loss = train_step(batch)
+
+At exit steptrace prints the per-step breakdown (mean / p50 / p95 / max / share per phase), a
+diagnosis such as INPUT-BOUND, and the fix to try first. ``steptrace.summary()`` returns the
+same as an object (``str()`` is the table, ``to_dict()``, ``to_json(path)``, ``label``).
+"""
+
+from ._api import (
+    StepError,
+    Summary,
+    Tracer,
+    cmake_dir,
+    configure,
+    include_dir,
+    load,
+    phase,
+    reset,
+    step,
+    steps,
+    summary,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "StepError",
+    "Summary",
+    "Tracer",
+    "cmake_dir",
+    "configure",
+    "include_dir",
+    "load",
+    "phase",
+    "reset",
+    "step",
+    "steps",
+    "summary",
+]

@@ -1,0 +1,215 @@
+"""The Python face of the C++ tracer. The timing itself happens in C++ (steptrace._core)."""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar, Union
+
+from . import _core
+
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+
+StepError = _core.StepError
+
+
+class _Decorates:
+    """Lets a context manager also decorate a function; the scope closes on every exit path."""
+
+    __slots__ = ()
+
+    def __call__(self, fn: F) -> F:
+        scope = self
+
+        @functools.wraps(fn)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            with scope:  # type: ignore[attr-defined]
+                return fn(*args, **kwargs)
+
+        return wrapped  # type: ignore[return-value]
+
+
+class _StepScope(_Decorates, _core.StepScope):
+    pass
+
+
+class _PhaseScope(_Decorates, _core.PhaseScope):
+    pass
+
+
+class Summary:
+    """The end-of-run summary: ``str()`` is the table; ``to_dict()`` follows the JSON schema."""
+
+    def __init__(self, core: _core.Summary) -> None:
+        self._core = core
+
+    @property
+    def label(self) -> Optional[str]:
+        """INPUT-BOUND, H2D-BOUND, WAIT-HEAVY, COMPUTE-BOUND, BALANCED; None with no steps."""
+        return self._core.label
+
+    @property
+    def steps(self) -> int:
+        return self._core.steps
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json.loads(self._core.json())
+
+    def to_json(self, path: Union[str, "os.PathLike[str]", None] = None) -> str:
+        """The summary as JSON (schema ``steptrace.summary/1``), also written to ``path``."""
+        text = self._core.json()
+        if path is not None:
+            Path(path).write_text(text + "\n", encoding="utf-8")
+        return text
+
+    def __str__(self) -> str:
+        return self._core.table()
+
+    def __repr__(self) -> str:
+        return f"<steptrace.Summary steps={self.steps} label={self.label}>"
+
+
+def _option_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if value is None:
+        return ""
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return str(value)
+
+
+class Tracer:
+    """An independent tracer. The module functions (``steptrace.step`` ...) use the default one,
+    which C++ code in the same process shares."""
+
+    def __init__(self, **options: Any) -> None:
+        self._init(_core.Tracer())
+        if options:
+            self.configure(**options)
+
+    @classmethod
+    def _wrap(cls, core: _core.Tracer) -> "Tracer":
+        self = cls.__new__(cls)
+        self._init(core)
+        return self
+
+    def _init(self, core: _core.Tracer) -> None:
+        self._core = core
+        self._step = _StepScope(core)
+        self._phases: Dict[str, _PhaseScope] = {}
+
+    def step(self, fn: Optional[F] = None) -> Any:
+        """One iteration of your loop: ``with tracer.step():`` or ``@tracer.step``.
+
+        An exception inside propagates unchanged and the step counts as failed. Opening a step
+        on a thread that already has one open raises StepError."""
+        return self._step if fn is None else self._step(fn)
+
+    def phase(self, name: str) -> _PhaseScope:
+        """A named scope inside a step: ``with tracer.phase("compute"):`` or as a decorator.
+
+        Built-in names: input, h2d, compute, wait; any other name is a custom phase."""
+        scope = self._phases.get(name)
+        if scope is None:
+            if not isinstance(name, str):
+                raise TypeError(f"steptrace: a phase name must be a str, not {type(name).__name__}")
+            scope = self._phases[name] = _PhaseScope(self._core, _core.register_phase(name))
+        return scope
+
+    def steps(self, iterable: Iterable[T]) -> Iterator[T]:
+        """Yields the items of ``iterable``; each is one step, and getting it is its ``input``.
+
+        Leaving the loop (break, an exception) ends the open step when the iterator is closed.
+        If getting an item raises, the exception propagates and that step counts as failed."""
+        core, input_id = self._core, _core.INPUT
+        it = iter(iterable)
+        while True:
+            # The fetch happens before the step opens; the step claims it (design.md).
+            core.begin_phase(input_id)
+            try:
+                item = next(it)
+            except StopIteration:
+                core.end_phase(input_id)
+                return
+            except BaseException:
+                core.end_phase(input_id)
+                core.begin_step()
+                core.end_step(True)
+                raise
+            core.end_phase(input_id)
+            core.begin_step()
+            try:
+                yield item
+            finally:
+                core.end_step(False)
+
+    def summary(self) -> Summary:
+        """The summary of every step completed so far (safe while other threads record)."""
+        return Summary(self._core.summary())
+
+    def reset(self) -> None:
+        """Forget everything recorded so far; warm-up starts again."""
+        self._core.reset()
+
+    def configure(self, **options: Any) -> None:
+        """Set options: enabled, warmup_steps, print_at_exit, json_path, log_level, ring_records.
+
+        An unknown option or a bad value raises ValueError naming it; nothing is changed then."""
+        self._core.configure({key: _option_text(value) for key, value in options.items()})
+
+    def options(self) -> Dict[str, Any]:
+        return self._core.options()
+
+
+_default = Tracer._wrap(_core.default_tracer())
+
+step = _default.step
+phase = _default.phase
+steps = _default.steps
+summary = _default.summary
+reset = _default.reset
+configure = _default.configure
+
+
+def load(path: Union[str, "os.PathLike[str]"]) -> Summary:
+    """Reads a summary written by ``Summary.to_json`` (or the json_path option)."""
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        return Summary(_core.Summary.from_json(text))
+    except ValueError as e:
+        raise ValueError(f"{os.fspath(path)}: {e}") from None
+
+
+def _package_dir(*parts: str) -> str:
+    path = Path(__file__).resolve().parent.joinpath(*parts)
+    if not path.is_dir():
+        raise FileNotFoundError(f"steptrace: {path} is missing; was steptrace installed from a wheel or `pip install .`?")
+    return str(path)
+
+
+def cmake_dir() -> str:
+    """For C++ consumers: ``cmake -Dsteptrace_DIR=$(python -c 'import steptrace; print(steptrace.cmake_dir())')``."""
+    return _package_dir("lib", "cmake", "steptrace")
+
+
+def include_dir() -> str:
+    return _package_dir("include")
+
+
+def _report_at_exit() -> None:
+    try:
+        text = _core.default_tracer().exit_report()
+        if text:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+    except Exception:  # never turn a clean exit into a failing one
+        pass
+
+
+atexit.register(_report_at_exit)
