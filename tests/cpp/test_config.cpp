@@ -56,7 +56,7 @@ TEST_CASE("a tracer refuses a config holding a bad value", "[config][errors]") {
   CHECK_THROWS_WITH(t.configure(c), Contains("log_level"));
 }
 
-TEST_CASE("environment variables overlay the defaults; bad ones are skipped with a reason", "[config]") {
+TEST_CASE("environment variables overlay the defaults and bad ones are skipped with a reason", "[config]") {
   scoped_env a("STEPTRACE_WARMUP_STEPS", "2");
   scoped_env b("STEPTRACE_LOG_LEVEL", "shouting");
   scoped_env c("STEPTRACE_WARMUP", "3");

@@ -64,13 +64,13 @@ TEST_CASE("COMPUTE-BOUND needs compute at its threshold and no waste rule firing
   CHECK(diagnose(with_shares({{"compute", 0.65}, {"input", 0.35}, {"other", 0}})).label == "INPUT-BOUND");
 }
 
-TEST_CASE("when several waste rules fire, the largest share wins", "[diagnosis]") {
+TEST_CASE("when several waste rules fire the largest share wins", "[diagnosis]") {
   CHECK(diagnose(with_shares({{"input", 0.35}, {"h2d", 0.45}, {"other", 0.2}})).label == "H2D-BOUND");
   CHECK(diagnose(with_shares({{"input", 0.45}, {"h2d", 0.25}, {"other", 0.3}})).label == "INPUT-BOUND");
   CHECK(diagnose(with_shares({{"input", 0.31}, {"wait", 0.5}, {"other", 0.19}})).label == "WAIT-HEAVY");
 }
 
-TEST_CASE("BALANCED names the largest phase; no steps means no label", "[diagnosis]") {
+TEST_CASE("BALANCED names the largest phase and no steps means no label", "[diagnosis]") {
   const auto d = diagnose(with_shares({{"preprocess", 0.5}, {"compute", 0.45}, {"other", 0.05}}));
   CHECK(d.label == "BALANCED");
   CHECK_THAT(d.evidence, Catch::Matchers::Contains("`preprocess` at 50.0%"));

@@ -60,7 +60,7 @@ TEST_CASE("reading anything but a summary is a clear error", "[report][errors]")
   CHECK_THROWS_WITH(summary::from_json(R"({"schema": "steptrace.summary/1", "steps": 1})"), Contains("malformed"));
 }
 
-TEST_CASE("the table shows every phase, the label, the evidence and the advice", "[report]") {
+TEST_CASE("the table shows every phase and the label and evidence and advice", "[report]") {
   const std::string table = recorded().table();
   CHECK_THAT(table, Contains("5 steps (1 warm-up and 0 failed not counted)"));
   CHECK_THAT(table, Contains("input"));

@@ -121,7 +121,7 @@ TEST_CASE("failed and warm-up steps are flagged", "[analysis]") {
   CHECK(!sink.steps[3].failed);
 }
 
-TEST_CASE("ending a phase that is not open, or an outer one first, is counted as unbalanced", "[analysis]") {
+TEST_CASE("ending a phase that is not open or an outer one first is counted as unbalanced", "[analysis]") {
   step_builder b(0, 0);
   auto sink = run({step_begin(0), end(compute, 5), begin(compute, 10), begin(wait, 20), end(compute, 40),
                    step_end(50)},

@@ -126,7 +126,7 @@ TEST_CASE("a full ring is drained by its own thread: nothing is dropped", "[trac
   CHECK(s.phase("h2d")->calls == 10000);
 }
 
-TEST_CASE("a second step on a thread is refused and counted, the first goes on", "[tracer][errors]") {
+TEST_CASE("a second step on a thread is refused and counted while the first goes on", "[tracer][errors]") {
   tracer t(quiet());
   {
     scoped_step outer(t);
@@ -204,7 +204,7 @@ TEST_CASE("a disabled tracer records nothing", "[tracer]") {
   CHECK(t.summary().steps == 0);
 }
 
-TEST_CASE("steps of threads that have exited are kept, and their slots reused", "[tracer][threads]") {
+TEST_CASE("steps of threads that have exited are kept and their slots reused", "[tracer][threads]") {
   tracer t(quiet());
   for (int round = 0; round < 3; ++round) {
     std::thread([&] {

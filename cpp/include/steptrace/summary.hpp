@@ -46,7 +46,8 @@ struct diagnosis {
 struct backend_info {
   bool cuda = false;
   bool cupti = false;
-  std::string reason;  // why the device view is (or is not) available, in plain words
+  std::string reason;      // why the device view is (or is not) available, in plain words
+  std::string host_clock;  // "tsc" (invariant TSC) or "clock_monotonic"
 };
 
 struct error_counts {

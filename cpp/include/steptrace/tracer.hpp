@@ -62,6 +62,10 @@ inline constexpr phase_id wait{4};
 STEPTRACE_API phase_id register_phase(std::string_view name);
 STEPTRACE_API std::string phase_label(phase_id id);
 
+// The host clock steps and phases are stamped with: "tsc" where the TSC is invariant, else
+// "clock_monotonic".
+STEPTRACE_API const char* host_clock_name() noexcept;
+
 enum class step_open { opened, disabled, nested };
 
 namespace detail {

@@ -186,6 +186,7 @@ summary tracer::summary() const {
   }
   out.errors.nested_steps = impl_->nested_steps.load(std::memory_order_relaxed);
   out.backend.reason = "host only: this build has no GPU backend, so device time is not measured";
+  out.backend.host_clock = host_clock_name();
   detail::complete(out);
   return out;
 }

@@ -1,5 +1,7 @@
 #include "record/clock.hpp"
 
+#include "steptrace/tracer.hpp"
+
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -68,3 +70,10 @@ std::uint64_t host_clock::to_monotonic_ns(std::uint64_t ticks) noexcept {
 }
 
 }  // namespace steptrace::detail
+
+namespace steptrace {
+const char* host_clock_name() noexcept {
+  detail::host_clock::init();
+  return detail::host_clock::uses_tsc() ? "tsc" : "clock_monotonic";
+}
+}  // namespace steptrace

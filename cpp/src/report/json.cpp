@@ -48,7 +48,8 @@ std::string summary::json() const {
        {{"label", diag.label.empty() ? json_doc(nullptr) : json_doc(diag.label)},
         {"evidence", diag.evidence},
         {"advice", diag.advice}}},
-      {"backend", {{"cuda", backend.cuda}, {"cupti", backend.cupti}, {"reason", backend.reason}}},
+      {"backend",
+       {{"cuda", backend.cuda}, {"cupti", backend.cupti}, {"reason", backend.reason}, {"host_clock", backend.host_clock}}},
       {"errors", {{"nested_steps", errors.nested_steps}, {"unbalanced_phases", errors.unbalanced_phases}}},
   };
   return doc.dump(2);
@@ -92,7 +93,8 @@ summary summary::from_json(std::string_view text) {
     s.diag.evidence = d.at("evidence").get<std::string>();
     s.diag.advice = d.at("advice").get<std::vector<std::string>>();
     const json_doc& b = doc.at("backend");
-    s.backend = {b.at("cuda").get<bool>(), b.at("cupti").get<bool>(), b.at("reason").get<std::string>()};
+    s.backend = {b.at("cuda").get<bool>(), b.at("cupti").get<bool>(), b.at("reason").get<std::string>(),
+                 b.at("host_clock").get<std::string>()};
     const json_doc& e = doc.at("errors");
     s.errors = {e.at("nested_steps").get<std::uint64_t>(), e.at("unbalanced_phases").get<std::uint64_t>()};
     return s;

@@ -80,12 +80,12 @@ std::string summary::table() const {
          errors.nested_steps == 1 ? "" : "s", errors.unbalanced_phases, errors.unbalanced_phases == 1 ? "" : "s");
   }
   line("");
-  line("diagnosis  {}", diag.label.empty() ? "-" : diag.label);
-  line("           {}", diag.evidence);
+  line("{:<11}{}", "diagnosis", diag.label.empty() ? "-" : diag.label);
+  line("{:<11}{}", "", diag.evidence);
   for (std::size_t i = 0; i < diag.advice.size(); ++i) {
-    line("{}  {}", i == 0 ? "try first " : "then      ", diag.advice[i]);
+    line("{:<11}{}", i == 0 ? "try first" : "then", diag.advice[i]);
   }
-  line("device     {}", backend.reason);
+  line("{:<11}{}", "device", backend.reason);
   return fmt::to_string(out);
 }
 

@@ -1,0 +1,41 @@
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import steptrace
+
+
+def spin(seconds: float) -> float:
+    """Busy-waits; returns how long it really spun, timed by time.perf_counter (the ground truth)."""
+    start = time.perf_counter()
+    end, now = start + seconds, start
+    while now < end:
+        now = time.perf_counter()
+    return now - start
+
+
+@pytest.fixture
+def tracer():
+    """A fresh, quiet tracer with no warm-up."""
+    return steptrace.Tracer(warmup_steps=0, print_at_exit=False)
+
+
+@pytest.fixture
+def run_python(tmp_path):
+    """Runs a snippet in a fresh interpreter; returns the CompletedProcess."""
+
+    def run(code: str, env: dict = None, check: bool = True) -> subprocess.CompletedProcess:
+        script = tmp_path / "snippet.py"
+        script.write_text(textwrap.dedent(code))
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
+        full_env.update(env or {})
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=full_env, timeout=120)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"snippet failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    return run

@@ -1,0 +1,213 @@
+"""The public Python surface and its defined behaviour on misuse and faults."""
+
+import json
+
+import pytest
+
+import steptrace
+from conftest import spin
+
+
+def test_step_and_phase_work_as_decorators(tracer):
+    @tracer.phase("compute")
+    def compute():
+        return 42
+
+    @tracer.step
+    def train_step():
+        return compute()
+
+    for _ in range(5):
+        assert train_step() == 42
+    d = tracer.summary().to_dict()
+    assert d["steps"] == 5
+    assert d["phases"]["compute"]["calls"] == 5
+
+
+def test_a_decorated_step_closes_on_exception_and_counts_as_failed(tracer):
+    class UserError(Exception):
+        pass
+
+    error = UserError("boom")
+
+    @tracer.step()
+    @tracer.phase("compute")
+    def fails():
+        raise error
+
+    with pytest.raises(UserError) as caught:
+        fails()
+    assert caught.value is error  # the user's exception, unchanged
+    with tracer.step():  # nothing was left open
+        pass
+    s = tracer.summary()
+    assert s.to_dict()["failed_steps"] == 1
+    assert s.steps == 1
+
+
+def test_an_exception_inside_a_with_step_propagates_unchanged(tracer):
+    with pytest.raises(KeyError, match="missing"):
+        with tracer.step():
+            with tracer.phase("input"):
+                raise KeyError("missing")
+    d = tracer.summary().to_dict()
+    assert d["failed_steps"] == 1
+    assert d["steps"] == 0
+
+
+def test_a_nested_step_is_a_clear_error(tracer):
+    with tracer.step():
+        with pytest.raises(steptrace.StepError, match="already open on this thread"):
+            with tracer.step():
+                pass
+    d = tracer.summary().to_dict()
+    assert d["errors"]["nested_steps"] == 1
+    assert (d["steps"], d["failed_steps"]) == (1, 0)  # the outer step went on and completed
+
+
+def test_steps_with_a_step_already_open_is_a_clear_error(tracer):
+    with tracer.step():
+        with pytest.raises(steptrace.StepError):
+            for _ in tracer.steps(range(3)):
+                pass
+
+
+def test_leaving_steps_early_leaves_nothing_open(tracer):
+    for i in tracer.steps(range(100)):
+        if i == 3:
+            break
+    with tracer.step():  # would raise StepError if the abandoned step were still open
+        pass
+    assert tracer.summary().steps == 5
+
+
+def test_a_failing_iterable_propagates_and_counts_a_failed_step(tracer):
+    def broken():
+        yield 1
+        raise OSError("worker died")
+
+    with pytest.raises(OSError, match="worker died"):
+        for _ in tracer.steps(broken()):
+            pass
+    d = tracer.summary().to_dict()
+    assert d["steps"] == 1
+    assert d["failed_steps"] == 1
+
+
+def test_zero_steps_says_so(tracer):
+    s = tracer.summary()
+    assert s.label is None
+    assert s.steps == 0
+    assert "no steps counted" in str(s)
+
+
+def test_a_phase_outside_a_step_is_kept_apart(tracer):
+    with tracer.step():
+        spin(0.001)
+    with tracer.phase("checkpoint"):
+        spin(0.003)
+    d = tracer.summary().to_dict()
+    assert "checkpoint" not in d["phases"]
+    assert d["unscoped_phases"]["checkpoint"]["calls"] == 1
+    assert d["step_ms"]["max"] < 2.5
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"warmup": 3}, "unknown option 'warmup'"),
+        ({"warmup_steps": -1}, "bad value '-1' for option 'warmup_steps'"),
+        ({"warmup_steps": 2.5}, "bad value '2.5' for option 'warmup_steps'"),
+        ({"enabled": "maybe"}, "option 'enabled'"),
+        ({"log_level": "loud"}, "option 'log_level'"),
+        ({"ring_records": 1000}, "power of two"),
+    ],
+)
+def test_configure_rejects_bad_input_by_name(tracer, options, message):
+    before = tracer.options()
+    with pytest.raises(ValueError, match=message):
+        tracer.configure(**options)
+    assert tracer.options() == before
+
+
+def test_phase_names_are_checked(tracer):
+    with pytest.raises(TypeError, match="must be a str"):
+        tracer.phase(3)
+    with pytest.raises(ValueError, match="reserved"):
+        tracer.phase("other")
+    with pytest.raises(ValueError, match="empty"):
+        tracer.phase("")
+
+
+def test_warmup_steps_are_kept_out():
+    t = steptrace.Tracer(print_at_exit=False)  # default warm-up: 5
+    for _ in range(8):
+        with t.step():
+            pass
+    d = t.summary().to_dict()
+    assert (d["steps"], d["warmup_steps"]) == (3, 5)
+
+
+def test_reset_forgets(tracer):
+    for _ in range(3):
+        with tracer.step():
+            pass
+    tracer.reset()
+    assert tracer.summary().steps == 0
+
+
+def test_disabled_tracer_is_a_no_op(tracer):
+    tracer.configure(enabled=False)
+    with tracer.step():
+        with tracer.step():  # not even the nested check: nothing is recorded
+            pass
+    assert tracer.summary().steps == 0
+
+
+def test_summary_json_round_trip(tracer, tmp_path):
+    for _ in range(4):
+        with tracer.step():
+            with tracer.phase("h2d"):
+                spin(0.001)
+    s = tracer.summary()
+    path = tmp_path / "run.json"
+    text = s.to_json(path)
+    assert json.loads(path.read_text()) == json.loads(text) == s.to_dict()
+    assert s.to_dict()["schema"] == "steptrace.summary/1"
+    back = steptrace.load(path)
+    assert str(back) == str(s)
+    assert back.label == s.label == "H2D-BOUND"
+
+
+def test_loading_something_else_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ValueError, match="bad.json: steptrace: not a steptrace summary"):
+        steptrace.load(bad)
+    bad.write_text('{"schema": "chrome-trace"}')
+    with pytest.raises(ValueError, match="unsupported summary schema"):
+        steptrace.load(bad)
+    with pytest.raises(FileNotFoundError):
+        steptrace.load(tmp_path / "missing.json")
+
+
+def test_module_functions_use_the_default_tracer():
+    steptrace.configure(warmup_steps=0, print_at_exit=False)
+    steptrace.reset()
+    for _ in steptrace.steps(range(3)):
+        with steptrace.phase("compute"):
+            pass
+    assert steptrace.summary().steps == 3
+    steptrace.reset()
+
+
+def test_the_type_stub_names_what_the_module_has():
+    import pathlib
+    import re
+
+    from steptrace import _core
+
+    stub = (pathlib.Path(steptrace.__file__).parent / "_core.pyi").read_text()
+    for name in re.findall(r"^(?:class|def) (\w+)|^(\w+): int", stub, flags=re.M):
+        name = name[0] or name[1]
+        assert hasattr(_core, name), name

@@ -1,0 +1,77 @@
+"""Figures against ground truth: spins of known length, timed independently."""
+
+import threading
+
+import pytest
+
+from conftest import spin
+
+
+def test_phase_means_match_spin_waits_within_2_percent(tracer):
+    truth = {"input": 0.0, "compute": 0.0, "preprocess": 0.0, "other": 0.0}
+    steps = 30
+    for _ in range(steps):
+        with tracer.step():
+            with tracer.phase("input"):
+                truth["input"] += spin(0.002)
+            with tracer.phase("compute"):
+                truth["compute"] += spin(0.003)
+                with tracer.phase("preprocess"):
+                    truth["preprocess"] += spin(0.0005)
+            truth["other"] += spin(0.001)
+    d = tracer.summary().to_dict()
+    assert d["steps"] == steps
+    for name, total_s in truth.items():
+        assert d["phases"][name]["mean_ms"] == pytest.approx(total_s * 1000 / steps, rel=0.02), name
+    assert sum(p["share"] for p in d["phases"].values()) == pytest.approx(1.0, abs=1e-9)
+    assert d["step_ms"]["mean"] == pytest.approx(sum(truth.values()) * 1000 / steps, rel=0.02)
+
+
+def test_steps_charges_the_fetch_to_input(tracer):
+    fetch = []
+
+    def slow_items(n):
+        for i in range(n):
+            fetch.append(spin(0.002))
+            yield i
+
+    body = []
+    for _ in tracer.steps(slow_items(20)):
+        with tracer.phase("compute"):
+            body.append(spin(0.001))
+    d = tracer.summary().to_dict()
+    assert d["steps"] == 20
+    assert d["phases"]["input"]["mean_ms"] == pytest.approx(sum(fetch) * 1000 / 20, rel=0.02)
+    assert d["phases"]["compute"]["mean_ms"] == pytest.approx(sum(body) * 1000 / 20, rel=0.02)
+    assert d["phases"]["input"]["calls"] == 20
+    assert d["diagnosis"]["label"] == "INPUT-BOUND"
+
+
+def test_input_fetched_before_the_step_is_claimed_by_it(tracer):
+    fetched = []
+    for _ in range(10):
+        with tracer.phase("input"):
+            fetched.append(spin(0.002))
+        with tracer.step():
+            spin(0.001)
+    d = tracer.summary().to_dict()
+    assert d["steps"] == 10
+    assert d["phases"]["input"]["mean_ms"] == pytest.approx(sum(fetched) * 100, rel=0.02)
+    assert d["unscoped_phases"] == {}
+
+
+def test_steps_from_eight_threads_are_all_counted(tracer):
+    def work():
+        for _ in range(500):
+            with tracer.step():
+                with tracer.phase("compute"):
+                    pass
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    d = tracer.summary().to_dict()
+    assert d["steps"] == 8 * 500
+    assert d["phases"]["compute"]["calls"] == 8 * 500
