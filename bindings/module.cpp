@@ -76,6 +76,7 @@ PYBIND11_MODULE(_core, m) {
       .def("end_step", &tracer::end_step, py::arg("failed") = false)
       .def("begin_phase", [](tracer& t, std::uint32_t id) { t.begin_phase(phase_id{id}); })
       .def("end_phase", [](tracer& t, std::uint32_t id) { t.end_phase(phase_id{id}); })
+      .def("set_fact", &tracer::set_fact, py::arg("key"), py::arg("value"))
       .def("summary", &tracer::summary)
       .def("reset", &tracer::reset)
       .def("exit_report", &tracer::exit_report);

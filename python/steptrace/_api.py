@@ -127,22 +127,28 @@ class Tracer:
 
         Leaving the loop (break, an exception) ends the open step when the iterator is closed.
         If getting an item raises, the exception propagates and that step counts as failed."""
-        core, input_id = self._core, _core.INPUT
+        core = self._core
+        # An instrumented loader times its own fetches; timing them here too would count twice.
+        input_id = None if getattr(iterable, "_steptrace_times_input", False) else _core.INPUT
         it = iter(iterable)
         while True:
             # The fetch happens before the step opens; the step claims it (design.md).
-            core.begin_phase(input_id)
+            if input_id is not None:
+                core.begin_phase(input_id)
             try:
                 item = next(it)
             except StopIteration:
-                core.end_phase(input_id)
+                if input_id is not None:
+                    core.end_phase(input_id)
                 return
             except BaseException:
-                core.end_phase(input_id)
+                if input_id is not None:
+                    core.end_phase(input_id)
                 core.begin_step()
                 core.end_step(True)
                 raise
-            core.end_phase(input_id)
+            if input_id is not None:
+                core.end_phase(input_id)
             core.begin_step()
             try:
                 yield item
@@ -166,8 +172,18 @@ class Tracer:
     def options(self) -> Dict[str, Any]:
         return self._core.options()
 
+    def set_fact(self, key: str, value: Any) -> None:
+        """Tells the diagnosis about the setup (integrations use ``dataloader.num_workers`` ...)."""
+        self._core.set_fact(key, _option_text(value))
+
 
 _default = Tracer._wrap(_core.default_tracer())
+
+
+def default_tracer() -> Tracer:
+    """The process-wide tracer the module functions use (shared with C++ code in the process)."""
+    return _default
+
 
 step = _default.step
 phase = _default.phase

@@ -80,3 +80,24 @@ TEST_CASE("BALANCED names the largest phase and no steps means no label", "[diag
   CHECK(none.label.empty());
   CHECK_THAT(none.evidence, Catch::Matchers::Contains("No steps were counted (5 warm-up, 0 failed)"));
 }
+
+TEST_CASE("the input advice names the loader settings the tracer was told", "[diagnosis]") {
+  summary s = with_shares({{"input", 0.7}, {"compute", 0.3}});
+  s.facts = {{"host.cpus", "16"}, {"dataloader.num_workers", "0"}};
+  CHECK(diagnose(s).advice.at(0) ==
+        "DataLoader(num_workers=0) loads every batch on the training thread; on this 16-core machine try num_workers=8");
+  s.facts = {{"host.cpus", "16"}, {"dataloader.num_workers", "2"}, {"dataloader.persistent_workers", "False"},
+             {"dataloader.prefetch_factor", "2"}};
+  const auto advice = diagnose(s).advice;
+  CHECK(advice.at(0) == "num_workers=2: try 8 (about half of the 16 cores)");
+  CHECK(advice.at(1) == "persistent_workers=True: workers are restarted every epoch now");
+  CHECK(advice.at(2) == "prefetch_factor=2: try 4 so batches are ready ahead");
+}
+
+TEST_CASE("the copy advice starts from pin_memory when it is off", "[diagnosis]") {
+  summary s = with_shares({{"h2d", 0.5}, {"compute", 0.5}});
+  s.facts = {{"dataloader.pin_memory", "False"}};
+  const auto advice = diagnose(s).advice;
+  CHECK(advice.at(0) == "DataLoader(pin_memory=False): set pin_memory=True so copies go straight to the device");
+  CHECK(advice.size() == 3);
+}

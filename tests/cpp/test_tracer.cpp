@@ -232,3 +232,15 @@ TEST_CASE("the macros use the default tracer", "[tracer]") {
   REQUIRE(s.phase("macro-phase") != nullptr);
   CHECK(s.phase("macro-phase")->calls == 4);
 }
+
+TEST_CASE("facts given to the tracer reach the summary and its JSON", "[tracer]") {
+  tracer t(quiet());
+  t.set_fact("dataloader.num_workers", "2");
+  t.set_fact("dataloader.num_workers", "4");  // the latest value wins
+  const summary s = t.summary();
+  REQUIRE(s.fact("dataloader.num_workers") != nullptr);
+  CHECK(*s.fact("dataloader.num_workers") == "4");
+  REQUIRE(s.fact("host.cpus") != nullptr);
+  CHECK(std::stoi(*s.fact("host.cpus")) >= 1);
+  CHECK(summary::from_json(s.json()).facts == s.facts);
+}

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "steptrace/export.hpp"
@@ -68,8 +69,12 @@ class STEPTRACE_API summary {
   diagnosis diag;
   backend_info backend;
   error_counts errors;
+  // What the tracer was told about the setup (tracer::set_fact), e.g. dataloader.num_workers,
+  // plus host.cpus; the advice uses them.
+  std::vector<std::pair<std::string, std::string>> facts;
 
   const phase_stats* phase(std::string_view name) const noexcept;
+  const std::string* fact(std::string_view key) const noexcept;
   std::string table() const;
   std::string json() const;
   // Reads what json() wrote. Throws std::invalid_argument on anything else.

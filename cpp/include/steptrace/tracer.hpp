@@ -96,6 +96,10 @@ class STEPTRACE_API tracer {
     if (enabled()) record_phase(id.value, false);
   }
 
+  // Records a fact about the setup for the diagnosis to use, e.g. ("dataloader.num_workers",
+  // "0"); the latest value of a key wins. Not for the hot path.
+  void set_fact(std::string_view key, std::string_view value);
+
   // Safe while other threads record. Open steps are not included.
   ::steptrace::summary summary() const;
   // Forgets every recorded step and phase; warm-up starts again.

@@ -1,3 +1,4 @@
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -5,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <new>
+#include <thread>
 #include <unordered_map>
 
 #include "core/log.hpp"
@@ -79,6 +81,12 @@ inline void push(tracer_impl& impl, thread_state& state, record_kind kind, std::
 }
 
 }  // namespace
+
+unsigned usable_cpus() noexcept {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return static_cast<unsigned>(CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 
 tracer_impl::tracer_impl(const config& c)
     : uid(next_uid.fetch_add(1)), creator_pid(getpid()), env_disabled(!config::from_env().enabled), cfg(c) {
@@ -183,12 +191,25 @@ summary tracer::summary() const {
     impl_->drain_all_locked();
     impl_->totals.fill(out, host_clock::ns_per_tick());
     for (auto& t : impl_->threads) out.errors.unbalanced_phases += t->builder.unbalanced();
+    out.facts = impl_->facts;
   }
+  if (out.fact("host.cpus") == nullptr) out.facts.emplace_back("host.cpus", std::to_string(detail::usable_cpus()));
   out.errors.nested_steps = impl_->nested_steps.load(std::memory_order_relaxed);
   out.backend.reason = "host only: this build has no GPU backend, so device time is not measured";
   out.backend.host_clock = host_clock_name();
   detail::complete(out);
   return out;
+}
+
+void tracer::set_fact(std::string_view key, std::string_view value) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  for (auto& [k, v] : impl_->facts) {
+    if (k == key) {
+      v = std::string(value);
+      return;
+    }
+  }
+  impl_->facts.emplace_back(std::string(key), std::string(value));
 }
 
 void tracer::reset() {

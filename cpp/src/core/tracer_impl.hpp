@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/aggregate.hpp"
@@ -26,6 +28,8 @@ struct thread_state {
   bool retired = false;    // consumer: its thread exited; the slot may be handed to a new thread
 };
 
+unsigned usable_cpus() noexcept;  // cores this process may run on
+
 class tracer_impl {
  public:
   explicit tracer_impl(const config& cfg);
@@ -43,6 +47,7 @@ class tracer_impl {
   config cfg;
   std::vector<std::unique_ptr<thread_state>> threads;
   aggregate totals;
+  std::vector<std::pair<std::string, std::string>> facts;
   std::atomic<std::uint64_t> nested_steps{0};
   std::atomic<bool> nested_reported{false};
   bool exit_reported = false;

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <optional>
 
 namespace steptrace::detail {
 namespace {
@@ -15,6 +17,50 @@ double share_of(const summary& s, std::string_view name) {
 double mean_of(const summary& s, std::string_view name) {
   const phase_stats* p = s.phase(name);
   return p ? p->ms.mean : 0.0;
+}
+
+std::optional<long> fact_int(const summary& s, std::string_view key) {
+  const std::string* v = s.fact(key);
+  if (v == nullptr || v->empty()) return std::nullopt;
+  char* end = nullptr;
+  const long n = std::strtol(v->c_str(), &end, 10);
+  return *end == '\0' ? std::optional<long>(n) : std::nullopt;
+}
+
+std::optional<bool> fact_bool(const summary& s, std::string_view key) {
+  const std::string* v = s.fact(key);
+  if (v == nullptr) return std::nullopt;
+  if (*v == "1" || *v == "true" || *v == "True") return true;
+  if (*v == "0" || *v == "false" || *v == "False") return false;
+  return std::nullopt;
+}
+
+// Loader advice, specific where the tracer knows the DataLoader's settings.
+std::vector<std::string> input_advice(const summary& s) {
+  std::vector<std::string> advice;
+  const auto workers = fact_int(s, "dataloader.num_workers");
+  const long cpus = fact_int(s, "host.cpus").value_or(0);
+  const long suggest = std::max(1L, std::min(8L, cpus / 2));
+  if (workers && *workers == 0) {
+    advice.push_back(fmt::format("DataLoader(num_workers=0) loads every batch on the training thread; on this "
+                                 "{}-core machine try num_workers={}",
+                                 cpus, suggest));
+  } else if (workers && cpus > 0 && *workers < suggest) {
+    advice.push_back(fmt::format("num_workers={}: try {} (about half of the {} cores)", *workers, suggest, cpus));
+  } else if (!workers) {
+    advice.push_back(
+        "DataLoader(num_workers=N): start near 4, not above the core count, so loading and collating leave the "
+        "training thread");
+  }
+  if (fact_bool(s, "dataloader.persistent_workers") == false && workers.value_or(0) > 0) {
+    advice.push_back("persistent_workers=True: workers are restarted every epoch now");
+  }
+  if (const auto prefetch = fact_int(s, "dataloader.prefetch_factor"); prefetch && *prefetch < 4 && workers.value_or(0) > 0) {
+    advice.push_back(fmt::format("prefetch_factor={}: try 4 so batches are ready ahead", *prefetch));
+  }
+  if (!workers) advice.push_back("persistent_workers=True and prefetch_factor=2..4 keep workers and batches ready");
+  advice.push_back("make each sample cheaper: cache decoded data, move transforms to compiled code or the GPU");
+  return advice;
 }
 
 std::string phase_evidence(const summary& s, std::string_view name, double threshold) {
@@ -54,19 +100,18 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
   d.label = label;
   if (label == "INPUT-BOUND") {
     d.evidence = phase_evidence(s, "input", t.input_share) + " The training thread waits for data.";
-    d.advice = {
-        "DataLoader(num_workers=N): start near 4, not above the core count, so loading and collating "
-        "leave the training thread",
-        "persistent_workers=True and prefetch_factor=2..4 keep workers and batches ready",
-        "make each sample cheaper: cache decoded data, move transforms to compiled code or the GPU",
-    };
+    d.advice = input_advice(s);
   } else if (label == "H2D-BOUND") {
     d.evidence = phase_evidence(s, "h2d", t.h2d_share);
-    d.advice = {
+    if (fact_bool(s, "dataloader.pin_memory") == false) {
+      d.advice.push_back("DataLoader(pin_memory=False): set pin_memory=True so copies go straight to the device");
+    }
+    d.advice.insert(d.advice.end(), {
         "DataLoader(pin_memory=True): copies from pinned memory go straight to the device",
         "tensor.to(device, non_blocking=True) overlaps the copy with compute",
         "fewer, larger copies: move one collated batch, not many small tensors",
-    };
+    });
+    if (d.advice.size() == 4) d.advice.erase(d.advice.begin() + 1);  // pin_memory already named
   } else if (label == "WAIT-HEAVY") {
     d.evidence = fmt::format(
         "{:.1f}% of step time is blocked in `wait` ({:.1f}%) or outside every phase (`other`, {:.1f}%); "

@@ -33,6 +33,8 @@ std::string summary::json() const {
   for (const unscoped_phase& u : unscoped_phases) {
     unscoped_json[u.name] = {{"total_ms", u.total_ms}, {"max_ms", u.max_ms}, {"calls", u.calls}};
   }
+  json_doc facts_json = json_doc::object();
+  for (const auto& [key, value] : facts) facts_json[key] = value;
   const json_doc doc = {
       {"schema", schema_name},
       {"steps", steps},
@@ -51,6 +53,7 @@ std::string summary::json() const {
       {"backend",
        {{"cuda", backend.cuda}, {"cupti", backend.cupti}, {"reason", backend.reason}, {"host_clock", backend.host_clock}}},
       {"errors", {{"nested_steps", errors.nested_steps}, {"unbalanced_phases", errors.unbalanced_phases}}},
+      {"facts", facts_json},
   };
   return doc.dump(2);
 }
@@ -97,6 +100,7 @@ summary summary::from_json(std::string_view text) {
                  b.at("host_clock").get<std::string>()};
     const json_doc& e = doc.at("errors");
     s.errors = {e.at("nested_steps").get<std::uint64_t>(), e.at("unbalanced_phases").get<std::uint64_t>()};
+    for (const auto& [key, value] : doc.at("facts").items()) s.facts.emplace_back(key, value.get<std::string>());
     return s;
   } catch (const json_doc::exception& e) {
     throw std::invalid_argument(std::string("steptrace: malformed steptrace summary: ") + e.what());

@@ -40,6 +40,13 @@ const phase_stats* summary::phase(std::string_view name) const noexcept {
   return nullptr;
 }
 
+const std::string* summary::fact(std::string_view key) const noexcept {
+  for (const auto& [k, v] : facts) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
 std::string summary::table() const {
   fmt::memory_buffer out;
   auto line = [&](auto&&... args) {

@@ -1,0 +1,190 @@
+"""The main demo: a small real PyTorch training loop, run in pairs of scenarios, each pair
+showing a cause the tracer diagnoses and the fix that moves the numbers.
+
+    python -m steptrace.demo            # what `bash scripts/demo` runs
+    python -m steptrace.demo --quick    # fewer steps
+
+CPU scenarios: slow input (INPUT-BOUND, then workers), per-step logging and metrics
+(WAIT-HEAVY, then every 50 steps). GPU scenarios (pageable vs pinned copies, tiny kernels, a
+healthy loop) run only where CUDA is available.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional
+
+import steptrace
+import steptrace.torch as st
+
+
+def _busy(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def make_dataset(size: int, read_ms: float, decode_ms: float, features: int = 512):
+    """Samples that are read from slow storage (a sleep: latency, no CPU) then decoded (CPU)."""
+    torch = _torch()
+    from torch.utils.data import Dataset
+
+    class SlowStorageDataset(Dataset):
+        def __len__(self) -> int:
+            return size
+
+        def __getitem__(self, i: int):
+            if read_ms:
+                time.sleep(read_ms / 1000)
+            if decode_ms:
+                _busy(decode_ms / 1000)
+            g = torch.Generator().manual_seed(i)
+            return torch.randn(features, generator=g), i % 10
+
+    return SlowStorageDataset()
+
+
+def make_model(features: int = 512, hidden: int = 1024):
+    torch = _torch()
+    return torch.nn.Sequential(
+        torch.nn.Linear(features, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
+        torch.nn.Linear(hidden, 10),
+    )
+
+
+@dataclass
+class Scenario:
+    name: str
+    label_expected: Optional[str]
+    summary: Optional[steptrace.Summary] = None
+    seconds: float = 0.0
+
+    def share(self, phase: str) -> float:
+        assert self.summary is not None
+        return self.summary.to_dict()["phases"].get(phase, {}).get("share", 0.0)
+
+    def step_ms(self) -> float:
+        assert self.summary is not None
+        return self.summary.to_dict()["step_ms"]["mean"]
+
+
+def train(
+    tracer: steptrace.Tracer,
+    *,
+    steps: int,
+    batch_size: int = 32,
+    num_workers: int = 0,
+    read_ms: float = 0.0,
+    decode_ms: float = 0.0,
+    log_every: int = 0,
+    device: str = "cpu",
+    pin_memory: bool = False,
+) -> None:
+    """A real training loop over a synthetic dataset, traced the way a user would trace it."""
+    torch = _torch()
+    from torch.utils.data import DataLoader
+
+    torch.manual_seed(0)
+    model = make_model().to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    extra = dict(persistent_workers=True, prefetch_factor=4) if num_workers else {}
+    loader = DataLoader(
+        make_dataset(steps * batch_size, read_ms, decode_ms), batch_size=batch_size, num_workers=num_workers,
+        pin_memory=pin_memory, **extra,
+    )
+    held_out = torch.randn(512, 512, device=device)
+    log = io.StringIO()
+    for i, (x, y) in enumerate(tracer.steps(st.instrument(loader, tracer))):
+        x, y = st.to_device((x, y), device, tracer=tracer)
+        with tracer.phase("compute"):
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+        if log_every and i % log_every == 0:
+            # Logging as many loops do it: .item() on the loss, a metric on held-out data, a line.
+            with torch.no_grad():
+                metric = model(held_out).softmax(-1).max(-1).values.mean()
+            log.write(json.dumps({"step": i, "loss": loss.item(), "confidence": metric.item()}) + "\n")
+
+
+def _workers() -> int:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(2, min(4, cpus))  # the advice: near 4, not above the core count
+
+
+def cpu_pairs(steps: int) -> List[tuple]:
+    """(before, after, run-before, run-after) for the scenarios that need no GPU."""
+    workers = _workers()
+    return [
+        (
+            Scenario("slow input, num_workers=0", "INPUT-BOUND"),
+            Scenario(f"{workers} workers, persistent, prefetch 4", None),
+            lambda t: train(t, steps=steps, read_ms=0.5, decode_ms=0.05),
+            lambda t: train(t, steps=steps, read_ms=0.5, decode_ms=0.05, num_workers=workers),
+        ),
+        (
+            Scenario("log + metric every step", "WAIT-HEAVY"),
+            Scenario("log + metric every 50 steps", None),
+            lambda t: train(t, steps=steps, log_every=1),
+            lambda t: train(t, steps=steps, log_every=50),
+        ),
+    ]
+
+
+def run(scenario: Scenario, body: Callable[[steptrace.Tracer], None]) -> Scenario:
+    tracer = steptrace.Tracer(print_at_exit=False, warmup_steps=5)
+    start = time.perf_counter()
+    body(tracer)
+    scenario.seconds = time.perf_counter() - start
+    scenario.summary = tracer.summary()
+    return scenario
+
+
+def side_by_side(a: Scenario, b: Scenario) -> str:
+    rows = [("label", a.summary.label, b.summary.label), ("step mean", f"{a.step_ms():.2f} ms", f"{b.step_ms():.2f} ms")]
+    for phase in ("input", "h2d", "compute", "other"):
+        rows.append((f"{phase} share", f"{100 * a.share(phase):.1f}%", f"{100 * b.share(phase):.1f}%"))
+    width = max(len(a.name), len(b.name), 12)
+    out = [f"  {'':<14}{a.name:<{width + 3}}{b.name}"]
+    out += [f"  {k:<14}{str(x):<{width + 3}}{y}" for k, x, y in rows]
+    return "\n".join(out)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m steptrace.demo", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer steps")
+    args = parser.parse_args(argv)
+    torch = _torch()
+    torch.set_num_threads(1)  # leave a core for loader workers on small machines
+    steps = 60 if args.quick else 150
+    steptrace.configure(print_at_exit=False)  # each scenario prints its own summary
+
+    for before, after, run_before, run_after in cpu_pairs(steps):
+        for scenario, body in ((before, run_before), (after, run_after)):
+            run(scenario, body)
+            print(f"\n### {scenario.name}  ({scenario.seconds:.1f} s)\n")
+            print(scenario.summary)
+        print(f"### side by side\n\n{side_by_side(before, after)}\n")
+
+    if not torch.cuda.is_available():
+        print("Needs a GPU, not run here: pageable vs pinned copies (H2D-BOUND), a loop of tiny kernels "
+              "(LAUNCH-BOUND), a healthy loop (COMPUTE-BOUND).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

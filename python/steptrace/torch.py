@@ -1,0 +1,106 @@
+"""PyTorch integration. Importing this module does not import torch; using it does.
+
+    import steptrace, steptrace.torch as st
+
+    loader = st.instrument(DataLoader(ds, batch_size=64, num_workers=0))
+    for batch in steptrace.steps(loader):          # or: for batch in loader: with steptrace.step():
+        batch = st.to_device(batch, "cuda")        # an `h2d` phase
+        with steptrace.phase("compute"):
+            train_step(batch)
+
+``instrument`` times how long the training thread blocks in ``next()`` as ``input`` (a loader
+with workers is charged only the wait, not the workers' time) and tells the diagnosis the
+loader's settings, so the advice can name them. Fetches between steps are claimed by the step
+that follows; a validation loader iterated between training steps is not charged to them (its
+fetches are reported apart, as phases outside any step).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Iterator, Optional
+
+from ._api import Tracer, default_tracer
+
+_FACTS = ("num_workers", "pin_memory", "prefetch_factor", "persistent_workers", "batch_size")
+
+
+class InstrumentedLoader:
+    """Wraps a DataLoader (or any iterable of batches); everything else passes through."""
+
+    _steptrace_times_input = True  # steptrace.steps() leaves the fetch timing to us
+
+    def __init__(self, loader: Any, tracer: Tracer, phase: str) -> None:
+        self._loader = loader
+        self._tracer = tracer
+        self._phase = tracer.phase(phase)
+
+    def __iter__(self) -> Iterator[Any]:
+        self._tell_settings()
+        return _FetchTimer(iter(self._loader), self._phase)
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)
+
+    @property
+    def loader(self) -> Any:
+        """The wrapped loader."""
+        return self._loader
+
+    def _tell_settings(self) -> None:
+        for name in _FACTS:
+            value = getattr(self._loader, name, None)
+            if value is not None:
+                self._tracer.set_fact(f"dataloader.{name}", value)
+        self._tracer.set_fact("host.cpus", len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+
+
+class _FetchTimer:
+    __slots__ = ("_it", "_phase")
+
+    def __init__(self, it: Iterator[Any], phase: Any) -> None:
+        self._it = it
+        self._phase = phase
+
+    def __iter__(self) -> "_FetchTimer":
+        return self
+
+    def __next__(self) -> Any:
+        with self._phase:
+            return next(self._it)
+
+
+def instrument(loader: Any, tracer: Optional[Tracer] = None, phase: str = "input") -> InstrumentedLoader:
+    """Times the training thread's wait for each batch as the ``input`` phase.
+
+    Instrumenting an instrumented loader returns it unchanged (no double counting). Give a
+    validation loader ``phase="val_input"`` to name its fetches apart."""
+    if isinstance(loader, InstrumentedLoader):
+        return loader
+    return InstrumentedLoader(loader, tracer or default_tracer(), phase)
+
+
+def to_device(batch: Any, device: Any, non_blocking: bool = True, tracer: Optional[Tracer] = None) -> Any:
+    """Moves every tensor in a nested batch (dicts, lists, tuples, named tuples, dataclasses) to
+    ``device`` inside an ``h2d`` phase."""
+    import torch
+
+    def move(obj: Any) -> Any:
+        if isinstance(obj, torch.Tensor):
+            return obj.to(device, non_blocking=non_blocking)
+        if isinstance(obj, dict):
+            return type(obj)((k, move(v)) for k, v in obj.items())
+        if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # named tuple
+            return type(obj)(*(move(v) for v in obj))
+        if isinstance(obj, (list, tuple)):
+            return type(obj)(move(v) for v in obj)
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            return dataclasses.replace(obj, **{f.name: move(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.init})
+        return obj
+
+    with (tracer or default_tracer()).phase("h2d"):
+        return move(batch)

@@ -1,0 +1,152 @@
+"""steptrace.torch on a real PyTorch (CPU) loop, and the demo's CPU scenarios."""
+
+import dataclasses
+import time
+from collections import namedtuple
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch.utils.data import DataLoader, Dataset  # noqa: E402
+
+import steptrace  # noqa: E402
+import steptrace.torch as st  # noqa: E402
+from steptrace import demo  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+
+class SleepyDataset(Dataset):
+    def __init__(self, n, sleep_s, fail_at=None):
+        self.n, self.sleep_s, self.fail_at = n, sleep_s, fail_at
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if i == self.fail_at:
+            raise OSError(f"cannot read sample {i}")
+        time.sleep(self.sleep_s)
+        return torch.full((4,), float(i))
+
+
+def test_input_is_the_time_the_training_thread_blocks_in_next(tracer):
+    loader = st.instrument(DataLoader(SleepyDataset(64, 0.001), batch_size=8), tracer)
+    blocked = 0.0
+    it = iter(loader)
+    for _ in range(8):
+        start = time.perf_counter()
+        next(it)  # hand-written timing of the same wait, around steptrace's
+        blocked += time.perf_counter() - start
+        with tracer.step():
+            pass
+    d = tracer.summary().to_dict()
+    assert d["steps"] == 8
+    assert d["phases"]["input"]["total_ms"] == pytest.approx(blocked * 1000, rel=0.02)
+    assert d["facts"]["dataloader.num_workers"] == "0"
+    assert d["facts"]["dataloader.batch_size"] == "8"
+
+
+def test_a_loader_with_workers_is_charged_only_the_wait(tracer):
+    loader = st.instrument(DataLoader(SleepyDataset(96, 0.002), batch_size=4, num_workers=2, prefetch_factor=4), tracer)
+    for _ in tracer.steps(loader):
+        demo._busy(0.012)  # slower than the workers' 8 ms per batch: they keep ahead
+    d = tracer.summary().to_dict()
+    assert d["steps"] == 24
+    assert d["phases"]["input"]["p50_ms"] < 2.0  # a batch takes the workers 8 ms to load
+
+
+def test_steps_over_an_instrumented_loader_counts_each_fetch_once(tracer):
+    loader = st.instrument(st.instrument(DataLoader(SleepyDataset(20, 0), batch_size=2), tracer), tracer)
+    assert isinstance(loader.loader, DataLoader)  # instrumenting twice wraps once
+    assert len(loader) == 10 and loader.batch_size == 2  # the rest passes through
+    for _ in tracer.steps(loader):
+        pass
+    d = tracer.summary().to_dict()
+    assert d["steps"] == 10
+    assert d["phases"]["input"]["calls"] == 10
+
+
+def test_a_validation_loader_between_steps_is_not_charged_to_training_steps(tracer):
+    train = st.instrument(DataLoader(SleepyDataset(40, 0.0005), batch_size=4), tracer)
+    val = st.instrument(DataLoader(SleepyDataset(8, 0.01), batch_size=4), tracer, phase="val_input")
+    for _epoch in range(2):
+        for _ in tracer.steps(train):
+            pass
+        for _ in val:  # 20 ms a batch, outside any step
+            pass
+    d = tracer.summary().to_dict()
+    assert d["steps"] == 20
+    assert d["step_ms"]["max"] < 10  # no step absorbed a validation fetch
+    assert d["unscoped_phases"]["val_input"]["calls"] >= 4
+
+
+def test_a_crashing_loader_propagates_counts_a_failed_step(tracer):
+    loader = st.instrument(DataLoader(SleepyDataset(16, 0, fail_at=9), batch_size=2, num_workers=1), tracer)
+    with pytest.raises(OSError, match="cannot read sample 9"):
+        for _ in tracer.steps(loader):
+            pass
+    d = tracer.summary().to_dict()
+    assert (d["steps"], d["failed_steps"]) == (4, 1)
+    with tracer.step():  # nothing left open
+        pass
+
+
+def test_an_iterator_abandoned_early_leaves_nothing_open(tracer):
+    loader = st.instrument(DataLoader(SleepyDataset(16, 0), batch_size=2), tracer)
+    it = iter(tracer.steps(loader))
+    next(it)
+    del it
+    with tracer.step():
+        pass
+    assert tracer.summary().steps == 2
+
+
+def test_to_device_moves_nested_batches_inside_an_h2d_phase(tracer):
+    Pair = namedtuple("Pair", "a b")
+
+    @dataclasses.dataclass
+    class Batch:
+        x: torch.Tensor
+        meta: dict
+
+    batch = {"pair": Pair(torch.ones(2), [torch.zeros(3), "label"]), "obj": Batch(torch.ones(1), {"k": torch.ones(1)}), "n": 3}
+    with tracer.step():
+        moved = st.to_device(batch, "meta", tracer=tracer)
+    assert isinstance(moved["pair"], Pair)
+    assert moved["pair"].a.device.type == "meta"
+    assert moved["pair"].b[0].device.type == "meta" and moved["pair"].b[1] == "label"
+    assert isinstance(moved["obj"], Batch) and moved["obj"].x.device.type == "meta"
+    assert moved["obj"].meta["k"].device.type == "meta"
+    assert moved["n"] == 3
+    assert tracer.summary().to_dict()["phases"]["h2d"]["calls"] == 1
+
+
+def test_importing_steptrace_does_not_import_torch(run_python):
+    run_python("import sys, steptrace, steptrace.torch\nassert 'torch' not in sys.modules, 'torch was imported'\n")
+
+
+@pytest.fixture(scope="module")
+def scenarios():
+    torch.set_num_threads(1)
+    results = []
+    for before, after, run_before, run_after in demo.cpu_pairs(steps=80):
+        results.append((demo.run(before, run_before), demo.run(after, run_after)))
+    return results
+
+
+def test_slow_input_is_input_bound_and_workers_halve_the_input_share(scenarios):
+    slow, workers = scenarios[0]
+    assert slow.summary.label == "INPUT-BOUND"
+    assert slow.share("input") >= 0.60
+    assert workers.share("input") <= slow.share("input") / 2
+    assert workers.step_ms() < slow.step_ms()
+    advice = slow.summary.to_dict()["diagnosis"]["advice"][0]
+    assert advice.startswith("DataLoader(num_workers=0) loads every batch on the training thread")
+
+
+def test_logging_every_step_is_wait_heavy_and_every_50_steps_is_not(scenarios):
+    every, sparse = scenarios[1]
+    assert every.summary.label == "WAIT-HEAVY"
+    assert sparse.summary.label != "WAIT-HEAVY"
+    assert sparse.share("other") <= every.share("other") / 2
