@@ -30,7 +30,11 @@ need_python_packages() {  # pip specs; installs only those whose import name is 
   done
   ((${#missing[@]})) || return 0
   say "installing into .venv: ${missing[*]}"
-  "$PY" -m pip install -q --disable-pip-version-check "${missing[@]}"
+  "$PY" -m pip install -q --disable-pip-version-check "${missing[@]}" 2>&1 | grep -v "^WARNING: Location" || true
+  for spec in "${missing[@]}"; do  # pip's exit status is lost in the filter above: check
+    local module="${spec%%[<>=]*}"
+    "$PY" -c "import ${module//-/_}" || { echo "could not install $spec" >&2; exit 1; }
+  done
 }
 
 setup_environment() {
@@ -41,6 +45,15 @@ setup_environment() {
     python3 -m venv .venv
   fi
   need_python_packages "pybind11>=2.12" "scikit-build-core>=0.10" "pytest>=7"
+}
+
+# The PyTorch side: torch pinned to 2.13.0 (the CPU build on this kind of machine; an unpinned
+# torch would pull the CUDA packages), plus what the integration tests drive.
+setup_torch() {
+  need_python_packages "torch==2.13.0"
+  if [ "${1:-}" = "--integrations" ]; then
+    need_python_packages "torch==2.13.0" lightning transformers accelerate
+  fi
 }
 
 install_steptrace() {  # incremental: the CMake build under build/py is reused

@@ -1,0 +1,108 @@
+"""Lightning and Hugging Face Trainer callbacks against hand-timed ground truth on the same loop.
+
+The dataset times its own loading (the `input` truth) and stamps when each batch starts
+loading: from one batch's start to the next is one whole step, measured without any hook."""
+
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch.utils.data import Dataset  # noqa: E402
+
+import steptrace  # noqa: E402
+from steptrace.demo import _busy  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+BATCH, BATCHES, SAMPLE_S, STEP_S = 4, 30, 0.006, 0.010
+
+
+class TimedDataset(Dataset):
+    """Each sample takes ~6 ms to load; the dataset records how long each really took."""
+
+    def __init__(self, as_dict=False):
+        self.load_s = []
+        self.started = []
+        self.as_dict = as_dict
+
+    def __len__(self):
+        return BATCH * BATCHES
+
+    def __getitem__(self, i):
+        start = time.perf_counter()
+        self.started.append(start)
+        _busy(SAMPLE_S)
+        x = torch.full((4,), float(i))
+        self.load_s.append(time.perf_counter() - start)
+        return {"x": x, "labels": torch.zeros(1)} if self.as_dict else x
+
+
+def check_against_hand_timing(summary, dataset):
+    d = summary.to_dict()
+    counted = BATCHES - d["warmup_steps"]
+    assert d["steps"] == counted
+    per_batch_load = [sum(dataset.load_s[i : i + BATCH]) for i in range(0, len(dataset.load_s), BATCH)]
+    batch_start = dataset.started[::BATCH]
+    hand_input = sum(per_batch_load[-counted:]) / counted * 1000
+    gaps = [b - a for a, b in zip(batch_start[-counted:], batch_start[-counted + 1 :])]
+    hand_step = sum(gaps) / len(gaps) * 1000
+    assert d["phases"]["input"]["mean_ms"] == pytest.approx(hand_input, rel=0.05)
+    assert d["step_ms"]["p50"] == pytest.approx(sorted(gaps)[len(gaps) // 2] * 1000, rel=0.05)
+    assert d["step_ms"]["mean"] == pytest.approx(hand_step, rel=0.05)
+    # Between the training step's own spin and everything in the step that is not loading:
+    assert STEP_S * 1000 <= d["phases"]["compute"]["mean_ms"] <= hand_step - hand_input
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # Lightning's advice on workers, loggers, GPUs
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # deprecations inside Lightning itself
+def test_lightning_callback_matches_hand_timing(tmp_path):
+    L = pytest.importorskip("lightning")
+    from steptrace.lightning import StepTraceCallback
+
+    class Model(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 1)
+
+        def training_step(self, batch, batch_idx):
+            _busy(STEP_S)
+            return self.layer(batch).pow(2).mean()
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.01)
+
+    dataset, model = TimedDataset(), Model()
+    callback = StepTraceCallback(steptrace.Tracer(print_at_exit=False))
+    trainer = L.Trainer(
+        max_epochs=1, callbacks=[callback], logger=False, enable_checkpointing=False, enable_progress_bar=False,
+        enable_model_summary=False, accelerator="cpu", devices=1, default_root_dir=tmp_path,
+    )
+    trainer.fit(model, torch.utils.data.DataLoader(dataset, batch_size=BATCH))
+    check_against_hand_timing(callback.tracer.summary(), dataset)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_transformers_trainer_callback_matches_hand_timing(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("accelerate")
+    from steptrace.transformers import StepTraceCallback
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 1)
+
+        def forward(self, x, labels):
+            _busy(STEP_S)
+            return {"loss": (self.layer(x) - labels).pow(2).mean()}
+
+    dataset, model = TimedDataset(as_dict=True), Model()
+    callback = StepTraceCallback(steptrace.Tracer(print_at_exit=False))
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path), per_device_train_batch_size=BATCH, num_train_epochs=1, report_to=[],
+        save_strategy="no", logging_strategy="no", use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
+    )
+    transformers.Trainer(model=model, args=args, train_dataset=dataset, callbacks=[callback]).train()
+    check_against_hand_timing(callback.tracer.summary(), dataset)
