@@ -101,3 +101,51 @@ TEST_CASE("the copy advice starts from pin_memory when it is off", "[diagnosis]"
   CHECK(advice.at(0) == "DataLoader(pin_memory=False): set pin_memory=True so copies go straight to the device");
   CHECK(advice.size() == 3);
 }
+
+namespace {
+
+summary with_device(std::map<std::string, double> shares, double busy, double kernel_us,
+                    std::vector<std::pair<std::string, double>> idle = {}) {
+  summary s = with_shares(std::move(shares));
+  s.gpu = gpu_stats{};
+  s.gpu->busy_share = busy;
+  s.gpu->kernel_median_us = kernel_us;
+  s.gpu->kernels_per_step = 200;
+  s.gpu->idle_by_phase = std::move(idle);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("with a device view COMPUTE-BOUND needs the GPU busy", "[diagnosis][gpu]") {
+  const double busy = default_thresholds.device_busy_share, us = default_thresholds.launch_kernel_us;
+  CHECK(diagnose(with_device({{"compute", 0.9}}, busy, 500)).label == "COMPUTE-BOUND");
+  CHECK(diagnose(with_device({{"compute", 0.9}}, busy - below, 500)).label == "BALANCED");
+  CHECK_THAT(diagnose(with_device({{"compute", 0.9}}, 0.9, 500)).evidence,
+             Catch::Matchers::Contains("The GPU is busy 90.0% of the step"));
+  SECTION("LAUNCH-BOUND: compute on the host, the GPU mostly idle, tiny kernels") {
+    CHECK(diagnose(with_device({{"compute", 0.9}}, 0.2, us)).label == "LAUNCH-BOUND");
+    CHECK(diagnose(with_device({{"compute", 0.9}}, 0.2, us + 0.1)).label == "BALANCED");
+    CHECK(diagnose(with_device({{"compute", 0.9}}, busy, us)).label == "COMPUTE-BOUND");
+    const auto d = diagnose(with_device({{"compute", 0.9}}, 0.2, 5));
+    CHECK_THAT(d.evidence, Catch::Matchers::Contains("200 kernels a step with a median of 5.0 us"));
+    CHECK_THAT(d.advice.at(0), Catch::Matchers::Contains("CUDA graphs"));
+  }
+}
+
+TEST_CASE("INPUT-BOUND cites where the GPU was idle", "[diagnosis][gpu]") {
+  const auto d = diagnose(with_device({{"input", 0.7}, {"compute", 0.3}}, 0.29, 500, {{"input", 0.93}, {"compute", 0.07}}));
+  CHECK(d.label == "INPUT-BOUND");
+  CHECK_THAT(d.evidence, Catch::Matchers::Contains("GPU idle 71% of the step; 93% of that while the host was in `input`"));
+}
+
+TEST_CASE("H2D-BOUND names the pageable share", "[diagnosis][gpu]") {
+  summary s = with_device({{"h2d", 0.5}, {"compute", 0.5}}, 0.5, 500);
+  s.gpu->h2d.count = 10;
+  s.gpu->h2d.pageable_share = 0.82;
+  const auto d = diagnose(s);
+  CHECK(d.label == "H2D-BOUND");
+  CHECK_THAT(d.evidence, Catch::Matchers::Contains("82% of the bytes copied to the device came from pageable memory"));
+  CHECK_THAT(d.advice.at(0), Catch::Matchers::Contains("82% of the copied bytes are pageable"));
+  CHECK(d.advice.size() == 3);
+}

@@ -1,6 +1,7 @@
 // The attribution rules on hand-made record streams with known answers.
 #include <catch2/catch.hpp>
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include "analysis/step_builder.hpp"
@@ -14,6 +15,7 @@ namespace {
 struct step_copy {
   std::uint64_t begin, end;
   bool failed, warmup;
+  std::vector<host_segment> segments;
   std::map<std::uint32_t, std::uint64_t> ticks;
   std::map<std::uint32_t, std::uint32_t> calls;
 };
@@ -22,7 +24,7 @@ struct recording_sink final : step_sink {
   std::vector<step_copy> steps;
   std::map<std::uint32_t, std::uint64_t> unscoped;
   void on_step(const built_step& s) override {
-    step_copy c{s.begin, s.end, s.failed, s.warmup, {}, {}};
+    step_copy c{s.begin, s.end, s.failed, s.warmup, s.segments, {}, {}};
     for (const auto& p : s.phases) {
       c.ticks[p.id] = p.ticks;
       c.calls[p.id] = p.calls;
@@ -131,4 +133,18 @@ TEST_CASE("ending a phase that is not open or an outer one first is counted as u
   CHECK(sink.steps[0].ticks.at(compute.value) == 10);
   CHECK(sink.steps[0].ticks.at(wait.value) == 20);
   CHECK(sink.steps[0].ticks.at(other.value) == 20);
+}
+
+TEST_CASE("a step's host segments tile its window in time order", "[analysis]") {
+  auto sink = run({begin(input, 0), end(input, 30), step_begin(40), begin(compute, 40), begin(wait, 50),
+                   end(wait, 60), end(compute, 90), step_end(100)});
+  REQUIRE(sink.steps.size() == 1);
+  const auto& segs = sink.steps[0].segments;
+  const std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>> expected = {
+      {0, 30, input.value}, {30, 40, other.value}, {40, 50, compute.value},
+      {50, 60, wait.value}, {60, 90, compute.value}, {90, 100, other.value}};
+  REQUIRE(segs.size() == expected.size());
+  for (std::size_t i = 0; i < segs.size(); ++i) {
+    CHECK(std::make_tuple(segs[i].begin, segs[i].end, segs[i].phase) == expected[i]);
+  }
 }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -51,6 +52,30 @@ struct backend_info {
   std::string host_clock;  // "tsc" (invariant TSC) or "clock_monotonic"
 };
 
+struct copy_stats {
+  std::uint64_t count = 0;        // copies in counted steps
+  double bytes_per_step = 0;
+  double ms_per_step = 0;         // device time spent copying
+  double gb_per_s = 0;            // bytes / copy time
+  double pageable_share = 0;      // of the bytes, the share whose host side was pageable memory
+};
+
+// The device view, present when a GPU backend measured the steps.
+struct gpu_stats {
+  stat_ms busy_ms;   // per step: union of kernel, memcpy and memset intervals inside the step
+  stat_ms idle_ms;   // per step: the rest of the step
+  double busy_share = 0;  // device busy time / summed step time
+  // Where the host was while the device sat idle: (phase, share of all idle time), largest first.
+  std::vector<std::pair<std::string, double>> idle_by_phase;
+  copy_stats h2d, d2h;
+  double syncs_per_step = 0;
+  double sync_ms_per_step = 0;  // host time blocked in synchronisation calls
+  double kernels_per_step = 0;
+  double kernel_median_us = 0;
+  std::uint64_t incomplete_records = 0;  // flushed before the device finished them: not used
+  std::uint64_t dropped_records = 0;     // lost to the buffer cap
+};
+
 struct error_counts {
   std::uint64_t nested_steps = 0;       // step opened on a thread that already had one open
   std::uint64_t unbalanced_phases = 0;  // phase ended that was not the innermost open one
@@ -66,6 +91,7 @@ class STEPTRACE_API summary {
   stat_ms step_ms;
   std::vector<phase_stats> phases;  // built-ins first, then custom phases, `other` last
   std::vector<unscoped_phase> unscoped_phases;
+  std::optional<gpu_stats> gpu;     // empty without a GPU backend
   diagnosis diag;
   backend_info backend;
   error_counts errors;

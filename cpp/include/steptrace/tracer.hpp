@@ -33,7 +33,8 @@ struct STEPTRACE_API config {
   bool print_at_exit = true;          // default tracer: print the table at exit if steps ran
   std::string json_path;              // default tracer: also write the summary JSON here at exit
   std::string log_level = "warn";     // trace, debug, info, warn, error, off
-  std::uint32_t ring_records = 8192;  // records buffered per thread: a power of two, 64..2^24
+  std::uint32_t ring_records = 16384;  // records buffered per thread: a power of two, 64..2^24
+  bool cupti = true;                  // collect device activity with CUPTI when a GPU is there
 
   // Sets one option from its text form; environment variables and Python's configure() both
   // come through here. Throws std::invalid_argument naming the option and the bad value.

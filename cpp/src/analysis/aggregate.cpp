@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "record/clock.hpp"
 #include "steptrace/tracer.hpp"
 
 namespace steptrace::detail {
@@ -31,6 +32,14 @@ void aggregate::on_step(const built_step& s) {
   }
   if (s.thread >= threads_.size()) threads_.resize(s.thread + 1, false);
   threads_[s.thread] = true;
+  if (device_) {  // device records are in ns on the host clock: convert this step's times
+    std::vector<host_segment> segments;
+    segments.reserve(s.segments.size());
+    for (const host_segment& g : s.segments) {
+      segments.push_back({host_clock::to_monotonic_ns(g.begin), host_clock::to_monotonic_ns(g.end), g.phase});
+    }
+    device_->add_step(host_clock::to_monotonic_ns(s.begin), host_clock::to_monotonic_ns(s.end), std::move(segments));
+  }
 }
 
 void aggregate::on_unscoped(std::uint32_t id, std::uint64_t ticks) {
@@ -41,7 +50,11 @@ void aggregate::on_unscoped(std::uint32_t id, std::uint64_t ticks) {
   ++u.calls;
 }
 
-void aggregate::clear() { *this = aggregate{}; }
+void aggregate::clear() {
+  const bool device = device_ != nullptr;
+  *this = aggregate{};
+  if (device) enable_device();
+}
 
 namespace {
 
@@ -95,6 +108,11 @@ void aggregate::fill(summary& out, double ns_per_tick) const {
     add(0);
   } else if (steps_ > 0) {
     out.phases.push_back(phase_stats{"other", {}, 0.0, 0});
+  }
+
+  if (device_) {
+    out.gpu = gpu_stats{};
+    device_->totals.fill(*out.gpu, steps_, static_cast<double>(step_ticks_) * ms_per_tick);
   }
 
   out.unscoped_phases.clear();

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "analysis/device_view.hpp"
 #include "analysis/histogram.hpp"
 #include "analysis/step_builder.hpp"
 #include "steptrace/summary.hpp"
@@ -20,6 +21,11 @@ class aggregate final : public step_sink {
   // Fills the measured parts of a summary (not the diagnosis or the backend).
   void fill(summary& out, double ns_per_tick) const;
   std::uint64_t steps() const noexcept { return steps_; }
+  // Counted steps are kept for the device view from now on (the GPU backend collects).
+  void enable_device() {
+    if (!device_) device_ = std::make_unique<device_join>();
+  }
+  device_join* device() noexcept { return device_.get(); }
   std::uint64_t steps_seen() const noexcept { return steps_ + warmup_ + failed_; }
 
  private:
@@ -37,6 +43,7 @@ class aggregate final : public step_sink {
   std::vector<std::unique_ptr<phase_totals>> phases_;  // by phase id
   std::vector<unscoped_totals> unscoped_;               // by phase id
   std::vector<bool> threads_;                           // by thread slot
+  std::unique_ptr<device_join> device_;
 };
 
 }  // namespace steptrace::detail

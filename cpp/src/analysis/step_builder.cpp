@@ -18,13 +18,24 @@ void step_builder::advance(std::uint64_t t) {
   if (accounting() && t > last_) {
     const std::uint32_t id = stack_.empty() ? builtin::other.value : stack_.back().id;
     charge(id, t - last_, 0);
+    add_segment(last_, t, id);
   }
   last_ = t;
+}
+
+void step_builder::add_segment(std::uint64_t begin, std::uint64_t end, std::uint32_t id) {
+  if (!segments_.empty() && segments_.back().end == begin &&
+      (segments_.back().phase == id || segments_.size() >= max_segments)) {
+    segments_.back().end = end;  // contiguous: extend (or, at the cap, absorb)
+    return;
+  }
+  segments_.push_back({begin, end, id});
 }
 
 void step_builder::clear_step() {
   for (std::uint32_t id : touched_) ticks_[id] = calls_[id] = 0;
   touched_.clear();
+  segments_.clear();
 }
 
 void step_builder::release_capture(step_sink& sink) {
@@ -41,7 +52,10 @@ void step_builder::consume(const record& r, step_sink& sink) {
       if (capture_ == capture::open) {
         advance(t);  // the input is still open as the step begins: it belongs to this step
       } else if (capture_ == capture::held) {
-        charge(builtin::other.value, t > capture_end_ ? t - capture_end_ : 0, 0);  // fetch-to-step gap
+        if (t > capture_end_) {  // the gap between the fetch and the step
+          charge(builtin::other.value, t - capture_end_, 0);
+          add_segment(capture_end_, t, builtin::other.value);
+        }
       } else {
         clear_step();
         begin_ = t;
@@ -60,7 +74,8 @@ void step_builder::consume(const record& r, step_sink& sink) {
       for (std::uint32_t id : touched_) slices_.push_back({id, ticks_[id], calls_[id]});
       const bool warmup = finished_ < warmup_;
       ++finished_;
-      sink.on_step(built_step{begin_, t, r.kind == record_kind::step_end_failed, warmup, thread_, slices_});
+      sink.on_step(
+          built_step{begin_, t, r.kind == record_kind::step_end_failed, warmup, thread_, slices_, segments_});
       clear_step();
       in_step_ = false;
       for (auto& p : stack_) p.counted = false;

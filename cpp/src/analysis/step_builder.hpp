@@ -22,11 +22,18 @@ struct phase_slice {
   std::uint32_t calls;
 };
 
+// [begin, end) of a step spent with `phase` innermost; a step's segments tile its window.
+struct host_segment {
+  std::uint64_t begin, end;
+  std::uint32_t phase;
+};
+
 struct built_step {
   std::uint64_t begin, end;  // ticks
   bool failed, warmup;
   std::uint32_t thread;
-  const std::vector<phase_slice>& phases;  // only phases with time or calls in this step
+  const std::vector<phase_slice>& phases;      // only phases with time or calls in this step
+  const std::vector<host_segment>& segments;   // in time order; at most max_segments
 };
 
 class step_sink {
@@ -40,6 +47,8 @@ class step_sink {
 
 class step_builder {
  public:
+  static constexpr std::size_t max_segments = 4096;  // past this a step's last segment grows
+
   step_builder(std::uint32_t warmup_steps, std::uint32_t thread) : warmup_(warmup_steps), thread_(thread) {}
 
   void consume(const record& r, step_sink& sink);
@@ -64,6 +73,7 @@ class step_builder {
   void release_capture(step_sink& sink);
   void clear_step();
   void drop_open();
+  void add_segment(std::uint64_t begin, std::uint64_t end, std::uint32_t id);
 
   std::uint32_t warmup_, thread_;
   std::uint64_t finished_ = 0, unbalanced_ = 0;
@@ -75,6 +85,7 @@ class step_builder {
   std::vector<std::uint32_t> calls_;   // by phase id
   std::vector<std::uint32_t> touched_;  // ids with time or calls in the current step
   std::vector<phase_slice> slices_;
+  std::vector<host_segment> segments_;
 };
 
 }  // namespace steptrace::detail

@@ -47,17 +47,18 @@ constexpr env_var env_vars[] = {
     {"STEPTRACE_JSON", "json_path", false},
     {"STEPTRACE_LOG_LEVEL", "log_level", false},
     {"STEPTRACE_RING_RECORDS", "ring_records", false},
+    {"STEPTRACE_CUPTI", "cupti", false},
 };
 
-constexpr std::string_view option_names[] = {"enabled",   "warmup_steps", "print_at_exit",
-                                             "json_path", "log_level",    "ring_records"};
+constexpr std::string_view option_names[] = {"enabled",   "warmup_steps", "print_at_exit", "json_path",
+                                             "log_level", "ring_records", "cupti"};
 
 }  // namespace
 
 void config::set(std::string_view key, std::string_view value) {
   if (std::find(std::begin(option_names), std::end(option_names), key) == std::end(option_names)) {
     throw std::invalid_argument("steptrace: unknown option '" + std::string(key) +
-                                "' (known: enabled, warmup_steps, print_at_exit, json_path, log_level, ring_records)");
+                                "' (known: enabled, warmup_steps, print_at_exit, json_path, log_level, ring_records, cupti)");
   }
   try {
     if (key == "enabled") {
@@ -71,6 +72,8 @@ void config::set(std::string_view key, std::string_view value) {
     } else if (key == "log_level") {
       detail::parse_log_level(lower(value));
       log_level = lower(value);
+    } else if (key == "cupti") {
+      cupti = parse_bool(value);
     } else if (key == "ring_records") {
       const auto n = parse_uint(value, 1u << 24);
       if (n < 64 || (n & (n - 1)) != 0) throw std::invalid_argument("expected a power of two from 64 to 16777216");

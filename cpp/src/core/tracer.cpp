@@ -2,6 +2,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <pthread.h>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -11,6 +13,7 @@
 
 #include "core/log.hpp"
 #include "core/tracer_impl.hpp"
+#include "gpu/backend.hpp"
 #include "record/clock.hpp"
 #include "report/report.hpp"
 
@@ -50,6 +53,7 @@ struct thread_links {
 };
 
 thread_state* lookup_slow(tracer_impl& impl) noexcept {
+  if (impl.forked.load(std::memory_order_relaxed)) return nullptr;
   thread_local thread_links links;
   for (auto& [uid, state] : links.links) {
     if (uid == impl.uid) {
@@ -72,12 +76,14 @@ inline thread_state* local_state(tracer_impl& impl) noexcept {
   return lookup_slow(impl);
 }
 
+__attribute__((noinline, cold)) void push_after_drain(tracer_impl& impl, thread_state& state, const record& r) noexcept {
+  impl.drain_for_producer(state);  // the collector fell behind: this thread catches up itself
+  state.records.try_push(r);
+}
+
 inline void push(tracer_impl& impl, thread_state& state, record_kind kind, std::uint32_t id) noexcept {
   const record r{host_clock::now(), id, kind};
-  if (__builtin_expect(!state.records.try_push(r), 0)) {
-    impl.drain_for_producer(state);
-    state.records.try_push(r);
-  }
+  if (__builtin_expect(!state.records.try_push(r), 0)) push_after_drain(impl, state, r);
 }
 
 }  // namespace
@@ -88,9 +94,93 @@ unsigned usable_cpus() noexcept {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// In a forked child only the forking thread survives, and a collector may have held a lock at
+// the fork: the child's copies of every tracer stop recording and never report (a DataLoader
+// worker must not print its parent's summary). No lock is taken here: the child has one thread.
+void disable_in_child();
+
 tracer_impl::tracer_impl(const config& c)
     : uid(next_uid.fetch_add(1)), creator_pid(getpid()), env_disabled(!config::from_env().enabled), cfg(c) {
   host_clock::init();
+  static std::once_flag atfork_once;
+  std::call_once(atfork_once, [] { pthread_atfork(nullptr, nullptr, disable_in_child); });
+}
+
+tracer_impl::~tracer_impl() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+  }
+  wake.notify_all();
+  if (collector.joinable()) {
+    if (collector_pid == getpid()) {
+      collector.join();
+    } else {
+      new (&collector) std::thread();  // a handle copied from the parent: nothing to join here
+    }
+  }
+}
+
+void tracer_impl::start_collector() {
+  if (collector_pid == getpid() || forked.load()) return;
+  collector_pid = getpid();
+  collector = std::thread([this] { collect_loop(); });
+}
+
+void tracer_impl::start_gpu() noexcept {
+  bool use_cupti;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    use_cupti = cfg.cupti;
+  }
+  start_gpu_backend(use_cupti);
+  if (gpu_backend_status().cupti) {
+    std::lock_guard<std::mutex> lock(mutex);
+    totals.enable_device();
+  }
+  gpu_checked.store(true, std::memory_order_release);
+}
+
+void tracer_impl::read_device(bool flush) {
+  device_join* device = totals.device();
+  if (device == nullptr) return;
+  std::vector<device_record> records;
+  std::uint64_t lost = 0;
+  read_device_records(device->cursor, records, lost, flush);
+  device->totals.dropped += lost;
+  device->add_records(records);
+  // Without a forced flush, wait a second past a step's end for its records to arrive.
+  const std::uint64_t settled = device->newest_record_end();
+  device->join(flush ? UINT64_MAX : (settled > 1'000'000'000 ? settled - 1'000'000'000 : 0));
+}
+
+void tracer_impl::collect_loop() {
+  // Polls faster while rings fill quickly and slower while they do not, between 0.25 and 50 ms.
+  auto interval = std::chrono::microseconds(2000);
+  auto last_device_read = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mutex);
+  while (!stopping) {
+    wake.wait_for(lock, interval);
+    if (stopping) break;
+    if (std::chrono::steady_clock::now() - last_device_read > std::chrono::seconds(1)) {
+      read_device(false);
+      last_device_read = std::chrono::steady_clock::now();
+    }
+    std::uint64_t fullest = 0;
+    for (auto& t : threads) {
+      std::uint64_t n = 0;
+      t->records.drain([&](const record& r) {
+        t->builder.consume(r, totals);
+        ++n;
+      });
+      fullest = std::max(fullest, n * 8 / t->records.capacity());  // in eighths of the ring
+    }
+    if (fullest >= 2) {
+      interval = std::max(interval / 2, std::chrono::microseconds(250));
+    } else if (fullest == 0) {
+      interval = std::min(interval * 2, std::chrono::microseconds(50000));
+    }
+  }
 }
 
 thread_state* tracer_impl::attach_thread() {
@@ -105,6 +195,7 @@ thread_state* tracer_impl::attach_thread() {
   }
   threads.push_back(std::make_unique<thread_state>(cfg.ring_records, cfg.warmup_steps,
                                                    static_cast<std::uint32_t>(threads.size())));
+  start_collector();
   return threads.back().get();
 }
 
@@ -124,6 +215,10 @@ void tracer_impl::drain_all_locked() {
   for (auto& t : threads) t->records.drain([&](const record& r) { t->builder.consume(r, totals); });
 }
 
+
+void disable_in_child() {
+  for (auto& [uid, impl] : live_tracers()) impl->forked.store(true);
+}
 
 }  // namespace detail
 
@@ -159,29 +254,36 @@ config tracer::options() const {
 }
 
 step_open tracer::begin_step() noexcept {
-  if (!enabled()) return step_open::disabled;
+  if (!enabled() || impl_->forked.load(std::memory_order_relaxed)) return step_open::disabled;
   detail::thread_state* s = local_state(*impl_);
   if (s == nullptr) return step_open::disabled;
   if (s->step_open) {
     impl_->nested_steps.fetch_add(1, std::memory_order_relaxed);
     return step_open::nested;
   }
+  if (__builtin_expect(!impl_->gpu_checked.load(std::memory_order_relaxed), 0)) impl_->start_gpu();
   s->step_open = true;
   detail::push(*impl_, *s, record_kind::step_begin, 0);
+  if (detail::nvtx_enabled.load(std::memory_order_relaxed)) detail::nvtx_push(0);
   return step_open::opened;
 }
 
 void tracer::end_step(bool failed) noexcept {
+  if (impl_->forked.load(std::memory_order_relaxed)) return;
   detail::thread_state* s = local_state(*impl_);
   if (s == nullptr || !s->step_open) return;
   s->step_open = false;
   detail::push(*impl_, *s, failed ? record_kind::step_end_failed : record_kind::step_end, 0);
+  if (detail::nvtx_enabled.load(std::memory_order_relaxed)) detail::nvtx_pop();
 }
 
 void tracer::record_phase(std::uint32_t id, bool begin) noexcept {
   detail::thread_state* s = local_state(*impl_);
-  if (s == nullptr) return;
+  if (s == nullptr || impl_->forked.load(std::memory_order_relaxed)) return;
   detail::push(*impl_, *s, begin ? record_kind::phase_begin : record_kind::phase_end, id);
+  if (__builtin_expect(detail::nvtx_enabled.load(std::memory_order_relaxed), 0)) {
+    begin ? detail::nvtx_push(id) : detail::nvtx_pop();
+  }
 }
 
 summary tracer::summary() const {
@@ -189,14 +291,21 @@ summary tracer::summary() const {
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     impl_->drain_all_locked();
+    impl_->read_device(true);
     impl_->totals.fill(out, host_clock::ns_per_tick());
     for (auto& t : impl_->threads) out.errors.unbalanced_phases += t->builder.unbalanced();
     out.facts = impl_->facts;
   }
   if (out.fact("host.cpus") == nullptr) out.facts.emplace_back("host.cpus", std::to_string(detail::usable_cpus()));
   out.errors.nested_steps = impl_->nested_steps.load(std::memory_order_relaxed);
-  out.backend.reason = "host only: this build has no GPU backend, so device time is not measured";
-  out.backend.host_clock = host_clock_name();
+  const detail::gpu_status gpu = detail::gpu_backend_status();
+  out.backend = {gpu.cuda, gpu.cupti, gpu.reason, host_clock_name()};
+  if (out.gpu) {
+    std::uint64_t incomplete = 0, dropped = 0;
+    detail::device_record_counts(incomplete, dropped);
+    out.gpu->incomplete_records = incomplete;
+    out.gpu->dropped_records += dropped;  // CUPTI's, beside those the store let go unread
+  }
   detail::complete(out);
   return out;
 }
@@ -223,10 +332,11 @@ void tracer::reset() {
 }
 
 std::string tracer::exit_report() {
+  if (impl_->forked.load() || impl_->creator_pid != getpid()) return {};  // before any lock
   config cfg;
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
-    if (impl_->exit_reported || impl_->creator_pid != getpid()) return {};
+    if (impl_->exit_reported) return {};
     impl_->exit_reported = true;
     cfg = impl_->cfg;
   }

@@ -2,8 +2,11 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <thread>
 #include <memory>
+#include <new>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -33,13 +36,21 @@ unsigned usable_cpus() noexcept;  // cores this process may run on
 class tracer_impl {
  public:
   explicit tracer_impl(const config& cfg);
+  ~tracer_impl();
 
   thread_state* attach_thread();                 // slow path: a thread's first record
   void detach_thread(thread_state& state);       // the thread exited
   void drain_for_producer(thread_state& state);  // the thread's ring is full
   void drain_all_locked();
+  // Drains every ring from a background thread, so recording threads rarely drain their own.
+  void start_collector();  // under `mutex`
+  void collect_loop();
+  void start_gpu() noexcept;              // at the first step
+  void read_device(bool flush);           // under `mutex`
 
   const std::uint64_t uid;
+  std::atomic<bool> forked{false};       // this copy lives in a forked child: it records nothing
+  std::atomic<bool> gpu_checked{false};  // the first step has started the GPU backend
   const int creator_pid;
   const bool env_disabled;  // STEPTRACE_DISABLE=1 wins over configure()
 
@@ -51,6 +62,11 @@ class tracer_impl {
   std::atomic<std::uint64_t> nested_steps{0};
   std::atomic<bool> nested_reported{false};
   bool exit_reported = false;
+
+  std::thread collector;
+  int collector_pid = 0;
+  bool stopping = false;  // under `mutex`
+  std::condition_variable wake;
 };
 
 }  // namespace steptrace::detail

@@ -68,6 +68,17 @@ std::string phase_evidence(const summary& s, std::string_view name, double thres
                      name, 100 * share_of(s, name), mean_of(s, name), s.step_ms.mean, 100 * threshold);
 }
 
+// "GPU idle 71% of the step; 93% of that while the host was in `input`."
+std::string idle_evidence(const summary& s, std::string_view phase) {
+  if (!s.gpu) return "";
+  double share = 0;
+  for (const auto& [name, value] : s.gpu->idle_by_phase) {
+    if (name == phase) share = value;
+  }
+  return fmt::format(" GPU idle {:.0f}% of the step; {:.0f}% of that while the host was in `{}`.",
+                     100 * (1 - s.gpu->busy_share), 100 * share, phase);
+}
+
 }  // namespace
 
 diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
@@ -96,22 +107,39 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     if (c.fired && (best == nullptr || c.share > best->share)) best = &c;
   }
 
-  const std::string label = best ? best->label : compute >= t.compute_share ? "COMPUTE-BOUND" : "BALANCED";
+  std::string label = best ? best->label : compute >= t.compute_share ? "COMPUTE-BOUND" : "BALANCED";
+  bool device_disagrees = false;  // host in compute, device mostly idle, kernels not tiny
+  if (label == "COMPUTE-BOUND" && s.gpu && s.gpu->busy_share < t.device_busy_share) {
+    if (s.gpu->kernel_median_us <= t.launch_kernel_us) {
+      label = "LAUNCH-BOUND";
+    } else {
+      label = "BALANCED";
+      device_disagrees = true;
+    }
+  }
   d.label = label;
   if (label == "INPUT-BOUND") {
-    d.evidence = phase_evidence(s, "input", t.input_share) + " The training thread waits for data.";
+    d.evidence = phase_evidence(s, "input", t.input_share) + " The training thread waits for data." +
+                 idle_evidence(s, "input");
     d.advice = input_advice(s);
   } else if (label == "H2D-BOUND") {
-    d.evidence = phase_evidence(s, "h2d", t.h2d_share);
-    if (fact_bool(s, "dataloader.pin_memory") == false) {
-      d.advice.push_back("DataLoader(pin_memory=False): set pin_memory=True so copies go straight to the device");
+    d.evidence = phase_evidence(s, "h2d", t.h2d_share) + idle_evidence(s, "h2d");
+    const bool measured = s.gpu && s.gpu->h2d.count > 0;
+    if (measured) {
+      d.evidence += fmt::format(" {:.0f}% of the bytes copied to the device came from pageable memory.",
+                                100 * s.gpu->h2d.pageable_share);
     }
-    d.advice.insert(d.advice.end(), {
-        "DataLoader(pin_memory=True): copies from pinned memory go straight to the device",
-        "tensor.to(device, non_blocking=True) overlaps the copy with compute",
-        "fewer, larger copies: move one collated batch, not many small tensors",
-    });
-    if (d.advice.size() == 4) d.advice.erase(d.advice.begin() + 1);  // pin_memory already named
+    if (measured && s.gpu->h2d.pageable_share >= 0.5) {
+      d.advice.push_back(fmt::format("{:.0f}% of the copied bytes are pageable: pin them (DataLoader(pin_memory=True), "
+                                     "or tensor.pin_memory()) so the copy engine reads them directly",
+                                     100 * s.gpu->h2d.pageable_share));
+    } else if (fact_bool(s, "dataloader.pin_memory") == false) {
+      d.advice.push_back("DataLoader(pin_memory=False): set pin_memory=True so copies go straight to the device");
+    } else {
+      d.advice.push_back("DataLoader(pin_memory=True): copies from pinned memory go straight to the device");
+    }
+    d.advice.push_back("tensor.to(device, non_blocking=True) overlaps the copy with compute");
+    d.advice.push_back("fewer, larger copies: move one collated batch, not many small tensors");
   } else if (label == "WAIT-HEAVY") {
     d.evidence = fmt::format(
         "{:.1f}% of step time is blocked in `wait` ({:.1f}%) or outside every phase (`other`, {:.1f}%); "
@@ -122,13 +150,29 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
         "move checkpointing, validation and logging out of the step, or run them less often",
     };
     if (other > wait) d.advice.push_back("most of it is untraced (`other`): wrap more of the step in phases");
+  } else if (label == "LAUNCH-BOUND") {
+    d.evidence = fmt::format(
+        "The host is in `compute` {:.1f}% of the step but the GPU is busy only {:.1f}% of it, running {:.0f} "
+        "kernels a step with a median of {:.1f} us: launch overhead dominates.",
+        100 * compute, 100 * s.gpu->busy_share, s.gpu->kernels_per_step, s.gpu->kernel_median_us);
+    d.advice = {
+        "fewer, larger kernels: a larger batch, torch.compile (fusion), CUDA graphs",
+        "move Python-level loops over tensors into batched tensor operations",
+    };
   } else if (label == "COMPUTE-BOUND") {
     d.evidence = phase_evidence(s, "compute", t.compute_share) +
-                 " Host view only: no device measurements back this up.";
+                 (s.gpu ? fmt::format(" The GPU is busy {:.1f}% of the step.", 100 * s.gpu->busy_share)
+                        : std::string(" Host view only: no device measurements back this up."));
     d.advice = {
         "the pipeline keeps up; speed up the model: mixed precision (bf16, TF32), fused kernels, torch.compile",
         "check the batch size against device memory",
     };
+  } else if (device_disagrees) {
+    d.evidence = fmt::format(
+        "The host is in `compute` {:.1f}% of the step, yet the GPU is busy only {:.1f}% of it with kernels of "
+        "{:.1f} us median: the host-side work in `compute` is what the GPU waits on.",
+        100 * compute, 100 * s.gpu->busy_share, s.gpu->kernel_median_us);
+    d.advice = {"profile the host side of `compute` (Python overhead, CPU ops, host syncs inside the phase)"};
   } else {
     const auto largest = std::max_element(s.phases.begin(), s.phases.end(),
                                           [](const phase_stats& a, const phase_stats& b) { return a.share < b.share; });

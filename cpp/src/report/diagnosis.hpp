@@ -5,8 +5,12 @@
 //   H2D-BOUND      h2d >= h2d_share
 //   WAIT-HEAVY     wait + other >= wait_share (blocked in syncs, or untraced)
 //   (several fire: the one with the largest share wins; ties go in the order above)
-//   COMPUTE-BOUND  none of those, and compute >= compute_share
+//   COMPUTE-BOUND  none of those, and compute >= compute_share; with a device view, only if
+//                  the device is also busy >= device_busy_share of the step
+//   LAUNCH-BOUND   (device view) compute >= compute_share, the device busy < device_busy_share,
+//                  and the median kernel <= launch_kernel_us: many tiny kernels
 //   BALANCED       none of the above
+// With a device view, the evidence also says how idle the GPU was and during which host phase.
 #pragma once
 
 #include "steptrace/summary.hpp"
@@ -18,6 +22,8 @@ struct diagnosis_thresholds {
   double h2d_share = 0.20;
   double wait_share = 0.30;
   double compute_share = 0.60;
+  double device_busy_share = 0.60;
+  double launch_kernel_us = 20.0;
 };
 
 inline constexpr diagnosis_thresholds default_thresholds{};

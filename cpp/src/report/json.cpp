@@ -20,6 +20,51 @@ stat_ms stat_from(const json_doc& j) {
                  j.at("p95").get<double>(),   j.at("p99").get<double>(),  j.at("max").get<double>()};
 }
 
+json_doc copies_json(const copy_stats& c) {
+  return json_doc{{"count", c.count},         {"bytes_per_step", c.bytes_per_step}, {"ms_per_step", c.ms_per_step},
+                  {"gb_per_s", c.gb_per_s},    {"pageable_share", c.pageable_share}};
+}
+
+copy_stats copies_from(const json_doc& j) {
+  return copy_stats{j.at("count").get<std::uint64_t>(), j.at("bytes_per_step").get<double>(),
+                    j.at("ms_per_step").get<double>(), j.at("gb_per_s").get<double>(),
+                    j.at("pageable_share").get<double>()};
+}
+
+json_doc gpu_json(const gpu_stats& g) {
+  json_doc idle = json_doc::object();
+  for (const auto& [phase, share] : g.idle_by_phase) idle[phase] = share;
+  return json_doc{{"busy_ms", stat_json(g.busy_ms)},
+                  {"idle_ms", stat_json(g.idle_ms)},
+                  {"busy_share", g.busy_share},
+                  {"idle_by_phase", idle},
+                  {"h2d", copies_json(g.h2d)},
+                  {"d2h", copies_json(g.d2h)},
+                  {"syncs_per_step", g.syncs_per_step},
+                  {"sync_ms_per_step", g.sync_ms_per_step},
+                  {"kernels_per_step", g.kernels_per_step},
+                  {"kernel_median_us", g.kernel_median_us},
+                  {"incomplete_records", g.incomplete_records},
+                  {"dropped_records", g.dropped_records}};
+}
+
+gpu_stats gpu_from(const json_doc& j) {
+  gpu_stats g;
+  g.busy_ms = stat_from(j.at("busy_ms"));
+  g.idle_ms = stat_from(j.at("idle_ms"));
+  g.busy_share = j.at("busy_share").get<double>();
+  for (const auto& [phase, share] : j.at("idle_by_phase").items()) g.idle_by_phase.emplace_back(phase, share.get<double>());
+  g.h2d = copies_from(j.at("h2d"));
+  g.d2h = copies_from(j.at("d2h"));
+  g.syncs_per_step = j.at("syncs_per_step").get<double>();
+  g.sync_ms_per_step = j.at("sync_ms_per_step").get<double>();
+  g.kernels_per_step = j.at("kernels_per_step").get<double>();
+  g.kernel_median_us = j.at("kernel_median_us").get<double>();
+  g.incomplete_records = j.at("incomplete_records").get<std::uint64_t>();
+  g.dropped_records = j.at("dropped_records").get<std::uint64_t>();
+  return g;
+}
+
 }  // namespace
 
 std::string summary::json() const {
@@ -45,7 +90,7 @@ std::string summary::json() const {
       {"step_ms", stat_json(step_ms)},
       {"phases", phases_json},
       {"unscoped_phases", unscoped_json},
-      {"gpu", nullptr},
+      {"gpu", gpu ? gpu_json(*gpu) : json_doc(nullptr)},
       {"diagnosis",
        {{"label", diag.label.empty() ? json_doc(nullptr) : json_doc(diag.label)},
         {"evidence", diag.evidence},
@@ -91,6 +136,7 @@ summary summary::from_json(std::string_view text) {
       s.unscoped_phases.push_back(
           {name, u.at("total_ms").get<double>(), u.at("max_ms").get<double>(), u.at("calls").get<std::uint64_t>()});
     }
+    if (!doc.at("gpu").is_null()) s.gpu = gpu_from(doc.at("gpu"));
     const json_doc& d = doc.at("diagnosis");
     s.diag.label = d.at("label").is_null() ? "" : d.at("label").get<std::string>();
     s.diag.evidence = d.at("evidence").get<std::string>();

@@ -73,6 +73,31 @@ std::string summary::table() const {
     }
     line("{:>80.1f}%", 100 * total);
   }
+  if (gpu && steps > 0) {
+    const gpu_stats& g = *gpu;
+    line("");
+    line("device     busy {:.1f}% of step time: busy {} ms, idle {} ms per step (p95 idle {})", 100 * g.busy_share,
+         ms(g.busy_ms.mean), ms(g.idle_ms.mean), ms(g.idle_ms.p95));
+    if (!g.idle_by_phase.empty()) {
+      std::string where;
+      for (const auto& [phase, share] : g.idle_by_phase) {
+        if (share < 0.005) break;
+        where += fmt::format("{}{} {:.0f}%", where.empty() ? "" : ", ", phase, 100 * share);
+      }
+      line("{:<11}idle while the host was in: {}", "", where);
+    }
+    line("{:<11}kernels {:.1f} per step, median {:.1f} us; syncs {:.1f} per step, {} ms blocked", "",
+         g.kernels_per_step, g.kernel_median_us, g.syncs_per_step, ms(g.sync_ms_per_step));
+    for (const auto& [name, c] : {std::pair<const char*, const copy_stats&>{"h2d", g.h2d}, {"d2h", g.d2h}}) {
+      if (c.count == 0) continue;
+      line("{:<11}{} copies: {:.2f} MB, {} ms per step, {:.1f} GB/s, {:.0f}% from pageable memory", "", name,
+           c.bytes_per_step / 1e6, ms(c.ms_per_step), c.gb_per_s, 100 * c.pageable_share);
+    }
+    if (g.dropped_records || g.incomplete_records) {
+      line("{:<11}{} device records dropped at the buffer cap, {} still running at a flush (not counted)", "",
+           g.dropped_records, g.incomplete_records);
+    }
+  }
   if (!unscoped_phases.empty()) {
     line("");
     line("outside any step (not in the figures above):");

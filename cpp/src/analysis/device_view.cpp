@@ -1,0 +1,176 @@
+#include "analysis/device_view.hpp"
+
+#include <algorithm>
+
+#include "steptrace/tracer.hpp"
+
+namespace steptrace::detail {
+namespace {
+
+struct interval {
+  std::uint64_t begin, end;
+};
+
+bool occupies_device(const device_record& r) { return r.kind != device_activity::sync; }
+
+// Adds the part of [begin, end) that overlaps each host segment to idle[segment.phase].
+void attribute(interval idle, const std::vector<host_segment>& segments, std::size_t& cursor,
+               std::vector<std::uint64_t>& out) {
+  while (cursor < segments.size() && segments[cursor].end <= idle.begin) ++cursor;
+  for (std::size_t i = cursor; i < segments.size() && segments[i].begin < idle.end; ++i) {
+    const std::uint64_t lo = std::max(idle.begin, segments[i].begin), hi = std::min(idle.end, segments[i].end);
+    if (hi <= lo) continue;
+    if (segments[i].phase >= out.size()) out.resize(segments[i].phase + 1, 0);
+    out[segments[i].phase] += hi - lo;
+  }
+}
+
+}  // namespace
+
+step_device_view view_step(std::uint64_t begin, std::uint64_t end, const std::vector<host_segment>& segments,
+                           const std::vector<device_record>& records, std::uint32_t stream) {
+  step_device_view v;
+  v.window = end > begin ? end - begin : 0;
+
+  // Busy: the union of device intervals, cut to the window. Records are sorted by start.
+  std::vector<interval> busy;
+  for (const device_record& r : records) {
+    if (r.start >= end) break;
+    if (stream != 0 && r.stream != stream) continue;
+    if (r.start >= begin) {  // counted in the step in which it starts
+      switch (r.kind) {
+        case device_activity::kernel:
+          ++v.kernels;
+          v.kernel_ns.push_back(r.end - r.start);
+          break;
+        case device_activity::memcpy:
+          if (r.copy == copy_kind::h2d) {
+            v.h2d_bytes += r.bytes;
+            v.h2d_pageable_bytes += r.pageable ? r.bytes : 0;
+            v.h2d_ns += r.end - r.start;
+            ++v.h2d_count;
+          } else if (r.copy == copy_kind::d2h) {
+            v.d2h_bytes += r.bytes;
+            v.d2h_pageable_bytes += r.pageable ? r.bytes : 0;
+            v.d2h_ns += r.end - r.start;
+            ++v.d2h_count;
+          }
+          break;
+        case device_activity::sync:
+          ++v.syncs;
+          v.sync_ns += r.end - r.start;
+          break;
+        case device_activity::memset:
+          break;
+      }
+    }
+    if (!occupies_device(r) || r.end <= begin) continue;
+    const interval cut{std::max(r.start, begin), std::min(r.end, end)};
+    if (!busy.empty() && cut.begin <= busy.back().end) {
+      busy.back().end = std::max(busy.back().end, cut.end);
+    } else {
+      busy.push_back(cut);
+    }
+  }
+  // Idle: the gaps between busy intervals, cut along the host phases.
+  std::size_t cursor = 0;
+  std::uint64_t at = begin;
+  for (const interval& b : busy) {
+    v.busy += b.end - b.begin;
+    if (b.begin > at) attribute({at, b.begin}, segments, cursor, v.idle_by_phase);
+    at = b.end;
+  }
+  if (end > at) attribute({at, end}, segments, cursor, v.idle_by_phase);
+  return v;
+}
+
+void device_aggregate::add(const step_device_view& v) {
+  busy_.add(v.busy);
+  idle_.add(v.window - v.busy);
+  busy_total_ += v.busy;
+  idle_total_ += v.window - v.busy;
+  if (v.idle_by_phase.size() > idle_by_phase_.size()) idle_by_phase_.resize(v.idle_by_phase.size(), 0);
+  for (std::size_t i = 0; i < v.idle_by_phase.size(); ++i) idle_by_phase_[i] += v.idle_by_phase[i];
+  for (std::uint64_t k : v.kernel_ns) kernel_.add(k);
+  totals_.h2d_bytes += v.h2d_bytes;
+  totals_.h2d_pageable_bytes += v.h2d_pageable_bytes;
+  totals_.h2d_ns += v.h2d_ns;
+  totals_.h2d_count += v.h2d_count;
+  totals_.d2h_bytes += v.d2h_bytes;
+  totals_.d2h_pageable_bytes += v.d2h_pageable_bytes;
+  totals_.d2h_ns += v.d2h_ns;
+  totals_.d2h_count += v.d2h_count;
+  totals_.syncs += v.syncs;
+  totals_.sync_ns += v.sync_ns;
+  totals_.kernels += v.kernels;
+}
+
+void device_aggregate::fill(gpu_stats& out, std::uint64_t steps, double step_total_ms) const {
+  const double per_step = steps ? 1.0 / static_cast<double>(steps) : 0.0;
+  auto ms = [](std::uint64_t ns) { return static_cast<double>(ns) * 1e-6; };
+  auto stats = [&](const histogram& h, std::uint64_t total) {
+    return stat_ms{ms(total), ms(total) * per_step, ms(h.quantile(0.5)), ms(h.quantile(0.95)),
+                   ms(h.quantile(0.99)), ms(h.max())};
+  };
+  auto copies = [&](std::uint64_t bytes, std::uint64_t pageable, std::uint64_t ns, std::uint64_t count) {
+    copy_stats c;
+    c.count = count;
+    c.bytes_per_step = static_cast<double>(bytes) * per_step;
+    c.ms_per_step = ms(ns) * per_step;
+    c.gb_per_s = ns ? static_cast<double>(bytes) / static_cast<double>(ns) : 0.0;  // bytes/ns = GB/s
+    c.pageable_share = bytes ? static_cast<double>(pageable) / static_cast<double>(bytes) : 0.0;
+    return c;
+  };
+  out.busy_ms = stats(busy_, busy_total_);
+  out.idle_ms = stats(idle_, idle_total_);
+  out.busy_share = step_total_ms > 0 ? ms(busy_total_) / step_total_ms : 0.0;
+  out.idle_by_phase.clear();
+  for (std::uint32_t id = 0; id < idle_by_phase_.size(); ++id) {
+    if (idle_by_phase_[id] == 0 || idle_total_ == 0) continue;
+    out.idle_by_phase.emplace_back(phase_label(phase_id{id}),
+                                   static_cast<double>(idle_by_phase_[id]) / static_cast<double>(idle_total_));
+  }
+  std::stable_sort(out.idle_by_phase.begin(), out.idle_by_phase.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  out.h2d = copies(totals_.h2d_bytes, totals_.h2d_pageable_bytes, totals_.h2d_ns, totals_.h2d_count);
+  out.d2h = copies(totals_.d2h_bytes, totals_.d2h_pageable_bytes, totals_.d2h_ns, totals_.d2h_count);
+  out.syncs_per_step = static_cast<double>(totals_.syncs) * per_step;
+  out.sync_ms_per_step = ms(totals_.sync_ns) * per_step;
+  out.kernels_per_step = static_cast<double>(totals_.kernels) * per_step;
+  out.kernel_median_us = static_cast<double>(kernel_.quantile(0.5)) * 1e-3;
+  out.incomplete_records = incomplete;
+  out.dropped_records = dropped;
+}
+
+void device_join::add_step(std::uint64_t begin, std::uint64_t end, std::vector<host_segment> segments) {
+  if (waiting_.size() >= max_pending) join(waiting_.front().end + 1);  // view the oldest now
+  waiting_.push_back({begin, end, std::move(segments)});
+}
+
+void device_join::add_records(const std::vector<device_record>& records) {
+  if (records.empty()) return;
+  const std::size_t old = records_.size();
+  records_.insert(records_.end(), records.begin(), records.end());
+  auto by_start = [](const device_record& a, const device_record& b) { return a.start < b.start; };
+  std::sort(records_.begin() + static_cast<std::ptrdiff_t>(old), records_.end(), by_start);
+  std::inplace_merge(records_.begin(), records_.begin() + static_cast<std::ptrdiff_t>(old), records_.end(), by_start);
+  for (const device_record& r : records) newest_ = std::max(newest_, r.end);
+}
+
+void device_join::join(std::uint64_t before) {
+  std::uint64_t keep_from = newest_ > retain_ns ? newest_ - retain_ns : 0;
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (it->end < before) {
+      totals.add(view_step(it->begin, it->end, it->segments, records_));
+      it = waiting_.erase(it);
+    } else {
+      keep_from = std::min(keep_from, it->begin);
+      ++it;
+    }
+  }
+  records_.erase(std::remove_if(records_.begin(), records_.end(),
+                                [&](const device_record& r) { return r.end < keep_from; }),
+                 records_.end());
+}
+
+}  // namespace steptrace::detail

@@ -1,0 +1,77 @@
+// Internal (not public API): what the device did during each step, and where the host was
+// while the device sat idle (idle attribution, design.md).
+//
+// Device records are cut to the step's window for busy and idle time; copies, syncs and
+// kernels are counted in the step in which they start, so none is counted twice.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "analysis/histogram.hpp"
+#include "analysis/step_builder.hpp"
+#include "gpu/device_record.hpp"
+#include "steptrace/summary.hpp"
+
+namespace steptrace::detail {
+
+struct step_device_view {
+  std::uint64_t window = 0, busy = 0;             // ns
+  std::vector<std::uint64_t> idle_by_phase;       // ns, by phase id
+  std::uint64_t h2d_bytes = 0, h2d_pageable_bytes = 0, h2d_ns = 0, h2d_count = 0;
+  std::uint64_t d2h_bytes = 0, d2h_pageable_bytes = 0, d2h_ns = 0, d2h_count = 0;
+  std::uint64_t syncs = 0, sync_ns = 0;
+  std::uint64_t kernels = 0;
+  std::vector<std::uint64_t> kernel_ns;
+};
+
+// records: sorted by start. segments: the step's host segments, already in ns. stream: when
+// nonzero, only that stream's device work counts (a step that named its stream).
+step_device_view view_step(std::uint64_t begin, std::uint64_t end, const std::vector<host_segment>& segments,
+                           const std::vector<device_record>& records, std::uint32_t stream = 0);
+
+class device_aggregate {
+ public:
+  void add(const step_device_view& v);
+  void fill(gpu_stats& out, std::uint64_t steps, double step_total_ms) const;
+  void clear() { *this = device_aggregate{}; }
+
+  std::uint64_t incomplete = 0, dropped = 0;
+
+ private:
+  histogram busy_, idle_, kernel_;
+  std::uint64_t busy_total_ = 0, idle_total_ = 0;
+  std::vector<std::uint64_t> idle_by_phase_;
+  step_device_view totals_;
+};
+
+// Holds counted steps until the device records of their window have arrived, then views them.
+// Bounded: at most max_pending steps wait, and records older than every waiting step (or, with
+// none waiting, older than retain_ns before the newest) are let go.
+class device_join {
+ public:
+  static constexpr std::size_t max_pending = 16384;
+  static constexpr std::uint64_t retain_ns = 10'000'000'000;
+
+  void add_step(std::uint64_t begin, std::uint64_t end, std::vector<host_segment> segments);
+  void add_records(const std::vector<device_record>& records);  // any order
+  // Views every waiting step that ended before `before` (all of them with UINT64_MAX).
+  void join(std::uint64_t before);
+  std::uint64_t newest_record_end() const noexcept { return newest_; }
+
+  device_aggregate totals;
+  std::uint64_t cursor = 0;  // this reader's position in the backend's record store
+
+ private:
+  struct waiting {
+    std::uint64_t begin, end;
+    std::vector<host_segment> segments;
+  };
+  std::deque<waiting> waiting_;
+  std::vector<device_record> records_;  // sorted by start
+  std::uint64_t newest_ = 0;
+};
+
+}  // namespace steptrace::detail

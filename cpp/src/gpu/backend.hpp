@@ -1,0 +1,46 @@
+// Internal (not public API): the process-wide GPU backend.
+//
+// Nothing here touches CUDA until start(), which the tracers call at the first step of the
+// process (never at import or static-initialisation time, so DataLoader workers fork first).
+// libcuda and libcupti are loaded with dlopen; with no driver, no device or no CUPTI the
+// backend says why and steptrace runs host-only.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpu/device_record.hpp"
+
+namespace steptrace::detail {
+
+struct gpu_status {
+  bool cuda = false;   // a driver and at least one device
+  bool cupti = false;  // device activity records are being collected
+  std::string reason;  // plain words, for the summary
+};
+
+// Extra directories to look for libcupti in (the Python package passes the nvidia-* wheels').
+void set_gpu_library_dirs(std::vector<std::string> dirs);
+
+// Starts the backend once per process; later calls return at once. Never throws.
+void start_gpu_backend(bool use_cupti) noexcept;
+bool gpu_backend_started() noexcept;
+gpu_status gpu_backend_status();
+
+// Flushes CUPTI (forced: records still running come back incomplete and are counted) and
+// appends the decoded records after `cursor` (in arrival order) to out, advancing the cursor.
+// Records the bounded store let go before this reader saw them are added to `lost`.
+// flush=false reads what CUPTI's own periodic flush delivered, without cutting running work.
+void read_device_records(std::uint64_t& cursor, std::vector<device_record>& out, std::uint64_t& lost, bool flush);
+// Process-wide: records flushed before they finished, and records CUPTI dropped at the cap.
+void device_record_counts(std::uint64_t& incomplete, std::uint64_t& dropped);
+
+// NVTX ranges in the `steptrace` domain, for Nsight timelines. Off (one relaxed load and a
+// branch on the hot path) unless a tool is attached.
+void nvtx_push(std::uint32_t id) noexcept;  // id 0: the step itself
+void nvtx_pop() noexcept;
+extern std::atomic<bool> nvtx_enabled;
+
+}  // namespace steptrace::detail

@@ -1,0 +1,73 @@
+#include "gpu/cupti_decode.hpp"
+
+namespace steptrace::detail {
+namespace {
+
+// The structs of the CUPTI this file is compiled against; libcupti of another major version is
+// refused at load time (gpu/backend.cpp), since its records may be laid out differently.
+using kernel_record = CUpti_ActivityKernel10;
+using memcpy_record = CUpti_ActivityMemcpy6;
+using memset_record = CUpti_ActivityMemset4;
+using sync_record = CUpti_ActivitySynchronization2;
+
+copy_kind direction(std::uint8_t kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return copy_kind::h2d;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return copy_kind::d2h;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return copy_kind::d2d;
+    default: return copy_kind::other;
+  }
+}
+
+decoded timed(device_record& out, std::uint64_t start, std::uint64_t end) {
+  if (start == 0 || end == 0 || end < start) return decoded::incomplete;
+  out.start = start;
+  out.end = end;
+  return decoded::ok;
+}
+
+}  // namespace
+
+decoded decode(const CUpti_Activity& activity, device_record& out) noexcept {
+  out = device_record{};
+  switch (activity.kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      const auto& k = reinterpret_cast<const kernel_record&>(activity);
+      out.kind = device_activity::kernel;
+      out.device = k.deviceId;
+      out.stream = k.streamId;
+      return timed(out, k.start, k.end);
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const auto& m = reinterpret_cast<const memcpy_record&>(activity);
+      out.kind = device_activity::memcpy;
+      out.copy = direction(m.copyKind);
+      const std::uint8_t host_side = out.copy == copy_kind::d2h ? m.dstKind : m.srcKind;
+      out.pageable = host_side == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+      out.bytes = m.bytes;
+      out.device = m.deviceId;
+      out.stream = m.streamId;
+      return timed(out, m.start, m.end);
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto& m = reinterpret_cast<const memset_record&>(activity);
+      out.kind = device_activity::memset;
+      out.bytes = m.bytes;
+      out.device = m.deviceId;
+      out.stream = m.streamId;
+      return timed(out, m.start, m.end);
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+      const auto& s = reinterpret_cast<const sync_record&>(activity);
+      out.kind = device_activity::sync;
+      out.stream = s.streamId;
+      return timed(out, s.start, s.end);
+    }
+    default:
+      return decoded::ignored;
+  }
+}
+
+}  // namespace steptrace::detail

@@ -1,0 +1,105 @@
+// CUPTI activity records -> device records, on hand-made records of each kind.
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "gpu/cupti_decode.hpp"
+
+using namespace steptrace::detail;
+
+namespace {
+
+template <class T>
+T blank(CUpti_ActivityKind kind) {
+  T r;
+  std::memset(&r, 0, sizeof r);
+  r.kind = kind;
+  return r;
+}
+
+template <class T>
+decoded run(const T& r, device_record& out) {
+  return decode(reinterpret_cast<const CUpti_Activity&>(r), out);
+}
+
+}  // namespace
+
+TEST_CASE("a concurrent kernel record decodes to a kernel interval", "[gpu][decode]") {
+  auto k = blank<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  k.start = 1'000;
+  k.end = 51'000;
+  k.deviceId = 1;
+  k.streamId = 7;
+  device_record out;
+  REQUIRE(run(k, out) == decoded::ok);
+  CHECK(out.kind == device_activity::kernel);
+  CHECK(out.start == 1'000);
+  CHECK(out.end == 51'000);
+  CHECK(out.device == 1);
+  CHECK(out.stream == 7);
+}
+
+TEST_CASE("memcpy records carry direction, bytes and whether the host side was pageable", "[gpu][decode]") {
+  auto m = blank<CUpti_ActivityMemcpy6>(CUPTI_ACTIVITY_KIND_MEMCPY);
+  m.start = 10;
+  m.end = 20;
+  m.bytes = 1 << 20;
+  device_record out;
+  SECTION("pageable host to device") {
+    m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+    m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+    m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    REQUIRE(run(m, out) == decoded::ok);
+    CHECK(out.copy == copy_kind::h2d);
+    CHECK(out.pageable);
+    CHECK(out.bytes == (1u << 20));
+  }
+  SECTION("pinned host to device") {
+    m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+    m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+    REQUIRE(run(m, out) == decoded::ok);
+    CHECK(!out.pageable);
+  }
+  SECTION("device to pageable host looks at the destination") {
+    m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
+    m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+    REQUIRE(run(m, out) == decoded::ok);
+    CHECK(out.copy == copy_kind::d2h);
+    CHECK(out.pageable);
+  }
+  SECTION("device to device") {
+    m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+    REQUIRE(run(m, out) == decoded::ok);
+    CHECK(out.copy == copy_kind::d2d);
+  }
+}
+
+TEST_CASE("memset and synchronization records decode", "[gpu][decode]") {
+  auto s = blank<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET);
+  s.start = 5;
+  s.end = 9;
+  s.bytes = 4096;
+  device_record out;
+  REQUIRE(run(s, out) == decoded::ok);
+  CHECK(out.kind == device_activity::memset);
+  CHECK(out.bytes == 4096);
+  auto y = blank<CUpti_ActivitySynchronization2>(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+  y.start = 100;
+  y.end = 900;
+  y.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+  REQUIRE(run(y, out) == decoded::ok);
+  CHECK(out.kind == device_activity::sync);
+  CHECK(out.end - out.start == 800);
+}
+
+TEST_CASE("a record flushed before it finished is incomplete and never read as an interval", "[gpu][decode]") {
+  auto k = blank<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  device_record out;
+  k.start = 1'000;
+  k.end = 0;  // still running at a forced flush
+  CHECK(run(k, out) == decoded::incomplete);
+  k.end = 500;  // reversed
+  CHECK(run(k, out) == decoded::incomplete);
+  auto other = blank<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_DRIVER);
+  CHECK(run(other, out) == decoded::ignored);
+}
