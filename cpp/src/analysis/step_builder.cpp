@@ -4,7 +4,7 @@
 
 namespace steptrace::detail {
 
-void step_builder::charge(std::uint32_t id, std::uint64_t ticks, std::uint32_t calls) {
+inline __attribute__((always_inline)) void step_builder::charge(std::uint32_t id, std::uint64_t ticks, std::uint32_t calls) {
   if (id >= ticks_.size()) {
     ticks_.resize(id + 1, 0);
     calls_.resize(id + 1, 0);
@@ -14,7 +14,16 @@ void step_builder::charge(std::uint32_t id, std::uint64_t ticks, std::uint32_t c
   calls_[id] += calls;
 }
 
-void step_builder::advance(std::uint64_t t) {
+inline __attribute__((always_inline)) void step_builder::add_segment(std::uint64_t begin, std::uint64_t end, std::uint32_t id) {
+  if (!segments_.empty() && segments_.back().end == begin &&
+      (segments_.back().phase == id || segments_.size() >= max_segments)) {
+    segments_.back().end = end;  // contiguous: extend (or, at the cap, absorb)
+    return;
+  }
+  segments_.push_back({begin, end, id});
+}
+
+inline __attribute__((always_inline)) void step_builder::advance(std::uint64_t t) {
   if (accounting() && t > last_) {
     const std::uint32_t id = stack_.empty() ? builtin::other.value : stack_.back().id;
     charge(id, t - last_, 0);
@@ -23,14 +32,6 @@ void step_builder::advance(std::uint64_t t) {
   last_ = t;
 }
 
-void step_builder::add_segment(std::uint64_t begin, std::uint64_t end, std::uint32_t id) {
-  if (!segments_.empty() && segments_.back().end == begin &&
-      (segments_.back().phase == id || segments_.size() >= max_segments)) {
-    segments_.back().end = end;  // contiguous: extend (or, at the cap, absorb)
-    return;
-  }
-  segments_.push_back({begin, end, id});
-}
 
 void step_builder::clear_step() {
   for (std::uint32_t id : touched_) ticks_[id] = calls_[id] = 0;

@@ -68,12 +68,13 @@ class step_builder {
   };
 
   bool accounting() const noexcept { return in_step_ || capture_ == capture::open; }
-  void advance(std::uint64_t t);
-  void charge(std::uint32_t id, std::uint64_t ticks, std::uint32_t calls);
+  // The three below run for every record the consumer reads: kept inline.
+  inline void advance(std::uint64_t t);
+  inline void charge(std::uint32_t id, std::uint64_t ticks, std::uint32_t calls);
   void release_capture(step_sink& sink);
   void clear_step();
   void drop_open();
-  void add_segment(std::uint64_t begin, std::uint64_t end, std::uint32_t id);
+  inline void add_segment(std::uint64_t begin, std::uint64_t end, std::uint32_t id);
 
   std::uint32_t warmup_, thread_;
   std::uint64_t finished_ = 0, unbalanced_ = 0;

@@ -76,14 +76,15 @@ inline thread_state* local_state(tracer_impl& impl) noexcept {
   return lookup_slow(impl);
 }
 
-__attribute__((noinline, cold)) void push_after_drain(tracer_impl& impl, thread_state& state, const record& r) noexcept {
+__attribute__((noinline, cold)) void push_after_drain(tracer_impl& impl, thread_state& state, std::uint64_t ticks,
+                                                      std::uint32_t id, record_kind kind) noexcept {
   impl.drain_for_producer(state);  // the collector fell behind: this thread catches up itself
-  state.records.try_push(r);
+  state.records.try_push(ticks, id, kind);
 }
 
 inline void push(tracer_impl& impl, thread_state& state, record_kind kind, std::uint32_t id) noexcept {
-  const record r{host_clock::now(), id, kind};
-  if (__builtin_expect(!state.records.try_push(r), 0)) push_after_drain(impl, state, r);
+  const std::uint64_t ticks = host_clock::now();
+  if (__builtin_expect(!state.records.try_push(ticks, id, kind), 0)) push_after_drain(impl, state, ticks, id, kind);
 }
 
 }  // namespace
@@ -155,8 +156,10 @@ void tracer_impl::read_device(bool flush) {
 }
 
 void tracer_impl::collect_loop() {
-  // Polls faster while rings fill quickly and slower while they do not, between 0.25 and 50 ms.
-  auto interval = std::chrono::microseconds(2000);
+  // Polls faster while rings fill quickly (or a thread had to drain its own), slower while they
+  // do not, between 0.1 and 50 ms.
+  auto interval = std::chrono::microseconds(1000);
+  std::uint64_t self_drains = producer_drains.load(std::memory_order_relaxed);
   auto last_device_read = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mutex);
   while (!stopping) {
@@ -175,11 +178,13 @@ void tracer_impl::collect_loop() {
       });
       fullest = std::max(fullest, n * 8 / t->records.capacity());  // in eighths of the ring
     }
-    if (fullest >= 2) {
-      interval = std::max(interval / 2, std::chrono::microseconds(250));
+    const std::uint64_t now_self_drains = producer_drains.load(std::memory_order_relaxed);
+    if (fullest >= 2 || now_self_drains != self_drains) {
+      interval = std::max(interval / 2, std::chrono::microseconds(100));
     } else if (fullest == 0) {
       interval = std::min(interval * 2, std::chrono::microseconds(50000));
     }
+    self_drains = now_self_drains;
   }
 }
 
@@ -207,6 +212,7 @@ void tracer_impl::detach_thread(thread_state& state) {
 }
 
 void tracer_impl::drain_for_producer(thread_state& state) {
+  producer_drains.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mutex);
   state.records.drain([&](const record& r) { state.builder.consume(r, totals); });
 }

@@ -60,6 +60,7 @@ class tracer_impl {
   aggregate totals;
   std::vector<std::pair<std::string, std::string>> facts;
   std::atomic<std::uint64_t> nested_steps{0};
+  std::atomic<std::uint64_t> producer_drains{0};  // rings drained by their own thread: the collector lags
   std::atomic<bool> nested_reported{false};
   bool exit_reported = false;
 

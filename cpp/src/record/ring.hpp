@@ -22,16 +22,21 @@ static_assert(sizeof(record) == 16, "records stay 16 bytes");
 
 class ring {
  public:
+
   explicit ring(std::uint32_t capacity)  // a power of two
       : slots_(new record[capacity]), mask_(capacity - 1) {}
 
-  // Producer side. False when full: drain, then push again.
-  bool try_push(const record& r) noexcept {
+  // Producer side. False when full: drain, then push again. The fields are written straight
+  // into the slot: a record built on the stack and copied whole stalls on store forwarding.
+  bool try_push(std::uint64_t ticks, std::uint32_t id, record_kind kind) noexcept {
     if (head_ - consumed_seen_ > mask_) {
       consumed_seen_ = consumed_.load(std::memory_order_acquire);
       if (head_ - consumed_seen_ > mask_) return false;
     }
-    slots_[head_ & mask_] = r;
+    record& slot = slots_[head_ & mask_];
+    slot.ticks = ticks;
+    slot.id = id;
+    slot.kind = kind;
     ++head_;
     published_.store(head_, std::memory_order_release);
     return true;
@@ -46,7 +51,7 @@ class ring {
     consumed_.store(pos, std::memory_order_release);
   }
 
-  std::uint32_t capacity() const noexcept { return mask_ + 1; }
+  std::uint32_t capacity() const noexcept { return static_cast<std::uint32_t>(mask_ + 1); }
 
  private:
   std::unique_ptr<record[]> slots_;
