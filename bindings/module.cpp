@@ -98,6 +98,7 @@ PYBIND11_MODULE(_core, m) {
       });
 
   m.def("default_tracer", &default_tracer, py::return_value_policy::reference);
+  m.def("set_gpu_library_dirs", &steptrace::set_gpu_library_dirs, py::arg("dirs"));
   m.def("register_phase", [](const std::string& name) { return register_phase(name).value; }, py::arg("name"));
   m.attr("INPUT") = builtin::input.value;
   m.attr("H2D") = builtin::h2d.value;

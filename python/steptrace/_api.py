@@ -218,6 +218,22 @@ def include_dir() -> str:
     return _package_dir("include")
 
 
+def _cupti_dirs() -> list:
+    """Where the nvidia-* wheels that PyTorch installs keep libcupti (nothing is loaded here)."""
+    import glob
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return []
+    roots = list(spec.submodule_search_locations or []) if spec else []
+    return sorted({os.path.dirname(p) for root in roots for p in glob.glob(os.path.join(root, "*", "lib", "libcupti.so*"))})
+
+
+_core.set_gpu_library_dirs(_cupti_dirs())
+
+
 def _report_at_exit() -> None:
     try:
         text = _core.default_tracer().exit_report()

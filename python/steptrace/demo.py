@@ -145,6 +145,69 @@ def cpu_pairs(steps: int) -> List[tuple]:
     ]
 
 
+def copy_loop(tracer: steptrace.Tracer, *, steps: int, pinned: bool) -> None:
+    """Large batches copied to the GPU from pageable memory, or pinned with non_blocking=True."""
+    torch = _torch()
+    model = make_model(4096).cuda()
+    batch = torch.randn(256, 4096)  # 4 MiB
+    if pinned:
+        batch = batch.pin_memory()
+    for _ in tracer.steps(range(steps)):
+        x = st.to_device(batch, "cuda", non_blocking=pinned, tracer=tracer)
+        with tracer.phase("compute"):
+            model(x).sum().backward()
+
+
+def tiny_kernels(tracer: steptrace.Tracer, *, steps: int, fused: bool) -> None:
+    """Thousands of tiny element-wise kernels a step, or the same arithmetic on one large tensor."""
+    torch = _torch()
+    xs = [torch.randn(64, device="cuda") for _ in range(500)]
+    big = torch.randn(500, 64, device="cuda")
+    for _ in tracer.steps(range(steps)):
+        with tracer.phase("compute"):
+            if fused:
+                for _ in range(4):
+                    big = (big * 1.0001).tanh_()
+            else:
+                for x in xs:
+                    x.mul_(1.0001).tanh_()
+        torch.cuda.synchronize()
+
+
+def healthy(tracer: steptrace.Tracer, *, steps: int) -> None:
+    torch = _torch()
+    a = torch.randn(4096, 4096, device="cuda")
+    for _ in tracer.steps(range(steps)):
+        with tracer.phase("compute"):
+            for _ in range(8):
+                a = torch.mm(a, a).tanh_()
+        torch.cuda.synchronize()
+
+
+def gpu_pairs(steps: int) -> List[tuple]:
+    """The scenarios that need a GPU (run only where CUDA is available)."""
+    return [
+        (
+            Scenario("pageable copies", "H2D-BOUND"),
+            Scenario("pinned, non_blocking", None),
+            lambda t: copy_loop(t, steps=steps, pinned=False),
+            lambda t: copy_loop(t, steps=steps, pinned=True),
+        ),
+        (
+            Scenario("1000 tiny kernels a step", "LAUNCH-BOUND"),
+            Scenario("the same work on one tensor", None),
+            lambda t: tiny_kernels(t, steps=steps, fused=False),
+            lambda t: tiny_kernels(t, steps=steps, fused=True),
+        ),
+        (
+            Scenario("large matmuls", "COMPUTE-BOUND"),
+            Scenario("large matmuls (again)", "COMPUTE-BOUND"),
+            lambda t: healthy(t, steps=steps),
+            lambda t: healthy(t, steps=steps),
+        ),
+    ]
+
+
 def run(scenario: Scenario, body: Callable[[steptrace.Tracer], None]) -> Scenario:
     tracer = steptrace.Tracer(print_at_exit=False, warmup_steps=5)
     start = time.perf_counter()
@@ -173,7 +236,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     steps = 60 if args.quick else 150
     steptrace.configure(print_at_exit=False)  # each scenario prints its own summary
 
-    for before, after, run_before, run_after in cpu_pairs(steps):
+    pairs = cpu_pairs(steps) + (gpu_pairs(steps) if torch.cuda.is_available() else [])
+    for before, after, run_before, run_after in pairs:
         for scenario, body in ((before, run_before), (after, run_after)):
             run(scenario, body)
             print(f"\n### {scenario.name}  ({scenario.seconds:.1f} s)\n")

@@ -211,3 +211,17 @@ def test_the_type_stub_names_what_the_module_has():
     for name in re.findall(r"^(?:class|def) (\w+)|^(\w+): int", stub, flags=re.M):
         name = name[0] or name[1]
         assert hasattr(_core, name), name
+
+
+def test_without_a_gpu_the_summary_is_host_only_and_says_why(tracer):
+    import os
+
+    for _ in tracer.steps(range(3)):
+        pass
+    d = tracer.summary().to_dict()
+    if os.path.exists("/dev/nvidia0"):
+        pytest.skip("a GPU is present")
+    assert d["backend"]["cuda"] is False and d["backend"]["cupti"] is False
+    assert d["backend"]["reason"].startswith("host only:")
+    assert d["gpu"] is None
+    assert d["backend"]["host_clock"] in ("tsc", "clock_monotonic")

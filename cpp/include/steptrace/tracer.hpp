@@ -119,6 +119,11 @@ class STEPTRACE_API tracer {
   std::unique_ptr<detail::tracer_impl> impl_;
 };
 
+// Extra directories to look for libcupti in when the first step starts the GPU backend (the
+// Python package passes those of the nvidia-cuda-cupti wheel). The library path and the CUDA
+// toolkit (CUDA_HOME, /usr/local/cuda) are searched anyway.
+STEPTRACE_API void set_gpu_library_dirs(std::vector<std::string> dirs);
+
 // The process-wide tracer the macros and the Python module functions use. Created on first
 // use (never at static-initialisation time) with options from the environment.
 STEPTRACE_API tracer& default_tracer();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpu/device_record.hpp"
+#include "steptrace/tracer.hpp"
 
 namespace steptrace::detail {
 
@@ -20,9 +21,6 @@ struct gpu_status {
   bool cupti = false;  // device activity records are being collected
   std::string reason;  // plain words, for the summary
 };
-
-// Extra directories to look for libcupti in (the Python package passes the nvidia-* wheels').
-void set_gpu_library_dirs(std::vector<std::string> dirs);
 
 // Starts the backend once per process; later calls return at once. Never throws.
 void start_gpu_backend(bool use_cupti) noexcept;

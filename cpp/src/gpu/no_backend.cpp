@@ -1,11 +1,14 @@
-// The GPU backend of a build without CUDA headers: always host-only, says so.
+// The GPU backend of a build without CUDA headers: always host-only, and says so.
 #include "gpu/backend.hpp"
+
+namespace steptrace {
+void set_gpu_library_dirs(std::vector<std::string>) {}
+}  // namespace steptrace
 
 namespace steptrace::detail {
 
 std::atomic<bool> nvtx_enabled{false};
 
-void set_gpu_library_dirs(std::vector<std::string>) {}
 void start_gpu_backend(bool) noexcept {}
 bool gpu_backend_started() noexcept { return false; }
 gpu_status gpu_backend_status() {

@@ -1,0 +1,140 @@
+// Ground truth on a real GPU: every device figure steptrace prints, checked against work of
+// known length and size. Run by scripts/gpu on a machine with a GPU; exits non-zero on a miss.
+//
+//   kernels of known length (spinning on the device's %globaltimer): kernel time within 2%
+//   pageable and pinned copies of known size: bytes exact, pageable share exact
+//   host spin while the GPU idles: idle attributed to that phase within 2% of step time
+//   a sync-heavy loop: every synchronisation counted
+#include <cuda_runtime.h>
+#include <steptrace/steptrace.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+__global__ void spin_ns(unsigned long long ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
+void host_spin(std::chrono::microseconds d) {
+  const auto until = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+    std::exit(2);
+  }
+}
+
+int failures = 0;
+
+void expect(const char* what, double measured, double expected, double tolerance) {
+  const bool ok = std::fabs(measured - expected) <= tolerance;
+  std::printf("%-58s measured %12.4f  expected %12.4f  +-%.4f  %s\n", what, measured, expected, tolerance,
+              ok ? "ok" : "MISS");
+  failures += ok ? 0 : 1;
+}
+
+steptrace::config quiet() {
+  steptrace::config c;
+  c.warmup_steps = 2;
+  c.print_at_exit = false;
+  return c;
+}
+
+}  // namespace
+
+int main() {
+  cudaStream_t stream;
+  check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
+  spin_ns<<<1, 1, 0, stream>>>(1000);  // CUDA initialised before the first step
+  check_cuda(cudaStreamSynchronize(stream), "warm-up");
+
+  {  // Kernels of known length: 2 ms each, one per step.
+    steptrace::tracer t(quiet());
+    for (int i = 0; i < 22; ++i) {
+      steptrace::scoped_step step(t);
+      steptrace::scoped_phase p(t, steptrace::builtin::compute);
+      spin_ns<<<1, 1, 0, stream>>>(2'000'000);
+      cudaStreamSynchronize(stream);
+    }
+    const steptrace::summary s = t.summary();
+    std::printf("backend: %s\n", s.backend.reason.c_str());
+    if (!s.gpu) {
+      std::printf("no device view: %s\n", s.backend.reason.c_str());
+      return 3;
+    }
+    expect("kernel median (us), 2 ms kernels", s.gpu->kernel_median_us, 2000, 40);
+    expect("kernels per step", s.gpu->kernels_per_step, 1, 0);
+    expect("device busy per step (ms)", s.gpu->busy_ms.mean, 2.0, 0.04);
+  }
+
+  {  // Copies of known size: 8 MiB pageable + 8 MiB pinned per step.
+    const std::size_t bytes = 8u << 20;
+    std::vector<char> pageable(bytes, 1);
+    char* pinned = nullptr;
+    void* device = nullptr;
+    check_cuda(cudaMallocHost(reinterpret_cast<void**>(&pinned), bytes), "cudaMallocHost");
+    check_cuda(cudaMalloc(&device, 2 * bytes), "cudaMalloc");
+    steptrace::tracer t(quiet());
+    for (int i = 0; i < 12; ++i) {
+      steptrace::scoped_step step(t);
+      steptrace::scoped_phase p(t, steptrace::builtin::h2d);
+      cudaMemcpy(device, pageable.data(), bytes, cudaMemcpyHostToDevice);
+      cudaMemcpyAsync(static_cast<char*>(device) + bytes, pinned, bytes, cudaMemcpyHostToDevice, stream);
+      cudaStreamSynchronize(stream);
+    }
+    const steptrace::summary s = t.summary();
+    expect("h2d bytes per step", s.gpu->h2d.bytes_per_step, 2.0 * bytes, 0);
+    expect("h2d pageable share", s.gpu->h2d.pageable_share, 0.5, 0);
+    cudaFreeHost(pinned);
+    cudaFree(device);
+  }
+
+  {  // Idle attribution: 3 ms host spin in `input` with the GPU idle, then a 2 ms kernel.
+    steptrace::tracer t(quiet());
+    for (int i = 0; i < 22; ++i) {
+      steptrace::scoped_step step(t);
+      { steptrace::scoped_phase p(t, steptrace::builtin::input); host_spin(std::chrono::microseconds(3000)); }
+      steptrace::scoped_phase p(t, steptrace::builtin::compute);
+      spin_ns<<<1, 1, 0, stream>>>(2'000'000);
+      cudaStreamSynchronize(stream);
+    }
+    const steptrace::summary s = t.summary();
+    double input_idle_share = 0;
+    for (const auto& [phase, share] : s.gpu->idle_by_phase) {
+      if (phase == "input") input_idle_share = share;
+    }
+    const double idle_in_input_ms = input_idle_share * s.gpu->idle_ms.mean;
+    const double input_ms = s.phase("input")->ms.mean;
+    expect("GPU idle during `input` (ms per step)", idle_in_input_ms, input_ms, 0.02 * s.step_ms.mean);
+  }
+
+  {  // Sync-heavy: 20 tiny kernels per step, each waited for.
+    steptrace::tracer t(quiet());
+    for (int i = 0; i < 12; ++i) {
+      steptrace::scoped_step step(t);
+      for (int k = 0; k < 20; ++k) {
+        spin_ns<<<1, 1, 0, stream>>>(10'000);
+        cudaStreamSynchronize(stream);
+      }
+    }
+    const steptrace::summary s = t.summary();
+    expect("synchronisations per step", s.gpu->syncs_per_step, 20, 0);
+  }
+
+  std::printf("%s: %d miss%s\n", failures ? "FAILED" : "ALL MET", failures, failures == 1 ? "" : "es");
+  return failures ? 1 : 0;
+}
