@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "gpu/backend.hpp"
+#include "helpers.hpp"
 #include "steptrace/steptrace.hpp"
 
 using namespace steptrace;
@@ -15,10 +16,7 @@ bool has_driver() { return std::getenv("STEPTRACE_TEST_HAS_GPU") != nullptr; }
 }  // namespace
 
 TEST_CASE("without a driver the summary is host-only and says why", "[gpu]") {
-  config c;
-  c.warmup_steps = 0;
-  c.print_at_exit = false;
-  tracer t(c);
+  tracer t(steptrace::testing::quiet());
   for (int i = 0; i < 3; ++i) {
     scoped_step step(t);
     scoped_phase p(t, builtin::compute);

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "spin.hpp"
+#include "helpers.hpp"
 #include "steptrace/steptrace.hpp"
 
 using namespace steptrace;
@@ -10,10 +10,7 @@ using Catch::Matchers::Contains;
 namespace {
 
 summary recorded() {
-  config c;
-  c.warmup_steps = 1;
-  c.print_at_exit = false;
-  tracer t(c);
+  tracer t(steptrace::testing::quiet(1));
   for (int i = 0; i < 6; ++i) {
     scoped_step step(t);
     scoped_phase in(t, builtin::input);

@@ -5,21 +5,15 @@
 #include <thread>
 #include <vector>
 
-#include "spin.hpp"
+#include "helpers.hpp"
 #include "steptrace/steptrace.hpp"
 
 using namespace steptrace;
+using steptrace::testing::quiet;
 using steptrace::testing::spin_for;
 using std::chrono::microseconds;
 
 namespace {
-
-config quiet(std::uint32_t warmup = 0) {
-  config c;
-  c.warmup_steps = warmup;
-  c.print_at_exit = false;
-  return c;
-}
 
 double share_sum(const summary& s) {
   double sum = 0;

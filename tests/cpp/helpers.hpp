@@ -1,11 +1,24 @@
+// Shared by the C++ tests.
+//
 // Ground truth for timing tests: busy-waits timed by std::chrono::steady_clock, a clock
 // independent of steptrace's TSC-based one. Each returns how long it really spun (a preempted
 // spin runs long), so a test compares steptrace's figure with what actually happened.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+
+#include "steptrace/tracer.hpp"
 
 namespace steptrace::testing {
+
+// A tracer config for tests: no exit report, and no warm-up unless asked for.
+inline config quiet(std::uint32_t warmup = 0) {
+  config c;
+  c.warmup_steps = warmup;
+  c.print_at_exit = false;
+  return c;
+}
 
 inline double spin_for(std::chrono::microseconds d) {
   const auto start = std::chrono::steady_clock::now();
