@@ -224,6 +224,7 @@ void tracer_impl::drain_all_locked() {
 
 void disable_in_child() {
   for (auto& [uid, impl] : live_tracers()) impl->forked.store(true);
+  t_slot = {0, nullptr};  // the surviving thread's next record takes the slow path, which refuses
 }
 
 }  // namespace detail
@@ -284,8 +285,8 @@ void tracer::end_step(bool failed) noexcept {
 }
 
 void tracer::record_phase(std::uint32_t id, bool begin) noexcept {
-  detail::thread_state* s = local_state(*impl_);
-  if (s == nullptr || impl_->forked.load(std::memory_order_relaxed)) return;
+  detail::thread_state* s = local_state(*impl_);  // nullptr in a forked child (disable_in_child)
+  if (s == nullptr) return;
   detail::push(*impl_, *s, begin ? record_kind::phase_begin : record_kind::phase_end, id);
   if (__builtin_expect(detail::nvtx_enabled.load(std::memory_order_relaxed), 0)) {
     begin ? detail::nvtx_push(id) : detail::nvtx_pop();
