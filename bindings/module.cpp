@@ -32,6 +32,7 @@ struct step_scope {
 struct phase_scope {
   tracer* t;
   phase_id id;
+  void* stream;  // a CUDA stream handle, or nullptr
 };
 
 }  // namespace
@@ -76,6 +77,13 @@ PYBIND11_MODULE(_core, m) {
       .def("end_step", &tracer::end_step, py::arg("failed") = false)
       .def("begin_phase", [](tracer& t, std::uint32_t id) { t.begin_phase(phase_id{id}); })
       .def("end_phase", [](tracer& t, std::uint32_t id) { t.end_phase(phase_id{id}); })
+      .def("begin_phase_on",
+           [](tracer& t, std::uint32_t id, std::uintptr_t stream) {
+             t.begin_phase(phase_id{id}, reinterpret_cast<void*>(stream));
+           })
+      .def("end_phase_on", [](tracer& t, std::uint32_t id, std::uintptr_t stream) {
+        t.end_phase(phase_id{id}, reinterpret_cast<void*>(stream));
+      })
       .def("set_fact", &tracer::set_fact, py::arg("key"), py::arg("value"))
       .def("summary", &tracer::summary)
       .def("reset", &tracer::reset)
@@ -90,10 +98,13 @@ PYBIND11_MODULE(_core, m) {
       });
 
   py::class_<phase_scope>(m, "PhaseScope")
-      .def(py::init([](tracer& t, std::uint32_t id) { return phase_scope{&t, phase_id{id}}; }), py::keep_alive<1, 2>())
-      .def("__enter__", [](phase_scope& p) { p.t->begin_phase(p.id); })
+      .def(py::init([](tracer& t, std::uint32_t id, std::uintptr_t stream) {
+             return phase_scope{&t, phase_id{id}, reinterpret_cast<void*>(stream)};
+           }),
+           py::arg("tracer"), py::arg("id"), py::arg("stream") = 0, py::keep_alive<1, 2>())
+      .def("__enter__", [](phase_scope& p) { p.t->begin_phase(p.id, p.stream); })
       .def("__exit__", [](phase_scope& p, py::handle, py::handle, py::handle) {
-        p.t->end_phase(p.id);
+        p.t->end_phase(p.id, p.stream);
         return false;
       });
 

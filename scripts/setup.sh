@@ -50,7 +50,7 @@ setup_environment() {
 # The PyTorch side: torch pinned to 2.13.0 (the CPU build on this kind of machine; an unpinned
 # torch would pull the CUDA packages), plus what the integration tests drive.
 setup_torch() {
-  need_python_packages "torch==2.13.0"
+  need_python_packages "torch==2.13.0" numpy
   if [ "${1:-}" = "--integrations" ]; then
     need_python_packages "torch==2.13.0" lightning transformers accelerate
   fi

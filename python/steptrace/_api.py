@@ -74,6 +74,19 @@ class Summary:
         return f"<steptrace.Summary steps={self.steps} label={self.label}>"
 
 
+def _stream_handle(stream: Any) -> int:
+    """0 (no device timing), or the integer handle of a CUDA stream."""
+    if stream is None:
+        torch = sys.modules.get("torch")  # never imported here: only used if the program did
+        if torch is None or not torch.cuda.is_initialized():
+            return 0
+        stream = torch.cuda.current_stream()
+    handle = getattr(stream, "cuda_stream", stream)
+    if not isinstance(handle, int) or isinstance(handle, bool) or handle < 0:
+        raise TypeError(f"steptrace: stream must be a CUDA stream handle (int) or have .cuda_stream, not {stream!r}")
+    return handle
+
+
 def _option_text(value: Any) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
@@ -102,7 +115,7 @@ class Tracer:
     def _init(self, core: _core.Tracer) -> None:
         self._core = core
         self._step = _StepScope(core)
-        self._phases: Dict[str, _PhaseScope] = {}
+        self._phases: Dict[tuple, _PhaseScope] = {}
 
     def step(self, fn: Optional[F] = None) -> Any:
         """One iteration of your loop: ``with tracer.step():`` or ``@tracer.step``.
@@ -111,15 +124,19 @@ class Tracer:
         on a thread that already has one open raises StepError."""
         return self._step if fn is None else self._step(fn)
 
-    def phase(self, name: str) -> _PhaseScope:
+    def phase(self, name: str, stream: Any = None) -> _PhaseScope:
         """A named scope inside a step: ``with tracer.phase("compute"):`` or as a decorator.
 
-        Built-in names: input, h2d, compute, wait; any other name is a custom phase."""
-        scope = self._phases.get(name)
+        Built-in names: input, h2d, compute, wait; any other name is a custom phase.
+        ``stream`` (a CUDA stream: an int handle or an object with ``.cuda_stream``, such as
+        ``torch.cuda.Stream``) also times the phase on the device with CUDA events. Where torch
+        has initialised CUDA, a phase defaults to torch's current stream."""
+        handle = _stream_handle(stream)
+        scope = self._phases.get((name, handle))
         if scope is None:
             if not isinstance(name, str):
                 raise TypeError(f"steptrace: a phase name must be a str, not {type(name).__name__}")
-            scope = self._phases[name] = _PhaseScope(self._core, _core.register_phase(name))
+            scope = self._phases[(name, handle)] = _PhaseScope(self._core, _core.register_phase(name), handle)
         return scope
 
     def steps(self, iterable: Iterable[T]) -> Iterator[T]:

@@ -148,3 +148,33 @@ TEST_CASE("a step's host segments tile its window in time order", "[analysis]") 
     CHECK(std::make_tuple(segs[i].begin, segs[i].end, segs[i].phase) == expected[i]);
   }
 }
+
+TEST_CASE("CUDA event slots around a phase are paired for harvesting", "[analysis][gpu]") {
+  step_builder b(0, 0);
+  const auto event = [](record_kind kind, std::uint32_t slot, std::uint64_t t) { return record{t, slot, kind}; };
+  run({step_begin(0), begin(compute, 10), event(record_kind::event_begin, 3, 10), begin(wait, 20), end(wait, 30),
+       event(record_kind::event_end, 4, 40), end(compute, 40), step_end(50)},
+      0, &b);
+  REQUIRE(b.event_pairs().size() == 1);
+  CHECK(b.event_pairs()[0].phase == compute.value);
+  CHECK(b.event_pairs()[0].begin == 3);
+  CHECK(b.event_pairs()[0].end == 4);
+  b.event_pairs().clear();
+  SECTION("a phase whose end event could not be recorded frees its begin slot") {
+    run({begin(compute, 60), event(record_kind::event_begin, 5, 60), event(record_kind::event_end, no_event, 70),
+         end(compute, 70)},
+        0, &b);
+    REQUIRE(b.event_pairs().size() == 1);
+    CHECK(b.event_pairs()[0].begin == 5);
+    CHECK(b.event_pairs()[0].end == no_event);
+  }
+  SECTION("slots of phases still open when the thread goes are freed") {
+    recording_sink sink;
+    b.consume(begin(compute, 60), sink);
+    b.consume(event(record_kind::event_begin, 6, 60), sink);
+    b.finish(sink);
+    REQUIRE(b.event_pairs().size() == 1);
+    CHECK(b.event_pairs()[0].begin == 6);
+    CHECK(b.event_pairs()[0].end == no_event);
+  }
+}

@@ -225,3 +225,19 @@ def test_without_a_gpu_the_summary_is_host_only_and_says_why(tracer):
     assert d["backend"]["reason"].startswith("host only:")
     assert d["gpu"] is None
     assert d["backend"]["host_clock"] in ("tsc", "clock_monotonic")
+
+
+def test_a_phase_with_a_stream_is_still_a_phase_without_a_gpu(tracer):
+    class FakeStream:
+        cuda_stream = 0x1234
+
+    with tracer.step():
+        with tracer.phase("compute", stream=FakeStream()):
+            pass
+        with tracer.phase("h2d", stream=0x5678):
+            pass
+    d = tracer.summary().to_dict()
+    assert d["phases"]["compute"]["calls"] == 1 and d["phases"]["h2d"]["calls"] == 1
+    assert "device_ms" not in d["phases"]["compute"]  # no GPU here: no events were recorded
+    with pytest.raises(TypeError, match="CUDA stream handle"):
+        tracer.phase("compute", stream="default")

@@ -30,6 +30,10 @@ struct phase_stats {
   stat_ms ms;             // per-step time spent in this phase (innermost-scope rule)
   double share = 0;       // of the summed step time
   std::uint64_t calls = 0;
+  // Phases given a CUDA stream: device time per call, from CUDA events (from the begin event
+  // to the end event on that stream). Empty otherwise.
+  std::optional<stat_ms> device_ms;
+  std::uint64_t device_calls = 0;
 };
 
 // A phase that ran while its thread had no step open: kept apart from the step statistics.

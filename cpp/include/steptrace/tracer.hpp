@@ -96,6 +96,14 @@ class STEPTRACE_API tracer {
   void end_phase(phase_id id) noexcept {
     if (enabled()) record_phase(id.value, false);
   }
+  // With a CUDA stream (a cudaStream_t / CUstream): CUDA events recorded on it at both ends,
+  // read later by query, give the phase's device time too. A null stream is the plain phase.
+  void begin_phase(phase_id id, void* stream) noexcept {
+    if (enabled()) stream ? record_phase_on(id.value, stream, true) : record_phase(id.value, true);
+  }
+  void end_phase(phase_id id, void* stream) noexcept {
+    if (enabled()) stream ? record_phase_on(id.value, stream, false) : record_phase(id.value, false);
+  }
 
   // Records a fact about the setup for the diagnosis to use, e.g. ("dataloader.num_workers",
   // "0"); the latest value of a key wins. Not for the hot path.
@@ -114,6 +122,7 @@ class STEPTRACE_API tracer {
 
  private:
   void record_phase(std::uint32_t id, bool begin) noexcept;
+  void record_phase_on(std::uint32_t id, void* stream, bool begin) noexcept;
 
   std::atomic<bool> enabled_{true};
   std::unique_ptr<detail::tracer_impl> impl_;
@@ -153,9 +162,13 @@ class scoped_step {
 class scoped_phase {
  public:
   scoped_phase(tracer& t, phase_id id) noexcept : tracer_(t), id_(id) { tracer_.begin_phase(id_); }
+  // `stream`: a cudaStream_t; the phase then also gets its device time from CUDA events.
+  scoped_phase(tracer& t, phase_id id, void* stream) noexcept : tracer_(t), id_(id), stream_(stream) {
+    tracer_.begin_phase(id_, stream_);
+  }
   // Registers the name on every call: prefer a phase_id kept in a static, or STEPTRACE_PHASE.
   scoped_phase(tracer& t, std::string_view name) : scoped_phase(t, register_phase(name)) {}
-  ~scoped_phase() { tracer_.end_phase(id_); }
+  ~scoped_phase() { stream_ ? tracer_.end_phase(id_, stream_) : tracer_.end_phase(id_); }
 
   scoped_phase(const scoped_phase&) = delete;
   scoped_phase& operator=(const scoped_phase&) = delete;
@@ -164,6 +177,7 @@ class scoped_phase {
  private:
   tracer& tracer_;
   phase_id id_;
+  void* stream_ = nullptr;
 };
 
 }  // namespace steptrace

@@ -50,6 +50,16 @@ void aggregate::on_unscoped(std::uint32_t id, std::uint64_t ticks) {
   ++u.calls;
 }
 
+void aggregate::add_phase_device_time(std::uint32_t id, float ms) {
+  if (ms < 0) return;
+  if (id >= phase_device_.size()) phase_device_.resize(id + 1);
+  if (!phase_device_[id]) phase_device_[id] = std::make_unique<phase_device_time>();
+  const auto ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
+  phase_device_[id]->per_call.add(ns);
+  phase_device_[id]->total_ns += ns;
+  ++phase_device_[id]->calls;
+}
+
 void aggregate::clear() {
   const bool device = device_ != nullptr;
   *this = aggregate{};
@@ -91,6 +101,11 @@ void aggregate::fill(summary& out, double ns_per_tick) const {
     p.ms = to_ms(h, t.ticks, steps_, ms_per_tick);
     p.share = step_ticks_ ? static_cast<double>(t.ticks) / static_cast<double>(step_ticks_) : 0.0;
     p.calls = t.calls;
+    if (id < phase_device_.size() && phase_device_[id]) {
+      const phase_device_time& d = *phase_device_[id];
+      p.device_ms = to_ms(d.per_call, d.total_ns, d.calls, 1e-6);
+      p.device_calls = d.calls;
+    }
     out.phases.push_back(std::move(p));
   };
   for (std::uint32_t id = 1; id < phases_.size(); ++id) {
@@ -107,7 +122,9 @@ void aggregate::fill(summary& out, double ns_per_tick) const {
   if (!phases_.empty() && phases_[0]) {
     add(0);
   } else if (steps_ > 0) {
-    out.phases.push_back(phase_stats{"other", {}, 0.0, 0});
+    phase_stats other;  // steps with every instant inside some phase
+    other.name = "other";
+    out.phases.push_back(other);
   }
 
   if (device_) {

@@ -26,6 +26,8 @@ class aggregate final : public step_sink {
     if (!device_) device_ = std::make_unique<device_join>();
   }
   device_join* device() noexcept { return device_.get(); }
+  // Device time of one call of a phase given a stream (from CUDA events).
+  void add_phase_device_time(std::uint32_t id, float ms);
   std::uint64_t steps_seen() const noexcept { return steps_ + warmup_ + failed_; }
 
  private:
@@ -44,6 +46,11 @@ class aggregate final : public step_sink {
   std::vector<unscoped_totals> unscoped_;               // by phase id
   std::vector<bool> threads_;                           // by thread slot
   std::unique_ptr<device_join> device_;
+  struct phase_device_time {
+    histogram per_call;  // ns
+    std::uint64_t total_ns = 0, calls = 0;
+  };
+  std::vector<std::unique_ptr<phase_device_time>> phase_device_;  // by phase id
 };
 
 }  // namespace steptrace::detail

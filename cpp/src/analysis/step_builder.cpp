@@ -96,6 +96,11 @@ void step_builder::consume(const record& r, step_sink& sink) {
       stack_.push_back({r.id, t, accounting()});
       break;
 
+    case record_kind::event_begin:
+    case record_kind::event_end:
+      note_event(r);
+      break;
+
     case record_kind::phase_end: {
       std::size_t i = stack_.size();
       while (i > 0 && stack_[i - 1].id != r.id) --i;
@@ -107,7 +112,11 @@ void step_builder::consume(const record& r, step_sink& sink) {
       unbalanced_ += stack_.size() - i;  // phases closed implicitly by ending an outer one
       for (std::size_t j = stack_.size(); j-- > i - 1;) {
         if (!stack_[j].counted && !accounting()) sink.on_unscoped(stack_[j].id, t - stack_[j].begin);
+        if (stack_[j].event != no_event) {
+          event_pairs_.push_back({stack_[j].id, stack_[j].event, j == i - 1 ? end_event_ : no_event});
+        }
       }
+      end_event_ = no_event;
       stack_.resize(i - 1);
       if (capture_ == capture::open && stack_.empty()) {
         capture_ = capture::held;
@@ -115,6 +124,19 @@ void step_builder::consume(const record& r, step_sink& sink) {
       }
       break;
     }
+  }
+}
+
+void step_builder::note_event(const record& r) {
+  if (r.kind == record_kind::event_begin) {
+    if (!stack_.empty() && stack_.back().event == no_event) {
+      stack_.back().event = r.id;
+    } else if (r.id != no_event) {
+      event_pairs_.push_back({0, r.id, no_event});  // nothing to pair with: just free the slot
+    }
+  } else {
+    if (end_event_ != no_event) event_pairs_.push_back({0, end_event_, no_event});
+    end_event_ = r.id;
   }
 }
 
@@ -129,6 +151,11 @@ void step_builder::restart() {
 }
 
 void step_builder::drop_open() {
+  for (const open_phase& p : stack_) {
+    if (p.event != no_event) event_pairs_.push_back({p.id, p.event, no_event});  // free the slot
+  }
+  if (end_event_ != no_event) event_pairs_.push_back({0, end_event_, no_event});
+  end_event_ = no_event;
   clear_step();
   stack_.clear();
   in_step_ = false;

@@ -45,6 +45,11 @@ class step_sink {
   ~step_sink() = default;
 };
 
+// A phase that ran with CUDA events around it: the slots of its begin and end events.
+struct event_pair {
+  std::uint32_t phase, begin, end;  // end may be no_event: free the begin slot, no time
+};
+
 class step_builder {
  public:
   static constexpr std::size_t max_segments = 4096;  // past this a step's last segment grows
@@ -58,13 +63,16 @@ class step_builder {
   void restart();
   void set_warmup(std::uint32_t steps) noexcept { warmup_ = steps; }
   std::uint64_t unbalanced() const noexcept { return unbalanced_; }
+  // Event pairs of phases ended since the last call (the caller harvests their device time).
+  std::vector<event_pair>& event_pairs() noexcept { return event_pairs_; }
 
  private:
   enum class capture { none, open, held };
   struct open_phase {
     std::uint32_t id;
     std::uint64_t begin;
-    bool counted;  // its time goes into step accounting (not unscoped)
+    bool counted;                     // its time goes into step accounting (not unscoped)
+    std::uint32_t event = no_event;   // slot of its begin event
   };
 
   bool accounting() const noexcept { return in_step_ || capture_ == capture::open; }
@@ -75,6 +83,7 @@ class step_builder {
   void clear_step();
   void drop_open();
   inline void add_segment(std::uint64_t begin, std::uint64_t end, std::uint32_t id);
+  void note_event(const record& r);
 
   std::uint32_t warmup_, thread_;
   std::uint64_t finished_ = 0, unbalanced_ = 0;
@@ -87,6 +96,8 @@ class step_builder {
   std::vector<std::uint32_t> touched_;  // ids with time or calls in the current step
   std::vector<phase_slice> slices_;
   std::vector<host_segment> segments_;
+  std::vector<event_pair> event_pairs_;
+  std::uint32_t end_event_ = no_event;  // from an event_end, for the phase_end that follows
 };
 
 }  // namespace steptrace::detail

@@ -87,6 +87,38 @@ inline void push(tracer_impl& impl, thread_state& state, record_kind kind, std::
   if (__builtin_expect(!state.records.try_push(ticks, id, kind), 0)) push_after_drain(impl, state, ticks, id, kind);
 }
 
+// Records a CUDA event on `stream` at a phase boundary and a record naming its slot.
+void mark_event(tracer_impl& impl, thread_state& s, void* stream, bool begin) noexcept {
+  event_pool* pool = s.events.get();
+  if (pool == nullptr) {
+    if (s.events_failed || !device_events_available()) return;
+    try {  // once per thread
+      auto made = std::make_unique<event_pool>();
+      if (!create_device_events(made->events, event_pool::size)) {
+        s.events_failed = true;
+        return;
+      }
+      s.events = std::move(made);
+      pool = s.events.get();
+    } catch (const std::bad_alloc&) {
+      s.events_failed = true;
+      return;
+    }
+  }
+  std::uint32_t slot = pool->take();
+  if (slot != no_event && !record_device_event(pool->events[slot], stream)) {
+    pool->busy[slot].store(false, std::memory_order_relaxed);
+    slot = no_event;
+  }
+  if (begin) {
+    if (pool->depth < event_pool::max_depth) pool->open[pool->depth++] = slot;
+    if (slot != no_event) push(impl, s, record_kind::event_begin, slot);
+  } else {
+    const bool paired = pool->depth > 0 && pool->open[--pool->depth] != no_event;
+    if (paired || slot != no_event) push(impl, s, record_kind::event_end, slot);
+  }
+}
+
 }  // namespace
 
 unsigned usable_cpus() noexcept {
@@ -165,6 +197,7 @@ void tracer_impl::collect_loop() {
   while (!stopping) {
     wake.wait_for(lock, interval);
     if (stopping) break;
+    harvest_events();
     if (std::chrono::steady_clock::now() - last_device_read > std::chrono::seconds(1)) {
       read_device(false);
       last_device_read = std::chrono::steady_clock::now();
@@ -211,6 +244,28 @@ void tracer_impl::detach_thread(thread_state& state) {
   state.retired = true;
 }
 
+void tracer_impl::harvest_events() {
+  for (auto& t : threads) {
+    for (const event_pair& p : t->builder.event_pairs()) pending_events.push_back({t.get(), p});
+    t->builder.event_pairs().clear();
+  }
+  auto done = [&](const pending_pair& p) {
+    event_pool& pool = *p.thread->events;
+    if (p.pair.end != no_event) {
+      float ms = 0;
+      switch (device_event_elapsed(pool.events[p.pair.begin], pool.events[p.pair.end], ms)) {
+        case event_result::pending: return false;
+        case event_result::done: totals.add_phase_device_time(p.pair.phase, ms); break;
+        case event_result::failed: break;
+      }
+      pool.busy[p.pair.end].store(false, std::memory_order_release);
+    }
+    pool.busy[p.pair.begin].store(false, std::memory_order_release);
+    return true;
+  };
+  pending_events.erase(std::remove_if(pending_events.begin(), pending_events.end(), done), pending_events.end());
+}
+
 void tracer_impl::drain_for_producer(thread_state& state) {
   producer_drains.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mutex);
@@ -231,6 +286,7 @@ void disable_in_child() {
 
 using detail::host_clock;
 using detail::local_state;
+using detail::no_event;
 using detail::record_kind;
 
 tracer::tracer() : tracer(config::from_env()) {}
@@ -293,11 +349,23 @@ void tracer::record_phase(std::uint32_t id, bool begin) noexcept {
   }
 }
 
+void tracer::record_phase_on(std::uint32_t id, void* stream, bool begin) noexcept {
+  detail::thread_state* s = local_state(*impl_);
+  if (s == nullptr) return;
+  if (!begin) detail::mark_event(*impl_, *s, stream, false);
+  detail::push(*impl_, *s, begin ? record_kind::phase_begin : record_kind::phase_end, id);
+  if (begin) detail::mark_event(*impl_, *s, stream, true);
+  if (__builtin_expect(detail::nvtx_enabled.load(std::memory_order_relaxed), 0)) {
+    begin ? detail::nvtx_push(id) : detail::nvtx_pop();
+  }
+}
+
 summary tracer::summary() const {
   ::steptrace::summary out;
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     impl_->drain_all_locked();
+    impl_->harvest_events();
     impl_->read_device(true);
     impl_->totals.fill(out, host_clock::ns_per_tick());
     for (auto& t : impl_->threads) out.errors.unbalanced_phases += t->builder.unbalanced();

@@ -19,6 +19,26 @@
 
 namespace steptrace::detail {
 
+// CUDA events for one thread's phases that were given a stream. The thread takes free slots
+// (no lock: `busy` is the hand-over); the tracer frees them once it has read their time.
+struct event_pool {
+  static constexpr std::uint32_t size = 512;
+  static constexpr std::uint32_t max_depth = 64;
+  void* events[size] = {};
+  std::atomic<bool> busy[size] = {};
+  std::uint32_t next = 0;              // producer
+  std::uint32_t open[max_depth] = {};  // producer: begin slots of the open stream phases
+  std::uint32_t depth = 0;             // producer
+
+  std::uint32_t take() noexcept {
+    const std::uint32_t slot = next;
+    if (busy[slot].load(std::memory_order_acquire)) return no_event;  // all in flight: skip timing
+    busy[slot].store(true, std::memory_order_relaxed);
+    next = (next + 1) % size;
+    return slot;
+  }
+};
+
 // One per (thread, tracer). The producer fields belong to the owning thread; the rest is
 // touched only under tracer_impl::mutex.
 struct thread_state {
@@ -27,6 +47,8 @@ struct thread_state {
 
   ring records;
   bool step_open = false;  // producer
+  std::unique_ptr<event_pool> events;  // producer creates it (first stream phase); both read it
+  bool events_failed = false;          // producer: no CUDA context here, stop trying
   step_builder builder;    // consumer
   bool retired = false;    // consumer: its thread exited; the slot may be handed to a new thread
 };
@@ -47,6 +69,13 @@ class tracer_impl {
   void collect_loop();
   void start_gpu() noexcept;              // at the first step
   void read_device(bool flush);           // under `mutex`
+  void harvest_events();                  // under `mutex`: device time of finished event pairs
+
+  struct pending_pair {
+    thread_state* thread;
+    event_pair pair;
+  };
+  std::vector<pending_pair> pending_events;  // under `mutex`
 
   const std::uint64_t uid;
   std::atomic<bool> forked{false};       // this copy lives in a forked child: it records nothing

@@ -43,8 +43,17 @@ struct cupti_api {
   decltype(&cuptiGetResultString) result_string = nullptr;
 };
 
+struct event_api {
+  CUresult (*create)(CUevent*, unsigned) = nullptr;
+  CUresult (*record)(CUevent, CUstream) = nullptr;
+  CUresult (*query)(CUevent) = nullptr;
+  CUresult (*elapsed)(float*, CUevent, CUevent) = nullptr;
+  CUresult (*current_context)(CUcontext*) = nullptr;
+};
+
 struct backend {
   std::once_flag once;
+  event_api events;  // set once by start(), before `started`; read-only afterwards
   std::atomic<bool> started{false};
   std::mutex mutex;  // everything below
   gpu_status status{false, false, "host only: no step has run yet, so the GPU was not looked at"};
@@ -191,6 +200,11 @@ void start(bool use_cupti) {
     status.reason = "host only: the driver sees no CUDA device";
   } else {
     status.cuda = true;
+    event_api& e = b.events;
+    const bool have_events = resolve(cuda, "cuEventCreate", e.create) && resolve(cuda, "cuEventRecord", e.record) &&
+                             resolve(cuda, "cuEventQuery", e.query) && resolve(cuda, "cuCtxGetCurrent", e.current_context) &&
+                             (resolve(cuda, "cuEventElapsedTime_v2", e.elapsed) || resolve(cuda, "cuEventElapsedTime", e.elapsed));
+    if (!have_events) e = event_api{};
     std::string why_not;
     if (!use_cupti) {
       why_not = "CUPTI is off (STEPTRACE_CUPTI=0)";
@@ -272,6 +286,33 @@ void device_record_counts(std::uint64_t& incomplete, std::uint64_t& dropped) {
   std::lock_guard<std::mutex> lock(state().mutex);
   incomplete = state().incomplete;
   dropped = state().dropped;
+}
+
+bool device_events_available() noexcept { return gpu_backend_started() && state().events.create != nullptr; }
+
+bool create_device_events(void** events, std::size_t count) noexcept {
+  const event_api& e = state().events;
+  CUcontext context = nullptr;
+  if (!device_events_available() || e.current_context(&context) != CUDA_SUCCESS || context == nullptr) return false;
+  for (std::size_t i = 0; i < count; ++i) {
+    CUevent event = nullptr;
+    if (e.create(&event, CU_EVENT_DEFAULT) != CUDA_SUCCESS) return false;  // the ones made so far leak: rare
+    events[i] = event;
+  }
+  return true;
+}
+
+bool record_device_event(void* event, void* stream) noexcept {
+  return state().events.record(static_cast<CUevent>(event), static_cast<CUstream>(stream)) == CUDA_SUCCESS;
+}
+
+event_result device_event_elapsed(void* begin, void* end, float& ms) noexcept {
+  const event_api& e = state().events;
+  const CUresult ready = e.query(static_cast<CUevent>(end));
+  if (ready == CUDA_ERROR_NOT_READY) return event_result::pending;
+  if (ready != CUDA_SUCCESS) return event_result::failed;
+  return e.elapsed(&ms, static_cast<CUevent>(begin), static_cast<CUevent>(end)) == CUDA_SUCCESS ? event_result::done
+                                                                                               : event_result::failed;
 }
 
 void nvtx_push(std::uint32_t id) noexcept {

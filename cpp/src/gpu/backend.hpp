@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,6 +35,14 @@ gpu_status gpu_backend_status();
 void read_device_records(std::uint64_t& cursor, std::vector<device_record>& out, std::uint64_t& lost, bool flush);
 // Process-wide: records flushed before they finished, and records CUPTI dropped at the cap.
 void device_record_counts(std::uint64_t& incomplete, std::uint64_t& dropped);
+
+// CUDA events (driver API) for the device time of phases given a stream. Events are plain
+// handles here; creating them needs a CUDA context current on the calling thread.
+bool device_events_available() noexcept;
+bool create_device_events(void** events, std::size_t count) noexcept;
+bool record_device_event(void* event, void* stream) noexcept;
+enum class event_result { done, pending, failed };
+event_result device_event_elapsed(void* begin, void* end, float& ms) noexcept;  // a query, never a wait
 
 // NVTX ranges in the `steptrace` domain, for Nsight timelines. Off (one relaxed load and a
 // branch on the hot path) unless a tool is attached.

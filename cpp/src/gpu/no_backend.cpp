@@ -16,6 +16,10 @@ gpu_status gpu_backend_status() {
 }
 void read_device_records(std::uint64_t&, std::vector<device_record>&, std::uint64_t&, bool) {}
 void device_record_counts(std::uint64_t& incomplete, std::uint64_t& dropped) { incomplete = dropped = 0; }
+bool device_events_available() noexcept { return false; }
+bool create_device_events(void**, std::size_t) noexcept { return false; }
+bool record_device_event(void*, void*) noexcept { return false; }
+event_result device_event_elapsed(void*, void*, float&) noexcept { return event_result::failed; }
 void nvtx_push(std::uint32_t) noexcept {}
 void nvtx_pop() noexcept {}
 

@@ -11,7 +11,18 @@
 
 namespace steptrace::detail {
 
-enum class record_kind : std::uint32_t { step_begin, step_end, step_end_failed, phase_begin, phase_end };
+// event_begin / event_end follow a phase_begin / precede a phase_end given a stream: their id is
+// the slot of the CUDA event recorded there (no_event: none could be recorded).
+enum class record_kind : std::uint32_t {
+  step_begin,
+  step_end,
+  step_end_failed,
+  phase_begin,
+  phase_end,
+  event_begin,
+  event_end
+};
+inline constexpr std::uint32_t no_event = 0xffffffffu;
 
 struct record {
   std::uint64_t ticks;

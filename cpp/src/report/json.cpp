@@ -73,6 +73,10 @@ std::string summary::json() const {
     phases_json[p.name] = {{"total_ms", p.ms.total}, {"mean_ms", p.ms.mean}, {"p50_ms", p.ms.p50},
                            {"p95_ms", p.ms.p95},     {"p99_ms", p.ms.p99},   {"max_ms", p.ms.max},
                            {"share", p.share},       {"calls", p.calls}};
+    if (p.device_ms) {
+      phases_json[p.name]["device_ms"] = stat_json(*p.device_ms);  // per call, from CUDA events
+      phases_json[p.name]["device_calls"] = p.device_calls;
+    }
   }
   json_doc unscoped_json = json_doc::object();
   for (const unscoped_phase& u : unscoped_phases) {
@@ -126,11 +130,17 @@ summary summary::from_json(std::string_view text) {
     s.wall_ms = doc.at("wall_ms").get<double>();
     s.step_ms = stat_from(doc.at("step_ms"));
     for (const auto& [name, p] : doc.at("phases").items()) {
-      s.phases.push_back(phase_stats{
-          name,
-          stat_ms{p.at("total_ms").get<double>(), p.at("mean_ms").get<double>(), p.at("p50_ms").get<double>(),
-                  p.at("p95_ms").get<double>(), p.at("p99_ms").get<double>(), p.at("max_ms").get<double>()},
-          p.at("share").get<double>(), p.at("calls").get<std::uint64_t>()});
+      phase_stats row;
+      row.name = name;
+      row.ms = stat_ms{p.at("total_ms").get<double>(), p.at("mean_ms").get<double>(), p.at("p50_ms").get<double>(),
+                       p.at("p95_ms").get<double>(),   p.at("p99_ms").get<double>(),  p.at("max_ms").get<double>()};
+      row.share = p.at("share").get<double>();
+      row.calls = p.at("calls").get<std::uint64_t>();
+      if (p.contains("device_ms")) {
+        row.device_ms = stat_from(p.at("device_ms"));
+        row.device_calls = p.at("device_calls").get<std::uint64_t>();
+      }
+      s.phases.push_back(std::move(row));
     }
     for (const auto& [name, u] : doc.at("unscoped_phases").items()) {
       s.unscoped_phases.push_back(

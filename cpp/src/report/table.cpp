@@ -98,6 +98,11 @@ std::string summary::table() const {
            g.dropped_records, g.incomplete_records);
     }
   }
+  for (const phase_stats& p : phases) {
+    if (!p.device_ms) continue;
+    line("{:<11}`{}` on its stream (CUDA events): {} ms a call, p95 {}, max {} ({} calls)", "device", p.name,
+         ms(p.device_ms->mean), ms(p.device_ms->p95), ms(p.device_ms->max), p.device_calls);
+  }
   if (!unscoped_phases.empty()) {
     line("");
     line("outside any step (not in the figures above):");
