@@ -74,13 +74,13 @@ class Summary:
         return f"<steptrace.Summary steps={self.steps} label={self.label}>"
 
 
+_modules = sys.modules
+
+
 def _stream_handle(stream: Any) -> int:
-    """0 (no device timing), or the integer handle of a CUDA stream."""
+    """0 (no device timing), or the integer handle of a CUDA stream; None: torch's current one."""
     if stream is None:
-        torch = sys.modules.get("torch")  # never imported here: only used if the program did
-        if torch is None or not torch.cuda.is_initialized():
-            return 0
-        stream = torch.cuda.current_stream()
+        stream = _modules["torch"].cuda.current_stream()
     handle = getattr(stream, "cuda_stream", stream)
     if not isinstance(handle, int) or isinstance(handle, bool) or handle < 0:
         raise TypeError(f"steptrace: stream must be a CUDA stream handle (int) or have .cuda_stream, not {stream!r}")
@@ -115,7 +115,7 @@ class Tracer:
     def _init(self, core: _core.Tracer) -> None:
         self._core = core
         self._step = _StepScope(core)
-        self._phases: Dict[tuple, _PhaseScope] = {}
+        self._phases: Dict[Any, _PhaseScope] = {}  # by name, or by (name, stream handle)
 
     def step(self, fn: Optional[F] = None) -> Any:
         """One iteration of your loop: ``with tracer.step():`` or ``@tracer.step``.
@@ -131,12 +131,20 @@ class Tracer:
         ``stream`` (a CUDA stream: an int handle or an object with ``.cuda_stream``, such as
         ``torch.cuda.Stream``) also times the phase on the device with CUDA events. Where torch
         has initialised CUDA, a phase defaults to torch's current stream."""
+        if stream is None:
+            torch = _modules.get("torch")  # never imported here: only used if the program did
+            if torch is None or not torch.cuda.is_initialized():
+                scope = self._phases.get(name)
+                return scope if scope is not None else self._new_phase(name, 0)
         handle = _stream_handle(stream)
-        scope = self._phases.get((name, handle))
-        if scope is None:
-            if not isinstance(name, str):
-                raise TypeError(f"steptrace: a phase name must be a str, not {type(name).__name__}")
-            scope = self._phases[(name, handle)] = _PhaseScope(self._core, _core.register_phase(name), handle)
+        scope = self._phases.get((name, handle) if handle else name)
+        return scope if scope is not None else self._new_phase(name, handle)
+
+    def _new_phase(self, name: str, handle: int) -> _PhaseScope:
+        if not isinstance(name, str):
+            raise TypeError(f"steptrace: a phase name must be a str, not {type(name).__name__}")
+        scope = _PhaseScope(self._core, _core.register_phase(name), handle)
+        self._phases[(name, handle) if handle else name] = scope
         return scope
 
     def steps(self, iterable: Iterable[T]) -> Iterator[T]:

@@ -42,6 +42,9 @@ def make_dataset(size: int, read_ms: float, decode_ms: float, features: int = 51
     from torch.utils.data import Dataset
 
     class SlowStorageDataset(Dataset):
+        def __init__(self) -> None:
+            self.samples = torch.randn(min(size, 1024), features, generator=torch.Generator().manual_seed(0))
+
         def __len__(self) -> int:
             return size
 
@@ -50,8 +53,7 @@ def make_dataset(size: int, read_ms: float, decode_ms: float, features: int = 51
                 time.sleep(read_ms / 1000)
             if decode_ms:
                 _busy(decode_ms / 1000)
-            g = torch.Generator().manual_seed(i)
-            return torch.randn(features, generator=g), i % 10
+            return self.samples[i % len(self.samples)], i % 10
 
     return SlowStorageDataset()
 
@@ -133,8 +135,8 @@ def cpu_pairs(steps: int) -> List[tuple]:
         (
             Scenario("slow input, num_workers=0", "INPUT-BOUND"),
             Scenario(f"{workers} workers, persistent, prefetch 4", None),
-            lambda t: train(t, steps=steps, read_ms=0.5, decode_ms=0.05),
-            lambda t: train(t, steps=steps, read_ms=0.5, decode_ms=0.05, num_workers=workers),
+            lambda t: train(t, steps=steps, read_ms=0.45, decode_ms=0.05),
+            lambda t: train(t, steps=steps, read_ms=0.45, decode_ms=0.05, num_workers=workers),
         ),
         (
             Scenario("log + metric every step", "WAIT-HEAVY"),

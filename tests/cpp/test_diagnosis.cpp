@@ -89,9 +89,13 @@ TEST_CASE("the input advice names the loader settings the tracer was told", "[di
   s.facts = {{"host.cpus", "16"}, {"dataloader.num_workers", "2"}, {"dataloader.persistent_workers", "False"},
              {"dataloader.prefetch_factor", "2"}};
   const auto advice = diagnose(s).advice;
-  CHECK(advice.at(0) == "num_workers=2: try 8 (about half of the 16 cores)");
+  CHECK(advice.at(0) == "num_workers=2: try 8 (16 cores here)");
   CHECK(advice.at(1) == "persistent_workers=True: workers are restarted every epoch now");
   CHECK(advice.at(2) == "prefetch_factor=2: try 4 so batches are ready ahead");
+  s.facts = {{"host.cpus", "2"}, {"dataloader.num_workers", "0"}};
+  CHECK_THAT(diagnose(s).advice.at(0), Catch::Matchers::Contains("on this 2-core machine try num_workers=2"));
+  s.facts = {{"host.cpus", "1"}, {"dataloader.num_workers", "0"}};
+  CHECK_THAT(diagnose(s).advice.at(0), Catch::Matchers::Contains("try num_workers=1"));
 }
 
 TEST_CASE("the copy advice starts from pin_memory when it is off", "[diagnosis]") {

@@ -2,6 +2,7 @@
 
 import gc
 import threading
+import time
 
 import pytest
 
@@ -18,24 +19,53 @@ def no_gc_pauses():
     gc.enable()
 
 
+class Stamped:
+    """Enters and leaves steptrace scopes with a perf_counter reading right beside each
+    boundary, so the ground truth covers the same intervals steptrace measures (including any
+    time the thread was descheduled), up to the sub-microsecond gap between the two clocks."""
+
+    def __init__(self):
+        self.totals = {}
+        self.open = []
+
+    def enter(self, name, scope):
+        scope.__enter__()
+        self.open.append((name, time.perf_counter()))
+
+    def leave(self, scope):
+        now = time.perf_counter()
+        scope.__exit__(None, None, None)
+        name, start = self.open.pop()
+        self.totals[name] = self.totals.get(name, 0.0) + now - start
+        return now - start
+
+
 def test_phase_means_match_spin_waits_within_2_percent(tracer):
-    truth = {"input": 0.0, "compute": 0.0, "preprocess": 0.0, "other": 0.0}
     steps = 30
+    stamped = Stamped()
     for _ in range(steps):
-        with tracer.step():
-            with tracer.phase("input"):
-                truth["input"] += spin(0.002)
-            with tracer.phase("compute"):
-                truth["compute"] += spin(0.003)
-                with tracer.phase("preprocess"):
-                    truth["preprocess"] += spin(0.0005)
-            truth["other"] += spin(0.001)
+        stamped.enter("step", tracer.step())
+        stamped.enter("input", tracer.phase("input"))
+        spin(0.002)
+        stamped.leave(tracer.phase("input"))
+        stamped.enter("compute", tracer.phase("compute"))
+        spin(0.003)
+        stamped.enter("preprocess", tracer.phase("preprocess"))
+        spin(0.0005)
+        pre = stamped.leave(tracer.phase("preprocess"))
+        stamped.totals["compute"] = stamped.totals.get("compute", 0.0) - pre  # exclusive time
+        stamped.leave(tracer.phase("compute"))
+        spin(0.001)  # untraced: `other`
+        stamped.leave(tracer.step())
+    truth = dict(stamped.totals)
+    truth["other"] = truth.pop("step") - truth["input"] - truth["compute"] - truth["preprocess"]
+    step_truth = sum(truth.values())
     d = tracer.summary().to_dict()
     assert d["steps"] == steps
     for name, total_s in truth.items():
         assert d["phases"][name]["mean_ms"] == pytest.approx(total_s * 1000 / steps, rel=0.02), name
     assert sum(p["share"] for p in d["phases"].values()) == pytest.approx(1.0, abs=1e-9)
-    assert d["step_ms"]["mean"] == pytest.approx(sum(truth.values()) * 1000 / steps, rel=0.02)
+    assert d["step_ms"]["mean"] == pytest.approx(step_truth * 1000 / steps, rel=0.02)
 
 
 def test_steps_charges_the_fetch_to_input(tracer):

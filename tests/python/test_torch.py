@@ -1,6 +1,7 @@
 """steptrace.torch on a real PyTorch (CPU) loop, and the demo's CPU scenarios."""
 
 import dataclasses
+import gc
 import time
 from collections import namedtuple
 
@@ -128,10 +129,17 @@ def test_importing_steptrace_does_not_import_torch(run_python):
 
 @pytest.fixture(scope="module")
 def scenarios():
+    # By now this process holds Lightning and transformers: a full collection of that heap
+    # during a fetch would land in `input`. The demo itself runs with a small heap.
     torch.set_num_threads(1)
-    results = []
-    for before, after, run_before, run_after in demo.cpu_pairs(steps=80):
-        results.append((demo.run(before, run_before), demo.run(after, run_after)))
+    gc.collect()
+    gc.disable()
+    try:
+        results = []
+        for before, after, run_before, run_after in demo.cpu_pairs(steps=150):
+            results.append((demo.run(before, run_before), demo.run(after, run_after)))
+    finally:
+        gc.enable()
     return results
 
 

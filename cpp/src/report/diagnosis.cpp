@@ -40,13 +40,14 @@ std::vector<std::string> input_advice(const summary& s) {
   std::vector<std::string> advice;
   const auto workers = fact_int(s, "dataloader.num_workers");
   const long cpus = fact_int(s, "host.cpus").value_or(0);
-  const long suggest = std::max(1L, std::min(8L, cpus / 2));
+  // Half the cores, at least 2 and at most 8, never above the core count ("start near 4").
+  const long suggest = std::min(std::max(2L, std::min(8L, cpus / 2)), std::max(1L, cpus));
   if (workers && *workers == 0) {
     advice.push_back(fmt::format("DataLoader(num_workers=0) loads every batch on the training thread; on this "
                                  "{}-core machine try num_workers={}",
                                  cpus, suggest));
   } else if (workers && cpus > 0 && *workers < suggest) {
-    advice.push_back(fmt::format("num_workers={}: try {} (about half of the {} cores)", *workers, suggest, cpus));
+    advice.push_back(fmt::format("num_workers={}: try {} ({} cores here)", *workers, suggest, cpus));
   } else if (!workers) {
     advice.push_back(
         "DataLoader(num_workers=N): start near 4, not above the core count, so loading and collating leave the "
