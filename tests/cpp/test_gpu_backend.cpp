@@ -31,11 +31,3 @@ TEST_CASE("without a driver the summary is host-only and says why", "[gpu]") {
   }
   CHECK(detail::gpu_backend_started());
 }
-
-TEST_CASE("reading device records before any device activity gives nothing", "[gpu]") {
-  std::uint64_t cursor = 0, lost = 0;
-  std::vector<detail::device_record> records;
-  detail::read_device_records(cursor, records, lost, true);
-  CHECK(records.empty());
-  CHECK(lost == 0);
-}

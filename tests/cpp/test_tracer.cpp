@@ -51,6 +51,21 @@ TEST_CASE("spin-waits of known length give phase means within 2%", "[tracer]") {
   CHECK(s.wall_ms >= s.step_ms.total);
 }
 
+TEST_CASE("wall time runs from the first counted step's start to the last one's end", "[tracer]") {
+  tracer t(quiet(1));
+  { scoped_step warmup(t); spin_for(microseconds(5000)); }  // warm-up: not in the wall time
+  const auto first = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5; ++i) {
+    { scoped_step step(t); spin_for(microseconds(2000)); }
+    if (i < 4) spin_for(microseconds(3000));  // between steps: in the wall time, not in any step
+  }
+  const double truth = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first).count();
+  const summary s = t.summary();
+  REQUIRE(s.steps == 5);
+  CHECK(s.wall_ms == Approx(truth).epsilon(0.02));
+  CHECK(s.wall_ms > s.step_ms.total * 1.5);  // the gaps count in wall time only
+}
+
 TEST_CASE("concurrent steps from 8 threads are all counted", "[tracer][threads]") {
   tracer t(quiet());
   constexpr int threads = 8, steps_each = 2000;

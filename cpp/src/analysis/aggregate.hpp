@@ -28,7 +28,6 @@ class aggregate final : public step_sink {
   device_join* device() noexcept { return device_.get(); }
   // Device time of one call of a phase given a stream (from CUDA events).
   void add_phase_device_time(std::uint32_t id, float ms);
-  std::uint64_t steps_seen() const noexcept { return steps_ + warmup_ + failed_; }
 
  private:
   struct phase_totals {
