@@ -109,7 +109,7 @@ def test_a_phase_outside_a_step_is_kept_apart(tracer):
     d = tracer.summary().to_dict()
     assert "checkpoint" not in d["phases"]
     assert d["unscoped_phases"]["checkpoint"]["calls"] == 1
-    assert d["step_ms"]["max"] < 2.5
+    assert d["step_ms"]["max"] < 3.5  # 1 ms step; with the 3 ms checkpoint absorbed it would be 4+
 
 
 @pytest.mark.parametrize(

@@ -78,7 +78,8 @@ def test_a_validation_loader_between_steps_is_not_charged_to_training_steps(trac
             pass
     d = tracer.summary().to_dict()
     assert d["steps"] == 20
-    assert d["step_ms"]["max"] < 10  # no step absorbed a validation fetch
+    # A validation batch takes 4 x 10 ms; a training step about 2 ms. No step absorbed one:
+    assert d["step_ms"]["max"] < 25
     assert d["unscoped_phases"]["val_input"]["calls"] >= 4
 
 
