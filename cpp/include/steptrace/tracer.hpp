@@ -10,8 +10,8 @@
 //
 // Hot path: begin/end of a step or phase reads the clock and writes one 16-byte record into a
 // buffer owned by the calling thread. No allocation, lock, log line or device synchronisation
-// (the first call on a new thread registers that thread once). A disabled tracer costs one
-// relaxed load per call.
+// (the first call on a new thread registers that thread once). A phase boundary is inlined
+// into the caller (detail/ring.hpp); a disabled tracer costs one relaxed load per call.
 #pragma once
 
 #include <atomic>
@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "steptrace/detail/ring.hpp"
 #include "steptrace/export.hpp"
 #include "steptrace/summary.hpp"
 
@@ -85,24 +86,22 @@ class STEPTRACE_API tracer {
   // every tracer disabled whatever is configured.
   void configure(const config& cfg);
   config options() const;
-  bool enabled() const noexcept { return enabled_.load(std::memory_order_relaxed); }
+  bool enabled() const noexcept { return mode_.load(std::memory_order_relaxed) != mode::off; }
 
   // The primitives under scoped_step / scoped_phase and the Python bindings.
   step_open begin_step() noexcept;  // `nested`: this thread already has a step open (counted)
   void end_step(bool failed = false) noexcept;
-  void begin_phase(phase_id id) noexcept {
-    if (enabled()) record_phase(id.value, true);
-  }
-  void end_phase(phase_id id) noexcept {
-    if (enabled()) record_phase(id.value, false);
-  }
+  void begin_phase(phase_id id) noexcept { mark_phase(id.value, detail::record_kind::phase_begin); }
+  void end_phase(phase_id id) noexcept { mark_phase(id.value, detail::record_kind::phase_end); }
   // With a CUDA stream (a cudaStream_t / CUstream): CUDA events recorded on it at both ends,
   // read later by query, give the phase's device time too. A null stream is the plain phase.
   void begin_phase(phase_id id, void* stream) noexcept {
-    if (enabled()) stream ? record_phase_on(id.value, stream, true) : record_phase(id.value, true);
+    if (stream == nullptr) return begin_phase(id);
+    if (enabled()) record_phase_on(id.value, stream, true);
   }
   void end_phase(phase_id id, void* stream) noexcept {
-    if (enabled()) stream ? record_phase_on(id.value, stream, false) : record_phase(id.value, false);
+    if (stream == nullptr) return end_phase(id);
+    if (enabled()) record_phase_on(id.value, stream, false);
   }
 
   // Records a fact about the setup for the diagnosis to use, e.g. ("dataloader.num_workers",
@@ -121,10 +120,21 @@ class STEPTRACE_API tracer {
   void warn_nested_step() const noexcept;
 
  private:
-  void record_phase(std::uint32_t id, bool begin) noexcept;
+  // off: every call returns at once. bound: phases go through the inline path first.
+  // unbound: every record goes through the library (no invariant TSC, or NVTX ranges wanted).
+  enum class mode : std::uint8_t { off, bound, unbound };
+
+  void mark_phase(std::uint32_t id, detail::record_kind kind) noexcept {
+    const mode m = mode_.load(std::memory_order_relaxed);
+    if (m == mode::off) return;
+    if (__builtin_expect(m == mode::bound, 1) && detail::push_bound(uid_, kind, id)) return;
+    record_phase(id, kind == detail::record_kind::phase_begin);
+  }
+  void record_phase(std::uint32_t id, bool begin) noexcept;  // the slow path: binds the thread
   void record_phase_on(std::uint32_t id, void* stream, bool begin) noexcept;
 
-  std::atomic<bool> enabled_{true};
+  std::atomic<mode> mode_{mode::off};
+  std::uint64_t uid_ = 0;  // never reused: what this thread's binding is checked against
   std::unique_ptr<detail::tracer_impl> impl_;
 };
 

@@ -15,12 +15,16 @@ inline __attribute__((always_inline)) void step_builder::charge(std::uint32_t id
 }
 
 inline __attribute__((always_inline)) void step_builder::add_segment(std::uint64_t begin, std::uint64_t end, std::uint32_t id) {
+  if (!keep_segments_) return;
   if (!segments_.empty() && segments_.back().end == begin &&
       (segments_.back().phase == id || segments_.size() >= max_segments)) {
     segments_.back().end = end;  // contiguous: extend (or, at the cap, absorb)
     return;
   }
-  segments_.push_back({begin, end, id});
+  host_segment& s = segments_.emplace_back();  // fields stored in place: a temporary copied
+  s.begin = begin;                              // whole stalls on store forwarding
+  s.end = end;
+  s.phase = id;
 }
 
 inline __attribute__((always_inline)) void step_builder::advance(std::uint64_t t) {
@@ -46,7 +50,11 @@ void step_builder::release_capture(step_sink& sink) {
   capture_ = capture::none;
 }
 
-void step_builder::consume(const record& r, step_sink& sink) {
+void step_builder::consume(const record* first, const record* last, step_sink& sink) {
+  for (; first != last; ++first) consume_one(*first, sink);
+}
+
+inline __attribute__((always_inline)) void step_builder::consume_one(const record& r, step_sink& sink) {
   const std::uint64_t t = r.ticks;
   switch (r.kind) {
     case record_kind::step_begin:
@@ -83,7 +91,7 @@ void step_builder::consume(const record& r, step_sink& sink) {
       break;
     }
 
-    case record_kind::phase_begin:
+    case record_kind::phase_begin: {
       advance(t);
       if (!in_step_ && stack_.empty() && r.id == builtin::input.value) {
         if (capture_ == capture::held) release_capture(sink);
@@ -93,8 +101,12 @@ void step_builder::consume(const record& r, step_sink& sink) {
         last_ = t;
       }
       if (accounting()) charge(r.id, 0, 1);
-      stack_.push_back({r.id, t, accounting()});
+      open_phase& p = stack_.emplace_back();  // in place, as in add_segment
+      p.id = r.id;
+      p.begin = t;
+      p.counted = accounting();
       break;
+    }
 
     case record_kind::event_begin:
     case record_kind::event_end:

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "record/ring.hpp"
+#include "steptrace/detail/ring.hpp"
 
 namespace steptrace::detail {
 
@@ -33,7 +33,8 @@ struct built_step {
   bool failed, warmup;
   std::uint32_t thread;
   const std::vector<phase_slice>& phases;      // only phases with time or calls in this step
-  const std::vector<host_segment>& segments;   // in time order; at most max_segments
+  const std::vector<host_segment>& segments;   // in time order; at most max_segments (empty
+                                               // unless the builder keeps segments)
 };
 
 class step_sink {
@@ -56,12 +57,17 @@ class step_builder {
 
   step_builder(std::uint32_t warmup_steps, std::uint32_t thread) : warmup_(warmup_steps), thread_(thread) {}
 
-  void consume(const record& r, step_sink& sink);
+  // Records in the order the thread wrote them. One call per run of records: the loop, and
+  // the builder's state, stay in one function.
+  void consume(const record* first, const record* last, step_sink& sink);
+  void consume(const record& r, step_sink& sink) { consume(&r, &r + 1, sink); }
   // The thread is gone: a held input becomes unscoped, open steps and phases are dropped.
   void finish(step_sink& sink);
   // Forgets everything, warm-up included (the tracer was reset).
   void restart();
   void set_warmup(std::uint32_t steps) noexcept { warmup_ = steps; }
+  // Host segments are only read by the device view: without one, they are not built.
+  void keep_segments(bool on) noexcept { keep_segments_ = on; }
   std::uint64_t unbalanced() const noexcept { return unbalanced_; }
   // Event pairs of phases ended since the last call (the caller harvests their device time).
   std::vector<event_pair>& event_pairs() noexcept { return event_pairs_; }
@@ -83,11 +89,13 @@ class step_builder {
   void clear_step();
   void drop_open();
   inline void add_segment(std::uint64_t begin, std::uint64_t end, std::uint32_t id);
+  inline void consume_one(const record& r, step_sink& sink);
   void note_event(const record& r);
 
   std::uint32_t warmup_, thread_;
   std::uint64_t finished_ = 0, unbalanced_ = 0;
   bool in_step_ = false;
+  bool keep_segments_ = true;
   capture capture_ = capture::none;
   std::uint64_t begin_ = 0, last_ = 0, capture_end_ = 0;
   std::vector<open_phase> stack_;

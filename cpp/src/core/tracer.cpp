@@ -19,6 +19,10 @@
 
 namespace steptrace {
 namespace detail {
+
+// The only thread-local on the hot path (declared in detail/ring.hpp).
+__thread thread_binding t_binding __attribute__((tls_model("initial-exec"))) = {0, nullptr, nullptr};
+
 namespace {
 
 // Live tracers by uid, so an exiting thread never touches a destroyed tracer. Never destroyed.
@@ -32,18 +36,11 @@ std::unordered_map<std::uint64_t, tracer_impl*>& live_tracers() {
 }
 std::atomic<std::uint64_t> next_uid{1};
 
-// The hot path's only thread-local: the state of the tracer this thread used last.
-struct tls_slot {
-  std::uint64_t uid;
-  thread_state* state;
-};
-thread_local tls_slot t_slot __attribute__((tls_model("initial-exec"))) = {0, nullptr};
-
 // Every (tracer, state) pair of this thread; detaches them when the thread exits.
 struct thread_links {
   std::vector<std::pair<std::uint64_t, thread_state*>> links;
   ~thread_links() {
-    t_slot = {0, nullptr};
+    t_binding = {0, nullptr, nullptr};
     std::lock_guard<std::mutex> lock(live_mutex());
     for (auto& [uid, state] : links) {
       auto it = live_tracers().find(uid);
@@ -57,14 +54,14 @@ thread_state* lookup_slow(tracer_impl& impl) noexcept {
   thread_local thread_links links;
   for (auto& [uid, state] : links.links) {
     if (uid == impl.uid) {
-      t_slot = {uid, state};
+      t_binding = {uid, &state->records, state};
       return state;
     }
   }
   try {
     thread_state* state = impl.attach_thread();
     links.links.emplace_back(impl.uid, state);
-    t_slot = {impl.uid, state};
+    t_binding = {impl.uid, &state->records, state};
     return state;
   } catch (const std::bad_alloc&) {
     return nullptr;  // out of memory: this thread goes untraced rather than failing the caller
@@ -72,7 +69,7 @@ thread_state* lookup_slow(tracer_impl& impl) noexcept {
 }
 
 inline thread_state* local_state(tracer_impl& impl) noexcept {
-  if (__builtin_expect(t_slot.uid == impl.uid, 1)) return t_slot.state;
+  if (__builtin_expect(t_binding.tracer_uid == impl.uid, 1)) return static_cast<thread_state*>(t_binding.state);
   return lookup_slow(impl);
 }
 
@@ -170,6 +167,7 @@ void tracer_impl::start_gpu() noexcept {
   if (gpu_backend_status().cupti) {
     std::lock_guard<std::mutex> lock(mutex);
     totals.enable_device();
+    for (auto& t : threads) t->builder.keep_segments(true);
   }
   gpu_checked.store(true, std::memory_order_release);
 }
@@ -188,8 +186,9 @@ void tracer_impl::read_device(bool flush) {
 }
 
 void tracer_impl::collect_loop() {
-  // Polls faster while rings fill quickly (or a thread had to drain its own), slower while they
-  // do not, between 0.1 and 50 ms.
+  // Polls faster while rings fill quickly, slower while they do not, between 0.1 and 50 ms;
+  // at once at the fastest when a thread had to drain its own.
+  constexpr auto fastest = std::chrono::microseconds(100);
   auto interval = std::chrono::microseconds(1000);
   std::uint64_t self_drains = producer_drains.load(std::memory_order_relaxed);
   auto last_device_read = std::chrono::steady_clock::now();
@@ -204,16 +203,14 @@ void tracer_impl::collect_loop() {
     }
     std::uint64_t fullest = 0;
     for (auto& t : threads) {
-      std::uint64_t n = 0;
-      t->records.drain([&](const record& r) {
-        t->builder.consume(r, totals);
-        ++n;
-      });
+      const std::uint64_t n = drain_locked(*t);
       fullest = std::max(fullest, n * 8 / t->records.capacity());  // in eighths of the ring
     }
     const std::uint64_t now_self_drains = producer_drains.load(std::memory_order_relaxed);
-    if (fullest >= 2 || now_self_drains != self_drains) {
-      interval = std::max(interval / 2, std::chrono::microseconds(100));
+    if (now_self_drains != self_drains) {
+      interval = fastest;  // a thread filled its ring: recording resumed faster than we polled
+    } else if (fullest >= 2) {
+      interval = std::max(interval / 2, fastest);
     } else if (fullest == 0) {
       interval = std::min(interval * 2, std::chrono::microseconds(50000));
     }
@@ -233,13 +230,14 @@ thread_state* tracer_impl::attach_thread() {
   }
   threads.push_back(std::make_unique<thread_state>(cfg.ring_records, cfg.warmup_steps,
                                                    static_cast<std::uint32_t>(threads.size())));
+  threads.back()->builder.keep_segments(totals.device() != nullptr);
   start_collector();
   return threads.back().get();
 }
 
 void tracer_impl::detach_thread(thread_state& state) {
   std::lock_guard<std::mutex> lock(mutex);
-  state.records.drain([&](const record& r) { state.builder.consume(r, totals); });
+  drain_locked(state);
   state.builder.finish(totals);
   state.retired = true;
 }
@@ -268,18 +266,26 @@ void tracer_impl::harvest_events() {
 
 void tracer_impl::drain_for_producer(thread_state& state) {
   producer_drains.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(mutex);
-  state.records.drain([&](const record& r) { state.builder.consume(r, totals); });
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    drain_locked(state);
+  }
+  wake.notify_one();  // the collector may be in a long sleep: it polls at its fastest from now
+}
+
+std::uint64_t tracer_impl::drain_locked(thread_state& state) {
+  return state.records.drain(
+      [&](const record* first, const record* last) { state.builder.consume(first, last, totals); });
 }
 
 void tracer_impl::drain_all_locked() {
-  for (auto& t : threads) t->records.drain([&](const record& r) { t->builder.consume(r, totals); });
+  for (auto& t : threads) drain_locked(*t);
 }
 
 
 void disable_in_child() {
   for (auto& [uid, impl] : live_tracers()) impl->forked.store(true);
-  t_slot = {0, nullptr};  // the surviving thread's next record takes the slow path, which refuses
+  t_binding = {0, nullptr, nullptr};  // the surviving thread's next record takes the slow path, which refuses
 }
 
 }  // namespace detail
@@ -291,7 +297,8 @@ using detail::record_kind;
 
 tracer::tracer() : tracer(config::from_env()) {}
 
-tracer::tracer(const config& cfg) : impl_(std::make_unique<detail::tracer_impl>(cfg)) {
+tracer::tracer(const config& cfg) : uid_(0), impl_(std::make_unique<detail::tracer_impl>(cfg)) {
+  uid_ = impl_->uid;
   configure(cfg);
   std::lock_guard<std::mutex> lock(detail::live_mutex());
   detail::live_tracers()[impl_->uid] = impl_.get();
@@ -308,7 +315,9 @@ void tracer::configure(const config& cfg) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->cfg = cfg;
   for (auto& t : impl_->threads) t->builder.set_warmup(cfg.warmup_steps);
-  enabled_.store(cfg.enabled && !impl_->env_disabled, std::memory_order_relaxed);
+  const bool inline_path = host_clock::uses_tsc() && !detail::nvtx_requested();
+  mode_.store(!cfg.enabled || impl_->env_disabled ? mode::off : inline_path ? mode::bound : mode::unbound,
+              std::memory_order_relaxed);
 }
 
 config tracer::options() const {
@@ -399,7 +408,7 @@ void tracer::set_fact(std::string_view key, std::string_view value) {
 void tracer::reset() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   for (auto& t : impl_->threads) {
-    t->records.drain([](const detail::record&) {});
+    t->records.drain([](const detail::record*, const detail::record*) {});
     t->builder.restart();
   }
   impl_->totals.clear();

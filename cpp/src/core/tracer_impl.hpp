@@ -14,7 +14,7 @@
 
 #include "analysis/aggregate.hpp"
 #include "analysis/step_builder.hpp"
-#include "record/ring.hpp"
+#include "steptrace/detail/ring.hpp"
 #include "steptrace/tracer.hpp"
 
 namespace steptrace::detail {
@@ -49,7 +49,7 @@ struct thread_state {
   bool step_open = false;  // producer
   std::unique_ptr<event_pool> events;  // producer creates it (first stream phase); both read it
   bool events_failed = false;          // producer: no CUDA context here, stop trying
-  step_builder builder;    // consumer
+  alignas(64) step_builder builder;    // consumer (its own cache lines: written per record)
   bool retired = false;    // consumer: its thread exited; the slot may be handed to a new thread
 };
 
@@ -63,6 +63,7 @@ class tracer_impl {
   thread_state* attach_thread();                 // slow path: a thread's first record
   void detach_thread(thread_state& state);       // the thread exited
   void drain_for_producer(thread_state& state);  // the thread's ring is full
+  std::uint64_t drain_locked(thread_state& state);  // its records into steps; how many
   void drain_all_locked();
   // Drains every ring from a background thread, so recording threads rarely drain their own.
   void start_collector();  // under `mutex`
@@ -77,13 +78,16 @@ class tracer_impl {
   };
   std::vector<pending_pair> pending_events;  // under `mutex`
 
-  const std::uint64_t uid;
+  // Read by the recording threads on every record; written once, or never.
+  alignas(64) const std::uint64_t uid;
   std::atomic<bool> forked{false};       // this copy lives in a forked child: it records nothing
   std::atomic<bool> gpu_checked{false};  // the first step has started the GPU backend
   const int creator_pid;
   const bool env_disabled;  // STEPTRACE_DISABLE=1 wins over configure()
 
-  mutable std::mutex mutex;  // the consumer side of every ring, the builders, the aggregate
+  // Written by whoever drains (the collector, every interval): kept off the line above, which
+  // the recording threads read on every record.
+  alignas(64) mutable std::mutex mutex;  // the consumer side of every ring, the builders, the aggregate
   config cfg;
   std::vector<std::unique_ptr<thread_state>> threads;
   aggregate totals;

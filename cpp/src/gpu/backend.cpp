@@ -182,9 +182,15 @@ std::string start_cupti(backend& b) {
   return "";
 }
 
+}  // namespace
+
+bool nvtx_requested() noexcept { return std::getenv("NVTX_INJECTION64_PATH") != nullptr; }  // how Nsight attaches
+
+namespace {
+
 void start(bool use_cupti) {
   backend& b = state();
-  nvtx_enabled.store(std::getenv("NVTX_INJECTION64_PATH") != nullptr);  // how Nsight attaches
+  nvtx_enabled.store(nvtx_requested());
   gpu_status status;
   void* cuda = open_library("libcuda.so.1", {});
   decltype(&cuInit) init = nullptr;

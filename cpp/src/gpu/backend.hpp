@@ -44,8 +44,10 @@ bool record_device_event(void* event, void* stream) noexcept;
 enum class event_result { done, pending, failed };
 event_result device_event_elapsed(void* begin, void* end, float& ms) noexcept;  // a query, never a wait
 
-// NVTX ranges in the `steptrace` domain, for Nsight timelines. Off (one relaxed load and a
-// branch on the hot path) unless a tool is attached.
+// NVTX ranges in the `steptrace` domain, for Nsight timelines. Off unless a tool that collects
+// them is attached (nvtx_requested(); Nsight sets NVTX_INJECTION64_PATH), in which case every
+// record takes the library's slow path, which pushes and pops them.
+bool nvtx_requested() noexcept;
 void nvtx_push(std::uint32_t id) noexcept;  // id 0: the step itself
 void nvtx_pop() noexcept;
 extern std::atomic<bool> nvtx_enabled;

@@ -20,6 +20,7 @@ bool device_events_available() noexcept { return false; }
 bool create_device_events(void**, std::size_t) noexcept { return false; }
 bool record_device_event(void*, void*) noexcept { return false; }
 event_result device_event_elapsed(void*, void*, float&) noexcept { return event_result::failed; }
+bool nvtx_requested() noexcept { return false; }
 void nvtx_push(std::uint32_t) noexcept {}
 void nvtx_pop() noexcept {}
 

@@ -7,10 +7,7 @@
 #include <cstdint>
 #include <ctime>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#define STEPTRACE_HAVE_TSC 1
-#endif
+#include "steptrace/detail/tsc.hpp"
 
 namespace steptrace::detail {
 

@@ -1,0 +1,116 @@
+// steptrace/detail/ring.hpp — not API: the per-thread record ring, and the inline fast path
+// that writes into it. It sits in the public tree only so that a phase boundary compiles to a
+// clock read and a few stores in the caller, with no call into the library:
+//
+//   tracer::begin_phase(id)  ->  push_bound(uid, phase_begin, id)   // inline; false: slow path
+//
+// Its layout is shared by the caller's inlined code and libsteptrace: changing it changes the
+// library's ABI (bump the soname).
+//
+// One producer (the owning thread) and one consumer at a time (whoever holds the tracer's
+// collect lock). The producer never waits on the consumer: when the ring is full it drains it
+// itself, under that lock, which amortises to a few nanoseconds per record.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "steptrace/detail/tsc.hpp"
+#include "steptrace/export.hpp"
+
+namespace steptrace::detail {
+
+// event_begin / event_end follow a phase_begin / precede a phase_end given a stream: their id is
+// the slot of the CUDA event recorded there (no_event: none could be recorded).
+enum class record_kind : std::uint32_t {
+  step_begin,
+  step_end,
+  step_end_failed,
+  phase_begin,
+  phase_end,
+  event_begin,
+  event_end
+};
+inline constexpr std::uint32_t no_event = 0xffffffffu;
+
+struct record {
+  std::uint64_t ticks;
+  std::uint32_t id;  // phase id (phases only)
+  record_kind kind;
+};
+static_assert(sizeof(record) == 16, "records stay 16 bytes");
+
+class ring {
+ public:
+
+  explicit ring(std::uint32_t capacity)  // a power of two
+      : slots_(new record[capacity]()), mask_(capacity - 1) {}  // touched now, not on the hot path
+
+  // Producer side. False when full: drain, then push again. The fields are written straight
+  // into the slot: a record built on the stack and copied whole stalls on store forwarding.
+  bool try_push(std::uint64_t ticks, std::uint32_t id, record_kind kind) noexcept {
+    if (head_ - consumed_seen_ > mask_) {
+      consumed_seen_ = consumed_.load(std::memory_order_acquire);
+      if (head_ - consumed_seen_ > mask_) return false;
+    }
+    record& slot = slots_[head_ & mask_];
+    slot.ticks = ticks;
+    slot.id = id;
+    slot.kind = kind;
+    ++head_;
+    published_.store(head_, std::memory_order_release);
+    return true;
+  }
+
+  // Consumer side: hands every published record to fn(first, last), oldest first, as at most
+  // two contiguous runs (the ring may wrap), then frees their slots. Returns how many.
+  template <class Fn>
+  std::uint64_t drain(Fn&& fn) {
+    const record* const slots = slots_.get();
+    const std::uint64_t end = published_.load(std::memory_order_acquire);
+    const std::uint64_t pos = consumed_.load(std::memory_order_relaxed);
+    const std::uint64_t first = pos & mask_, count = end - pos;
+    const std::uint64_t before_wrap = count < mask_ + 1 - first ? count : mask_ + 1 - first;
+    if (before_wrap != 0) fn(slots + first, slots + first + before_wrap);
+    if (count != before_wrap) fn(slots, slots + (count - before_wrap));
+    consumed_.store(end, std::memory_order_release);
+    return count;
+  }
+
+  std::uint32_t capacity() const noexcept { return static_cast<std::uint32_t>(mask_ + 1); }
+
+ private:
+  // Each line below has one writer, so neither side's writes evict what the other reads.
+  std::unique_ptr<record[]> slots_;                  // read-only after construction
+  const std::uint64_t mask_;
+  alignas(64) std::uint64_t head_ = 0;               // producer only
+  std::uint64_t consumed_seen_ = 0;                  // producer's last look at consumed_
+  alignas(64) std::atomic<std::uint64_t> published_{0};  // written by the producer
+  alignas(64) std::atomic<std::uint64_t> consumed_{0};   // written by the consumer
+};
+
+// The ring of the tracer this thread recorded into last. The library sets it on a thread's
+// first record into a tracer (and clears it in a forked child, or when the thread exits); it
+// stays clear when the inline path cannot be used (no invariant TSC, or NVTX ranges wanted).
+struct thread_binding {
+  std::uint64_t tracer_uid;  // 0: none; uids are never reused, so a dead tracer never matches
+  ring* records;
+  void* state;               // the library's per-thread state for that tracer
+};
+extern STEPTRACE_API __thread thread_binding t_binding __attribute__((tls_model("initial-exec")));
+
+// Writes one record stamped now into this thread's ring for tracer `uid`. False, having written
+// nothing, when the thread is not bound to that tracer or the ring looks full: the caller then
+// takes the library's slow path.
+inline bool push_bound(std::uint64_t uid, record_kind kind, std::uint32_t id) noexcept {
+#ifdef STEPTRACE_HAVE_TSC
+  const thread_binding& b = t_binding;
+  return __builtin_expect(b.tracer_uid == uid, 1) && b.records->try_push(__rdtsc(), id, kind);
+#else
+  (void)uid, (void)kind, (void)id;
+  return false;
+#endif
+}
+
+}  // namespace steptrace::detail
