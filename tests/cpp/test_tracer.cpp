@@ -1,6 +1,7 @@
 // The tracer end to end with the real clock: spin-waits of known length are the ground truth.
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -133,6 +134,55 @@ TEST_CASE("a full ring is drained by its own thread: nothing is dropped", "[trac
   const summary s = t.summary();
   CHECK(s.steps == 10000);
   CHECK(s.phase("h2d")->calls == 10000);
+}
+
+TEST_CASE("two tracers used in turn from one thread each keep exactly their own records", "[tracer][record]") {
+  // The thread's binding (detail/ring.hpp) follows the tracer used last: every switch takes the
+  // slow path and rebinds, and nothing may land in the other tracer's ring.
+  tracer a(quiet()), b(quiet());
+  const phase_id only_a = register_phase("only-a"), only_b = register_phase("only-b");
+  steptrace::testing::truth in_a, in_b;
+  for (int i = 0; i < 20; ++i) {
+    scoped_step step_a(a);
+    scoped_step step_b(b);
+    for (int j = 0; j < 3; ++j) {
+      scoped_phase pa(a, only_a);
+      scoped_phase pb(b, only_b);
+      in_b.add(spin_for(microseconds(300)));
+      in_a.add(spin_for(microseconds(0)));  // a's phase holds b's, plus this
+    }
+  }
+  const summary sa = a.summary(), sb = b.summary();
+  REQUIRE(sa.steps == 20);
+  REQUIRE(sb.steps == 20);
+  CHECK(sa.phase("only-b") == nullptr);
+  CHECK(sb.phase("only-a") == nullptr);
+  REQUIRE(sa.phase("only-a") != nullptr);
+  REQUIRE(sb.phase("only-b") != nullptr);
+  CHECK(sa.phase("only-a")->calls == 60);
+  CHECK(sb.phase("only-b")->calls == 60);
+  CHECK(sb.phase("only-b")->ms.mean == Approx(3 * in_b.mean()).epsilon(0.02));
+  CHECK(sa.phase("only-a")->ms.mean == Approx(3 * (in_a.mean() + in_b.mean())).epsilon(0.02));
+}
+
+TEST_CASE("a tracer made where a destroyed one lived does not inherit its threads' bindings", "[tracer][record]") {
+  // Uids are never reused, so the binding left by the first tracer (whose rings are freed) never
+  // matches the second, even at the same address: the sanitizer builds would see a stray write.
+  auto first = std::make_unique<tracer>(quiet());
+  for (int i = 0; i < 5; ++i) {
+    scoped_step step(*first);
+    scoped_phase p(*first, builtin::compute);
+  }
+  CHECK(first->summary().steps == 5);
+  first.reset();
+  auto second = std::make_unique<tracer>(quiet());
+  for (int i = 0; i < 3; ++i) {
+    scoped_step step(*second);
+    scoped_phase p(*second, builtin::compute);
+  }
+  const summary s = second->summary();
+  CHECK(s.steps == 3);
+  CHECK(s.phase("compute")->calls == 3);
 }
 
 TEST_CASE("a second step on a thread is refused and counted while the first goes on", "[tracer][errors]") {
