@@ -149,6 +149,28 @@ TEST_CASE("a step's host segments tile its window in time order", "[analysis]") 
   }
 }
 
+TEST_CASE("runs of records give the same steps as records one at a time, with or without segments", "[analysis]") {
+  const std::vector<record> records = {begin(input, 0), end(input, 30),   step_begin(40),   begin(compute, 40),
+                                       begin(wait, 50), end(wait, 60),    end(compute, 90), step_end(100),
+                                       step_begin(100), begin(wait, 120), end(wait, 170),   step_end(180)};
+  const recording_sink one_by_one = run(records);
+  for (bool segments : {true, false}) {
+    recording_sink runs;
+    step_builder b(0, 0);
+    b.keep_segments(segments);
+    b.consume(records.data(), records.data() + 5, runs);  // split mid-step, as a ring wrap would
+    b.consume(records.data() + 5, records.data() + records.size(), runs);
+    REQUIRE(runs.steps.size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+      CHECK(runs.steps[i].begin == one_by_one.steps[i].begin);
+      CHECK(runs.steps[i].end == one_by_one.steps[i].end);
+      CHECK(runs.steps[i].ticks == one_by_one.steps[i].ticks);
+      CHECK(runs.steps[i].calls == one_by_one.steps[i].calls);
+      CHECK(runs.steps[i].segments.size() == (segments ? one_by_one.steps[i].segments.size() : 0));
+    }
+  }
+}
+
 TEST_CASE("CUDA event slots around a phase are paired for harvesting", "[analysis][gpu]") {
   step_builder b(0, 0);
   const auto event = [](record_kind kind, std::uint32_t slot, std::uint64_t t) { return record{t, slot, kind}; };

@@ -25,7 +25,7 @@ class host_clock {
 
   static std::uint64_t now() noexcept {
 #ifdef STEPTRACE_HAVE_TSC
-    if (use_tsc_) return __rdtsc();
+    if (use_tsc_) return read_tsc();
 #endif
     return monotonic_ns();
   }

@@ -106,7 +106,7 @@ extern STEPTRACE_API __thread thread_binding t_binding __attribute__((tls_model(
 inline bool push_bound(std::uint64_t uid, record_kind kind, std::uint32_t id) noexcept {
 #ifdef STEPTRACE_HAVE_TSC
   const thread_binding& b = t_binding;
-  return __builtin_expect(b.tracer_uid == uid, 1) && b.records->try_push(__rdtsc(), id, kind);
+  return __builtin_expect(b.tracer_uid == uid, 1) && b.records->try_push(read_tsc(), id, kind);
 #else
   (void)uid, (void)kind, (void)id;
   return false;
