@@ -1,6 +1,7 @@
 // The device view on synthetic device records with known answers.
 #include <catch2/catch.hpp>
 
+#include "analysis/aggregate.hpp"
 #include "analysis/device_view.hpp"
 #include "steptrace/tracer.hpp"
 
@@ -133,4 +134,23 @@ TEST_CASE("steps wait for their device records and are viewed once they are in",
   join.totals.fill(g, 2, 200e-6);
   CHECK(g.busy_ms.total == Approx(90e-6));
   CHECK(g.kernels_per_step == Approx(1));
+}
+
+TEST_CASE("device times from CUDA events become statistics per step and per phase call", "[analysis][gpu]") {
+  aggregate totals;
+  for (int i = 1; i <= 200; ++i) totals.add_step_device_time(static_cast<float>(i) * 0.5f);  // 0.5 .. 100 ms
+  for (int i = 0; i < 10; ++i) totals.add_phase_device_time(compute, 2.0f);
+  totals.add_step_device_time(-1.0f);  // a failed read: ignored
+  summary s;
+  totals.fill(s, 1.0);
+  REQUIRE(s.step_device_ms.has_value());
+  CHECK(s.step_device_steps == 200);
+  CHECK(s.step_device_ms->mean == Approx(50.25).epsilon(1e-6));
+  CHECK(s.step_device_ms->p50 == Approx(50.0).epsilon(0.01));
+  CHECK(s.step_device_ms->p99 == Approx(99.0).epsilon(0.01));
+  CHECK(s.step_device_ms->max == Approx(100.0).epsilon(0.01));
+  totals.clear();
+  summary empty;
+  totals.fill(empty, 1.0);
+  CHECK_FALSE(empty.step_device_ms.has_value());
 }

@@ -31,3 +31,20 @@ TEST_CASE("without a driver the summary is host-only and says why", "[gpu]") {
   }
   CHECK(detail::gpu_backend_started());
 }
+
+TEST_CASE("a step and a phase given the default stream record like plain ones without a driver", "[gpu]") {
+  tracer t(steptrace::testing::quiet());
+  for (int i = 0; i < 4; ++i) {
+    scoped_step step(t, nullptr);  // nullptr: the legacy default stream, not "no stream"
+    CHECK(step.state() == step_open::opened);
+    scoped_phase p(t, builtin::compute, nullptr);
+  }
+  const summary s = t.summary();
+  CHECK(s.steps == 4);
+  REQUIRE(s.phase("compute") != nullptr);
+  CHECK(s.phase("compute")->calls == 4);
+  if (!has_driver()) {
+    CHECK_FALSE(s.step_device_ms.has_value());
+    CHECK_FALSE(s.phase("compute")->device_ms.has_value());
+  }
+}

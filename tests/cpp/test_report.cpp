@@ -50,6 +50,23 @@ TEST_CASE("a summary read back from its JSON prints the same table", "[report]")
   CHECK(back.json() == s.json());
 }
 
+TEST_CASE("device times of steps and phases are in the table and survive the JSON", "[report][gpu]") {
+  summary s = recorded();
+  s.step_device_ms = stat_ms{40.0, 8.0, 7.5, 9.5, 9.9, 10.0};
+  s.step_device_steps = 5;
+  s.phases[0].device_ms = stat_ms{20.0, 4.0, 4.0, 4.5, 4.6, 4.7};
+  s.phases[0].device_calls = 5;
+  const auto j = nlohmann::json::parse(s.json());
+  CHECK(j["step_device_ms"]["mean"] == 8.0);
+  CHECK(j["step_device_steps"] == 5);
+  CHECK(j["phases"][s.phases[0].name]["device_ms"]["p95"] == 4.5);
+  CHECK_THAT(s.table(), Contains("each step on its stream (CUDA events): 8.000 ms a step"));
+  CHECK_THAT(s.table(), Contains("`" + s.phases[0].name + "` on its stream (CUDA events): 4.000 ms a call"));
+  const summary back = summary::from_json(s.json());
+  CHECK(back.json() == s.json());
+  CHECK_FALSE(nlohmann::json::parse(recorded().json()).contains("step_device_ms"));
+}
+
 TEST_CASE("reading anything but a summary is a clear error", "[report][errors]") {
   CHECK_THROWS_WITH(summary::from_json("not json"), Contains("not valid JSON"));
   CHECK_THROWS_WITH(summary::from_json("[1, 2]"), Contains("no \"schema\" field"));

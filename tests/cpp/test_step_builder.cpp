@@ -200,3 +200,41 @@ TEST_CASE("CUDA event slots around a phase are paired for harvesting", "[analysi
     CHECK(b.event_pairs()[0].end == no_event);
   }
 }
+
+TEST_CASE("CUDA event slots around a step are timed for counted steps only", "[analysis][gpu]") {
+  const auto event = [](record_kind kind, std::uint32_t slot, std::uint64_t t) { return record{t, slot, kind}; };
+  const auto step_with_events = [&](std::uint32_t b, std::uint32_t e, record_kind end_kind) {
+    return std::vector<record>{step_begin(0), event(record_kind::step_event_begin, b, 0), begin(compute, 10),
+                               end(compute, 40), event(record_kind::step_event_end, e, 50), record{50, 0, end_kind}};
+  };
+  step_builder b(1, 0);  // the first step is warm-up
+  recording_sink sink;
+  const auto feed = [&](const std::vector<record>& records) {
+    for (const auto& r : records) b.consume(r, sink);
+  };
+  feed(step_with_events(1, 2, record_kind::step_end));         // warm-up: slots freed, no time
+  feed(step_with_events(3, 4, record_kind::step_end));         // counted: timed
+  feed(step_with_events(5, 6, record_kind::step_end_failed));  // failed: slots freed, no time
+  REQUIRE(sink.steps.size() == 3);
+  const auto& pairs = b.event_pairs();
+  REQUIRE(pairs.size() == 3);
+  const std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, bool>> expected = {
+      {event_pair::step, 1, 2, false}, {event_pair::step, 3, 4, true}, {event_pair::step, 5, 6, false}};
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    CHECK(std::make_tuple(pairs[i].phase, pairs[i].begin, pairs[i].end, pairs[i].timed) == expected[i]);
+  }
+  b.event_pairs().clear();
+  SECTION("a step whose end event could not be recorded frees its begin slot") {
+    feed({step_begin(60), event(record_kind::step_event_begin, 7, 60), step_end(70)});
+    REQUIRE(b.event_pairs().size() == 1);
+    CHECK(b.event_pairs()[0].begin == 7);
+    CHECK(b.event_pairs()[0].end == no_event);
+  }
+  SECTION("the slots of a step still open when the thread goes are freed") {
+    feed({step_begin(60), event(record_kind::step_event_begin, 8, 60)});
+    b.finish(sink);
+    REQUIRE(b.event_pairs().size() == 1);
+    CHECK(b.event_pairs()[0].begin == 8);
+    CHECK_FALSE(b.event_pairs()[0].timed);
+  }
+}

@@ -93,6 +93,10 @@ class STEPTRACE_API summary {
   std::uint64_t threads = 0;        // threads that completed at least one step
   double wall_ms = 0;               // first counted step start to last counted step end
   stat_ms step_ms;
+  // Steps given a CUDA stream: device time per step, from CUDA events (from the event at its
+  // start to the one at its end, on that stream). Empty otherwise.
+  std::optional<stat_ms> step_device_ms;
+  std::uint64_t step_device_steps = 0;
   std::vector<phase_stats> phases;  // built-ins first, then custom phases, `other` last
   std::vector<unscoped_phase> unscoped_phases;
   std::optional<gpu_stats> gpu;     // empty without a GPU backend

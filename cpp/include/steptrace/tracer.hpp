@@ -89,18 +89,19 @@ class STEPTRACE_API tracer {
   bool enabled() const noexcept { return mode_.load(std::memory_order_relaxed) != mode::off; }
 
   // The primitives under scoped_step / scoped_phase and the Python bindings.
-  step_open begin_step() noexcept;  // `nested`: this thread already has a step open (counted)
-  void end_step(bool failed = false) noexcept;
+  //
+  // Given a CUDA stream (a cudaStream_t / CUstream; nullptr is the legacy default stream), a
+  // step or phase also gets its device time: CUDA events recorded on the stream at both ends,
+  // read later by query, never by a synchronise. Without a usable GPU it is the plain one.
+  step_open begin_step() noexcept { return open_step(nullptr, false); }  // `nested`: one is open (counted)
+  step_open begin_step(void* stream) noexcept { return open_step(stream, true); }
+  void end_step(bool failed = false) noexcept;  // ends it on the stream it began on, if any
   void begin_phase(phase_id id) noexcept { mark_phase(id.value, detail::record_kind::phase_begin); }
   void end_phase(phase_id id) noexcept { mark_phase(id.value, detail::record_kind::phase_end); }
-  // With a CUDA stream (a cudaStream_t / CUstream): CUDA events recorded on it at both ends,
-  // read later by query, give the phase's device time too. A null stream is the plain phase.
   void begin_phase(phase_id id, void* stream) noexcept {
-    if (stream == nullptr) return begin_phase(id);
     if (enabled()) record_phase_on(id.value, stream, true);
   }
   void end_phase(phase_id id, void* stream) noexcept {
-    if (stream == nullptr) return end_phase(id);
     if (enabled()) record_phase_on(id.value, stream, false);
   }
 
@@ -130,6 +131,7 @@ class STEPTRACE_API tracer {
     if (__builtin_expect(m == mode::bound, 1) && detail::push_bound(uid_, kind, id)) return;
     record_phase(id, kind == detail::record_kind::phase_begin);
   }
+  step_open open_step(void* stream, bool on_stream) noexcept;
   void record_phase(std::uint32_t id, bool begin) noexcept;  // the slow path: binds the thread
   void record_phase_on(std::uint32_t id, void* stream, bool begin) noexcept;
 
@@ -153,6 +155,11 @@ class scoped_step {
       : tracer_(t), exceptions_(std::uncaught_exceptions()), state_(t.begin_step()) {
     if (state_ == step_open::nested) tracer_.warn_nested_step();
   }
+  // `stream`: a cudaStream_t (nullptr: the default stream); the step also gets its device time.
+  scoped_step(tracer& t, void* stream) noexcept
+      : tracer_(t), exceptions_(std::uncaught_exceptions()), state_(t.begin_step(stream)) {
+    if (state_ == step_open::nested) tracer_.warn_nested_step();
+  }
   ~scoped_step() {
     if (state_ == step_open::opened) tracer_.end_step(std::uncaught_exceptions() > exceptions_);
   }
@@ -172,13 +179,14 @@ class scoped_step {
 class scoped_phase {
  public:
   scoped_phase(tracer& t, phase_id id) noexcept : tracer_(t), id_(id) { tracer_.begin_phase(id_); }
-  // `stream`: a cudaStream_t; the phase then also gets its device time from CUDA events.
-  scoped_phase(tracer& t, phase_id id, void* stream) noexcept : tracer_(t), id_(id), stream_(stream) {
+  // `stream`: a cudaStream_t (nullptr: the default stream); the phase also gets its device time.
+  scoped_phase(tracer& t, phase_id id, void* stream) noexcept
+      : tracer_(t), id_(id), stream_(stream), on_stream_(true) {
     tracer_.begin_phase(id_, stream_);
   }
   // Registers the name on every call: prefer a phase_id kept in a static, or STEPTRACE_PHASE.
   scoped_phase(tracer& t, std::string_view name) : scoped_phase(t, register_phase(name)) {}
-  ~scoped_phase() { stream_ ? tracer_.end_phase(id_, stream_) : tracer_.end_phase(id_); }
+  ~scoped_phase() { on_stream_ ? tracer_.end_phase(id_, stream_) : tracer_.end_phase(id_); }
 
   scoped_phase(const scoped_phase&) = delete;
   scoped_phase& operator=(const scoped_phase&) = delete;
@@ -188,6 +196,7 @@ class scoped_phase {
   tracer& tracer_;
   phase_id id_;
   void* stream_ = nullptr;
+  bool on_stream_ = false;
 };
 
 }  // namespace steptrace

@@ -50,14 +50,18 @@ void aggregate::on_unscoped(std::uint32_t id, std::uint64_t ticks) {
   ++u.calls;
 }
 
-void aggregate::add_phase_device_time(std::uint32_t id, float ms) {
+void aggregate::add_device_time(device_time& d, float ms) {
   if (ms < 0) return;
-  if (id >= phase_device_.size()) phase_device_.resize(id + 1);
-  if (!phase_device_[id]) phase_device_[id] = std::make_unique<phase_device_time>();
   const auto ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
-  phase_device_[id]->per_call.add(ns);
-  phase_device_[id]->total_ns += ns;
-  ++phase_device_[id]->calls;
+  d.per_call.add(ns);
+  d.total_ns += ns;
+  ++d.calls;
+}
+
+void aggregate::add_phase_device_time(std::uint32_t id, float ms) {
+  if (id >= phase_device_.size()) phase_device_.resize(id + 1);
+  if (!phase_device_[id]) phase_device_[id] = std::make_unique<device_time>();
+  add_device_time(*phase_device_[id], ms);
 }
 
 void aggregate::clear() {
@@ -89,6 +93,11 @@ void aggregate::fill(summary& out, double ns_per_tick) const {
   out.threads = static_cast<std::uint64_t>(std::count(threads_.begin(), threads_.end(), true));
   out.wall_ms = steps_ ? static_cast<double>(last_end_ - first_begin_) * ms_per_tick : 0.0;
   out.step_ms = to_ms(step_hist_, step_ticks_, steps_, ms_per_tick);
+  out.step_device_ms.reset();
+  if (step_device_.calls) {
+    out.step_device_ms = to_ms(step_device_.per_call, step_device_.total_ns, step_device_.calls, 1e-6);
+  }
+  out.step_device_steps = step_device_.calls;
 
   out.phases.clear();
   std::vector<std::uint32_t> custom;
@@ -102,7 +111,7 @@ void aggregate::fill(summary& out, double ns_per_tick) const {
     p.share = step_ticks_ ? static_cast<double>(t.ticks) / static_cast<double>(step_ticks_) : 0.0;
     p.calls = t.calls;
     if (id < phase_device_.size() && phase_device_[id]) {
-      const phase_device_time& d = *phase_device_[id];
+      const device_time& d = *phase_device_[id];
       p.device_ms = to_ms(d.per_call, d.total_ns, d.calls, 1e-6);
       p.device_calls = d.calls;
     }

@@ -26,8 +26,9 @@ class aggregate final : public step_sink {
     if (!device_) device_ = std::make_unique<device_join>();
   }
   device_join* device() noexcept { return device_.get(); }
-  // Device time of one call of a phase given a stream (from CUDA events).
+  // Device time of one call of a phase, or of one counted step, given a stream (CUDA events).
   void add_phase_device_time(std::uint32_t id, float ms);
+  void add_step_device_time(float ms) { add_device_time(step_device_, ms); }
 
  private:
   struct phase_totals {
@@ -45,11 +46,13 @@ class aggregate final : public step_sink {
   std::vector<unscoped_totals> unscoped_;               // by phase id
   std::vector<bool> threads_;                           // by thread slot
   std::unique_ptr<device_join> device_;
-  struct phase_device_time {
+  struct device_time {
     histogram per_call;  // ns
     std::uint64_t total_ns = 0, calls = 0;
   };
-  std::vector<std::unique_ptr<phase_device_time>> phase_device_;  // by phase id
+  static void add_device_time(device_time& d, float ms);
+  std::vector<std::unique_ptr<device_time>> phase_device_;  // by phase id
+  device_time step_device_;
 };
 
 }  // namespace steptrace::detail

@@ -83,6 +83,7 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
       for (std::uint32_t id : touched_) slices_.push_back({id, ticks_[id], calls_[id]});
       const bool warmup = finished_ < warmup_;
       ++finished_;
+      pair_step_events(!warmup && r.kind == record_kind::step_end);  // device time of counted steps only
       sink.on_step(
           built_step{begin_, t, r.kind == record_kind::step_end_failed, warmup, thread_, slices_, segments_});
       clear_step();
@@ -110,6 +111,8 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
 
     case record_kind::event_begin:
     case record_kind::event_end:
+    case record_kind::step_event_begin:
+    case record_kind::step_event_end:
       note_event(r);
       break;
 
@@ -139,7 +142,31 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
   }
 }
 
+void step_builder::free_event(std::uint32_t& slot) {
+  if (slot != no_event) event_pairs_.push_back({0, slot, no_event});
+  slot = no_event;
+}
+
+void step_builder::pair_step_events(bool timed) {
+  if (step_event_ != no_event) {
+    event_pairs_.push_back({event_pair::step, step_event_, step_end_event_, timed});
+    step_event_ = step_end_event_ = no_event;
+  }
+  free_event(step_end_event_);
+}
+
 void step_builder::note_event(const record& r) {
+  if (r.kind == record_kind::step_event_begin) {
+    free_event(step_event_);  // a step whose end never came (reset): its slot is freed
+    free_event(step_end_event_);
+    step_event_ = r.id;
+    return;
+  }
+  if (r.kind == record_kind::step_event_end) {
+    free_event(step_end_event_);
+    step_end_event_ = r.id;
+    return;
+  }
   if (r.kind == record_kind::event_begin) {
     if (!stack_.empty() && stack_.back().event == no_event) {
       stack_.back().event = r.id;
@@ -166,8 +193,8 @@ void step_builder::drop_open() {
   for (const open_phase& p : stack_) {
     if (p.event != no_event) event_pairs_.push_back({p.id, p.event, no_event});  // free the slot
   }
-  if (end_event_ != no_event) event_pairs_.push_back({0, end_event_, no_event});
-  end_event_ = no_event;
+  free_event(end_event_);
+  pair_step_events(false);
   clear_step();
   stack_.clear();
   in_step_ = false;

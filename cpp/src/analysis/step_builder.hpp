@@ -46,9 +46,11 @@ class step_sink {
   ~step_sink() = default;
 };
 
-// A phase that ran with CUDA events around it: the slots of its begin and end events.
+// A phase (or a step) that ran with CUDA events around it: the slots of its begin and end events.
 struct event_pair {
+  static constexpr std::uint32_t step = 0xffffffffu;  // `phase` of a step's pair
   std::uint32_t phase, begin, end;  // end may be no_event: free the begin slot, no time
+  bool timed = true;                // false: free both slots, no time (warm-up, failed, reset)
 };
 
 class step_builder {
@@ -91,6 +93,8 @@ class step_builder {
   inline void add_segment(std::uint64_t begin, std::uint64_t end, std::uint32_t id);
   inline void consume_one(const record& r, step_sink& sink);
   void note_event(const record& r);
+  void pair_step_events(bool timed);
+  void free_event(std::uint32_t& slot);
 
   std::uint32_t warmup_, thread_;
   std::uint64_t finished_ = 0, unbalanced_ = 0;
@@ -106,6 +110,7 @@ class step_builder {
   std::vector<host_segment> segments_;
   std::vector<event_pair> event_pairs_;
   std::uint32_t end_event_ = no_event;  // from an event_end, for the phase_end that follows
+  std::uint32_t step_event_ = no_event, step_end_event_ = no_event;  // the open step's events
 };
 
 }  // namespace steptrace::detail

@@ -84,29 +84,38 @@ inline void push(tracer_impl& impl, thread_state& state, record_kind kind, std::
   if (__builtin_expect(!state.records.try_push(ticks, id, kind), 0)) push_after_drain(impl, state, ticks, id, kind);
 }
 
-// Records a CUDA event on `stream` at a phase boundary and a record naming its slot.
-void mark_event(tracer_impl& impl, thread_state& s, void* stream, bool begin) noexcept {
+// Records a CUDA event on `stream` and returns its slot; no_event where none could be (no CUDA
+// context on this thread, every event still in flight, or a failed record).
+std::uint32_t record_event(thread_state& s, void* stream) noexcept {
   event_pool* pool = s.events.get();
   if (pool == nullptr) {
-    if (s.events_failed || !device_events_available()) return;
+    if (s.events_failed || !device_events_available()) return no_event;
     try {  // once per thread
       auto made = std::make_unique<event_pool>();
       if (!create_device_events(made->events, event_pool::size)) {
         s.events_failed = true;
-        return;
+        return no_event;
       }
       s.events = std::move(made);
       pool = s.events.get();
     } catch (const std::bad_alloc&) {
       s.events_failed = true;
-      return;
+      return no_event;
     }
   }
-  std::uint32_t slot = pool->take();
+  const std::uint32_t slot = pool->take();
   if (slot != no_event && !record_device_event(pool->events[slot], stream)) {
     pool->busy[slot].store(false, std::memory_order_relaxed);
-    slot = no_event;
+    return no_event;
   }
+  return slot;
+}
+
+// A CUDA event at a phase boundary, and a record naming its slot.
+void mark_event(tracer_impl& impl, thread_state& s, void* stream, bool begin) noexcept {
+  const std::uint32_t slot = record_event(s, stream);
+  event_pool* pool = s.events.get();
+  if (pool == nullptr) return;  // no events on this thread
   if (begin) {
     if (pool->depth < event_pool::max_depth) pool->open[pool->depth++] = slot;
     if (slot != no_event) push(impl, s, record_kind::event_begin, slot);
@@ -114,6 +123,12 @@ void mark_event(tracer_impl& impl, thread_state& s, void* stream, bool begin) no
     const bool paired = pool->depth > 0 && pool->open[--pool->depth] != no_event;
     if (paired || slot != no_event) push(impl, s, record_kind::event_end, slot);
   }
+}
+
+// A CUDA event at a step boundary, and a record naming its slot (the builder pairs them).
+void mark_step_event(tracer_impl& impl, thread_state& s, bool begin) noexcept {
+  const std::uint32_t slot = record_event(s, s.step_stream);
+  if (slot != no_event) push(impl, s, begin ? record_kind::step_event_begin : record_kind::step_event_end, slot);
 }
 
 }  // namespace
@@ -251,9 +266,13 @@ void tracer_impl::harvest_events() {
     event_pool& pool = *p.thread->events;
     if (p.pair.end != no_event) {
       float ms = 0;
-      switch (device_event_elapsed(pool.events[p.pair.begin], pool.events[p.pair.end], ms)) {
+      switch (p.pair.timed ? device_event_elapsed(pool.events[p.pair.begin], pool.events[p.pair.end], ms)
+                           : event_result::failed) {
         case event_result::pending: return false;
-        case event_result::done: totals.add_phase_device_time(p.pair.phase, ms); break;
+        case event_result::done:
+          p.pair.phase == event_pair::step ? totals.add_step_device_time(ms)
+                                           : totals.add_phase_device_time(p.pair.phase, ms);
+          break;
         case event_result::failed: break;
       }
       pool.busy[p.pair.end].store(false, std::memory_order_release);
@@ -325,7 +344,7 @@ config tracer::options() const {
   return impl_->cfg;
 }
 
-step_open tracer::begin_step() noexcept {
+step_open tracer::open_step(void* stream, bool on_stream) noexcept {
   if (!enabled() || impl_->forked.load(std::memory_order_relaxed)) return step_open::disabled;
   detail::thread_state* s = local_state(*impl_);
   if (s == nullptr) return step_open::disabled;
@@ -335,7 +354,10 @@ step_open tracer::begin_step() noexcept {
   }
   if (__builtin_expect(!impl_->gpu_checked.load(std::memory_order_relaxed), 0)) impl_->start_gpu();
   s->step_open = true;
+  s->step_on_stream = on_stream;
+  s->step_stream = stream;
   detail::push(*impl_, *s, record_kind::step_begin, 0);
+  if (on_stream) detail::mark_step_event(*impl_, *s, true);
   if (detail::nvtx_enabled.load(std::memory_order_relaxed)) detail::nvtx_push(0);
   return step_open::opened;
 }
@@ -345,6 +367,7 @@ void tracer::end_step(bool failed) noexcept {
   detail::thread_state* s = local_state(*impl_);
   if (s == nullptr || !s->step_open) return;
   s->step_open = false;
+  if (s->step_on_stream) detail::mark_step_event(*impl_, *s, false);
   detail::push(*impl_, *s, failed ? record_kind::step_end_failed : record_kind::step_end, 0);
   if (detail::nvtx_enabled.load(std::memory_order_relaxed)) detail::nvtx_pop();
 }
@@ -408,9 +431,11 @@ void tracer::set_fact(std::string_view key, std::string_view value) {
 void tracer::reset() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   for (auto& t : impl_->threads) {
-    t->records.drain([](const detail::record*, const detail::record*) {});
+    impl_->drain_locked(*t);  // read, not dropped: their CUDA event slots must go back
     t->builder.restart();
+    for (auto& pair : t->builder.event_pairs()) pair.timed = false;
   }
+  for (auto& p : impl_->pending_events) p.pair.timed = false;
   impl_->totals.clear();
   impl_->nested_steps.store(0, std::memory_order_relaxed);
 }

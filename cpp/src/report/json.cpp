@@ -84,7 +84,7 @@ std::string summary::json() const {
   }
   json_doc facts_json = json_doc::object();
   for (const auto& [key, value] : facts) facts_json[key] = value;
-  const json_doc doc = {
+  json_doc doc = {
       {"schema", schema_name},
       {"steps", steps},
       {"warmup_steps", warmup_steps},
@@ -104,6 +104,10 @@ std::string summary::json() const {
       {"errors", {{"nested_steps", errors.nested_steps}, {"unbalanced_phases", errors.unbalanced_phases}}},
       {"facts", facts_json},
   };
+  if (step_device_ms) {
+    doc["step_device_ms"] = stat_json(*step_device_ms);  // per step, from CUDA events
+    doc["step_device_steps"] = step_device_steps;
+  }
   return doc.dump(2);
 }
 
@@ -129,6 +133,10 @@ summary summary::from_json(std::string_view text) {
     s.threads = doc.at("threads").get<std::uint64_t>();
     s.wall_ms = doc.at("wall_ms").get<double>();
     s.step_ms = stat_from(doc.at("step_ms"));
+    if (doc.contains("step_device_ms")) {
+      s.step_device_ms = stat_from(doc.at("step_device_ms"));
+      s.step_device_steps = doc.at("step_device_steps").get<std::uint64_t>();
+    }
     for (const auto& [name, p] : doc.at("phases").items()) {
       phase_stats row;
       row.name = name;

@@ -98,6 +98,10 @@ std::string summary::table() const {
            g.dropped_records, g.incomplete_records);
     }
   }
+  if (step_device_ms) {
+    line("{:<11}each step on its stream (CUDA events): {} ms a step, p95 {}, max {} ({} steps)", "device",
+         ms(step_device_ms->mean), ms(step_device_ms->p95), ms(step_device_ms->max), step_device_steps);
+  }
   for (const phase_stats& p : phases) {
     if (!p.device_ms) continue;
     line("{:<11}`{}` on its stream (CUDA events): {} ms a call, p95 {}, max {} ({} calls)", "device", p.name,

@@ -21,8 +21,9 @@
 
 namespace steptrace::detail {
 
-// event_begin / event_end follow a phase_begin / precede a phase_end given a stream: their id is
-// the slot of the CUDA event recorded there (no_event: none could be recorded).
+// event_begin / event_end follow a phase_begin / precede a phase_end given a stream, and
+// step_event_begin / step_event_end do the same for a step: their id is the slot of the CUDA
+// event recorded there (no_event: none could be recorded).
 enum class record_kind : std::uint32_t {
   step_begin,
   step_end,
@@ -30,7 +31,9 @@ enum class record_kind : std::uint32_t {
   phase_begin,
   phase_end,
   event_begin,
-  event_end
+  event_end,
+  step_event_begin,
+  step_event_end
 };
 inline constexpr std::uint32_t no_event = 0xffffffffu;
 
