@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "steptrace/steptrace.hpp"
@@ -15,8 +16,12 @@ namespace {
 
 PyObject* step_error = nullptr;
 
-void open_step(tracer& t) {
-  if (t.begin_step() == step_open::nested) {
+// A CUDA stream handle from Python: None asks for no device timing; 0 is the default stream.
+using stream_arg = std::optional<std::uintptr_t>;
+void* stream_ptr(const stream_arg& stream) { return reinterpret_cast<void*>(stream.value_or(0)); }
+
+void open_step(tracer& t, const stream_arg& stream) {
+  if ((stream ? t.begin_step(stream_ptr(stream)) : t.begin_step()) == step_open::nested) {
     PyErr_SetString(step_error,
                     "steptrace: a step is already open on this thread; steps do not nest (use "
                     "steptrace.phase() for the inner scope)");
@@ -28,11 +33,13 @@ void open_step(tracer& t) {
 // thread), so one object serves every `with` on every thread.
 struct step_scope {
   tracer* t;
+  stream_arg stream;
 };
 struct phase_scope {
   tracer* t;
   phase_id id;
-  void* stream;  // a CUDA stream handle, or nullptr
+  bool on_stream;
+  void* stream;  // with on_stream: a CUDA stream handle (nullptr: the default stream)
 };
 
 }  // namespace
@@ -73,38 +80,33 @@ PYBIND11_MODULE(_core, m) {
              return d;
            })
       .def_property_readonly("enabled", &tracer::enabled)
-      .def("begin_step", &open_step)
+      .def("begin_step", &open_step, py::arg("stream") = py::none())
       .def("end_step", &tracer::end_step, py::arg("failed") = false)
       .def("begin_phase", [](tracer& t, std::uint32_t id) { t.begin_phase(phase_id{id}); })
       .def("end_phase", [](tracer& t, std::uint32_t id) { t.end_phase(phase_id{id}); })
-      .def("begin_phase_on",
-           [](tracer& t, std::uint32_t id, std::uintptr_t stream) {
-             t.begin_phase(phase_id{id}, reinterpret_cast<void*>(stream));
-           })
-      .def("end_phase_on", [](tracer& t, std::uint32_t id, std::uintptr_t stream) {
-        t.end_phase(phase_id{id}, reinterpret_cast<void*>(stream));
-      })
       .def("set_fact", &tracer::set_fact, py::arg("key"), py::arg("value"))
       .def("summary", &tracer::summary)
       .def("reset", &tracer::reset)
       .def("exit_report", &tracer::exit_report);
 
   py::class_<step_scope>(m, "StepScope")
-      .def(py::init([](tracer& t) { return step_scope{&t}; }), py::keep_alive<1, 2>())
-      .def("__enter__", [](step_scope& s) { open_step(*s.t); })
+      .def(py::init([](tracer& t, const stream_arg& stream) { return step_scope{&t, stream}; }), py::arg("tracer"),
+           py::arg("stream") = py::none(), py::keep_alive<1, 2>())
+      .def("__enter__", [](step_scope& s) { open_step(*s.t, s.stream); })
       .def("__exit__", [](step_scope& s, py::handle type, py::handle, py::handle) {
         s.t->end_step(!type.is_none());
         return false;  // never swallow the user's exception
       });
 
   py::class_<phase_scope>(m, "PhaseScope")
-      .def(py::init([](tracer& t, std::uint32_t id, std::uintptr_t stream) {
-             return phase_scope{&t, phase_id{id}, reinterpret_cast<void*>(stream)};
+      .def(py::init([](tracer& t, std::uint32_t id, const stream_arg& stream) {
+             return phase_scope{&t, phase_id{id}, stream.has_value(), stream_ptr(stream)};
            }),
-           py::arg("tracer"), py::arg("id"), py::arg("stream") = 0, py::keep_alive<1, 2>())
-      .def("__enter__", [](phase_scope& p) { p.t->begin_phase(p.id, p.stream); })
+           py::arg("tracer"), py::arg("id"), py::arg("stream") = py::none(), py::keep_alive<1, 2>())
+      .def("__enter__",
+           [](phase_scope& p) { p.on_stream ? p.t->begin_phase(p.id, p.stream) : p.t->begin_phase(p.id); })
       .def("__exit__", [](phase_scope& p, py::handle, py::handle, py::handle) {
-        p.t->end_phase(p.id, p.stream);
+        p.on_stream ? p.t->end_phase(p.id, p.stream) : p.t->end_phase(p.id);
         return false;
       });
 

@@ -78,7 +78,7 @@ _modules = sys.modules
 
 
 def _stream_handle(stream: Any) -> int:
-    """0 (no device timing), or the integer handle of a CUDA stream; None: torch's current one."""
+    """The integer handle of a CUDA stream (0 is the default stream); None: torch's current one."""
     if stream is None:
         stream = _modules["torch"].cuda.current_stream()
     handle = getattr(stream, "cuda_stream", stream)
@@ -115,14 +115,23 @@ class Tracer:
     def _init(self, core: _core.Tracer) -> None:
         self._core = core
         self._step = _StepScope(core)
+        self._steps_on: Dict[int, _StepScope] = {}  # by stream handle
         self._phases: Dict[Any, _PhaseScope] = {}  # by name, or by (name, stream handle)
 
-    def step(self, fn: Optional[F] = None) -> Any:
+    def step(self, fn: Optional[F] = None, *, stream: Any = None) -> Any:
         """One iteration of your loop: ``with tracer.step():`` or ``@tracer.step``.
 
         An exception inside propagates unchanged and the step counts as failed. Opening a step
-        on a thread that already has one open raises StepError."""
-        return self._step if fn is None else self._step(fn)
+        on a thread that already has one open raises StepError. ``stream`` (as for ``phase``;
+        0 is the default stream) also times the whole step on the device with CUDA events."""
+        scope = self._step if stream is None else self._step_on(_stream_handle(stream))
+        return scope if fn is None else scope(fn)
+
+    def _step_on(self, handle: int) -> _StepScope:
+        scope = self._steps_on.get(handle)
+        if scope is None:
+            scope = self._steps_on[handle] = _StepScope(self._core, handle)
+        return scope
 
     def phase(self, name: str, stream: Any = None) -> _PhaseScope:
         """A named scope inside a step: ``with tracer.phase("compute"):`` or as a decorator.
@@ -135,24 +144,26 @@ class Tracer:
             torch = _modules.get("torch")  # never imported here: only used if the program did
             if torch is None or not torch.cuda.is_initialized():
                 scope = self._phases.get(name)
-                return scope if scope is not None else self._new_phase(name, 0)
-        handle = _stream_handle(stream)
-        scope = self._phases.get((name, handle) if handle else name)
+                return scope if scope is not None else self._new_phase(name, None)
+        handle = _stream_handle(stream)  # 0, the default stream, is timed too
+        scope = self._phases.get((name, handle))
         return scope if scope is not None else self._new_phase(name, handle)
 
-    def _new_phase(self, name: str, handle: int) -> _PhaseScope:
+    def _new_phase(self, name: str, handle: Optional[int]) -> _PhaseScope:
         if not isinstance(name, str):
             raise TypeError(f"steptrace: a phase name must be a str, not {type(name).__name__}")
         scope = _PhaseScope(self._core, _core.register_phase(name), handle)
-        self._phases[(name, handle) if handle else name] = scope
+        self._phases[name if handle is None else (name, handle)] = scope
         return scope
 
-    def steps(self, iterable: Iterable[T]) -> Iterator[T]:
+    def steps(self, iterable: Iterable[T], *, stream: Any = None) -> Iterator[T]:
         """Yields the items of ``iterable``; each is one step, and getting it is its ``input``.
 
         Leaving the loop (break, an exception) ends the open step when the iterator is closed.
-        If getting an item raises, the exception propagates and that step counts as failed."""
+        If getting an item raises, the exception propagates and that step counts as failed.
+        ``stream``: as for ``step``."""
         core = self._core
+        handle = None if stream is None else _stream_handle(stream)
         # An instrumented loader times its own fetches; timing them here too would count twice.
         input_id = None if getattr(iterable, "_steptrace_times_input", False) else _core.INPUT
         it = iter(iterable)
@@ -169,12 +180,12 @@ class Tracer:
             except BaseException:
                 if input_id is not None:
                     core.end_phase(input_id)
-                core.begin_step()
+                core.begin_step(handle)
                 core.end_step(True)
                 raise
             if input_id is not None:
                 core.end_phase(input_id)
-            core.begin_step()
+            core.begin_step(handle)
             try:
                 yield item
             finally:

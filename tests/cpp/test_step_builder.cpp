@@ -190,6 +190,15 @@ TEST_CASE("CUDA event slots around a phase are paired for harvesting", "[analysi
     CHECK(b.event_pairs()[0].begin == 5);
     CHECK(b.event_pairs()[0].end == no_event);
   }
+  SECTION("a phase in a warm-up step frees its slots without timing them") {
+    step_builder warm(1, 0);
+    run({step_begin(0), begin(compute, 10), event(record_kind::event_begin, 3, 10),
+         event(record_kind::event_end, 4, 40), end(compute, 40), step_end(50)},
+        0, &warm);
+    REQUIRE(warm.event_pairs().size() == 1);
+    CHECK(warm.event_pairs()[0].end == 4);
+    CHECK_FALSE(warm.event_pairs()[0].timed);
+  }
   SECTION("slots of phases still open when the thread goes are freed") {
     recording_sink sink;
     b.consume(begin(compute, 60), sink);

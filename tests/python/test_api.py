@@ -241,3 +241,25 @@ def test_a_phase_with_a_stream_is_still_a_phase_without_a_gpu(tracer):
     assert "device_ms" not in d["phases"]["compute"]  # no GPU here: no events were recorded
     with pytest.raises(TypeError, match="CUDA stream handle"):
         tracer.phase("compute", stream="default")
+
+
+def test_steps_and_the_default_stream_take_device_timing_without_breaking_anything(tracer):
+    # 0 is CUDA's default stream (torch.cuda.default_stream().cuda_stream), not "no stream".
+    for _ in range(3):
+        with tracer.step(stream=0):
+            with tracer.phase("compute", stream=0):
+                pass
+    for _ in tracer.steps(range(2), stream=0):
+        pass
+
+    @tracer.step(stream=0)
+    def one_step():
+        pass
+
+    one_step()
+    d = tracer.summary().to_dict()
+    assert d["steps"] == 6
+    assert d["phases"]["compute"]["calls"] == 3
+    assert "step_device_ms" not in d  # no GPU here: no events were recorded
+    with pytest.raises(TypeError, match="CUDA stream handle"):
+        tracer.step(stream=-1)

@@ -26,3 +26,24 @@ def test_pinned_copies_and_fused_kernels_are_better(gpu_scenarios):
     assert pinned.summary.to_dict()["gpu"]["h2d"]["pageable_share"] == 0
     assert pageable.summary.to_dict()["gpu"]["h2d"]["pageable_share"] == 1
     assert fused.step_ms() < tiny.step_ms()
+
+
+def test_the_default_stream_gives_device_time_to_steps_and_phases():
+    import steptrace
+
+    torch.cuda.init()
+    tracer = steptrace.Tracer(print_at_exit=False, warmup_steps=1)
+    x = torch.ones(1, device="cuda")
+    cycles = int(torch.cuda.get_device_properties(0).clock_rate * 1000 * 0.005)  # ~5 ms of device time
+    for _ in range(6):
+        with tracer.step(stream=torch.cuda.default_stream()):
+            with tracer.phase("compute"):  # torch's current stream: the default one, handle 0
+                torch.cuda._sleep(cycles)
+                x += 1
+        torch.cuda.synchronize()
+    d = tracer.summary().to_dict()
+    assert torch.cuda.current_stream().cuda_stream == 0
+    assert d["phases"]["compute"]["device_calls"] == 5, d["phases"]["compute"]
+    assert d["step_device_steps"] == 5
+    assert d["phases"]["compute"]["device_ms"]["mean"] > 1.0
+    assert d["step_device_ms"]["mean"] >= d["phases"]["compute"]["device_ms"]["mean"] * 0.98

@@ -128,7 +128,9 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
       for (std::size_t j = stack_.size(); j-- > i - 1;) {
         if (!stack_[j].counted && !accounting()) sink.on_unscoped(stack_[j].id, t - stack_[j].begin);
         if (stack_[j].event != no_event) {
-          event_pairs_.push_back({stack_[j].id, stack_[j].event, j == i - 1 ? end_event_ : no_event});
+          // Device time, like host time, is kept out of the statistics during warm-up.
+          event_pairs_.push_back(
+              {stack_[j].id, stack_[j].event, j == i - 1 ? end_event_ : no_event, finished_ >= warmup_});
         }
       }
       end_event_ = no_event;
