@@ -135,6 +135,37 @@ int main() {
     expect("synchronisations per step", s.gpu->syncs_per_step, 20, 0);
   }
 
+  {  // CUDA events: a step and a phase given the stream, around a 2 ms kernel, no sync inside.
+    steptrace::tracer t(quiet());
+    for (int i = 0; i < 12; ++i) {
+      steptrace::scoped_step step(t, stream);
+      steptrace::scoped_phase p(t, steptrace::builtin::compute, stream);
+      spin_ns<<<1, 1, 0, stream>>>(2'000'000);
+    }
+    check_cuda(cudaStreamSynchronize(stream), "events");
+    const steptrace::summary s = t.summary();
+    const steptrace::phase_stats* compute = s.phase("compute");
+    const bool timed = compute != nullptr && compute->device_ms && s.step_device_ms;
+    expect("steps and phases timed by CUDA events", timed ? 1 : 0, 1, 0);
+    if (timed) {
+      expect("phase device time from CUDA events (ms)", compute->device_ms->mean, 2.0, 0.04);
+      expect("phase calls timed (warm-up left out)", static_cast<double>(compute->device_calls), 10, 0);
+      expect("step device time from CUDA events (ms)", s.step_device_ms->mean, 2.0, 0.04);
+      expect("steps timed (warm-up left out)", static_cast<double>(s.step_device_steps), 10, 0);
+    }
+  }
+
+  {  // The default stream (nullptr) is a stream like any other.
+    steptrace::tracer t(quiet());
+    for (int i = 0; i < 12; ++i) {
+      steptrace::scoped_step step(t, nullptr);
+      spin_ns<<<1, 1, 0, nullptr>>>(1'000'000);
+    }
+    check_cuda(cudaDeviceSynchronize(), "default stream");
+    const steptrace::summary s = t.summary();
+    expect("step device time on the default stream (ms)", s.step_device_ms ? s.step_device_ms->mean : -1, 1.0, 0.02);
+  }
+
   std::printf("%s: %d miss%s\n", failures ? "FAILED" : "ALL MET", failures, failures == 1 ? "" : "es");
   return failures ? 1 : 0;
 }
