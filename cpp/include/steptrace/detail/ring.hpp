@@ -46,7 +46,6 @@ static_assert(sizeof(record) == 16, "records stay 16 bytes");
 
 class ring {
  public:
-
   explicit ring(std::uint32_t capacity)  // a power of two
       : slots_(new record[capacity]()), mask_(capacity - 1) {}  // touched now, not on the hot path
 
@@ -93,9 +92,10 @@ class ring {
   alignas(64) std::atomic<std::uint64_t> consumed_{0};   // written by the consumer
 };
 
-// The ring of the tracer this thread recorded into last. The library sets it on a thread's
-// first record into a tracer (and clears it in a forked child, or when the thread exits); it
-// stays clear when the inline path cannot be used (no invariant TSC, or NVTX ranges wanted).
+// The ring of the tracer this thread recorded into last. The library's slow path sets it (a
+// thread's first record into a tracer, or after recording into another one) and clears it in a
+// forked child and when the thread exits. A tracer reads it only when the inline path can be
+// used: an invariant TSC, and no tool collecting NVTX ranges.
 struct thread_binding {
   std::uint64_t tracer_uid;  // 0: none; uids are never reused, so a dead tracer never matches
   ring* records;
