@@ -123,9 +123,11 @@ def main():
     st_vs_hand = ratio("steptrace", "hand-written perf_counter") - 1
     ratios = sorted(t["steptrace"] / t["hand-written perf_counter"] - 1 for t in per_round)
     q1, q3 = ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4]
+    verdict = "met" if abs(st_vs_hand) <= 0.01 else "MISSED"
+    if q3 - q1 > 0.02:  # the middle half of the rounds spans more than twice the target
+        verdict = f"{verdict} in the median, but rounds spread wider than the target (see the additive estimate)"
     print(f"  steptrace vs hand-written: {100 * st_vs_hand:+.2f}% (per-round spread, middle half: "
-          f"{100 * q1:+.2f}% .. {100 * q3:+.2f}%) (target within 1%): "
-          f"{'met' if abs(st_vs_hand) <= 0.01 else 'MISSED'}")
+          f"{100 * q1:+.2f}% .. {100 * q3:+.2f}%) (target within 1%): {verdict}")
     s = tracer.summary().to_dict()
     print(f"  steptrace saw {s['steps'] + s['warmup_steps']} steps, step p50 {s['step_ms']['p50']:.3f} ms")
     us = instrumentation_us(model, opt, loss_fn, batches)
