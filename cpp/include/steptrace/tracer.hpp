@@ -151,15 +151,9 @@ STEPTRACE_API tracer& default_tracer();
 
 class scoped_step {
  public:
-  explicit scoped_step(tracer& t = default_tracer()) noexcept
-      : tracer_(t), exceptions_(std::uncaught_exceptions()), state_(t.begin_step()) {
-    if (state_ == step_open::nested) tracer_.warn_nested_step();
-  }
+  explicit scoped_step(tracer& t = default_tracer()) noexcept : scoped_step(t, t.begin_step()) {}
   // `stream`: a cudaStream_t (nullptr: the default stream); the step also gets its device time.
-  scoped_step(tracer& t, void* stream) noexcept
-      : tracer_(t), exceptions_(std::uncaught_exceptions()), state_(t.begin_step(stream)) {
-    if (state_ == step_open::nested) tracer_.warn_nested_step();
-  }
+  scoped_step(tracer& t, void* stream) noexcept : scoped_step(t, t.begin_step(stream)) {}
   ~scoped_step() {
     if (state_ == step_open::opened) tracer_.end_step(std::uncaught_exceptions() > exceptions_);
   }
@@ -171,6 +165,11 @@ class scoped_step {
   void* operator new(std::size_t) = delete;
 
  private:
+  scoped_step(tracer& t, step_open state) noexcept
+      : tracer_(t), exceptions_(std::uncaught_exceptions()), state_(state) {
+    if (state_ == step_open::nested) tracer_.warn_nested_step();
+  }
+
   tracer& tracer_;
   int exceptions_;
   step_open state_;
