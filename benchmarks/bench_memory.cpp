@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   const long steps = argc > 1 ? std::atol(argv[1]) : 1'000'000;
   const long warmup = 20'000;
   steptrace::config cfg;
-  cfg.print_at_exit = false;
+  cfg.print_at_exit = steptrace::exit_print::never;
   steptrace::tracer t(cfg);
   const steptrace::phase_id load = steptrace::register_phase("load"), run = steptrace::register_phase("run");
 

@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   const bool tsc = std::strcmp(steptrace::host_clock_name(), "tsc") == 0;
 
   steptrace::config cfg;
-  cfg.print_at_exit = false;
+  cfg.print_at_exit = steptrace::exit_print::never;
   cfg.warmup_steps = 0;
   steptrace::tracer enabled(cfg);
   cfg.enabled = false;

@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
 
   steptrace::tracer& tracer = steptrace::default_tracer();
   steptrace::config cfg = tracer.options();
-  cfg.print_at_exit = false;  // this program prints its own report below
+  cfg.print_at_exit = steptrace::exit_print::never;  // this program prints its own report below
   tracer.configure(cfg);
 
   std::vector<std::thread> workers;

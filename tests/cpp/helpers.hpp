@@ -16,7 +16,7 @@ namespace steptrace::testing {
 inline config quiet(std::uint32_t warmup = 0) {
   config c;
   c.warmup_steps = warmup;
-  c.print_at_exit = false;
+  c.print_at_exit = steptrace::exit_print::never;
   return c;
 }
 

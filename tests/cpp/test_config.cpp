@@ -27,7 +27,7 @@ TEST_CASE("options are set from their text form", "[config]") {
   c.set("json_path", "/tmp/run.json");
   CHECK(c.warmup_steps == 12);
   CHECK(!c.enabled);
-  CHECK(c.print_at_exit);
+  CHECK(c.print_at_exit == steptrace::exit_print::always);
   CHECK(c.log_level == "error");
   CHECK(c.ring_records == 1024);
   CHECK(c.json_path == "/tmp/run.json");
@@ -78,4 +78,21 @@ TEST_CASE("STEPTRACE_DISABLE=1 keeps a tracer off whatever is configured", "[con
   t.configure(c);
   CHECK(!t.enabled());
   CHECK(t.begin_step() == steptrace::step_open::disabled);
+}
+
+TEST_CASE("every option in the table reads back what set() took, and has a variable and a doc", "[config]") {
+  config c;
+  for (const steptrace::option_info& o : steptrace::options_table()) {
+    INFO(o.name);
+    CHECK(std::string(o.env).rfind("STEPTRACE_", 0) == 0);
+    CHECK(std::string(o.doc).size() > 10);
+    CHECK(c.get(o.name) == o.default_text);  // the documented default is the real one
+    c.set(o.name, c.get(o.name));
+  }
+  c.set("print_at_exit", "never");
+  CHECK(c.get("print_at_exit") == "never");
+  c.set("print_at_exit", "0");
+  CHECK(c.print_at_exit == steptrace::exit_print::never);
+  CHECK_THROWS_WITH(c.set("print_at_exit", "sometimes"), Contains("auto, always, never"));
+  CHECK_THROWS_WITH(c.get("colour"), Contains("unknown option 'colour'") && Contains("cupti"));
 }

@@ -50,7 +50,7 @@ void expect(const char* what, double measured, double expected, double tolerance
 steptrace::config quiet() {
   steptrace::config c;
   c.warmup_steps = 2;
-  c.print_at_exit = false;
+  c.print_at_exit = steptrace::exit_print::never;
   return c;
 }
 

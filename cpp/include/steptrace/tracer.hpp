@@ -22,51 +22,13 @@
 #include <string_view>
 #include <vector>
 
+#include "steptrace/config.hpp"
 #include "steptrace/detail/ring.hpp"
 #include "steptrace/export.hpp"
+#include "steptrace/phase.hpp"
 #include "steptrace/summary.hpp"
 
 namespace steptrace {
-
-struct STEPTRACE_API config {
-  bool enabled = true;                // false: every call is a no-op
-  std::uint32_t warmup_steps = 5;     // first steps of each thread, kept out of the statistics
-  bool print_at_exit = true;          // default tracer: print the table at exit if steps ran
-  std::string json_path;              // default tracer: also write the summary JSON here at exit
-  std::string log_level = "warn";     // trace, debug, info, warn, error, off
-  std::uint32_t ring_records = 16384;  // records buffered per thread: a power of two, 64..2^24
-  bool cupti = true;                  // collect device activity with CUPTI when a GPU is there
-
-  // Sets one option from its text form; environment variables and Python's configure() both
-  // come through here. Throws std::invalid_argument naming the option and the bad value.
-  void set(std::string_view key, std::string_view value);
-  // Throws std::invalid_argument, as set() would, if a field holds a value set() refuses.
-  void validate() const;
-  // Defaults overlaid with STEPTRACE_* environment variables. A bad variable is skipped and
-  // described, one line each, in *errors.
-  static config from_env(std::vector<std::string>* errors = nullptr);
-};
-
-// Phase names are registered once and passed around as small ids.
-struct phase_id {
-  std::uint32_t value;
-};
-namespace builtin {
-inline constexpr phase_id other{0};  // time inside a step but outside every phase
-inline constexpr phase_id input{1};
-inline constexpr phase_id h2d{2};
-inline constexpr phase_id compute{3};
-inline constexpr phase_id wait{4};
-}  // namespace builtin
-
-// Same name, same id; thread-safe; not for the hot path. Throws std::invalid_argument for an
-// empty name, the reserved name "other", or once 4096 names are registered.
-STEPTRACE_API phase_id register_phase(std::string_view name);
-STEPTRACE_API std::string phase_label(phase_id id);
-
-// The host clock steps and phases are stamped with: "tsc" where the TSC is invariant, else
-// "clock_monotonic".
-STEPTRACE_API const char* host_clock_name() noexcept;
 
 enum class step_open { opened, disabled, nested };
 
@@ -109,12 +71,15 @@ class STEPTRACE_API tracer {
   // "0"); the latest value of a key wins. Not for the hot path.
   void set_fact(std::string_view key, std::string_view value);
 
-  // Safe while other threads record. Open steps are not included.
+  // Safe while other threads record. Open steps are not included. The default tracer's exit
+  // report then knows the program has seen these steps (print_at_exit=auto).
   ::steptrace::summary summary() const;
-  // Forgets every recorded step and phase; warm-up starts again.
+  // Forgets every recorded step and phase; warm-up starts again. A step open on another thread
+  // at that moment is not counted, and leaves no error behind.
   void reset();
-  // The table to print at exit: once, in the process that created the tracer, and only when
-  // steps were recorded and print_at_exit is set (writes json_path too). Empty otherwise.
+  // What to print at exit: once, in the process that created the tracer, only when steps were
+  // recorded: the table, or one line when the program already fetched this summary (see
+  // print_at_exit). Writes json_path too, whole or not at all. Empty otherwise.
   std::string exit_report();
   // Says once, as an error line on stderr, that a nested step was ignored (scoped_step's only
   // way to tell; Python raises StepError instead).
@@ -132,6 +97,7 @@ class STEPTRACE_API tracer {
     record_phase(id, kind == detail::record_kind::phase_begin);
   }
   step_open open_step(void* stream, bool on_stream) noexcept;
+  ::steptrace::summary collect_summary(bool shown) const;  // shown: the program fetched it
   void record_phase(std::uint32_t id, bool begin) noexcept;  // the slow path: binds the thread
   void record_phase_on(std::uint32_t id, void* stream, bool begin) noexcept;
 
@@ -203,6 +169,12 @@ class scoped_phase {
 #define STEPTRACE_CONCAT_INNER(a, b) a##b
 #define STEPTRACE_CONCAT(a, b) STEPTRACE_CONCAT_INNER(a, b)
 
+// Define STEPTRACE_COMPILED_OUT (e.g. -DSTEPTRACE_COMPILED_OUT) and both macros expand to
+// nothing: no call, no static, the name not even evaluated, for builds that must pay zero.
+#ifdef STEPTRACE_COMPILED_OUT
+#define STEPTRACE_STEP() static_assert(true, "")
+#define STEPTRACE_PHASE(name) static_assert(true, "")
+#else
 // A step on the default tracer until the end of the enclosing scope.
 #define STEPTRACE_STEP() ::steptrace::scoped_step STEPTRACE_CONCAT(steptrace_step_, __LINE__)
 // A phase on the default tracer until the end of the enclosing scope; the name is registered
@@ -213,3 +185,4 @@ class scoped_phase {
   ::steptrace::scoped_phase STEPTRACE_CONCAT(steptrace_phase_, __LINE__) {                   \
     ::steptrace::default_tracer(), STEPTRACE_CONCAT(steptrace_phase_id_, __LINE__)           \
   }
+#endif

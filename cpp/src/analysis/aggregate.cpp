@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "record/clock.hpp"
-#include "steptrace/tracer.hpp"
+#include "steptrace/phase.hpp"
 
 namespace steptrace::detail {
 
@@ -30,8 +30,7 @@ void aggregate::on_step(const built_step& s) {
     t.ticks += p.ticks;
     t.calls += p.calls;
   }
-  if (s.thread >= threads_.size()) threads_.resize(s.thread + 1, false);
-  threads_[s.thread] = true;
+  threads_ += s.first_of_thread ? 1 : 0;
   if (device_) {  // device records are in ns on the host clock: convert this step's times
     std::vector<host_segment> segments;
     segments.reserve(s.segments.size());
@@ -90,7 +89,7 @@ void aggregate::fill(summary& out, double ns_per_tick) const {
   out.steps = steps_;
   out.warmup_steps = warmup_;
   out.failed_steps = failed_;
-  out.threads = static_cast<std::uint64_t>(std::count(threads_.begin(), threads_.end(), true));
+  out.threads = threads_;
   out.wall_ms = steps_ ? static_cast<double>(last_end_ - first_begin_) * ms_per_tick : 0.0;
   out.step_ms = to_ms(step_hist_, step_ticks_, steps_, ms_per_tick);
   out.step_device_ms.reset();

@@ -44,7 +44,7 @@ class aggregate final : public step_sink {
   histogram step_hist_;
   std::vector<std::unique_ptr<phase_totals>> phases_;  // by phase id
   std::vector<unscoped_totals> unscoped_;               // by phase id
-  std::vector<bool> threads_;                           // by thread slot
+  std::uint64_t threads_ = 0;                           // with at least one counted step
   std::unique_ptr<device_join> device_;
   struct device_time {
     histogram per_call;  // ns

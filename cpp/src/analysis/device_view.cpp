@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "steptrace/tracer.hpp"
+#include "steptrace/phase.hpp"
 
 namespace steptrace::detail {
 namespace {

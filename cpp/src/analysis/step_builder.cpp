@@ -1,6 +1,6 @@
 #include "analysis/step_builder.hpp"
 
-#include "steptrace/tracer.hpp"
+#include "steptrace/phase.hpp"
 
 namespace steptrace::detail {
 
@@ -77,15 +77,22 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
 
     case record_kind::step_end:
     case record_kind::step_end_failed: {
-      if (!in_step_) break;  // its begin was forgotten by a reset
+      if (!in_step_) break;  // its begin was lost (records dropped at exit)
       advance(t);
-      slices_.clear();
-      for (std::uint32_t id : touched_) slices_.push_back({id, ticks_[id], calls_[id]});
-      const bool warmup = finished_ < warmup_;
-      ++finished_;
-      pair_step_events(!warmup && r.kind == record_kind::step_end);  // device time of counted steps only
-      sink.on_step(
-          built_step{begin_, t, r.kind == record_kind::step_end_failed, warmup, thread_, slices_, segments_});
+      if (discard_step_) {  // began before a reset: belongs to no statistics
+        pair_step_events(false);
+      } else {
+        slices_.clear();
+        for (std::uint32_t id : touched_) slices_.push_back({id, ticks_[id], calls_[id]});
+        const bool warmup = finished_ < warmup_;
+        const bool failed = r.kind == record_kind::step_end_failed;
+        const bool first = !warmup && !failed && !counted_any_;
+        counted_any_ = counted_any_ || (!warmup && !failed);
+        ++finished_;
+        pair_step_events(!warmup && !failed);  // device time of counted steps only
+        sink.on_step(built_step{begin_, t, failed, warmup, first, thread_, slices_, segments_});
+      }
+      discard_step_ = false;
       clear_step();
       in_step_ = false;
       for (auto& p : stack_) p.counted = false;
@@ -130,7 +137,8 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
         if (stack_[j].event != no_event) {
           // Device time, like host time, is kept out of the statistics during warm-up.
           event_pairs_.push_back(
-              {stack_[j].id, stack_[j].event, j == i - 1 ? end_event_ : no_event, finished_ >= warmup_});
+              {stack_[j].id, stack_[j].event, j == i - 1 ? end_event_ : no_event,
+               finished_ >= warmup_ && !discard_step_});
         }
       }
       end_event_ = no_event;
@@ -187,8 +195,21 @@ void step_builder::finish(step_sink& sink) {
 }
 
 void step_builder::restart() {
+  finished_ = unbalanced_ = 0;
+  counted_any_ = false;
+  if (in_step_) discard_step_ = true;
+  if (capture_ != capture::none) {  // a fetch in flight is claimed by no step now
+    capture_ = capture::none;
+    if (!in_step_) clear_step();
+  }
+}
+
+void step_builder::rebind(std::uint32_t thread, std::uint32_t warmup_steps) {
   drop_open();
   finished_ = unbalanced_ = 0;
+  counted_any_ = false;
+  thread_ = thread;
+  warmup_ = warmup_steps;
 }
 
 void step_builder::drop_open() {
@@ -199,7 +220,7 @@ void step_builder::drop_open() {
   pair_step_events(false);
   clear_step();
   stack_.clear();
-  in_step_ = false;
+  in_step_ = discard_step_ = false;
   capture_ = capture::none;
 }
 

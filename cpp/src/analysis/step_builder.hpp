@@ -31,6 +31,7 @@ struct host_segment {
 struct built_step {
   std::uint64_t begin, end;  // ticks
   bool failed, warmup;
+  bool first_of_thread;  // the thread's first counted step (since it started, or a reset)
   std::uint32_t thread;
   const std::vector<phase_slice>& phases;      // only phases with time or calls in this step
   const std::vector<host_segment>& segments;   // in time order; at most max_segments (empty
@@ -65,8 +66,11 @@ class step_builder {
   void consume(const record& r, step_sink& sink) { consume(&r, &r + 1, sink); }
   // The thread is gone: a held input becomes unscoped, open steps and phases are dropped.
   void finish(step_sink& sink);
-  // Forgets everything, warm-up included (the tracer was reset).
+  // Forgets every finished step, warm-up included (the tracer was reset). A step open now is
+  // not counted when it ends; phases open now stay open, so their ends match.
   void restart();
+  // The memory now serves another thread: a new number, its own warm-up, nothing carried over.
+  void rebind(std::uint32_t thread, std::uint32_t warmup_steps);
   void set_warmup(std::uint32_t steps) noexcept { warmup_ = steps; }
   // Host segments are only read by the device view: without one, they are not built.
   void keep_segments(bool on) noexcept { keep_segments_ = on; }
@@ -99,6 +103,8 @@ class step_builder {
   std::uint32_t warmup_, thread_;
   std::uint64_t finished_ = 0, unbalanced_ = 0;
   bool in_step_ = false;
+  bool discard_step_ = false;  // the open step began before a reset
+  bool counted_any_ = false;
   bool keep_segments_ = true;
   capture capture_ = capture::none;
   std::uint64_t begin_ = 0, last_ = 0, capture_end_ = 0;

@@ -1,12 +1,15 @@
-// The one place where option names, environment variables and value rules live.
+// The option table: each option's name, environment variable, value rule, default and meaning,
+// defined here once. config::set / get / from_env, the error texts, Python's configure() and
+// options(), and the README's option list all read it.
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
-#include "core/log.hpp"
-#include "steptrace/tracer.hpp"
+#include "base/log.hpp"
+#include "steptrace/config.hpp"
 
 extern char** environ;
 
@@ -26,89 +29,135 @@ bool parse_bool(std::string_view v) {
   throw std::invalid_argument("expected a boolean (1/0, true/false, yes/no, on/off)");
 }
 
-std::uint64_t parse_uint(std::string_view v, std::uint64_t max) {
-  if (v.empty() || v.size() > 12 || !std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); })) {
+std::uint32_t parse_uint(std::string_view v, std::uint32_t max) {
+  if (v.empty() || v.size() > 10 || !std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); })) {
     throw std::invalid_argument("expected a non-negative integer");
   }
   const std::uint64_t n = std::stoull(std::string(v));
   if (n > max) throw std::invalid_argument("expected at most " + std::to_string(max));
-  return n;
+  return static_cast<std::uint32_t>(n);
 }
 
-struct env_var {
-  const char* name;
-  const char* option;
-  bool inverted;  // STEPTRACE_DISABLE=1 means enabled=0
-};
-constexpr env_var env_vars[] = {
-    {"STEPTRACE_DISABLE", "enabled", true},
-    {"STEPTRACE_WARMUP_STEPS", "warmup_steps", false},
-    {"STEPTRACE_PRINT_AT_EXIT", "print_at_exit", false},
-    {"STEPTRACE_JSON", "json_path", false},
-    {"STEPTRACE_LOG_LEVEL", "log_level", false},
-    {"STEPTRACE_RING_RECORDS", "ring_records", false},
-    {"STEPTRACE_CUPTI", "cupti", false},
+const char* bool_text(bool b) { return b ? "1" : "0"; }
+
+struct option {
+  option_info info;
+  std::function<void(config&, std::string_view)> set;  // throws std::invalid_argument: why
+  std::function<std::string(const config&)> get;
 };
 
-constexpr std::string_view option_names[] = {"enabled",   "warmup_steps", "print_at_exit", "json_path",
-                                             "log_level", "ring_records", "cupti"};
+const std::vector<option>& options() {
+  static const std::vector<option> table = {
+      {{"enabled", "STEPTRACE_DISABLE", true, "bool", "1",
+        "0: every call is a no-op. STEPTRACE_DISABLE=1 keeps every tracer off, whatever is configured."},
+       [](config& c, std::string_view v) { c.enabled = parse_bool(v); },
+       [](const config& c) { return std::string(bool_text(c.enabled)); }},
+      {{"warmup_steps", "STEPTRACE_WARMUP_STEPS", false, "uint", "5",
+        "first steps of each thread, recorded but kept out of the statistics (at most 1000000)"},
+       [](config& c, std::string_view v) { c.warmup_steps = parse_uint(v, 1'000'000); },
+       [](const config& c) { return std::to_string(c.warmup_steps); }},
+      {{"print_at_exit", "STEPTRACE_PRINT_AT_EXIT", false, "choice:auto|always|never", "auto",
+        "the default tracer's table at exit: auto prints it unless the program already fetched the "
+        "summary after its last step (then one line says so); 1/true means always, 0/false never"},
+       [](config& c, std::string_view v) {
+         const std::string s = lower(v);
+         if (s == "auto") {
+           c.print_at_exit = exit_print::auto_;
+         } else if (s == "always") {
+           c.print_at_exit = exit_print::always;
+         } else if (s == "never") {
+           c.print_at_exit = exit_print::never;
+         } else {
+           try {
+             c.print_at_exit = parse_bool(s) ? exit_print::always : exit_print::never;
+           } catch (const std::invalid_argument&) {
+             throw std::invalid_argument("expected auto, always, never or a boolean");
+           }
+         }
+       },
+       [](const config& c) {
+         return std::string(c.print_at_exit == exit_print::auto_    ? "auto"
+                            : c.print_at_exit == exit_print::always ? "always"
+                                                                    : "never");
+       }},
+      {{"json_path", "STEPTRACE_JSON", false, "path", "",
+        "the default tracer also writes the summary JSON here at exit (written whole or not at all)"},
+       [](config& c, std::string_view v) { c.json_path = std::string(v); },
+       [](const config& c) { return c.json_path; }},
+      {{"log_level", "STEPTRACE_LOG_LEVEL", false, "choice:trace|debug|info|warn|error|off", "warn",
+        "the least severe message steptrace prints to stderr"},
+       [](config& c, std::string_view v) {
+         const std::string s = lower(v);
+         detail::parse_log_level(s);
+         c.log_level = s == "warning" ? "warn" : s;
+       },
+       [](const config& c) { return c.log_level; }},
+      {{"ring_records", "STEPTRACE_RING_RECORDS", false, "uint", "16384",
+        "records buffered per thread (16 bytes each): a power of two from 64 to 16777216"},
+       [](config& c, std::string_view v) {
+         const std::uint32_t n = parse_uint(v, 1u << 24);
+         if (n < 64 || (n & (n - 1)) != 0) throw std::invalid_argument("expected a power of two from 64 to 16777216");
+         c.ring_records = n;
+       },
+       [](const config& c) { return std::to_string(c.ring_records); }},
+      {{"cupti", "STEPTRACE_CUPTI", false, "bool", "1",
+        "collect device activity with CUPTI when a GPU is there (0: CUDA events only)"},
+       [](config& c, std::string_view v) { c.cupti = parse_bool(v); },
+       [](const config& c) { return std::string(bool_text(c.cupti)); }},
+  };
+  return table;
+}
+
+std::string known_names() {
+  std::string out;
+  for (const option& o : options()) out += (out.empty() ? "" : ", ") + std::string(o.info.name);
+  return out;
+}
+
+const option& find(std::string_view key) {
+  for (const option& o : options()) {
+    if (key == o.info.name) return o;
+  }
+  throw std::invalid_argument("steptrace: unknown option '" + std::string(key) + "' (known: " + known_names() + ")");
+}
 
 }  // namespace
 
+const std::vector<option_info>& options_table() {
+  static const std::vector<option_info> infos = [] {
+    std::vector<option_info> out;
+    for (const option& o : options()) out.push_back(o.info);
+    return out;
+  }();
+  return infos;
+}
+
 void config::set(std::string_view key, std::string_view value) {
-  if (std::find(std::begin(option_names), std::end(option_names), key) == std::end(option_names)) {
-    throw std::invalid_argument("steptrace: unknown option '" + std::string(key) +
-                                "' (known: enabled, warmup_steps, print_at_exit, json_path, log_level, ring_records, cupti)");
-  }
+  const option& o = find(key);
   try {
-    if (key == "enabled") {
-      enabled = parse_bool(value);
-    } else if (key == "warmup_steps") {
-      warmup_steps = static_cast<std::uint32_t>(parse_uint(value, 1'000'000));
-    } else if (key == "print_at_exit") {
-      print_at_exit = parse_bool(value);
-    } else if (key == "json_path") {
-      json_path = std::string(value);
-    } else if (key == "log_level") {
-      detail::parse_log_level(lower(value));
-      log_level = lower(value);
-    } else if (key == "cupti") {
-      cupti = parse_bool(value);
-    } else if (key == "ring_records") {
-      const auto n = parse_uint(value, 1u << 24);
-      if (n < 64 || (n & (n - 1)) != 0) throw std::invalid_argument("expected a power of two from 64 to 16777216");
-      ring_records = static_cast<std::uint32_t>(n);
-    }
+    o.set(*this, value);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("steptrace: bad value '" + std::string(value) + "' for option '" + std::string(key) +
                                 "': " + e.what());
   }
 }
 
+std::string config::get(std::string_view key) const { return find(key).get(*this); }
+
 void config::validate() const {
   config probe;
-  probe.set("warmup_steps", std::to_string(warmup_steps));
-  probe.set("log_level", log_level);
-  probe.set("ring_records", std::to_string(ring_records));
+  for (const option& o : options()) probe.set(o.info.name, o.get(*this));
 }
 
 config config::from_env(std::vector<std::string>* errors) {
   config cfg;
-  for (const env_var& var : env_vars) {
-    const char* value = std::getenv(var.name);
+  for (const option& o : options()) {
+    const char* value = std::getenv(o.info.env);
     if (value == nullptr) continue;
     try {
-      if (var.inverted) {
-        cfg.enabled = !parse_bool(value);
-      } else {
-        cfg.set(var.option, value);
-      }
+      o.set(cfg, o.info.env_inverted ? bool_text(!parse_bool(value)) : value);
     } catch (const std::invalid_argument& e) {
-      if (errors) {
-        std::string why = e.what();
-        if (const auto colon = why.rfind(": "); colon != std::string::npos) why = why.substr(colon + 2);
-        errors->push_back(std::string(var.name) + "='" + value + "' is ignored: " + why);
-      }
+      if (errors) errors->push_back(std::string(o.info.env) + "='" + value + "' is ignored: " + e.what());
     }
   }
   if (errors) {  // a misspelt variable would otherwise be silently without effect
@@ -116,8 +165,8 @@ config config::from_env(std::vector<std::string>* errors) {
       const std::string_view entry(*e);
       if (entry.rfind("STEPTRACE_", 0) != 0) continue;
       const std::string_view name = entry.substr(0, entry.find('='));
-      const bool known = std::any_of(std::begin(env_vars), std::end(env_vars),
-                                     [&](const env_var& v) { return name == v.name; });
+      const bool known = std::any_of(options().begin(), options().end(),
+                                     [&](const option& o) { return name == o.info.env; });
       if (!known) errors->push_back(std::string(name) + " is not a steptrace variable and is ignored");
     }
   }

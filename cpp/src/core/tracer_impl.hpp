@@ -1,58 +1,41 @@
-// Internal (not public API): what a tracer owns behind its public face.
+// Internal (not public API): what a tracer owns behind its public face, and the recording
+// helpers the library's slow path shares. See docs/architecture.md for who runs what.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <thread>
 #include <memory>
-#include <new>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "analysis/aggregate.hpp"
 #include "analysis/step_builder.hpp"
+#include "core/stream_events.hpp"
+#include "core/thread_binding.hpp"
+#include "record/clock.hpp"
+#include "steptrace/config.hpp"
 #include "steptrace/detail/ring.hpp"
-#include "steptrace/tracer.hpp"
 
 namespace steptrace::detail {
-
-// CUDA events for one thread's phases that were given a stream. The thread takes free slots
-// (no lock: `busy` is the hand-over); the tracer frees them once it has read their time.
-struct event_pool {
-  static constexpr std::uint32_t size = 512;
-  static constexpr std::uint32_t max_depth = 64;
-  void* events[size] = {};
-  std::atomic<bool> busy[size] = {};
-  std::uint32_t next = 0;              // producer
-  std::uint32_t open[max_depth] = {};  // producer: begin slots of the open stream phases
-  std::uint32_t depth = 0;             // producer
-
-  std::uint32_t take() noexcept {
-    const std::uint32_t slot = next;
-    if (busy[slot].load(std::memory_order_acquire)) return no_event;  // all in flight: skip timing
-    busy[slot].store(true, std::memory_order_relaxed);
-    next = (next + 1) % size;
-    return slot;
-  }
-};
 
 // One per (thread, tracer). The producer fields belong to the owning thread; the rest is
 // touched only under tracer_impl::mutex.
 struct thread_state {
-  thread_state(std::uint32_t ring_records, std::uint32_t warmup, std::uint32_t slot)
-      : records(ring_records), builder(warmup, slot) {}
+  thread_state(std::uint32_t ring_records, std::uint32_t warmup, std::uint32_t thread)
+      : records(ring_records), builder(warmup, thread) {}
 
   ring records;
-  bool step_open = false;  // producer
-  bool step_on_stream = false;  // producer: the open step was given a stream
-  void* step_stream = nullptr;  // producer: that stream
+  bool step_open = false;              // producer
+  bool step_on_stream = false;         // producer: the open step was given a stream
+  void* step_stream = nullptr;         // producer: that stream
   std::unique_ptr<event_pool> events;  // producer creates it (first stream phase); both read it
   bool events_failed = false;          // producer: no CUDA context here, stop trying
   alignas(64) step_builder builder;    // consumer (its own cache lines: written per record)
-  bool retired = false;    // consumer: its thread exited; the slot may be handed to a new thread
+  bool retired = false;  // consumer: its thread exited; the memory may serve a new thread
 };
 
 unsigned usable_cpus() noexcept;  // cores this process may run on
@@ -62,17 +45,19 @@ class tracer_impl {
   explicit tracer_impl(const config& cfg);
   ~tracer_impl();
 
-  thread_state* attach_thread();                 // slow path: a thread's first record
-  void detach_thread(thread_state& state);       // the thread exited
-  void drain_for_producer(thread_state& state);  // the thread's ring is full
-  std::uint64_t drain_locked(thread_state& state);  // its records into steps; how many
+  // thread_binding.cpp
+  thread_state* attach_thread();            // slow path: a thread's first record
+  void detach_thread(thread_state& state);  // the thread exited
+
+  // collector.cpp: drains every ring from a background thread, so recording threads rarely
+  // drain their own.
+  void start_collector();                            // under `mutex`
+  void drain_for_producer(thread_state& state);      // the thread's ring is full
+  std::uint64_t drain_locked(thread_state& state);   // its records into steps; how many
   void drain_all_locked();
-  // Drains every ring from a background thread, so recording threads rarely drain their own.
-  void start_collector();  // under `mutex`
-  void collect_loop();
-  void start_gpu() noexcept;              // at the first step
-  void read_device(bool flush);           // under `mutex`
-  void harvest_events();                  // under `mutex`: device time of finished event pairs
+  void start_gpu() noexcept;     // at the first step
+  void read_device(bool flush);  // under `mutex`
+  void harvest_events();         // under `mutex`: device time of finished event pairs
 
   struct pending_pair {
     thread_state* thread;
@@ -92,17 +77,42 @@ class tracer_impl {
   alignas(64) mutable std::mutex mutex;  // the consumer side of every ring, the builders, the aggregate
   config cfg;
   std::vector<std::unique_ptr<thread_state>> threads;
+  std::uint32_t next_thread = 0;  // every thread that ever recorded gets its own number
   aggregate totals;
   std::vector<std::pair<std::string, std::string>> facts;
   std::atomic<std::uint64_t> nested_steps{0};
   std::atomic<std::uint64_t> producer_drains{0};  // rings drained by their own thread: the collector lags
   std::atomic<bool> nested_reported{false};
   bool exit_reported = false;
+  // Steps (of any kind) in the last summary the program fetched; UINT64_MAX: none fetched.
+  std::uint64_t shown_steps = UINT64_MAX;
 
   std::thread collector;
   int collector_pid = 0;
   bool stopping = false;  // under `mutex`
   std::condition_variable wake;
+
+ private:
+  void collect_loop();
 };
+
+// This thread's state in `impl`: the TLS slot when it matches, else the slow lookup.
+inline thread_state* local_state(tracer_impl& impl) noexcept {
+  if (__builtin_expect(t_binding.tracer_uid == impl.uid, 1)) return static_cast<thread_state*>(t_binding.state);
+  return lookup_slow(impl);
+}
+
+__attribute__((noinline, cold)) inline void push_after_drain(tracer_impl& impl, thread_state& state,
+                                                             std::uint64_t ticks, std::uint32_t id,
+                                                             record_kind kind) noexcept {
+  impl.drain_for_producer(state);  // the collector fell behind: this thread catches up itself
+  state.records.try_push(ticks, id, kind);
+}
+
+// One record stamped now, from the library's slow path.
+inline void push(tracer_impl& impl, thread_state& state, record_kind kind, std::uint32_t id) noexcept {
+  const std::uint64_t ticks = host_clock::now();
+  if (__builtin_expect(!state.records.try_push(ticks, id, kind), 0)) push_after_drain(impl, state, ticks, id, kind);
+}
 
 }  // namespace steptrace::detail

@@ -13,10 +13,9 @@
 #include <deque>
 #include <mutex>
 
-#include "core/log.hpp"
+#include "base/log.hpp"
 #include "gpu/cupti_decode.hpp"
 #include "record/clock.hpp"
-#include "steptrace/tracer.hpp"
 
 namespace steptrace::detail {
 
@@ -240,16 +239,10 @@ thread_local std::uint32_t nvtx_depth = 0;
 
 }  // namespace
 
-}  // namespace steptrace::detail
-
-namespace steptrace {
 void set_gpu_library_dirs(std::vector<std::string> dirs) {
-  std::lock_guard<std::mutex> lock(detail::state().mutex);
-  detail::state().dirs = std::move(dirs);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().dirs = std::move(dirs);
 }
-}  // namespace steptrace
-
-namespace steptrace::detail {
 
 void start_gpu_backend(bool use_cupti) noexcept {
   backend& b = state();

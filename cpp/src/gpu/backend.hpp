@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "gpu/device_record.hpp"
-#include "steptrace/tracer.hpp"
+#include "steptrace/phase.hpp"
 
 namespace steptrace::detail {
 
@@ -23,6 +23,8 @@ struct gpu_status {
   std::string reason;  // plain words, for the summary
 };
 
+// Extra directories to look for libcupti in (tracer.hpp's set_gpu_library_dirs).
+void set_gpu_library_dirs(std::vector<std::string> dirs);
 // Starts the backend once per process; later calls return at once. Never throws.
 void start_gpu_backend(bool use_cupti) noexcept;
 bool gpu_backend_started() noexcept;

@@ -1,11 +1,9 @@
 // The GPU backend of a build without CUDA headers: always host-only, and says so.
 #include "gpu/backend.hpp"
 
-namespace steptrace {
-void set_gpu_library_dirs(std::vector<std::string>) {}
-}  // namespace steptrace
-
 namespace steptrace::detail {
+
+void set_gpu_library_dirs(std::vector<std::string>) {}
 
 std::atomic<bool> nvtx_enabled{false};
 

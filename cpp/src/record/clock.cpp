@@ -1,6 +1,6 @@
 #include "record/clock.hpp"
 
-#include "steptrace/tracer.hpp"
+#include "steptrace/phase.hpp"
 
 #include <cstring>
 #include <fstream>

@@ -5,7 +5,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "steptrace/tracer.hpp"
+#include "base/utf8.hpp"
+#include "steptrace/phase.hpp"
 
 namespace steptrace {
 namespace {
@@ -14,8 +15,8 @@ constexpr std::uint32_t max_names = 4096;
 
 struct registry {
   std::mutex mutex;
-  std::deque<std::string> names{"other", "input", "h2d", "compute", "wait"};
-  std::unordered_map<std::string, std::uint32_t> ids{
+  std::deque<std::string> labels{"other", "input", "h2d", "compute", "wait"};  // by id, printable
+  std::unordered_map<std::string, std::uint32_t> ids{  // by the bytes the caller gave
       {"other", 0}, {"input", 1}, {"h2d", 2}, {"compute", 3}, {"wait", 4}};
 };
 
@@ -36,12 +37,12 @@ phase_id register_phase(std::string_view name) {
   std::lock_guard<std::mutex> lock(r.mutex);
   const std::string key(name);
   if (auto it = r.ids.find(key); it != r.ids.end()) return phase_id{it->second};
-  if (r.names.size() >= max_names) {
+  if (r.labels.size() >= max_names) {
     throw std::invalid_argument("steptrace: too many distinct phase names (limit " +
                                 std::to_string(max_names) + "); is a name built from data?");
   }
-  const auto id = static_cast<std::uint32_t>(r.names.size());
-  r.names.push_back(key);
+  const auto id = static_cast<std::uint32_t>(r.labels.size());
+  r.labels.push_back(detail::printable_utf8(key));
   r.ids.emplace(key, id);
   return phase_id{id};
 }
@@ -49,7 +50,7 @@ phase_id register_phase(std::string_view name) {
 std::string phase_label(phase_id id) {
   registry& r = names();
   std::lock_guard<std::mutex> lock(r.mutex);
-  return id.value < r.names.size() ? r.names[id.value] : "phase#" + std::to_string(id.value);
+  return id.value < r.labels.size() ? r.labels[id.value] : "phase#" + std::to_string(id.value);
 }
 
 }  // namespace steptrace

@@ -4,8 +4,10 @@
 //
 //   tracer::begin_phase(id)  ->  push_bound(uid, phase_begin, id)   // inline; false: slow path
 //
-// Its layout is shared by the caller's inlined code and libsteptrace: changing it changes the
-// library's ABI (bump the soname).
+// Its layout is shared by the caller's inlined code and libsteptrace, so it is ABI. Everything
+// here lives in a versioned inline namespace: change the layout, bump `ring_v1`, and a program
+// compiled against the old header fails to link (t_binding's symbol carries the version)
+// instead of writing into memory laid out otherwise.
 //
 // One producer (the owning thread) and one consumer at a time (whoever holds the tracer's
 // collect lock). The producer never waits on the consumer: when the ring is full it drains it
@@ -20,6 +22,7 @@
 #include "steptrace/export.hpp"
 
 namespace steptrace::detail {
+inline namespace ring_v1 {
 
 // event_begin / event_end follow a phase_begin / precede a phase_end given a stream, and
 // step_event_begin / step_event_end do the same for a step: their id is the slot of the CUDA
@@ -116,4 +119,5 @@ inline bool push_bound(std::uint64_t uid, record_kind kind, std::uint32_t id) no
 #endif
 }
 
+}  // namespace ring_v1
 }  // namespace steptrace::detail

@@ -1,0 +1,63 @@
+// steptrace/config.hpp — a tracer's options, each defined once (name, environment variable,
+// value rule, meaning) in the table that options_table() returns.
+//
+//   steptrace::config c = steptrace::config::from_env();   // defaults + STEPTRACE_* variables
+//   c.set("warmup_steps", "10");                          // the text form, as the variables use
+//   steptrace::tracer t(c);
+//
+// The same table drives config::set, config::from_env, the error texts, Python's
+// configure()/options() and the option list in the README.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "steptrace/export.hpp"
+
+namespace steptrace {
+
+// When the default tracer prints its table at exit.
+enum class exit_print : std::uint8_t {
+  auto_,   // unless the program already fetched this tracer's summary after its last step
+  always,  // every time
+  never
+};
+
+struct STEPTRACE_API config {
+  bool enabled = true;
+  std::uint32_t warmup_steps = 5;
+  exit_print print_at_exit = exit_print::auto_;
+  std::string json_path;
+  std::string log_level = "warn";
+  std::uint32_t ring_records = 16384;
+  bool cupti = true;
+
+  // Sets one option from its text form. Throws std::invalid_argument naming the option and
+  // the bad value.
+  void set(std::string_view key, std::string_view value);
+  // The text form of one option's value (what set() takes back). Throws for an unknown key.
+  std::string get(std::string_view key) const;
+  // Throws std::invalid_argument, as set() would, if a field holds a value set() refuses.
+  void validate() const;
+  // Defaults overlaid with STEPTRACE_* environment variables. A bad variable is skipped and
+  // described, one line each, in *errors, as is a STEPTRACE_* variable that names no option.
+  static config from_env(std::vector<std::string>* errors = nullptr);
+};
+
+// One row of the option table. `kind` says which values set() takes:
+//   "bool"  1/0, true/false, yes/no, on/off     "uint"  a non-negative integer
+//   "text"  any string                          "path"  a file path ("" for none)
+//   "choice:a|b|c"  one of the words (booleans are accepted too where doc says so)
+struct option_info {
+  const char* name;
+  const char* env;    // the environment variable that sets it
+  bool env_inverted;  // the variable sets the opposite (STEPTRACE_DISABLE=1: enabled=0)
+  const char* kind;
+  const char* default_text;
+  const char* doc;
+};
+STEPTRACE_API const std::vector<option_info>& options_table();
+
+}  // namespace steptrace

@@ -1,0 +1,42 @@
+// steptrace/phase.hpp — phase names and ids, shared by every layer of the library.
+//
+//   static const steptrace::phase_id decode = steptrace::register_phase("decode");
+//   steptrace::scoped_phase p(tracer, decode);            // the hot call passes the id
+//   steptrace::phase_label(decode);                       // "decode"
+//
+// A name is registered once per process and kept for good, so an id never changes meaning.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "steptrace/export.hpp"
+
+namespace steptrace {
+
+struct phase_id {
+  std::uint32_t value;
+};
+
+namespace builtin {
+inline constexpr phase_id other{0};  // time inside a step but outside every phase
+inline constexpr phase_id input{1};
+inline constexpr phase_id h2d{2};
+inline constexpr phase_id compute{3};
+inline constexpr phase_id wait{4};
+}  // namespace builtin
+
+// Same name, same id; thread-safe; not for the hot path. Throws std::invalid_argument for an
+// empty name, the reserved name "other", or once 4096 names are registered. Any bytes are
+// accepted: the label of a name that is not valid UTF-8 (or holds control characters) shows
+// U+FFFD in their place, so tables and JSON always render.
+STEPTRACE_API phase_id register_phase(std::string_view name);
+// The name as printed (valid UTF-8); "phase#N" for an id never registered.
+STEPTRACE_API std::string phase_label(phase_id id);
+
+// The host clock steps and phases are stamped with: "tsc" where the TSC is invariant, else
+// "clock_monotonic".
+STEPTRACE_API const char* host_clock_name() noexcept;
+
+}  // namespace steptrace

@@ -1,0 +1,127 @@
+// The collector: one background thread per tracer that drains every thread's ring into the
+// step builders, harvests CUDA event times and reads device records. It polls adaptively, and
+// at once when a recording thread had to drain its own ring. See docs/architecture.md.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "core/tracer_impl.hpp"
+#include "gpu/backend.hpp"
+
+namespace steptrace::detail {
+
+void tracer_impl::start_collector() {
+  if (collector_pid == getpid() || forked.load()) return;
+  collector_pid = getpid();
+  collector = std::thread([this] { collect_loop(); });
+}
+
+void tracer_impl::collect_loop() {
+  // Polls faster while rings fill quickly, slower while they do not, between 0.1 and 50 ms;
+  // at once at the fastest when a thread had to drain its own.
+  constexpr auto fastest = std::chrono::microseconds(100);
+  constexpr auto slowest = std::chrono::microseconds(50000);
+  auto interval = std::chrono::microseconds(1000);
+  std::uint64_t self_drains = producer_drains.load(std::memory_order_relaxed);
+  auto last_device_read = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mutex);
+  while (!stopping) {
+    wake.wait_for(lock, interval);
+    if (stopping) break;
+    harvest_events();
+    if (std::chrono::steady_clock::now() - last_device_read > std::chrono::seconds(1)) {
+      read_device(false);
+      last_device_read = std::chrono::steady_clock::now();
+    }
+    std::uint64_t fullest = 0;
+    for (auto& t : threads) {
+      const std::uint64_t n = drain_locked(*t);
+      fullest = std::max(fullest, n * 8 / t->records.capacity());  // in eighths of the ring
+    }
+    const std::uint64_t now_self_drains = producer_drains.load(std::memory_order_relaxed);
+    if (now_self_drains != self_drains) {
+      interval = fastest;  // a thread filled its ring: recording resumed faster than we polled
+    } else if (fullest >= 2) {
+      interval = std::max(interval / 2, fastest);
+    } else if (fullest == 0) {
+      interval = std::min(interval * 2, slowest);
+    }
+    self_drains = now_self_drains;
+  }
+}
+
+void tracer_impl::drain_for_producer(thread_state& state) {
+  producer_drains.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    drain_locked(state);
+  }
+  wake.notify_one();  // the collector may be in a long sleep: it polls at its fastest from now
+}
+
+std::uint64_t tracer_impl::drain_locked(thread_state& state) {
+  return state.records.drain(
+      [&](const record* first, const record* last) { state.builder.consume(first, last, totals); });
+}
+
+void tracer_impl::drain_all_locked() {
+  for (auto& t : threads) drain_locked(*t);
+}
+
+void tracer_impl::harvest_events() {
+  for (auto& t : threads) {
+    for (const event_pair& p : t->builder.event_pairs()) pending_events.push_back({t.get(), p});
+    t->builder.event_pairs().clear();
+  }
+  auto done = [&](const pending_pair& p) {
+    event_pool& pool = *p.thread->events;
+    if (p.pair.end != no_event) {
+      float ms = 0;
+      switch (p.pair.timed ? device_event_elapsed(pool.events[p.pair.begin], pool.events[p.pair.end], ms)
+                           : event_result::failed) {
+        case event_result::pending: return false;
+        case event_result::done:
+          p.pair.phase == event_pair::step ? totals.add_step_device_time(ms)
+                                           : totals.add_phase_device_time(p.pair.phase, ms);
+          break;
+        case event_result::failed: break;
+      }
+      pool.busy[p.pair.end].store(false, std::memory_order_release);
+    }
+    pool.busy[p.pair.begin].store(false, std::memory_order_release);
+    return true;
+  };
+  pending_events.erase(std::remove_if(pending_events.begin(), pending_events.end(), done), pending_events.end());
+}
+
+void tracer_impl::start_gpu() noexcept {
+  bool use_cupti;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    use_cupti = cfg.cupti;
+  }
+  start_gpu_backend(use_cupti);
+  if (gpu_backend_status().cupti) {
+    std::lock_guard<std::mutex> lock(mutex);
+    totals.enable_device();
+    for (auto& t : threads) t->builder.keep_segments(true);
+  }
+  gpu_checked.store(true, std::memory_order_release);
+}
+
+void tracer_impl::read_device(bool flush) {
+  device_join* device = totals.device();
+  if (device == nullptr) return;
+  std::vector<device_record> records;
+  std::uint64_t lost = 0;
+  read_device_records(device->cursor, records, lost, flush);
+  device->totals.dropped += lost;
+  device->add_records(records);
+  // Without a forced flush, wait a second past a step's end for its records to arrive.
+  const std::uint64_t settled = device->newest_record_end();
+  device->join(flush ? UINT64_MAX : (settled > 1'000'000'000 ? settled - 1'000'000'000 : 0));
+}
+
+}  // namespace steptrace::detail

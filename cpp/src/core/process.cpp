@@ -1,0 +1,114 @@
+// Process-wide things: the default tracer and its report at exit (table and JSON file), the
+// once-only nested-step message, the usable core count, the GPU library search path.
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "base/log.hpp"
+#include "core/tracer_impl.hpp"
+#include "gpu/backend.hpp"
+#include "steptrace/tracer.hpp"
+
+namespace steptrace {
+namespace detail {
+
+unsigned usable_cpus() noexcept {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return static_cast<unsigned>(CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+namespace {
+
+// Writes `text` to `path` whole or not at all: into a temporary file beside it, then renamed
+// over it. Throws std::runtime_error saying what failed.
+void write_whole(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".steptrace-" + std::to_string(getpid()) + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) throw std::runtime_error(tmp + ": " + std::strerror(errno));
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  const int err = errno;
+  if (std::fclose(f) != 0 || !written) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error(tmp + ": " + std::strerror(written ? errno : err));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int rename_err = errno;
+    std::remove(tmp.c_str());
+    throw std::runtime_error(path + ": " + std::strerror(rename_err));
+  }
+}
+
+}  // namespace
+}  // namespace detail
+
+std::string tracer::exit_report() {
+  if (impl_->forked.load() || impl_->creator_pid != getpid()) return {};  // before any lock
+  try {
+    config cfg;
+    std::uint64_t shown;
+    {
+      std::lock_guard<std::mutex> lock(impl_->mutex);
+      if (impl_->exit_reported) return {};
+      impl_->exit_reported = true;
+      cfg = impl_->cfg;
+      shown = impl_->shown_steps;
+    }
+    const ::steptrace::summary s = collect_summary(false);
+    const std::uint64_t recorded = s.steps + s.warmup_steps + s.failed_steps;
+    if (recorded == 0) return {};
+    if (!cfg.json_path.empty()) {
+      try {
+        detail::write_whole(cfg.json_path, s.json() + "\n");
+      } catch (const std::exception& e) {
+        detail::log(detail::log_level::error, std::string("could not write the summary JSON: ") + e.what());
+      }
+    }
+    switch (cfg.print_at_exit) {
+      case exit_print::never: return {};
+      case exit_print::always: return s.table();
+      case exit_print::auto_:
+        if (shown != recorded) return s.table();
+        return "steptrace: summary already shown (" + std::to_string(recorded) +
+               " steps); STEPTRACE_PRINT_AT_EXIT=always prints it at exit too\n";
+    }
+  } catch (const std::exception& e) {  // never turn a clean exit into a crash
+    detail::log(detail::log_level::error, std::string("no report at exit: ") + e.what());
+  }
+  return {};
+}
+
+void tracer::warn_nested_step() const noexcept {
+  if (!impl_->nested_reported.exchange(true)) {
+    detail::log(detail::log_level::error,
+                "a step was opened on a thread that already has one open; steps do not nest (make the inner "
+                "one a phase). The inner step is ignored; further cases are only counted.");
+  }
+}
+
+void set_gpu_library_dirs(std::vector<std::string> dirs) { detail::set_gpu_library_dirs(std::move(dirs)); }
+
+tracer& default_tracer() {
+  static tracer* t = [] {
+    std::vector<std::string> errors;
+    const config cfg = config::from_env(&errors);
+    auto* made = new tracer(cfg);  // never destroyed: steps may still end during exit
+    for (const auto& e : errors) detail::log(detail::log_level::error, e);
+    std::atexit([] {
+      const std::string text = default_tracer().exit_report();
+      if (!text.empty()) std::fputs(text.c_str(), stderr);
+    });
+    return made;
+  }();
+  return *t;
+}
+
+}  // namespace steptrace

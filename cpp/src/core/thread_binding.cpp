@@ -1,0 +1,143 @@
+// Thread binding: the TLS slot, the live-tracer map, each thread's links to the tracers it
+// recorded into, attach/detach, and what a forked child inherits. See docs/architecture.md,
+// "Threads".
+#include "core/thread_binding.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <new>
+#include <pthread.h>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/tracer_impl.hpp"
+
+namespace steptrace::detail {
+
+// The only thread-local on the hot path (declared in detail/ring.hpp, in its ABI namespace).
+inline namespace ring_v1 {
+__thread thread_binding t_binding __attribute__((tls_model("initial-exec"))) = {0, nullptr, nullptr};
+}  // namespace ring_v1
+
+namespace {
+
+// Never destroyed (steps may end during exit). A forked child gets a fresh mutex: the one it
+// inherited may have been held by a thread that does not exist there.
+std::mutex* g_live_mutex = new std::mutex;
+std::unordered_map<std::uint64_t, tracer_impl*>& live_tracers() {
+  static auto* m = new std::unordered_map<std::uint64_t, tracer_impl*>;
+  return *m;
+}
+std::atomic<std::uint64_t> g_next_uid{1};
+
+// Set when this thread's links are destroyed (thread exit, or process exit for the main
+// thread). A plain __thread bool: it has no destructor, so it outlives every thread_local.
+__thread bool t_links_gone = false;
+
+// Every (tracer, state) pair of this thread; detaches them when the thread exits.
+struct thread_links {
+  std::vector<std::pair<std::uint64_t, thread_state*>> links;
+
+  ~thread_links() {
+    t_links_gone = true;
+    t_binding = {0, nullptr, nullptr};
+    std::lock_guard<std::mutex> lock(*g_live_mutex);
+    for (auto& [uid, state] : links) {
+      auto it = live_tracers().find(uid);
+      // A forked child's inherited tracers take no lock: their collector died at the fork.
+      if (it != live_tracers().end() && !it->second->forked.load()) it->second->detach_thread(*state);
+    }
+  }
+
+  // Links to tracers destroyed since are dropped, so a thread's cost stays bounded however
+  // many tracers come and go.
+  void forget_dead() {
+    std::lock_guard<std::mutex> lock(*g_live_mutex);
+    links.erase(std::remove_if(links.begin(), links.end(),
+                               [](const auto& link) { return live_tracers().count(link.first) == 0; }),
+                links.end());
+  }
+};
+
+// In a forked child only the forking thread survives, and any lock may have been held at the
+// fork: the child's copies of every tracer stop recording and never report (a DataLoader
+// worker must not print its parent's summary), and take no lock from then on.
+void on_fork_child() {
+  g_live_mutex = new std::mutex;  // the old one is leaked: it may be held by a dead thread
+  for (auto& [uid, impl] : live_tracers()) impl->forked.store(true);
+  t_binding = {0, nullptr, nullptr};  // the next record takes the slow path, which refuses
+}
+
+thread_links& this_thread_links() {
+  thread_local thread_links links;
+  return links;
+}
+
+}  // namespace
+
+std::uint64_t next_tracer_uid() noexcept { return g_next_uid.fetch_add(1); }
+
+void register_tracer(tracer_impl& impl) {
+  std::lock_guard<std::mutex> lock(*g_live_mutex);
+  live_tracers()[impl.uid] = &impl;
+}
+
+void unregister_tracer(tracer_impl& impl) {
+  std::lock_guard<std::mutex> lock(*g_live_mutex);
+  live_tracers().erase(impl.uid);
+}
+
+void install_fork_guard() {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, on_fork_child); });
+}
+
+std::size_t thread_link_count() noexcept { return t_links_gone ? 0 : this_thread_links().links.size(); }
+
+thread_state* lookup_slow(tracer_impl& impl) noexcept {
+  if (impl.forked.load(std::memory_order_relaxed) || t_links_gone) return nullptr;
+  thread_links& links = this_thread_links();
+  for (auto& [uid, state] : links.links) {
+    if (uid == impl.uid) {
+      t_binding = {uid, &state->records, state};
+      return state;
+    }
+  }
+  try {
+    links.forget_dead();
+    thread_state* state = impl.attach_thread();
+    links.links.emplace_back(impl.uid, state);
+    t_binding = {impl.uid, &state->records, state};
+    return state;
+  } catch (const std::bad_alloc&) {
+    return nullptr;  // out of memory: this thread goes untraced rather than failing the caller
+  }
+}
+
+thread_state* tracer_impl::attach_thread() {
+  std::lock_guard<std::mutex> lock(mutex);
+  const std::uint32_t index = next_thread++;
+  for (auto& t : threads) {
+    if (t->retired && t->records.capacity() == cfg.ring_records) {  // reuse the memory only:
+      t->retired = false;                                             // a new thread, with its
+      t->step_open = false;                                           // own warm-up
+      t->builder.rebind(index, cfg.warmup_steps);
+      return t.get();
+    }
+  }
+  threads.push_back(std::make_unique<thread_state>(cfg.ring_records, cfg.warmup_steps, index));
+  threads.back()->builder.keep_segments(totals.device() != nullptr);
+  start_collector();
+  return threads.back().get();
+}
+
+void tracer_impl::detach_thread(thread_state& state) {
+  std::lock_guard<std::mutex> lock(mutex);
+  drain_locked(state);
+  state.builder.finish(totals);
+  state.retired = true;
+}
+
+}  // namespace steptrace::detail
