@@ -67,17 +67,12 @@ PYBIND11_MODULE(_core, m) {
              for (const auto& [key, value] : options) c.set(key, value);
              t.configure(c);
            })
-      .def("options",
+      .def("options",  // text forms, as config::get gives them; Python types them by the table
            [](const tracer& t) {
              const config c = t.options();
-             py::dict d;
-             d["enabled"] = c.enabled;
-             d["warmup_steps"] = c.warmup_steps;
-             d["print_at_exit"] = c.print_at_exit;
-             d["json_path"] = c.json_path;
-             d["log_level"] = c.log_level;
-             d["ring_records"] = c.ring_records;
-             return d;
+             std::map<std::string, std::string> out;
+             for (const option_info& o : options_table()) out[o.name] = c.get(o.name);
+             return out;
            })
       .def_property_readonly("enabled", &tracer::enabled)
       .def("begin_step", &open_step, py::arg("stream") = py::none())
@@ -110,6 +105,15 @@ PYBIND11_MODULE(_core, m) {
         return false;
       });
 
+  m.def("option_table", [] {
+    py::list rows;
+    for (const option_info& o : options_table()) {
+      rows.append(py::make_tuple(o.name, o.env, o.kind, o.default_text, o.doc));
+    }
+    return rows;
+  });
+  m.attr("LABELS") = diagnosis_labels();
+  m.def("suggested_loader_workers", &suggested_loader_workers);
   m.def("default_tracer", &default_tracer, py::return_value_policy::reference);
   m.def("set_gpu_library_dirs", &steptrace::set_gpu_library_dirs, py::arg("dirs"));
   m.def("register_phase", [](const std::string& name) { return register_phase(name).value; }, py::arg("name"));

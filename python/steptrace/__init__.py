@@ -11,7 +11,13 @@ diagnosis such as INPUT-BOUND, and the fix to try first. ``steptrace.summary()``
 same as an object (``str()`` is the table, ``to_dict()``, ``to_json(path)``, ``label``).
 """
 
-from ._api import (
+from ._interpreter import refuse_sub_interpreter
+
+refuse_sub_interpreter()  # before the C++ core loads: it would hang there
+
+from ._api import (  # noqa: E402
+    LABELS,
+    OPTIONS,
     StepError,
     Summary,
     Tracer,
@@ -30,6 +36,8 @@ from ._api import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "LABELS",
+    "OPTIONS",
     "StepError",
     "Summary",
     "Tracer",

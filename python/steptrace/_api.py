@@ -16,6 +16,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
 StepError = _core.StepError
+LABELS = tuple(_core.LABELS)  # every label the diagnosis can give
 
 
 class _Decorates:
@@ -50,7 +51,7 @@ class Summary:
 
     @property
     def label(self) -> Optional[str]:
-        """INPUT-BOUND, H2D-BOUND, WAIT-HEAVY, COMPUTE-BOUND, BALANCED; None with no steps."""
+        """The diagnosis, one of ``steptrace.LABELS`` (INPUT-BOUND, ...); None with no steps."""
         return self._core.label
 
     @property
@@ -87,14 +88,58 @@ def _stream_handle(stream: Any) -> int:
     return handle
 
 
-def _option_text(value: Any) -> str:
-    if isinstance(value, bool):
+# name -> (environment variable, kind, default text, doc), from the C++ option table.
+OPTIONS: Dict[str, tuple] = {name: (env, kind, default, doc) for name, env, kind, default, doc in _core.option_table()}
+
+
+def _option_text(name: str, value: Any) -> str:
+    """The text form C++ parses, after the type check the option's kind asks for."""
+    if name not in OPTIONS:
+        return str(value)  # C++ names the unknown option and lists the known ones
+    kind = OPTIONS[name][1]
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) and (kind == "bool" or name == "print_at_exit"):
         return "1" if value else "0"
-    if value is None:
-        return ""
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    return str(value)
+    if kind == "uint" and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if kind == "path":
+        if value is None:
+            return ""
+        if isinstance(value, os.PathLike) and isinstance(os.fspath(value), str):
+            return os.fspath(value)
+    wanted = {"bool": "a bool", "uint": "an int", "path": "a str or os.PathLike path"}.get(
+        kind, "a str (" + kind.split(":", 1)[-1].replace("|", ", ") + ")")
+    raise ValueError(f"steptrace: option {name!r} takes {wanted}, not {value!r} ({type(value).__name__})")
+
+
+def _option_value(name: str, text: str) -> Any:
+    kind = OPTIONS[name][1]
+    if kind == "bool":
+        return text == "1"
+    if kind == "uint":
+        return int(text)
+    return text
+
+
+_IDLE, _FETCHING, _OPENING, _IN_STEP = range(4)  # what a steps() loop has open
+
+
+def _close_loop(core: Any, handle: Optional[int], state: int, failed: bool, time_input: bool) -> None:
+    """Closes what a steps() loop left open. Each close sits in a ``finally`` of the one before,
+    so an interrupt surfacing after one call still lets the next one run."""
+    if state == _FETCHING:
+        try:
+            if time_input:
+                core.end_phase(_core.INPUT)
+        finally:
+            if failed:  # the fetch failed: a failed step claims it
+                try:
+                    core.begin_step(handle)
+                finally:
+                    core.end_step(True)
+    elif state == _IN_STEP or (state == _OPENING and failed):
+        core.end_step(failed)
 
 
 class Tracer:
@@ -159,37 +204,47 @@ class Tracer:
     def steps(self, iterable: Iterable[T], *, stream: Any = None) -> Iterator[T]:
         """Yields the items of ``iterable``; each is one step, and getting it is its ``input``.
 
-        Leaving the loop (break, an exception) ends the open step when the iterator is closed.
-        If getting an item raises, the exception propagates and that step counts as failed.
-        ``stream``: as for ``step``."""
+        Leaving the loop (break, return, an exception in its body) ends the open step when the
+        iterator is closed; Python does not tell an iterator which of these it was, so that step
+        counts as completed (use ``with steptrace.step():`` inside the loop for failed steps).
+        If getting an item raises, or an interrupt (Ctrl-C) lands inside steptrace, the
+        exception propagates unchanged and that step counts as failed. Whatever happens, nothing
+        stays open on the thread. ``stream``: as for ``step``."""
         core = self._core
         handle = None if stream is None else _stream_handle(stream)
         # An instrumented loader times its own fetches; timing them here too would count twice.
-        input_id = None if getattr(iterable, "_steptrace_times_input", False) else _core.INPUT
+        time_input = not getattr(iterable, "_steptrace_times_input", False)
         it = iter(iterable)
-        while True:
-            # The fetch happens before the step opens; the step claims it (design.md).
-            if input_id is not None:
-                core.begin_phase(input_id)
-            try:
-                item = next(it)
-            except StopIteration:
-                if input_id is not None:
-                    core.end_phase(input_id)
-                return
-            except BaseException:
-                if input_id is not None:
-                    core.end_phase(input_id)
-                core.begin_step(handle)
-                core.end_step(True)
-                raise
-            if input_id is not None:
-                core.end_phase(input_id)
-            core.begin_step(handle)
-            try:
+        # `state` is assigned right before the C call it names. CPython raises an interrupt only
+        # after a call returns (or at a loop's back edge), never between an assignment and the
+        # call after it, so at any exception `state` says exactly what this loop has open.
+        state = _IDLE
+        failed = False
+        try:
+            while True:
+                state = _FETCHING
+                if time_input:
+                    core.begin_phase(_core.INPUT)
+                try:
+                    item = next(it)
+                except StopIteration:
+                    return
+                state = _IDLE
+                if time_input:
+                    core.end_phase(_core.INPUT)
+                state = _OPENING
+                core.begin_step(handle)  # StepError if a step is open: then nothing was opened
+                state = _IN_STEP
                 yield item
-            finally:
+                state = _IDLE
                 core.end_step(False)
+        except GeneratorExit:
+            raise  # the loop was left: its open step ends as completed
+        except BaseException as e:
+            failed = not (state == _OPENING and isinstance(e, StepError))
+            raise
+        finally:
+            _close_loop(core, handle, state, failed, time_input)
 
     def summary(self) -> Summary:
         """The summary of every step completed so far (safe while other threads record)."""
@@ -200,17 +255,18 @@ class Tracer:
         self._core.reset()
 
     def configure(self, **options: Any) -> None:
-        """Set options: enabled, warmup_steps, print_at_exit, json_path, log_level, ring_records.
+        """Set options (``steptrace.OPTIONS`` lists each with its variable, default and meaning).
 
         An unknown option or a bad value raises ValueError naming it; nothing is changed then."""
-        self._core.configure({key: _option_text(value) for key, value in options.items()})
+        self._core.configure({key: _option_text(key, value) for key, value in options.items()})
 
     def options(self) -> Dict[str, Any]:
-        return self._core.options()
+        """Every option's current value."""
+        return {name: _option_value(name, text) for name, text in self._core.options().items()}
 
     def set_fact(self, key: str, value: Any) -> None:
         """Tells the diagnosis about the setup (integrations use ``dataloader.num_workers`` ...)."""
-        self._core.set_fact(key, _option_text(value))
+        self._core.set_fact(key, str(value))
 
 
 _default = Tracer._wrap(_core.default_tracer())

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import Callable, Dict, List, Optional
 
 import steptrace
 import steptrace.torch as st
+from steptrace import _core
 
 
 def _busy(seconds: float) -> None:
@@ -124,8 +124,7 @@ def train(
 
 
 def _workers() -> int:
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(2, min(4, cpus))  # the advice: near 4, not above the core count
+    return _core.suggested_loader_workers()  # what the INPUT-BOUND advice says to try
 
 
 def cpu_pairs(steps: int) -> List[tuple]:

@@ -18,7 +18,6 @@ fetches are reported apart, as phases outside any step).
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any, Iterator, Optional
 
 from ._api import Tracer, default_tracer
@@ -56,7 +55,6 @@ class InstrumentedLoader:
             value = getattr(self._loader, name, None)
             if value is not None:
                 self._tracer.set_fact(f"dataloader.{name}", value)
-        self._tracer.set_fact("host.cpus", len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
 
 
 class _FetchTimer:

@@ -74,6 +74,21 @@ TEST_CASE("reading anything but a summary is a clear error", "[report][errors]")
   CHECK_THROWS_WITH(summary::from_json(R"({"schema": "steptrace.summary/1", "steps": 1})"), Contains("malformed"));
 }
 
+TEST_CASE("a summary with negative, fractional or absurd numbers is refused, naming the field", "[report][errors]") {
+  const std::string good = recorded().json();
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    const auto at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    return text.replace(at, from.size(), to);
+  };
+  CHECK_NOTHROW(summary::from_json(good));
+  CHECK_THROWS_WITH(summary::from_json(with("\"steps\": 5", "\"steps\": -3")), Contains("\"steps\" must be a non-negative integer"));
+  CHECK_THROWS_WITH(summary::from_json(with("\"steps\": 5", "\"steps\": 1e30")), Contains("\"steps\""));
+  CHECK_THROWS_WITH(summary::from_json(with("\"steps\": 5", "\"steps\": 2.5")), Contains("\"steps\""));
+  CHECK_THROWS_WITH(summary::from_json(with("\"wall_ms\": ", "\"wall_ms\": -")), Contains("\"wall_ms\" must be a finite non-negative number"));
+}
+
 TEST_CASE("the table shows every phase and the label and evidence and advice", "[report]") {
   const std::string table = recorded().table();
   CHECK_THAT(table, Contains("5 steps (1 warm-up and 0 failed not counted)"));

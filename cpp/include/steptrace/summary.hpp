@@ -44,10 +44,13 @@ struct unscoped_phase {
 };
 
 struct diagnosis {
-  std::string label;                // INPUT-BOUND, H2D-BOUND, ...; empty when there were no steps
+  std::string label;                // one of diagnosis_labels(); empty when there were no steps
   std::string evidence;             // one sentence
   std::vector<std::string> advice;  // the fix to try first comes first
 };
+
+// Every label the diagnosis can give, in the order its rules are documented.
+STEPTRACE_API const std::vector<std::string>& diagnosis_labels();
 
 struct backend_info {
   bool cuda = false;

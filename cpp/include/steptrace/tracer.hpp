@@ -111,6 +111,10 @@ class STEPTRACE_API tracer {
 // toolkit (CUDA_HOME, /usr/local/cuda) are searched anyway.
 STEPTRACE_API void set_gpu_library_dirs(std::vector<std::string> dirs);
 
+// The DataLoader num_workers the INPUT-BOUND advice suggests on this machine (from the cores
+// this process may use).
+STEPTRACE_API long suggested_loader_workers() noexcept;
+
 // The process-wide tracer the macros and the Python module functions use. Created on first
 // use (never at static-initialisation time) with options from the environment.
 STEPTRACE_API tracer& default_tracer();

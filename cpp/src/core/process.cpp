@@ -15,6 +15,7 @@
 #include "base/log.hpp"
 #include "core/tracer_impl.hpp"
 #include "gpu/backend.hpp"
+#include "report/diagnosis.hpp"
 #include "steptrace/tracer.hpp"
 
 namespace steptrace {
@@ -92,6 +93,10 @@ void tracer::warn_nested_step() const noexcept {
                 "a step was opened on a thread that already has one open; steps do not nest (make the inner "
                 "one a phase). The inner step is ignored; further cases are only counted.");
   }
+}
+
+long suggested_loader_workers() noexcept {
+  return detail::suggested_workers(static_cast<long>(detail::usable_cpus()));
 }
 
 void set_gpu_library_dirs(std::vector<std::string> dirs) { detail::set_gpu_library_dirs(std::move(dirs)); }

@@ -35,13 +35,30 @@ std::optional<bool> fact_bool(const summary& s, std::string_view key) {
   return std::nullopt;
 }
 
+}  // namespace
+
+}  // namespace steptrace::detail
+
+namespace steptrace {
+const std::vector<std::string>& diagnosis_labels() {
+  static const std::vector<std::string> labels = {"INPUT-BOUND",  "H2D-BOUND",     "WAIT-HEAVY",
+                                                  "LAUNCH-BOUND", "COMPUTE-BOUND", "BALANCED"};
+  return labels;
+}
+}  // namespace steptrace
+
+namespace steptrace::detail {
+
+long suggested_workers(long cpus) { return std::min(std::max(2L, std::min(8L, cpus / 2)), std::max(1L, cpus)); }
+
+namespace {
+
 // Loader advice, specific where the tracer knows the DataLoader's settings.
 std::vector<std::string> input_advice(const summary& s) {
   std::vector<std::string> advice;
   const auto workers = fact_int(s, "dataloader.num_workers");
   const long cpus = fact_int(s, "host.cpus").value_or(0);
-  // Half the cores, at least 2 and at most 8, never above the core count ("start near 4").
-  const long suggest = std::min(std::max(2L, std::min(8L, cpus / 2)), std::max(1L, cpus));
+  const long suggest = suggested_workers(cpus);
   if (workers && *workers == 0) {
     advice.push_back(fmt::format("DataLoader(num_workers=0) loads every batch on the training thread; on this "
                                  "{}-core machine try num_workers={}",

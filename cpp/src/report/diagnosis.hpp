@@ -30,4 +30,8 @@ inline constexpr diagnosis_thresholds default_thresholds{};
 
 diagnosis diagnose(const summary& s, const diagnosis_thresholds& t = default_thresholds);
 
+// The DataLoader worker count the INPUT-BOUND advice suggests on a machine with `cpus` usable
+// cores: half of them, at least 2 and at most 8, never above the core count ("start near 4").
+long suggested_workers(long cpus);
+
 }  // namespace steptrace::detail

@@ -1,6 +1,7 @@
 // summary::json() and summary::from_json(): schema "steptrace.summary/1" (design.md).
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <stdexcept>
 
 #include "steptrace/summary.hpp"
@@ -11,13 +12,31 @@ namespace {
 using json_doc = nlohmann::ordered_json;
 constexpr const char* schema_name = "steptrace.summary/1";
 
+// A count as json() writes it: a non-negative integer, and not an absurd one.
+std::uint64_t count_at(const json_doc& j, const char* key) {
+  const json_doc& v = j.at(key);
+  if (!v.is_number_unsigned() || v.get<std::uint64_t>() > (std::uint64_t{1} << 53)) {
+    throw std::invalid_argument(std::string("\"") + key + "\" must be a non-negative integer, not " + v.dump());
+  }
+  return v.get<std::uint64_t>();
+}
+
+// A time, rate or share as json() writes it: a finite number, never negative.
+double number_at(const json_doc& j, const char* key) {
+  const json_doc& v = j.at(key);
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 || v.get<double>() > 1e15) {
+    throw std::invalid_argument(std::string("\"") + key + "\" must be a finite non-negative number, not " + v.dump());
+  }
+  return v.get<double>();
+}
+
 json_doc stat_json(const stat_ms& m) {
   return json_doc{{"mean", m.mean}, {"p50", m.p50}, {"p95", m.p95}, {"p99", m.p99}, {"max", m.max}, {"total", m.total}};
 }
 
 stat_ms stat_from(const json_doc& j) {
-  return stat_ms{j.at("total").get<double>(), j.at("mean").get<double>(), j.at("p50").get<double>(),
-                 j.at("p95").get<double>(),   j.at("p99").get<double>(),  j.at("max").get<double>()};
+  return stat_ms{number_at(j, "total"), number_at(j, "mean"), number_at(j, "p50"),
+                 number_at(j, "p95"),   number_at(j, "p99"),  number_at(j, "max")};
 }
 
 json_doc copies_json(const copy_stats& c) {
@@ -26,9 +45,9 @@ json_doc copies_json(const copy_stats& c) {
 }
 
 copy_stats copies_from(const json_doc& j) {
-  return copy_stats{j.at("count").get<std::uint64_t>(), j.at("bytes_per_step").get<double>(),
-                    j.at("ms_per_step").get<double>(), j.at("gb_per_s").get<double>(),
-                    j.at("pageable_share").get<double>()};
+  return copy_stats{count_at(j, "count"), number_at(j, "bytes_per_step"),
+                    number_at(j, "ms_per_step"), number_at(j, "gb_per_s"),
+                    number_at(j, "pageable_share")};
 }
 
 json_doc gpu_json(const gpu_stats& g) {
@@ -52,16 +71,16 @@ gpu_stats gpu_from(const json_doc& j) {
   gpu_stats g;
   g.busy_ms = stat_from(j.at("busy_ms"));
   g.idle_ms = stat_from(j.at("idle_ms"));
-  g.busy_share = j.at("busy_share").get<double>();
+  g.busy_share = number_at(j, "busy_share");
   for (const auto& [phase, share] : j.at("idle_by_phase").items()) g.idle_by_phase.emplace_back(phase, share.get<double>());
   g.h2d = copies_from(j.at("h2d"));
   g.d2h = copies_from(j.at("d2h"));
-  g.syncs_per_step = j.at("syncs_per_step").get<double>();
-  g.sync_ms_per_step = j.at("sync_ms_per_step").get<double>();
-  g.kernels_per_step = j.at("kernels_per_step").get<double>();
-  g.kernel_median_us = j.at("kernel_median_us").get<double>();
-  g.incomplete_records = j.at("incomplete_records").get<std::uint64_t>();
-  g.dropped_records = j.at("dropped_records").get<std::uint64_t>();
+  g.syncs_per_step = number_at(j, "syncs_per_step");
+  g.sync_ms_per_step = number_at(j, "sync_ms_per_step");
+  g.kernels_per_step = number_at(j, "kernels_per_step");
+  g.kernel_median_us = number_at(j, "kernel_median_us");
+  g.incomplete_records = count_at(j, "incomplete_records");
+  g.dropped_records = count_at(j, "dropped_records");
   return g;
 }
 
@@ -108,7 +127,8 @@ std::string summary::json() const {
     doc["step_device_ms"] = stat_json(*step_device_ms);  // per step, from CUDA events
     doc["step_device_steps"] = step_device_steps;
   }
-  return doc.dump(2);
+  // Names are valid UTF-8 (the registry sees to it); a byte that is not still never throws.
+  return doc.dump(2, ' ', false, json_doc::error_handler_t::replace);
 }
 
 summary summary::from_json(std::string_view text) {
@@ -127,32 +147,32 @@ summary summary::from_json(std::string_view text) {
   }
   try {
     summary s;
-    s.steps = doc.at("steps").get<std::uint64_t>();
-    s.warmup_steps = doc.at("warmup_steps").get<std::uint64_t>();
-    s.failed_steps = doc.at("failed_steps").get<std::uint64_t>();
-    s.threads = doc.at("threads").get<std::uint64_t>();
-    s.wall_ms = doc.at("wall_ms").get<double>();
+    s.steps = count_at(doc, "steps");
+    s.warmup_steps = count_at(doc, "warmup_steps");
+    s.failed_steps = count_at(doc, "failed_steps");
+    s.threads = count_at(doc, "threads");
+    s.wall_ms = number_at(doc, "wall_ms");
     s.step_ms = stat_from(doc.at("step_ms"));
     if (doc.contains("step_device_ms")) {
       s.step_device_ms = stat_from(doc.at("step_device_ms"));
-      s.step_device_steps = doc.at("step_device_steps").get<std::uint64_t>();
+      s.step_device_steps = count_at(doc, "step_device_steps");
     }
     for (const auto& [name, p] : doc.at("phases").items()) {
       phase_stats row;
       row.name = name;
-      row.ms = stat_ms{p.at("total_ms").get<double>(), p.at("mean_ms").get<double>(), p.at("p50_ms").get<double>(),
-                       p.at("p95_ms").get<double>(),   p.at("p99_ms").get<double>(),  p.at("max_ms").get<double>()};
-      row.share = p.at("share").get<double>();
-      row.calls = p.at("calls").get<std::uint64_t>();
+      row.ms = stat_ms{number_at(p, "total_ms"), number_at(p, "mean_ms"), number_at(p, "p50_ms"),
+                       number_at(p, "p95_ms"),   number_at(p, "p99_ms"),  number_at(p, "max_ms")};
+      row.share = number_at(p, "share");
+      row.calls = count_at(p, "calls");
       if (p.contains("device_ms")) {
         row.device_ms = stat_from(p.at("device_ms"));
-        row.device_calls = p.at("device_calls").get<std::uint64_t>();
+        row.device_calls = count_at(p, "device_calls");
       }
       s.phases.push_back(std::move(row));
     }
     for (const auto& [name, u] : doc.at("unscoped_phases").items()) {
       s.unscoped_phases.push_back(
-          {name, u.at("total_ms").get<double>(), u.at("max_ms").get<double>(), u.at("calls").get<std::uint64_t>()});
+          {name, number_at(u, "total_ms"), number_at(u, "max_ms"), count_at(u, "calls")});
     }
     if (!doc.at("gpu").is_null()) s.gpu = gpu_from(doc.at("gpu"));
     const json_doc& d = doc.at("diagnosis");
@@ -163,10 +183,15 @@ summary summary::from_json(std::string_view text) {
     s.backend = {b.at("cuda").get<bool>(), b.at("cupti").get<bool>(), b.at("reason").get<std::string>(),
                  b.at("host_clock").get<std::string>()};
     const json_doc& e = doc.at("errors");
-    s.errors = {e.at("nested_steps").get<std::uint64_t>(), e.at("unbalanced_phases").get<std::uint64_t>()};
+    s.errors = {count_at(e, "nested_steps"), count_at(e, "unbalanced_phases")};
     for (const auto& [key, value] : doc.at("facts").items()) s.facts.emplace_back(key, value.get<std::string>());
+    for (const phase_stats& p : s.phases) {
+      if (p.share > 1.000001) throw std::invalid_argument("phase \"" + p.name + "\" has a share above 1");
+    }
     return s;
   } catch (const json_doc::exception& e) {
+    throw std::invalid_argument(std::string("steptrace: malformed steptrace summary: ") + e.what());
+  } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(std::string("steptrace: malformed steptrace summary: ") + e.what());
   }
 }

@@ -1,0 +1,206 @@
+"""Faults steptrace must survive without breaking the program it traces, each run as the
+standalone program a user would write: a fork while another thread records, a sub-interpreter,
+a storm of Ctrl-C around steps(), threads that run one after another, names that are not UTF-8."""
+
+import json
+
+import pytest
+
+import steptrace
+from steptrace import _core
+
+
+def test_children_forked_while_a_thread_records_exit_and_answer(run_python):
+    proc = run_python(
+        """
+        import os, sys, threading, time
+        import steptrace
+
+        stop = False
+        def record():
+            while not stop:
+                with steptrace.step():
+                    with steptrace.phase("busy"):
+                        pass
+        t = threading.Thread(target=record)
+        t.start()
+        pids = []
+        for i in range(60):
+            pid = os.fork()
+            if pid == 0:
+                s = steptrace.summary()        # a defined answer, never a hang
+                assert s.steps == 0, s.steps
+                steptrace.reset()
+                steptrace.configure(warmup_steps=1)
+                with steptrace.step():         # records nothing here
+                    pass
+                if i % 2:                      # both ways out: with and without exit handlers
+                    os._exit(0)
+                sys.exit(0)
+            pids.append(pid)
+        deadline = time.monotonic() + 60
+        hung, failed = 0, 0
+        for pid in pids:
+            while True:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    failed += os.waitstatus_to_exitcode(status) != 0
+                    break
+                if time.monotonic() > deadline:
+                    os.kill(pid, 9); os.waitpid(pid, 0); hung += 1
+                    break
+                time.sleep(0.001)
+        stop = True
+        t.join()
+        print(hung, failed, steptrace.summary().steps > 0)
+        steptrace.configure(print_at_exit=False)
+        """
+    )
+    assert proc.stdout.split() == ["0", "0", "True"], proc.stderr
+
+
+def test_import_in_a_sub_interpreter_raises_a_clear_import_error(run_python):
+    proc = run_python(
+        """
+        import _xxsubinterpreters as interpreters
+        interp = interpreters.create()
+        try:
+            interpreters.run_string(interp, "import steptrace")
+        except Exception as e:
+            print("refused:", e)
+        import steptrace                      # the main interpreter is unaffected
+        print("main:", steptrace.summary().steps)
+        """
+    )
+    assert "ImportError" in proc.stdout and "main interpreter" in proc.stdout
+    assert "main: 0" in proc.stdout
+
+
+def test_a_ctrl_c_storm_around_steps_leaves_nothing_open(run_python):
+    proc = run_python(
+        """
+        import json, signal, time
+        import steptrace
+
+        storm = True
+        def interrupt(signum, frame):
+            if storm:
+                raise KeyboardInterrupt
+        signal.signal(signal.SIGALRM, interrupt)
+
+        def slow_items():
+            for i in range(10**9):
+                end = time.perf_counter() + 0.0003
+                while time.perf_counter() < end:
+                    pass
+                yield i
+
+        steptrace.configure(warmup_steps=0, print_at_exit=False)
+        signal.setitimer(signal.ITIMER_REAL, 0.0007, 0.0007)  # an interrupt every 0.7 ms
+        caught = 0
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            try:
+                try:
+                    for _ in steptrace.steps(slow_items()):
+                        with steptrace.phase("compute"):
+                            end = time.perf_counter() + 0.0002
+                            while time.perf_counter() < end:
+                                pass
+                except KeyboardInterrupt:
+                    caught += 1
+            except KeyboardInterrupt:  # landed in the handler above
+                caught += 1
+        storm = False
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)
+        before = steptrace.summary().to_dict()
+        for _ in steptrace.steps(range(10)):     # nothing open: no StepError
+            with steptrace.phase("compute"):
+                pass
+        after = steptrace.summary().to_dict()
+        print(json.dumps({"caught": caught, "new_steps": after["steps"] - before["steps"],
+                          "errors": after["errors"], "failed": after["failed_steps"]}))
+        """
+    )
+    out = json.loads(proc.stdout)
+    assert out["caught"] >= 20  # the storm did land, many times
+    assert out["new_steps"] == 10
+    assert out["errors"] == {"nested_steps": 0, "unbalanced_phases": 0}
+    assert out["failed"] >= 1  # interrupts inside steptrace's part of the loop count as failed
+
+
+def test_threads_that_run_one_after_another_are_each_a_thread(tracer):
+    import threading
+
+    tracer.configure(warmup_steps=5)
+
+    def work():
+        for _ in range(10):
+            with tracer.step():
+                pass
+
+    for _ in range(5):
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+    d = tracer.summary().to_dict()
+    assert (d["steps"], d["warmup_steps"], d["threads"]) == (25, 25, 5)
+
+
+def test_a_name_that_is_not_utf8_prints_and_is_written_whole(run_python, tmp_path):
+    path = tmp_path / "odd.json"
+    proc = run_python(
+        """
+        import steptrace
+        from steptrace import _core
+        odd = _core.register_phase(b"dec\\xff\\xfeode")   # as C++ code in the process might
+        t = steptrace.default_tracer()._core
+        for _ in range(8):
+            with steptrace.step():
+                t.begin_phase(odd); t.end_phase(odd)
+        print(str(steptrace.summary()).count("\\ufffd"))
+        """,
+        env={"STEPTRACE_JSON": str(path), "STEPTRACE_PRINT_AT_EXIT": "always"},
+    )
+    assert proc.stdout.strip() == "2"
+    assert "dec\ufffd\ufffdode" in proc.stderr  # the exit report printed
+    assert "dec\ufffd\ufffdode" in json.loads(path.read_text())["phases"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["odd.json", "snippet.py"]  # no temporary left
+
+
+def test_options_are_typed_and_every_one_is_listed(tracer):
+    options = tracer.options()
+    assert set(options) == set(steptrace.OPTIONS)
+    assert options["warmup_steps"] == 0 and options["enabled"] is True and options["cupti"] is True
+    assert options["print_at_exit"] == "never"
+    tracer.configure(json_path=None, print_at_exit="auto")
+    assert tracer.options()["json_path"] == "" and tracer.options()["print_at_exit"] == "auto"
+
+
+@pytest.mark.parametrize("field, text", [("steps", "-3"), ("steps", "1e300"), ("wall_ms", "-1.0")])
+def test_load_refuses_negative_or_absurd_numbers(tracer, tmp_path, field, text):
+    with tracer.step():
+        pass
+    doc = tracer.summary().to_dict()
+    raw = json.dumps(doc).replace(f'"{field}": {json.dumps(doc[field])}', f'"{field}": {text}', 1)
+    path = tmp_path / "bad.json"
+    path.write_text(raw)
+    with pytest.raises(ValueError, match=f'"{field}" must be'):
+        steptrace.load(path)
+
+
+def test_the_table_shows_once_when_the_program_printed_it(run_python):
+    proc = run_python(
+        """
+        import sys, steptrace
+        for _ in steptrace.steps(range(12)):
+            pass
+        print(steptrace.summary(), file=sys.stderr)
+        """
+    )
+    assert proc.stderr.count("steptrace summary") == 1
+    assert proc.stderr.rstrip().endswith("STEPTRACE_PRINT_AT_EXIT=always prints it at exit too")
+
+
+def test_labels_come_from_the_diagnosis():
+    assert "LAUNCH-BOUND" in steptrace.LABELS and len(steptrace.LABELS) == len(set(_core.LABELS))
