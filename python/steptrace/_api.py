@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar, Union
 
-from . import _core
+from . import _core, _loop
+from ._options import OPTIONS, _option_text, _option_value
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -88,60 +89,6 @@ def _stream_handle(stream: Any) -> int:
     return handle
 
 
-# name -> (environment variable, kind, default text, doc), from the C++ option table.
-OPTIONS: Dict[str, tuple] = {name: (env, kind, default, doc) for name, env, kind, default, doc in _core.option_table()}
-
-
-def _option_text(name: str, value: Any) -> str:
-    """The text form C++ parses, after the type check the option's kind asks for."""
-    if name not in OPTIONS:
-        return str(value)  # C++ names the unknown option and lists the known ones
-    kind = OPTIONS[name][1]
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool) and (kind == "bool" or name == "print_at_exit"):
-        return "1" if value else "0"
-    if kind == "uint" and isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    if kind == "path":
-        if value is None:
-            return ""
-        if isinstance(value, os.PathLike) and isinstance(os.fspath(value), str):
-            return os.fspath(value)
-    wanted = {"bool": "a bool", "uint": "an int", "path": "a str or os.PathLike path"}.get(
-        kind, "a str (" + kind.split(":", 1)[-1].replace("|", ", ") + ")")
-    raise ValueError(f"steptrace: option {name!r} takes {wanted}, not {value!r} ({type(value).__name__})")
-
-
-def _option_value(name: str, text: str) -> Any:
-    kind = OPTIONS[name][1]
-    if kind == "bool":
-        return text == "1"
-    if kind == "uint":
-        return int(text)
-    return text
-
-
-_IDLE, _FETCHING, _OPENING, _IN_STEP = range(4)  # what a steps() loop has open
-
-
-def _close_loop(core: Any, handle: Optional[int], state: int, failed: bool, time_input: bool) -> None:
-    """Closes what a steps() loop left open. Each close sits in a ``finally`` of the one before,
-    so an interrupt surfacing after one call still lets the next one run."""
-    if state == _FETCHING:
-        try:
-            if time_input:
-                core.end_phase(_core.INPUT)
-        finally:
-            if failed:  # the fetch failed: a failed step claims it
-                try:
-                    core.begin_step(handle)
-                finally:
-                    core.end_step(True)
-    elif state == _IN_STEP or (state == _OPENING and failed):
-        core.end_step(failed)
-
-
 class Tracer:
     """An independent tracer. The module functions (``steptrace.step`` ...) use the default one,
     which C++ code in the same process shares."""
@@ -210,41 +157,8 @@ class Tracer:
         If getting an item raises, or an interrupt (Ctrl-C) lands inside steptrace, the
         exception propagates unchanged and that step counts as failed. Whatever happens, nothing
         stays open on the thread. ``stream``: as for ``step``."""
-        core = self._core
         handle = None if stream is None else _stream_handle(stream)
-        # An instrumented loader times its own fetches; timing them here too would count twice.
-        time_input = not getattr(iterable, "_steptrace_times_input", False)
-        it = iter(iterable)
-        # `state` is assigned right before the C call it names. CPython raises an interrupt only
-        # after a call returns (or at a loop's back edge), never between an assignment and the
-        # call after it, so at any exception `state` says exactly what this loop has open.
-        state = _IDLE
-        failed = False
-        try:
-            while True:
-                state = _FETCHING
-                if time_input:
-                    core.begin_phase(_core.INPUT)
-                try:
-                    item = next(it)
-                except StopIteration:
-                    return
-                state = _IDLE
-                if time_input:
-                    core.end_phase(_core.INPUT)
-                state = _OPENING
-                core.begin_step(handle)  # StepError if a step is open: then nothing was opened
-                state = _IN_STEP
-                yield item
-                state = _IDLE
-                core.end_step(False)
-        except GeneratorExit:
-            raise  # the loop was left: its open step ends as completed
-        except BaseException as e:
-            failed = not (state == _OPENING and isinstance(e, StepError))
-            raise
-        finally:
-            _close_loop(core, handle, state, failed, time_input)
+        return _loop.steps(self._core, iterable, handle)
 
     def summary(self) -> Summary:
         """The summary of every step completed so far (safe while other threads record)."""

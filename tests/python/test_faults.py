@@ -204,3 +204,13 @@ def test_the_table_shows_once_when_the_program_printed_it(run_python):
 
 def test_labels_come_from_the_diagnosis():
     assert "LAUNCH-BOUND" in steptrace.LABELS and len(steptrace.LABELS) == len(set(_core.LABELS))
+
+
+def test_the_readme_options_table_is_the_option_table():
+    from pathlib import Path
+
+    from steptrace._docs import options_markdown
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- options: begin")[1].split("<!-- options: end -->")[0]
+    assert block.split("-->", 1)[1].strip() == options_markdown()

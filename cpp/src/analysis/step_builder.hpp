@@ -1,6 +1,6 @@
 // Internal (not public API): turns one thread's records into finished steps.
 //
-// Rules (design.md, "Definitions"):
+// Rules (docs/architecture.md, "Definitions"):
 // - every instant of a step goes to the innermost open phase, or to `other` (id 0);
 // - an `input` phase that starts outside a step, with no phase open, is held; the next step
 //   on the thread claims it and its window starts where that input started (a second such

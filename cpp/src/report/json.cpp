@@ -1,4 +1,4 @@
-// summary::json() and summary::from_json(): schema "steptrace.summary/1" (design.md).
+// summary::json() and summary::from_json(): schema "steptrace.summary/1" (docs/architecture.md, "The summary JSON").
 #include <nlohmann/json.hpp>
 
 #include <cmath>
