@@ -117,7 +117,10 @@ def test_a_phase_outside_a_step_is_kept_apart(tracer):
     [
         ({"warmup": 3}, "unknown option 'warmup'"),
         ({"warmup_steps": -1}, "bad value '-1' for option 'warmup_steps'"),
-        ({"warmup_steps": 2.5}, "bad value '2.5' for option 'warmup_steps'"),
+        ({"warmup_steps": 2.5}, "option 'warmup_steps' takes an int, not 2.5"),
+        ({"warmup_steps": True}, "option 'warmup_steps' takes an int, not True"),
+        ({"json_path": b"run.json"}, "option 'json_path' takes a str or os.PathLike path, not b'run.json'"),
+        ({"print_at_exit": "sometimes"}, "auto, always, never"),
         ({"enabled": "maybe"}, "option 'enabled'"),
         ({"log_level": "loud"}, "option 'log_level'"),
         ({"ring_records": 1000}, "power of two"),

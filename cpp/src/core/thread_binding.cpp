@@ -23,9 +23,9 @@ __thread thread_binding t_binding __attribute__((tls_model("initial-exec"))) = {
 
 namespace {
 
-// Never destroyed (steps may end during exit). A forked child gets a fresh mutex: the one it
-// inherited may have been held by a thread that does not exist there.
-std::mutex* g_live_mutex = new std::mutex;
+// Never destroyed (steps may end during exit). A forked child re-initialises it in place: it
+// may have been held by a thread that does not exist there.
+std::mutex* const g_live_mutex = new std::mutex;
 std::unordered_map<std::uint64_t, tracer_impl*>& live_tracers() {
   static auto* m = new std::unordered_map<std::uint64_t, tracer_impl*>;
   return *m;
@@ -65,7 +65,7 @@ struct thread_links {
 // fork: the child's copies of every tracer stop recording and never report (a DataLoader
 // worker must not print its parent's summary), and take no lock from then on.
 void on_fork_child() {
-  g_live_mutex = new std::mutex;  // the old one is leaked: it may be held by a dead thread
+  new (g_live_mutex) std::mutex;  // the child has one thread: nobody else can be using it
   for (auto& [uid, impl] : live_tracers()) impl->forked.store(true);
   t_binding = {0, nullptr, nullptr};  // the next record takes the slow path, which refuses
 }
@@ -87,6 +87,12 @@ void register_tracer(tracer_impl& impl) {
 void unregister_tracer(tracer_impl& impl) {
   std::lock_guard<std::mutex> lock(*g_live_mutex);
   live_tracers().erase(impl.uid);
+}
+
+void keep_forked_copy(tracer_impl* impl) {
+  static auto* kept = new std::vector<tracer_impl*>;  // reachable, so not reported as a leak
+  std::lock_guard<std::mutex> lock(*g_live_mutex);
+  kept->push_back(impl);
 }
 
 void install_fork_guard() {

@@ -17,6 +17,9 @@ struct thread_state;
 void register_tracer(tracer_impl& impl);
 void unregister_tracer(tracer_impl& impl);
 std::uint64_t next_tracer_uid() noexcept;
+// A forked child's copy of a tracer is never destroyed: its mutex and condition variable may be
+// held by, or waited on by, threads that do not exist there. It is kept here instead.
+void keep_forked_copy(tracer_impl* impl);
 
 // This thread's state in `impl`, attaching the thread on its first record. nullptr (the
 // record is dropped) in a forked child's inherited tracer, once this thread's steptrace state

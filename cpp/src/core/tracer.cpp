@@ -51,9 +51,7 @@ tracer::tracer(const config& cfg) : uid_(0), impl_(std::make_unique<detail::trac
 
 tracer::~tracer() {
   detail::unregister_tracer(*impl_);
-  // In a forked child the mutex and condition variable may be held by, or wait on, threads
-  // that do not exist there: destroying them could block for good. The copy is left as it is.
-  if (impl_->forked.load()) (void)impl_.release();
+  if (impl_->forked.load()) detail::keep_forked_copy(impl_.release());
 }
 
 void tracer::configure(const config& cfg) {
