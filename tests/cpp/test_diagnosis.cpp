@@ -153,3 +153,17 @@ TEST_CASE("H2D-BOUND names the pageable share", "[diagnosis][gpu]") {
   CHECK_THAT(d.advice.at(0), Catch::Matchers::Contains("82% of the copied bytes are pageable"));
   CHECK(d.advice.size() == 3);
 }
+
+TEST_CASE("a custom phase counts toward the built-in phase it sits in: detail never changes the label",
+          "[diagnosis][tree]") {
+  // input's own share is small; most of its time is in `decode`, opened inside it.
+  summary s = with_shares({{"input", 0.04}, {"decode", 0.66}, {"compute", 0.26}});
+  for (auto& p : s.phases) {
+    if (p.name == "decode") p.parent = "input";
+  }
+  const auto d = diagnose(s);
+  CHECK(d.label == "INPUT-BOUND");
+  CHECK_THAT(d.evidence, Catch::Matchers::Contains("`input` with the phases inside it takes 70.0% of step time"));
+  summary flat = with_shares({{"input", 0.04}, {"decode", 0.66}, {"compute", 0.26}});  // decode at the top
+  CHECK(diagnose(flat).label != "INPUT-BOUND");
+}

@@ -97,3 +97,32 @@ TEST_CASE("the table shows every phase and the label and evidence and advice", "
   CHECK_THAT(table, Contains("diagnosis  INPUT-BOUND"));
   CHECK_THAT(table, Contains("try first"));
 }
+
+TEST_CASE("the table shows children indented under their parent, and the JSON gives each its parent",
+          "[report][tree]") {
+  tracer t(steptrace::testing::quiet());
+  const phase_id decode = register_phase("report-decode");
+  for (int i = 0; i < 4; ++i) {
+    scoped_step step(t);
+    scoped_phase in(t, builtin::input);
+    scoped_phase d(t, decode);
+    steptrace::testing::spin_for(std::chrono::microseconds(200));
+  }
+  const summary s = t.summary();
+  REQUIRE(s.phase("report-decode") != nullptr);
+  CHECK(s.phase("report-decode")->parent == "input");
+  CHECK(s.phase("input")->parent.empty());
+  CHECK(s.phase("input")->inclusive_ms.total >= s.phase("report-decode")->ms.total);
+  CHECK(s.phase("input")->inclusive_ms.total ==
+        Approx(s.phase("input")->ms.total + s.phase("report-decode")->ms.total).epsilon(1e-6));
+  const std::string table = s.table();
+  const auto input_row = table.find("\ninput "), decode_row = table.find("\n  report-decode");
+  REQUIRE(input_row != std::string::npos);
+  REQUIRE(decode_row != std::string::npos);
+  CHECK(decode_row > input_row);
+  CHECK_THAT(table, Contains("`input` with the phases inside it"));
+  const summary back = summary::from_json(s.json());
+  CHECK(back.phase("report-decode")->parent == "input");
+  CHECK(back.phase("input")->inclusive_ms.total == Approx(s.phase("input")->inclusive_ms.total));
+  CHECK(nlohmann::json::parse(s.json())["phases"]["input"]["parent"].is_null());
+}

@@ -18,6 +18,8 @@ struct step_copy {
   std::vector<host_segment> segments;
   std::map<std::uint32_t, std::uint64_t> ticks;
   std::map<std::uint32_t, std::uint32_t> calls;
+  std::map<std::uint32_t, std::uint64_t> incl;
+  std::map<std::uint32_t, std::uint32_t> parent;
 };
 
 struct recording_sink final : step_sink {
@@ -28,6 +30,8 @@ struct recording_sink final : step_sink {
     for (const auto& p : s.phases) {
       c.ticks[p.id] = p.ticks;
       c.calls[p.id] = p.calls;
+      c.incl[p.id] = p.incl_ticks;
+      c.parent[p.id] = p.parent;
     }
     steps.push_back(c);
   }
@@ -245,5 +249,37 @@ TEST_CASE("CUDA event slots around a step are timed for counted steps only", "[a
     REQUIRE(b.event_pairs().size() == 1);
     CHECK(b.event_pairs()[0].begin == 8);
     CHECK_FALSE(b.event_pairs()[0].timed);
+  }
+}
+
+TEST_CASE("the phase tree: inclusive time holds the phases opened inside, each knows its parent", "[analysis][tree]") {
+  const phase_id decode = register_phase("tree-decode"), again = register_phase("tree-again");
+  SECTION("decode inside input, with a fetch before the step") {
+    auto sink = run({begin(input, 0), begin(decode, 10), end(decode, 50), end(input, 60), step_begin(60),
+                     begin(compute, 60), end(compute, 90), step_end(100)});
+    REQUIRE(sink.steps.size() == 1);
+    const auto& s = sink.steps[0];
+    CHECK(s.ticks.at(input.value) == 20);
+    CHECK(s.ticks.at(decode.value) == 40);
+    CHECK(s.incl.at(input.value) == 60);
+    CHECK(s.incl.at(decode.value) == 40);
+    CHECK(s.incl.at(compute.value) == 30);
+    CHECK(s.parent.at(decode.value) == input.value);
+    CHECK(s.parent.at(input.value) == phase_slice::no_parent);
+    CHECK(s.ticks.at(other.value) == 10);
+  }
+  SECTION("a phase opened inside itself is counted once") {
+    auto sink = run({step_begin(0), begin(again, 0), begin(again, 20), end(again, 40), end(again, 80), step_end(100)});
+    REQUIRE(sink.steps.size() == 1);
+    CHECK(sink.steps[0].incl.at(again.value) == 80);
+    CHECK(sink.steps[0].ticks.at(again.value) == 80);
+  }
+  SECTION("a phase open across steps: each step gets the part inside it") {
+    auto sink = run({step_begin(0), begin(compute, 50), step_end(100), step_begin(100), end(compute, 130),
+                     step_end(200)});
+    REQUIRE(sink.steps.size() == 2);
+    CHECK(sink.steps[0].incl.at(compute.value) == 50);
+    CHECK(sink.steps[1].incl.at(compute.value) == 30);
+    CHECK(sink.steps[1].ticks.at(compute.value) == 30);
   }
 }

@@ -27,13 +27,17 @@ struct stat_ms {
 
 struct phase_stats {
   std::string name;
-  stat_ms ms;             // per-step time spent in this phase (innermost-scope rule)
-  double share = 0;       // of the summed step time
+  stat_ms ms;             // per-step time spent in this phase itself (innermost-scope rule)
+  double share = 0;       // exclusive, of the summed step time
   std::uint64_t calls = 0;
   // Phases given a CUDA stream: device time per call, from CUDA events (from the begin event
   // to the end event on that stream). Empty otherwise.
   std::optional<stat_ms> device_ms;
   std::uint64_t device_calls = 0;
+  // The phase tree: the phase this one was opened inside (empty at the top), and the per-step
+  // time of this phase together with every phase opened inside it.
+  std::string parent;
+  stat_ms inclusive_ms;
 };
 
 // A phase that ran while its thread had no step open: kept apart from the step statistics.

@@ -27,8 +27,11 @@ void aggregate::on_step(const built_step& s) {
     if (!phases_[p.id]) phases_[p.id] = std::make_unique<phase_totals>();
     phase_totals& t = *phases_[p.id];
     t.per_step.add(p.ticks);
+    t.per_step_incl.add(p.incl_ticks);
     t.ticks += p.ticks;
     t.calls += p.calls;
+    t.incl_ticks += p.incl_ticks;
+    if (t.parent == phase_slice::no_parent) t.parent = p.parent;
   }
   threads_ += s.first_of_thread ? 1 : 0;
   if (device_) {  // device records are in ns on the host clock: convert this step's times
@@ -104,9 +107,13 @@ void aggregate::fill(summary& out, double ns_per_tick) const {
     const phase_totals& t = *phases_[id];
     histogram h = t.per_step;
     h.add_zeros(steps_ - std::min(steps_, h.count()));  // steps in which the phase did not run
+    histogram incl = t.per_step_incl;
+    incl.add_zeros(steps_ - std::min(steps_, incl.count()));
     phase_stats p;
     p.name = phase_label(phase_id{id});
     p.ms = to_ms(h, t.ticks, steps_, ms_per_tick);
+    p.inclusive_ms = id == builtin::other.value ? p.ms : to_ms(incl, t.incl_ticks, steps_, ms_per_tick);
+    if (t.parent != phase_slice::no_parent) p.parent = phase_label(phase_id{t.parent});
     p.share = step_ticks_ ? static_cast<double>(t.ticks) / static_cast<double>(step_ticks_) : 0.0;
     p.calls = t.calls;
     if (id < phase_device_.size() && phase_device_[id]) {

@@ -32,8 +32,10 @@ class aggregate final : public step_sink {
 
  private:
   struct phase_totals {
-    histogram per_step;  // ticks per counted step in which the phase ran (zeros implied)
-    std::uint64_t ticks = 0, calls = 0;
+    histogram per_step;       // exclusive ticks per counted step in which the phase ran (zeros implied)
+    histogram per_step_incl;  // inclusive ticks, likewise
+    std::uint64_t ticks = 0, calls = 0, incl_ticks = 0;
+    std::uint32_t parent = phase_slice::no_parent;  // the first parent it was seen under
   };
   struct unscoped_totals {
     std::uint64_t ticks = 0, max = 0, calls = 0;

@@ -4,14 +4,25 @@
 
 namespace steptrace::detail {
 
-inline __attribute__((always_inline)) void step_builder::charge(std::uint32_t id, std::uint64_t ticks, std::uint32_t calls) {
+inline __attribute__((always_inline)) void step_builder::charge(std::uint32_t id, std::uint64_t ticks,
+                                                                 std::uint32_t calls, std::uint64_t incl) {
   if (id >= ticks_.size()) {
     ticks_.resize(id + 1, 0);
     calls_.resize(id + 1, 0);
+    incl_.resize(id + 1, 0);
+    parent_.resize(id + 1, phase_slice::no_parent);
   }
-  if (ticks_[id] == 0 && calls_[id] == 0 && (ticks | calls) != 0) touched_.push_back(id);
+  if (ticks_[id] == 0 && calls_[id] == 0 && incl_[id] == 0 && (ticks | calls | incl) != 0) touched_.push_back(id);
   ticks_[id] += ticks;
   calls_[id] += calls;
+  incl_[id] += incl;
+}
+
+// Inclusive time of an open phase, from where it was last charged to t (within the step).
+void step_builder::add_inclusive(open_phase& p, std::uint64_t t) {
+  const std::uint64_t from = p.incl_from > begin_ ? p.incl_from : begin_;
+  if (!p.inside_itself && t > from) charge(p.id, 0, 0, t - from);
+  p.incl_from = t;
 }
 
 inline __attribute__((always_inline)) void step_builder::add_segment(std::uint64_t begin, std::uint64_t end, std::uint32_t id) {
@@ -38,7 +49,11 @@ inline __attribute__((always_inline)) void step_builder::advance(std::uint64_t t
 
 
 void step_builder::clear_step() {
-  for (std::uint32_t id : touched_) ticks_[id] = calls_[id] = 0;
+  for (std::uint32_t id : touched_) {
+    ticks_[id] = incl_[id] = 0;
+    calls_[id] = 0;
+    parent_[id] = phase_slice::no_parent;
+  }
   touched_.clear();
   segments_.clear();
 }
@@ -79,11 +94,14 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
     case record_kind::step_end_failed: {
       if (!in_step_) break;  // its begin was lost (records dropped at exit)
       advance(t);
+      for (auto& p : stack_) {
+        if (p.counted) add_inclusive(p, t);  // phases open across the step's end
+      }
       if (discard_step_) {  // began before a reset: belongs to no statistics
         pair_step_events(false);
       } else {
         slices_.clear();
-        for (std::uint32_t id : touched_) slices_.push_back({id, ticks_[id], calls_[id]});
+        for (std::uint32_t id : touched_) slices_.push_back({id, ticks_[id], calls_[id], incl_[id], parent_[id]});
         const bool warmup = finished_ < warmup_;
         const bool failed = r.kind == record_kind::step_end_failed;
         const bool first = !warmup && !failed && !counted_any_;
@@ -108,11 +126,18 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
         begin_ = t;
         last_ = t;
       }
-      if (accounting()) charge(r.id, 0, 1);
+      bool inside_itself = false;
+      for (const open_phase& outer : stack_) inside_itself = inside_itself || outer.id == r.id;
+      if (accounting()) {
+        charge(r.id, 0, 1);
+        parent_[r.id] = stack_.empty() ? phase_slice::no_parent : stack_.back().id;
+      }
       open_phase& p = stack_.emplace_back();  // in place, as in add_segment
       p.id = r.id;
       p.begin = t;
       p.counted = accounting();
+      p.incl_from = t;
+      p.inside_itself = inside_itself;
       break;
     }
 
@@ -133,6 +158,7 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
       advance(t);
       unbalanced_ += stack_.size() - i;  // phases closed implicitly by ending an outer one
       for (std::size_t j = stack_.size(); j-- > i - 1;) {
+        if (accounting() && stack_[j].counted) add_inclusive(stack_[j], t);
         if (!stack_[j].counted && !accounting()) sink.on_unscoped(stack_[j].id, t - stack_[j].begin);
         if (stack_[j].event != no_event) {
           // Device time, like host time, is kept out of the statistics during warm-up.

@@ -1,7 +1,9 @@
 // Internal (not public API): turns one thread's records into finished steps.
 //
 // Rules (docs/architecture.md, "Definitions"):
-// - every instant of a step goes to the innermost open phase, or to `other` (id 0);
+// - every instant of a step goes to the innermost open phase, or to `other` (id 0): that is a
+//   phase's exclusive time; its inclusive time adds everything opened inside it, and the phase
+//   it was opened inside is its parent (the phase tree);
 // - an `input` phase that starts outside a step, with no phase open, is held; the next step
 //   on the thread claims it and its window starts where that input started (a second such
 //   input before a step begins releases the first as unscoped);
@@ -17,9 +19,12 @@
 namespace steptrace::detail {
 
 struct phase_slice {
+  static constexpr std::uint32_t no_parent = 0xffffffffu;
   std::uint32_t id;
-  std::uint64_t ticks;  // exclusive time in this phase during the step
+  std::uint64_t ticks;       // exclusive time in this phase during the step
   std::uint32_t calls;
+  std::uint64_t incl_ticks;  // inclusive: the phase and everything opened inside it
+  std::uint32_t parent;      // the phase it was opened inside (its last call), or no_parent
 };
 
 // [begin, end) of a step spent with `phase` innermost; a step's segments tile its window.
@@ -85,12 +90,15 @@ class step_builder {
     std::uint64_t begin;
     bool counted;                     // its time goes into step accounting (not unscoped)
     std::uint32_t event = no_event;   // slot of its begin event
+    std::uint64_t incl_from;          // inclusive time is charged from here on
+    bool inside_itself;               // an outer phase of the same name counts this time already
   };
+  void add_inclusive(open_phase& p, std::uint64_t t);
 
   bool accounting() const noexcept { return in_step_ || capture_ == capture::open; }
   // The three below run for every record the consumer reads: kept inline.
   inline void advance(std::uint64_t t);
-  inline void charge(std::uint32_t id, std::uint64_t ticks, std::uint32_t calls);
+  inline void charge(std::uint32_t id, std::uint64_t ticks, std::uint32_t calls, std::uint64_t incl = 0);
   void release_capture(step_sink& sink);
   void clear_step();
   void drop_open();
@@ -111,6 +119,8 @@ class step_builder {
   std::vector<open_phase> stack_;
   std::vector<std::uint64_t> ticks_;   // by phase id
   std::vector<std::uint32_t> calls_;   // by phase id
+  std::vector<std::uint64_t> incl_;    // by phase id
+  std::vector<std::uint32_t> parent_;  // by phase id
   std::vector<std::uint32_t> touched_;  // ids with time or calls in the current step
   std::vector<phase_slice> slices_;
   std::vector<host_segment> segments_;

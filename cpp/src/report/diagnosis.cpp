@@ -9,15 +9,32 @@
 namespace steptrace::detail {
 namespace {
 
-double share_of(const summary& s, std::string_view name) {
-  const phase_stats* p = s.phase(name);
-  return p ? p->share : 0.0;
+bool is_builtin(std::string_view name) {
+  return name == "input" || name == "h2d" || name == "compute" || name == "wait" || name == "other";
 }
 
-double mean_of(const summary& s, std::string_view name) {
-  const phase_stats* p = s.phase(name);
-  return p ? p->ms.mean : 0.0;
+// The built-in phase a phase counts toward: itself if built-in, else the nearest built-in it
+// was opened inside; empty for a custom phase outside every built-in.
+std::string_view builtin_of(const summary& s, const phase_stats& p) {
+  const phase_stats* at = &p;
+  for (std::size_t hops = 0; at != nullptr && hops <= s.phases.size(); ++hops) {
+    if (is_builtin(at->name)) return at->name;
+    at = at->parent.empty() ? nullptr : s.phase(at->parent);
+  }
+  return {};
 }
+
+// The share the rules read: the phase's own share plus that of every custom phase that counts
+// toward it, so adding detail (`decode` inside `input`) never changes the label.
+double share_of(const summary& s, std::string_view name) {
+  double share = 0;
+  for (const phase_stats& p : s.phases) {
+    if (builtin_of(s, p) == name) share += p.share;
+  }
+  return share;
+}
+
+double mean_of(const summary& s, std::string_view name) { return share_of(s, name) * s.step_ms.mean; }
 
 std::optional<long> fact_int(const summary& s, std::string_view key) {
   const std::string* v = s.fact(key);
@@ -82,8 +99,11 @@ std::vector<std::string> input_advice(const summary& s) {
 }
 
 std::string phase_evidence(const summary& s, std::string_view name, double threshold) {
-  return fmt::format("`{}` takes {:.1f}% of step time ({:.3g} ms of {:.3g} ms per step; the rule fires at {:.0f}%).",
-                     name, 100 * share_of(s, name), mean_of(s, name), s.step_ms.mean, 100 * threshold);
+  const phase_stats* own = s.phase(name);
+  const bool with_children = own == nullptr || share_of(s, name) > own->share + 1e-12;
+  return fmt::format("`{}`{} takes {:.1f}% of step time ({:.3g} ms of {:.3g} ms per step; the rule fires at {:.0f}%).",
+                     name, with_children ? " with the phases inside it" : "", 100 * share_of(s, name),
+                     mean_of(s, name), s.step_ms.mean, 100 * threshold);
 }
 
 // "GPU idle 71% of the step; 93% of that while the host was in `input`."

@@ -91,7 +91,9 @@ std::string summary::json() const {
   for (const phase_stats& p : phases) {
     phases_json[p.name] = {{"total_ms", p.ms.total}, {"mean_ms", p.ms.mean}, {"p50_ms", p.ms.p50},
                            {"p95_ms", p.ms.p95},     {"p99_ms", p.ms.p99},   {"max_ms", p.ms.max},
-                           {"share", p.share},       {"calls", p.calls}};
+                           {"share", p.share},       {"calls", p.calls},
+                           {"parent", p.parent.empty() ? json_doc(nullptr) : json_doc(p.parent)},
+                           {"inclusive_ms", stat_json(p.inclusive_ms)}};
     if (p.device_ms) {
       phases_json[p.name]["device_ms"] = stat_json(*p.device_ms);  // per call, from CUDA events
       phases_json[p.name]["device_calls"] = p.device_calls;
@@ -163,6 +165,8 @@ summary summary::from_json(std::string_view text) {
       row.ms = stat_ms{number_at(p, "total_ms"), number_at(p, "mean_ms"), number_at(p, "p50_ms"),
                        number_at(p, "p95_ms"),   number_at(p, "p99_ms"),  number_at(p, "max_ms")};
       row.share = number_at(p, "share");
+      if (p.contains("parent") && !p.at("parent").is_null()) row.parent = p.at("parent").get<std::string>();
+      row.inclusive_ms = p.contains("inclusive_ms") ? stat_from(p.at("inclusive_ms")) : row.ms;
       row.calls = count_at(p, "calls");
       if (p.contains("device_ms")) {
         row.device_ms = stat_from(p.at("device_ms"));

@@ -3,6 +3,9 @@
 
 #include <cmath>
 #include <iterator>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "report/diagnosis.hpp"
 #include "report/report.hpp"
@@ -25,6 +28,33 @@ std::string bar(double share) {
   std::string out;
   for (int i = 0; i < width / 8; ++i) out += "█";
   return out + eighths[width % 8];
+}
+
+// Rows in tree order: each phase followed by the phases opened inside it, indented; the order
+// among siblings is the summary's (built-ins, then custom phases by time, `other` last).
+std::vector<std::pair<const phase_stats*, int>> tree_order(const std::vector<phase_stats>& phases) {
+  std::vector<std::pair<const phase_stats*, int>> rows;
+  std::vector<bool> placed(phases.size(), false);
+  auto known = [&](const std::string& name) {
+    for (const phase_stats& p : phases) {
+      if (p.name == name) return true;
+    }
+    return false;
+  };
+  auto visit = [&](auto&& self, std::size_t i, int depth) -> void {
+    placed[i] = true;
+    rows.emplace_back(&phases[i], depth);
+    for (std::size_t j = 0; j < phases.size(); ++j) {
+      if (!placed[j] && phases[j].parent == phases[i].name) self(self, j, depth + 1);
+    }
+  };
+  for (std::size_t i = 0; i < phases.size(); ++i) {
+    if (!placed[i] && (phases[i].parent.empty() || !known(phases[i].parent))) visit(visit, i, 0);
+  }
+  for (std::size_t i = 0; i < phases.size(); ++i) {
+    if (!placed[i]) visit(visit, i, 0);  // a cycle of parents (a name seen under several): shown flat
+  }
+  return rows;
 }
 
 }  // namespace
@@ -65,13 +95,21 @@ std::string summary::table() const {
     line("{:<14}{:>9}{:>10}{:>10}{:>10}{:>10}{:>10}{:>8}", "phase", "calls", "mean ms", "p50", "p95", "p99", "max",
          "share");
     double total = 0;
-    for (const phase_stats& p : phases) {
-      total += p.share;
-      const std::string calls = p.name == "other" ? "-" : std::to_string(p.calls);
-      line("{:<14}{:>9}{:>10}{:>10}{:>10}{:>10}{:>10}{:>7.1f}%  {}", p.name, calls, ms(p.ms.mean), ms(p.ms.p50),
-           ms(p.ms.p95), ms(p.ms.p99), ms(p.ms.max), 100 * p.share, bar(p.share));
+    std::vector<const phase_stats*> parents;
+    for (const auto& [p, depth] : tree_order(phases)) {
+      total += p->share;
+      const std::string calls = p->name == "other" ? "-" : std::to_string(p->calls);
+      const std::string name = std::string(2 * depth, ' ') + p->name;
+      line("{:<14}{:>9}{:>10}{:>10}{:>10}{:>10}{:>10}{:>7.1f}%  {}", name, calls, ms(p->ms.mean), ms(p->ms.p50),
+           ms(p->ms.p95), ms(p->ms.p99), ms(p->ms.max), 100 * p->share, bar(p->share));
+      if (p->inclusive_ms.total > p->ms.total) parents.push_back(p);
     }
     line("{:>80.1f}%", 100 * total);
+    for (const phase_stats* p : parents) {
+      line("{:<11}`{}` with the phases inside it: mean {} ms, p95 {}, {:.1f}% of step time", "tree", p->name,
+           ms(p->inclusive_ms.mean), ms(p->inclusive_ms.p95),
+           step_ms.total > 0 ? 100 * p->inclusive_ms.total / step_ms.total : 0.0);
+    }
   }
   if (gpu && steps > 0) {
     const gpu_stats& g = *gpu;
