@@ -42,6 +42,11 @@ struct phase_scope {
   void* stream;  // with on_stream: a CUDA stream handle (nullptr: the default stream)
 };
 
+struct exclude_scope {
+  tracer* t;
+  phase_id id;
+};
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -79,6 +84,8 @@ PYBIND11_MODULE(_core, m) {
       .def("end_step", &tracer::end_step, py::arg("failed") = false)
       .def("begin_phase", [](tracer& t, std::uint32_t id) { t.begin_phase(phase_id{id}); })
       .def("end_phase", [](tracer& t, std::uint32_t id) { t.end_phase(phase_id{id}); })
+      .def("begin_exclude", [](tracer& t, std::uint32_t id) { t.begin_exclude(phase_id{id}); })
+      .def("end_exclude", [](tracer& t, std::uint32_t id) { t.end_exclude(phase_id{id}); })
       .def("set_fact", &tracer::set_fact, py::arg("key"), py::arg("value"))
       .def("summary", &tracer::summary)
       .def("reset", &tracer::reset)
@@ -102,6 +109,15 @@ PYBIND11_MODULE(_core, m) {
            [](phase_scope& p) { p.on_stream ? p.t->begin_phase(p.id, p.stream) : p.t->begin_phase(p.id); })
       .def("__exit__", [](phase_scope& p, py::handle, py::handle, py::handle) {
         p.on_stream ? p.t->end_phase(p.id, p.stream) : p.t->end_phase(p.id);
+        return false;
+      });
+
+  py::class_<exclude_scope>(m, "ExcludeScope")
+      .def(py::init([](tracer& t, std::uint32_t id) { return exclude_scope{&t, phase_id{id}}; }), py::arg("tracer"),
+           py::arg("id"), py::keep_alive<1, 2>())
+      .def("__enter__", [](exclude_scope& e) { e.t->begin_exclude(e.id); })
+      .def("__exit__", [](exclude_scope& e, py::handle, py::handle, py::handle) {
+        e.t->end_exclude(e.id);
         return false;
       });
 

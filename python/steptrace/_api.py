@@ -44,6 +44,10 @@ class _PhaseScope(_Decorates, _core.PhaseScope):
     pass
 
 
+class _ExcludeScope(_Decorates, _core.ExcludeScope):
+    pass
+
+
 class Summary:
     """The end-of-run summary: ``str()`` is the table; ``to_dict()`` follows the JSON schema."""
 
@@ -109,6 +113,7 @@ class Tracer:
         self._step = _StepScope(core)
         self._steps_on: Dict[int, _StepScope] = {}  # by stream handle
         self._phases: Dict[Any, _PhaseScope] = {}  # by name, or by (name, stream handle)
+        self._excludes: Dict[str, _ExcludeScope] = {}
 
     def step(self, fn: Optional[F] = None, *, stream: Any = None) -> Any:
         """One iteration of your loop: ``with tracer.step():`` or ``@tracer.step``.
@@ -146,6 +151,19 @@ class Tracer:
             raise TypeError(f"steptrace: a phase name must be a str, not {type(name).__name__}")
         scope = _PhaseScope(self._core, _core.register_phase(name), handle)
         self._phases[name if handle is None else (name, handle)] = scope
+        return scope
+
+    def exclude(self, name: str) -> _ExcludeScope:
+        """Sets time aside: ``with tracer.exclude("checkpoint"):`` or as a decorator.
+
+        Time inside is in no step (an open step's window skips it, and any phase, fetch or step
+        inside goes with it) and is reported apart under ``name``: calls, total, mean and share
+        of the run. For checkpoints, validation and logging inside or between steps."""
+        scope = self._excludes.get(name)
+        if scope is None:
+            if not isinstance(name, str):
+                raise TypeError(f"steptrace: an exclude name must be a str, not {type(name).__name__}")
+            scope = self._excludes[name] = _ExcludeScope(self._core, _core.register_phase(name))
         return scope
 
     def steps(self, iterable: Iterable[T], *, stream: Any = None) -> Iterator[T]:
@@ -193,6 +211,7 @@ def default_tracer() -> Tracer:
 
 step = _default.step
 phase = _default.phase
+exclude = _default.exclude
 steps = _default.steps
 summary = _default.summary
 reset = _default.reset

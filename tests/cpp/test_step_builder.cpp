@@ -13,7 +13,7 @@ using namespace steptrace::detail;
 namespace {
 
 struct step_copy {
-  std::uint64_t begin, end;
+  std::uint64_t begin, end, set_aside;
   bool failed, warmup;
   std::vector<host_segment> segments;
   std::map<std::uint32_t, std::uint64_t> ticks;
@@ -26,7 +26,7 @@ struct recording_sink final : step_sink {
   std::vector<step_copy> steps;
   std::map<std::uint32_t, std::uint64_t> unscoped;
   void on_step(const built_step& s) override {
-    step_copy c{s.begin, s.end, s.failed, s.warmup, s.segments, {}, {}};
+    step_copy c{s.begin, s.end, s.set_aside, s.failed, s.warmup, s.segments, {}, {}, {}, {}};
     for (const auto& p : s.phases) {
       c.ticks[p.id] = p.ticks;
       c.calls[p.id] = p.calls;
@@ -36,12 +36,16 @@ struct recording_sink final : step_sink {
     steps.push_back(c);
   }
   void on_unscoped(std::uint32_t id, std::uint64_t ticks) override { unscoped[id] += ticks; }
+  std::vector<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t>> set_aside;
+  void on_set_aside(std::uint32_t id, std::uint64_t b, std::uint64_t e) override { set_aside.emplace_back(id, b, e); }
 };
 
 record step_begin(std::uint64_t t) { return {t, 0, record_kind::step_begin}; }
 record step_end(std::uint64_t t) { return {t, 0, record_kind::step_end}; }
 record begin(phase_id p, std::uint64_t t) { return {t, p.value, record_kind::phase_begin}; }
 record end(phase_id p, std::uint64_t t) { return {t, p.value, record_kind::phase_end}; }
+record exclude(phase_id p, std::uint64_t t) { return {t, p.value, record_kind::exclude_begin}; }
+record resume(phase_id p, std::uint64_t t) { return {t, p.value, record_kind::exclude_end}; }
 
 recording_sink run(const std::vector<record>& records, std::uint32_t warmup = 0, step_builder* keep = nullptr) {
   recording_sink sink;
@@ -281,5 +285,50 @@ TEST_CASE("the phase tree: inclusive time holds the phases opened inside, each k
     CHECK(sink.steps[0].incl.at(compute.value) == 50);
     CHECK(sink.steps[1].incl.at(compute.value) == 30);
     CHECK(sink.steps[1].ticks.at(compute.value) == 30);
+  }
+}
+
+TEST_CASE("time set aside is in no step: the window skips it, and what runs inside goes with it",
+          "[analysis][set-aside]") {
+  const phase_id ckpt = register_phase("sa-checkpoint"), val = register_phase("sa-validation");
+  SECTION("a checkpoint in the middle of a step") {
+    auto sink = run({step_begin(0), begin(compute, 0), end(compute, 30), exclude(ckpt, 40), begin(wait, 50),
+                     end(wait, 60), resume(ckpt, 90), begin(compute, 90), end(compute, 100), step_end(110)});
+    REQUIRE(sink.steps.size() == 1);
+    const auto& s = sink.steps[0];
+    CHECK(s.set_aside == 50);
+    CHECK(s.ticks.at(compute.value) == 40);
+    CHECK(s.ticks.at(other.value) == 20);  // 30..40 and 100..110
+    CHECK(s.ticks.count(wait.value) == 0);  // the wait inside the checkpoint went with it
+    std::uint64_t sum = 0;
+    for (auto& [id, t] : s.ticks) sum += t;
+    CHECK(sum == s.end - s.begin - s.set_aside);  // shares still sum to 100%
+    REQUIRE(sink.set_aside.size() == 1);
+    CHECK(sink.set_aside[0] == std::make_tuple(ckpt.value, std::uint64_t{40}, std::uint64_t{90}));
+  }
+  SECTION("validation between a fetch and its step: its steps and fetches are set aside too") {
+    auto sink = run({begin(input, 0), end(input, 20), exclude(val, 20), begin(input, 25), end(input, 35),
+                     step_begin(35), begin(compute, 36), end(compute, 40), step_end(60), resume(val, 70), step_begin(80),
+                     step_end(100)});
+    REQUIRE(sink.steps.size() == 1);  // the validation step is not a training step
+    const auto& s = sink.steps[0];
+    CHECK(s.begin == 0);
+    CHECK(s.set_aside == 50);
+    CHECK(s.ticks.at(input.value) == 20);
+    CHECK(s.ticks.at(other.value) == 30);  // 70..80 and 80..100
+    CHECK(sink.unscoped.empty());
+  }
+  SECTION("inclusive time of a phase skips the span set aside inside it") {
+    auto sink = run({step_begin(0), begin(compute, 0), exclude(ckpt, 10), resume(ckpt, 60), end(compute, 70),
+                     step_end(70)});
+    CHECK(sink.steps.at(0).incl.at(compute.value) == 20);
+    CHECK(sink.steps.at(0).ticks.at(compute.value) == 20);
+  }
+  SECTION("nested spans report once, under the outermost name") {
+    auto sink = run({step_begin(0), exclude(val, 10), exclude(ckpt, 20), resume(ckpt, 30), resume(val, 40),
+                     step_end(50)});
+    REQUIRE(sink.set_aside.size() == 1);
+    CHECK(std::get<0>(sink.set_aside[0]) == val.value);
+    CHECK(sink.steps.at(0).set_aside == 30);
   }
 }

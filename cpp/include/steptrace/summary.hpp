@@ -47,6 +47,14 @@ struct unscoped_phase {
   std::uint64_t calls = 0;
 };
 
+// Time set aside under a name (tracer::begin_exclude, steptrace.exclude): in no step.
+struct set_aside_stats {
+  std::string name;
+  std::uint64_t calls = 0;
+  double total_ms = 0, mean_ms = 0, max_ms = 0;
+  double run_share = 0;  // of run_ms
+};
+
 struct diagnosis {
   std::string label;                // one of diagnosis_labels(); empty when there were no steps
   std::string evidence;             // one sentence
@@ -106,6 +114,10 @@ class STEPTRACE_API summary {
   std::uint64_t step_device_steps = 0;
   std::vector<phase_stats> phases;  // built-ins first, then custom phases, `other` last
   std::vector<unscoped_phase> unscoped_phases;
+  std::vector<set_aside_stats> set_aside;  // largest first
+  // From the first instant of a step or set-aside span to the last one (warm-up steps included):
+  // what set-aside shares are of.
+  double run_ms = 0;
   std::optional<gpu_stats> gpu;     // empty without a GPU backend
   diagnosis diag;
   backend_info backend;

@@ -67,6 +67,17 @@ class STEPTRACE_API tracer {
     if (enabled()) record_phase_on(id.value, stream, false);
   }
 
+  // Sets time aside: from begin_exclude to end_exclude on this thread, time belongs to no step
+  // (an open step's window skips it, with any phase or fetch inside) and is reported apart
+  // under `name`: calls, total, mean, share of the run. For checkpoints, validation, logging.
+  // A step begun inside is no step (begin_step says `disabled`) and ends nothing.
+  void begin_exclude(phase_id name) noexcept {
+    if (enabled()) record_exclude(name.value, true);
+  }
+  void end_exclude(phase_id name) noexcept {
+    if (enabled()) record_exclude(name.value, false);
+  }
+
   // Records a fact about the setup for the diagnosis to use, e.g. ("dataloader.num_workers",
   // "0"); the latest value of a key wins. Not for the hot path.
   void set_fact(std::string_view key, std::string_view value);
@@ -100,6 +111,7 @@ class STEPTRACE_API tracer {
   ::steptrace::summary collect_summary(bool shown) const;  // shown: the program fetched it
   void record_phase(std::uint32_t id, bool begin) noexcept;  // the slow path: binds the thread
   void record_phase_on(std::uint32_t id, void* stream, bool begin) noexcept;
+  void record_exclude(std::uint32_t id, bool begin) noexcept;
 
   std::atomic<mode> mode_{mode::off};
   std::uint64_t uid_ = 0;  // never reused: what this thread's binding is checked against
@@ -168,6 +180,22 @@ class scoped_phase {
   bool on_stream_ = false;
 };
 
+// Time set aside until the end of the enclosing scope (see tracer::begin_exclude).
+class scoped_exclude {
+ public:
+  scoped_exclude(tracer& t, phase_id name) noexcept : tracer_(t), name_(name) { tracer_.begin_exclude(name_); }
+  scoped_exclude(tracer& t, std::string_view name) : scoped_exclude(t, register_phase(name)) {}
+  ~scoped_exclude() { tracer_.end_exclude(name_); }
+
+  scoped_exclude(const scoped_exclude&) = delete;
+  scoped_exclude& operator=(const scoped_exclude&) = delete;
+  void* operator new(std::size_t) = delete;
+
+ private:
+  tracer& tracer_;
+  phase_id name_;
+};
+
 }  // namespace steptrace
 
 #define STEPTRACE_CONCAT_INNER(a, b) a##b
@@ -178,6 +206,7 @@ class scoped_phase {
 #ifdef STEPTRACE_COMPILED_OUT
 #define STEPTRACE_STEP() static_assert(true, "")
 #define STEPTRACE_PHASE(name) static_assert(true, "")
+#define STEPTRACE_EXCLUDE(name) static_assert(true, "")
 #else
 // A step on the default tracer until the end of the enclosing scope.
 #define STEPTRACE_STEP() ::steptrace::scoped_step STEPTRACE_CONCAT(steptrace_step_, __LINE__)
@@ -188,5 +217,12 @@ class scoped_phase {
       ::steptrace::register_phase(name);                                                     \
   ::steptrace::scoped_phase STEPTRACE_CONCAT(steptrace_phase_, __LINE__) {                   \
     ::steptrace::default_tracer(), STEPTRACE_CONCAT(steptrace_phase_id_, __LINE__)           \
+  }
+// Time set aside under `name` on the default tracer until the end of the enclosing scope.
+#define STEPTRACE_EXCLUDE(name)                                                              \
+  static const ::steptrace::phase_id STEPTRACE_CONCAT(steptrace_exclude_id_, __LINE__) =     \
+      ::steptrace::register_phase(name);                                                     \
+  ::steptrace::scoped_exclude STEPTRACE_CONCAT(steptrace_exclude_, __LINE__) {               \
+    ::steptrace::default_tracer(), STEPTRACE_CONCAT(steptrace_exclude_id_, __LINE__)         \
   }
 #endif

@@ -16,7 +16,9 @@ void aggregate::on_step(const built_step& s) {
     ++failed_;
     return;
   }
-  const std::uint64_t length = s.end - s.begin;
+  const std::uint64_t window = s.end - s.begin;
+  const std::uint64_t length = window > s.set_aside ? window - s.set_aside : 0;
+  span(s.begin, s.end);
   if (steps_ == 0 || s.begin < first_begin_) first_begin_ = s.begin;
   if (steps_ == 0 || s.end > last_end_) last_end_ = s.end;
   ++steps_;
@@ -42,6 +44,21 @@ void aggregate::on_step(const built_step& s) {
     }
     device_->add_step(host_clock::to_monotonic_ns(s.begin), host_clock::to_monotonic_ns(s.end), std::move(segments));
   }
+}
+
+void aggregate::span(std::uint64_t begin, std::uint64_t end) {
+  if (run_end_ == 0 || begin < run_begin_) run_begin_ = begin;
+  if (end > run_end_) run_end_ = end;
+}
+
+void aggregate::on_set_aside(std::uint32_t id, std::uint64_t begin, std::uint64_t end) {
+  if (id >= set_aside_.size()) set_aside_.resize(id + 1);
+  unscoped_totals& a = set_aside_[id];
+  const std::uint64_t ticks = end > begin ? end - begin : 0;
+  a.ticks += ticks;
+  a.max = std::max(a.max, ticks);
+  ++a.calls;
+  span(begin, end);
 }
 
 void aggregate::on_unscoped(std::uint32_t id, std::uint64_t ticks) {
@@ -146,6 +163,23 @@ void aggregate::fill(summary& out, double ns_per_tick) const {
     out.gpu = gpu_stats{};
     device_->totals.fill(*out.gpu, steps_, static_cast<double>(step_ticks_) * ms_per_tick);
   }
+
+  out.run_ms = static_cast<double>(run_end_ - run_begin_) * ms_per_tick;
+  out.set_aside.clear();
+  for (std::uint32_t id = 0; id < set_aside_.size(); ++id) {
+    const unscoped_totals& a = set_aside_[id];
+    if (a.calls == 0) continue;
+    set_aside_stats row;
+    row.name = phase_label(phase_id{id});
+    row.calls = a.calls;
+    row.total_ms = static_cast<double>(a.ticks) * ms_per_tick;
+    row.mean_ms = row.total_ms / static_cast<double>(a.calls);
+    row.max_ms = static_cast<double>(a.max) * ms_per_tick;
+    row.run_share = out.run_ms > 0 ? row.total_ms / out.run_ms : 0.0;
+    out.set_aside.push_back(std::move(row));
+  }
+  std::stable_sort(out.set_aside.begin(), out.set_aside.end(),
+                   [](const set_aside_stats& a, const set_aside_stats& b) { return a.total_ms > b.total_ms; });
 
   out.unscoped_phases.clear();
   for (std::uint32_t id = 0; id < unscoped_.size(); ++id) {

@@ -16,6 +16,7 @@ class aggregate final : public step_sink {
  public:
   void on_step(const built_step& step) override;
   void on_unscoped(std::uint32_t id, std::uint64_t ticks) override;
+  void on_set_aside(std::uint32_t id, std::uint64_t begin, std::uint64_t end) override;
   void clear();
 
   // Fills the measured parts of a summary (not the diagnosis or the backend).
@@ -46,6 +47,9 @@ class aggregate final : public step_sink {
   histogram step_hist_;
   std::vector<std::unique_ptr<phase_totals>> phases_;  // by phase id
   std::vector<unscoped_totals> unscoped_;               // by phase id
+  std::vector<unscoped_totals> set_aside_;              // by name id
+  std::uint64_t run_begin_ = 0, run_end_ = 0;           // first and last instant of steps and set-aside time
+  void span(std::uint64_t begin, std::uint64_t end);
   std::uint64_t threads_ = 0;                           // with at least one counted step
   std::unique_ptr<device_join> device_;
   struct device_time {

@@ -39,7 +39,7 @@ inline __attribute__((always_inline)) void step_builder::add_segment(std::uint64
 }
 
 inline __attribute__((always_inline)) void step_builder::advance(std::uint64_t t) {
-  if (accounting() && t > last_) {
+  if (accounting() && t > last_ && excluding_ == 0) {
     const std::uint32_t id = stack_.empty() ? builtin::other.value : stack_.back().id;
     charge(id, t - last_, 0);
     add_segment(last_, t, id);
@@ -49,6 +49,7 @@ inline __attribute__((always_inline)) void step_builder::advance(std::uint64_t t
 
 
 void step_builder::clear_step() {
+  set_aside_ = set_aside_in_gap_ = 0;
   for (std::uint32_t id : touched_) {
     ticks_[id] = incl_[id] = 0;
     calls_[id] = 0;
@@ -73,11 +74,15 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
   const std::uint64_t t = r.ticks;
   switch (r.kind) {
     case record_kind::step_begin:
+      if (excluding_ > 0 && !in_step_) {  // a step inside a set-aside span: set aside with it
+        step_set_aside_ = true;
+        break;
+      }
       if (capture_ == capture::open) {
         advance(t);  // the input is still open as the step begins: it belongs to this step
       } else if (capture_ == capture::held) {
-        if (t > capture_end_) {  // the gap between the fetch and the step
-          charge(builtin::other.value, t - capture_end_, 0);
+        if (t > capture_end_ + set_aside_in_gap_) {  // the gap between the fetch and the step
+          charge(builtin::other.value, t - capture_end_ - set_aside_in_gap_, 0);
           add_segment(capture_end_, t, builtin::other.value);
         }
       } else {
@@ -92,8 +97,14 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
 
     case record_kind::step_end:
     case record_kind::step_end_failed: {
+      if (step_set_aside_ && !in_step_) {
+        step_set_aside_ = false;
+        pair_step_events(false);
+        break;
+      }
       if (!in_step_) break;  // its begin was lost (records dropped at exit)
       advance(t);
+      if (excluding_ > 0) close_exclusion(t);  // a span still open: its part in this step
       for (auto& p : stack_) {
         if (p.counted) add_inclusive(p, t);  // phases open across the step's end
       }
@@ -108,7 +119,7 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
         counted_any_ = counted_any_ || (!warmup && !failed);
         ++finished_;
         pair_step_events(!warmup && !failed);  // device time of counted steps only
-        sink.on_step(built_step{begin_, t, failed, warmup, first, thread_, slices_, segments_});
+        sink.on_step(built_step{begin_, t, set_aside_, failed, warmup, first, thread_, slices_, segments_});
       }
       discard_step_ = false;
       clear_step();
@@ -119,6 +130,15 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
 
     case record_kind::phase_begin: {
       advance(t);
+      if (excluding_ > 0) {  // set aside with the span it is in
+        open_phase& p = stack_.emplace_back();
+        p.id = r.id;
+        p.begin = p.incl_from = t;
+        p.counted = false;
+        p.inside_itself = true;
+        p.set_aside = true;
+        break;
+      }
       if (!in_step_ && stack_.empty() && r.id == builtin::input.value) {
         if (capture_ == capture::held) release_capture(sink);
         clear_step();
@@ -138,8 +158,14 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
       p.counted = accounting();
       p.incl_from = t;
       p.inside_itself = inside_itself;
+      p.set_aside = false;
       break;
     }
+
+    case record_kind::exclude_begin:
+    case record_kind::exclude_end:
+      note_exclude(r, sink);
+      break;
 
     case record_kind::event_begin:
     case record_kind::event_end:
@@ -158,6 +184,7 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
       advance(t);
       unbalanced_ += stack_.size() - i;  // phases closed implicitly by ending an outer one
       for (std::size_t j = stack_.size(); j-- > i - 1;) {
+        if (stack_[j].set_aside) continue;
         if (accounting() && stack_[j].counted) add_inclusive(stack_[j], t);
         if (!stack_[j].counted && !accounting()) sink.on_unscoped(stack_[j].id, t - stack_[j].begin);
         if (stack_[j].event != no_event) {
@@ -176,6 +203,42 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
       break;
     }
   }
+}
+
+void step_builder::note_exclude(const record& r, step_sink& sink) {
+  const std::uint64_t t = r.ticks;
+  if (r.kind == record_kind::exclude_begin) {
+    if (excluding_ > 0) {  // nested: the outermost span names it
+      ++excluding_;
+      return;
+    }
+    advance(t);  // time up to here belongs where it was
+    excluding_ = 1;
+    for (auto& p : stack_) {
+      if (p.counted && accounting()) add_inclusive(p, t);
+    }
+    exclude_start_ = exclude_cursor_ = t;
+    exclude_id_ = r.id;
+    return;
+  }
+  if (excluding_ == 0) {
+    ++unbalanced_;  // ends a span that is not open
+    return;
+  }
+  if (--excluding_ > 0) return;
+  close_exclusion(t);
+  sink.on_set_aside(exclude_id_, exclude_start_, t);
+}
+
+// The set-aside span so far [exclude_cursor_, t) leaves the step, or the gap before it.
+void step_builder::close_exclusion(std::uint64_t t) {
+  const std::uint64_t span = t > exclude_cursor_ ? t - exclude_cursor_ : 0;
+  const bool after_fetch = !in_step_ && capture_ == capture::held;  // the step to come claims it
+  if (accounting() || after_fetch) set_aside_ += span;
+  if (after_fetch) set_aside_in_gap_ += span;
+  exclude_cursor_ = t;
+  last_ = t;  // the span is charged to no phase
+  for (auto& p : stack_) p.incl_from = t;
 }
 
 void step_builder::free_event(std::uint32_t& slot) {
@@ -246,7 +309,8 @@ void step_builder::drop_open() {
   pair_step_events(false);
   clear_step();
   stack_.clear();
-  in_step_ = discard_step_ = false;
+  in_step_ = discard_step_ = step_set_aside_ = false;
+  excluding_ = 0;
   capture_ = capture::none;
 }
 

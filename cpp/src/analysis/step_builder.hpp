@@ -8,7 +8,9 @@
 //   on the thread claims it and its window starts where that input started (a second such
 //   input before a step begins releases the first as unscoped);
 // - any other phase outside a step is unscoped: reported apart, never in step statistics;
-// - the first `warmup` finished steps of the thread are marked warm-up.
+// - the first `warmup` finished steps of the thread are marked warm-up;
+// - time set aside (exclude_begin .. exclude_end) is in no step: the step's window skips it, and
+//   phases, fetches and steps inside it are set aside with it.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +37,7 @@ struct host_segment {
 
 struct built_step {
   std::uint64_t begin, end;  // ticks
+  std::uint64_t set_aside;   // ticks of [begin, end) set aside: the step's length is the rest
   bool failed, warmup;
   bool first_of_thread;  // the thread's first counted step (since it started, or a reset)
   std::uint32_t thread;
@@ -47,6 +50,8 @@ class step_sink {
  public:
   virtual void on_step(const built_step& step) = 0;
   virtual void on_unscoped(std::uint32_t id, std::uint64_t ticks) = 0;
+  // A set-aside span under name `id` ended (the outermost one, when they nest).
+  virtual void on_set_aside(std::uint32_t id, std::uint64_t begin, std::uint64_t end) = 0;
 
  protected:
   ~step_sink() = default;
@@ -92,6 +97,7 @@ class step_builder {
     std::uint32_t event = no_event;   // slot of its begin event
     std::uint64_t incl_from;          // inclusive time is charged from here on
     bool inside_itself;               // an outer phase of the same name counts this time already
+    bool set_aside;                   // opened inside a set-aside span: belongs to no step
   };
   void add_inclusive(open_phase& p, std::uint64_t t);
 
@@ -105,6 +111,8 @@ class step_builder {
   inline void add_segment(std::uint64_t begin, std::uint64_t end, std::uint32_t id);
   inline void consume_one(const record& r, step_sink& sink);
   void note_event(const record& r);
+  void note_exclude(const record& r, step_sink& sink);
+  void close_exclusion(std::uint64_t t);
   void pair_step_events(bool timed);
   void free_event(std::uint32_t& slot);
 
@@ -112,6 +120,13 @@ class step_builder {
   std::uint64_t finished_ = 0, unbalanced_ = 0;
   bool in_step_ = false;
   bool discard_step_ = false;  // the open step began before a reset
+  bool step_set_aside_ = false;  // a step opened inside a set-aside span: ignored whole
+  std::uint32_t excluding_ = 0;  // depth of open set-aside spans
+  std::uint32_t exclude_id_ = 0;
+  std::uint64_t exclude_start_ = 0;   // where the open span began (reported)
+  std::uint64_t exclude_cursor_ = 0;  // how far it has been taken out of a step
+  std::uint64_t set_aside_ = 0;         // in the current step (or held fetch) so far
+  std::uint64_t set_aside_in_gap_ = 0;  // between a held fetch and its step
   bool counted_any_ = false;
   bool keep_segments_ = true;
   capture capture_ = capture::none;

@@ -75,13 +75,14 @@ config tracer::options() const {
 step_open tracer::open_step(void* stream, bool on_stream) noexcept {
   if (!enabled() || impl_->forked.load(std::memory_order_relaxed)) return step_open::disabled;
   detail::thread_state* s = local_state(*impl_);
-  if (s == nullptr) return step_open::disabled;
+  if (s == nullptr || s->exclude_depth > 0) return step_open::disabled;  // set aside: no step
   if (s->step_open) {
     impl_->nested_steps.fetch_add(1, std::memory_order_relaxed);
     return step_open::nested;
   }
   if (__builtin_expect(!impl_->gpu_checked.load(std::memory_order_relaxed), 0)) impl_->start_gpu();
   s->step_open = true;
+  s->step_exclude_depth = s->exclude_depth;
   s->step_on_stream = on_stream;
   s->step_stream = stream;
   detail::push(*impl_, *s, record_kind::step_begin, 0);
@@ -93,7 +94,9 @@ step_open tracer::open_step(void* stream, bool on_stream) noexcept {
 void tracer::end_step(bool failed) noexcept {
   if (impl_->forked.load(std::memory_order_relaxed)) return;
   detail::thread_state* s = local_state(*impl_);
-  if (s == nullptr || !s->step_open) return;
+  // A step ends only outside any set-aside span opened after it (a loop of steps inside
+  // exclude() must not end the step it sits in).
+  if (s == nullptr || !s->step_open || s->exclude_depth != s->step_exclude_depth) return;
   s->step_open = false;
   if (s->step_on_stream) detail::mark_step_event(*impl_, *s, false);
   detail::push(*impl_, *s, failed ? record_kind::step_end_failed : record_kind::step_end, 0);
@@ -118,6 +121,17 @@ void tracer::record_phase_on(std::uint32_t id, void* stream, bool begin) noexcep
   if (__builtin_expect(detail::nvtx_enabled.load(std::memory_order_relaxed), 0)) {
     begin ? detail::nvtx_push(id) : detail::nvtx_pop();
   }
+}
+
+void tracer::record_exclude(std::uint32_t id, bool begin) noexcept {
+  detail::thread_state* s = local_state(*impl_);
+  if (s == nullptr) return;
+  if (begin) {
+    ++s->exclude_depth;
+  } else if (s->exclude_depth > 0) {
+    --s->exclude_depth;
+  }
+  detail::push(*impl_, *s, begin ? record_kind::exclude_begin : record_kind::exclude_end, id);
 }
 
 summary tracer::summary() const { return collect_summary(true); }

@@ -32,6 +32,8 @@ struct thread_state {
   bool step_open = false;              // producer
   bool step_on_stream = false;         // producer: the open step was given a stream
   void* step_stream = nullptr;         // producer: that stream
+  std::uint32_t exclude_depth = 0;     // producer: set-aside spans open on the thread
+  std::uint32_t step_exclude_depth = 0;  // producer: exclude_depth when the open step began
   std::unique_ptr<event_pool> events;  // producer creates it (first stream phase); both read it
   bool events_failed = false;          // producer: no CUDA context here, stop trying
   alignas(64) step_builder builder;    // consumer (its own cache lines: written per record)

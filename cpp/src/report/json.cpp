@@ -103,6 +103,11 @@ std::string summary::json() const {
   for (const unscoped_phase& u : unscoped_phases) {
     unscoped_json[u.name] = {{"total_ms", u.total_ms}, {"max_ms", u.max_ms}, {"calls", u.calls}};
   }
+  json_doc set_aside_json = json_doc::object();
+  for (const set_aside_stats& a : set_aside) {
+    set_aside_json[a.name] = {{"calls", a.calls},     {"total_ms", a.total_ms}, {"mean_ms", a.mean_ms},
+                              {"max_ms", a.max_ms},   {"run_share", a.run_share}};
+  }
   json_doc facts_json = json_doc::object();
   for (const auto& [key, value] : facts) facts_json[key] = value;
   json_doc doc = {
@@ -115,6 +120,8 @@ std::string summary::json() const {
       {"step_ms", stat_json(step_ms)},
       {"phases", phases_json},
       {"unscoped_phases", unscoped_json},
+      {"set_aside", set_aside_json},
+      {"run_ms", run_ms},
       {"gpu", gpu ? gpu_json(*gpu) : json_doc(nullptr)},
       {"diagnosis",
        {{"label", diag.label.empty() ? json_doc(nullptr) : json_doc(diag.label)},
@@ -178,6 +185,13 @@ summary summary::from_json(std::string_view text) {
       s.unscoped_phases.push_back(
           {name, number_at(u, "total_ms"), number_at(u, "max_ms"), count_at(u, "calls")});
     }
+    if (doc.contains("set_aside")) {
+      for (const auto& [name, a] : doc.at("set_aside").items()) {
+        s.set_aside.push_back({name, count_at(a, "calls"), number_at(a, "total_ms"), number_at(a, "mean_ms"),
+                               number_at(a, "max_ms"), number_at(a, "run_share")});
+      }
+    }
+    if (doc.contains("run_ms")) s.run_ms = number_at(doc, "run_ms");
     if (!doc.at("gpu").is_null()) s.gpu = gpu_from(doc.at("gpu"));
     const json_doc& d = doc.at("diagnosis");
     s.diag.label = d.at("label").is_null() ? "" : d.at("label").get<std::string>();

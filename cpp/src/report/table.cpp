@@ -145,6 +145,14 @@ std::string summary::table() const {
     line("{:<11}`{}` on its stream (CUDA events): {} ms a call, p95 {}, max {} ({} calls)", "device", p.name,
          ms(p.device_ms->mean), ms(p.device_ms->p95), ms(p.device_ms->max), p.device_calls);
   }
+  if (!set_aside.empty()) {
+    line("");
+    line("set aside (in no step; shares are of the run's {} s):", ms(run_ms / 1000));
+    for (const set_aside_stats& a : set_aside) {
+      line("  {:<14} {} call{}, {} ms each, {} ms in all, {:.1f}% of the run", a.name, a.calls,
+           a.calls == 1 ? "" : "s", ms(a.mean_ms), ms(a.total_ms), 100 * a.run_share);
+    }
+  }
   if (!unscoped_phases.empty()) {
     line("");
     line("outside any step (not in the figures above):");

@@ -26,7 +26,8 @@ inline namespace ring_v1 {
 
 // event_begin / event_end follow a phase_begin / precede a phase_end given a stream, and
 // step_event_begin / step_event_end do the same for a step: their id is the slot of the CUDA
-// event recorded there (no_event: none could be recorded).
+// event recorded there (no_event: none could be recorded). exclude_begin / exclude_end bound
+// time set aside (tracer::begin_exclude): in no step, reported apart under its name.
 enum class record_kind : std::uint32_t {
   step_begin,
   step_end,
@@ -36,7 +37,9 @@ enum class record_kind : std::uint32_t {
   event_begin,
   event_end,
   step_event_begin,
-  step_event_end
+  step_event_end,
+  exclude_begin,  // id: the name the time is set aside under
+  exclude_end
 };
 inline constexpr std::uint32_t no_event = 0xffffffffu;
 

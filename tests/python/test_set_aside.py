@@ -1,0 +1,59 @@
+"""Time set aside with exclude(): in no step, reported apart. Truth is stamped by
+time.perf_counter beside the records; bounds separate "set aside" from "charged to a step"."""
+
+import time
+
+import pytest
+
+from conftest import spin
+
+
+def test_a_checkpoint_inside_the_loop_is_set_aside_and_reported_apart(tracer):
+    spun = 0.0
+    start = time.perf_counter()
+    for i in tracer.steps(range(30)):
+        with tracer.phase("compute"):
+            spin(0.002)
+        if i % 10 == 9:
+            with tracer.exclude("checkpoint"):
+                spun += spin(0.02)
+    loop_ms = (time.perf_counter() - start) * 1000
+    d = tracer.summary().to_dict()
+    ckpt = d["set_aside"]["checkpoint"]
+    assert ckpt["calls"] == 3
+    assert ckpt["total_ms"] >= spun * 1000 * 0.99  # at least what was spun inside it
+    assert ckpt["mean_ms"] == pytest.approx(ckpt["total_ms"] / 3)
+    assert 0 < ckpt["run_share"] <= 1
+    # Charged to the steps, the 60 ms would be in their total; set aside, it is not.
+    assert d["step_ms"]["total"] <= loop_ms - 0.99 * ckpt["total_ms"]
+    assert sum(p["share"] for p in d["phases"].values()) == pytest.approx(1.0)
+    assert "set aside" in str(tracer.summary()) and "checkpoint" in str(tracer.summary())
+
+
+def test_validation_steps_and_fetches_inside_exclude_are_set_aside_with_it(tracer):
+    def validate():
+        for _ in tracer.steps(range(5)):  # a loop of its own: not training steps
+            with tracer.phase("compute"):
+                spin(0.001)
+
+    for i in tracer.steps(range(12)):
+        with tracer.phase("compute"):
+            spin(0.001)
+        if i == 5:
+            with tracer.exclude("validation"):
+                validate()
+    d = tracer.summary().to_dict()
+    assert d["steps"] == 12
+    assert d["set_aside"]["validation"]["calls"] == 1
+    assert d["errors"] == {"nested_steps": 0, "unbalanced_phases": 0}
+
+
+def test_exclude_decorates_and_propagates_the_exception(tracer):
+    @tracer.exclude("save")
+    def save():
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        with tracer.step():
+            save()
+    assert tracer.summary().to_dict()["set_aside"]["save"]["calls"] == 1
