@@ -6,7 +6,9 @@
     trainer = L.Trainer(callbacks=[StepTraceCallback()])
 
 Each training batch is one step: waiting for the batch is `input`, the training step
-(forward, backward, optimizer) is `compute`. Validation is left out of the steps.
+(forward, backward, optimizer) is `compute`. Set aside, and reported apart under their names:
+validation (`validation`), checkpoint saving (`checkpoint`, every call of
+``trainer.save_checkpoint``, so ModelCheckpoint too) and logger writes (`logging`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,15 @@ class StepTraceCallback(Callback):
     def tracer(self) -> Tracer:
         return self._marks.tracer
 
+    def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
+        self._marks.set_aside_calls(trainer, "save_checkpoint", "checkpoint")
+        for logger in getattr(trainer, "loggers", None) or []:
+            self._marks.set_aside_calls(logger, "log_metrics", "logging")
+            self._marks.set_aside_calls(logger, "save", "logging")
+
+    def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
+        self._marks.restore()
+
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
         self._marks.fetch_begins()
 
@@ -42,9 +53,10 @@ class StepTraceCallback(Callback):
         self._marks.fetch_begins()
 
     def on_validation_start(self, trainer: Any, pl_module: Any) -> None:
-        self._marks.fetch_ends()
+        self._marks.set_aside_begins("validation")
 
     def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
+        self._marks.set_aside_ends()
         if not trainer.sanity_checking:
             self._marks.fetch_begins()
 
@@ -53,3 +65,4 @@ class StepTraceCallback(Callback):
 
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
         self._marks.interrupted()
+        self._marks.restore()

@@ -5,43 +5,76 @@
     trainer = Trainer(model=model, args=args, train_dataset=ds, callbacks=[StepTraceCallback()])
 
 Each optimizer step is one step: the time between two steps is `input` (the Trainer fetches
-the next batch there), the step itself is `compute`. Evaluation is cut out of the gap; logging
-and checkpoint saving, which the Trainer gives no start hook for, stay in it.
+the next batch there), the step itself is `compute`. What the Trainer does after a step when
+its flags say so is set aside and reported apart: logging (`logging`), evaluation
+(`evaluation`) and checkpoint saving (`checkpoint`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 from transformers import TrainerCallback
 
 from ._api import Tracer
 from ._hooks import LoopMarks
 
+# In the order the Trainer runs them after a step: (its control flag, the name set aside under).
+_AFTER_STEP = (("should_log", "logging"), ("should_evaluate", "evaluation"), ("should_save", "checkpoint"))
+
 
 class StepTraceCallback(TrainerCallback):
     def __init__(self, tracer: Optional[Tracer] = None) -> None:
         self._marks = LoopMarks(tracer)
+        self._pending: List[str] = []
 
     @property
     def tracer(self) -> Tracer:
         return self._marks.tracer
 
+    def _after(self, control: Any) -> None:
+        """What the Trainer will do now, from its flags; the first of it begins set aside."""
+        self._pending = [name for flag, name in _AFTER_STEP if getattr(control, flag, False)]
+        self._next()
+
+    def _next(self) -> None:
+        if self._pending:
+            self._marks.set_aside_begins(self._pending.pop(0))
+        else:
+            self._marks.set_aside_ends()
+            self._marks.fetch_begins()
+
+    def _done(self, name: str, control: Any) -> None:
+        if self._marks.aside_name == name:
+            if name == "evaluation" and getattr(control, "should_save", False) and "checkpoint" not in self._pending:
+                self._pending.append("checkpoint")  # a new best metric asks for a save
+            self._next()
+
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._marks.fetch_begins()
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._pending = []
         self._marks.step_begins()
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._marks.step_ends()
-        self._marks.fetch_begins()
+        self._after(control)
 
-    def on_prediction_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self._marks.fetch_ends()  # evaluation is under way
+    def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._after(control)
+
+    def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._done("logging", control)
 
     def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self._marks.fetch_begins()
+        self._done("evaluation", control)
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._done("checkpoint", control)
+
+    def on_prediction_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._marks.fetch_ends()  # an evaluation the flags did not announce: not `input` either
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._marks.interrupted()

@@ -106,3 +106,102 @@ def test_transformers_trainer_callback_matches_hand_timing(tmp_path):
     )
     transformers.Trainer(model=model, args=args, train_dataset=dataset, callbacks=[callback]).train()
     check_against_hand_timing(callback.tracer.summary(), dataset)
+
+
+SAVE_S = 0.15  # a slow checkpoint save: with it charged to `input`, the input share jumps
+
+
+def input_share(summary):
+    return summary.to_dict()["phases"]["input"]["share"]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_lightning_sets_checkpoints_validation_and_logging_aside(tmp_path):
+    L = pytest.importorskip("lightning")
+    from lightning.pytorch.callbacks import ModelCheckpoint
+    from lightning.pytorch.loggers import CSVLogger
+    from steptrace.lightning import StepTraceCallback
+
+    class Model(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 1)
+
+        def training_step(self, batch, batch_idx):
+            _busy(STEP_S)
+            loss = self.layer(batch).pow(2).mean()
+            self.log("loss", loss)
+            return loss
+
+        def validation_step(self, batch, batch_idx):
+            _busy(0.002)
+
+        def on_save_checkpoint(self, checkpoint):
+            _busy(SAVE_S)
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.01)
+
+    def fit(checkpoints):
+        callback = StepTraceCallback(steptrace.Tracer(print_at_exit=False))
+        extra = dict(callbacks=[callback, ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=8, save_top_k=-1)],
+                     logger=CSVLogger(tmp_path), val_check_interval=10, log_every_n_steps=5) if checkpoints else dict(
+            callbacks=[callback], logger=False, enable_checkpointing=False)
+        trainer = L.Trainer(max_epochs=1, enable_progress_bar=False, enable_model_summary=False, accelerator="cpu",
+                            devices=1, default_root_dir=tmp_path, num_sanity_val_steps=0, **extra)
+        val = torch.utils.data.DataLoader(TimedDataset(), batch_size=BATCH) if checkpoints else None
+        trainer.fit(Model(), torch.utils.data.DataLoader(TimedDataset(), batch_size=BATCH), val)
+        return callback.tracer.summary()
+
+    plain, busy = fit(False), fit(True)
+    aside = busy.to_dict()["set_aside"]
+    assert aside["checkpoint"]["calls"] == 3  # steps 8, 16, 24
+    assert aside["checkpoint"]["mean_ms"] >= SAVE_S * 1000
+    assert aside["validation"]["calls"] == 3  # every 10 batches
+    assert "logging" in aside
+    # Set aside, the saves and validation leave `input` where it is without them; charged to it,
+    # 0.45 s of saves over 30 steps would move it by about 10 points.
+    assert abs(input_share(busy) - input_share(plain)) <= 0.05
+    assert busy.to_dict()["unscoped_phases"] == {}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_transformers_trainer_sets_checkpoints_and_logging_aside(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("accelerate")
+    from steptrace.transformers import StepTraceCallback
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 1)
+
+        def forward(self, x, labels):
+            _busy(STEP_S)
+            return {"loss": (self.layer(x) - labels).pow(2).mean()}
+
+    class SlowSave(transformers.TrainerCallback):  # before ours: its time is inside the save
+        def on_save(self, args, state, control, **kwargs):
+            _busy(SAVE_S)
+
+    def train(checkpoints):
+        callback = StepTraceCallback(steptrace.Tracer(print_at_exit=False))
+        args = transformers.TrainingArguments(
+            output_dir=str(tmp_path / ("busy" if checkpoints else "plain")), per_device_train_batch_size=BATCH,
+            num_train_epochs=1, report_to=[], use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
+            save_strategy="steps" if checkpoints else "no", save_steps=8,
+            logging_strategy="steps" if checkpoints else "no", logging_steps=5,
+        )
+        callbacks = [SlowSave(), callback] if checkpoints else [callback]
+        transformers.Trainer(model=Model(), args=args, train_dataset=TimedDataset(as_dict=True),
+                             callbacks=callbacks).train()
+        return callback.tracer.summary()
+
+    plain, busy = train(False), train(True)
+    aside = busy.to_dict()["set_aside"]
+    assert aside["checkpoint"]["calls"] == 4  # steps 8, 16, 24, and the last one (30)
+    assert aside["checkpoint"]["mean_ms"] >= SAVE_S * 1000
+    assert aside["logging"]["calls"] == 6
+    assert abs(input_share(busy) - input_share(plain)) <= 0.05
