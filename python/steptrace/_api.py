@@ -114,6 +114,7 @@ class Tracer:
         self._steps_on: Dict[int, _StepScope] = {}  # by stream handle
         self._phases: Dict[Any, _PhaseScope] = {}  # by name, or by (name, stream handle)
         self._excludes: Dict[str, _ExcludeScope] = {}
+        self._feeding: Any = None  # weakref to the loader whose fetches feed the steps
 
     def step(self, fn: Optional[F] = None, *, stream: Any = None) -> Any:
         """One iteration of your loop: ``with tracer.step():`` or ``@tracer.step``.
@@ -176,7 +177,21 @@ class Tracer:
         exception propagates unchanged and that step counts as failed. Whatever happens, nothing
         stays open on the thread. ``stream``: as for ``step``."""
         handle = None if stream is None else _stream_handle(stream)
+        feeds = getattr(iterable, "_steptrace_feeds_steps", None)
+        if feeds is not None:
+            feeds()  # this loader's settings are the ones the advice describes
         return _loop.steps(self._core, iterable, handle)
+
+    def _claim_feeding(self, loader: Any, surely: bool) -> bool:
+        """Whether ``loader`` feeds the steps: the one given to steps(), else the first
+        instrumented loader iterated (a validation loader comes later, or inside exclude())."""
+        import weakref
+
+        current = self._feeding() if self._feeding is not None else None
+        if surely or current is None or current is loader:
+            self._feeding = weakref.ref(loader)
+            return True
+        return False
 
     def summary(self) -> Summary:
         """The summary of every step completed so far (safe while other threads record)."""

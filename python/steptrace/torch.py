@@ -10,9 +10,10 @@
 
 ``instrument`` times how long the training thread blocks in ``next()`` as ``input`` (a loader
 with workers is charged only the wait, not the workers' time) and tells the diagnosis the
-loader's settings, so the advice can name them. Fetches between steps are claimed by the step
-that follows; a validation loader iterated between training steps is not charged to them (its
-fetches are reported apart, as phases outside any step).
+loader's settings, so the advice can name them: those of the loader given to
+``steptrace.steps()``, else of the first instrumented loader iterated, never of a validation
+loader iterated later. Fetches between steps are claimed by the step that follows; iterate a
+validation loader inside ``steptrace.exclude("validation")`` to keep it out of the steps.
 """
 
 from __future__ import annotations
@@ -36,8 +37,14 @@ class InstrumentedLoader:
         self._phase = tracer.phase(phase)
 
     def __iter__(self) -> Iterator[Any]:
-        self._tell_settings()
+        if self._tracer._claim_feeding(self, surely=False):
+            self._tell_settings()
         return _FetchTimer(iter(self._loader), self._phase)
+
+    def _steptrace_feeds_steps(self) -> None:
+        """steptrace.steps() iterates this loader: its settings are the ones the advice names."""
+        self._tracer._claim_feeding(self, surely=True)
+        self._tell_settings()
 
     def __len__(self) -> int:
         return len(self._loader)

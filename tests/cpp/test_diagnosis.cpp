@@ -28,6 +28,8 @@ summary with_shares(std::map<std::string, double> shares) {
 
 constexpr double below = 0.001;
 
+std::string fmt(double v) { return std::to_string(v); }
+
 }  // namespace
 
 TEST_CASE("INPUT-BOUND fires at its threshold and not just below it", "[diagnosis]") {
@@ -166,4 +168,22 @@ TEST_CASE("a custom phase counts toward the built-in phase it sits in: detail ne
   CHECK_THAT(d.evidence, Catch::Matchers::Contains("`input` with the phases inside it takes 70.0% of step time"));
   summary flat = with_shares({{"input", 0.04}, {"decode", 0.66}, {"compute", 0.26}});  // decode at the top
   CHECK(diagnose(flat).label != "INPUT-BOUND");
+}
+
+TEST_CASE("INPUT-BOUND's advice says the CPU is saturated instead of adding workers, at its threshold",
+          "[diagnosis][cpu]") {
+  auto with_demand = [](double busy, double waiting) {
+    summary s = with_shares({{"input", 0.7}, {"compute", 0.3}});
+    s.facts = {{"host.cpus", "2"}, {"dataloader.num_workers", "2"}, {"cpu.cores_busy", "0.30"},
+               {"cpu.cores_waiting", "0.10"}, {"cpu.workers_cores_busy", fmt(busy)},
+               {"cpu.workers_cores_waiting", fmt(waiting)}};
+    return diagnose(s);
+  };
+  const double t = default_thresholds.cpu_demand_share * 2;  // in cores
+  const auto saturated = with_demand(t - 0.4 + 0.01, 0.0);
+  CHECK(saturated.label == "INPUT-BOUND");
+  CHECK_THAT(saturated.advice.at(0), Catch::Matchers::Contains("2 workers and the training thread ask for 1.8") &&
+                                         Catch::Matchers::Contains("saturated: more workers or prefetch won't help"));
+  const auto free = with_demand(t - 0.4 - 0.05, 0.0);
+  for (const auto& line : free.advice) CHECK_THAT(line, !Catch::Matchers::Contains("saturated"));
 }

@@ -1,5 +1,5 @@
 // The collector: one background thread per tracer that drains every thread's ring into the
-// step builders, harvests CUDA event times and reads device records. It polls adaptively, and
+// step builders, harvests CUDA event times, reads device records and samples CPU use. It polls adaptively, and
 // at once when a recording thread had to drain its own ring. See docs/architecture.md.
 #include <unistd.h>
 
@@ -33,6 +33,7 @@ void tracer_impl::collect_loop() {
     harvest_events();
     if (std::chrono::steady_clock::now() - last_device_read > std::chrono::seconds(1)) {
       read_device(false);
+      cpu.sample();  // threads that exit between two samples keep what was seen of them
       last_device_read = std::chrono::steady_clock::now();
     }
     std::uint64_t fullest = 0;
@@ -96,11 +97,12 @@ void tracer_impl::harvest_events() {
   pending_events.erase(std::remove_if(pending_events.begin(), pending_events.end(), done), pending_events.end());
 }
 
-void tracer_impl::start_gpu() noexcept {
+void tracer_impl::first_step() noexcept {
   bool use_cupti;
   {
     std::lock_guard<std::mutex> lock(mutex);
     use_cupti = cfg.cupti;
+    if (!cpu.started()) cpu.restart();
   }
   start_gpu_backend(use_cupti);
   if (gpu_backend_status().cupti) {
@@ -108,7 +110,7 @@ void tracer_impl::start_gpu() noexcept {
     totals.enable_device();
     for (auto& t : threads) t->builder.keep_segments(true);
   }
-  gpu_checked.store(true, std::memory_order_release);
+  started.store(true, std::memory_order_release);
 }
 
 void tracer_impl::read_device(bool flush) {

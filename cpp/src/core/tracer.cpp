@@ -2,6 +2,7 @@
 // inline path hands over), and the summary assembled from the aggregate.
 #include <unistd.h>
 
+#include <cstdio>
 #include <string>
 
 #include "base/log.hpp"
@@ -36,6 +37,24 @@ tracer_impl::~tracer_impl() {
 }
 
 }  // namespace detail
+
+namespace {
+
+// CPU use and demand, in cores, as facts the diagnosis reads (cpu.*).
+void add_cpu_facts(summary& out, const detail::cpu_totals& c) {
+  if (c.wall_ns < 50'000'000) return;  // too short to say
+  const auto cores = [&](std::uint64_t ns) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f", static_cast<double>(ns) / static_cast<double>(c.wall_ns));
+    return std::string(text);
+  };
+  out.facts.emplace_back("cpu.cores_busy", cores(c.run_ns));
+  out.facts.emplace_back("cpu.cores_waiting", cores(c.wait_ns));
+  out.facts.emplace_back("cpu.workers_cores_busy", cores(c.children_run_ns));
+  out.facts.emplace_back("cpu.workers_cores_waiting", cores(c.children_wait_ns));
+}
+
+}  // namespace
 
 using detail::host_clock;
 using detail::local_state;
@@ -80,7 +99,7 @@ step_open tracer::open_step(void* stream, bool on_stream) noexcept {
     impl_->nested_steps.fetch_add(1, std::memory_order_relaxed);
     return step_open::nested;
   }
-  if (__builtin_expect(!impl_->gpu_checked.load(std::memory_order_relaxed), 0)) impl_->start_gpu();
+  if (__builtin_expect(!impl_->started.load(std::memory_order_relaxed), 0)) impl_->first_step();
   s->step_open = true;
   s->step_exclude_depth = s->exclude_depth;
   s->step_on_stream = on_stream;
@@ -153,6 +172,8 @@ summary tracer::collect_summary(bool shown) const {
     impl_->totals.fill(out, host_clock::ns_per_tick());
     for (auto& t : impl_->threads) out.errors.unbalanced_phases += t->builder.unbalanced();
     out.facts = impl_->facts;
+    impl_->cpu.sample();
+    add_cpu_facts(out, impl_->cpu.totals());
     if (shown) impl_->shown_steps = out.steps + out.warmup_steps + out.failed_steps;
   }
   if (out.fact("host.cpus") == nullptr) out.facts.emplace_back("host.cpus", std::to_string(detail::usable_cpus()));
@@ -192,6 +213,7 @@ void tracer::reset() {
   }
   for (auto& p : impl_->pending_events) p.pair.timed = false;
   impl_->totals.clear();
+  if (impl_->cpu.started()) impl_->cpu.restart();
   impl_->nested_steps.store(0, std::memory_order_relaxed);
   impl_->shown_steps = UINT64_MAX;
 }

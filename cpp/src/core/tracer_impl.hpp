@@ -17,6 +17,7 @@
 #include "core/stream_events.hpp"
 #include "core/thread_binding.hpp"
 #include "record/clock.hpp"
+#include "record/cpu_load.hpp"
 #include "steptrace/config.hpp"
 #include "steptrace/detail/ring.hpp"
 
@@ -57,7 +58,7 @@ class tracer_impl {
   void drain_for_producer(thread_state& state);      // the thread's ring is full
   std::uint64_t drain_locked(thread_state& state);   // its records into steps; how many
   void drain_all_locked();
-  void start_gpu() noexcept;     // at the first step
+  void first_step() noexcept;    // starts the GPU backend and the CPU accounting
   void read_device(bool flush);  // under `mutex`
   void harvest_events();         // under `mutex`: device time of finished event pairs
 
@@ -70,7 +71,7 @@ class tracer_impl {
   // Read by the recording threads on every record; written once, or never.
   alignas(64) const std::uint64_t uid;
   std::atomic<bool> forked{false};       // this copy lives in a forked child: it records nothing
-  std::atomic<bool> gpu_checked{false};  // the first step has started the GPU backend
+  std::atomic<bool> started{false};  // first_step() ran
   const int creator_pid;
   const bool env_disabled;  // STEPTRACE_DISABLE=1 wins over configure()
 
@@ -81,6 +82,7 @@ class tracer_impl {
   std::vector<std::unique_ptr<thread_state>> threads;
   std::uint32_t next_thread = 0;  // every thread that ever recorded gets its own number
   aggregate totals;
+  cpu_load cpu;  // the process tree's CPU use and demand since the first step (or reset)
   std::vector<std::pair<std::string, std::string>> facts;
   std::atomic<std::uint64_t> nested_steps{0};
   std::atomic<std::uint64_t> producer_drains{0};  // rings drained by their own thread: the collector lags

@@ -44,6 +44,25 @@ std::optional<long> fact_int(const summary& s, std::string_view key) {
   return *end == '\0' ? std::optional<long>(n) : std::nullopt;
 }
 
+std::optional<double> fact_double(const summary& s, std::string_view key) {
+  const std::string* v = s.fact(key);
+  if (v == nullptr || v->empty()) return std::nullopt;
+  char* end = nullptr;
+  const double x = std::strtod(v->c_str(), &end);
+  return *end == '\0' ? std::optional<double>(x) : std::nullopt;
+}
+
+// Cores the process and its workers asked for over the run: running plus waiting for a core.
+std::optional<double> cpu_demand(const summary& s) {
+  double sum = 0;
+  for (const char* key : {"cpu.cores_busy", "cpu.cores_waiting", "cpu.workers_cores_busy", "cpu.workers_cores_waiting"}) {
+    const auto v = fact_double(s, key);
+    if (!v) return std::nullopt;
+    sum += *v;
+  }
+  return sum;
+}
+
 std::optional<bool> fact_bool(const summary& s, std::string_view key) {
   const std::string* v = s.fact(key);
   if (v == nullptr) return std::nullopt;
@@ -71,10 +90,20 @@ long suggested_workers(long cpus) { return std::min(std::max(2L, std::min(8L, cp
 namespace {
 
 // Loader advice, specific where the tracer knows the DataLoader's settings.
-std::vector<std::string> input_advice(const summary& s) {
+std::vector<std::string> input_advice(const summary& s, const diagnosis_thresholds& t) {
   std::vector<std::string> advice;
   const auto workers = fact_int(s, "dataloader.num_workers");
   const long cpus = fact_int(s, "host.cpus").value_or(0);
+  if (const auto demand = cpu_demand(s); demand && cpus > 0 && *demand >= t.cpu_demand_share * cpus) {
+    const std::string who = workers && *workers > 0
+                                ? fmt::format("{} worker{} and the training thread", *workers, *workers == 1 ? "" : "s")
+                                : std::string("the training thread and the rest of this process");
+    advice.push_back(fmt::format("{} ask for {:.1f} of the {} cores here, so the CPU is saturated: more workers or "
+                                 "prefetch won't help; make samples cheaper or move decoding off the CPU",
+                                 who, *demand, cpus));
+    advice.push_back("cache decoded samples, decode on the GPU, or move transforms to compiled code");
+    return advice;
+  }
   const long suggest = suggested_workers(cpus);
   if (workers && *workers == 0) {
     advice.push_back(fmt::format("DataLoader(num_workers=0) loads every batch on the training thread; on this "
@@ -159,7 +188,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
   if (label == "INPUT-BOUND") {
     d.evidence = phase_evidence(s, "input", t.input_share) + " The training thread waits for data." +
                  idle_evidence(s, "input");
-    d.advice = input_advice(s);
+    d.advice = input_advice(s, t);
   } else if (label == "H2D-BOUND") {
     d.evidence = phase_evidence(s, "h2d", t.h2d_share) + idle_evidence(s, "h2d");
     const bool measured = s.gpu && s.gpu->h2d.count > 0;

@@ -11,6 +11,8 @@
 //                  and the median kernel <= launch_kernel_us: many tiny kernels
 //   BALANCED       none of the above
 // With a device view, the evidence also says how idle the GPU was and during which host phase.
+// INPUT-BOUND's advice reads the loader's settings and, when the process tree's CPU demand
+// reaches cpu_demand_share of the cores, says the CPU is saturated instead of adding workers.
 #pragma once
 
 #include "steptrace/summary.hpp"
@@ -24,6 +26,9 @@ struct diagnosis_thresholds {
   double compute_share = 0.60;
   double device_busy_share = 0.60;
   double launch_kernel_us = 20.0;
+  // INPUT-BOUND's advice: the CPU is saturated when the process and its workers ask for this
+  // share of the cores or more (running, or runnable and waiting for a core).
+  double cpu_demand_share = 0.90;
 };
 
 inline constexpr diagnosis_thresholds default_thresholds{};
