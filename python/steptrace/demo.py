@@ -146,6 +146,40 @@ def cpu_pairs(steps: int) -> List[tuple]:
     ]
 
 
+def everything_at_once(tracer: steptrace.Tracer, *, steps: int) -> None:
+    """A loop as people write them: slow input, validation every 20 steps, a checkpoint every
+    50, logging every 10. Validation, checkpoints and logging are set aside with
+    ``exclude()``: the label names the real bottleneck, and their cost is reported apart."""
+    torch = _torch()
+    from torch.utils.data import DataLoader
+
+    torch.manual_seed(0)
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    loader = DataLoader(make_dataset(steps * 32, 0.45, 0.05), batch_size=32)
+    val_loader = DataLoader(make_dataset(4 * 32, 0.0, 0.05), batch_size=32)
+    log = io.StringIO()
+    for i, (x, y) in enumerate(tracer.steps(st.instrument(loader, tracer))):
+        with tracer.phase("compute"):
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+        if i % 10 == 9:
+            with tracer.exclude("logging"):
+                log.write(json.dumps({"step": i, "loss": loss.item()}) + "\n")
+        if i % 20 == 19:
+            with tracer.exclude("validation"), torch.no_grad():
+                for vx, vy in val_loader:
+                    loss_fn(model(vx), vy)
+        if i % 50 == 49:
+            with tracer.exclude("checkpoint"):
+                buffer = io.BytesIO()
+                torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, buffer)
+                _busy(0.05)  # the write to slow storage
+
+
 def copy_loop(tracer: steptrace.Tracer, *, steps: int, pinned: bool) -> None:
     """Large batches copied to the GPU from pageable memory, or pinned with non_blocking=True."""
     torch = _torch()
@@ -251,6 +285,12 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"\n### {scenario.name}  ({_timing(scenario)})\n")
             print(scenario.summary)
         print(f"### side by side\n\n{side_by_side(before, after)}\n")
+
+    everything = run(Scenario("everything at once: slow input, validation every 20 steps, a checkpoint every 50, "
+                              "logging every 10 (set aside with exclude())", "INPUT-BOUND"),
+                     lambda t: everything_at_once(t, steps=steps))
+    print(f"\n### {everything.name}  ({_timing(everything)})\n")
+    print(everything.summary)
 
     if not torch.cuda.is_available():
         print("Needs a GPU, not run here: pageable vs pinned copies (H2D-BOUND), a loop of tiny kernels "

@@ -83,3 +83,36 @@ def test_the_advice_describes_the_loader_that_feeds_the_steps(tracer):
     assert d["facts"]["dataloader.num_workers"] == "0"
     assert "DataLoader(num_workers=0)" in d["diagnosis"]["advice"][0]
     assert d["set_aside"]["validation"]["calls"] == 3
+
+
+def test_a_decode_phase_inside_the_fetch_keeps_the_label(tracer):
+    # The detail sits inside `input` (num_workers=0: __getitem__ runs in the fetch), so the
+    # loop stays INPUT-BOUND however little is left in `input` itself.
+    class Decoding(Samples):
+        def __getitem__(self, i):
+            time.sleep(0.0002)
+            with tracer.phase("decode"):
+                _busy(0.0008)
+            return torch.zeros(4)
+
+    tracer.configure(warmup_steps=2)
+    s = train(tracer, DataLoader(Decoding(8 * 40), batch_size=8), steps=30, compute_s=0.002)
+    d = s.to_dict()
+    assert d["phases"]["decode"]["parent"] == "input"
+    assert d["phases"]["decode"]["share"] > d["phases"]["input"]["share"]  # most of input is decode
+    assert s.label == "INPUT-BOUND"
+    assert d["phases"]["input"]["inclusive_ms"]["total"] >= d["phases"]["decode"]["total_ms"]
+
+
+def test_everything_at_once_is_labelled_by_its_real_bottleneck(tracer):
+    from steptrace import demo
+
+    tracer.configure(warmup_steps=3)
+    torch.set_num_threads(1)
+    demo.everything_at_once(tracer, steps=100)
+    d = tracer.summary().to_dict()
+    assert d["diagnosis"]["label"] == "INPUT-BOUND"
+    aside = d["set_aside"]
+    assert (aside["logging"]["calls"], aside["validation"]["calls"], aside["checkpoint"]["calls"]) == (10, 5, 2)
+    assert aside["checkpoint"]["mean_ms"] >= 50
+    assert d["steps"] == 97

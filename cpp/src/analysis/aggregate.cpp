@@ -8,6 +8,7 @@
 namespace steptrace::detail {
 
 void aggregate::on_step(const built_step& s) {
+  span(s.begin, s.end);  // the run covers warm-up and failed steps too
   if (s.warmup) {
     ++warmup_;
     return;
@@ -18,7 +19,6 @@ void aggregate::on_step(const built_step& s) {
   }
   const std::uint64_t window = s.end - s.begin;
   const std::uint64_t length = window > s.set_aside ? window - s.set_aside : 0;
-  span(s.begin, s.end);
   if (steps_ == 0 || s.begin < first_begin_) first_begin_ = s.begin;
   if (steps_ == 0 || s.end > last_end_) last_end_ = s.end;
   ++steps_;

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <iterator>
 #include <string>
 #include <utility>
@@ -165,6 +166,18 @@ std::string summary::table() const {
     line("");
     line("misuse: {} nested step{} ignored, {} unbalanced phase end{}", errors.nested_steps,
          errors.nested_steps == 1 ? "" : "s", errors.unbalanced_phases, errors.unbalanced_phases == 1 ? "" : "s");
+  }
+  if (const std::string* busy = fact("cpu.cores_busy"); busy != nullptr && steps > 0) {
+    const std::string* cpus = fact("host.cpus");
+    auto value = [&](const char* key) {
+      const std::string* v = fact(key);
+      return v ? std::strtod(v->c_str(), nullptr) : 0.0;
+    };
+    line("");
+    line("{:<11}this process {:.1f} cores busy, {:.1f} more waiting for one; its workers {:.1f} busy, {:.1f} "
+         "waiting (of {} cores)",
+         "cpu", value("cpu.cores_busy"), value("cpu.cores_waiting"), value("cpu.workers_cores_busy"),
+         value("cpu.workers_cores_waiting"), cpus ? *cpus : "?");
   }
   line("");
   line("{:<11}{}", "diagnosis", diag.label.empty() ? "-" : diag.label);
