@@ -163,6 +163,7 @@ def test_lightning_sets_checkpoints_validation_and_logging_aside(tmp_path):
     # Set aside, the saves and validation leave `input` where it is without them; charged to it,
     # 0.45 s of saves over 30 steps would move it by about 10 points.
     assert abs(input_share(busy) - input_share(plain)) <= 0.05
+    assert busy.label == plain.label == "INPUT-BOUND"
     assert busy.to_dict()["unscoped_phases"] == {}
 
 
@@ -205,3 +206,4 @@ def test_transformers_trainer_sets_checkpoints_and_logging_aside(tmp_path):
     assert aside["checkpoint"]["mean_ms"] >= SAVE_S * 1000
     assert aside["logging"]["calls"] == 6
     assert abs(input_share(busy) - input_share(plain)) <= 0.05
+    assert busy.label == plain.label == "INPUT-BOUND"
