@@ -19,7 +19,7 @@ inline __attribute__((always_inline)) void step_builder::charge(std::uint32_t id
 }
 
 // Inclusive time of an open phase, from where it was last charged to t (within the step).
-void step_builder::add_inclusive(open_phase& p, std::uint64_t t) {
+inline __attribute__((always_inline)) void step_builder::add_inclusive(open_phase& p, std::uint64_t t) {
   const std::uint64_t from = p.incl_from > begin_ ? p.incl_from : begin_;
   if (!p.inside_itself && t > from) charge(p.id, 0, 0, t - from);
   p.incl_from = t;

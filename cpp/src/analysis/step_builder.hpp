@@ -90,16 +90,16 @@ class step_builder {
 
  private:
   enum class capture { none, open, held };
-  struct open_phase {
-    std::uint32_t id;
+  struct open_phase {  // 32 bytes: the wide fields first
     std::uint64_t begin;
-    bool counted;                     // its time goes into step accounting (not unscoped)
-    std::uint32_t event = no_event;   // slot of its begin event
     std::uint64_t incl_from;          // inclusive time is charged from here on
+    std::uint32_t id;
+    std::uint32_t event = no_event;   // slot of its begin event
+    bool counted;                     // its time goes into step accounting (not unscoped)
     bool inside_itself;               // an outer phase of the same name counts this time already
     bool set_aside;                   // opened inside a set-aside span: belongs to no step
   };
-  void add_inclusive(open_phase& p, std::uint64_t t);
+  inline void add_inclusive(open_phase& p, std::uint64_t t);
 
   bool accounting() const noexcept { return in_step_ || capture_ == capture::open; }
   // The three below run for every record the consumer reads: kept inline.
