@@ -214,7 +214,8 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
         100 * (wait + other), 100 * wait, 100 * other, 100 * t.wait_share);
     d.advice = {
         "remove per-step host syncs: .item(), .cpu(), printing the loss every step; log every N steps",
-        "move checkpointing, validation and logging out of the step, or run them less often",
+        "run checkpointing, validation and logging less often; where they belong in the loop, wrap them in "
+        "exclude(\"validation\") (Python) / scoped_exclude (C++) so they are set aside and reported apart",
     };
     if (other > wait) d.advice.push_back("most of it is untraced (`other`): wrap more of the step in phases");
   } else if (label == "LAUNCH-BOUND") {
