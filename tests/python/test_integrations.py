@@ -1,7 +1,8 @@
 """Lightning and Hugging Face Trainer callbacks against hand-timed ground truth on the same loop.
 
 The dataset times its own loading (the `input` truth) and stamps when each batch starts
-loading: from one batch's start to the next is one whole step, measured without any hook."""
+loading; the training step spins a known time. These bound steptrace's figures from both sides,
+so the checks hold on a busy machine."""
 
 import time
 
@@ -38,20 +39,27 @@ class TimedDataset(Dataset):
         return {"x": x, "labels": torch.zeros(1)} if self.as_dict else x
 
 
-def check_against_hand_timing(summary, dataset):
+def check_against_hand_timing(summary, dataset, trained_until):
+    """Truth on both sides, which no preemption can move past the records: inside each counted
+    step lie its batch's loads (in `input`) and the training step's spin (in `compute`); all
+    counted steps lie between the first counted batch's first load and the end of training."""
     d = summary.to_dict()
     counted = BATCHES - d["warmup_steps"]
     assert d["steps"] == counted
     per_batch_load = [sum(dataset.load_s[i : i + BATCH]) for i in range(0, len(dataset.load_s), BATCH)]
-    batch_start = dataset.started[::BATCH]
-    hand_input = sum(per_batch_load[-counted:]) / counted * 1000
-    gaps = [b - a for a, b in zip(batch_start[-counted:], batch_start[-counted + 1 :])]
-    hand_step = sum(gaps) / len(gaps) * 1000
-    assert d["phases"]["input"]["mean_ms"] == pytest.approx(hand_input, rel=0.05)
-    assert d["step_ms"]["p50"] == pytest.approx(sorted(gaps)[len(gaps) // 2] * 1000, rel=0.05)
-    assert d["step_ms"]["mean"] == pytest.approx(hand_step, rel=0.05)
-    # Between the training step's own spin and everything in the step that is not loading:
-    assert STEP_S * 1000 <= d["phases"]["compute"]["mean_ms"] <= hand_step - hand_input
+    # The loads inside the counted fetches: Accelerate (HF) loads one batch ahead, so the last
+    # counted fetch may load nothing; counted - 1 batches' loads are inside them either way.
+    hand_input = sum(per_batch_load[-(counted - 1) :]) / counted * 1000
+    first_start = dataset.started[::BATCH][-counted]
+    # `input` holds the loads and `compute` the spin: charging either to the other breaks one.
+    assert d["phases"]["input"]["mean_ms"] >= hand_input * 0.99
+    assert d["phases"]["compute"]["mean_ms"] >= STEP_S * 1000 * 0.99
+    assert d["step_ms"]["p50"] >= (sorted(per_batch_load[-counted:])[0] + STEP_S) * 1000 * 0.99
+    # Nothing counted twice, and no warm-up in the figures: the steps fit in the span they ran in
+    # (the first counted fetch opens a hook's width before its first load: 5 ms of slack).
+    span_ms = (trained_until - first_start) * 1000 + 5
+    assert d["step_ms"]["total"] <= span_ms
+    assert d["wall_ms"] <= span_ms
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # Lightning's advice on workers, loggers, GPUs
@@ -79,7 +87,7 @@ def test_lightning_callback_matches_hand_timing(tmp_path):
         enable_model_summary=False, accelerator="cpu", devices=1, default_root_dir=tmp_path,
     )
     trainer.fit(model, torch.utils.data.DataLoader(dataset, batch_size=BATCH))
-    check_against_hand_timing(callback.tracer.summary(), dataset)
+    check_against_hand_timing(callback.tracer.summary(), dataset, time.perf_counter())
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
@@ -105,7 +113,7 @@ def test_transformers_trainer_callback_matches_hand_timing(tmp_path):
         save_strategy="no", logging_strategy="no", use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
     )
     transformers.Trainer(model=model, args=args, train_dataset=dataset, callbacks=[callback]).train()
-    check_against_hand_timing(callback.tracer.summary(), dataset)
+    check_against_hand_timing(callback.tracer.summary(), dataset, time.perf_counter())
 
 
 SAVE_S = 0.15  # a slow checkpoint save: with it charged to `input`, the input share jumps
