@@ -49,12 +49,23 @@ def test_input_is_the_time_the_training_thread_blocks_in_next(tracer):
 
 
 def test_a_loader_with_workers_is_charged_only_the_wait(tracer):
+    # The truth is the time the loop was blocked getting each batch, stamped around next(). The
+    # wrong answer, the workers' own load time, is 8 ms a batch whatever the loop waited.
     loader = st.instrument(DataLoader(SleepyDataset(96, 0.002), batch_size=4, num_workers=2, prefetch_factor=4), tracer)
-    for _ in tracer.steps(loader):
+    blocked = []
+    it = iter(tracer.steps(loader))
+    while True:
+        start = time.perf_counter()
+        try:
+            next(it)
+        except StopIteration:
+            break
+        blocked.append(time.perf_counter() - start)
         demo._busy(0.012)  # slower than the workers' 8 ms per batch: they keep ahead
     d = tracer.summary().to_dict()
     assert d["steps"] == 24
-    assert d["phases"]["input"]["p50_ms"] < 2.0  # a batch takes the workers 8 ms to load
+    counted = sorted(blocked[-24:])
+    assert d["phases"]["input"]["p50_ms"] <= counted[len(counted) // 2] * 1000 * 1.05 + 0.05
 
 
 def test_steps_over_an_instrumented_loader_counts_each_fetch_once(tracer):
@@ -71,15 +82,19 @@ def test_steps_over_an_instrumented_loader_counts_each_fetch_once(tracer):
 def test_a_validation_loader_between_steps_is_not_charged_to_training_steps(tracer):
     train = st.instrument(DataLoader(SleepyDataset(40, 0.0005), batch_size=4), tracer)
     val = st.instrument(DataLoader(SleepyDataset(8, 0.01), batch_size=4), tracer, phase="val_input")
+    val_ms = []
     for _epoch in range(2):
         for _ in tracer.steps(train):
             pass
-        for _ in val:  # 20 ms a batch, outside any step
+        start = time.perf_counter()
+        for _ in val:  # 2 batches of 4 x 10 ms, outside any step
             pass
+        val_ms.append((time.perf_counter() - start) * 1000)
     d = tracer.summary().to_dict()
     assert d["steps"] == 20
-    # A validation batch takes 4 x 10 ms; a training step about 2 ms. No step absorbed one:
-    assert d["step_ms"]["max"] < 25
+    # A training step takes about 2 ms; one that absorbed a validation batch would take at least
+    # half a validation pass, however long a busy machine made that pass.
+    assert d["step_ms"]["max"] < min(val_ms) / 2
     assert d["unscoped_phases"]["val_input"]["calls"] >= 4
 
 
