@@ -12,30 +12,14 @@ StepError = _core.StepError
 _IDLE, _FETCHING, _OPENING, _IN_STEP = range(4)  # what a steps() loop has open
 
 
-def _close_loop(core: Any, handle: Optional[int], state: int, failed: bool, time_input: bool) -> None:
-    """Closes what a steps() loop left open. Each close sits in a ``finally`` of the one before,
-    so an interrupt surfacing after one call still lets the next one run."""
-    if state == _FETCHING:
-        try:
-            if time_input:
-                core.end_phase(_core.INPUT)
-        finally:
-            if failed:  # the fetch failed: a failed step claims it
-                try:
-                    core.begin_step(handle)
-                finally:
-                    core.end_step(True)
-    elif state == _IN_STEP or (state == _OPENING and failed):
-        core.end_step(failed)
-
-
 def steps(core: Any, iterable: Iterable[T], handle: Optional[int]) -> Iterator[T]:
     # An instrumented loader times its own fetches; timing them here too would count twice.
     time_input = not getattr(iterable, "_steptrace_times_input", False)
     it = iter(iterable)
     # `state` is assigned right before the C call it names. CPython raises an interrupt only
-    # after a call returns (or at a loop's back edge), never between an assignment and the
-    # call after it, so at any exception `state` says exactly what this loop has open.
+    # after a call returns, at a loop's back edge or on entering a Python function, never
+    # between an assignment and the C call after it, so at any exception `state` says exactly
+    # what this loop has open. Nothing below calls a Python function while something is open.
     state = _IDLE
     failed = False
     try:
@@ -58,8 +42,25 @@ def steps(core: Any, iterable: Iterable[T], handle: Optional[int]) -> Iterator[T
             core.end_step(False)
     except GeneratorExit:
         raise  # the loop was left: its open step ends as completed
-    except BaseException as e:
-        failed = not (state == _OPENING and isinstance(e, StepError))
+    except StepError:
+        failed = state != _OPENING  # from begin_step: nothing was opened
+        raise
+    except BaseException:
+        failed = True
         raise
     finally:
-        _close_loop(core, handle, state, failed, time_input)
+        # Closed here, inline: a call to a Python function would be a point where an interrupt
+        # can land before the close runs. Each close sits in the `finally` of the one before,
+        # so an interrupt surfacing after one C call still lets the next one run.
+        if state == _FETCHING:
+            try:
+                if time_input:
+                    core.end_phase(_core.INPUT)
+            finally:
+                if failed:  # the fetch failed: a failed step claims it
+                    try:
+                        core.begin_step(handle)
+                    finally:
+                        core.end_step(True)
+        elif state == _IN_STEP or (state == _OPENING and failed):
+            core.end_step(failed)
