@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import sys
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar, Union
 
@@ -160,10 +161,10 @@ class Tracer:
         Time inside is in no step (an open step's window skips it, and any phase, fetch or step
         inside goes with it) and is reported apart under ``name``: calls, total, mean and share
         of the run. For checkpoints, validation and logging inside or between steps."""
+        if not isinstance(name, str):
+            raise TypeError(f"steptrace: an exclude name must be a str, not {type(name).__name__}")
         scope = self._excludes.get(name)
         if scope is None:
-            if not isinstance(name, str):
-                raise TypeError(f"steptrace: an exclude name must be a str, not {type(name).__name__}")
             scope = self._excludes[name] = _ExcludeScope(self._core, _core.register_phase(name))
         return scope
 
@@ -185,8 +186,6 @@ class Tracer:
     def _claim_feeding(self, loader: Any, surely: bool) -> bool:
         """Whether ``loader`` feeds the steps: the one given to steps(), else the first
         instrumented loader iterated (a validation loader comes later, or inside exclude())."""
-        import weakref
-
         current = self._feeding() if self._feeding is not None else None
         if surely or current is None or current is loader:
             self._feeding = weakref.ref(loader)

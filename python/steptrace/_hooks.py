@@ -85,8 +85,11 @@ class LoopMarks:
                 return original(*args, **kwargs)
 
         wrapped._steptrace_set_aside = True  # type: ignore[attr-defined]
-        setattr(obj, method, wrapped)
-        self._restore.append(lambda: obj.__dict__.pop(method, None))
+        try:
+            setattr(obj, method, wrapped)
+        except (AttributeError, TypeError):  # slots, a read-only attribute: not set aside, not broken
+            return
+        self._restore.append(lambda: obj.__dict__.pop(method, None) if hasattr(obj, "__dict__") else None)
 
     def restore(self) -> None:
         """Undoes set_aside_calls: the framework's objects are as they were."""

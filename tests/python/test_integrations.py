@@ -39,6 +39,45 @@ class TimedDataset(Dataset):
         return {"x": x, "labels": torch.zeros(1)} if self.as_dict else x
 
 
+class RegressionModel(torch.nn.Module):
+    """The Hugging Face Trainer's model: the forward pass spins the training step's known time."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+
+    def forward(self, x, labels):
+        _busy(STEP_S)
+        return {"loss": (self.layer(x) - labels).pow(2).mean()}
+
+
+def lightning_model(L, save_s=0.0):
+    """The Lightning module: the training step spins its known time, validation 2 ms a batch,
+    a checkpoint save `save_s`."""
+
+    class Model(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 1)
+
+        def training_step(self, batch, batch_idx):
+            _busy(STEP_S)
+            loss = self.layer(batch).pow(2).mean()
+            self.log("loss", loss)
+            return loss
+
+        def validation_step(self, batch, batch_idx):
+            _busy(0.002)
+
+        def on_save_checkpoint(self, checkpoint):
+            _busy(save_s)
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.01)
+
+    return Model()
+
+
 def check_against_hand_timing(summary, dataset, trained_until):
     """Truth on both sides, which no preemption can move past the records: inside each counted
     step lie its batch's loads (in `input`) and the training step's spin (in `compute`); all
@@ -68,19 +107,7 @@ def test_lightning_callback_matches_hand_timing(tmp_path):
     L = pytest.importorskip("lightning")
     from steptrace.lightning import StepTraceCallback
 
-    class Model(L.LightningModule):
-        def __init__(self):
-            super().__init__()
-            self.layer = torch.nn.Linear(4, 1)
-
-        def training_step(self, batch, batch_idx):
-            _busy(STEP_S)
-            return self.layer(batch).pow(2).mean()
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=0.01)
-
-    dataset, model = TimedDataset(), Model()
+    dataset, model = TimedDataset(), lightning_model(L)
     callback = StepTraceCallback(steptrace.Tracer(print_at_exit=False))
     trainer = L.Trainer(
         max_epochs=1, callbacks=[callback], logger=False, enable_checkpointing=False, enable_progress_bar=False,
@@ -97,16 +124,7 @@ def test_transformers_trainer_callback_matches_hand_timing(tmp_path):
     pytest.importorskip("accelerate")
     from steptrace.transformers import StepTraceCallback
 
-    class Model(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.layer = torch.nn.Linear(4, 1)
-
-        def forward(self, x, labels):
-            _busy(STEP_S)
-            return {"loss": (self.layer(x) - labels).pow(2).mean()}
-
-    dataset, model = TimedDataset(as_dict=True), Model()
+    dataset, model = TimedDataset(as_dict=True), RegressionModel()
     callback = StepTraceCallback(steptrace.Tracer(print_at_exit=False))
     args = transformers.TrainingArguments(
         output_dir=str(tmp_path), per_device_train_batch_size=BATCH, num_train_epochs=1, report_to=[],
@@ -131,26 +149,6 @@ def test_lightning_sets_checkpoints_validation_and_logging_aside(tmp_path):
     from lightning.pytorch.loggers import CSVLogger
     from steptrace.lightning import StepTraceCallback
 
-    class Model(L.LightningModule):
-        def __init__(self):
-            super().__init__()
-            self.layer = torch.nn.Linear(4, 1)
-
-        def training_step(self, batch, batch_idx):
-            _busy(STEP_S)
-            loss = self.layer(batch).pow(2).mean()
-            self.log("loss", loss)
-            return loss
-
-        def validation_step(self, batch, batch_idx):
-            _busy(0.002)
-
-        def on_save_checkpoint(self, checkpoint):
-            _busy(SAVE_S)
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=0.01)
-
     def fit(checkpoints):
         callback = StepTraceCallback(steptrace.Tracer(print_at_exit=False))
         extra = dict(callbacks=[callback, ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=8, save_top_k=-1)],
@@ -159,7 +157,7 @@ def test_lightning_sets_checkpoints_validation_and_logging_aside(tmp_path):
         trainer = L.Trainer(max_epochs=1, enable_progress_bar=False, enable_model_summary=False, accelerator="cpu",
                             devices=1, default_root_dir=tmp_path, num_sanity_val_steps=0, **extra)
         val = torch.utils.data.DataLoader(TimedDataset(), batch_size=BATCH) if checkpoints else None
-        trainer.fit(Model(), torch.utils.data.DataLoader(TimedDataset(), batch_size=BATCH), val)
+        trainer.fit(lightning_model(L, SAVE_S), torch.utils.data.DataLoader(TimedDataset(), batch_size=BATCH), val)
         return callback.tracer.summary()
 
     plain, busy = fit(False), fit(True)
@@ -182,15 +180,6 @@ def test_transformers_trainer_sets_checkpoints_and_logging_aside(tmp_path):
     pytest.importorskip("accelerate")
     from steptrace.transformers import StepTraceCallback
 
-    class Model(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.layer = torch.nn.Linear(4, 1)
-
-        def forward(self, x, labels):
-            _busy(STEP_S)
-            return {"loss": (self.layer(x) - labels).pow(2).mean()}
-
     class SlowSave(transformers.TrainerCallback):  # before ours: its time is inside the save
         def on_save(self, args, state, control, **kwargs):
             _busy(SAVE_S)
@@ -204,7 +193,7 @@ def test_transformers_trainer_sets_checkpoints_and_logging_aside(tmp_path):
             logging_strategy="steps" if checkpoints else "no", logging_steps=5,
         )
         callbacks = [SlowSave(), callback] if checkpoints else [callback]
-        transformers.Trainer(model=Model(), args=args, train_dataset=TimedDataset(as_dict=True),
+        transformers.Trainer(model=RegressionModel(), args=args, train_dataset=TimedDataset(as_dict=True),
                              callbacks=callbacks).train()
         return callback.tracer.summary()
 

@@ -57,3 +57,24 @@ def test_exclude_decorates_and_propagates_the_exception(tracer):
         with tracer.step():
             save()
     assert tracer.summary().to_dict()["set_aside"]["save"]["calls"] == 1
+
+
+def test_a_framework_object_that_refuses_patching_is_left_alone(tracer):
+    from steptrace._hooks import LoopMarks
+
+    class Slotted:
+        __slots__ = ()
+
+        def save_checkpoint(self):
+            return "saved"
+
+    marks = LoopMarks(tracer)
+    obj = Slotted()
+    marks.set_aside_calls(obj, "save_checkpoint", "checkpoint")  # no error: just not set aside
+    assert obj.save_checkpoint() == "saved"
+    marks.restore()
+
+
+def test_an_exclude_name_must_be_a_str(tracer):
+    with pytest.raises(TypeError, match="exclude name must be a str, not list"):
+        tracer.exclude(["checkpoint"])

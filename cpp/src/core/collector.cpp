@@ -33,7 +33,9 @@ void tracer_impl::collect_loop() {
     harvest_events();
     if (std::chrono::steady_clock::now() - last_device_read > std::chrono::seconds(1)) {
       read_device(false);
-      cpu.sample();  // threads that exit between two samples keep what was seen of them
+      lock.unlock();  // /proc is read without the tracer lock
+      sample_cpu();   // threads that exit between two samples keep what was seen of them
+      lock.lock();
       last_device_read = std::chrono::steady_clock::now();
     }
     std::uint64_t fullest = 0;
@@ -97,13 +99,29 @@ void tracer_impl::harvest_events() {
   pending_events.erase(std::remove_if(pending_events.begin(), pending_events.end(), done), pending_events.end());
 }
 
+void tracer_impl::sample_cpu() {
+  std::lock_guard<std::mutex> lock(cpu_mutex);
+  cpu.sample();
+}
+
+cpu_totals tracer_impl::cpu_so_far() {
+  std::lock_guard<std::mutex> lock(cpu_mutex);
+  cpu.sample();
+  return cpu.totals();
+}
+
+void tracer_impl::restart_cpu(bool unless_started) {
+  std::lock_guard<std::mutex> lock(cpu_mutex);
+  if (!unless_started || !cpu.started()) cpu.restart();
+}
+
 void tracer_impl::first_step() noexcept {
   bool use_cupti;
   {
     std::lock_guard<std::mutex> lock(mutex);
     use_cupti = cfg.cupti;
-    if (!cpu.started()) cpu.restart();
   }
+  restart_cpu(true);
   start_gpu_backend(use_cupti);
   if (gpu_backend_status().cupti) {
     std::lock_guard<std::mutex> lock(mutex);

@@ -172,10 +172,9 @@ summary tracer::collect_summary(bool shown) const {
     impl_->totals.fill(out, host_clock::ns_per_tick());
     for (auto& t : impl_->threads) out.errors.unbalanced_phases += t->builder.unbalanced();
     out.facts = impl_->facts;
-    impl_->cpu.sample();
-    add_cpu_facts(out, impl_->cpu.totals());
     if (shown) impl_->shown_steps = out.steps + out.warmup_steps + out.failed_steps;
   }
+  add_cpu_facts(out, impl_->cpu_so_far());
   if (out.fact("host.cpus") == nullptr) out.facts.emplace_back("host.cpus", std::to_string(detail::usable_cpus()));
   out.errors.nested_steps = impl_->nested_steps.load(std::memory_order_relaxed);
   const detail::gpu_status gpu = detail::gpu_backend_status();
@@ -205,6 +204,7 @@ void tracer::set_fact(std::string_view key, std::string_view value) {
 
 void tracer::reset() {
   if (impl_->forked.load()) return;
+  if (impl_->started.load()) impl_->restart_cpu(false);
   std::lock_guard<std::mutex> lock(impl_->mutex);
   for (auto& t : impl_->threads) {
     impl_->drain_locked(*t);  // read, not dropped: their CUDA event slots must go back
@@ -213,7 +213,6 @@ void tracer::reset() {
   }
   for (auto& p : impl_->pending_events) p.pair.timed = false;
   impl_->totals.clear();
-  if (impl_->cpu.started()) impl_->cpu.restart();
   impl_->nested_steps.store(0, std::memory_order_relaxed);
   impl_->shown_steps = UINT64_MAX;
 }

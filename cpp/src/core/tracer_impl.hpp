@@ -82,7 +82,6 @@ class tracer_impl {
   std::vector<std::unique_ptr<thread_state>> threads;
   std::uint32_t next_thread = 0;  // every thread that ever recorded gets its own number
   aggregate totals;
-  cpu_load cpu;  // the process tree's CPU use and demand since the first step (or reset)
   std::vector<std::pair<std::string, std::string>> facts;
   std::atomic<std::uint64_t> nested_steps{0};
   std::atomic<std::uint64_t> producer_drains{0};  // rings drained by their own thread: the collector lags
@@ -90,6 +89,15 @@ class tracer_impl {
   bool exit_reported = false;
   // Steps (of any kind) in the last summary the program fetched; UINT64_MAX: none fetched.
   std::uint64_t shown_steps = UINT64_MAX;
+
+  // The process tree's CPU use and demand since the first step (or reset). Reading it walks
+  // /proc, so it has its own lock and is never read under `mutex`, which a recording thread
+  // may be waiting for.
+  std::mutex cpu_mutex;
+  cpu_load cpu;  // under cpu_mutex
+  void sample_cpu();
+  cpu_totals cpu_so_far();
+  void restart_cpu(bool unless_started);
 
   std::thread collector;
   int collector_pid = 0;

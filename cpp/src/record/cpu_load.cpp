@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <iterator>
 #include <string>
 
@@ -49,7 +50,7 @@ std::uint64_t process_cpu_ns() {
 
 }  // namespace
 
-void cpu_load::restart() {
+void cpu_load::restart() noexcept {
   totals_ = cpu_totals{};
   threads_.clear();
   started_ = true;
@@ -86,8 +87,15 @@ void cpu_load::read_process(int pid, bool child, int depth) {
   });
 }
 
-void cpu_load::sample() {
+void cpu_load::sample() noexcept {
   if (!started_) return;
+  try {
+    read_all();
+  } catch (const std::exception&) {  // out of memory: these figures go without this sample
+  }
+}
+
+void cpu_load::read_all() {
   ++generation_;
   const std::uint64_t cpu = process_cpu_ns();
   if (!baseline_ && cpu > process_cpu_) totals_.run_ns += cpu - process_cpu_;

@@ -22,12 +22,12 @@ struct cpu_totals {
 class cpu_load {
  public:
   // Starts the span now: what threads did before is not counted.
-  void restart();
+  void restart() noexcept;
   // Reads every thread of the process tree and adds what each did since it was last read (a
   // thread that exits keeps what was seen of it; this process's CPU time counts exited threads
   // whole). A few tens of microseconds; never on the hot path. Where /proc has no schedstat,
   // only this process's CPU time is known.
-  void sample();
+  void sample() noexcept;
   const cpu_totals& totals() const noexcept { return totals_; }
   bool started() const noexcept { return started_; }
 
@@ -39,6 +39,7 @@ class cpu_load {
   cpu_totals totals_;
   std::uint64_t started_ns_ = 0, generation_ = 0, process_cpu_ = 0;
   bool started_ = false, baseline_ = false;
+  void read_all();
   void read_process(int pid, bool child, int depth);
 };
 

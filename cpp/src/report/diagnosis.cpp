@@ -44,14 +44,6 @@ std::optional<long> fact_int(const summary& s, std::string_view key) {
   return *end == '\0' ? std::optional<long>(n) : std::nullopt;
 }
 
-std::optional<double> fact_double(const summary& s, std::string_view key) {
-  const std::string* v = s.fact(key);
-  if (v == nullptr || v->empty()) return std::nullopt;
-  char* end = nullptr;
-  const double x = std::strtod(v->c_str(), &end);
-  return *end == '\0' ? std::optional<double>(x) : std::nullopt;
-}
-
 // Cores the process and its workers asked for over the run: running plus waiting for a core.
 std::optional<double> cpu_demand(const summary& s) {
   double sum = 0;
@@ -84,6 +76,14 @@ const std::vector<std::string>& diagnosis_labels() {
 }  // namespace steptrace
 
 namespace steptrace::detail {
+
+std::optional<double> fact_double(const summary& s, std::string_view key) {
+  const std::string* v = s.fact(key);
+  if (v == nullptr || v->empty()) return std::nullopt;
+  char* end = nullptr;
+  const double x = std::strtod(v->c_str(), &end);
+  return *end == '\0' ? std::optional<double>(x) : std::nullopt;
+}
 
 long suggested_workers(long cpus) { return std::min(std::max(2L, std::min(8L, cpus / 2)), std::max(1L, cpus)); }
 

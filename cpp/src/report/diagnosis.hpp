@@ -15,6 +15,9 @@
 // reaches cpu_demand_share of the cores, says the CPU is saturated instead of adding workers.
 #pragma once
 
+#include <optional>
+#include <string_view>
+
 #include "steptrace/summary.hpp"
 
 namespace steptrace::detail {
@@ -34,6 +37,9 @@ struct diagnosis_thresholds {
 inline constexpr diagnosis_thresholds default_thresholds{};
 
 diagnosis diagnose(const summary& s, const diagnosis_thresholds& t = default_thresholds);
+
+// A fact (summary::facts) that is a number; empty when absent or not a number.
+std::optional<double> fact_double(const summary& s, std::string_view key);
 
 // The DataLoader worker count the INPUT-BOUND advice suggests on a machine with `cpus` usable
 // cores: half of them, at least 2 and at most 8, never above the core count ("start near 4").

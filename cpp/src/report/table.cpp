@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <iterator>
 #include <string>
 #include <utility>
@@ -169,10 +168,7 @@ std::string summary::table() const {
   }
   if (const std::string* busy = fact("cpu.cores_busy"); busy != nullptr && steps > 0) {
     const std::string* cpus = fact("host.cpus");
-    auto value = [&](const char* key) {
-      const std::string* v = fact(key);
-      return v ? std::strtod(v->c_str(), nullptr) : 0.0;
-    };
+    auto value = [&](const char* key) { return detail::fact_double(*this, key).value_or(0.0); };
     line("");
     line("{:<11}this process {:.1f} cores busy, {:.1f} more waiting for one; its workers {:.1f} busy, {:.1f} "
          "waiting (of {} cores)",
