@@ -25,62 +25,72 @@ void attribute(interval idle, const std::vector<host_segment>& segments, std::si
   }
 }
 
+void count(step_device_view& v, const device_record& r) {
+  switch (r.kind) {
+    case device_activity::kernel:
+      ++v.kernels;
+      v.kernel_ns.push_back(r.end - r.start);
+      break;
+    case device_activity::memcpy:
+      if (r.copy == copy_kind::h2d) {
+        v.h2d_bytes += r.bytes;
+        v.h2d_pageable_bytes += r.pageable ? r.bytes : 0;
+        v.h2d_ns += r.end - r.start;
+        ++v.h2d_count;
+      } else if (r.copy == copy_kind::d2h) {
+        v.d2h_bytes += r.bytes;
+        v.d2h_pageable_bytes += r.pageable ? r.bytes : 0;
+        v.d2h_ns += r.end - r.start;
+        ++v.d2h_count;
+      }
+      break;
+    case device_activity::sync:
+      ++v.syncs;
+      v.sync_ns += r.end - r.start;
+      break;
+    case device_activity::memset:
+      break;
+  }
+}
+
+// Busy and idle time of the window [begin, end) from the device's busy intervals [first, last):
+// sorted, disjoint, possibly reaching outside the window. Idle gaps are cut along the host phases.
+template <class It>
+void busy_and_idle(step_device_view& v, std::uint64_t begin, std::uint64_t end, It first, It last,
+                   const std::vector<host_segment>& segments) {
+  std::size_t cursor = 0;
+  std::uint64_t at = begin;
+  for (It b = first; b != last && b->begin < end; ++b) {
+    if (b->end <= begin) continue;
+    const std::uint64_t lo = std::max(b->begin, begin), hi = std::min(b->end, end);
+    v.busy += hi - lo;
+    if (lo > at) attribute({at, lo}, segments, cursor, v.idle_by_phase);
+    at = hi;
+  }
+  if (end > at) attribute({at, end}, segments, cursor, v.idle_by_phase);
+}
+
 }  // namespace
 
 step_device_view view_step(std::uint64_t begin, std::uint64_t end, const std::vector<host_segment>& segments,
                            const std::vector<device_record>& records, std::uint32_t stream) {
   step_device_view v;
   v.window = end > begin ? end - begin : 0;
-
-  // Busy: the union of device intervals, cut to the window. Records are sorted by start.
+  // Records are sorted by start: the union of those that occupy the device, and the counts of
+  // those that start in the window (each counted in the step in which it starts, never twice).
   std::vector<interval> busy;
   for (const device_record& r : records) {
     if (r.start >= end) break;
     if (stream != 0 && r.stream != stream) continue;
-    if (r.start >= begin) {  // counted in the step in which it starts
-      switch (r.kind) {
-        case device_activity::kernel:
-          ++v.kernels;
-          v.kernel_ns.push_back(r.end - r.start);
-          break;
-        case device_activity::memcpy:
-          if (r.copy == copy_kind::h2d) {
-            v.h2d_bytes += r.bytes;
-            v.h2d_pageable_bytes += r.pageable ? r.bytes : 0;
-            v.h2d_ns += r.end - r.start;
-            ++v.h2d_count;
-          } else if (r.copy == copy_kind::d2h) {
-            v.d2h_bytes += r.bytes;
-            v.d2h_pageable_bytes += r.pageable ? r.bytes : 0;
-            v.d2h_ns += r.end - r.start;
-            ++v.d2h_count;
-          }
-          break;
-        case device_activity::sync:
-          ++v.syncs;
-          v.sync_ns += r.end - r.start;
-          break;
-        case device_activity::memset:
-          break;
-      }
-    }
+    if (r.start >= begin) count(v, r);
     if (!occupies_device(r) || r.end <= begin) continue;
-    const interval cut{std::max(r.start, begin), std::min(r.end, end)};
-    if (!busy.empty() && cut.begin <= busy.back().end) {
-      busy.back().end = std::max(busy.back().end, cut.end);
+    if (!busy.empty() && r.start <= busy.back().end) {
+      busy.back().end = std::max(busy.back().end, r.end);
     } else {
-      busy.push_back(cut);
+      busy.push_back({r.start, r.end});
     }
   }
-  // Idle: the gaps between busy intervals, cut along the host phases.
-  std::size_t cursor = 0;
-  std::uint64_t at = begin;
-  for (const interval& b : busy) {
-    v.busy += b.end - b.begin;
-    if (b.begin > at) attribute({at, b.begin}, segments, cursor, v.idle_by_phase);
-    at = b.end;
-  }
-  if (end > at) attribute({at, end}, segments, cursor, v.idle_by_phase);
+  busy_and_idle(v, begin, end, busy.begin(), busy.end(), segments);
   return v;
 }
 
@@ -149,28 +159,76 @@ void device_join::add_step(std::uint64_t begin, std::uint64_t end, std::vector<h
 
 void device_join::add_records(const std::vector<device_record>& records) {
   if (records.empty()) return;
-  const std::size_t old = records_.size();
-  records_.insert(records_.end(), records.begin(), records.end());
+  std::vector<device_record> batch(records);
   auto by_start = [](const device_record& a, const device_record& b) { return a.start < b.start; };
-  std::sort(records_.begin() + static_cast<std::ptrdiff_t>(old), records_.end(), by_start);
-  std::inplace_merge(records_.begin(), records_.begin() + static_cast<std::ptrdiff_t>(old), records_.end(), by_start);
-  for (const device_record& r : records) newest_ = std::max(newest_, r.end);
+  std::sort(batch.begin(), batch.end(), by_start);
+  if (records_.empty() || batch.front().start >= records_.back().start) {
+    records_.insert(records_.end(), batch.begin(), batch.end());  // the usual case: later than all kept
+  } else {
+    std::deque<device_record> merged;
+    std::merge(records_.begin(), records_.end(), batch.begin(), batch.end(), std::back_inserter(merged), by_start);
+    records_.swap(merged);
+  }
+  for (const device_record& r : batch) {
+    newest_ = std::max(newest_, r.end);
+    if (occupies_device(r) && r.end > r.start) add_busy({r.start, r.end});
+  }
+}
+
+void device_join::add_busy(interval b) {
+  // The first interval that ends at or after b begins: the first one b can touch.
+  auto it = std::lower_bound(busy_.begin(), busy_.end(), b.begin,
+                             [](const interval& x, std::uint64_t t) { return x.end < t; });
+  if (it == busy_.end() || it->begin > b.end) {
+    busy_.insert(it, b);
+    return;
+  }
+  auto last = it;
+  interval merged{std::min(b.begin, it->begin), b.end};
+  while (last != busy_.end() && last->begin <= b.end) {
+    merged.end = std::max(merged.end, last->end);
+    ++last;
+  }
+  *it = merged;
+  busy_.erase(it + 1, last);
+}
+
+step_device_view device_join::view(const waiting& w) const {
+  step_device_view v;
+  v.window = w.end > w.begin ? w.end - w.begin : 0;
+  auto first = std::lower_bound(records_.begin(), records_.end(), w.begin,
+                                [](const device_record& r, std::uint64_t t) { return r.start < t; });
+  for (auto r = first; r != records_.end() && r->start < w.end; ++r) count(v, *r);
+  auto busy = std::lower_bound(busy_.begin(), busy_.end(), w.begin,
+                               [](const interval& x, std::uint64_t t) { return x.end <= t; });
+  busy_and_idle(v, w.begin, w.end, busy, busy_.end(), w.segments);
+  return v;
 }
 
 void device_join::join(std::uint64_t before) {
   std::uint64_t keep_from = newest_ > retain_ns ? newest_ - retain_ns : 0;
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     if (it->end < before) {
-      totals.add(view_step(it->begin, it->end, it->segments, records_));
+      totals.add(view(*it));
       it = waiting_.erase(it);
     } else {
       keep_from = std::min(keep_from, it->begin);
       ++it;
     }
   }
-  records_.erase(std::remove_if(records_.begin(), records_.end(),
-                                [&](const device_record& r) { return r.end < keep_from; }),
-                 records_.end());
+  let_go(keep_from);
+}
+
+void device_join::let_go(std::uint64_t before) {
+  while (!records_.empty() && records_.front().start < before) records_.pop_front();
+  while (!busy_.empty() && busy_.front().end < before) busy_.pop_front();
+}
+
+void device_join::fill(gpu_stats& out, std::uint64_t steps, double step_total_ms) const {
+  if (waiting_.empty()) return totals.fill(out, steps, step_total_ms);
+  device_aggregate with_waiting = totals;
+  for (const waiting& w : waiting_) with_waiting.add(view(w));
+  with_waiting.fill(out, steps, step_total_ms);
 }
 
 }  // namespace steptrace::detail

@@ -48,8 +48,11 @@ class device_aggregate {
 };
 
 // Holds counted steps until the device records of their window have arrived, then views them.
-// Bounded: at most max_pending steps wait, and records older than every waiting step (or, with
-// none waiting, older than retain_ns before the newest) are let go.
+// Incremental: each record is merged once into the device's busy union (disjoint intervals) and
+// kept by start for counting, so a step's view visits only what lies in its window, found by
+// binary search, however many records are retained. Bounded: at most max_pending steps wait,
+// and records older than every waiting step (or, with none waiting, older than retain_ns
+// before the newest) are let go.
 class device_join {
  public:
   static constexpr std::size_t max_pending = 16384;
@@ -57,9 +60,13 @@ class device_join {
 
   void add_step(std::uint64_t begin, std::uint64_t end, std::vector<host_segment> segments);
   void add_records(const std::vector<device_record>& records);  // any order
-  // Views every waiting step that ended before `before` (all of them with UINT64_MAX).
+  // Views every waiting step that ended before `before` for good (all of them with UINT64_MAX).
   void join(std::uint64_t before);
+  // The joined steps and, provisionally, every step still waiting, with the records so far: a
+  // summary taken while work is in flight, which later summaries complete.
+  void fill(gpu_stats& out, std::uint64_t steps, double step_total_ms) const;
   std::uint64_t newest_record_end() const noexcept { return newest_; }
+  std::size_t retained_records() const noexcept { return records_.size(); }
 
   device_aggregate totals;
   std::uint64_t cursor = 0;  // this reader's position in the backend's record store
@@ -69,8 +76,15 @@ class device_join {
     std::uint64_t begin, end;
     std::vector<host_segment> segments;
   };
+  struct interval {
+    std::uint64_t begin, end;
+  };
+  step_device_view view(const waiting& w) const;
+  void add_busy(interval busy);
+  void let_go(std::uint64_t before);
   std::deque<waiting> waiting_;
-  std::vector<device_record> records_;  // sorted by start
+  std::deque<device_record> records_;  // sorted by start
+  std::deque<interval> busy_;          // the union of device-occupying records: sorted, disjoint
   std::uint64_t newest_ = 0;
 };
 

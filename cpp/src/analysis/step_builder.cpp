@@ -194,6 +194,7 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
                finished_ >= warmup_ && !discard_step_});
         }
       }
+      if (stack_[i - 1].event == no_event) free_event(end_event_);  // an end event with no begin to pair
       end_event_ = no_event;
       stack_.resize(i - 1);
       if (capture_ == capture::open && stack_.empty()) {

@@ -32,7 +32,7 @@ void tracer_impl::collect_loop() {
     if (stopping) break;
     harvest_events();
     if (std::chrono::steady_clock::now() - last_device_read > std::chrono::seconds(1)) {
-      read_device(false);
+      read_device(device_flush::none);
       lock.unlock();  // /proc is read without the tracer lock
       sample_cpu();   // threads that exit between two samples keep what was seen of them
       lock.lock();
@@ -82,8 +82,7 @@ void tracer_impl::harvest_events() {
     event_pool& pool = *p.thread->events;
     if (p.pair.end != no_event) {
       float ms = 0;
-      switch (p.pair.timed ? device_event_elapsed(pool.events[p.pair.begin], pool.events[p.pair.end], ms)
-                           : event_result::failed) {
+      switch (p.pair.timed ? pair_elapsed(pool, p.pair.begin, p.pair.end, ms) : event_result::failed) {
         case event_result::pending: return false;
         case event_result::done:
           p.pair.phase == event_pair::step ? totals.add_step_device_time(ms)
@@ -91,9 +90,9 @@ void tracer_impl::harvest_events() {
           break;
         case event_result::failed: break;
       }
-      pool.busy[p.pair.end].store(false, std::memory_order_release);
+      pool.release(p.pair.end);
     }
-    pool.busy[p.pair.begin].store(false, std::memory_order_release);
+    pool.release(p.pair.begin);
     return true;
   };
   pending_events.erase(std::remove_if(pending_events.begin(), pending_events.end(), done), pending_events.end());
@@ -126,22 +125,31 @@ void tracer_impl::first_step() noexcept {
   if (gpu_backend_status().cupti) {
     std::lock_guard<std::mutex> lock(mutex);
     totals.enable_device();
+    start_device_reading();
     for (auto& t : threads) t->builder.keep_segments(true);
   }
   started.store(true, std::memory_order_release);
 }
 
-void tracer_impl::read_device(bool flush) {
+void tracer_impl::start_device_reading() {
+  device_join* device = totals.device();
+  if (device == nullptr) return;
+  device->cursor = device_records_end();  // records stored before now belong to no step of ours
+  device_base = device_record_counts();
+}
+
+void tracer_impl::read_device(device_flush how) {
   device_join* device = totals.device();
   if (device == nullptr) return;
   std::vector<device_record> records;
   std::uint64_t lost = 0;
-  read_device_records(device->cursor, records, lost, flush);
+  read_device_records(device->cursor, records, lost, how);
   device->totals.dropped += lost;
   device->add_records(records);
-  // Without a forced flush, wait a second past a step's end for its records to arrive.
+  // A step is viewed for good a second after the newest record has passed its end (its records
+  // have arrived by then), or at exit. A summary before that shows it provisionally.
   const std::uint64_t settled = device->newest_record_end();
-  device->join(flush ? UINT64_MAX : (settled > 1'000'000'000 ? settled - 1'000'000'000 : 0));
+  device->join(how == device_flush::forced ? UINT64_MAX : (settled > 1'000'000'000 ? settled - 1'000'000'000 : 0));
 }
 
 }  // namespace steptrace::detail

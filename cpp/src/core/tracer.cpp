@@ -168,7 +168,9 @@ summary tracer::collect_summary(bool shown) const {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     impl_->drain_all_locked();
     impl_->harvest_events();
-    impl_->read_device(true);
+    // At exit nothing comes later: take even unfinished records. During the run, work still
+    // running stays with CUPTI and is read complete by a later summary.
+    impl_->read_device(shown ? detail::device_flush::completed : detail::device_flush::forced);
     impl_->totals.fill(out, host_clock::ns_per_tick());
     for (auto& t : impl_->threads) out.errors.unbalanced_phases += t->builder.unbalanced();
     out.facts = impl_->facts;
@@ -180,10 +182,10 @@ summary tracer::collect_summary(bool shown) const {
   const detail::gpu_status gpu = detail::gpu_backend_status();
   out.backend = {gpu.cuda, gpu.cupti, gpu.reason, host_clock_name()};
   if (out.gpu) {
-    std::uint64_t incomplete = 0, dropped = 0;
-    detail::device_record_counts(incomplete, dropped);
-    out.gpu->incomplete_records = incomplete;
-    out.gpu->dropped_records += dropped;  // CUPTI's, beside those the store let go unread
+    const detail::device_counts now = detail::device_record_counts();
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    out.gpu->incomplete_records = now.incomplete - impl_->device_base.incomplete;  // since this tracer's start or reset
+    out.gpu->dropped_records += now.dropped - impl_->device_base.dropped;  // CUPTI's, beside those the store let go unread
   }
   detail::complete(out);
   return out;
@@ -213,6 +215,7 @@ void tracer::reset() {
   }
   for (auto& p : impl_->pending_events) p.pair.timed = false;
   impl_->totals.clear();
+  impl_->start_device_reading();
   impl_->nested_steps.store(0, std::memory_order_relaxed);
   impl_->shown_steps = UINT64_MAX;
 }

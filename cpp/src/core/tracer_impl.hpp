@@ -16,6 +16,7 @@
 #include "analysis/step_builder.hpp"
 #include "core/stream_events.hpp"
 #include "core/thread_binding.hpp"
+#include "gpu/backend.hpp"
 #include "record/clock.hpp"
 #include "record/cpu_load.hpp"
 #include "steptrace/config.hpp"
@@ -35,8 +36,7 @@ struct thread_state {
   void* step_stream = nullptr;         // producer: that stream
   std::uint32_t exclude_depth = 0;     // producer: set-aside spans open on the thread
   std::uint32_t step_exclude_depth = 0;  // producer: exclude_depth when the open step began
-  std::unique_ptr<event_pool> events;  // producer creates it (first stream phase); both read it
-  bool events_failed = false;          // producer: no CUDA context here, stop trying
+  std::unique_ptr<event_pool> events;  // producer creates it (first stream phase with a context); both read it
   alignas(64) step_builder builder;    // consumer (its own cache lines: written per record)
   bool retired = false;  // consumer: its thread exited; the memory may serve a new thread
 };
@@ -59,7 +59,9 @@ class tracer_impl {
   std::uint64_t drain_locked(thread_state& state);   // its records into steps; how many
   void drain_all_locked();
   void first_step() noexcept;    // starts the GPU backend and the CPU accounting
-  void read_device(bool flush);  // under `mutex`
+  void read_device(device_flush how);  // under `mutex`
+  void start_device_reading();         // under `mutex`: from the records that come next
+  device_counts device_base;           // under `mutex`: the backend's counts when reading started
   void harvest_events();         // under `mutex`: device time of finished event pairs
 
   struct pending_pair {

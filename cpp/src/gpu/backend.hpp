@@ -1,9 +1,11 @@
 // Internal (not public API): the process-wide GPU backend.
 //
-// Nothing here touches CUDA until start(), which the tracers call at the first step of the
-// process (never at import or static-initialisation time, so DataLoader workers fork first).
-// libcuda and libcupti are loaded with dlopen; with no driver, no device or no CUPTI the
-// backend says why and steptrace runs host-only.
+// Nothing here touches CUDA until start_gpu_backend(), which the tracers call at the first step
+// of the process (never at import or static-initialisation time, so DataLoader workers fork
+// first). libcuda and libcupti are loaded with dlopen (gpu/loader.cpp); with no driver, no
+// device or no CUPTI the backend says why and steptrace runs host-only. The parts, one job per
+// file: loader (dlopen into function tables), activity (CUPTI callbacks) into record_store,
+// event_timer (CUDA event pairs), nvtx.
 #pragma once
 
 #include <atomic>
@@ -30,21 +32,20 @@ void start_gpu_backend(bool use_cupti) noexcept;
 bool gpu_backend_started() noexcept;
 gpu_status gpu_backend_status();
 
-// Flushes CUPTI (forced: records still running come back incomplete and are counted) and
-// appends the decoded records after `cursor` (in arrival order) to out, advancing the cursor.
+// none: what CUPTI's own periodic flush delivered; completed: every buffer whose records have
+// all finished (work still running comes later); forced: everything, unfinished records counted
+// as incomplete (at exit, when nothing comes later).
+enum class device_flush { none, completed, forced };
+// The position after the newest stored record: a reader starting there sees only later ones.
+std::uint64_t device_records_end();
+// Appends the decoded records after `cursor` (in arrival order) to out, advancing the cursor.
 // Records the bounded store let go before this reader saw them are added to `lost`.
-// flush=false reads what CUPTI's own periodic flush delivered, without cutting running work.
-void read_device_records(std::uint64_t& cursor, std::vector<device_record>& out, std::uint64_t& lost, bool flush);
-// Process-wide: records flushed before they finished, and records CUPTI dropped at the cap.
-void device_record_counts(std::uint64_t& incomplete, std::uint64_t& dropped);
-
-// CUDA events (driver API) for the device time of phases given a stream. Events are plain
-// handles here; creating them needs a CUDA context current on the calling thread.
-bool device_events_available() noexcept;
-bool create_device_events(void** events, std::size_t count) noexcept;
-bool record_device_event(void* event, void* stream) noexcept;
-enum class event_result { done, pending, failed };
-event_result device_event_elapsed(void* begin, void* end, float& ms) noexcept;  // a query, never a wait
+void read_device_records(std::uint64_t& cursor, std::vector<device_record>& out, std::uint64_t& lost, device_flush how);
+// Process-wide, since the start: records flushed before they finished, records CUPTI dropped.
+struct device_counts {
+  std::uint64_t incomplete = 0, dropped = 0;
+};
+device_counts device_record_counts();
 
 // NVTX ranges in the `steptrace` domain, for Nsight timelines. Off unless a tool that collects
 // them is attached (nvtx_requested(); Nsight sets NVTX_INJECTION64_PATH), in which case every

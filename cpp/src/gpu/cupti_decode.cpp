@@ -1,14 +1,23 @@
 #include "gpu/cupti_decode.hpp"
 
+#include "gpu/cupti_records.hpp"
+
 namespace steptrace::detail {
 namespace {
 
-// The structs of the CUPTI this file is compiled against; libcupti of another major version is
-// refused at load time (gpu/backend.cpp), since its records may be laid out differently.
-using kernel_record = CUpti_ActivityKernel10;
-using memcpy_record = CUpti_ActivityMemcpy6;
-using memset_record = CUpti_ActivityMemset4;
-using sync_record = CUpti_ActivitySynchronization2;
+using kernel_record = cupti_records::kernel;
+using memcpy_record = cupti_records::memcpy;
+using memset_record = cupti_records::memset;
+using sync_record = cupti_records::sync;
+
+// The host waited for the device. Stream-wait-event orders two streams without stopping the
+// host, and the event and stream queries newer CUPTI reports (steptrace's own collector makes
+// them) wait for nothing: only the three blocking kinds are syncs, whatever a newer CUPTI adds.
+bool blocks_host(std::uint32_t type) {
+  return type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE ||
+         type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE ||
+         type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
+}
 
 copy_kind direction(std::uint8_t kind) {
   switch (kind) {
@@ -61,6 +70,7 @@ decoded decode(const CUpti_Activity& activity, device_record& out) noexcept {
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
       const auto& s = reinterpret_cast<const sync_record&>(activity);
+      if (!blocks_host(s.type)) return decoded::ignored;
       out.kind = device_activity::sync;
       out.stream = s.streamId;
       return timed(out, s.start, s.end);

@@ -1,5 +1,6 @@
 // The GPU backend of a build without CUDA headers: always host-only, and says so.
 #include "gpu/backend.hpp"
+#include "gpu/event_timer.hpp"
 
 namespace steptrace::detail {
 
@@ -12,12 +13,12 @@ bool gpu_backend_started() noexcept { return false; }
 gpu_status gpu_backend_status() {
   return {false, false, "host only: this build of steptrace has no GPU backend (no CUDA headers at build time)"};
 }
-void read_device_records(std::uint64_t&, std::vector<device_record>&, std::uint64_t&, bool) {}
-void device_record_counts(std::uint64_t& incomplete, std::uint64_t& dropped) { incomplete = dropped = 0; }
+std::uint64_t device_records_end() { return 0; }
+void read_device_records(std::uint64_t&, std::vector<device_record>&, std::uint64_t&, device_flush) {}
+device_counts device_record_counts() { return {}; }
 bool device_events_available() noexcept { return false; }
-bool create_device_events(void**, std::size_t) noexcept { return false; }
-bool record_device_event(void*, void*) noexcept { return false; }
-event_result device_event_elapsed(void*, void*, float&) noexcept { return event_result::failed; }
+std::uint32_t record_stream_event(std::unique_ptr<event_pool>&, void*) noexcept { return no_event; }
+event_result pair_elapsed(const event_pool&, std::uint32_t, std::uint32_t, float&) noexcept { return event_result::failed; }
 bool nvtx_requested() noexcept { return false; }
 void nvtx_push(std::uint32_t) noexcept {}
 void nvtx_pop() noexcept {}

@@ -1,0 +1,88 @@
+// CUPTI activity collection: buffer callbacks, enabling the record kinds, flushing. See
+// activity.hpp.
+#include "gpu/activity.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <iterator>
+#include <vector>
+
+#include "gpu/cupti_decode.hpp"
+#include "record/clock.hpp"
+
+namespace steptrace::detail {
+namespace {
+
+// CUPTI's callbacks carry no user pointer: these name what they serve. Set once by
+// start_activity before the callbacks are registered.
+std::atomic<const cupti_functions*> g_api{nullptr};
+std::atomic<record_store*> g_store{nullptr};
+
+std::string result_text(const cupti_functions& api, CUptiResult r) {
+  const char* text = nullptr;
+  if (api.result_string) api.result_string(r, &text);
+  return text ? text : "CUPTI error " + std::to_string(static_cast<int>(r));
+}
+
+// CUPTI stamps device activity with this: the same clock as every host record, in ns.
+std::uint64_t CUPTIAPI host_timestamp() { return host_clock::to_monotonic_ns(host_clock::now()); }
+
+void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
+  *max_records = 0;
+  record_store* store = g_store.load(std::memory_order_acquire);
+  *buffer = store ? store->take_buffer() : nullptr;  // nullptr at the cap: CUPTI drops records and counts them
+  *size = *buffer ? record_store::buffer_bytes : 0;
+}
+
+void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uint8_t* buffer, std::size_t,
+                               std::size_t valid) {
+  const cupti_functions* api = g_api.load(std::memory_order_acquire);
+  record_store* store = g_store.load(std::memory_order_acquire);
+  if (api == nullptr || store == nullptr) return;
+  std::vector<device_record> records;
+  std::uint64_t incomplete = 0;
+  CUpti_Activity* activity = nullptr;
+  while (buffer != nullptr && valid > 0 && api->next_record(buffer, valid, &activity) == CUPTI_SUCCESS) {
+    device_record r;
+    switch (decode(*activity, r)) {
+      case decoded::ok: records.push_back(r); break;
+      case decoded::incomplete: ++incomplete; break;
+      case decoded::ignored: break;
+    }
+  }
+  std::size_t dropped = 0;
+  if (api->dropped_records) api->dropped_records(context, stream, &dropped);
+  store->add(records, incomplete, dropped);
+  store->give_back(buffer);
+}
+
+}  // namespace
+
+std::string start_activity(const cupti_functions& api, record_store& store) {
+  g_api.store(&api, std::memory_order_release);
+  g_store.store(&store, std::memory_order_release);
+  host_clock::ns_per_tick();  // fix the tick scale before CUPTI takes its first timestamp
+  if (CUptiResult r = api.register_timestamp(&host_timestamp); r != CUPTI_SUCCESS) return result_text(api, r);
+  if (CUptiResult r = api.register_callbacks(&buffer_requested, &buffer_completed); r != CUPTI_SUCCESS) {
+    return "CUPTI refused steptrace (" + result_text(api, r) + "); another profiler may hold it";
+  }
+  // CONCURRENT_KERNEL, never KERNEL: KERNEL serialises every kernel launch.
+  const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                      CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+  for (std::size_t i = 0; i < std::size(kinds); ++i) {
+    if (CUptiResult r = api.enable(kinds[i]); r != CUPTI_SUCCESS) {
+      for (std::size_t j = 0; j < i; ++j) api.disable(kinds[j]);
+      return "CUPTI is held by another tool such as torch.profiler or Nsight (" + result_text(api, r) + ")";
+    }
+  }
+  if (api.flush_period) api.flush_period(200);  // CUPTI's own thread hands over full buffers
+  return "";
+}
+
+void flush_activity(activity_flush how) {
+  const cupti_functions* api = g_api.load(std::memory_order_acquire);
+  if (api == nullptr) return;
+  api->flush_all(how == activity_flush::forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);  // calls buffer_completed
+}
+
+}  // namespace steptrace::detail

@@ -1,0 +1,26 @@
+// Internal (not public API): CUPTI activity collection. CUPTI hands steptrace buffers of
+// activity records through two process-wide callbacks; they are decoded (gpu/cupti_decode)
+// into the record store (gpu/record_store), which the tracers read.
+//
+// Usage (gpu/backend.cpp):
+//   std::string why = start_activity(cupti, store);  // "" once it collects
+//   flush_activity(activity_flush::completed);       // hand over every finished buffer now
+#pragma once
+
+#include <string>
+
+#include "gpu/driver_api.hpp"
+#include "gpu/record_store.hpp"
+
+namespace steptrace::detail {
+
+// completed: buffers whose records have all finished (work still running stays with CUPTI and
+// comes later); forced: every buffer, unfinished records counted as incomplete (at exit only).
+enum class activity_flush { completed, forced };
+
+// Registers the callbacks and enables kernels, copies, memsets and syncs. Returns "" once CUPTI
+// collects into `store`, else why not. `api` and `store` must outlive the process.
+std::string start_activity(const cupti_functions& api, record_store& store);
+void flush_activity(activity_flush how);
+
+}  // namespace steptrace::detail

@@ -1,0 +1,36 @@
+// Internal (not public API): the CUPTI activity record structs steptrace reads, for the CUPTI
+// headers it is built against (CUDA 12.x or 13.x).
+//
+// A libcupti of either major version may be loaded at run time (the one the process already
+// has: PyTorch cu12 or cu13), whatever headers the build saw. That is safe because every field
+// read here sits at the same offset in all of them; the static_asserts below hold the build to
+// it, so headers that move a field fail to compile instead of decoding garbage.
+#pragma once
+
+#include <cstddef>
+#include <cupti_activity.h>
+#include <cupti_version.h>
+
+namespace steptrace::detail::cupti_records {
+
+#if CUPTI_API_VERSION >= 130000  // CUDA 13.x
+using kernel = CUpti_ActivityKernel10;
+#else  // CUDA 12.x
+using kernel = CUpti_ActivityKernel9;
+#endif
+using memcpy = CUpti_ActivityMemcpy6;
+using memset = CUpti_ActivityMemset4;
+using sync = CUpti_ActivitySynchronization2;
+
+// The layout shared by CUPTI 12.6 to 13.x for the fields steptrace reads.
+static_assert(offsetof(kernel, start) == 16 && offsetof(kernel, end) == 24);
+static_assert(offsetof(kernel, deviceId) == 40 && offsetof(kernel, streamId) == 48);
+static_assert(offsetof(memcpy, copyKind) == 4 && offsetof(memcpy, srcKind) == 5 && offsetof(memcpy, dstKind) == 6);
+static_assert(offsetof(memcpy, bytes) == 8 && offsetof(memcpy, start) == 16 && offsetof(memcpy, end) == 24);
+static_assert(offsetof(memcpy, deviceId) == 32 && offsetof(memcpy, streamId) == 40);
+static_assert(offsetof(memset, bytes) == 8 && offsetof(memset, start) == 16 && offsetof(memset, end) == 24);
+static_assert(offsetof(memset, deviceId) == 32 && offsetof(memset, streamId) == 40);
+static_assert(offsetof(sync, type) == 4 && offsetof(sync, start) == 8 && offsetof(sync, end) == 16);
+static_assert(offsetof(sync, contextId) == 28 && offsetof(sync, streamId) == 32);
+
+}  // namespace steptrace::detail::cupti_records

@@ -1,0 +1,300 @@
+// The fake libcuda and libcupti of fake_gpu.hpp: plain functions over one global state.
+#include "fake_gpu.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <utility>
+
+#include "gpu/testing.hpp"
+
+namespace steptrace::testing {
+namespace {
+
+struct fake_event {
+  bool recorded = false, pending = false, failed = false;
+  double at_ms = 0;
+};
+
+struct fake_buffer {
+  std::uint8_t* data = nullptr;
+  std::size_t valid = 0;
+  bool complete = true;
+  std::vector<fake_record> finished;  // the records once the device finishes them
+};
+
+struct state_t {
+  std::mutex mutex;
+  std::vector<fake_event> events;  // CUevent n+1 is events[n]
+  std::set<CUstream> capturing;
+  bool hold = false, fail = false, invalidated = false, refuse = false;
+  double clock_ms = 0;
+  std::uint64_t recorded = 0;
+  std::map<CUstream, std::uint64_t> recorded_on;
+  CUpti_BuffersCallbackRequestFunc requested = nullptr;
+  CUpti_BuffersCallbackCompleteFunc completed = nullptr;
+  std::vector<fake_buffer> buffers;
+  fake_gpu* owner = nullptr;
+};
+
+state_t& st() {
+  static state_t s;
+  return s;
+}
+
+thread_local bool t_context = false;
+thread_local CUstreamCaptureMode t_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+const auto k_context = reinterpret_cast<CUcontext>(std::uintptr_t{0x1000});
+
+fake_event* event_of(CUevent e) {
+  const auto n = reinterpret_cast<std::uintptr_t>(e);
+  return n >= 1 && n <= st().events.size() ? &st().events[n - 1] : nullptr;
+}
+
+// An unsafe call while a global-mode capture runs, from a thread not in relaxed mode, breaks it.
+void unsafe_call() {
+  if (!st().capturing.empty() && t_mode != CU_STREAM_CAPTURE_MODE_RELAXED) st().invalidated = true;
+}
+
+CUresult init(unsigned) { return CUDA_SUCCESS; }
+CUresult device_count(int* n) {
+  *n = 1;
+  return CUDA_SUCCESS;
+}
+CUresult current_context(CUcontext* c) {
+  *c = t_context ? k_context : nullptr;
+  return CUDA_SUCCESS;
+}
+CUresult stream_context(CUstream s, CUcontext* c) {
+  if (s == nullptr) return current_context(c);  // the legacy stream: the current context's
+  *c = k_context;
+  return CUDA_SUCCESS;
+}
+thread_local int t_pushed = 0;
+CUresult push_context(CUcontext c) {
+  if (c != k_context) return CUDA_ERROR_INVALID_CONTEXT;
+  ++t_pushed;
+  t_context = true;
+  return CUDA_SUCCESS;
+}
+CUresult pop_context(CUcontext* c) {
+  if (t_pushed == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (--t_pushed == 0) t_context = false;
+  *c = k_context;
+  return CUDA_SUCCESS;
+}
+CUresult event_create(CUevent* e, unsigned) {
+  if (!t_context) return CUDA_ERROR_INVALID_CONTEXT;
+  std::lock_guard<std::mutex> lock(st().mutex);
+  st().events.emplace_back();
+  *e = reinterpret_cast<CUevent>(static_cast<std::uintptr_t>(st().events.size()));
+  return CUDA_SUCCESS;
+}
+CUresult event_record(CUevent e, CUstream s) {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  fake_event* ev = event_of(e);
+  if (ev == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (st().capturing.count(s)) st().invalidated = true;  // steptrace must never record into a capture
+  st().clock_ms += 0.5;  // each event half a millisecond after the one before
+  *ev = {true, st().hold, st().fail, st().clock_ms};
+  ++st().recorded;
+  ++st().recorded_on[s];
+  return CUDA_SUCCESS;
+}
+CUresult event_query(CUevent e) {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  unsafe_call();
+  fake_event* ev = event_of(e);
+  if (ev == nullptr || !ev->recorded) return CUDA_ERROR_INVALID_HANDLE;
+  if (ev->failed) return CUDA_ERROR_LAUNCH_FAILED;
+  return ev->pending ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+CUresult event_elapsed(float* ms, CUevent a, CUevent b) {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  fake_event *x = event_of(a), *y = event_of(b);
+  if (x == nullptr || y == nullptr || x->pending || y->pending) return CUDA_ERROR_NOT_READY;
+  *ms = static_cast<float>(y->at_ms - x->at_ms);
+  return CUDA_SUCCESS;
+}
+CUresult stream_capturing(CUstream s, CUstreamCaptureStatus* status) {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  *status = st().capturing.count(s) ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+CUresult exchange_capture_mode(CUstreamCaptureMode* mode) {
+  std::swap(*mode, t_mode);
+  return CUDA_SUCCESS;
+}
+
+CUptiResult enable(CUpti_ActivityKind) {
+  return st().refuse ? CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED : CUPTI_SUCCESS;
+}
+CUptiResult disable(CUpti_ActivityKind) { return CUPTI_SUCCESS; }
+CUptiResult register_callbacks(CUpti_BuffersCallbackRequestFunc r, CUpti_BuffersCallbackCompleteFunc c) {
+  st().requested = r;
+  st().completed = c;
+  return CUPTI_SUCCESS;
+}
+CUptiResult register_timestamp(CUpti_TimestampCallbackFunc) { return CUPTI_SUCCESS; }
+CUptiResult flush_all(uint32_t flag) {
+  std::vector<fake_buffer> out;
+  {
+    std::lock_guard<std::mutex> lock(st().mutex);
+    for (auto it = st().buffers.begin(); it != st().buffers.end();) {
+      if (it->complete || (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)) {
+        out.push_back(*it);
+        it = st().buffers.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const fake_buffer& b : out) st().completed(nullptr, 0, b.data, 0, b.valid);
+  return CUPTI_SUCCESS;
+}
+CUptiResult next_record(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
+  std::uint8_t* next = *record == nullptr ? buffer : reinterpret_cast<std::uint8_t*>(*record) + sizeof(fake_record);
+  if (next + sizeof(fake_record) > buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *record = reinterpret_cast<CUpti_Activity*>(next);
+  return CUPTI_SUCCESS;
+}
+CUptiResult dropped_records(CUcontext, uint32_t, size_t* n) {
+  *n = st().owner ? static_cast<size_t>(std::exchange(st().owner->dropped, 0)) : 0;
+  return CUPTI_SUCCESS;
+}
+CUptiResult result_string(CUptiResult, const char** text) {
+  *text = "fake CUPTI error";
+  return CUPTI_SUCCESS;
+}
+
+}  // namespace
+
+fake_record kernel_record(std::uint64_t start, std::uint64_t end, std::uint32_t stream, std::uint32_t device) {
+  fake_record r;
+  auto& k = *reinterpret_cast<detail::cupti_records::kernel*>(r.bytes);
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = start;
+  k.end = end;
+  k.streamId = stream;
+  k.deviceId = device;
+  return r;
+}
+
+fake_gpu::fake_gpu(bool with_cupti) {
+  {
+    std::lock_guard<std::mutex> lock(st().mutex);
+    st().events.clear();
+    st().capturing.clear();
+    st().hold = st().fail = st().invalidated = st().refuse = false;
+    st().recorded = 0;
+    st().recorded_on.clear();
+    st().buffers.clear();
+    st().owner = this;
+  }
+  detail::cuda_driver d;
+  d.init = init;
+  d.device_count = device_count;
+  d.event_create = event_create;
+  d.event_record = event_record;
+  d.event_query = event_query;
+  d.event_elapsed = event_elapsed;
+  d.current_context = current_context;
+  d.stream_context = stream_context;
+  d.push_context = push_context;
+  d.pop_context = pop_context;
+  d.stream_capturing = stream_capturing;
+  d.exchange_capture_mode = exchange_capture_mode;
+  detail::cupti_functions c;
+  c.enable = enable;
+  c.disable = disable;
+  c.register_callbacks = register_callbacks;
+  c.register_timestamp = register_timestamp;
+  c.flush_all = flush_all;
+  c.next_record = next_record;
+  c.dropped_records = dropped_records;
+  c.result_string = result_string;
+  detail::use_gpu_tables_for_testing(d, with_cupti ? &c : nullptr);
+}
+
+fake_gpu::~fake_gpu() {
+  detail::use_real_gpu_for_testing();
+  std::lock_guard<std::mutex> lock(st().mutex);
+  st().owner = nullptr;
+  t_context = false;
+}
+
+void* fake_gpu::stream(int n) const { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(0x100 + n)); }
+void fake_gpu::set_current_context(bool on) { t_context = on; }
+void fake_gpu::hold_events(bool on) {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  st().hold = on;
+}
+void fake_gpu::release_events() {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  for (fake_event& e : st().events) e.pending = false;
+}
+void fake_gpu::fail_events(bool on) {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  st().fail = on;
+}
+void fake_gpu::begin_capture(void* s) {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  st().capturing.insert(static_cast<CUstream>(s));
+}
+void fake_gpu::end_capture(void* s) {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  st().capturing.erase(static_cast<CUstream>(s));
+}
+bool fake_gpu::capture_invalidated() const {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  return st().invalidated;
+}
+bool fake_gpu::this_thread_capture_mode_is_global() const { return t_mode == CU_STREAM_CAPTURE_MODE_GLOBAL; }
+std::uint64_t fake_gpu::events_recorded() const {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  return st().recorded;
+}
+std::uint64_t fake_gpu::events_recorded_on(void* s) const {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  auto it = st().recorded_on.find(static_cast<CUstream>(s));
+  return it == st().recorded_on.end() ? 0 : it->second;
+}
+
+void fake_gpu::emit(const std::vector<fake_record>& records, bool complete) {
+  std::uint8_t* data = nullptr;
+  std::size_t size = 0, max_records = 0;
+  st().requested(&data, &size, &max_records);
+  if (data == nullptr) {  // the store is at its cap: CUPTI drops the records and counts them
+    dropped += records.size();
+    return;
+  }
+  std::size_t n = std::min(records.size(), size / sizeof(fake_record));
+  for (std::size_t i = 0; i < n; ++i) {
+    fake_record r = records[i];
+    if (!complete) reinterpret_cast<detail::cupti_records::kernel*>(r.bytes)->end = 0;  // still running
+    std::memcpy(data + i * sizeof(fake_record), &r, sizeof r);
+  }
+  std::lock_guard<std::mutex> lock(st().mutex);
+  st().buffers.push_back({data, n * sizeof(fake_record), complete, std::vector<fake_record>(records.begin(), records.begin() + static_cast<std::ptrdiff_t>(n))});
+}
+
+void fake_gpu::finish_work() {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  for (fake_buffer& b : st().buffers) {
+    if (b.complete) continue;
+    std::memcpy(b.data, b.finished.data(), b.finished.size() * sizeof(fake_record));
+    b.complete = true;
+  }
+}
+
+std::size_t fake_gpu::buffers_held() const {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  return st().buffers.size();
+}
+
+void fake_gpu::refuse_enable(bool on) {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  st().refuse = on;
+}
+
+}  // namespace steptrace::testing

@@ -1,0 +1,58 @@
+// Fakes of libcuda and libcupti for the tests: the GPU backend runs on them in-process, so the
+// device logic (event slots, capture, contexts, CUPTI buffers and flushes) is tested without a
+// device. One fake device at a time (the backend is process-wide).
+//
+// Usage:
+//   fake_gpu gpu;                       // the backend starts on the fakes at the next first step
+//   gpu.set_current_context(true);      // this thread has a CUDA context
+//   tracer t(...); ... scoped_phase p(t, builtin::compute, gpu.stream(1));
+//   gpu.hold_events(true);              // events recorded from now stay pending
+//   gpu.emit({kernel(...)}, /*complete=*/true);  // a CUPTI buffer with these records
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "gpu/cupti_records.hpp"
+#include "gpu/driver_api.hpp"
+
+namespace steptrace::testing {
+
+// A CUPTI record of one of the kinds steptrace reads, as CUPTI would lay it out.
+struct fake_record {
+  alignas(8) unsigned char bytes[256] = {};
+};
+fake_record kernel_record(std::uint64_t start, std::uint64_t end, std::uint32_t stream = 7, std::uint32_t device = 0);
+
+class fake_gpu {
+ public:
+  explicit fake_gpu(bool with_cupti = true);
+  ~fake_gpu();
+  fake_gpu(const fake_gpu&) = delete;
+  fake_gpu& operator=(const fake_gpu&) = delete;
+
+  void* stream(int n) const;                 // a fake CUstream, in context 1
+  void set_current_context(bool on);         // the calling thread's current context
+  void hold_events(bool on);                 // events recorded while on stay pending...
+  void release_events();                     // ...until this
+  void fail_events(bool on);                 // queries of events recorded while on fail
+  void begin_capture(void* stream);          // a global-mode graph capture on `stream`
+  void end_capture(void* stream);
+  bool capture_invalidated() const;          // an unsafe call broke a capture
+  bool this_thread_capture_mode_is_global() const;
+  std::uint64_t events_recorded() const;
+  std::uint64_t events_recorded_on(void* stream) const;
+
+  // CUPTI: a buffer requested through steptrace's callback, filled with `records`; a buffer that
+  // is not complete is handed back only by a forced flush (its records then come back with no
+  // end time, as CUPTI does).
+  void emit(const std::vector<fake_record>& records, bool complete = true);
+  void finish_work();                // the device finishes what unfinished buffers hold
+  std::size_t buffers_held() const;  // requested and not yet handed back
+  void refuse_enable(bool on);       // another tool holds CUPTI
+  std::uint64_t dropped = 0;         // reported by the next completed buffer
+};
+
+}  // namespace steptrace::testing
