@@ -63,6 +63,31 @@ install_steptrace() {  # incremental: the CMake build under build/py is reused
   "$PY" -c "import steptrace" || { echo "steptrace did not install" >&2; exit 1; }
 }
 
+# CUDA 12 CUPTI headers (from the nvidia-cuda-cupti-cu12 wheel, headers only) in .venv/cupti-VERSION,
+# so the device layer is also built against CUDA 12. Prints the include directory.
+cupti12_headers() {  # cupti12_headers VERSION
+  local version="$1" dir="$ROOT/.venv/cupti-$1"
+  if [ ! -f "$dir/include/cupti_activity.h" ]; then
+    local tmp
+    tmp="$(mktemp -d)"
+    "$PY" -m pip download -q --disable-pip-version-check --no-deps "nvidia-cuda-cupti-cu12==$version" -d "$tmp" >&2
+    "$PY" - "$tmp" "$dir" <<'PYEOF'
+import glob, os, sys, zipfile
+tmp, dest = sys.argv[1], sys.argv[2]
+prefix = "nvidia/cuda_cupti/include/"
+with zipfile.ZipFile(glob.glob(os.path.join(tmp, "*.whl"))[0]) as wheel:
+    for name in wheel.namelist():
+        if name.startswith(prefix) and not name.endswith("/"):
+            target = os.path.join(dest, "include", name[len(prefix):])
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as out:
+                out.write(wheel.read(name))
+PYEOF
+    rm -rf "$tmp"
+  fi
+  echo "$dir/include"
+}
+
 cmake_build() {  # cmake_build DIR [cmake args...]
   local dir="$1"
   shift

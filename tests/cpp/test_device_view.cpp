@@ -1,6 +1,9 @@
 // The device view on synthetic device records with known answers.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <random>
+
 #include "analysis/aggregate.hpp"
 #include "analysis/device_view.hpp"
 #include "steptrace/tracer.hpp"
@@ -153,4 +156,68 @@ TEST_CASE("device times from CUDA events become statistics per step and per phas
   summary empty;
   totals.fill(empty, 1.0);
   CHECK_FALSE(empty.step_device_ms.has_value());
+}
+
+TEST_CASE("the incremental join views every step exactly as a full rescan would", "[analysis][gpu]") {
+  // Random overlapping records on three streams, arriving in shuffled batches, and steps on two
+  // threads whose windows overlap: each step's view from the join equals view_step over every
+  // record, the reference that visits them all.
+  std::mt19937_64 rng(7);
+  std::vector<device_record> all;
+  std::uint64_t t = 1'000;
+  for (int i = 0; i < 5'000; ++i) {
+    t += rng() % 40;
+    const std::uint64_t length = 1 + rng() % (i % 97 == 0 ? 5'000 : 60);  // now and then a long one
+    device_record r = i % 11 == 0 ? copy(t, t + length, copy_kind::h2d, 64, i % 2 == 0)
+                                  : i % 13 == 0 ? sync(t, t + length) : kernel(t, t + length, 1 + i % 3);
+    all.push_back(r);
+  }
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> steps;
+  for (std::uint64_t b = 1'000; b < t; b += 300) steps.emplace_back(b, b + 250);        // thread 1
+  for (std::uint64_t b = 1'150; b < t; b += 700) steps.emplace_back(b, b + 640);        // thread 2
+  device_join join;
+  device_aggregate reference;
+  std::vector<device_record> sorted = all;
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+  for (auto [b, e] : steps) {
+    std::vector<host_segment> segments = {{b, b + (e - b) / 3, input}, {b + (e - b) / 3, e, compute}};
+    reference.add(view_step(b, e, segments, sorted));
+    join.add_step(b, e, segments);
+  }
+  std::shuffle(all.begin(), all.end(), rng);
+  for (std::size_t i = 0; i < all.size(); i += 700) {
+    join.add_records(std::vector<device_record>(all.begin() + i, all.begin() + std::min(all.size(), i + 700)));
+  }
+  join.join(UINT64_MAX);
+  gpu_stats a, b;
+  join.totals.fill(a, steps.size(), 1.0);
+  reference.fill(b, steps.size(), 1.0);
+  CHECK(a.busy_ms.total == Approx(b.busy_ms.total).epsilon(1e-12));
+  CHECK(a.idle_ms.total == Approx(b.idle_ms.total).epsilon(1e-12));
+  CHECK(a.busy_ms.p95 == b.busy_ms.p95);
+  CHECK(a.kernels_per_step == b.kernels_per_step);
+  CHECK(a.h2d.bytes_per_step == b.h2d.bytes_per_step);
+  CHECK(a.h2d.pageable_share == b.h2d.pageable_share);
+  CHECK(a.syncs_per_step == b.syncs_per_step);
+  REQUIRE(a.idle_by_phase.size() == b.idle_by_phase.size());
+  for (std::size_t i = 0; i < a.idle_by_phase.size(); ++i) {
+    CHECK(a.idle_by_phase[i].first == b.idle_by_phase[i].first);
+    CHECK(a.idle_by_phase[i].second == Approx(b.idle_by_phase[i].second).epsilon(1e-12));
+  }
+  CHECK(a.busy_ms.total > 0);
+  CHECK(a.idle_ms.total > 0);
+}
+
+TEST_CASE("a summary shows waiting steps provisionally and leaves them waiting", "[analysis][gpu]") {
+  device_join join;
+  join.add_step(0, 100, {{0, 100, compute}});
+  join.add_records({kernel(10, 30)});
+  gpu_stats g;
+  join.fill(g, 1, 100e-6);
+  CHECK(g.busy_ms.total == Approx(20e-6));
+  join.add_records({kernel(50, 90)});  // arrives after that summary: still counted in the step
+  join.join(UINT64_MAX);
+  join.fill(g, 1, 100e-6);
+  CHECK(g.busy_ms.total == Approx(60e-6));
+  CHECK(g.kernels_per_step == Approx(2));
 }

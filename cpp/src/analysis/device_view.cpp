@@ -162,35 +162,46 @@ void device_join::add_records(const std::vector<device_record>& records) {
   std::vector<device_record> batch(records);
   auto by_start = [](const device_record& a, const device_record& b) { return a.start < b.start; };
   std::sort(batch.begin(), batch.end(), by_start);
-  if (records_.empty() || batch.front().start >= records_.back().start) {
-    records_.insert(records_.end(), batch.begin(), batch.end());  // the usual case: later than all kept
-  } else {
-    std::deque<device_record> merged;
-    std::merge(records_.begin(), records_.end(), batch.begin(), batch.end(), std::back_inserter(merged), by_start);
-    records_.swap(merged);
-  }
+  // Records: only the kept ones that start after the batch's first need merging with it.
+  const auto tail = std::upper_bound(records_.begin(), records_.end(), batch.front(), by_start) - records_.begin();
+  const auto old_end = static_cast<std::ptrdiff_t>(records_.size());
+  records_.insert(records_.end(), batch.begin(), batch.end());
+  std::inplace_merge(records_.begin() + tail, records_.begin() + old_end, records_.end(), by_start);
+  // Busy time: the batch's own union, merged with the part of the kept union it can touch.
+  std::vector<interval> added;
   for (const device_record& r : batch) {
     newest_ = std::max(newest_, r.end);
-    if (occupies_device(r) && r.end > r.start) add_busy({r.start, r.end});
+    if (!occupies_device(r) || r.end <= r.start) continue;
+    if (!added.empty() && r.start <= added.back().end) {
+      added.back().end = std::max(added.back().end, r.end);
+    } else {
+      added.push_back({r.start, r.end});
+    }
   }
+  if (!added.empty()) merge_busy(added);
 }
 
-void device_join::add_busy(interval b) {
-  // The first interval that ends at or after b begins: the first one b can touch.
-  auto it = std::lower_bound(busy_.begin(), busy_.end(), b.begin,
-                             [](const interval& x, std::uint64_t t) { return x.end < t; });
-  if (it == busy_.end() || it->begin > b.end) {
-    busy_.insert(it, b);
-    return;
+void device_join::merge_busy(const std::vector<interval>& added) {
+  // The first kept interval that ends at or after the batch begins: everything before it stays.
+  const auto from = std::lower_bound(busy_.begin(), busy_.end(), added.front().begin,
+                                     [](const interval& x, std::uint64_t t) { return x.end < t; });
+  std::vector<interval> kept(from, busy_.end());
+  busy_.erase(from, busy_.end());
+  auto push = [&](interval x) {
+    if (!busy_.empty() && x.begin <= busy_.back().end) {
+      busy_.back().end = std::max(busy_.back().end, x.end);
+    } else {
+      busy_.push_back(x);
+    }
+  };
+  std::size_t i = 0, j = 0;
+  while (i < kept.size() || j < added.size()) {
+    if (j == added.size() || (i < kept.size() && kept[i].begin < added[j].begin)) {
+      push(kept[i++]);
+    } else {
+      push(added[j++]);
+    }
   }
-  auto last = it;
-  interval merged{std::min(b.begin, it->begin), b.end};
-  while (last != busy_.end() && last->begin <= b.end) {
-    merged.end = std::max(merged.end, last->end);
-    ++last;
-  }
-  *it = merged;
-  busy_.erase(it + 1, last);
 }
 
 step_device_view device_join::view(const waiting& w) const {

@@ -80,7 +80,7 @@ class device_join {
     std::uint64_t begin, end;
   };
   step_device_view view(const waiting& w) const;
-  void add_busy(interval busy);
+  void merge_busy(const std::vector<interval>& added);  // sorted, disjoint
   void let_go(std::uint64_t before);
   std::deque<waiting> waiting_;
   std::deque<device_record> records_;  // sorted by start

@@ -1,5 +1,5 @@
 // Internal (not public API): the CUPTI activity record structs steptrace reads, for the CUPTI
-// headers it is built against (CUDA 12.x or 13.x).
+// headers it is built against (CUDA 12.6 to 13.x).
 //
 // A libcupti of either major version may be loaded at run time (the one the process already
 // has: PyTorch cu12 or cu13), whatever headers the build saw. That is safe because every field
@@ -13,16 +13,23 @@
 
 namespace steptrace::detail::cupti_records {
 
-#if CUPTI_API_VERSION >= 130000  // CUDA 13.x
+// CUPTI_API_VERSION: 24 in CUDA 12.6, 26 in 12.8, 28 in 12.9, 130001 in 13.0.
+#if CUPTI_API_VERSION >= 130000
 using kernel = CUpti_ActivityKernel10;
-#else  // CUDA 12.x
+#else
 using kernel = CUpti_ActivityKernel9;
 #endif
+#if CUPTI_API_VERSION >= 26
 using memcpy = CUpti_ActivityMemcpy6;
-using memset = CUpti_ActivityMemset4;
 using sync = CUpti_ActivitySynchronization2;
+#else
+using memcpy = CUpti_ActivityMemcpy5;
+using sync = CUpti_ActivitySynchronization;
+#endif
+using memset = CUpti_ActivityMemset4;
 
-// The layout shared by CUPTI 12.6 to 13.x for the fields steptrace reads.
+// The layout shared by CUPTI 12.6 to 13.x for the fields steptrace reads (scripts/test builds
+// against the 12.6, 12.9 and 13 headers).
 static_assert(offsetof(kernel, start) == 16 && offsetof(kernel, end) == 24);
 static_assert(offsetof(kernel, deviceId) == 40 && offsetof(kernel, streamId) == 48);
 static_assert(offsetof(memcpy, copyKind) == 4 && offsetof(memcpy, srcKind) == 5 && offsetof(memcpy, dstKind) == 6);

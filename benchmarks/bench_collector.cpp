@@ -1,0 +1,174 @@
+// The collector's cost under a heavy device load, on the fake CUPTI (tests/cpp/fake_gpu.hpp):
+// a recording thread runs 2000 steps/s (four phases each) while a "CUPTI" thread delivers
+// 200,000 kernel records/s on four streams, as CUPTI's own flush thread would. Printed side by
+// side: the collector thread's CPU, the recording thread's own cost of steptrace, and the CUPTI
+// thread's decoding, each as a share of one core. Then the same second of steps and records
+// viewed the incremental way and by rescanning every record per step (the old way).
+#include <pthread.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "../tests/cpp/fake_gpu.hpp"
+#include "analysis/device_view.hpp"
+#include "gpu/activity.hpp"
+#include "record/clock.hpp"
+#include "steptrace/steptrace.hpp"
+
+using namespace steptrace;
+using steptrace::detail::host_clock;
+
+namespace {
+
+constexpr int steps_per_s = 2000;
+constexpr int kernels_per_s = 200000;
+constexpr double seconds = 3.0;
+
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+double process_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+std::uint64_t now_ns() { return host_clock::to_monotonic_ns(host_clock::now()); }
+
+// What a recording thread pays steptrace per step of four phases, timed over back-to-back steps.
+double recording_cost_ns() {
+  config cfg;
+  cfg.print_at_exit = exit_print::never;
+  tracer t(cfg);
+  constexpr int n = 200'000;
+  const double start = thread_cpu_s();
+  for (int i = 0; i < n; ++i) {
+    scoped_step step(t);
+    for (phase_id p : {builtin::input, builtin::h2d, builtin::compute, builtin::wait}) scoped_phase ph(t, p);
+  }
+  return (thread_cpu_s() - start) * 1e9 / n;
+}
+
+void live() {
+  const double recording_ns_per_step = recording_cost_ns();
+  steptrace::testing::fake_gpu gpu;
+  config cfg;
+  cfg.print_at_exit = exit_print::never;
+  tracer t(cfg);
+  { scoped_step warm(t); }  // starts the backend on the fakes
+  std::atomic<bool> stop{false};
+  double recording_cpu = 0, cupti_cpu = 0, main_cpu_before = thread_cpu_s();
+  const double process_before = process_cpu_s();
+  const auto wall_start = std::chrono::steady_clock::now();
+
+  std::thread recorder([&] {  // each step's compute phase lasts until the next step is due
+    const double start = thread_cpu_s();
+    auto next = std::chrono::steady_clock::now();
+    while (!stop.load(std::memory_order_relaxed)) {
+      next += std::chrono::microseconds(1'000'000 / steps_per_s);
+      scoped_step step(t);
+      { scoped_phase p(t, builtin::input); }
+      { scoped_phase p(t, builtin::h2d); }
+      {
+        scoped_phase p(t, builtin::compute);
+        std::this_thread::sleep_until(next);
+      }
+      { scoped_phase p(t, builtin::wait); }
+    }
+    recording_cpu = thread_cpu_s() - start;
+  });
+  std::thread cupti([&] {  // every 10 ms, the last 10 ms of kernels, flushed as CUPTI's thread would
+    const double start = thread_cpu_s();
+    std::vector<steptrace::testing::fake_record> batch;
+    std::uint64_t last = now_ns();
+    while (!stop.load(std::memory_order_relaxed)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      const std::uint64_t now = now_ns();
+      const std::uint64_t n = (now - last) * kernels_per_s / 1'000'000'000;
+      batch.clear();
+      for (std::uint64_t i = 0; i < n; ++i) {
+        const std::uint64_t at = last + (now - last) * i / std::max<std::uint64_t>(n, 1);
+        batch.push_back(steptrace::testing::kernel_record(at, at + 4'000, 1 + static_cast<std::uint32_t>(i % 4)));
+      }
+      for (std::size_t i = 0; i < batch.size(); i += 4000) {
+        gpu.emit(std::vector<steptrace::testing::fake_record>(batch.begin() + i,
+                                                              batch.begin() + std::min(batch.size(), i + 4000)));
+      }
+      detail::flush_activity(detail::activity_flush::completed);
+      last = now;
+    }
+    cupti_cpu = thread_cpu_s() - start;
+  });
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop.store(true);
+  recorder.join();
+  cupti.join();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  const double main_cpu = thread_cpu_s() - main_cpu_before;
+  const double collector_cpu = process_cpu_s() - process_before - recording_cpu - cupti_cpu - main_cpu;
+  const summary s = t.summary();
+  std::printf("live, %.1f s: %d steps/s of 4 phases, %d kernel records/s on 4 streams (fake CUPTI)\n", wall,
+              steps_per_s, kernels_per_s);
+  std::printf("  backend: %s\n", s.backend.reason.c_str());
+  std::printf("  steps counted %llu, kernels per step %.1f (sent %d)\n", static_cast<unsigned long long>(s.steps),
+              s.gpu ? s.gpu->kernels_per_step : 0.0, kernels_per_s / steps_per_s);
+  std::printf("  collector thread        %6.2f%% of one core   (target <= 5%%)\n", 100 * collector_cpu / wall);
+  std::printf("  recording thread, steptrace's calls %6.3f%% of one core (%.0f ns a step, timed apart)\n",
+              100 * recording_ns_per_step * steps_per_s * 1e-9, recording_ns_per_step);
+  std::printf("  CUPTI thread, decoding and storing %6.2f%% of one core (fake buffers)\n", 100 * cupti_cpu / wall);
+}
+
+// One second of steps and records, viewed by the incremental join and by the old full rescan.
+void analysis_only() {
+  std::mt19937_64 rng(1);
+  std::vector<detail::device_record> records;
+  for (int i = 0; i < kernels_per_s; ++i) {
+    detail::device_record r;
+    r.start = static_cast<std::uint64_t>(i) * 5'000;  // one every 5 us
+    r.end = r.start + 4'000;
+    r.stream = 1 + i % 4;
+    records.push_back(r);
+  }
+  std::vector<detail::host_segment> segments;
+  auto segs = [&](std::uint64_t b) {
+    segments = {{b, b + 50'000, builtin::input.value}, {b + 50'000, b + 100'000, builtin::h2d.value},
+                {b + 100'000, b + 450'000, builtin::compute.value}, {b + 450'000, b + 500'000, builtin::wait.value}};
+    return segments;
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  detail::device_join join;
+  for (int s = 0; s < steps_per_s; ++s) join.add_step(s * 500'000ull, s * 500'000ull + 500'000, segs(s * 500'000ull));
+  std::shuffle(records.begin(), records.end(), rng);
+  for (std::size_t i = 0; i < records.size(); i += 4096) {
+    join.add_records(std::vector<detail::device_record>(records.begin() + i,
+                                                        records.begin() + std::min(records.size(), i + 4096)));
+  }
+  join.join(UINT64_MAX);
+  const double incremental = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::sort(records.begin(), records.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+  const auto t1 = std::chrono::steady_clock::now();
+  detail::device_aggregate old;
+  for (int s = 0; s < steps_per_s; ++s) old.add(detail::view_step(s * 500'000ull, s * 500'000ull + 500'000, segs(s * 500'000ull), records));
+  const double rescan = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  std::printf("analysis of one second (2000 steps, 200,000 records, 1 s retained):\n");
+  std::printf("  incremental join   %8.2f ms\n  full rescan (old)  %8.2f ms   (%.0fx; the old way retained up to 10 s, so up to 10x more)\n",
+              incremental * 1e3, rescan * 1e3, rescan / incremental);
+}
+
+}  // namespace
+
+int main() {
+  live();
+  std::printf("\n");
+  analysis_only();
+}
