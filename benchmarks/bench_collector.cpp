@@ -43,7 +43,10 @@ double process_cpu_s() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-std::uint64_t now_ns() { return host_clock::to_monotonic_ns(host_clock::now()); }
+std::uint64_t now_ns() {
+  host_clock::init();  // which clock now() reads is settled here
+  return host_clock::to_monotonic_ns(host_clock::now());
+}
 
 // What a recording thread pays steptrace per step of four phases, timed over back-to-back steps.
 double recording_cost_ns() {

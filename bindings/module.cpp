@@ -132,6 +132,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("suggested_loader_workers", &suggested_loader_workers);
   m.def("default_tracer", &default_tracer, py::return_value_policy::reference);
   m.def("set_gpu_library_dirs", &steptrace::set_gpu_library_dirs, py::arg("dirs"));
+  m.def("yield_cupti", &steptrace::yield_cupti, py::arg("holder"));
+  m.def("reclaim_cupti", &steptrace::reclaim_cupti);
+  m.def("cupti_holder", &steptrace::cupti_holder);
   m.def("register_phase", [](const std::string& name) { return register_phase(name).value; }, py::arg("name"));
   m.attr("INPUT") = builtin::input.value;
   m.attr("H2D") = builtin::h2d.value;

@@ -206,7 +206,7 @@ def tiny_kernels(tracer: steptrace.Tracer, *, steps: int, fused: bool) -> None:
             else:
                 for x in xs:
                     x.mul_(1.0001).tanh_()
-        torch.cuda.synchronize()
+            torch.cuda.synchronize()  # the loss read a real loop makes, inside its compute
 
 
 def healthy(tracer: steptrace.Tracer, *, steps: int) -> None:
@@ -216,7 +216,9 @@ def healthy(tracer: steptrace.Tracer, *, steps: int) -> None:
         with tracer.phase("compute"):
             for _ in range(8):
                 a = torch.mm(a, a).tanh_()
-        torch.cuda.synchronize()
+            # Inside `compute`: the host waits for its own matmuls, as a loop that reads its loss
+            # does. Outside every phase this wait read as WAIT-HEAVY.
+            torch.cuda.synchronize()
 
 
 def gpu_pairs(steps: int) -> List[tuple]:

@@ -2,6 +2,7 @@
 #include "fake_gpu.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <utility>
@@ -35,6 +36,8 @@ struct state_t {
   CUpti_BuffersCallbackCompleteFunc completed = nullptr;
   std::vector<fake_buffer> buffers;
   fake_gpu* owner = nullptr;
+  std::set<int> enabled;
+  std::uint64_t other_records = 0;
 };
 
 state_t& st() {
@@ -126,10 +129,26 @@ CUresult exchange_capture_mode(CUstreamCaptureMode* mode) {
   return CUDA_SUCCESS;
 }
 
-CUptiResult enable(CUpti_ActivityKind) {
-  return st().refuse ? CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED : CUPTI_SUCCESS;
+CUptiResult enable(CUpti_ActivityKind kind) {
+  if (st().refuse) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  st().enabled.insert(kind);
+  return CUPTI_SUCCESS;
 }
-CUptiResult disable(CUpti_ActivityKind) { return CUPTI_SUCCESS; }
+CUptiResult disable(CUpti_ActivityKind kind) {
+  st().enabled.erase(kind);
+  return CUPTI_SUCCESS;
+}
+
+// The other tool's callbacks: its own buffers, its own count.
+void CUPTIAPI other_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, 1 << 20));
+  *size = 1 << 20;
+  *max_records = 0;
+}
+void CUPTIAPI other_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  st().other_records += valid / sizeof(fake_record);
+  std::free(buffer);
+}
 CUptiResult register_callbacks(CUpti_BuffersCallbackRequestFunc r, CUpti_BuffersCallbackCompleteFunc c) {
   st().requested = r;
   st().completed = c;
@@ -190,6 +209,10 @@ fake_gpu::fake_gpu(bool with_cupti) {
     st().recorded_on.clear();
     st().buffers.clear();
     st().owner = this;
+    st().enabled.clear();
+    st().other_records = 0;
+    st().requested = nullptr;
+    st().completed = nullptr;
   }
   detail::cuda_driver d;
   d.init = init;
@@ -291,6 +314,20 @@ std::size_t fake_gpu::buffers_held() const {
   std::lock_guard<std::mutex> lock(st().mutex);
   return st().buffers.size();
 }
+
+void fake_gpu::other_tool_starts() {
+  register_callbacks(other_requested, other_completed);
+  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY}) enable(k);
+}
+
+void fake_gpu::other_tool_stops() {
+  flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY}) disable(k);
+}
+
+std::uint64_t fake_gpu::other_tool_records() const { return st().other_records; }
+bool fake_gpu::steptrace_has_callbacks() const { return st().requested != nullptr && st().requested != other_requested; }
+int fake_gpu::kinds_enabled() const { return static_cast<int>(st().enabled.size()); }
 
 void fake_gpu::refuse_enable(bool on) {
   std::lock_guard<std::mutex> lock(st().mutex);

@@ -52,6 +52,13 @@ class fake_gpu {
   void finish_work();                // the device finishes what unfinished buffers hold
   std::size_t buffers_held() const;  // requested and not yet handed back
   void refuse_enable(bool on);       // another tool holds CUPTI
+  // Another CUPTI client (a profiler) registers its own callbacks and enables its kinds; when it
+  // stops it flushes and disables them, as Kineto does.
+  void other_tool_starts();
+  void other_tool_stops();
+  std::uint64_t other_tool_records() const;  // records its callbacks received
+  bool steptrace_has_callbacks() const;      // the registered callbacks are steptrace's
+  int kinds_enabled() const;
   std::uint64_t dropped = 0;         // reported by the next completed buffer
 };
 

@@ -17,17 +17,19 @@ using steptrace::testing::kernel_record;
 
 namespace {
 
-std::uint64_t now_ns() { return host_clock::to_monotonic_ns(host_clock::now()); }
+std::uint64_t now_ns() {
+  host_clock::init();  // which clock now() reads is settled here
+  return host_clock::to_monotonic_ns(host_clock::now());
+}
 
-// One step of about 2 ms of host time; returns its window on the host clock, in ns.
+// One step of about 2 ms of host time; returns a window on the host clock, in ns, stamped inside
+// the step (its opening may start the backend, which takes a while the first time).
 std::pair<std::uint64_t, std::uint64_t> one_step(tracer& t) {
-  const std::uint64_t before = now_ns();
-  {
-    scoped_step step(t);
-    scoped_phase p(t, builtin::compute);
-    steptrace::testing::spin_for(std::chrono::microseconds(2000));
-  }
-  return {before, now_ns()};
+  scoped_step step(t);
+  scoped_phase p(t, builtin::compute);
+  const std::uint64_t begin = now_ns();
+  steptrace::testing::spin_for(std::chrono::microseconds(2000));
+  return {begin, now_ns()};
 }
 
 }  // namespace
@@ -43,6 +45,9 @@ TEST_CASE("kernels reach the step they ran in", "[gpu][activity]") {
             kernel_record(mid + 150'000, mid + 250'000)});
   const summary s = t.summary();
   REQUIRE(s.gpu.has_value());
+  std::vector<detail::device_record> all; std::uint64_t c0 = 0, lost = 0;
+  detail::read_device_records(c0, all, lost, detail::device_flush::completed);
+  fprintf(stderr, "b=%llu e=%llu records=%zu first=%llu steps=%llu viewed=%llu reason=%s\n", (unsigned long long)b, (unsigned long long)e, all.size(), all.empty()?0ull:(unsigned long long)all[0].start, (unsigned long long)s.steps, (unsigned long long)s.gpu->steps_viewed, s.backend.reason.c_str());
   CHECK(s.gpu->kernels_per_step == 3);
   CHECK(s.gpu->busy_ms.mean == Approx(0.3).margin(1e-6));
   CHECK(s.gpu->incomplete_records == 0);
@@ -115,4 +120,57 @@ TEST_CASE("with CUPTI held by another tool steptrace runs on events and says why
   CHECK_FALSE(s.backend.cupti);
   CHECK_THAT(s.backend.reason, Catch::Matchers::Contains("held by another tool"));
   CHECK_FALSE(s.gpu.has_value());
+}
+
+TEST_CASE("steptrace hands CUPTI to a profiler and takes it back after, in either order", "[gpu][activity]") {
+  fake_gpu gpu;
+  tracer t(steptrace::testing::quiet());
+  auto kernel_in = [&](std::pair<std::uint64_t, std::uint64_t> w) {
+    const std::uint64_t mid = w.first + (w.second - w.first) / 2;
+    gpu.emit({kernel_record(mid, mid + 100'000)});
+  };
+  SECTION("steptrace first, then a profiler session, then steptrace again") {
+    kernel_in(one_step(t));
+    REQUIRE(gpu.steptrace_has_callbacks());
+    gpu.emit({kernel_record(1, 2)});  // a buffer still with CUPTI when the profiler arrives
+    detail::yield_cupti("torch.profiler");
+    CHECK(gpu.buffers_held() == 0);  // all of steptrace's buffers came back before the profiler's callbacks
+    CHECK(gpu.kinds_enabled() == 0);
+    CHECK_THAT(t.summary().backend.reason, Catch::Matchers::Contains("held by torch.profiler"));
+    gpu.other_tool_starts();
+    for (int i = 0; i < 3; ++i) kernel_in(one_step(t));  // the profiler's records, not steptrace's
+    gpu.other_tool_stops();
+    CHECK(gpu.other_tool_records() == 3);
+    detail::reclaim_cupti();
+    CHECK(gpu.steptrace_has_callbacks());
+    CHECK(gpu.kinds_enabled() == 4);
+    for (int i = 0; i < 2; ++i) kernel_in(one_step(t));
+    const summary s = t.summary();
+    REQUIRE(s.gpu.has_value());
+    CHECK(s.gpu->steps_without_records == 3);
+    CHECK(s.gpu->steps_viewed == 3);
+    CHECK(s.gpu->kernels_per_step == 1);
+    CHECK(s.gpu->busy_ms.mean == Approx(0.1).margin(1e-6));
+    CHECK_THAT(s.backend.reason, Catch::Matchers::Contains("CUPTI activity"));
+    CHECK_THAT(s.table(), Catch::Matchers::Contains("3 of 6 steps ran while another tool"));
+  }
+  SECTION("a profiler already running when steptrace starts keeps CUPTI until it stops") {
+    gpu.other_tool_starts();
+    detail::yield_cupti("torch.profiler");
+    kernel_in(one_step(t));  // starts the backend: it must leave CUPTI alone
+    CHECK_FALSE(gpu.steptrace_has_callbacks());
+    summary s = t.summary();
+    CHECK(s.backend.cupti);
+    CHECK_THAT(s.backend.reason, Catch::Matchers::Contains("held by torch.profiler"));
+    gpu.other_tool_stops();
+    CHECK(gpu.other_tool_records() == 1);
+    detail::reclaim_cupti();
+    CHECK(gpu.steptrace_has_callbacks());
+    kernel_in(one_step(t));
+    s = t.summary();
+    REQUIRE(s.gpu.has_value());
+    CHECK(s.gpu->steps_without_records == 1);
+    CHECK(s.gpu->steps_viewed == 1);
+    CHECK(s.gpu->kernels_per_step == 1);
+  }
 }

@@ -87,7 +87,7 @@ TEST_CASE("copies count bytes by direction and the pageable share", "[analysis][
   agg.add(v);
   agg.add(v);
   gpu_stats g;
-  agg.fill(g, 2, 2 * 100e-6);
+  agg.fill(g);
   CHECK(g.h2d.pageable_share == Approx(0.75));
   CHECK(g.h2d.bytes_per_step == Approx(4000));
   CHECK(g.h2d.gb_per_s == Approx(4000.0 / 15));
@@ -114,7 +114,7 @@ TEST_CASE("the aggregate reports idle shares by phase and the median kernel", "[
     agg.add(view_step(0, 1000, {{0, 900, input}, {900, 1000, compute}}, records));
   }
   gpu_stats g;
-  agg.fill(g, 10, 10 * 1000e-6);
+  agg.fill(g);
   REQUIRE(!g.idle_by_phase.empty());
   CHECK(g.idle_by_phase[0].first == "input");
   CHECK(g.idle_by_phase[0].second == Approx(900.0 / 920));
@@ -131,10 +131,10 @@ TEST_CASE("steps wait for their device records and are viewed once they are in",
   join.add_records({kernel(150, 190), kernel(10, 60)});  // out of order, as CUPTI buffers arrive
   join.join(150);  // only the first step has ended before 150
   gpu_stats g;
-  join.totals.fill(g, 1, 100e-6);
+  join.totals.fill(g);
   CHECK(g.busy_ms.total == Approx(50e-6));
   join.join(UINT64_MAX);
-  join.totals.fill(g, 2, 200e-6);
+  join.totals.fill(g);
   CHECK(g.busy_ms.total == Approx(90e-6));
   CHECK(g.kernels_per_step == Approx(1));
 }
@@ -190,8 +190,8 @@ TEST_CASE("the incremental join views every step exactly as a full rescan would"
   }
   join.join(UINT64_MAX);
   gpu_stats a, b;
-  join.totals.fill(a, steps.size(), 1.0);
-  reference.fill(b, steps.size(), 1.0);
+  join.totals.fill(a);
+  reference.fill(b);
   CHECK(a.busy_ms.total == Approx(b.busy_ms.total).epsilon(1e-12));
   CHECK(a.idle_ms.total == Approx(b.idle_ms.total).epsilon(1e-12));
   CHECK(a.busy_ms.p95 == b.busy_ms.p95);
@@ -213,11 +213,11 @@ TEST_CASE("a summary shows waiting steps provisionally and leaves them waiting",
   join.add_step(0, 100, {{0, 100, compute}});
   join.add_records({kernel(10, 30)});
   gpu_stats g;
-  join.fill(g, 1, 100e-6);
+  join.fill(g);
   CHECK(g.busy_ms.total == Approx(20e-6));
   join.add_records({kernel(50, 90)});  // arrives after that summary: still counted in the step
   join.join(UINT64_MAX);
-  join.fill(g, 1, 100e-6);
+  join.fill(g);
   CHECK(g.busy_ms.total == Approx(60e-6));
   CHECK(g.kernels_per_step == Approx(2));
 }

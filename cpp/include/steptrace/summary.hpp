@@ -93,6 +93,10 @@ struct gpu_stats {
   double kernel_median_us = 0;
   std::uint64_t incomplete_records = 0;  // flushed before the device finished them: not used
   std::uint64_t dropped_records = 0;     // lost to the buffer cap
+  // Steps the figures above are over, and counted steps left out of them because another tool
+  // (torch.profiler, Nsight) held CUPTI during them.
+  std::uint64_t steps_viewed = 0;
+  std::uint64_t steps_without_records = 0;
 };
 
 struct error_counts {

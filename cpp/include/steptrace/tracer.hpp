@@ -123,6 +123,15 @@ class STEPTRACE_API tracer {
 // toolkit (CUDA_HOME, /usr/local/cuda) are searched anyway.
 STEPTRACE_API void set_gpu_library_dirs(std::vector<std::string> dirs);
 
+// Another tool that collects CUPTI activity (a profiler) is about to start, or has stopped:
+// steptrace hands CUPTI over, and takes it back. Meanwhile phases given a stream are still
+// timed with CUDA events, and steps that overlap the time are counted apart in the device
+// figures. The Python package calls these around torch.profiler on its own; C++ programs that
+// run Kineto or another CUPTI client call them around it.
+STEPTRACE_API void yield_cupti(const std::string& holder) noexcept;
+STEPTRACE_API void reclaim_cupti() noexcept;
+STEPTRACE_API std::string cupti_holder();  // the tool holding CUPTI now ("" for none)
+
 // The DataLoader num_workers the INPUT-BOUND advice suggests on this machine (from the cores
 // this process may use).
 STEPTRACE_API long suggested_loader_workers() noexcept;

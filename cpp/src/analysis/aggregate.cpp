@@ -161,7 +161,7 @@ void aggregate::fill(summary& out, double ns_per_tick) const {
 
   if (device_) {
     out.gpu = gpu_stats{};
-    device_->fill(*out.gpu, steps_, static_cast<double>(step_ticks_) * ms_per_tick);
+    device_->fill(*out.gpu);
   }
 
   out.run_ms = static_cast<double>(run_end_ - run_begin_) * ms_per_tick;

@@ -1,6 +1,7 @@
 #include "analysis/device_view.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "steptrace/phase.hpp"
 
@@ -95,6 +96,7 @@ step_device_view view_step(std::uint64_t begin, std::uint64_t end, const std::ve
 }
 
 void device_aggregate::add(const step_device_view& v) {
+  ++steps_;
   busy_.add(v.busy);
   idle_.add(v.window - v.busy);
   busy_total_ += v.busy;
@@ -115,8 +117,8 @@ void device_aggregate::add(const step_device_view& v) {
   totals_.kernels += v.kernels;
 }
 
-void device_aggregate::fill(gpu_stats& out, std::uint64_t steps, double step_total_ms) const {
-  const double per_step = steps ? 1.0 / static_cast<double>(steps) : 0.0;
+void device_aggregate::fill(gpu_stats& out) const {
+  const double per_step = steps_ ? 1.0 / static_cast<double>(steps_) : 0.0;
   auto ms = [](std::uint64_t ns) { return static_cast<double>(ns) * 1e-6; };
   auto stats = [&](const histogram& h, std::uint64_t total) {
     return stat_ms{ms(total), ms(total) * per_step, ms(h.quantile(0.5)), ms(h.quantile(0.95)),
@@ -133,7 +135,8 @@ void device_aggregate::fill(gpu_stats& out, std::uint64_t steps, double step_tot
   };
   out.busy_ms = stats(busy_, busy_total_);
   out.idle_ms = stats(idle_, idle_total_);
-  out.busy_share = step_total_ms > 0 ? ms(busy_total_) / step_total_ms : 0.0;
+  const std::uint64_t windows = busy_total_ + idle_total_;
+  out.busy_share = windows ? static_cast<double>(busy_total_) / static_cast<double>(windows) : 0.0;
   out.idle_by_phase.clear();
   for (std::uint32_t id = 0; id < idle_by_phase_.size(); ++id) {
     if (idle_by_phase_[id] == 0 || idle_total_ == 0) continue;
@@ -150,6 +153,8 @@ void device_aggregate::fill(gpu_stats& out, std::uint64_t steps, double step_tot
   out.kernel_median_us = static_cast<double>(kernel_.quantile(0.5)) * 1e-3;
   out.incomplete_records = incomplete;
   out.dropped_records = dropped;
+  out.steps_viewed = steps_;
+  out.steps_without_records = uncovered;
 }
 
 void device_join::add_step(std::uint64_t begin, std::uint64_t end, std::vector<host_segment> segments) {
@@ -220,7 +225,7 @@ void device_join::join(std::uint64_t before) {
   std::uint64_t keep_from = newest_ > retain_ns ? newest_ - retain_ns : 0;
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     if (it->end < before) {
-      totals.add(view(*it));
+      add_view(totals, *it);
       it = waiting_.erase(it);
     } else {
       keep_from = std::min(keep_from, it->begin);
@@ -235,11 +240,27 @@ void device_join::let_go(std::uint64_t before) {
   while (!busy_.empty() && busy_.front().end < before) busy_.pop_front();
 }
 
-void device_join::fill(gpu_stats& out, std::uint64_t steps, double step_total_ms) const {
-  if (waiting_.empty()) return totals.fill(out, steps, step_total_ms);
+bool device_join::in_gap(const waiting& w) const {
+  for (const auto& [begin, end] : gaps_) {
+    if (w.begin < end && begin < w.end) return true;
+  }
+  return false;
+}
+
+void device_join::add_view(device_aggregate& to, const waiting& w) const {
+  fprintf(stderr, "view %llu..%llu records %zu first %llu\n", (unsigned long long)w.begin, (unsigned long long)w.end, records_.size(), records_.empty()?0ull:(unsigned long long)records_.front().start);
+  if (in_gap(w)) {
+    ++to.uncovered;
+  } else {
+    to.add(view(w));
+  }
+}
+
+void device_join::fill(gpu_stats& out) const {
+  if (waiting_.empty()) return totals.fill(out);
   device_aggregate with_waiting = totals;
-  for (const waiting& w : waiting_) with_waiting.add(view(w));
-  with_waiting.fill(out, steps, step_total_ms);
+  for (const waiting& w : waiting_) add_view(with_waiting, w);
+  with_waiting.fill(out);
 }
 
 }  // namespace steptrace::detail

@@ -35,14 +35,16 @@ step_device_view view_step(std::uint64_t begin, std::uint64_t end, const std::ve
 class device_aggregate {
  public:
   void add(const step_device_view& v);
-  void fill(gpu_stats& out, std::uint64_t steps, double step_total_ms) const;
+  // Per-step figures are over the steps added; shares of their summed windows.
+  void fill(gpu_stats& out) const;
   void clear() { *this = device_aggregate{}; }
 
   std::uint64_t incomplete = 0, dropped = 0;
+  std::uint64_t uncovered = 0;  // steps not viewed: another tool held CUPTI during them
 
  private:
   histogram busy_, idle_, kernel_;
-  std::uint64_t busy_total_ = 0, idle_total_ = 0;
+  std::uint64_t steps_ = 0, busy_total_ = 0, idle_total_ = 0;
   std::vector<std::uint64_t> idle_by_phase_;
   step_device_view totals_;
 };
@@ -64,7 +66,10 @@ class device_join {
   void join(std::uint64_t before);
   // The joined steps and, provisionally, every step still waiting, with the records so far: a
   // summary taken while work is in flight, which later summaries complete.
-  void fill(gpu_stats& out, std::uint64_t steps, double step_total_ms) const;
+  void fill(gpu_stats& out) const;
+  // Times [begin, end) in ns when another tool held CUPTI (end UINT64_MAX: still held). A step
+  // that overlaps one has no device records to trust: it is counted apart, never viewed.
+  void set_gaps(std::vector<std::pair<std::uint64_t, std::uint64_t>> gaps) { gaps_ = std::move(gaps); }
   std::uint64_t newest_record_end() const noexcept { return newest_; }
   std::size_t retained_records() const noexcept { return records_.size(); }
 
@@ -80,12 +85,15 @@ class device_join {
     std::uint64_t begin, end;
   };
   step_device_view view(const waiting& w) const;
+  bool in_gap(const waiting& w) const;
+  void add_view(device_aggregate& to, const waiting& w) const;
   void merge_busy(const std::vector<interval>& added);  // sorted, disjoint
   void let_go(std::uint64_t before);
   std::deque<waiting> waiting_;
   std::deque<device_record> records_;  // sorted by start
   std::deque<interval> busy_;          // the union of device-occupying records: sorted, disjoint
   std::uint64_t newest_ = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> gaps_;
 };
 
 }  // namespace steptrace::detail

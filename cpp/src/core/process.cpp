@@ -100,6 +100,9 @@ long suggested_loader_workers() noexcept {
 }
 
 void set_gpu_library_dirs(std::vector<std::string> dirs) { detail::set_gpu_library_dirs(std::move(dirs)); }
+void yield_cupti(const std::string& holder) noexcept { detail::yield_cupti(holder); }
+void reclaim_cupti() noexcept { detail::reclaim_cupti(); }
+std::string cupti_holder() { return detail::cupti_holder(); }
 
 tracer& default_tracer() {
   static tracer* t = [] {

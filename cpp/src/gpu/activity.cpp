@@ -13,10 +13,14 @@
 namespace steptrace::detail {
 namespace {
 
-// CUPTI's callbacks carry no user pointer: these name what they serve. Set once by
-// start_activity before the callbacks are registered.
+// CUPTI's callbacks carry no user pointer: these name what they serve. Set by start_activity
+// before the callbacks are registered.
 std::atomic<const cupti_functions*> g_api{nullptr};
 std::atomic<record_store*> g_store{nullptr};
+
+// CONCURRENT_KERNEL, never KERNEL: KERNEL serialises every kernel launch.
+constexpr CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                        CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
 
 std::string result_text(const cupti_functions& api, CUptiResult r) {
   const char* text = nullptr;
@@ -66,9 +70,6 @@ std::string start_activity(const cupti_functions& api, record_store& store) {
   if (CUptiResult r = api.register_callbacks(&buffer_requested, &buffer_completed); r != CUPTI_SUCCESS) {
     return "CUPTI refused steptrace (" + result_text(api, r) + "); another profiler may hold it";
   }
-  // CONCURRENT_KERNEL, never KERNEL: KERNEL serialises every kernel launch.
-  const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                      CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
   for (std::size_t i = 0; i < std::size(kinds); ++i) {
     if (CUptiResult r = api.enable(kinds[i]); r != CUPTI_SUCCESS) {
       for (std::size_t j = 0; j < i; ++j) api.disable(kinds[j]);
@@ -77,6 +78,13 @@ std::string start_activity(const cupti_functions& api, record_store& store) {
   }
   if (api.flush_period) api.flush_period(200);  // CUPTI's own thread hands over full buffers
   return "";
+}
+
+void stop_activity() {
+  const cupti_functions* api = g_api.load(std::memory_order_acquire);
+  if (api == nullptr) return;
+  api->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  for (CUpti_ActivityKind kind : kinds) api->disable(kind);
 }
 
 void flush_activity(activity_flush how) {

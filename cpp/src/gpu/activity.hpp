@@ -18,9 +18,13 @@ namespace steptrace::detail {
 // comes later); forced: every buffer, unfinished records counted as incomplete (at exit only).
 enum class activity_flush { completed, forced };
 
-// Registers the callbacks and enables kernels, copies, memsets and syncs. Returns "" once CUPTI
-// collects into `store`, else why not. `api` and `store` must outlive the process.
+// Registers the callbacks and the timestamp source, and enables kernels, copies, memsets and
+// syncs. Returns "" once CUPTI collects into `store`, else why not. `api` and `store` must
+// outlive the process. Called again after stop_activity, it takes CUPTI back.
 std::string start_activity(const cupti_functions& api, record_store& store);
+// Hands CUPTI over to another tool: every buffer comes back (a forced flush, so none of ours
+// reaches the other tool's callbacks) and the kinds steptrace enabled are disabled.
+void stop_activity();
 void flush_activity(activity_flush how);
 
 }  // namespace steptrace::detail

@@ -2,6 +2,8 @@
 // record store to the tracers. See backend.hpp.
 #include "gpu/backend.hpp"
 
+#include <cstdlib>
+#include <deque>
 #include <mutex>
 
 #include "base/log.hpp"
@@ -10,6 +12,7 @@
 #include "gpu/driver_api.hpp"
 #include "gpu/record_store.hpp"
 #include "gpu/testing.hpp"
+#include "record/clock.hpp"
 
 namespace steptrace::detail {
 namespace {
@@ -20,9 +23,14 @@ struct backend {
   cuda_driver driver;          // set by start, before `started`; read-only afterwards
   cupti_functions cupti;       // likewise
   record_store* store = new record_store;  // never freed: CUPTI may call back during exit
-  std::mutex mutex;            // status and dirs
+  std::mutex mutex;            // status, dirs and the hand-over below
   gpu_status status{false, false, "host only: no step has run yet, so the GPU was not looked at"};
   std::vector<std::string> dirs;
+  bool cupti_loaded = false;   // CUPTI was found and steptrace may use it
+  bool collecting = false;     // steptrace's callbacks and kinds are in place
+  std::string holder;          // another tool holding CUPTI now ("" for none)
+  std::string collecting_reason;
+  std::deque<std::pair<std::uint64_t, std::uint64_t>> gaps;
   bool fake = false;  // tests: the tables below instead of the real libraries
   cuda_driver fake_driver;
   cupti_functions fake_cupti;
@@ -32,6 +40,10 @@ struct backend {
 backend& state() {
   static auto* b = new backend;  // never destroyed: CUPTI may call back during exit
   return *b;
+}
+
+std::string held_reason(const backend& b) {  // under b.mutex
+  return "CUPTI held by " + b.holder + ": device activity resumes when it lets go (CUDA events meanwhile)";
 }
 
 // Returns the status; fills b.driver and b.cupti with what works.
@@ -60,11 +72,19 @@ gpu_status start(backend& b, bool use_cupti) {
   cupti_functions c;
   if (!use_cupti) {
     why_not = "CUPTI is off (STEPTRACE_CUPTI=0)";
+  } else if (!b.fake && std::getenv("CUDA_INJECTION64_PATH") != nullptr) {
+    why_not = "CUPTI belongs to the tool injected with CUDA_INJECTION64_PATH (Nsight)";
   } else if (b.fake ? (c = b.fake_cupti, !b.fake_has_cupti) : !load_cupti(c, b.dirs, loaded, why_not)) {
     if (why_not.empty()) why_not = "no CUPTI";
   } else {
     b.cupti = c;
-    why_not = start_activity(b.cupti, *b.store);
+    std::lock_guard<std::mutex> lock(b.mutex);
+    b.cupti_loaded = true;
+    // A profiler that already holds CUPTI keeps it: steptrace takes it when the profiler stops.
+    if (b.holder.empty()) {
+      why_not = start_activity(b.cupti, *b.store);
+      b.collecting = why_not.empty();
+    }
   }
   if (!why_not.empty() && use_cupti) {
     log(log_level::warn, why_not + "; steptrace keeps host timing only for the device view");
@@ -73,6 +93,9 @@ gpu_status start(backend& b, bool use_cupti) {
   status.reason = status.cupti ? "CUPTI activity (" + loaded + ") on " + std::to_string(devices) + " device" +
                                      (devices == 1 ? "" : "s") + "; device timestamps on the host clock"
                                : "device activity off: " + why_not;
+  std::lock_guard<std::mutex> lock(b.mutex);
+  b.collecting_reason = status.reason;
+  if (status.cupti && !b.holder.empty()) status.reason = held_reason(b);
   return status;
 }
 
@@ -111,12 +134,70 @@ gpu_status gpu_backend_status() {
   return state().status;
 }
 
+void yield_cupti(const std::string& holder) noexcept {
+  backend& b = state();
+  try {
+    std::lock_guard<std::mutex> once(b.start_mutex);  // no start, yield or reclaim meanwhile
+    std::lock_guard<std::mutex> lock(b.mutex);
+    if (!b.holder.empty()) return;
+    b.holder = holder.empty() ? "another tool" : holder;
+    b.gaps.emplace_back(host_clock::to_monotonic_ns(host_clock::now()), UINT64_MAX);
+    while (b.gaps.size() > max_cupti_gaps) b.gaps.pop_front();
+    if (b.collecting) {
+      stop_activity();  // calls buffer_completed, which takes only the store's lock
+      b.collecting = false;
+      log(log_level::info, "CUPTI handed to " + b.holder + "; steptrace resumes device activity when it stops");
+    }
+    if (b.status.cupti) b.status.reason = held_reason(b);
+  } catch (...) {  // never break the traced program or its profiler
+  }
+}
+
+void reclaim_cupti() noexcept {
+  backend& b = state();
+  try {
+    std::lock_guard<std::mutex> once(b.start_mutex);
+    std::lock_guard<std::mutex> lock(b.mutex);
+    if (b.holder.empty()) return;
+    b.holder.clear();
+    if (!b.gaps.empty()) b.gaps.back().second = host_clock::to_monotonic_ns(host_clock::now());
+    if (b.cupti_loaded && !b.collecting) {
+      const std::string why_not = start_activity(b.cupti, *b.store);
+      b.collecting = why_not.empty();
+      if (!b.collecting) {
+        log(log_level::warn, "could not take CUPTI back (" + why_not + "); device activity stays off");
+        b.status.cupti = false;
+        b.status.reason = "device activity off after a profiler: " + why_not;
+        return;
+      }
+    }
+    if (b.status.cupti) b.status.reason = b.collecting_reason;
+  } catch (...) {
+  }
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> cupti_gaps() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return {state().gaps.begin(), state().gaps.end()};
+}
+
+std::string cupti_holder() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().holder;
+}
+
 std::uint64_t device_records_end() { return state().store->end(); }
 
 void read_device_records(std::uint64_t& cursor, std::vector<device_record>& out, std::uint64_t& lost, device_flush how) {
   backend& b = state();
-  if (!gpu_backend_started() || !gpu_backend_status().cupti) return;
-  if (how != device_flush::none) {
+  if (!gpu_backend_started()) return;
+  bool collecting;
+  {
+    std::lock_guard<std::mutex> lock(b.mutex);
+    if (!b.status.cupti) return;
+    collecting = b.collecting;
+  }
+  if (how != device_flush::none && collecting) {  // never flush a profiler's buffers for it
     flush_activity(how == device_flush::forced ? activity_flush::forced : activity_flush::completed);
   }
   b.store->read(cursor, out, lost);
@@ -140,6 +221,9 @@ void use_gpu_tables_for_testing(const cuda_driver& driver, const cupti_functions
   b.fake_cupti = cupti ? *cupti : cupti_functions{};
   std::lock_guard<std::mutex> lock(b.mutex);
   b.status = {false, false, "host only: no step has run yet, so the GPU was not looked at"};
+  b.cupti_loaded = b.collecting = false;
+  b.holder.clear();
+  b.gaps.clear();
 }
 
 void use_real_gpu_for_testing() {
@@ -151,6 +235,9 @@ void use_real_gpu_for_testing() {
   b.fake = false;
   std::lock_guard<std::mutex> lock(b.mutex);
   b.status = {false, false, "host only: no step has run yet, so the GPU was not looked at"};
+  b.cupti_loaded = b.collecting = false;
+  b.holder.clear();
+  b.gaps.clear();
 }
 
 }  // namespace steptrace::detail

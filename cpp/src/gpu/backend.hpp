@@ -47,6 +47,19 @@ struct device_counts {
 };
 device_counts device_record_counts();
 
+// Another tool takes CUPTI (torch.profiler's Kineto, or one the program names): steptrace gives
+// back every buffer, disables its record kinds and collects nothing until reclaim_cupti(), which
+// takes CUPTI back (its callbacks, timestamps and kinds). Meanwhile phases given a stream are
+// still timed with CUDA events, and steps that overlap the time are counted apart. Before the
+// backend starts, the start leaves CUPTI alone until the reclaim. Says so in one line.
+void yield_cupti(const std::string& holder) noexcept;
+void reclaim_cupti() noexcept;
+// The times [begin, end), host clock in ns, when another tool held CUPTI; end UINT64_MAX while it
+// still does. The latest max_cupti_gaps only.
+constexpr std::size_t max_cupti_gaps = 256;
+std::vector<std::pair<std::uint64_t, std::uint64_t>> cupti_gaps();
+std::string cupti_holder();  // the tool holding CUPTI now, "" for none
+
 // NVTX ranges in the `steptrace` domain, for Nsight timelines. Off unless a tool that collects
 // them is attached (nvtx_requested(); Nsight sets NVTX_INJECTION64_PATH), in which case every
 // record takes the library's slow path, which pushes and pops them.

@@ -19,6 +19,10 @@ device_counts device_record_counts() { return {}; }
 bool device_events_available() noexcept { return false; }
 std::uint32_t record_stream_event(std::unique_ptr<event_pool>&, void*) noexcept { return no_event; }
 event_result pair_elapsed(const event_pool&, std::uint32_t, std::uint32_t, float&) noexcept { return event_result::failed; }
+void yield_cupti(const std::string&) noexcept {}
+void reclaim_cupti() noexcept {}
+std::string cupti_holder() { return {}; }
+std::vector<std::pair<std::uint64_t, std::uint64_t>> cupti_gaps() { return {}; }
 bool nvtx_requested() noexcept { return false; }
 void nvtx_push(std::uint32_t) noexcept {}
 void nvtx_pop() noexcept {}

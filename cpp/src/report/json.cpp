@@ -64,7 +64,9 @@ json_doc gpu_json(const gpu_stats& g) {
                   {"kernels_per_step", g.kernels_per_step},
                   {"kernel_median_us", g.kernel_median_us},
                   {"incomplete_records", g.incomplete_records},
-                  {"dropped_records", g.dropped_records}};
+                  {"dropped_records", g.dropped_records},
+                  {"steps_viewed", g.steps_viewed},
+                  {"steps_without_records", g.steps_without_records}};
 }
 
 gpu_stats gpu_from(const json_doc& j) {
@@ -81,6 +83,9 @@ gpu_stats gpu_from(const json_doc& j) {
   g.kernel_median_us = number_at(j, "kernel_median_us");
   g.incomplete_records = count_at(j, "incomplete_records");
   g.dropped_records = count_at(j, "dropped_records");
+  // Absent from summaries written before they existed.
+  if (j.contains("steps_viewed")) g.steps_viewed = count_at(j, "steps_viewed");
+  if (j.contains("steps_without_records")) g.steps_without_records = count_at(j, "steps_without_records");
   return g;
 }
 

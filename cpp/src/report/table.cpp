@@ -131,6 +131,10 @@ std::string summary::table() const {
       line("{:<11}{} copies: {:.2f} MB, {} ms per step, {:.1f} GB/s, {:.0f}% from pageable memory", "", name,
            c.bytes_per_step / 1e6, ms(c.ms_per_step), c.gb_per_s, 100 * c.pageable_share);
     }
+    if (g.steps_without_records) {
+      line("{:<11}{} of {} steps ran while another tool (torch.profiler, Nsight) held CUPTI: the device figures are over the other {}",
+           "", g.steps_without_records, g.steps_without_records + g.steps_viewed, g.steps_viewed);
+    }
     if (g.dropped_records || g.incomplete_records) {
       line("{:<11}{} device records dropped at the buffer cap, {} still running at a flush (not counted)", "",
            g.dropped_records, g.incomplete_records);

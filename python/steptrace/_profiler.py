@@ -1,0 +1,63 @@
+"""torch.profiler and steptrace in one process: CUPTI has one set of activity callbacks, so while
+a profiler session that records CUDA activity runs, steptrace hands CUPTI to it and takes it back
+when the session stops (steps in between are counted apart in the device figures). Installed on
+torch's profiler module once torch is imported; touches nothing else."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from . import _core
+
+_installed = False
+
+
+def install() -> None:
+    """Wraps torch.autograd.profiler's session start and stop, once torch is imported."""
+    global _installed
+    if _installed:
+        return
+    module = sys.modules.get("torch.autograd.profiler")
+    if module is None:
+        return
+    _installed = True
+    wrap(module)
+
+
+def _records_cuda(activities: Any) -> bool:
+    try:
+        from torch.profiler import ProfilerActivity
+
+        return ProfilerActivity.CUDA in activities
+    except Exception:  # an unknown torch: assume it does, handing CUPTI over is always safe
+        return True
+
+
+def wrap(module: Any) -> None:
+    """Hands CUPTI over around ``module._prepare_profiler`` ... ``module._disable_profiler``."""
+    prepare = getattr(module, "_prepare_profiler", None)
+    disable = getattr(module, "_disable_profiler", None)
+    if prepare is None or disable is None or getattr(prepare, "_steptrace", False):
+        return
+
+    def _prepare_profiler(config: Any, activities: Any, *args: Any, **kwargs: Any) -> Any:
+        handed = _records_cuda(activities)
+        if handed:
+            _core.yield_cupti("torch.profiler")
+        try:
+            return prepare(config, activities, *args, **kwargs)
+        except BaseException:
+            if handed:
+                _core.reclaim_cupti()
+            raise
+
+    def _disable_profiler(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return disable(*args, **kwargs)
+        finally:
+            _core.reclaim_cupti()
+
+    _prepare_profiler._steptrace = True  # type: ignore[attr-defined]
+    module._prepare_profiler = _prepare_profiler
+    module._disable_profiler = _disable_profiler
