@@ -5,6 +5,11 @@
 //   pageable and pinned copies of known size: bytes exact, pageable share exact
 //   host spin while the GPU idles: idle attributed to that phase within 2% of step time
 //   a sync-heavy loop: every synchronisation counted
+//   CUDA events: steps and phases given a stream, the default stream, 2000 phases wrapping the
+//   event pool, two threads on two streams, cudaDeviceReset between two tracers
+//   `gpu_truth exit-in-flight`: exits with kernels still running (scripts/gpu checks it exits 0)
+//
+// Prints one line per check: `check <name>: PASS|FAIL <figures>`.
 #include <cuda_runtime.h>
 #include <steptrace/steptrace.hpp>
 
@@ -13,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -42,8 +48,8 @@ int failures = 0;
 
 void expect(const char* what, double measured, double expected, double tolerance) {
   const bool ok = std::fabs(measured - expected) <= tolerance;
-  std::printf("%-58s measured %12.4f  expected %12.4f  +-%.4f  %s\n", what, measured, expected, tolerance,
-              ok ? "ok" : "MISS");
+  std::printf("check %s: %s measured %.4f expected %.4f +-%.4f\n", what, ok ? "PASS" : "FAIL", measured, expected,
+              tolerance);
   failures += ok ? 0 : 1;
 }
 
@@ -56,7 +62,19 @@ steptrace::config quiet() {
 
 }  // namespace
 
-int main() {
+// Steps on the default tracer with 50 ms kernels left running, then a return from main: the
+// report at exit must come out and the process exit 0.
+int exit_in_flight() {
+  for (int i = 0; i < 4; ++i) {
+    STEPTRACE_STEP();
+    STEPTRACE_PHASE("compute");
+    spin_ns<<<1, 1>>>(50'000'000);
+  }
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "exit-in-flight") return exit_in_flight();
   cudaStream_t stream;
   check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
   spin_ns<<<1, 1, 0, stream>>>(1000);  // CUDA initialised before the first step
@@ -164,6 +182,72 @@ int main() {
     check_cuda(cudaDeviceSynchronize(), "default stream");
     const steptrace::summary s = t.summary();
     expect("step device time on the default stream (ms)", s.step_device_ms ? s.step_device_ms->mean : -1, 1.0, 0.02);
+  }
+
+  {  // 2000 phases on a stream, many more than the event pool's 512 slots: every one timed.
+    steptrace::tracer t(quiet());
+    for (int i = 0; i < 2002; ++i) {
+      steptrace::scoped_step step(t);
+      steptrace::scoped_phase p(t, steptrace::builtin::compute, stream);
+      spin_ns<<<1, 1, 0, stream>>>(20'000);
+      if (i % 100 == 99) cudaStreamSynchronize(stream);
+    }
+    check_cuda(cudaStreamSynchronize(stream), "pool");
+    const steptrace::summary s = t.summary();
+    const steptrace::phase_stats* compute = s.phase("compute");
+    expect("phases timed past the event pool's wrap-around", compute ? static_cast<double>(compute->device_calls) : 0,
+           2000, 0);
+  }
+
+  {  // Two threads, each with its own stream: each thread's phases timed on its own stream.
+    steptrace::tracer t(quiet());
+    auto worker = [&](double ms) {
+      cudaStream_t own;
+      check_cuda(cudaStreamCreate(&own), "thread stream");
+      for (int i = 0; i < 22; ++i) {
+        steptrace::scoped_step step(t);
+        steptrace::scoped_phase p(t, steptrace::builtin::compute, own);
+        spin_ns<<<1, 1, 0, own>>>(static_cast<unsigned long long>(ms * 1e6));
+        cudaStreamSynchronize(own);
+      }
+      cudaStreamDestroy(own);
+    };
+    std::thread a(worker, 1.0), b(worker, 3.0);
+    a.join();
+    b.join();
+    const steptrace::summary s = t.summary();
+    const steptrace::phase_stats* compute = s.phase("compute");
+    expect("two threads on two streams: phases timed", compute ? static_cast<double>(compute->device_calls) : 0, 40, 0);
+    expect("two threads on two streams: mean phase device time (ms)",
+           compute && compute->device_ms ? compute->device_ms->mean : -1, 2.0, 0.06);
+  }
+
+  {  // cudaDeviceReset with events pooled: later steps must neither crash nor time garbage.
+    {
+      steptrace::tracer t(quiet());
+      for (int i = 0; i < 5; ++i) {
+        steptrace::scoped_step step(t);
+        steptrace::scoped_phase p(t, steptrace::builtin::compute, stream);
+        spin_ns<<<1, 1, 0, stream>>>(100'000);
+      }
+      cudaStreamSynchronize(stream);
+    }
+    check_cuda(cudaDeviceReset(), "cudaDeviceReset");
+    check_cuda(cudaStreamCreate(&stream), "stream after reset");
+    steptrace::tracer t(quiet());
+    for (int i = 0; i < 12; ++i) {
+      steptrace::scoped_step step(t);
+      steptrace::scoped_phase p(t, steptrace::builtin::compute, stream);
+      spin_ns<<<1, 1, 0, stream>>>(1'000'000);
+      cudaStreamSynchronize(stream);
+    }
+    const steptrace::summary s = t.summary();
+    const steptrace::phase_stats* compute = s.phase("compute");
+    expect("after cudaDeviceReset: steps recorded", static_cast<double>(s.steps), 10, 0);
+    // Events made before the reset belong to a dead context: phases are either timed right on
+    // new ones or not timed at all, never wrong.
+    const bool sane = compute == nullptr || !compute->device_ms || std::fabs(compute->device_ms->mean - 1.0) < 0.03;
+    expect("after cudaDeviceReset: no wrong device time", sane ? 1 : 0, 1, 0);
   }
 
   std::printf("%s: %d miss%s\n", failures ? "FAILED" : "ALL MET", failures, failures == 1 ? "" : "es");

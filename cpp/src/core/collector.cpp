@@ -1,6 +1,7 @@
 // The collector: one background thread per tracer that drains every thread's ring into the
 // step builders, harvests CUDA event times, reads device records and samples CPU use. It polls adaptively, and
 // at once when a recording thread had to drain its own ring. See docs/architecture.md.
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,7 +17,10 @@ namespace steptrace::detail {
 void tracer_impl::start_collector() {
   if (collector_pid == getpid() || forked.load()) return;
   collector_pid = getpid();
-  collector = std::thread([this] { collect_loop(); });
+  collector = std::thread([this] {
+    pthread_setname_np(pthread_self(), "steptrace");  // as top, gdb and /proc show it
+    collect_loop();
+  });
 }
 
 void tracer_impl::collect_loop() {

@@ -1,0 +1,164 @@
+"""GPU checks with PyTorch, run by scripts/gpu on a GPU machine: one line per check,
+``check <name>: PASS|FAIL <figures>``; exits non-zero on any FAIL.
+
+  torch.profiler beside steptrace in three orders: the profiler's trace keeps every kernel, and
+  steptrace's device figures cover the steps outside the session (those inside counted apart)
+  CUDA graph capture and replay with steptrace phases on the capturing stream
+  torch.compile(mode="reduce-overhead") with steptrace on
+  the collector's CPU under ~100k kernels/s
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+import steptrace
+
+failures = 0
+
+
+def check(name: str, ok: bool, figures: str) -> None:
+    global failures
+    failures += 0 if ok else 1
+    print(f"check {name}: {'PASS' if ok else 'FAIL'} {figures}", flush=True)
+
+
+def quiet() -> steptrace.Tracer:
+    return steptrace.Tracer(warmup_steps=0, print_at_exit="never")
+
+
+def steps_of_kernels(tracer: steptrace.Tracer, n: int, x: torch.Tensor) -> None:
+    for _ in tracer.steps(range(n)):
+        with tracer.phase("compute"):
+            for _ in range(4):
+                x = torch.mm(x, x).tanh_()
+            torch.cuda.synchronize()
+
+
+def profiler_kernels(prof) -> int:
+    return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+
+
+def profiler_orders() -> None:
+    x = torch.randn(512, 512, device="cuda")
+    for order in ("steptrace, then a profiler session", "steps inside a profiler session",
+                  "a profiler session, then steptrace"):
+        tracer = quiet()
+        if order != "a profiler session, then steptrace":
+            steps_of_kernels(tracer, 5, x)  # steptrace holds CUPTI first
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            steps_of_kernels(tracer if order == "steps inside a profiler session" else quiet(), 5, x)
+        steps_of_kernels(tracer, 5, x)
+        s = tracer.summary().to_dict()
+        g = s.get("gpu") or {}
+        inside = 5 if order == "steps inside a profiler session" else 0
+        expected_viewed = s["steps"] - inside
+        ok = (profiler_kernels(prof) >= 20 and g.get("steps_viewed") == expected_viewed
+              and g.get("steps_without_records") == inside and g.get("kernels_per_step", 0) >= 4)
+        check(f"profiler order: {order}", ok,
+              f"profiler kernels {profiler_kernels(prof)} (>= 20), steptrace steps viewed {g.get('steps_viewed')} "
+              f"(expected {expected_viewed}), without records {g.get('steps_without_records')} (expected {inside}), "
+              f"kernels per step {g.get('kernels_per_step')} (>= 4); {s['backend']['reason']}")
+
+
+def graph_capture() -> None:
+    tracer = quiet()
+    static_in = torch.randn(256, 256, device="cuda")
+    stream = torch.cuda.Stream()
+    try:
+        with torch.cuda.stream(stream):
+            for _ in tracer.steps(range(3)):  # warm-up on the side stream, traced
+                with tracer.phase("compute", stream=stream):
+                    static_out = torch.mm(static_in, static_in)
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            with tracer.step(stream=torch.cuda.current_stream()):
+                with tracer.phase("compute", stream=torch.cuda.current_stream()):
+                    static_out = torch.mm(static_in, static_in)
+        for _ in tracer.steps(range(10)):
+            with tracer.phase("compute"):
+                graph.replay()
+                torch.cuda.synchronize()
+        expected = torch.mm(static_in, static_in)
+        check("CUDA graph capture with steptrace phases on the capturing stream",
+              torch.allclose(static_out, expected), "captured, replayed 10 times, result matches")
+    except Exception as e:  # a broken capture is the failure this check looks for
+        check("CUDA graph capture with steptrace phases on the capturing stream", False, repr(e))
+
+
+def compile_reduce_overhead() -> None:
+    tracer = quiet()
+    model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256)).cuda()
+    fast = torch.compile(model, mode="reduce-overhead")
+    x = torch.randn(64, 256, device="cuda")
+    try:
+        for _ in tracer.steps(range(12)):
+            with tracer.phase("compute", stream=torch.cuda.current_stream()):
+                y = fast(x)
+            torch.cuda.synchronize()
+        ok = torch.allclose(y, model(x), atol=1e-4)
+        check("torch.compile(mode='reduce-overhead') with steptrace on", ok, "12 steps, result matches eager")
+    except Exception as e:
+        check("torch.compile(mode='reduce-overhead') with steptrace on", False, repr(e))
+
+
+def thread_cpu_seconds(name_part: str) -> float:
+    total = 0.0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                comm = f.read().strip()
+            if name_part not in comm:
+                continue
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except OSError:
+            continue
+    return total
+
+
+def collector_load() -> None:
+    tracer = quiet()
+    xs = [torch.randn(16, device="cuda") for _ in range(100)]
+    with tracer.step():  # starts the collector and the backend
+        xs[0].add_(1.0)
+    collector_before = thread_cpu_seconds("steptrace")
+    start = time.perf_counter()
+    launched = 0
+    while time.perf_counter() - start < 3.0:
+        with tracer.step():
+            with tracer.phase("compute"):
+                for x in xs:
+                    x.add_(1.0)
+                launched += len(xs)
+    torch.cuda.synchronize()
+    s = tracer.summary().to_dict()
+    wall = time.perf_counter() - start
+    collector = thread_cpu_seconds("steptrace") - collector_before
+    check("collector under ~100k kernels/s", collector / wall <= 0.05,
+          f"{launched / wall:,.0f} kernels/s; collector thread CPU {100 * collector / wall:.2f}% of one core (<= 5%); "
+          f"kernels per step seen {s['gpu']['kernels_per_step'] if s.get('gpu') else None} (launched {len(xs)})")
+
+
+def main() -> int:
+    if not torch.cuda.is_available():
+        print("check cuda available: FAIL torch.cuda.is_available() is False")
+        return 1
+    torch.cuda.init()
+    for run in (profiler_orders, graph_capture, compile_reduce_overhead, collector_load):
+        try:
+            run()
+        except Exception as e:
+            check(run.__name__, False, f"raised {e!r}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
