@@ -214,7 +214,9 @@ void use_gpu_tables_for_testing(const cuda_driver& driver, const cupti_functions
   b.started.store(false);
   b.driver = cuda_driver{};
   b.cupti = cupti_functions{};
-  b.store = new record_store;  // the old one stays: a fake may still hold its buffers
+  static auto* retired = new std::vector<record_store*>;  // kept, never freed: a fake may hold their buffers
+  retired->push_back(b.store);
+  b.store = new record_store;
   b.fake = true;
   b.fake_driver = driver;
   b.fake_has_cupti = cupti != nullptr;
