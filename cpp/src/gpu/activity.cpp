@@ -85,6 +85,7 @@ void stop_activity() {
   if (api == nullptr) return;
   api->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   for (CUpti_ActivityKind kind : kinds) api->disable(kind);
+  if (api->flush_period) api->flush_period(0);  // the other tool flushes on its own schedule
 }
 
 void flush_activity(activity_flush how) {
