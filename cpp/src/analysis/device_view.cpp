@@ -1,7 +1,6 @@
 #include "analysis/device_view.hpp"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "steptrace/phase.hpp"
 
@@ -248,7 +247,6 @@ bool device_join::in_gap(const waiting& w) const {
 }
 
 void device_join::add_view(device_aggregate& to, const waiting& w) const {
-  fprintf(stderr, "view %llu..%llu records %zu first %llu\n", (unsigned long long)w.begin, (unsigned long long)w.end, records_.size(), records_.empty()?0ull:(unsigned long long)records_.front().start);
   if (in_gap(w)) {
     ++to.uncovered;
   } else {

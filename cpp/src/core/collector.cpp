@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <vector>
-#include <cstdio>
 
 #include "core/tracer_impl.hpp"
 #include "gpu/backend.hpp"
@@ -150,7 +149,6 @@ void tracer_impl::read_device(device_flush how) {
   std::uint64_t lost = 0;
   read_device_records(device->cursor, records, lost, how);
   device->totals.dropped += lost;
-  fprintf(stderr, "read_device how=%d cursor=%llu got=%zu retained=%zu\n", (int)how, (unsigned long long)device->cursor, records.size(), device->retained_records());
   device->add_records(records);
   device->set_gaps(cupti_gaps());
   // A step is viewed for good a second after the newest record has passed its end (its records
