@@ -123,8 +123,6 @@ class Tracer:
         An exception inside propagates unchanged and the step counts as failed. Opening a step
         on a thread that already has one open raises StepError. ``stream`` (as for ``phase``;
         0 is the default stream) also times the whole step on the device with CUDA events."""
-        if not _profiler._installed:
-            _profiler.install()  # torch may have been imported after steptrace
         scope = self._step if stream is None else self._step_on(_stream_handle(stream))
         return scope if fn is None else scope(fn)
 
@@ -179,7 +177,6 @@ class Tracer:
         If getting an item raises, or an interrupt (Ctrl-C) lands inside steptrace, the
         exception propagates unchanged and that step counts as failed. Whatever happens, nothing
         stays open on the thread. ``stream``: as for ``step``."""
-        _profiler.install()
         handle = None if stream is None else _stream_handle(stream)
         feeds = getattr(iterable, "_steptrace_feeds_steps", None)
         if feeds is not None:
@@ -274,7 +271,7 @@ def _cupti_dirs() -> list:
 
 
 _core.set_gpu_library_dirs(_cupti_dirs())
-_profiler.install()  # torch imported first: hand CUPTI to torch.profiler sessions from now on
+_profiler.install()  # hand CUPTI to torch.profiler sessions, whenever torch is imported
 
 
 def _report_at_exit() -> None:

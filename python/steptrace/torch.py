@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterator, Optional
 
-from . import _profiler
 from ._api import Tracer, default_tracer
 
 _FACTS = ("num_workers", "pin_memory", "prefetch_factor", "persistent_workers", "batch_size")
@@ -110,5 +109,3 @@ def to_device(batch: Any, device: Any, non_blocking: bool = True, tracer: Option
 
     with (tracer or default_tracer()).phase("h2d"):
         return move(batch)
-
-_profiler.install()

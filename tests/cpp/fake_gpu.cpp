@@ -30,7 +30,6 @@ struct state_t {
   std::set<CUstream> capturing;
   bool hold = false, fail = false, invalidated = false, refuse = false;
   double clock_ms = 0;
-  std::uint64_t recorded = 0;
   std::map<CUstream, std::uint64_t> recorded_on;
   CUpti_BuffersCallbackRequestFunc requested = nullptr;
   CUpti_BuffersCallbackCompleteFunc completed = nullptr;
@@ -100,7 +99,6 @@ CUresult event_record(CUevent e, CUstream s) {
   if (st().capturing.count(s)) st().invalidated = true;  // steptrace must never record into a capture
   st().clock_ms += 0.5;  // each event half a millisecond after the one before
   *ev = {true, st().hold, st().fail, st().clock_ms};
-  ++st().recorded;
   ++st().recorded_on[s];
   return CUDA_SUCCESS;
 }
@@ -205,7 +203,6 @@ fake_gpu::fake_gpu(bool with_cupti) {
     st().events.clear();
     st().capturing.clear();
     st().hold = st().fail = st().invalidated = st().refuse = false;
-    st().recorded = 0;
     st().recorded_on.clear();
     st().buffers.clear();
     st().owner = this;
@@ -273,10 +270,6 @@ bool fake_gpu::capture_invalidated() const {
   return st().invalidated;
 }
 bool fake_gpu::this_thread_capture_mode_is_global() const { return t_mode == CU_STREAM_CAPTURE_MODE_GLOBAL; }
-std::uint64_t fake_gpu::events_recorded() const {
-  std::lock_guard<std::mutex> lock(st().mutex);
-  return st().recorded;
-}
 std::uint64_t fake_gpu::events_recorded_on(void* s) const {
   std::lock_guard<std::mutex> lock(st().mutex);
   auto it = st().recorded_on.find(static_cast<CUstream>(s));

@@ -42,7 +42,6 @@ class fake_gpu {
   void end_capture(void* stream);
   bool capture_invalidated() const;          // an unsafe call broke a capture
   bool this_thread_capture_mode_is_global() const;
-  std::uint64_t events_recorded() const;
   std::uint64_t events_recorded_on(void* stream) const;
 
   // CUPTI: a buffer requested through steptrace's callback, filled with `records`; a buffer that

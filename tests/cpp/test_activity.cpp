@@ -32,6 +32,12 @@ std::pair<std::uint64_t, std::uint64_t> one_step(tracer& t) {
   return {begin, now_ns()};
 }
 
+// A 0.1 ms kernel in the middle of `window` (host clock, ns), in a CUPTI buffer of its own.
+void kernel_in(fake_gpu& gpu, std::pair<std::uint64_t, std::uint64_t> window, bool complete = true) {
+  const std::uint64_t mid = window.first + (window.second - window.first) / 2;
+  gpu.emit({kernel_record(mid, mid + 100'000)}, complete);
+}
+
 }  // namespace
 
 TEST_CASE("kernels reach the step they ran in", "[gpu][activity]") {
@@ -53,9 +59,7 @@ TEST_CASE("kernels reach the step they ran in", "[gpu][activity]") {
 TEST_CASE("work still running at summary() is read once it finishes, not lost as incomplete", "[gpu][activity]") {
   fake_gpu gpu;
   tracer t(steptrace::testing::quiet());
-  auto [b, e] = one_step(t);
-  const std::uint64_t mid = b + (e - b) / 2;
-  gpu.emit({kernel_record(mid, mid + 100'000)}, /*complete=*/false);
+  kernel_in(gpu, one_step(t), /*complete=*/false);
   summary s = t.summary();
   REQUIRE(s.gpu.has_value());
   CHECK(s.gpu->kernels_per_step == 0);  // not finished: not yet known
@@ -122,12 +126,8 @@ TEST_CASE("with CUPTI held by another tool steptrace runs on events and says why
 TEST_CASE("steptrace hands CUPTI to a profiler and takes it back after, in either order", "[gpu][activity]") {
   fake_gpu gpu;
   tracer t(steptrace::testing::quiet());
-  auto kernel_in = [&](std::pair<std::uint64_t, std::uint64_t> w) {
-    const std::uint64_t mid = w.first + (w.second - w.first) / 2;
-    gpu.emit({kernel_record(mid, mid + 100'000)});
-  };
   SECTION("steptrace first, then a profiler session, then steptrace again") {
-    kernel_in(one_step(t));
+    kernel_in(gpu, one_step(t));
     REQUIRE(gpu.steptrace_has_callbacks());
     gpu.emit({kernel_record(1, 2)});  // a buffer still with CUPTI when the profiler arrives
     detail::yield_cupti("torch.profiler");
@@ -135,13 +135,13 @@ TEST_CASE("steptrace hands CUPTI to a profiler and takes it back after, in eithe
     CHECK(gpu.kinds_enabled() == 0);
     CHECK_THAT(t.summary().backend.reason, Catch::Matchers::Contains("held by torch.profiler"));
     gpu.other_tool_starts();
-    for (int i = 0; i < 3; ++i) kernel_in(one_step(t));  // the profiler's records, not steptrace's
+    for (int i = 0; i < 3; ++i) kernel_in(gpu, one_step(t));  // the profiler's records, not steptrace's
     gpu.other_tool_stops();
     CHECK(gpu.other_tool_records() == 3);
     detail::reclaim_cupti();
     CHECK(gpu.steptrace_has_callbacks());
     CHECK(gpu.kinds_enabled() == 4);
-    for (int i = 0; i < 2; ++i) kernel_in(one_step(t));
+    for (int i = 0; i < 2; ++i) kernel_in(gpu, one_step(t));
     const summary s = t.summary();
     REQUIRE(s.gpu.has_value());
     CHECK(s.gpu->steps_without_records == 3);
@@ -154,7 +154,7 @@ TEST_CASE("steptrace hands CUPTI to a profiler and takes it back after, in eithe
   SECTION("a profiler already running when steptrace starts keeps CUPTI until it stops") {
     gpu.other_tool_starts();
     detail::yield_cupti("torch.profiler");
-    kernel_in(one_step(t));  // starts the backend: it must leave CUPTI alone
+    kernel_in(gpu, one_step(t));  // starts the backend: it must leave CUPTI alone
     CHECK_FALSE(gpu.steptrace_has_callbacks());
     summary s = t.summary();
     CHECK(s.backend.cupti);
@@ -163,7 +163,7 @@ TEST_CASE("steptrace hands CUPTI to a profiler and takes it back after, in eithe
     CHECK(gpu.other_tool_records() == 1);
     detail::reclaim_cupti();
     CHECK(gpu.steptrace_has_callbacks());
-    kernel_in(one_step(t));
+    kernel_in(gpu, one_step(t));
     s = t.summary();
     REQUIRE(s.gpu.has_value());
     CHECK(s.gpu->steps_without_records == 1);

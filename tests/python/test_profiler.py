@@ -59,17 +59,28 @@ def test_a_session_that_fails_to_start_gives_cupti_back():
     assert _core.cupti_holder() == ""
 
 
+@pytest.mark.parametrize("first", ["steptrace", "torch"])
+def test_the_profiler_is_wrapped_whichever_is_imported_first(first):
+    import subprocess
+    import sys
+
+    imports = "import steptrace, torch" if first == "steptrace" else "import torch, steptrace"
+    code = (f"{imports}\nimport torch.autograd.profiler as p\n"
+            "print(getattr(p._prepare_profiler, '_steptrace', False), getattr(p, '__loader__', None) is not None)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "True"]
+
+
 def test_torch_profiler_runs_inside_steps_and_its_trace_is_intact(tmp_path):
     import torch.autograd.profiler as autograd_profiler
 
+    assert getattr(autograd_profiler._prepare_profiler, "_steptrace", False)
     tracer = steptrace.Tracer(warmup_steps=0, print_at_exit="never")
     x = torch.randn(64, 64)
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in tracer.steps(range(5)):
             with tracer.phase("compute"):
                 torch.mm(x, x)
-    # steptrace was imported before torch here: its first steps() wrapped the profiler.
-    assert getattr(autograd_profiler._prepare_profiler, "_steptrace", False)
     names = [e.name for e in prof.events()]
     assert names.count("aten::mm") == 5
     prof.export_chrome_trace(str(tmp_path / "trace.json"))

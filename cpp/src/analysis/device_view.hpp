@@ -71,7 +71,6 @@ class device_join {
   // that overlaps one has no device records to trust: it is counted apart, never viewed.
   void set_gaps(std::vector<std::pair<std::uint64_t, std::uint64_t>> gaps) { gaps_ = std::move(gaps); }
   std::uint64_t newest_record_end() const noexcept { return newest_; }
-  std::size_t retained_records() const noexcept { return records_.size(); }
 
   device_aggregate totals;
   std::uint64_t cursor = 0;  // this reader's position in the backend's record store

@@ -157,6 +157,7 @@ summary tracer::summary() const { return collect_summary(true); }
 
 summary tracer::collect_summary(bool shown) const {
   ::steptrace::summary out;
+  detail::device_counts device_base;  // the backend's counts when this tracer started reading
   if (impl_->forked.load()) {  // no lock (its holder may not exist here), nothing recorded
     out.backend = {false, false,
                    "this process was forked from the one that created the tracer: its copy records nothing",
@@ -172,6 +173,7 @@ summary tracer::collect_summary(bool shown) const {
     // running stays with CUPTI and is read complete by a later summary.
     impl_->read_device(shown ? detail::device_flush::completed : detail::device_flush::forced);
     impl_->totals.fill(out, host_clock::ns_per_tick());
+    device_base = impl_->device_base;
     for (auto& t : impl_->threads) out.errors.unbalanced_phases += t->builder.unbalanced();
     out.facts = impl_->facts;
     if (shown) impl_->shown_steps = out.steps + out.warmup_steps + out.failed_steps;
@@ -183,9 +185,8 @@ summary tracer::collect_summary(bool shown) const {
   out.backend = {gpu.cuda, gpu.cupti, gpu.reason, host_clock_name()};
   if (out.gpu) {
     const detail::device_counts now = detail::device_record_counts();
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    out.gpu->incomplete_records = now.incomplete - impl_->device_base.incomplete;  // since this tracer's start or reset
-    out.gpu->dropped_records += now.dropped - impl_->device_base.dropped;  // CUPTI's, beside those the store let go unread
+    out.gpu->incomplete_records = now.incomplete - device_base.incomplete;  // since this tracer's start or reset
+    out.gpu->dropped_records += now.dropped - device_base.dropped;  // CUPTI's, beside those the store let go unread
   }
   detail::complete(out);
   return out;

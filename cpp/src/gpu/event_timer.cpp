@@ -54,8 +54,6 @@ event_result query_pair(const cuda_driver& d, const event_pool& pool, std::uint3
 
 }  // namespace
 
-bool device_events_available() noexcept { return loaded_driver().has_events(); }
-
 std::uint32_t record_stream_event(std::unique_ptr<event_pool>& pool, void* stream_handle) noexcept {
   const cuda_driver& d = loaded_driver();
   if (!d.has_events()) return no_event;

@@ -41,9 +41,6 @@ struct event_pool {
   }
 };
 
-// Whether CUDA event timing can work in this process (a driver with a device).
-bool device_events_available() noexcept;
-
 // Records an event on `stream` (nullptr: the legacy default stream) in a slot of `pool`, making
 // the pool on first use. no_event when none could be: no CUDA context yet (tried again next
 // time), every slot in flight, or the stream is being captured into a CUDA graph (an event

@@ -58,13 +58,16 @@ bool load_cupti(cupti_functions& c, const std::vector<std::string>& extra_dirs, 
   // The record layouts steptrace reads are the same in CUPTI 12 and 13 (gpu/cupti_records.hpp),
   // so either will do; the one already in the process (PyTorch's) comes first.
   const std::vector<std::string> sonames = {"libcupti.so.13", "libcupti.so.12"};
-  void* lib = nullptr;
-  for (const std::string& soname : sonames) {
-    if ((lib = open_loaded(soname)) != nullptr) {
-      loaded = soname;
-      break;
+  auto first_of = [&](auto open) -> void* {  // the first soname `open` finds, named in `loaded`
+    for (const std::string& soname : sonames) {
+      if (void* lib = open(soname)) {
+        loaded = soname;
+        return lib;
+      }
     }
-  }
+    return nullptr;
+  };
+  void* lib = first_of(open_loaded);
   if (lib == nullptr) {
     std::vector<std::string> dirs = extra_dirs;
     for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
@@ -75,12 +78,7 @@ bool load_cupti(cupti_functions& c, const std::vector<std::string>& extra_dirs, 
     }
     dirs.push_back("/usr/local/cuda/extras/CUPTI/lib64");
     dirs.push_back("/usr/local/cuda/lib64");
-    for (const std::string& soname : sonames) {
-      if ((lib = open_anywhere(soname, dirs)) != nullptr) {
-        loaded = soname;
-        break;
-      }
-    }
+    lib = first_of([&](const std::string& soname) { return open_anywhere(soname, dirs); });
   }
   if (lib == nullptr) {
     why = "libcupti (12 or 13) was not found";
