@@ -70,11 +70,16 @@ gpu_status start(backend& b, bool use_cupti) {
   b.driver = d;
   std::string why_not, loaded = "libcupti";
   cupti_functions c;
+  std::vector<std::string> dirs;
+  {
+    std::lock_guard<std::mutex> lock(b.mutex);  // set_gpu_library_dirs may run on another thread
+    dirs = b.dirs;
+  }
   if (!use_cupti) {
     why_not = "CUPTI is off (STEPTRACE_CUPTI=0)";
   } else if (!b.fake && std::getenv("CUDA_INJECTION64_PATH") != nullptr) {
     why_not = "CUPTI belongs to the tool injected with CUDA_INJECTION64_PATH (Nsight)";
-  } else if (b.fake ? (c = b.fake_cupti, !b.fake_has_cupti) : !load_cupti(c, b.dirs, loaded, why_not)) {
+  } else if (b.fake ? (c = b.fake_cupti, !b.fake_has_cupti) : !load_cupti(c, dirs, loaded, why_not)) {
     if (why_not.empty()) why_not = "no CUPTI";
   } else {
     b.cupti = c;
