@@ -37,6 +37,7 @@ struct state_t {
   fake_gpu* owner = nullptr;
   std::set<int> enabled;
   std::uint64_t other_records = 0;
+  std::uint64_t stream_lookups = 0;
 };
 
 state_t& st() {
@@ -46,7 +47,10 @@ state_t& st() {
 
 thread_local bool t_context = false;
 thread_local CUstreamCaptureMode t_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-const auto k_context = reinterpret_cast<CUcontext>(std::uintptr_t{0x1000});
+const auto k_context = reinterpret_cast<CUcontext>(std::uintptr_t{0x1000});  // device 0's
+constexpr std::uintptr_t k_streams_per_device = 0x100;  // stream n of device d: 0x100 * (d + 1) + n
+
+CUcontext context_of_device(std::uintptr_t d) { return reinterpret_cast<CUcontext>(0x1000 * (d + 1)); }
 
 fake_event* event_of(CUevent e) {
   const auto n = reinterpret_cast<std::uintptr_t>(e);
@@ -68,8 +72,9 @@ CUresult current_context(CUcontext* c) {
   return CUDA_SUCCESS;
 }
 CUresult stream_context(CUstream s, CUcontext* c) {
-  if (s == nullptr) return current_context(c);  // the legacy stream: the current context's
-  *c = k_context;
+  const auto n = reinterpret_cast<std::uintptr_t>(s);
+  if (n < k_streams_per_device) return current_context(c);  // the default streams: the current context's
+  *c = context_of_device(n / k_streams_per_device - 1);
   return CUDA_SUCCESS;
 }
 thread_local int t_pushed = 0;
@@ -179,6 +184,18 @@ CUptiResult dropped_records(CUcontext, uint32_t, size_t* n) {
   *n = st().owner ? static_cast<size_t>(std::exchange(st().owner->dropped, 0)) : 0;
   return CUPTI_SUCCESS;
 }
+CUptiResult context_id(CUcontext c, uint32_t* id) {
+  const auto n = reinterpret_cast<std::uintptr_t>(c);
+  if (n == 0 || n % 0x1000 != 0) return CUPTI_ERROR_INVALID_CONTEXT;
+  *id = static_cast<uint32_t>(n / 0x1000);  // device d: context id d + 1
+  return CUPTI_SUCCESS;
+}
+CUptiResult stream_id_ex(CUcontext, CUstream s, uint8_t, uint32_t* id) {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  ++st().stream_lookups;
+  *id = fake_gpu::stream_id(s);
+  return CUPTI_SUCCESS;
+}
 CUptiResult result_string(CUptiResult, const char** text) {
   *text = "fake CUPTI error";
   return CUPTI_SUCCESS;
@@ -194,6 +211,20 @@ fake_record kernel_record(std::uint64_t start, std::uint64_t end, std::uint32_t 
   k.end = end;
   k.streamId = stream;
   k.deviceId = device;
+  k.contextId = device + 1;
+  return r;
+}
+
+fake_record sync_record(std::uint64_t start, std::uint64_t end, std::uint32_t device, std::uint32_t stream) {
+  fake_record r;
+  auto& k = *reinterpret_cast<detail::cupti_records::sync*>(r.bytes);
+  k.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  k.type = stream == 0xffffffffu ? CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE
+                                 : CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+  k.start = start;
+  k.end = end;
+  k.contextId = device + 1;
+  k.streamId = stream;
   return r;
 }
 
@@ -208,6 +239,7 @@ fake_gpu::fake_gpu(bool with_cupti) {
     st().owner = this;
     st().enabled.clear();
     st().other_records = 0;
+    st().stream_lookups = 0;
     st().requested = nullptr;
     st().completed = nullptr;
   }
@@ -233,6 +265,8 @@ fake_gpu::fake_gpu(bool with_cupti) {
   c.next_record = next_record;
   c.dropped_records = dropped_records;
   c.result_string = result_string;
+  c.context_id = context_id;
+  c.stream_id = stream_id_ex;
   detail::use_gpu_tables_for_testing(d, with_cupti ? &c : nullptr);
 }
 
@@ -243,7 +277,18 @@ fake_gpu::~fake_gpu() {
   t_context = false;
 }
 
-void* fake_gpu::stream(int n) const { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(0x100 + n)); }
+void* fake_gpu::stream(int n, int device) const {
+  return reinterpret_cast<void*>(k_streams_per_device * static_cast<std::uintptr_t>(device + 1) +
+                                 static_cast<std::uintptr_t>(n));
+}
+std::uint32_t fake_gpu::stream_id(void* s) {
+  const auto n = reinterpret_cast<std::uintptr_t>(s);
+  return n < k_streams_per_device ? 7 : static_cast<std::uint32_t>(10 + n % k_streams_per_device);
+}
+std::uint64_t fake_gpu::stream_lookups() const {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  return st().stream_lookups;
+}
 void fake_gpu::set_current_context(bool on) { t_context = on; }
 void fake_gpu::hold_events(bool on) {
   std::lock_guard<std::mutex> lock(st().mutex);

@@ -24,7 +24,11 @@ namespace steptrace::testing {
 struct fake_record {
   alignas(8) unsigned char bytes[256] = {};
 };
+// Device n has CUPTI context id n + 1; stream is CUPTI's id (fake_gpu::stream_id).
 fake_record kernel_record(std::uint64_t start, std::uint64_t end, std::uint32_t stream = 7, std::uint32_t device = 0);
+// A blocking synchronisation: a context synchronise (no stream) unless `stream` is given.
+fake_record sync_record(std::uint64_t start, std::uint64_t end, std::uint32_t device = 0,
+                        std::uint32_t stream = 0xffffffffu);
 
 class fake_gpu {
  public:
@@ -33,7 +37,10 @@ class fake_gpu {
   fake_gpu(const fake_gpu&) = delete;
   fake_gpu& operator=(const fake_gpu&) = delete;
 
-  void* stream(int n) const;                 // a fake CUstream, in context 1
+  void* stream(int n, int device = 0) const;  // a fake CUstream (n >= 1) in that device's context
+  // CUPTI's id of a stream (nullptr: the legacy default stream, 7 as CUPTI often numbers it).
+  static std::uint32_t stream_id(void* stream);
+  std::uint64_t stream_lookups() const;       // cuptiGetStreamIdEx calls so far
   void set_current_context(bool on);         // the calling thread's current context
   void hold_events(bool on);                 // events recorded while on stay pending...
   void release_events();                     // ...until this

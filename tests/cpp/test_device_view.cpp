@@ -98,13 +98,42 @@ TEST_CASE("copies count bytes by direction and the pageable share", "[analysis][
 TEST_CASE("a step that named its stream sees only that stream", "[analysis][gpu]") {
   // Two threads' steps overlap in time on one device, each on its own stream.
   const std::vector<device_record> records = {kernel(0, 50, 1), kernel(20, 80, 2)};
-  const auto a = view_step(0, 100, {{0, 100, compute}}, records, 1);
-  const auto b = view_step(10, 100, {{10, 100, compute}}, records, 2);
+  const auto a = view_step(0, 100, {{0, 100, compute}}, records, {{0, 1}});
+  const auto b = view_step(10, 100, {{10, 100, compute}}, records, {{0, 2}});
   CHECK(a.busy == 50);
   CHECK(a.kernels == 1);
+  CHECK(a.idle_by_phase.at(compute) == 50);
+  CHECK(a.device_busy == 80);  // the device as a whole, both streams
+  CHECK_FALSE(a.all_streams);
   CHECK(b.busy == 60);
+  CHECK(b.device_busy == 70);  // cut to b's window
   const auto both = view_step(0, 100, {{0, 100, compute}}, records);
+  CHECK(both.all_streams);
   CHECK(both.busy == 80);
+  CHECK(both.device_busy == 80);
+  const auto two = view_step(0, 100, {{0, 100, compute}}, records, {{0, 1}, {0, 2}});
+  CHECK(two.busy == 80);
+  CHECK(two.kernels == 2);
+}
+
+TEST_CASE("stream ids are per context: another device's work is not the step's", "[analysis][gpu]") {
+  // Stream id 3 exists in context 1 (device 0) and context 2 (device 1).
+  device_record mine = kernel(10, 40, 3), theirs = kernel(30, 90, 3);
+  mine.context = 1;
+  theirs.context = 2;
+  theirs.device = 1;
+  device_record ctx_sync = sync(60, 70), other_sync = sync(75, 80);  // context synchronise: no stream
+  ctx_sync.context = 1;
+  other_sync.context = 2;
+  const std::vector<device_record> records = {mine, theirs, ctx_sync, other_sync};
+  const auto v = view_step(0, 100, {{0, 100, compute}}, records, {{1, 3}});
+  CHECK(v.busy == 30);
+  CHECK(v.device_busy == 30);  // device 1 is not one of the step's devices
+  CHECK(v.kernels == 1);
+  CHECK(v.syncs == 1);  // its own context's sync, not the other device's
+  const auto all = view_step(0, 100, {{0, 100, compute}}, records);
+  CHECK(all.busy == 80);
+  CHECK(all.syncs == 2);
 }
 
 TEST_CASE("the aggregate reports idle shares by phase and the median kernel", "[analysis][gpu]") {
@@ -170,6 +199,9 @@ TEST_CASE("the incremental join views every step exactly as a full rescan would"
     const std::uint64_t length = 1 + rng() % (i % 97 == 0 ? 5'000 : 60);  // now and then a long one
     device_record r = i % 11 == 0 ? copy(t, t + length, copy_kind::h2d, 64, i % 2 == 0)
                                   : i % 13 == 0 ? sync(t, t + length) : kernel(t, t + length, 1 + i % 3);
+    r.context = 1 + static_cast<std::uint32_t>(rng() % 2);  // two devices
+    if (r.kind == device_activity::memcpy) r.stream = 1 + static_cast<std::uint32_t>(rng() % 3);
+    if (r.kind == device_activity::sync && i % 2 == 0) r.stream = 1 + static_cast<std::uint32_t>(rng() % 3);
     all.push_back(r);
   }
   std::vector<std::pair<std::uint64_t, std::uint64_t>> steps;
@@ -179,10 +211,14 @@ TEST_CASE("the incremental join views every step exactly as a full rescan would"
   device_aggregate reference;
   std::vector<device_record> sorted = all;
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+  // Steps on every stream, on one stream, on two streams of one device, on streams of both.
+  const std::vector<std::vector<stream_key>> scopes = {{}, {{1, 2}}, {{1, 1}, {1, 3}}, {{1, 1}, {2, 1}}, {{2, 3}}};
+  std::size_t n = 0;
   for (auto [b, e] : steps) {
     std::vector<host_segment> segments = {{b, b + (e - b) / 3, input}, {b + (e - b) / 3, e, compute}};
-    reference.add(view_step(b, e, segments, sorted));
-    join.add_step(b, e, segments);
+    const std::vector<stream_key>& streams = scopes[n++ % scopes.size()];
+    reference.add(view_step(b, e, segments, sorted, streams));
+    join.add_step(b, e, segments, streams);
   }
   std::shuffle(all.begin(), all.end(), rng);
   for (std::size_t i = 0; i < all.size(); i += 700) {
@@ -204,6 +240,10 @@ TEST_CASE("the incremental join views every step exactly as a full rescan would"
     CHECK(a.idle_by_phase[i].first == b.idle_by_phase[i].first);
     CHECK(a.idle_by_phase[i].second == Approx(b.idle_by_phase[i].second).epsilon(1e-12));
   }
+  CHECK(a.device_busy_share == Approx(b.device_busy_share).epsilon(1e-12));
+  CHECK(a.steps_all_streams == b.steps_all_streams);
+  CHECK(a.steps_all_streams > 0);
+  CHECK(a.device_busy_share > a.busy_share);  // most steps see fewer streams than their devices run
   CHECK(a.busy_ms.total > 0);
   CHECK(a.idle_ms.total > 0);
 }

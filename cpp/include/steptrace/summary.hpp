@@ -81,9 +81,12 @@ struct copy_stats {
 
 // The device view, present when a GPU backend measured the steps.
 struct gpu_stats {
-  stat_ms busy_ms;   // per step: union of kernel, memcpy and memset intervals inside the step
+  // A step's own streams are those its phases (or the step) were given; a step given none is
+  // viewed on every stream of every device (steps_all_streams of them).
+  stat_ms busy_ms;   // per step: union of kernel, memcpy and memset intervals on its own streams
   stat_ms idle_ms;   // per step: the rest of the step
-  double busy_share = 0;  // device busy time / summed step time
+  double busy_share = 0;         // busy time on the steps' own streams / summed step time
+  double device_busy_share = 0;  // busy time of their devices, every stream / summed step time
   // Where the host was while the device sat idle: (phase, share of all idle time), largest first.
   std::vector<std::pair<std::string, double>> idle_by_phase;
   copy_stats h2d, d2h;
@@ -97,6 +100,7 @@ struct gpu_stats {
   // (torch.profiler, Nsight) held CUPTI during them.
   std::uint64_t steps_viewed = 0;
   std::uint64_t steps_without_records = 0;
+  std::uint64_t steps_all_streams = 0;  // viewed steps that named no stream
 };
 
 struct error_counts {

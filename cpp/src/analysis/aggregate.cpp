@@ -42,7 +42,8 @@ void aggregate::on_step(const built_step& s) {
     for (const host_segment& g : s.segments) {
       segments.push_back({host_clock::to_monotonic_ns(g.begin), host_clock::to_monotonic_ns(g.end), g.phase});
     }
-    device_->add_step(host_clock::to_monotonic_ns(s.begin), host_clock::to_monotonic_ns(s.end), std::move(segments));
+    device_->add_step(host_clock::to_monotonic_ns(s.begin), host_clock::to_monotonic_ns(s.end), std::move(segments),
+                      s.streams);
   }
 }
 

@@ -70,32 +70,70 @@ void busy_and_idle(step_device_view& v, std::uint64_t begin, std::uint64_t end, 
   if (end > at) attribute({at, end}, segments, cursor, v.idle_by_phase);
 }
 
+// Whether a record belongs to a step with these streams (empty: every stream).
+bool in_scope(const device_record& r, const std::vector<stream_key>& streams) {
+  if (streams.empty()) return true;
+  for (const stream_key& k : streams) {
+    if (k.context == r.context && (r.stream == no_stream || k.stream == r.stream)) return true;
+  }
+  return false;
+}
+
+bool on_devices_of(const device_record& r, const std::vector<stream_key>& streams) {
+  if (streams.empty()) return true;
+  for (const stream_key& k : streams) {
+    if (k.context == r.context) return true;
+  }
+  return false;
+}
+
+// Appends [begin, end) to a union built in order of begin.
+template <class Union>
+void extend(Union& u, std::uint64_t begin, std::uint64_t end) {
+  if (!u.empty() && begin <= u.back().end) {
+    u.back().end = std::max(u.back().end, end);
+  } else {
+    u.push_back({begin, end});
+  }
+}
+
+// The time [begin, end) overlaps a union.
+template <class It>
+std::uint64_t overlap(std::uint64_t begin, std::uint64_t end, It first, It last) {
+  std::uint64_t sum = 0;
+  for (It b = first; b != last && b->begin < end; ++b) {
+    if (b->end > begin) sum += std::min(b->end, end) - std::max(b->begin, begin);
+  }
+  return sum;
+}
+
 }  // namespace
 
 step_device_view view_step(std::uint64_t begin, std::uint64_t end, const std::vector<host_segment>& segments,
-                           const std::vector<device_record>& records, std::uint32_t stream) {
+                           const std::vector<device_record>& records, const std::vector<stream_key>& streams) {
   step_device_view v;
   v.window = end > begin ? end - begin : 0;
-  // Records are sorted by start: the union of those that occupy the device, and the counts of
+  v.all_streams = streams.empty();
+  // Records are sorted by start: the unions of those that occupy the device, and the counts of
   // those that start in the window (each counted in the step in which it starts, never twice).
-  std::vector<interval> busy;
+  std::vector<interval> busy, device;
   for (const device_record& r : records) {
     if (r.start >= end) break;
-    if (stream != 0 && r.stream != stream) continue;
-    if (r.start >= begin) count(v, r);
+    const bool own = in_scope(r, streams);
+    if (own && r.start >= begin) count(v, r);
     if (!occupies_device(r) || r.end <= begin) continue;
-    if (!busy.empty() && r.start <= busy.back().end) {
-      busy.back().end = std::max(busy.back().end, r.end);
-    } else {
-      busy.push_back({r.start, r.end});
-    }
+    if (own) extend(busy, r.start, r.end);
+    if (on_devices_of(r, streams)) extend(device, r.start, r.end);
   }
   busy_and_idle(v, begin, end, busy.begin(), busy.end(), segments);
+  v.device_busy = overlap(begin, end, device.begin(), device.end());
   return v;
 }
 
 void device_aggregate::add(const step_device_view& v) {
   ++steps_;
+  all_streams_ += v.all_streams ? 1 : 0;
+  device_busy_total_ += v.device_busy;
   busy_.add(v.busy);
   idle_.add(v.window - v.busy);
   busy_total_ += v.busy;
@@ -136,6 +174,8 @@ void device_aggregate::fill(gpu_stats& out) const {
   out.idle_ms = stats(idle_, idle_total_);
   const std::uint64_t windows = busy_total_ + idle_total_;
   out.busy_share = windows ? static_cast<double>(busy_total_) / static_cast<double>(windows) : 0.0;
+  out.device_busy_share = windows ? static_cast<double>(device_busy_total_) / static_cast<double>(windows) : 0.0;
+  out.steps_all_streams = all_streams_;
   out.idle_by_phase.clear();
   for (std::uint32_t id = 0; id < idle_by_phase_.size(); ++id) {
     if (idle_by_phase_[id] == 0 || idle_total_ == 0) continue;
@@ -156,67 +196,121 @@ void device_aggregate::fill(gpu_stats& out) const {
   out.steps_without_records = uncovered;
 }
 
-void device_join::add_step(std::uint64_t begin, std::uint64_t end, std::vector<host_segment> segments) {
+void device_join::add_step(std::uint64_t begin, std::uint64_t end, std::vector<host_segment> segments,
+                           std::vector<stream_key> streams) {
   if (waiting_.size() >= max_pending) join(waiting_.front().end + 1);  // view the oldest now
-  waiting_.push_back({begin, end, std::move(segments)});
+  waiting_.push_back({begin, end, std::move(segments), std::move(streams)});
 }
+
+namespace {
+
+// Merges `added` (sorted, disjoint) into `u`: only the part of `u` it can touch is rebuilt.
+template <class Interval>
+void merge_union(std::deque<Interval>& u, const std::vector<Interval>& added) {
+  if (added.empty()) return;
+  const auto from = std::lower_bound(u.begin(), u.end(), added.front().begin,
+                                     [](const Interval& x, std::uint64_t t) { return x.end < t; });
+  std::vector<Interval> kept(from, u.end());
+  u.erase(from, u.end());
+  std::size_t i = 0, j = 0;
+  while (i < kept.size() || j < added.size()) {
+    const Interval& x = j == added.size() || (i < kept.size() && kept[i].begin < added[j].begin) ? kept[i++] : added[j++];
+    extend(u, x.begin, x.end);
+  }
+}
+
+// Adds `batch` (sorted by start) to records kept sorted by start: only the kept ones that start
+// after the batch's first are merged with it.
+void merge_records(std::deque<device_record>& kept, const std::vector<device_record>& batch) {
+  auto by_start = [](const device_record& a, const device_record& b) { return a.start < b.start; };
+  const auto tail = std::upper_bound(kept.begin(), kept.end(), batch.front(), by_start) - kept.begin();
+  const auto old_end = static_cast<std::ptrdiff_t>(kept.size());
+  kept.insert(kept.end(), batch.begin(), batch.end());
+  std::inplace_merge(kept.begin() + tail, kept.begin() + old_end, kept.end(), by_start);
+}
+
+}  // namespace
 
 void device_join::add_records(const std::vector<device_record>& records) {
   if (records.empty()) return;
   std::vector<device_record> batch(records);
-  auto by_start = [](const device_record& a, const device_record& b) { return a.start < b.start; };
-  std::sort(batch.begin(), batch.end(), by_start);
-  // Records: only the kept ones that start after the batch's first need merging with it.
-  const auto tail = std::upper_bound(records_.begin(), records_.end(), batch.front(), by_start) - records_.begin();
-  const auto old_end = static_cast<std::ptrdiff_t>(records_.size());
-  records_.insert(records_.end(), batch.begin(), batch.end());
-  std::inplace_merge(records_.begin() + tail, records_.begin() + old_end, records_.end(), by_start);
-  // Busy time: the batch's own union, merged with the part of the kept union it can touch.
-  std::vector<interval> added;
-  for (const device_record& r : batch) {
-    newest_ = std::max(newest_, r.end);
-    if (!occupies_device(r) || r.end <= r.start) continue;
-    if (!added.empty() && r.start <= added.back().end) {
-      added.back().end = std::max(added.back().end, r.end);
-    } else {
-      added.push_back({r.start, r.end});
+  std::stable_sort(batch.begin(), batch.end(), [](const device_record& a, const device_record& b) {
+    const stream_key ka{a.context, a.stream}, kb{b.context, b.stream};
+    return ka < kb || (ka == kb && a.start < b.start);
+  });
+  // One run per stream, each sorted by start: into its track, its stream's and context's unions.
+  std::vector<interval> all;
+  for (std::size_t i = 0; i < batch.size();) {
+    const stream_key key{batch[i].context, batch[i].stream};
+    std::size_t j = i;
+    std::vector<interval> added;
+    while (j < batch.size() && stream_key{batch[j].context, batch[j].stream} == key) {
+      const device_record& r = batch[j++];
+      newest_ = std::max(newest_, r.end);
+      if (occupies_device(r) && r.end > r.start) extend(added, r.start, r.end);
     }
+    track& t = streams_[key];
+    merge_records(t.records, std::vector<device_record>(batch.begin() + static_cast<std::ptrdiff_t>(i),
+                                                         batch.begin() + static_cast<std::ptrdiff_t>(j)));
+    merge_union(t.busy, added);
+    merge_union(context_busy_[key.context], added);
+    all.insert(all.end(), added.begin(), added.end());
+    i = j;
   }
-  if (!added.empty()) merge_busy(added);
+  // Every device: the streams' unions, merged in order of begin.
+  std::sort(all.begin(), all.end(), [](const interval& a, const interval& b) { return a.begin < b.begin; });
+  std::vector<interval> joined;
+  for (const interval& x : all) extend(joined, x.begin, x.end);
+  merge_union(busy_, joined);
 }
 
-void device_join::merge_busy(const std::vector<interval>& added) {
-  // The first kept interval that ends at or after the batch begins: everything before it stays.
-  const auto from = std::lower_bound(busy_.begin(), busy_.end(), added.front().begin,
-                                     [](const interval& x, std::uint64_t t) { return x.end < t; });
-  std::vector<interval> kept(from, busy_.end());
-  busy_.erase(from, busy_.end());
-  auto push = [&](interval x) {
-    if (!busy_.empty() && x.begin <= busy_.back().end) {
-      busy_.back().end = std::max(busy_.back().end, x.end);
-    } else {
-      busy_.push_back(x);
-    }
-  };
-  std::size_t i = 0, j = 0;
-  while (i < kept.size() || j < added.size()) {
-    if (j == added.size() || (i < kept.size() && kept[i].begin < added[j].begin)) {
-      push(kept[i++]);
-    } else {
-      push(added[j++]);
-    }
-  }
+void device_join::count_in(const track& t, const waiting& w, step_device_view& v) const {
+  auto first = std::lower_bound(t.records.begin(), t.records.end(), w.begin,
+                                [](const device_record& r, std::uint64_t at) { return r.start < at; });
+  for (auto r = first; r != t.records.end() && r->start < w.end; ++r) count(v, *r);
 }
 
 step_device_view device_join::view(const waiting& w) const {
   step_device_view v;
   v.window = w.end > w.begin ? w.end - w.begin : 0;
-  auto first = std::lower_bound(records_.begin(), records_.end(), w.begin,
-                                [](const device_record& r, std::uint64_t t) { return r.start < t; });
-  for (auto r = first; r != records_.end() && r->start < w.end; ++r) count(v, *r);
-  auto busy = std::lower_bound(busy_.begin(), busy_.end(), w.begin,
-                               [](const interval& x, std::uint64_t t) { return x.end <= t; });
-  busy_and_idle(v, w.begin, w.end, busy, busy_.end(), w.segments);
+  v.all_streams = w.streams.empty();
+  auto in_window = [&](const busy_union& u) {
+    return std::lower_bound(u.begin(), u.end(), w.begin, [](const interval& x, std::uint64_t t) { return x.end <= t; });
+  };
+  if (v.all_streams) {
+    for (const auto& [key, t] : streams_) count_in(t, w, v);
+    busy_and_idle(v, w.begin, w.end, in_window(busy_), busy_.end(), w.segments);
+    v.device_busy = v.busy;
+    return v;
+  }
+  // The step's streams, the syncs of their contexts that name no stream, and the unions of both.
+  std::vector<std::uint32_t> contexts;
+  for (const stream_key& k : w.streams) {
+    if (std::find(contexts.begin(), contexts.end(), k.context) == contexts.end()) contexts.push_back(k.context);
+  }
+  std::vector<interval> busy, device;
+  auto gather = [&](const busy_union& u, std::vector<interval>& out) {
+    for (auto b = in_window(u); b != u.end() && b->begin < w.end; ++b) out.push_back(*b);
+  };
+  for (const stream_key& k : w.streams) {
+    if (auto t = streams_.find(k); t != streams_.end()) {
+      count_in(t->second, w, v);
+      gather(t->second.busy, busy);
+    }
+  }
+  for (std::uint32_t c : contexts) {
+    if (auto t = streams_.find(stream_key{c, no_stream}); t != streams_.end()) count_in(t->second, w, v);
+    if (auto u = context_busy_.find(c); u != context_busy_.end()) gather(u->second, device);
+  }
+  auto as_union = [](std::vector<interval>& xs) {
+    std::sort(xs.begin(), xs.end(), [](const interval& a, const interval& b) { return a.begin < b.begin; });
+    std::vector<interval> u;
+    for (const interval& x : xs) extend(u, x.begin, x.end);
+    return u;
+  };
+  const std::vector<interval> own = as_union(busy), whole = as_union(device);
+  busy_and_idle(v, w.begin, w.end, own.begin(), own.end(), w.segments);
+  v.device_busy = overlap(w.begin, w.end, whole.begin(), whole.end());
   return v;
 }
 
@@ -235,8 +329,20 @@ void device_join::join(std::uint64_t before) {
 }
 
 void device_join::let_go(std::uint64_t before) {
-  while (!records_.empty() && records_.front().start < before) records_.pop_front();
-  while (!busy_.empty() && busy_.front().end < before) busy_.pop_front();
+  auto drop = [before](busy_union& u) {
+    while (!u.empty() && u.front().end < before) u.pop_front();
+  };
+  for (auto it = streams_.begin(); it != streams_.end();) {
+    auto& records = it->second.records;
+    while (!records.empty() && records.front().start < before) records.pop_front();
+    drop(it->second.busy);
+    it = records.empty() && it->second.busy.empty() ? streams_.erase(it) : std::next(it);
+  }
+  for (auto it = context_busy_.begin(); it != context_busy_.end();) {
+    drop(it->second);
+    it = it->second.empty() ? context_busy_.erase(it) : std::next(it);
+  }
+  drop(busy_);
 }
 
 bool device_join::in_gap(const waiting& w) const {

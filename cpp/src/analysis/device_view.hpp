@@ -3,10 +3,17 @@
 //
 // Device records are cut to the step's window for busy and idle time; copies, syncs and
 // kernels are counted in the step in which they start, so none is counted twice.
+//
+// A step sees its own streams: those its phases (or the step itself) were given, on their own
+// devices. Busy and idle time, the idle attribution and the counts are over them; a sync with no
+// stream (context or event synchronise) counts in the steps with a stream in its context. The
+// busy time of those devices as a whole, every stream, is kept apart (device_busy). A step that
+// named no stream sees every stream of every device.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,7 +25,9 @@
 namespace steptrace::detail {
 
 struct step_device_view {
-  std::uint64_t window = 0, busy = 0;             // ns
+  std::uint64_t window = 0, busy = 0;             // ns; busy: on the step's own streams
+  std::uint64_t device_busy = 0;                  // ns: its devices' busy time, every stream
+  bool all_streams = false;                       // it named no stream: busy is device-wide
   std::vector<std::uint64_t> idle_by_phase;       // ns, by phase id
   std::uint64_t h2d_bytes = 0, h2d_pageable_bytes = 0, h2d_ns = 0, h2d_count = 0;
   std::uint64_t d2h_bytes = 0, d2h_pageable_bytes = 0, d2h_ns = 0, d2h_count = 0;
@@ -27,10 +36,10 @@ struct step_device_view {
   std::vector<std::uint64_t> kernel_ns;
 };
 
-// records: sorted by start. segments: the step's host segments, already in ns. stream: when
-// nonzero, only that stream's device work counts (a step that named its stream).
+// The reference view, visiting every record. records: sorted by start. segments: the step's host
+// segments, already in ns. streams: the step's own (empty: every stream).
 step_device_view view_step(std::uint64_t begin, std::uint64_t end, const std::vector<host_segment>& segments,
-                           const std::vector<device_record>& records, std::uint32_t stream = 0);
+                           const std::vector<device_record>& records, const std::vector<stream_key>& streams = {});
 
 class device_aggregate {
  public:
@@ -44,15 +53,16 @@ class device_aggregate {
 
  private:
   histogram busy_, idle_, kernel_;
-  std::uint64_t steps_ = 0, busy_total_ = 0, idle_total_ = 0;
+  std::uint64_t steps_ = 0, busy_total_ = 0, idle_total_ = 0, device_busy_total_ = 0, all_streams_ = 0;
   std::vector<std::uint64_t> idle_by_phase_;
   step_device_view totals_;
 };
 
 // Holds counted steps until the device records of their window have arrived, then views them.
-// Incremental: each record is merged once into the device's busy union (disjoint intervals) and
-// kept by start for counting, so a step's view visits only what lies in its window, found by
-// binary search, however many records are retained. Bounded: at most max_pending steps wait,
+// Incremental: each record is kept by start in its stream's track and merged once into three busy
+// unions (disjoint intervals): its stream's, its context's and every device's. A step's view
+// visits only what lies in its window on its own streams, found by binary search, however many
+// records are retained. Bounded: at most max_pending steps wait,
 // and records older than every waiting step (or, with none waiting, older than retain_ns
 // before the newest) are let go.
 class device_join {
@@ -60,7 +70,8 @@ class device_join {
   static constexpr std::size_t max_pending = 16384;
   static constexpr std::uint64_t retain_ns = 10'000'000'000;
 
-  void add_step(std::uint64_t begin, std::uint64_t end, std::vector<host_segment> segments);
+  void add_step(std::uint64_t begin, std::uint64_t end, std::vector<host_segment> segments,
+                std::vector<stream_key> streams = {});
   void add_records(const std::vector<device_record>& records);  // any order
   // Views every waiting step that ended before `before` for good (all of them with UINT64_MAX).
   void join(std::uint64_t before);
@@ -79,18 +90,25 @@ class device_join {
   struct waiting {
     std::uint64_t begin, end;
     std::vector<host_segment> segments;
+    std::vector<stream_key> streams;
   };
   struct interval {
     std::uint64_t begin, end;
   };
+  using busy_union = std::deque<interval>;  // sorted, disjoint
+  struct track {
+    std::deque<device_record> records;  // sorted by start
+    busy_union busy;
+  };
   step_device_view view(const waiting& w) const;
+  void count_in(const track& t, const waiting& w, step_device_view& v) const;
   bool in_gap(const waiting& w) const;
   void add_view(device_aggregate& to, const waiting& w) const;
-  void merge_busy(const std::vector<interval>& added);  // sorted, disjoint
   void let_go(std::uint64_t before);
   std::deque<waiting> waiting_;
-  std::deque<device_record> records_;  // sorted by start
-  std::deque<interval> busy_;          // the union of device-occupying records: sorted, disjoint
+  std::map<stream_key, track> streams_;  // syncs with no stream under {context, no_stream}
+  std::map<std::uint32_t, busy_union> context_busy_;  // every stream of the context
+  busy_union busy_;                                   // every stream of every device
   std::uint64_t newest_ = 0;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> gaps_;
 };

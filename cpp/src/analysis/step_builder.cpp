@@ -57,6 +57,8 @@ void step_builder::clear_step() {
   }
   touched_.clear();
   segments_.clear();
+  stream_mask_ = 0;
+  stream_unknown_ = false;
 }
 
 void step_builder::release_capture(step_sink& sink) {
@@ -119,7 +121,11 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
         counted_any_ = counted_any_ || (!warmup && !failed);
         ++finished_;
         pair_step_events(!warmup && !failed);  // device time of counted steps only
-        sink.on_step(built_step{begin_, t, set_aside_, failed, warmup, first, thread_, slices_, segments_});
+        streams_.clear();
+        for (std::uint32_t i = 0; !stream_unknown_ && i < max_streams; ++i) {
+          if (stream_mask_ >> i & 1) streams_.push_back(stream_table_[i]);
+        }
+        sink.on_step(built_step{begin_, t, set_aside_, failed, warmup, first, thread_, slices_, segments_, streams_});
       }
       discard_step_ = false;
       clear_step();
@@ -172,6 +178,10 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
     case record_kind::step_event_begin:
     case record_kind::step_event_end:
       note_event(r);
+      break;
+
+    case record_kind::stream_scope:
+      if (accounting()) note_stream(r.id);
       break;
 
     case record_kind::phase_end: {
@@ -276,6 +286,14 @@ void step_builder::note_event(const record& r) {
   } else {
     if (end_event_ != no_event) event_pairs_.push_back({0, end_event_, no_event});
     end_event_ = r.id;
+  }
+}
+
+void step_builder::note_stream(std::uint32_t index) {
+  if (index < max_streams && stream_table_ != nullptr) {
+    stream_mask_ |= std::uint64_t{1} << index;
+  } else {
+    stream_unknown_ = true;
   }
 }
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "gpu/device_record.hpp"
 #include "steptrace/detail/ring.hpp"
 
 namespace steptrace::detail {
@@ -44,6 +45,7 @@ struct built_step {
   const std::vector<phase_slice>& phases;      // only phases with time or calls in this step
   const std::vector<host_segment>& segments;   // in time order; at most max_segments (empty
                                                // unless the builder keeps segments)
+  const std::vector<stream_key>& streams;      // the streams it worked on (empty: not known, or none)
 };
 
 class step_sink {
@@ -68,7 +70,13 @@ class step_builder {
  public:
   static constexpr std::size_t max_segments = 4096;  // past this a step's last segment grows
 
-  step_builder(std::uint32_t warmup_steps, std::uint32_t thread) : warmup_(warmup_steps), thread_(thread) {}
+  // A thread names at most this many streams: stream_scope records index its table of them.
+  static constexpr std::uint32_t max_streams = max_thread_streams;
+
+  // stream_table: the thread's streams, written by the thread before the stream_scope record
+  // that names one (nullptr: none are named).
+  step_builder(std::uint32_t warmup_steps, std::uint32_t thread, const stream_key* stream_table = nullptr)
+      : warmup_(warmup_steps), thread_(thread), stream_table_(stream_table) {}
 
   // Records in the order the thread wrote them. One call per run of records: the loop, and
   // the builder's state, stay in one function.
@@ -111,12 +119,17 @@ class step_builder {
   inline void add_segment(std::uint64_t begin, std::uint64_t end, std::uint32_t id);
   inline void consume_one(const record& r, step_sink& sink);
   void note_event(const record& r);
+  void note_stream(std::uint32_t index);
   void note_exclude(const record& r, step_sink& sink);
   void close_exclusion(std::uint64_t t);
   void pair_step_events(bool timed);
   void free_event(std::uint32_t& slot);
 
   std::uint32_t warmup_, thread_;
+  const stream_key* stream_table_;
+  std::uint64_t stream_mask_ = 0;  // the current step's streams, by index in stream_table_
+  bool stream_unknown_ = false;    // it used a stream with no index: it is viewed on every stream
+  std::vector<stream_key> streams_;
   std::uint64_t finished_ = 0, unbalanced_ = 0;
   bool in_step_ = false;
   bool discard_step_ = false;  // the open step began before a reset

@@ -17,6 +17,7 @@
 #include "core/stream_events.hpp"
 #include "core/thread_binding.hpp"
 #include "gpu/backend.hpp"
+#include "gpu/stream_ids.hpp"
 #include "record/clock.hpp"
 #include "record/cpu_load.hpp"
 #include "steptrace/config.hpp"
@@ -28,7 +29,7 @@ namespace steptrace::detail {
 // touched only under tracer_impl::mutex.
 struct thread_state {
   thread_state(std::uint32_t ring_records, std::uint32_t warmup, std::uint32_t thread)
-      : records(ring_records), builder(warmup, thread) {}
+      : records(ring_records), builder(warmup, thread, streams.keys) {}
 
   ring records;
   bool step_open = false;              // producer
@@ -37,6 +38,7 @@ struct thread_state {
   std::uint32_t exclude_depth = 0;     // producer: set-aside spans open on the thread
   std::uint32_t step_exclude_depth = 0;  // producer: exclude_depth when the open step began
   std::unique_ptr<event_pool> events;  // producer creates it (first stream phase with a context); both read it
+  stream_table streams;                // producer appends; the builder reads the entries its records name
   alignas(64) step_builder builder;    // consumer (its own cache lines: written per record)
   bool retired = false;  // consumer: its thread exited; the memory may serve a new thread
 };

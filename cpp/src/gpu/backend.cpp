@@ -108,6 +108,11 @@ gpu_status start(backend& b, bool use_cupti) {
 
 const cuda_driver& loaded_driver() noexcept { return state().driver; }
 
+const cupti_functions* loaded_cupti() noexcept {
+  backend& b = state();  // b.cupti is written before `started`, and never again while in use
+  return b.started.load(std::memory_order_acquire) && b.cupti.complete() ? &b.cupti : nullptr;
+}
+
 void set_gpu_library_dirs(std::vector<std::string> dirs) {
   std::lock_guard<std::mutex> lock(state().mutex);
   state().dirs = std::move(dirs);

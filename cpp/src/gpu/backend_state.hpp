@@ -7,5 +7,7 @@ namespace steptrace::detail {
 
 // The driver as loaded by start_gpu_backend; an empty table before it, or without a driver.
 const cuda_driver& loaded_driver() noexcept;
+// CUPTI as loaded by start_gpu_backend; nullptr before it, or without CUPTI.
+const cupti_functions* loaded_cupti() noexcept;
 
 }  // namespace steptrace::detail

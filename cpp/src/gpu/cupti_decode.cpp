@@ -5,6 +5,8 @@
 namespace steptrace::detail {
 namespace {
 
+static_assert(static_cast<std::uint32_t>(CUPTI_SYNCHRONIZATION_INVALID_VALUE) == no_stream);  // -1 in 12.x headers
+
 using kernel_record = cupti_records::kernel;
 using memcpy_record = cupti_records::memcpy;
 using memset_record = cupti_records::memset;
@@ -46,6 +48,7 @@ decoded decode(const CUpti_Activity& activity, device_record& out) noexcept {
       const auto& k = reinterpret_cast<const kernel_record&>(activity);
       out.kind = device_activity::kernel;
       out.device = k.deviceId;
+      out.context = k.contextId;
       out.stream = k.streamId;
       return timed(out, k.start, k.end);
     }
@@ -57,6 +60,7 @@ decoded decode(const CUpti_Activity& activity, device_record& out) noexcept {
       out.pageable = host_side == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
       out.bytes = m.bytes;
       out.device = m.deviceId;
+      out.context = m.contextId;
       out.stream = m.streamId;
       return timed(out, m.start, m.end);
     }
@@ -65,6 +69,7 @@ decoded decode(const CUpti_Activity& activity, device_record& out) noexcept {
       out.kind = device_activity::memset;
       out.bytes = m.bytes;
       out.device = m.deviceId;
+      out.context = m.contextId;
       out.stream = m.streamId;
       return timed(out, m.start, m.end);
     }
@@ -72,7 +77,8 @@ decoded decode(const CUpti_Activity& activity, device_record& out) noexcept {
       const auto& s = reinterpret_cast<const sync_record&>(activity);
       if (!blocks_host(s.type)) return decoded::ignored;
       out.kind = device_activity::sync;
-      out.stream = s.streamId;
+      out.context = s.contextId;
+      out.stream = s.streamId;  // CUPTI_SYNCHRONIZATION_INVALID_VALUE (no_stream) but for stream syncs
       return timed(out, s.start, s.end);
     }
     default:

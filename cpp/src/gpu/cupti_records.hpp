@@ -31,12 +31,12 @@ using memset = CUpti_ActivityMemset4;
 // The layout shared by CUPTI 12.6 to 13.x for the fields steptrace reads (scripts/test builds
 // against the 12.6, 12.9 and 13 headers).
 static_assert(offsetof(kernel, start) == 16 && offsetof(kernel, end) == 24);
-static_assert(offsetof(kernel, deviceId) == 40 && offsetof(kernel, streamId) == 48);
+static_assert(offsetof(kernel, deviceId) == 40 && offsetof(kernel, contextId) == 44 && offsetof(kernel, streamId) == 48);
 static_assert(offsetof(memcpy, copyKind) == 4 && offsetof(memcpy, srcKind) == 5 && offsetof(memcpy, dstKind) == 6);
 static_assert(offsetof(memcpy, bytes) == 8 && offsetof(memcpy, start) == 16 && offsetof(memcpy, end) == 24);
-static_assert(offsetof(memcpy, deviceId) == 32 && offsetof(memcpy, streamId) == 40);
+static_assert(offsetof(memcpy, deviceId) == 32 && offsetof(memcpy, contextId) == 36 && offsetof(memcpy, streamId) == 40);
 static_assert(offsetof(memset, bytes) == 8 && offsetof(memset, start) == 16 && offsetof(memset, end) == 24);
-static_assert(offsetof(memset, deviceId) == 32 && offsetof(memset, streamId) == 40);
+static_assert(offsetof(memset, deviceId) == 32 && offsetof(memset, contextId) == 36 && offsetof(memset, streamId) == 40);
 static_assert(offsetof(sync, type) == 4 && offsetof(sync, start) == 8 && offsetof(sync, end) == 16);
 static_assert(offsetof(sync, contextId) == 28 && offsetof(sync, streamId) == 32);
 

@@ -6,14 +6,28 @@
 namespace steptrace::detail {
 
 enum class device_activity : std::uint8_t { kernel, memcpy, memset, sync };
+// The streams one thread can name for its steps' device view (gpu/stream_ids.hpp).
+inline constexpr std::uint32_t max_thread_streams = 64;
+
+// A device record's stream, or a step's: CUPTI's ids, a stream id being unique within its
+// context only. `stream` is no_stream for a sync with none (context and event synchronise).
+inline constexpr std::uint32_t no_stream = 0xffffffffu;
+struct stream_key {
+  std::uint32_t context = 0, stream = no_stream;
+  friend bool operator==(stream_key a, stream_key b) { return a.context == b.context && a.stream == b.stream; }
+  friend bool operator<(stream_key a, stream_key b) {
+    return a.context != b.context ? a.context < b.context : a.stream < b.stream;
+  }
+};
 enum class copy_kind : std::uint8_t { h2d, d2h, d2d, other };
 
 struct device_record {
   device_activity kind = device_activity::kernel;
   copy_kind copy = copy_kind::other;  // memcpy only
   bool pageable = false;              // memcpy: the host side was pageable (not pinned) memory
-  std::uint32_t device = 0;
-  std::uint32_t stream = 0;
+  std::uint32_t device = 0;   // unknown (0) for syncs
+  std::uint32_t context = 0;  // CUPTI's context id
+  std::uint32_t stream = no_stream;
   std::uint64_t start = 0, end = 0;  // host clock, nanoseconds (host_clock::to_monotonic_ns scale)
   std::uint64_t bytes = 0;           // memcpy, memset
 };

@@ -42,6 +42,8 @@ struct cupti_functions {
   decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
   decltype(&cuptiActivityGetNumDroppedRecords) dropped_records = nullptr;  // optional
   decltype(&cuptiGetResultString) result_string = nullptr;
+  decltype(&cuptiGetContextId) context_id = nullptr;    // optional: steps' own streams (gpu/stream_ids.hpp)
+  decltype(&cuptiGetStreamIdEx) stream_id = nullptr;    // optional: likewise
 
   bool complete() const noexcept {
     return enable && disable && register_callbacks && register_timestamp && flush_all && next_record && result_string;

@@ -93,6 +93,8 @@ bool load_cupti(cupti_functions& c, const std::vector<std::string>& extra_dirs, 
   resolve(lib, "cuptiActivityGetNextRecord", c.next_record);
   resolve(lib, "cuptiActivityGetNumDroppedRecords", c.dropped_records);
   resolve(lib, "cuptiGetResultString", c.result_string);
+  resolve(lib, "cuptiGetContextId", c.context_id);
+  resolve(lib, "cuptiGetStreamIdEx", c.stream_id);
   if (!c.complete()) {
     why = loaded + " lacks the functions steptrace needs";
     c = cupti_functions{};

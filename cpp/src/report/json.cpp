@@ -56,6 +56,7 @@ json_doc gpu_json(const gpu_stats& g) {
   return json_doc{{"busy_ms", stat_json(g.busy_ms)},
                   {"idle_ms", stat_json(g.idle_ms)},
                   {"busy_share", g.busy_share},
+                  {"device_busy_share", g.device_busy_share},
                   {"idle_by_phase", idle},
                   {"h2d", copies_json(g.h2d)},
                   {"d2h", copies_json(g.d2h)},
@@ -66,7 +67,8 @@ json_doc gpu_json(const gpu_stats& g) {
                   {"incomplete_records", g.incomplete_records},
                   {"dropped_records", g.dropped_records},
                   {"steps_viewed", g.steps_viewed},
-                  {"steps_without_records", g.steps_without_records}};
+                  {"steps_without_records", g.steps_without_records},
+                  {"steps_all_streams", g.steps_all_streams}};
 }
 
 gpu_stats gpu_from(const json_doc& j) {
@@ -86,6 +88,8 @@ gpu_stats gpu_from(const json_doc& j) {
   // Absent from summaries written before they existed.
   if (j.contains("steps_viewed")) g.steps_viewed = count_at(j, "steps_viewed");
   if (j.contains("steps_without_records")) g.steps_without_records = count_at(j, "steps_without_records");
+  if (j.contains("device_busy_share")) g.device_busy_share = number_at(j, "device_busy_share");
+  if (j.contains("steps_all_streams")) g.steps_all_streams = count_at(j, "steps_all_streams");
   return g;
 }
 

@@ -116,6 +116,12 @@ std::string summary::table() const {
     line("");
     line("device     busy {:.1f}% of step time: busy {} ms, idle {} ms per step (p95 idle {})", 100 * g.busy_share,
          ms(g.busy_ms.mean), ms(g.idle_ms.mean), ms(g.idle_ms.p95));
+    if (g.steps_all_streams < g.steps_viewed) {  // some steps were viewed on their own streams only
+      line("{:<11}on the steps' own streams; their devices, every stream: busy {:.1f}% of step time{}", "",
+           100 * g.device_busy_share,
+           g.steps_all_streams ? fmt::format(" ({} steps named no stream: viewed on every stream)", g.steps_all_streams)
+                               : std::string());
+    }
     if (!g.idle_by_phase.empty()) {
       std::string where;
       for (const auto& [phase, share] : g.idle_by_phase) {
