@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar, Union
 
 from . import _core, _loop, _profiler
+from ._allocator import note_allocator
 from ._options import OPTIONS, _option_text, _option_value
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -194,6 +195,7 @@ class Tracer:
 
     def summary(self) -> Summary:
         """The summary of every step completed so far (safe while other threads record)."""
+        note_allocator(self._core)
         return Summary(self._core.summary())
 
     def reset(self) -> None:
@@ -276,6 +278,7 @@ _profiler.install()  # hand CUPTI to torch.profiler sessions, whenever torch is 
 
 def _report_at_exit() -> None:
     try:
+        note_allocator(_core.default_tracer())
         text = _core.default_tracer().exit_report()
         if text:
             sys.stderr.write(text)

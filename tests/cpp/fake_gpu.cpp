@@ -215,6 +215,20 @@ fake_record kernel_record(std::uint64_t start, std::uint64_t end, std::uint32_t 
   return r;
 }
 
+fake_record memory_record(std::uint64_t at, std::uint64_t bytes, bool freed, std::uint32_t device) {
+  fake_record r;
+  auto& m = *reinterpret_cast<detail::cupti_records::memory*>(r.bytes);
+  m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  m.memoryOperationType =
+      freed ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  m.bytes = bytes;
+  m.timestamp = at;
+  m.deviceId = device;
+  m.contextId = device + 1;
+  return r;
+}
+
 fake_record sync_record(std::uint64_t start, std::uint64_t end, std::uint32_t device, std::uint32_t stream) {
   fake_record r;
   auto& k = *reinterpret_cast<detail::cupti_records::sync*>(r.bytes);

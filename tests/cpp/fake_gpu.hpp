@@ -26,6 +26,8 @@ struct fake_record {
 };
 // Device n has CUPTI context id n + 1; stream is CUPTI's id (fake_gpu::stream_id).
 fake_record kernel_record(std::uint64_t start, std::uint64_t end, std::uint32_t stream = 7, std::uint32_t device = 0);
+// Device memory allocated (or, with `freed`, released) at `at` on that device.
+fake_record memory_record(std::uint64_t at, std::uint64_t bytes, bool freed, std::uint32_t device = 0);
 // A blocking synchronisation: a context synchronise (no stream) unless `stream` is given.
 fake_record sync_record(std::uint64_t start, std::uint64_t end, std::uint32_t device = 0,
                         std::uint32_t stream = 0xffffffffu);

@@ -14,6 +14,7 @@ using namespace steptrace;
 using steptrace::detail::host_clock;
 using steptrace::testing::fake_gpu;
 using steptrace::testing::kernel_record;
+using steptrace::testing::memory_record;
 
 namespace {
 
@@ -54,6 +55,24 @@ TEST_CASE("kernels reach the step they ran in", "[gpu][activity]") {
   CHECK(s.gpu->kernels_per_step == 3);
   CHECK(s.gpu->busy_ms.mean == Approx(0.3).margin(1e-6));
   CHECK(s.gpu->incomplete_records == 0);
+}
+
+TEST_CASE("device memory allocated in a step is the step's, with its peak; the next step frees it", "[gpu][activity]") {
+  fake_gpu gpu;
+  tracer t(steptrace::testing::quiet());
+  auto [b1, e1] = one_step(t);
+  auto [b2, e2] = one_step(t);
+  constexpr std::uint64_t mb = 1'000'000;
+  gpu.emit({memory_record(b1 + 10, 30 * mb, false), memory_record(b1 + 20, 20 * mb, false),
+            memory_record(b1 + 30, 20 * mb, true), memory_record(b2 + 10, 30 * mb, true),
+            memory_record(b2 + 20, 4 * mb, false)});
+  const summary s = t.summary();
+  REQUIRE(s.gpu.has_value());
+  CHECK(s.gpu->memory.allocations_per_step == 1.5);
+  CHECK(s.gpu->memory.net_mb == Approx(4));
+  CHECK(s.gpu->memory.step_peak_mb_max == Approx(50).epsilon(0.01));  // the first step held 50 MB more at most
+  CHECK_THAT(s.table(), Catch::Contains("memory: CUDA allocated"));
+  (void)e1, (void)e2;
 }
 
 TEST_CASE("work still running at summary() is read once it finishes, not lost as incomplete", "[gpu][activity]") {
@@ -140,7 +159,7 @@ TEST_CASE("steptrace hands CUPTI to a profiler and takes it back after, in eithe
     CHECK(gpu.other_tool_records() == 3);
     detail::reclaim_cupti();
     CHECK(gpu.steptrace_has_callbacks());
-    CHECK(gpu.kinds_enabled() == 4);
+    CHECK(gpu.kinds_enabled() == 5);
     for (int i = 0; i < 2; ++i) kernel_in(gpu, one_step(t));
     const summary s = t.summary();
     REQUIRE(s.gpu.has_value());

@@ -123,3 +123,31 @@ TEST_CASE("only synchronisations that block the host count as syncs", "[gpu][dec
     CHECK(run(y, out) == decoded::ignored);
   }
 }
+
+TEST_CASE("device memory records decode to allocations and releases; other memory is ignored", "[gpu][decode]") {
+  auto m = blank<cupti_records::memory>(CUPTI_ACTIVITY_KIND_MEMORY2);
+  m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  m.bytes = 1 << 20;
+  m.timestamp = 5'000;
+  m.deviceId = 1;
+  m.contextId = 2;
+  m.streamId = 13;
+  device_record out;
+  REQUIRE(run(m, out) == decoded::ok);
+  CHECK(out.kind == device_activity::memory);
+  CHECK_FALSE(out.freed);
+  CHECK(out.bytes == (1u << 20));
+  CHECK(out.start == 5'000);
+  CHECK(out.end == 5'000);
+  CHECK(out.context == 2);
+  CHECK(out.stream == no_stream);  // the device's memory, whatever stream ordered it
+  m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+  REQUIRE(run(m, out) == decoded::ok);
+  CHECK(out.freed);
+  m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;  // host memory: not the device's
+  CHECK(run(m, out) == decoded::ignored);
+  m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_INVALID;
+  CHECK(run(m, out) == decoded::ignored);
+}

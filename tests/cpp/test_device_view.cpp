@@ -41,6 +41,16 @@ device_record sync(std::uint64_t start, std::uint64_t end) {
   return r;
 }
 
+device_record memory(std::uint64_t at, std::uint64_t bytes, bool freed, std::uint32_t context = 0) {
+  device_record r;
+  r.kind = device_activity::memory;
+  r.start = r.end = at;
+  r.bytes = bytes;
+  r.freed = freed;
+  r.context = context;
+  return r;
+}
+
 const std::uint32_t input = builtin::input.value, compute = builtin::compute.value, wait = builtin::wait.value,
                     other = builtin::other.value;
 
@@ -136,6 +146,43 @@ TEST_CASE("stream ids are per context: another device's work is not the step's",
   CHECK(all.syncs == 2);
 }
 
+TEST_CASE("a step's device memory: allocated, freed, and its peak above its start", "[analysis][gpu]") {
+  constexpr std::uint64_t mb = 1'000'000;
+  // Held above the start: 10, 15, 5, 13, 8 MB. Before the step: 100 MB (not the step's), and a
+  // release on another device (not the step's device).
+  const std::vector<device_record> records = {memory(5, 100 * mb, false, 1), kernel(10, 40, 3),
+                                              memory(10, 10 * mb, false, 1), memory(20, 5 * mb, false, 1),
+                                              memory(30, 10 * mb, true, 1),  memory(35, 50 * mb, true, 2),
+                                              memory(40, 8 * mb, false, 1),  memory(50, 5 * mb, true, 1)};
+  std::vector<device_record> sorted = records;
+  for (device_record& r : sorted) r.context = r.context == 0 ? 1 : r.context;  // the kernel on device 1's stream 3
+  const auto v = view_step(8, 100, {{8, 100, compute}}, sorted, {{1, 3}});
+  CHECK(v.mem_allocs == 3);
+  CHECK(v.mem_allocated == 23 * mb);
+  CHECK(v.mem_freed == 15 * mb);
+  CHECK(v.mem_peak == 15 * mb);
+  device_aggregate agg;
+  agg.add(v);
+  agg.add(view_step(100, 200, {{100, 200, compute}}, sorted, {{1, 3}}));  // nothing allocated: peak 0
+  gpu_stats g;
+  agg.fill(g);
+  CHECK(g.memory.allocations_per_step == Approx(1.5));
+  CHECK(g.memory.allocated_mb_per_step == Approx(11.5));
+  CHECK(g.memory.freed_mb_per_step == Approx(7.5));
+  CHECK(g.memory.net_mb == Approx(8));
+  CHECK(g.memory.step_peak_mb_max == Approx(15).epsilon(0.01));
+  CHECK(g.memory.step_peak_mb_p50 == 0);
+  // The incremental join agrees.
+  device_join join;
+  join.add_step(8, 100, {{8, 100, compute}}, {{1, 3}});
+  join.add_records(sorted);
+  join.join(UINT64_MAX);
+  gpu_stats j;
+  join.totals.fill(j);
+  CHECK(j.memory.net_mb == Approx(8));
+  CHECK(j.memory.step_peak_mb_max == Approx(15).epsilon(0.01));
+}
+
 TEST_CASE("the aggregate reports idle shares by phase and the median kernel", "[analysis][gpu]") {
   device_aggregate agg;
   for (int i = 0; i < 10; ++i) {
@@ -197,8 +244,10 @@ TEST_CASE("the incremental join views every step exactly as a full rescan would"
   for (int i = 0; i < 5'000; ++i) {
     t += rng() % 40;
     const std::uint64_t length = 1 + rng() % (i % 97 == 0 ? 5'000 : 60);  // now and then a long one
-    device_record r = i % 11 == 0 ? copy(t, t + length, copy_kind::h2d, 64, i % 2 == 0)
-                                  : i % 13 == 0 ? sync(t, t + length) : kernel(t, t + length, 1 + i % 3);
+    device_record r = i % 11 == 0   ? copy(t, t + length, copy_kind::h2d, 64, i % 2 == 0)
+                      : i % 13 == 0 ? sync(t, t + length)
+                      : i % 17 == 0 ? memory(t, 1 + rng() % 1000, i % 3 == 0)
+                                    : kernel(t, t + length, 1 + i % 3);
     r.context = 1 + static_cast<std::uint32_t>(rng() % 2);  // two devices
     if (r.kind == device_activity::memcpy) r.stream = 1 + static_cast<std::uint32_t>(rng() % 3);
     if (r.kind == device_activity::sync && i % 2 == 0) r.stream = 1 + static_cast<std::uint32_t>(rng() % 3);
@@ -241,6 +290,10 @@ TEST_CASE("the incremental join views every step exactly as a full rescan would"
     CHECK(a.idle_by_phase[i].second == Approx(b.idle_by_phase[i].second).epsilon(1e-12));
   }
   CHECK(a.device_busy_share == Approx(b.device_busy_share).epsilon(1e-12));
+  CHECK(a.memory.net_mb == Approx(b.memory.net_mb).epsilon(1e-12));
+  CHECK(a.memory.allocations_per_step == b.memory.allocations_per_step);
+  CHECK(a.memory.step_peak_mb_p95 == b.memory.step_peak_mb_p95);
+  CHECK(a.memory.step_peak_mb_max > 0);
   CHECK(a.steps_all_streams == b.steps_all_streams);
   CHECK(a.steps_all_streams > 0);
   CHECK(a.device_busy_share > a.busy_share);  // most steps see fewer streams than their devices run

@@ -67,6 +67,33 @@ TEST_CASE("device times of steps and phases are in the table and survive the JSO
   CHECK_FALSE(nlohmann::json::parse(recorded().json()).contains("step_device_ms"));
 }
 
+TEST_CASE("the device's own-stream and device-wide busy, and its memory, are in the table and survive the JSON",
+          "[report][gpu]") {
+  summary s = recorded();
+  gpu_stats g;
+  g.steps_viewed = 10;
+  g.steps_all_streams = 2;
+  g.busy_share = 0.4;
+  g.device_busy_share = 0.9;
+  g.memory.allocations_per_step = 2;
+  g.memory.allocated_mb_per_step = 64;
+  g.memory.freed_mb_per_step = 32;
+  g.memory.net_mb = -12.5;  // released more than it allocated: a change may be negative
+  g.memory.step_peak_mb_p50 = 48;
+  g.memory.step_peak_mb_max = 96;
+  s.gpu = g;
+  const std::string table = s.table();
+  CHECK_THAT(table, Contains("busy 40.0% of step time"));
+  CHECK_THAT(table, Contains("their devices, every stream: busy 90.0% of step time (2 steps named no stream"));
+  CHECK_THAT(table, Contains("memory: CUDA allocated 64.00 MB (2.0 calls) and freed 32.00 MB per step"));
+  CHECK_THAT(table, Contains("p50 48.00 MB, max 96.00 MB; -12.50 MB over the run"));
+  const auto j = nlohmann::json::parse(s.json());
+  CHECK(j["gpu"]["device_busy_share"] == 0.9);
+  CHECK(j["gpu"]["memory"]["step_peak_mb"]["max"] == 96.0);
+  const summary back = summary::from_json(s.json());
+  CHECK(back.json() == s.json());
+}
+
 TEST_CASE("reading anything but a summary is a clear error", "[report][errors]") {
   CHECK_THROWS_WITH(summary::from_json("not json"), Contains("not valid JSON"));
   CHECK_THROWS_WITH(summary::from_json("[1, 2]"), Contains("no \"schema\" field"));

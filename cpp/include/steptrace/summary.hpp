@@ -80,6 +80,17 @@ struct copy_stats {
 };
 
 // The device view, present when a GPU backend measured the steps.
+// Device memory allocated and released through CUDA (cudaMalloc/cudaFree and the stream-ordered
+// pools; for PyTorch, the caching allocator's segments, i.e. reserved memory) during the steps, on
+// their devices, from CUPTI's memory records.
+struct device_memory_stats {
+  double allocations_per_step = 0;
+  double allocated_mb_per_step = 0, freed_mb_per_step = 0;
+  double net_mb = 0;  // allocated minus freed over the steps viewed: growth
+  // Per step: the most it held above what it held at its start.
+  double step_peak_mb_p50 = 0, step_peak_mb_p95 = 0, step_peak_mb_max = 0;
+};
+
 struct gpu_stats {
   // A step's own streams are those its phases (or the step) were given; a step given none is
   // viewed on every stream of every device (steps_all_streams of them).
@@ -94,6 +105,7 @@ struct gpu_stats {
   double sync_ms_per_step = 0;  // host time blocked in synchronisation calls
   double kernels_per_step = 0;
   double kernel_median_us = 0;
+  device_memory_stats memory;
   std::uint64_t incomplete_records = 0;  // flushed before the device finished them: not used
   std::uint64_t dropped_records = 0;     // lost to the buffer cap
   // Steps the figures above are over, and counted steps left out of them because another tool

@@ -11,7 +11,9 @@ struct interval {
   std::uint64_t begin, end;
 };
 
-bool occupies_device(const device_record& r) { return r.kind != device_activity::sync; }
+bool occupies_device(const device_record& r) {
+  return r.kind == device_activity::kernel || r.kind == device_activity::memcpy || r.kind == device_activity::memset;
+}
 
 // Adds the part of [begin, end) that overlaps each host segment to idle[segment.phase].
 void attribute(interval idle, const std::vector<host_segment>& segments, std::size_t& cursor,
@@ -48,9 +50,27 @@ void count(step_device_view& v, const device_record& r) {
       ++v.syncs;
       v.sync_ns += r.end - r.start;
       break;
+    case device_activity::memory:
+      if (r.freed) {
+        v.mem_freed += r.bytes;
+      } else {
+        ++v.mem_allocs;
+        v.mem_allocated += r.bytes;
+      }
+      v.mem_ops.emplace_back(r.start, r.freed ? -static_cast<std::int64_t>(r.bytes) : static_cast<std::int64_t>(r.bytes));
+      break;
     case device_activity::memset:
       break;
   }
+}
+
+// The step's peak device memory above its start, from its allocations and releases in time order.
+void memory_peak(step_device_view& v) {
+  std::stable_sort(v.mem_ops.begin(), v.mem_ops.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::int64_t held = 0, peak = 0;
+  for (const auto& op : v.mem_ops) peak = std::max(peak, held += op.second);
+  v.mem_peak = static_cast<std::uint64_t>(peak);
+  v.mem_ops.clear();
 }
 
 // Busy and idle time of the window [begin, end) from the device's busy intervals [first, last):
@@ -127,6 +147,7 @@ step_device_view view_step(std::uint64_t begin, std::uint64_t end, const std::ve
   }
   busy_and_idle(v, begin, end, busy.begin(), busy.end(), segments);
   v.device_busy = overlap(begin, end, device.begin(), device.end());
+  memory_peak(v);
   return v;
 }
 
@@ -152,6 +173,10 @@ void device_aggregate::add(const step_device_view& v) {
   totals_.syncs += v.syncs;
   totals_.sync_ns += v.sync_ns;
   totals_.kernels += v.kernels;
+  totals_.mem_allocs += v.mem_allocs;
+  totals_.mem_allocated += v.mem_allocated;
+  totals_.mem_freed += v.mem_freed;
+  mem_peak_.add(v.mem_peak);
 }
 
 void device_aggregate::fill(gpu_stats& out) const {
@@ -190,6 +215,14 @@ void device_aggregate::fill(gpu_stats& out) const {
   out.sync_ms_per_step = ms(totals_.sync_ns) * per_step;
   out.kernels_per_step = static_cast<double>(totals_.kernels) * per_step;
   out.kernel_median_us = static_cast<double>(kernel_.quantile(0.5)) * 1e-3;
+  auto mb = [](double bytes) { return bytes * 1e-6; };
+  out.memory.allocations_per_step = static_cast<double>(totals_.mem_allocs) * per_step;
+  out.memory.allocated_mb_per_step = mb(static_cast<double>(totals_.mem_allocated)) * per_step;
+  out.memory.freed_mb_per_step = mb(static_cast<double>(totals_.mem_freed)) * per_step;
+  out.memory.net_mb = mb(static_cast<double>(totals_.mem_allocated) - static_cast<double>(totals_.mem_freed));
+  out.memory.step_peak_mb_p50 = mb(static_cast<double>(mem_peak_.quantile(0.5)));
+  out.memory.step_peak_mb_p95 = mb(static_cast<double>(mem_peak_.quantile(0.95)));
+  out.memory.step_peak_mb_max = mb(static_cast<double>(mem_peak_.max()));
   out.incomplete_records = incomplete;
   out.dropped_records = dropped;
   out.steps_viewed = steps_;
@@ -281,6 +314,7 @@ step_device_view device_join::view(const waiting& w) const {
     for (const auto& [key, t] : streams_) count_in(t, w, v);
     busy_and_idle(v, w.begin, w.end, in_window(busy_), busy_.end(), w.segments);
     v.device_busy = v.busy;
+    memory_peak(v);
     return v;
   }
   // The step's streams, the syncs of their contexts that name no stream, and the unions of both.
@@ -311,6 +345,7 @@ step_device_view device_join::view(const waiting& w) const {
   const std::vector<interval> own = as_union(busy), whole = as_union(device);
   busy_and_idle(v, w.begin, w.end, own.begin(), own.end(), w.segments);
   v.device_busy = overlap(w.begin, w.end, whole.begin(), whole.end());
+  memory_peak(v);
   return v;
 }
 

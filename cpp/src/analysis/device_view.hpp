@@ -34,6 +34,10 @@ struct step_device_view {
   std::uint64_t syncs = 0, sync_ns = 0;
   std::uint64_t kernels = 0;
   std::vector<std::uint64_t> kernel_ns;
+  // Device memory allocated and released through CUDA during the step, and the highest it held
+  // above what it held at the step's start.
+  std::uint64_t mem_allocs = 0, mem_allocated = 0, mem_freed = 0, mem_peak = 0;
+  std::vector<std::pair<std::uint64_t, std::int64_t>> mem_ops;  // (time, change): for the peak
 };
 
 // The reference view, visiting every record. records: sorted by start. segments: the step's host
@@ -52,7 +56,7 @@ class device_aggregate {
   std::uint64_t uncovered = 0;  // steps not viewed: another tool held CUPTI during them
 
  private:
-  histogram busy_, idle_, kernel_;
+  histogram busy_, idle_, kernel_, mem_peak_;
   std::uint64_t steps_ = 0, busy_total_ = 0, idle_total_ = 0, device_busy_total_ = 0, all_streams_ = 0;
   std::vector<std::uint64_t> idle_by_phase_;
   step_device_view totals_;

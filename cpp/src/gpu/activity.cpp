@@ -18,9 +18,12 @@ namespace {
 std::atomic<const cupti_functions*> g_api{nullptr};
 std::atomic<record_store*> g_store{nullptr};
 
-// CONCURRENT_KERNEL, never KERNEL: KERNEL serialises every kernel launch.
+// CONCURRENT_KERNEL, never KERNEL: KERNEL serialises every kernel launch. MEMORY2 (device memory
+// per step) is the last, and optional: a CUPTI that refuses it alone still gives the rest.
 constexpr CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                        CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+                                        CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                        CUPTI_ACTIVITY_KIND_MEMORY2};
+constexpr std::size_t required_kinds = 4;
 
 std::string result_text(const cupti_functions& api, CUptiResult r) {
   const char* text = nullptr;
@@ -71,7 +74,7 @@ std::string start_activity(const cupti_functions& api, record_store& store) {
     return "CUPTI refused steptrace (" + result_text(api, r) + "); another profiler may hold it";
   }
   for (std::size_t i = 0; i < std::size(kinds); ++i) {
-    if (CUptiResult r = api.enable(kinds[i]); r != CUPTI_SUCCESS) {
+    if (CUptiResult r = api.enable(kinds[i]); r != CUPTI_SUCCESS && i < required_kinds) {
       for (std::size_t j = 0; j < i; ++j) api.disable(kinds[j]);
       return "CUPTI is held by another tool such as torch.profiler or Nsight (" + result_text(api, r) + ")";
     }

@@ -11,6 +11,7 @@ using kernel_record = cupti_records::kernel;
 using memcpy_record = cupti_records::memcpy;
 using memset_record = cupti_records::memset;
 using sync_record = cupti_records::sync;
+using memory_record = cupti_records::memory;
 
 // The host waited for the device. Stream-wait-event orders two streams without stopping the
 // host, and the event and stream queries newer CUPTI reports (steptrace's own collector makes
@@ -80,6 +81,22 @@ decoded decode(const CUpti_Activity& activity, device_record& out) noexcept {
       out.context = s.contextId;
       out.stream = s.streamId;  // CUPTI_SYNCHRONIZATION_INVALID_VALUE (no_stream) but for stream syncs
       return timed(out, s.start, s.end);
+    }
+    case CUPTI_ACTIVITY_KIND_MEMORY2: {
+      const auto& m = reinterpret_cast<const memory_record&>(activity);
+      // Device memory only (not pinned or managed host memory): what a step holds on the GPU.
+      if (m.memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) return decoded::ignored;
+      if (m.memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION &&
+          m.memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE) {
+        return decoded::ignored;
+      }
+      out.kind = device_activity::memory;
+      out.freed = m.memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+      out.bytes = m.bytes;
+      out.device = m.deviceId;
+      out.context = m.contextId;
+      out.stream = no_stream;  // the device's, whichever stream an asynchronous one was ordered on
+      return timed(out, m.timestamp, m.timestamp);
     }
     default:
       return decoded::ignored;

@@ -27,6 +27,7 @@ using memcpy = CUpti_ActivityMemcpy5;
 using sync = CUpti_ActivitySynchronization;
 #endif
 using memset = CUpti_ActivityMemset4;
+using memory = CUpti_ActivityMemory4;
 
 // The layout shared by CUPTI 12.6 to 13.x for the fields steptrace reads (scripts/test builds
 // against the 12.6, 12.9 and 13 headers).
@@ -37,6 +38,9 @@ static_assert(offsetof(memcpy, bytes) == 8 && offsetof(memcpy, start) == 16 && o
 static_assert(offsetof(memcpy, deviceId) == 32 && offsetof(memcpy, contextId) == 36 && offsetof(memcpy, streamId) == 40);
 static_assert(offsetof(memset, bytes) == 8 && offsetof(memset, start) == 16 && offsetof(memset, end) == 24);
 static_assert(offsetof(memset, deviceId) == 32 && offsetof(memset, contextId) == 36 && offsetof(memset, streamId) == 40);
+static_assert(offsetof(memory, memoryOperationType) == 4 && offsetof(memory, memoryKind) == 8);
+static_assert(offsetof(memory, bytes) == 24 && offsetof(memory, timestamp) == 32);
+static_assert(offsetof(memory, deviceId) == 52 && offsetof(memory, contextId) == 56);
 static_assert(offsetof(sync, type) == 4 && offsetof(sync, start) == 8 && offsetof(sync, end) == 16);
 static_assert(offsetof(sync, contextId) == 28 && offsetof(sync, streamId) == 32);
 

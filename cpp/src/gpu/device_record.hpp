@@ -5,7 +5,9 @@
 
 namespace steptrace::detail {
 
-enum class device_activity : std::uint8_t { kernel, memcpy, memset, sync };
+// memory: an allocation or release of device memory through CUDA (cudaMalloc, cudaFree, the
+// stream-ordered pools), a point in time (start == end) that names no stream.
+enum class device_activity : std::uint8_t { kernel, memcpy, memset, sync, memory };
 // The streams one thread can name for its steps' device view (gpu/stream_ids.hpp).
 inline constexpr std::uint32_t max_thread_streams = 64;
 
@@ -25,11 +27,12 @@ struct device_record {
   device_activity kind = device_activity::kernel;
   copy_kind copy = copy_kind::other;  // memcpy only
   bool pageable = false;              // memcpy: the host side was pageable (not pinned) memory
+  bool freed = false;                 // memory: a release (else an allocation)
   std::uint32_t device = 0;   // unknown (0) for syncs
   std::uint32_t context = 0;  // CUPTI's context id
   std::uint32_t stream = no_stream;
   std::uint64_t start = 0, end = 0;  // host clock, nanoseconds (host_clock::to_monotonic_ns scale)
-  std::uint64_t bytes = 0;           // memcpy, memset
+  std::uint64_t bytes = 0;           // memcpy, memset, memory
 };
 
 }  // namespace steptrace::detail

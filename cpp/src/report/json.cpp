@@ -39,6 +39,36 @@ stat_ms stat_from(const json_doc& j) {
                  number_at(j, "p95"),   number_at(j, "p99"),  number_at(j, "max")};
 }
 
+// A change, which may be negative: finite.
+double signed_at(const json_doc& j, const char* key) {
+  const json_doc& v = j.at(key);
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || std::fabs(v.get<double>()) > 1e15) {
+    throw std::invalid_argument(std::string("\"") + key + "\" must be a finite number, not " + v.dump());
+  }
+  return v.get<double>();
+}
+
+json_doc memory_json(const device_memory_stats& m) {
+  return json_doc{{"allocations_per_step", m.allocations_per_step},
+                  {"allocated_mb_per_step", m.allocated_mb_per_step},
+                  {"freed_mb_per_step", m.freed_mb_per_step},
+                  {"net_mb", m.net_mb},
+                  {"step_peak_mb", {{"p50", m.step_peak_mb_p50}, {"p95", m.step_peak_mb_p95}, {"max", m.step_peak_mb_max}}}};
+}
+
+device_memory_stats memory_from(const json_doc& j) {
+  device_memory_stats m;
+  m.allocations_per_step = number_at(j, "allocations_per_step");
+  m.allocated_mb_per_step = number_at(j, "allocated_mb_per_step");
+  m.freed_mb_per_step = number_at(j, "freed_mb_per_step");
+  m.net_mb = signed_at(j, "net_mb");
+  const json_doc& peak = j.at("step_peak_mb");
+  m.step_peak_mb_p50 = number_at(peak, "p50");
+  m.step_peak_mb_p95 = number_at(peak, "p95");
+  m.step_peak_mb_max = number_at(peak, "max");
+  return m;
+}
+
 json_doc copies_json(const copy_stats& c) {
   return json_doc{{"count", c.count},         {"bytes_per_step", c.bytes_per_step}, {"ms_per_step", c.ms_per_step},
                   {"gb_per_s", c.gb_per_s},    {"pageable_share", c.pageable_share}};
@@ -64,6 +94,7 @@ json_doc gpu_json(const gpu_stats& g) {
                   {"sync_ms_per_step", g.sync_ms_per_step},
                   {"kernels_per_step", g.kernels_per_step},
                   {"kernel_median_us", g.kernel_median_us},
+                  {"memory", memory_json(g.memory)},
                   {"incomplete_records", g.incomplete_records},
                   {"dropped_records", g.dropped_records},
                   {"steps_viewed", g.steps_viewed},
@@ -90,6 +121,7 @@ gpu_stats gpu_from(const json_doc& j) {
   if (j.contains("steps_without_records")) g.steps_without_records = count_at(j, "steps_without_records");
   if (j.contains("device_busy_share")) g.device_busy_share = number_at(j, "device_busy_share");
   if (j.contains("steps_all_streams")) g.steps_all_streams = count_at(j, "steps_all_streams");
+  if (j.contains("memory")) g.memory = memory_from(j.at("memory"));
   return g;
 }
 

@@ -137,6 +137,12 @@ std::string summary::table() const {
       line("{:<11}{} copies: {:.2f} MB, {} ms per step, {:.1f} GB/s, {:.0f}% from pageable memory", "", name,
            c.bytes_per_step / 1e6, ms(c.ms_per_step), c.gb_per_s, 100 * c.pageable_share);
     }
+    if (const device_memory_stats& m = g.memory; m.allocations_per_step > 0 || m.freed_mb_per_step > 0) {
+      line("{:<11}memory: CUDA allocated {:.2f} MB ({:.1f} calls) and freed {:.2f} MB per step; a step's peak above "
+           "its start p50 {:.2f} MB, max {:.2f} MB; {:+.2f} MB over the run",
+           "", m.allocated_mb_per_step, m.allocations_per_step, m.freed_mb_per_step, m.step_peak_mb_p50,
+           m.step_peak_mb_max, m.net_mb);
+    }
     if (g.steps_without_records) {
       line("{:<11}{} of {} steps ran while another tool (torch.profiler, Nsight) held CUPTI: the device figures are over the other {}",
            "", g.steps_without_records, g.steps_without_records + g.steps_viewed, g.steps_viewed);
@@ -154,6 +160,13 @@ std::string summary::table() const {
     if (!p.device_ms) continue;
     line("{:<11}`{}` on its stream (CUDA events): {} ms a call, p95 {}, max {} ({} calls)", "device", p.name,
          ms(p.device_ms->mean), ms(p.device_ms->p95), ms(p.device_ms->max), p.device_calls);
+  }
+  if (const std::string* now = fact("gpu.allocator.allocated_mb"); now != nullptr) {
+    auto said = [&](const char* key) { const std::string* v = fact(key); return v ? *v : std::string("?"); };
+    line("{:<11}{} (PyTorch's allocator, at the summary): {} MB allocated, peak {} MB; {} MB reserved, peak {} MB "
+         "(peaks since the program started or last reset them)",
+         "memory", said("gpu.allocator.device"), *now, said("gpu.allocator.peak_allocated_mb"),
+         said("gpu.allocator.reserved_mb"), said("gpu.allocator.peak_reserved_mb"));
   }
   if (!set_aside.empty()) {
     line("");
