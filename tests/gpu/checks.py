@@ -147,12 +147,35 @@ def collector_load() -> None:
           f"kernels per step seen {s['gpu']['kernels_per_step'] if s.get('gpu') else None} (launched {len(xs)})")
 
 
+def allocator_memory() -> None:
+    """The allocator's figures in the summary match torch's own, and its peaks are not reset."""
+    tracer = quiet()
+    x = torch.randn(1024, 1024, device="cuda")
+    for _ in tracer.steps(range(8)):
+        with tracer.phase("compute"):
+            y = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")  # 256 MiB, freed at the step's end
+            y.fill_(1)
+            x = torch.mm(x, x).tanh_()
+        del y
+    torch.cuda.synchronize()
+    peak_before = torch.cuda.max_memory_allocated()
+    facts = tracer.summary().to_dict()["facts"]
+    peak_after = torch.cuda.max_memory_allocated()
+    now = torch.cuda.memory_allocated() / 1e6
+    shown = float(facts.get("gpu.allocator.allocated_mb", "-1"))
+    check("allocator figures at the summary, peaks not reset",
+          abs(shown - now) <= 0.1 and peak_after == peak_before and
+          float(facts.get("gpu.allocator.peak_allocated_mb", "-1")) >= 256 * 1.048576,
+          f"allocated {shown} MB shown, {now:.1f} MB by torch; peak {facts.get('gpu.allocator.peak_allocated_mb')} MB; "
+          f"max_memory_allocated before/after the summary {peak_before}/{peak_after}")
+
+
 def main() -> int:
     if not torch.cuda.is_available():
         print("check cuda available: FAIL torch.cuda.is_available() is False")
         return 1
     torch.cuda.init()
-    for run in (profiler_orders, graph_capture, compile_reduce_overhead, collector_load):
+    for run in (profiler_orders, graph_capture, compile_reduce_overhead, collector_load, allocator_memory):
         try:
             run()
         except Exception as e:

@@ -6,7 +6,8 @@
 //   host spin while the GPU idles: idle attributed to that phase within 2% of step time
 //   a sync-heavy loop: every synchronisation counted
 //   CUDA events: steps and phases given a stream, the default stream, 2000 phases wrapping the
-//   event pool, two threads on two streams, cudaDeviceReset between two tracers
+//   event pool, two threads on two streams (each step sees its own), device memory per step,
+//   cudaDeviceReset between two tracers
 //   `gpu_truth exit-in-flight`: exits with kernels still running (scripts/gpu checks it exits 0)
 //
 // Prints one line per check: `check <name>: PASS|FAIL <figures>`.
@@ -220,6 +221,31 @@ int main(int argc, char** argv) {
     expect("two threads on two streams: phases timed", compute ? static_cast<double>(compute->device_calls) : 0, 40, 0);
     expect("two threads on two streams: mean phase device time (ms)",
            compute && compute->device_ms ? compute->device_ms->mean : -1, 2.0, 0.06);
+    // The steps overlap in time: each must see its own stream's kernel only, not the other's.
+    expect("two threads on two streams: kernels per step (own stream only)", s.gpu->kernels_per_step, 1, 0);
+    expect("two threads on two streams: busy per step (ms)", s.gpu->busy_ms.mean, 2.0, 0.06);
+    expect("two threads on two streams: steps viewed on their own streams",
+           static_cast<double>(s.gpu->steps_viewed - s.gpu->steps_all_streams), 40, 0);
+  }
+
+  {  // Device memory: each step allocates 64 MiB and 16 MiB, then frees the 64 MiB.
+    constexpr std::size_t mib = 1u << 20;
+    std::vector<void*> kept;
+    steptrace::tracer t(quiet());
+    for (int i = 0; i < 12; ++i) {
+      steptrace::scoped_step step(t, stream);
+      void *big = nullptr, *small = nullptr;
+      check_cuda(cudaMalloc(&big, 64 * mib), "cudaMalloc 64 MiB");
+      check_cuda(cudaMalloc(&small, 16 * mib), "cudaMalloc 16 MiB");
+      check_cuda(cudaFree(big), "cudaFree 64 MiB");
+      kept.push_back(small);
+    }
+    const steptrace::summary s = t.summary();
+    for (void* p : kept) cudaFree(p);
+    expect("memory: CUDA allocations per step", s.gpu->memory.allocations_per_step, 2, 0);
+    expect("memory: a step's peak above its start (MB)", s.gpu->memory.step_peak_mb_max, 80.0 * mib / 1e6,
+           0.01 * 80.0 * mib / 1e6);  // the histogram's resolution
+    expect("memory: growth over the 10 steps viewed (MB)", s.gpu->memory.net_mb, 10 * 16.0 * mib / 1e6, 1e-6);
   }
 
   {  // cudaDeviceReset with events pooled: later steps must neither crash nor time garbage.
