@@ -15,6 +15,8 @@ namespace {
 struct fake_event {
   bool recorded = false, pending = false, failed = false;
   double at_ms = 0;
+  CUcontext context = nullptr;  // made in
+  bool dead = false;            // its context was reset
 };
 
 struct fake_buffer {
@@ -45,7 +47,8 @@ state_t& st() {
   return s;
 }
 
-thread_local bool t_context = false;
+thread_local CUcontext t_context = nullptr;  // current
+thread_local std::vector<CUcontext> t_pushed;   // under it, pushed over
 thread_local CUstreamCaptureMode t_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 const auto k_context = reinterpret_cast<CUcontext>(std::uintptr_t{0x1000});  // device 0's
 constexpr std::uintptr_t k_streams_per_device = 0x100;  // stream n of device d: 0x100 * (d + 1) + n
@@ -68,7 +71,7 @@ CUresult device_count(int* n) {
   return CUDA_SUCCESS;
 }
 CUresult current_context(CUcontext* c) {
-  *c = t_context ? k_context : nullptr;
+  *c = t_context;
   return CUDA_SUCCESS;
 }
 CUresult stream_context(CUstream s, CUcontext* c) {
@@ -77,23 +80,24 @@ CUresult stream_context(CUstream s, CUcontext* c) {
   *c = context_of_device(n / k_streams_per_device - 1);
   return CUDA_SUCCESS;
 }
-thread_local int t_pushed = 0;
 CUresult push_context(CUcontext c) {
-  if (c != k_context) return CUDA_ERROR_INVALID_CONTEXT;
-  ++t_pushed;
-  t_context = true;
+  const auto n = reinterpret_cast<std::uintptr_t>(c);
+  if (n == 0 || n % 0x1000 != 0) return CUDA_ERROR_INVALID_CONTEXT;
+  t_pushed.push_back(t_context);
+  t_context = c;
   return CUDA_SUCCESS;
 }
 CUresult pop_context(CUcontext* c) {
-  if (t_pushed == 0) return CUDA_ERROR_INVALID_CONTEXT;
-  if (--t_pushed == 0) t_context = false;
-  *c = k_context;
+  if (t_pushed.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  *c = t_context;
+  t_context = t_pushed.back();
+  t_pushed.pop_back();
   return CUDA_SUCCESS;
 }
 CUresult event_create(CUevent* e, unsigned) {
   if (!t_context) return CUDA_ERROR_INVALID_CONTEXT;
   std::lock_guard<std::mutex> lock(st().mutex);
-  st().events.emplace_back();
+  st().events.emplace_back().context = t_context;
   *e = reinterpret_cast<CUevent>(static_cast<std::uintptr_t>(st().events.size()));
   return CUDA_SUCCESS;
 }
@@ -101,9 +105,16 @@ CUresult event_record(CUevent e, CUstream s) {
   std::lock_guard<std::mutex> lock(st().mutex);
   fake_event* ev = event_of(e);
   if (ev == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (ev->dead) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  CUcontext stream_ctx = nullptr;
+  stream_context(s, &stream_ctx);
+  if (stream_ctx != ev->context) return CUDA_ERROR_INVALID_HANDLE;  // an event and a stream of two contexts
   if (st().capturing.count(s)) st().invalidated = true;  // steptrace must never record into a capture
   st().clock_ms += 0.5;  // each event half a millisecond after the one before
-  *ev = {true, st().hold, st().fail, st().clock_ms};
+  ev->recorded = true;
+  ev->pending = st().hold;
+  ev->failed = st().fail;
+  ev->at_ms = st().clock_ms;
   ++st().recorded_on[s];
   return CUDA_SUCCESS;
 }
@@ -112,6 +123,7 @@ CUresult event_query(CUevent e) {
   unsafe_call();
   fake_event* ev = event_of(e);
   if (ev == nullptr || !ev->recorded) return CUDA_ERROR_INVALID_HANDLE;
+  if (ev->dead) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   if (ev->failed) return CUDA_ERROR_LAUNCH_FAILED;
   return ev->pending ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
@@ -288,7 +300,7 @@ fake_gpu::~fake_gpu() {
   detail::use_real_gpu_for_testing();
   std::lock_guard<std::mutex> lock(st().mutex);
   st().owner = nullptr;
-  t_context = false;
+  t_context = nullptr;
 }
 
 void* fake_gpu::stream(int n, int device) const {
@@ -303,7 +315,11 @@ std::uint64_t fake_gpu::stream_lookups() const {
   std::lock_guard<std::mutex> lock(st().mutex);
   return st().stream_lookups;
 }
-void fake_gpu::set_current_context(bool on) { t_context = on; }
+void fake_gpu::set_current_context(bool on) { t_context = on ? k_context : nullptr; }
+void fake_gpu::device_reset() {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  for (fake_event& e : st().events) e.dead = true;
+}
 void fake_gpu::hold_events(bool on) {
   std::lock_guard<std::mutex> lock(st().mutex);
   st().hold = on;

@@ -43,7 +43,8 @@ class fake_gpu {
   // CUPTI's id of a stream (nullptr: the legacy default stream, 7 as CUPTI often numbers it).
   static std::uint32_t stream_id(void* stream);
   std::uint64_t stream_lookups() const;       // cuptiGetStreamIdEx calls so far
-  void set_current_context(bool on);         // the calling thread's current context
+  void set_current_context(bool on);         // the calling thread's current context (device 0's)
+  void device_reset();                       // cudaDeviceReset: every event made so far is dead
   void hold_events(bool on);                 // events recorded while on stay pending...
   void release_events();                     // ...until this
   void fail_events(bool on);                 // queries of events recorded while on fail

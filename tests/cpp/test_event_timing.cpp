@@ -114,3 +114,29 @@ TEST_CASE("a thread with no current CUDA context times phases on a stream, and i
   worker.join();
   CHECK(device_calls(t.summary(), "compute") == 6);
 }
+
+TEST_CASE("a stream on another GPU is timed with events made in its own context", "[gpu][events]") {
+  fake_gpu gpu(false);
+  gpu.set_current_context(true);  // device 0's
+  tracer t(steptrace::testing::quiet());
+  timed_steps(t, gpu.stream(1, /*device=*/1), 5);  // an event of device 0 cannot be recorded there
+  timed_steps(t, gpu.stream(1, /*device=*/0), 5);
+  timed_steps(t, gpu.stream(2, /*device=*/1), 5);
+  const summary s = t.summary();
+  CHECK(device_calls(s, "compute") == 15);
+  REQUIRE(s.phase("compute")->device_ms.has_value());
+  CHECK(s.phase("compute")->device_ms->max == Approx(0.5).epsilon(0.02));  // never a pair across two contexts
+}
+
+TEST_CASE("after cudaDeviceReset the dead events are retired and new ones time the phases", "[gpu][events]") {
+  fake_gpu gpu(false);
+  gpu.set_current_context(true);
+  tracer t(steptrace::testing::quiet());
+  timed_steps(t, gpu.stream(1), 5);
+  CHECK(device_calls(t.summary(), "compute") == 5);
+  gpu.device_reset();
+  timed_steps(t, gpu.stream(1), 10);  // the first finds its event dead; the rest get a new pool
+  const summary s = t.summary();
+  CHECK(device_calls(s, "compute") == 5 + 9);
+  CHECK(s.phase("compute")->device_ms->max == Approx(0.5).epsilon(0.02));
+}

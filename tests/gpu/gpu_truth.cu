@@ -274,6 +274,8 @@ int main(int argc, char** argv) {
     // new ones or not timed at all, never wrong.
     const bool sane = compute == nullptr || !compute->device_ms || std::fabs(compute->device_ms->mean - 1.0) < 0.03;
     expect("after cudaDeviceReset: no wrong device time", sane ? 1 : 0, 1, 0);
+    // The dead context's events are retired and new ones made: every counted phase is timed.
+    expect("after cudaDeviceReset: phases timed again", compute ? static_cast<double>(compute->device_calls) : 0, 10, 0);
   }
 
   std::printf("%s: %d miss%s\n", failures ? "FAILED" : "ALL MET", failures, failures == 1 ? "" : "es");

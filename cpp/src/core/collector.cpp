@@ -83,10 +83,10 @@ void tracer_impl::harvest_events() {
     t->builder.event_pairs().clear();
   }
   auto done = [&](const pending_pair& p) {
-    event_pool& pool = *p.thread->events;
+    thread_events& events = p.thread->events;
     if (p.pair.end != no_event) {
       float ms = 0;
-      switch (p.pair.timed ? pair_elapsed(pool, p.pair.begin, p.pair.end, ms) : event_result::failed) {
+      switch (p.pair.timed ? pair_elapsed(events, p.pair.begin, p.pair.end, ms) : event_result::failed) {
         case event_result::pending: return false;
         case event_result::done:
           p.pair.phase == event_pair::step ? totals.add_step_device_time(ms)
@@ -94,9 +94,9 @@ void tracer_impl::harvest_events() {
           break;
         case event_result::failed: break;
       }
-      pool.release(p.pair.end);
+      events.release(p.pair.end);
     }
-    pool.release(p.pair.begin);
+    events.release(p.pair.begin);
     return true;
   };
   pending_events.erase(std::remove_if(pending_events.begin(), pending_events.end(), done), pending_events.end());

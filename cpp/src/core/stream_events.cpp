@@ -16,21 +16,27 @@ void note_stream(tracer_impl& impl, thread_state& s, void* stream) noexcept {
 }  // namespace
 
 void mark_phase_event(tracer_impl& impl, thread_state& s, void* stream, bool begin) noexcept {
+  thread_events& events = s.events;
   if (begin) {
     note_stream(impl, s, stream);
-    const std::uint32_t slot = record_stream_event(s.events, stream);
-    event_pool* pool = s.events.get();
-    if (pool == nullptr) return;  // no events on this thread (yet)
-    if (pool->depth < event_pool::max_depth) pool->open[pool->depth++] = slot;
-    if (slot != no_event) push(impl, s, record_kind::event_begin, slot);
+    if (events.depth == thread_events::max_depth) {  // nested too deep: not timed
+      ++events.too_deep;
+      return;
+    }
+    const std::uint32_t id = record_stream_event(events, stream);
+    events.open[events.depth++] = id;
+    if (id != no_event) push(impl, s, record_kind::event_begin, id);
     return;
   }
-  event_pool* pool = s.events.get();
-  if (pool == nullptr || pool->depth == 0) return;  // its begin had no pool: nothing to pair
+  if (events.too_deep > 0) {  // the end of a phase that was not timed
+    --events.too_deep;
+    return;
+  }
+  if (events.depth == 0) return;
   // An end event only for a begin that got one: a slot taken here for a phase whose begin found
   // the pool full would be freed by nobody.
-  if (pool->open[--pool->depth] == no_event) return;
-  push(impl, s, record_kind::event_end, record_stream_event(s.events, stream));
+  if (events.open[--events.depth] == no_event) return;
+  push(impl, s, record_kind::event_end, record_stream_event(events, stream));
 }
 
 void mark_step_event(tracer_impl& impl, thread_state& s, bool begin) noexcept {

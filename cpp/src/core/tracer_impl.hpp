@@ -37,7 +37,7 @@ struct thread_state {
   void* step_stream = nullptr;         // producer: that stream
   std::uint32_t exclude_depth = 0;     // producer: set-aside spans open on the thread
   std::uint32_t step_exclude_depth = 0;  // producer: exclude_depth when the open step began
-  std::unique_ptr<event_pool> events;  // producer creates it (first stream phase with a context); both read it
+  thread_events events;                // producer makes its pools; the collector reads the slots its records name
   stream_table streams;                // producer appends; the builder reads the entries its records name
   alignas(64) step_builder builder;    // consumer (its own cache lines: written per record)
   bool retired = false;  // consumer: its thread exited; the memory may serve a new thread

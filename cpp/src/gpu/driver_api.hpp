@@ -50,6 +50,21 @@ struct cupti_functions {
   }
 };
 
+// The default streams' handles name the current context's stream, not one of their own.
+inline bool is_default_stream(CUstream s) noexcept {
+  return s == nullptr || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
+}
+
+// The context `stream` belongs to: its own, or the current one for a default-stream handle;
+// nullptr when there is none (yet).
+inline CUcontext context_of(const cuda_driver& d, CUstream stream) noexcept {
+  CUcontext c = nullptr;
+  if (is_default_stream(stream) || d.stream_context == nullptr || d.stream_context(stream, &c) != CUDA_SUCCESS) {
+    if (d.current_context == nullptr || d.current_context(&c) != CUDA_SUCCESS) return nullptr;
+  }
+  return c;
+}
+
 // Loads libcuda.so.1. False, with the reason in `why`, when there is no usable driver.
 bool load_cuda_driver(cuda_driver& out, std::string& why);
 // Loads the libcupti the process already has (PyTorch's, 12 or 13), else the first found in

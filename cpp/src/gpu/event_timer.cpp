@@ -8,19 +8,12 @@
 namespace steptrace::detail {
 namespace {
 
-// A new pool, its events created in the calling thread's context or, with none current, in
-// the stream's own; nullptr when neither exists yet.
-std::unique_ptr<event_pool> make_pool(const cuda_driver& d, CUstream stream) noexcept {
-  CUcontext context = nullptr;
-  bool pushed = false;
-  if (d.current_context(&context) != CUDA_SUCCESS || context == nullptr) {
-    context = nullptr;
-    if (stream == nullptr || d.stream_context == nullptr || d.push_context == nullptr || d.pop_context == nullptr ||
-        d.stream_context(stream, &context) != CUDA_SUCCESS || context == nullptr ||
-        d.push_context(context) != CUDA_SUCCESS) {
-      return nullptr;
-    }
-    pushed = true;
+// A new pool, its events made in `context` (made current for the while if it is not).
+std::unique_ptr<event_pool> make_pool(const cuda_driver& d, CUcontext context) noexcept {
+  CUcontext current = nullptr;
+  const bool push = d.current_context(&current) != CUDA_SUCCESS || current != context;
+  if (push && (d.push_context == nullptr || d.pop_context == nullptr || d.push_context(context) != CUDA_SUCCESS)) {
+    return nullptr;
   }
   std::unique_ptr<event_pool> pool(new (std::nothrow) event_pool);
   for (std::uint32_t i = 0; pool && i < event_pool::size; ++i) {
@@ -28,11 +21,24 @@ std::unique_ptr<event_pool> make_pool(const cuda_driver& d, CUstream stream) noe
     if (d.event_create(&event, CU_EVENT_DEFAULT) != CUDA_SUCCESS) pool.reset();  // the ones made leak: rare
     else pool->events[i] = event;
   }
-  if (pushed) {
+  if (pool) pool->context = context;
+  if (push) {
     CUcontext popped = nullptr;
     d.pop_context(&popped);
   }
   return pool;
+}
+
+// The live pool of `context`, made if there is none; nullptr when none can be.
+event_pool* pool_for(const cuda_driver& d, thread_events& events, CUcontext context, std::uint32_t& index) noexcept {
+  for (index = 0; index < events.count; ++index) {
+    event_pool* p = events.pools[index].get();
+    if (p->context == context && !p->retired) return p;
+  }
+  if (events.count == thread_events::max_pools) return nullptr;
+  if ((events.pools[index] = make_pool(d, context)) == nullptr) return nullptr;
+  events.count = index + 1;
+  return events.pools[index].get();
 }
 
 bool capturing(const cuda_driver& d, CUstream stream) noexcept {
@@ -41,42 +47,54 @@ bool capturing(const cuda_driver& d, CUstream stream) noexcept {
   return d.stream_capturing(stream, &status) != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-event_result query_pair(const cuda_driver& d, const event_pool& pool, std::uint32_t begin, std::uint32_t end,
+// The event's own context is gone (cudaDeviceReset, or the context destroyed): its pool is done.
+bool context_gone(CUresult r) {
+  return r == CUDA_ERROR_CONTEXT_IS_DESTROYED || r == CUDA_ERROR_INVALID_CONTEXT || r == CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUevent event_at(const thread_events& events, std::uint32_t id) {
+  return static_cast<CUevent>(events.pool_of(id)->events[id % event_pool::size]);
+}
+
+event_result query_pair(const cuda_driver& d, const thread_events& events, std::uint32_t begin, std::uint32_t end,
                         float& ms) noexcept {
-  const CUresult ready = d.event_query(static_cast<CUevent>(pool.events[end]));
+  const CUresult ready = d.event_query(event_at(events, end));
   if (ready == CUDA_ERROR_NOT_READY) return event_result::pending;
   if (ready != CUDA_SUCCESS) return event_result::failed;
-  return d.event_elapsed(&ms, static_cast<CUevent>(pool.events[begin]), static_cast<CUevent>(pool.events[end])) ==
-                 CUDA_SUCCESS
-             ? event_result::done
-             : event_result::failed;
+  return d.event_elapsed(&ms, event_at(events, begin), event_at(events, end)) == CUDA_SUCCESS ? event_result::done
+                                                                                             : event_result::failed;
 }
 
 }  // namespace
 
-std::uint32_t record_stream_event(std::unique_ptr<event_pool>& pool, void* stream_handle) noexcept {
+std::uint32_t record_stream_event(thread_events& events, void* stream_handle) noexcept {
   const cuda_driver& d = loaded_driver();
   if (!d.has_events()) return no_event;
   const auto stream = static_cast<CUstream>(stream_handle);
-  if (pool == nullptr && (pool = make_pool(d, stream)) == nullptr) return no_event;
-  if (capturing(d, stream)) return no_event;
+  const CUcontext context = context_of(d, stream);
+  if (context == nullptr || capturing(d, stream)) return no_event;  // no context yet: tried again next time
+  std::uint32_t index = 0;
+  event_pool* pool = pool_for(d, events, context, index);
+  if (pool == nullptr) return no_event;
   const std::uint32_t slot = pool->take();
-  if (slot != no_event && d.event_record(static_cast<CUevent>(pool->events[slot]), stream) != CUDA_SUCCESS) {
+  if (slot == no_event) return no_event;
+  if (const CUresult r = d.event_record(static_cast<CUevent>(pool->events[slot]), stream); r != CUDA_SUCCESS) {
     pool->release(slot);
+    if (context_gone(r)) pool->retired = true;  // the next event in this context gets a new pool
     return no_event;
   }
-  return slot;
+  return index * event_pool::size + slot;
 }
 
-event_result pair_elapsed(const event_pool& pool, std::uint32_t begin, std::uint32_t end, float& ms) noexcept {
+event_result pair_elapsed(const thread_events& events, std::uint32_t begin, std::uint32_t end, float& ms) noexcept {
   const cuda_driver& d = loaded_driver();
-  if (!d.has_events() || begin >= event_pool::size || end >= event_pool::size) return event_result::failed;
+  if (!d.has_events() || events.pool_of(begin) == nullptr || events.pool_of(end) == nullptr) return event_result::failed;
   // Queries are "unsafe" calls under CUDA graph capture: in the default (global) mode one made
   // here would invalidate a capture running on another thread. Asked in relaxed mode, and the
   // calling thread's own mode put back after.
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
   if (d.exchange_capture_mode(&mode) != CUDA_SUCCESS) return event_result::failed;  // no query that could break a capture
-  const event_result result = query_pair(d, pool, begin, end, ms);
+  const event_result result = query_pair(d, events, begin, end, ms);
   d.exchange_capture_mode(&mode);
   return result;
 }

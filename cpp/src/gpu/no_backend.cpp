@@ -17,9 +17,9 @@ gpu_status gpu_backend_status() {
 std::uint64_t device_records_end() { return 0; }
 void read_device_records(std::uint64_t&, std::vector<device_record>&, std::uint64_t&, device_flush) {}
 device_counts device_record_counts() { return {}; }
-std::uint32_t record_stream_event(std::unique_ptr<event_pool>&, void*) noexcept { return no_event; }
+std::uint32_t record_stream_event(thread_events&, void*) noexcept { return no_event; }
 std::uint32_t stream_index(stream_table&, void*) noexcept { return no_event; }
-event_result pair_elapsed(const event_pool&, std::uint32_t, std::uint32_t, float&) noexcept { return event_result::failed; }
+event_result pair_elapsed(const thread_events&, std::uint32_t, std::uint32_t, float&) noexcept { return event_result::failed; }
 void yield_cupti(const std::string&) noexcept {}
 void reclaim_cupti() noexcept {}
 std::string cupti_holder() { return {}; }

@@ -8,8 +8,6 @@
 namespace steptrace::detail {
 namespace {
 
-bool is_default_stream(CUstream s) { return s == nullptr || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD; }
-
 // The key of `stream` in `context`; false when CUPTI cannot tell.
 bool map_stream(const cupti_functions& c, CUcontext context, CUstream stream, stream_key& out) {
   std::uint32_t context_id = 0, stream_id = 0;
@@ -41,10 +39,7 @@ std::uint32_t stream_index(stream_table& table, void* handle) noexcept {
     if (table.handles[i] == handle && table.contexts[i] == context) return i;
   }
   if (table.count == max_thread_streams) return unknown_stream;
-  if (!is_default_stream(stream) &&
-      (d.stream_context == nullptr || d.stream_context(stream, &context) != CUDA_SUCCESS || context == nullptr)) {
-    return unknown_stream;
-  }
+  if (context == nullptr && (context = context_of(d, stream)) == nullptr) return unknown_stream;
   const std::uint32_t i = table.count;
   if (!map_stream(*c, context, stream, table.keys[i])) return unknown_stream;
   table.handles[i] = handle;
