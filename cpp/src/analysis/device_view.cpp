@@ -254,11 +254,16 @@ void merge_union(std::deque<Interval>& u, const std::vector<Interval>& added) {
 
 // Adds `batch` (sorted by start) to records kept sorted by start: only the kept ones that start
 // after the batch's first are merged with it.
-void merge_records(std::deque<device_record>& kept, const std::vector<device_record>& batch) {
+template <class It>
+void merge_records(std::deque<device_record>& kept, It first, It last) {
   auto by_start = [](const device_record& a, const device_record& b) { return a.start < b.start; };
-  const auto tail = std::upper_bound(kept.begin(), kept.end(), batch.front(), by_start) - kept.begin();
   const auto old_end = static_cast<std::ptrdiff_t>(kept.size());
-  kept.insert(kept.end(), batch.begin(), batch.end());
+  if (kept.empty() || !by_start(*first, kept.back())) {  // the common case: all after what is kept
+    kept.insert(kept.end(), first, last);
+    return;
+  }
+  const auto tail = std::upper_bound(kept.begin(), kept.end(), *first, by_start) - kept.begin();
+  kept.insert(kept.end(), first, last);
   std::inplace_merge(kept.begin() + tail, kept.begin() + old_end, kept.end(), by_start);
 }
 
@@ -283,8 +288,7 @@ void device_join::add_records(const std::vector<device_record>& records) {
       if (occupies_device(r) && r.end > r.start) extend(added, r.start, r.end);
     }
     track& t = streams_[key];
-    merge_records(t.records, std::vector<device_record>(batch.begin() + static_cast<std::ptrdiff_t>(i),
-                                                         batch.begin() + static_cast<std::ptrdiff_t>(j)));
+    merge_records(t.records, batch.begin() + static_cast<std::ptrdiff_t>(i), batch.begin() + static_cast<std::ptrdiff_t>(j));
     merge_union(t.busy, added);
     merge_union(context_busy_[key.context], added);
     all.insert(all.end(), added.begin(), added.end());
