@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "gpu/testing.hpp"
+#include "record/clock.hpp"
 
 namespace steptrace::testing {
 namespace {
@@ -214,6 +215,11 @@ CUptiResult result_string(CUptiResult, const char** text) {
 }
 
 }  // namespace
+
+std::uint64_t host_now_ns() {
+  detail::host_clock::init();  // which clock now() reads is settled here
+  return detail::host_clock::to_monotonic_ns(detail::host_clock::now());
+}
 
 fake_record kernel_record(std::uint64_t start, std::uint64_t end, std::uint32_t stream, std::uint32_t device) {
   fake_record r;

@@ -20,6 +20,10 @@
 
 namespace steptrace::testing {
 
+// Now on the host clock in ns, the clock steptrace has CUPTI stamp device records with: fake
+// records placed by it fall where the tracer's steps were.
+std::uint64_t host_now_ns();
+
 // A CUPTI record of one of the kinds steptrace reads, as CUPTI would lay it out.
 struct fake_record {
   alignas(8) unsigned char bytes[256] = {};

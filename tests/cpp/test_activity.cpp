@@ -11,26 +11,22 @@
 #include "steptrace/steptrace.hpp"
 
 using namespace steptrace;
-using steptrace::detail::host_clock;
 using steptrace::testing::fake_gpu;
+using steptrace::testing::host_now_ns;
 using steptrace::testing::kernel_record;
 using steptrace::testing::memory_record;
 
 namespace {
 
-std::uint64_t now_ns() {
-  host_clock::init();  // which clock now() reads is settled here
-  return host_clock::to_monotonic_ns(host_clock::now());
-}
 
 // One step of about 2 ms of host time; returns a window on the host clock, in ns, stamped inside
 // the step (its opening may start the backend, which takes a while the first time).
 std::pair<std::uint64_t, std::uint64_t> one_step(tracer& t) {
   scoped_step step(t);
   scoped_phase p(t, builtin::compute);
-  const std::uint64_t begin = now_ns();
+  const std::uint64_t begin = host_now_ns();
   steptrace::testing::spin_for(std::chrono::microseconds(2000));
-  return {begin, now_ns()};
+  return {begin, host_now_ns()};
 }
 
 // A 0.1 ms kernel in the middle of `window` (host clock, ns), in a CUPTI buffer of its own.

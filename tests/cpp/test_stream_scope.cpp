@@ -12,17 +12,13 @@
 #include "steptrace/steptrace.hpp"
 
 using namespace steptrace;
-using steptrace::detail::host_clock;
 using steptrace::testing::fake_gpu;
+using steptrace::testing::host_now_ns;
 using steptrace::testing::kernel_record;
 using steptrace::testing::sync_record;
 
 namespace {
 
-std::uint64_t now_ns() {
-  host_clock::init();
-  return host_clock::to_monotonic_ns(host_clock::now());
-}
 
 // All `n` threads wait here until every one has arrived.
 class rendezvous {
@@ -55,9 +51,9 @@ TEST_CASE("two threads' overlapping steps each see only their own stream", "[gpu
     scoped_step step(t);
     scoped_phase p(t, builtin::compute, gpu.stream(1 + i));
     meet.arrive();
-    after[i] = now_ns();  // both threads are inside their steps from here...
+    after[i] = host_now_ns();  // both threads are inside their steps from here...
     meet.arrive();
-    before[i] = now_ns();  // ...to here
+    before[i] = host_now_ns();  // ...to here
     meet.arrive();
   };
   std::thread a(worker, 0), b(worker, 1);
@@ -87,9 +83,9 @@ TEST_CASE("a stream on another device is not mixed with the first device's strea
   {
     scoped_step step(t);
     scoped_phase p(t, builtin::compute, gpu.stream(1, /*device=*/1));
-    b = now_ns();
+    b = host_now_ns();
     steptrace::testing::spin_for(std::chrono::microseconds(500));
-    e = now_ns();
+    e = host_now_ns();
   }
   const std::uint64_t q = (e - b) / 8;
   // The same CUPTI stream id on both devices: ids are unique within a context only.
@@ -114,9 +110,9 @@ TEST_CASE("a step that names no stream sees every stream, and says so", "[gpu][s
   {
     scoped_step step(t);
     scoped_phase p(t, builtin::compute);
-    b = now_ns();
+    b = host_now_ns();
     steptrace::testing::spin_for(std::chrono::microseconds(500));
-    e = now_ns();
+    e = host_now_ns();
   }
   const std::uint64_t q = (e - b) / 4;
   gpu.emit({kernel_record(b, b + q, 11, 0), kernel_record(b + 2 * q, b + 3 * q, 12, 1)});
@@ -136,9 +132,9 @@ TEST_CASE("a thread maps each stream once, and the default stream in its current
   for (int i = 0; i < 20; ++i) {
     scoped_step step(t, nullptr);  // the step itself on the legacy default stream
     scoped_phase p(t, builtin::compute, gpu.stream(3));
-    b = now_ns();
+    b = host_now_ns();
     steptrace::testing::spin_for(std::chrono::microseconds(200));
-    e = now_ns();
+    e = host_now_ns();
   }
   CHECK(gpu.stream_lookups() == 2);  // stream 3 and the default stream, each once
   const std::uint64_t q = (e - b) / 4;
