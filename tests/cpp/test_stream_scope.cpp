@@ -52,6 +52,7 @@ TEST_CASE("two threads' overlapping steps each see only their own stream", "[gpu
     scoped_phase p(t, builtin::compute, gpu.stream(1 + i));
     meet.arrive();
     after[i] = host_now_ns();  // both threads are inside their steps from here...
+    steptrace::testing::spin_for(std::chrono::microseconds(300));  // (the overlap then lasts at least this)
     meet.arrive();
     before[i] = host_now_ns();  // ...to here
     meet.arrive();
