@@ -8,8 +8,8 @@ namespace steptrace::detail {
 namespace {
 
 // Names `stream` to the step builder: the step's device view covers the streams it worked on.
-void note_stream(tracer_impl& impl, thread_state& s, void* stream) noexcept {
-  const std::uint32_t index = stream_index(s.streams, stream);
+void note_stream(tracer_impl& impl, thread_state& s, void* stream, void* context) noexcept {
+  const std::uint32_t index = stream_index(s.streams, stream, context);
   if (index != no_event) push(impl, s, record_kind::stream_scope, index);
 }
 
@@ -18,12 +18,13 @@ void note_stream(tracer_impl& impl, thread_state& s, void* stream) noexcept {
 void mark_phase_event(tracer_impl& impl, thread_state& s, void* stream, bool begin) noexcept {
   thread_events& events = s.events;
   if (begin) {
-    note_stream(impl, s, stream);
+    void* const context = stream_context(stream);  // one driver call for both below
+    note_stream(impl, s, stream, context);
     if (events.depth == thread_events::max_depth) {  // nested too deep: not timed
       ++events.too_deep;
       return;
     }
-    const std::uint32_t id = record_stream_event(events, stream);
+    const std::uint32_t id = record_stream_event(events, stream, context);
     events.open[events.depth++] = id;
     if (id != no_event) push(impl, s, record_kind::event_begin, id);
     return;
@@ -36,12 +37,13 @@ void mark_phase_event(tracer_impl& impl, thread_state& s, void* stream, bool beg
   // An end event only for a begin that got one: a slot taken here for a phase whose begin found
   // the pool full would be freed by nobody.
   if (events.open[--events.depth] == no_event) return;
-  push(impl, s, record_kind::event_end, record_stream_event(events, stream));
+  push(impl, s, record_kind::event_end, record_stream_event(events, stream, stream_context(stream)));
 }
 
 void mark_step_event(tracer_impl& impl, thread_state& s, bool begin) noexcept {
-  if (begin) note_stream(impl, s, s.step_stream);
-  const std::uint32_t slot = record_stream_event(s.events, s.step_stream);
+  void* const context = stream_context(s.step_stream);
+  if (begin) note_stream(impl, s, s.step_stream, context);
+  const std::uint32_t slot = record_stream_event(s.events, s.step_stream, context);
   if (slot != no_event) push(impl, s, begin ? record_kind::step_event_begin : record_kind::step_event_end, slot);
 }
 

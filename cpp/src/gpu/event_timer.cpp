@@ -67,12 +67,17 @@ event_result query_pair(const cuda_driver& d, const thread_events& events, std::
 
 }  // namespace
 
-std::uint32_t record_stream_event(thread_events& events, void* stream_handle) noexcept {
+void* stream_context(void* stream) noexcept {
   const cuda_driver& d = loaded_driver();
-  if (!d.has_events()) return no_event;
+  return d.has_events() ? context_of(d, static_cast<CUstream>(stream)) : nullptr;
+}
+
+std::uint32_t record_stream_event(thread_events& events, void* stream_handle, void* context_handle) noexcept {
+  const cuda_driver& d = loaded_driver();
   const auto stream = static_cast<CUstream>(stream_handle);
-  const CUcontext context = context_of(d, stream);
-  if (context == nullptr || capturing(d, stream)) return no_event;  // no context yet: tried again next time
+  const auto context = static_cast<CUcontext>(context_handle);
+  // No context yet: tried again next time.
+  if (!d.has_events() || context == nullptr || capturing(d, stream)) return no_event;
   std::uint32_t index = 0;
   event_pool* pool = pool_for(d, events, context, index);
   if (pool == nullptr) return no_event;

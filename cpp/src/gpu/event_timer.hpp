@@ -9,8 +9,9 @@
 //
 // Usage:
 //   thread_events events;                                     // one per recording thread
-//   std::uint32_t a = record_stream_event(events, stream);   // no_event: none could be recorded
-//   ... ; std::uint32_t b = record_stream_event(events, stream);
+//   void* context = stream_context(stream);                   // once per boundary
+//   std::uint32_t a = record_stream_event(events, stream, context);  // no_event: none recorded
+//   ... ; std::uint32_t b = record_stream_event(events, stream, stream_context(stream));
 //   float ms; switch (pair_elapsed(events, a, b, ms)) { ... }  // on the collector
 //   events.release(a); events.release(b);
 #pragma once
@@ -65,12 +66,16 @@ struct thread_events {
   }
 };
 
-// Records an event on `stream` (nullptr: the legacy default stream) in a slot of the pool of the
-// stream's context, making the pool on first use. no_event when none could be: no CUDA context
-// yet (tried again next time), every slot in flight, more contexts than pools, or the stream is
-// being captured into a CUDA graph (an event there would become part of the graph, and could
-// not be timed).
-std::uint32_t record_stream_event(thread_events& events, void* stream) noexcept;
+// The CUDA context `stream` belongs to: its own, or the current one for a default-stream handle
+// (nullptr, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD); nullptr with no driver or no context yet.
+void* stream_context(void* stream) noexcept;
+
+// Records an event on `stream` (nullptr: the legacy default stream) in a slot of the pool of
+// `context` (stream_context's), making the pool on first use. no_event when none could be: no
+// CUDA context yet (tried again next time), every slot in flight, more contexts than pools, or
+// the stream is being captured into a CUDA graph (an event there would become part of the graph,
+// and could not be timed).
+std::uint32_t record_stream_event(thread_events& events, void* stream, void* context) noexcept;
 
 enum class event_result { done, pending, failed };
 // The device time from `begin`'s event to `end`'s: a query, never a wait, asked in relaxed

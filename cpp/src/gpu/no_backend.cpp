@@ -17,8 +17,9 @@ gpu_status gpu_backend_status() {
 std::uint64_t device_records_end() { return 0; }
 void read_device_records(std::uint64_t&, std::vector<device_record>&, std::uint64_t&, device_flush) {}
 device_counts device_record_counts() { return {}; }
-std::uint32_t record_stream_event(thread_events&, void*) noexcept { return no_event; }
-std::uint32_t stream_index(stream_table&, void*) noexcept { return no_event; }
+void* stream_context(void*) noexcept { return nullptr; }
+std::uint32_t record_stream_event(thread_events&, void*, void*) noexcept { return no_event; }
+std::uint32_t stream_index(stream_table&, void*, void*) noexcept { return no_event; }
 event_result pair_elapsed(const thread_events&, std::uint32_t, std::uint32_t, float&) noexcept { return event_result::failed; }
 void yield_cupti(const std::string&) noexcept {}
 void reclaim_cupti() noexcept {}

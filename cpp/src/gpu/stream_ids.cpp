@@ -23,27 +23,19 @@ bool map_stream(const cupti_functions& c, CUcontext context, CUstream stream, st
 
 }  // namespace
 
-std::uint32_t stream_index(stream_table& table, void* handle) noexcept {
+std::uint32_t stream_index(stream_table& table, void* handle, void* context) noexcept {
   const cupti_functions* c = loaded_cupti();
-  const cuda_driver& d = loaded_driver();
-  if (c == nullptr || c->context_id == nullptr || c->stream_id == nullptr || d.current_context == nullptr) {
-    return no_event;
-  }
-  const auto stream = static_cast<CUstream>(handle);
-  // A default-stream handle means the current context's: the same handle is another stream there.
-  CUcontext context = nullptr;
-  if (is_default_stream(stream)) {
-    if (d.current_context(&context) != CUDA_SUCCESS || context == nullptr) return no_event;
-  }
+  if (c == nullptr || c->context_id == nullptr || c->stream_id == nullptr || context == nullptr) return no_event;
   for (std::uint32_t i = 0; i < table.count; ++i) {
     if (table.handles[i] == handle && table.contexts[i] == context) return i;
   }
   if (table.count == max_thread_streams) return unknown_stream;
-  if (context == nullptr && (context = context_of(d, stream)) == nullptr) return unknown_stream;
   const std::uint32_t i = table.count;
-  if (!map_stream(*c, context, stream, table.keys[i])) return unknown_stream;
+  if (!map_stream(*c, static_cast<CUcontext>(context), static_cast<CUstream>(handle), table.keys[i])) {
+    return unknown_stream;
+  }
   table.handles[i] = handle;
-  table.contexts[i] = is_default_stream(stream) ? context : nullptr;
+  table.contexts[i] = context;
   table.count = i + 1;
   return i;
 }

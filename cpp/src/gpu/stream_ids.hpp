@@ -4,7 +4,7 @@
 //
 // Usage, on the recording thread:
 //   stream_table table;                               // one per recording thread
-//   std::uint32_t i = stream_index(table, stream);    // no_event: nothing to say
+//   std::uint32_t i = stream_index(table, stream, stream_context(stream));  // no_event: nothing to say
 //   push(stream_scope, i);                            // the collector reads table.keys[i]
 #pragma once
 
@@ -20,7 +20,8 @@ namespace steptrace::detail {
 struct stream_table {
   stream_key keys[max_thread_streams] = {};  // read by the collector
   void* handles[max_thread_streams] = {};    // recording thread only
-  void* contexts[max_thread_streams] = {};   // for the default-stream handles: the context they meant
+  void* contexts[max_thread_streams] = {};   // the context each handle meant (a default-stream
+                                             // handle names another stream in each context)
   std::uint32_t count = 0;                   // recording thread only
 };
 
@@ -28,11 +29,12 @@ struct stream_table {
 // did not know it). A step that used one is viewed on every stream.
 inline constexpr std::uint32_t unknown_stream = max_thread_streams;
 
-// The entry for `stream` (nullptr or CU_STREAM_LEGACY: the legacy default stream of the current
-// context; CU_STREAM_PER_THREAD: the per-thread one), mapped with CUPTI on first sight and
-// remembered by handle: a stream destroyed and another created at the same address keeps the
-// first one's ids. unknown_stream as above; no_event when there is nothing to say: no CUPTI, or
-// no current context for a default-stream handle (no work can have been queued there yet).
-std::uint32_t stream_index(stream_table& table, void* stream) noexcept;
+// The entry for `stream` in `context` (gpu/event_timer.hpp's stream_context: for nullptr or
+// CU_STREAM_LEGACY the legacy default stream of the current context, for CU_STREAM_PER_THREAD
+// the per-thread one), mapped with CUPTI on first sight and remembered by handle and context: a
+// stream destroyed and another created at the same address keeps the first one's ids.
+// unknown_stream as above; no_event when there is nothing to say: no CUPTI, or no context (no
+// work can have been queued there yet).
+std::uint32_t stream_index(stream_table& table, void* stream, void* context) noexcept;
 
 }  // namespace steptrace::detail
