@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "steptrace/export.hpp"
+#include "steptrace/ranks.hpp"
 
 namespace steptrace {
 
@@ -145,6 +146,11 @@ class STEPTRACE_API summary {
   // What the tracer was told about the setup (tracer::set_fact), e.g. dataloader.num_workers,
   // plus host.cpus; the advice uses them.
   std::vector<std::pair<std::string, std::string>> facts;
+  // Which rank of a multi-process job this is (tracer::set_rank); empty in a lone process.
+  std::optional<rank_info> rank;
+  // In a summary combined on rank 0 (combine_ranks): every rank's row, the missing ranks and
+  // the straggler. The rest of the summary is rank 0's own.
+  std::optional<ranks_view> ranks;
 
   const phase_stats* phase(std::string_view name) const noexcept;
   const std::string* fact(std::string_view key) const noexcept;
@@ -153,5 +159,21 @@ class STEPTRACE_API summary {
   // Reads what json() wrote. Throws std::invalid_argument on anything else.
   static summary from_json(std::string_view text);
 };
+
+// What one rank sends to rank 0: its summary, and the time it waited at each of its last
+// collectives (oldest first), with how many it has waited at in all.
+struct rank_report {
+  summary s;
+  std::vector<double> recent_wait_ms;
+  std::uint64_t collectives = 0;
+};
+
+// Rank 0's view of the job: its own summary (the report of the lowest rank given) with a row
+// per rank, the ranks of `world_size` that sent nothing, and STRAGGLER when one rank holds the
+// others back (the diagnosis then names it; otherwise rank 0's own diagnosis stands).
+// `timeout_s`: how long rank 0 waited, for the missing ranks' line. Throws std::invalid_argument
+// when no report has rank info, or two have the same rank.
+STEPTRACE_API summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t world_size,
+                                    double timeout_s);
 
 }  // namespace steptrace

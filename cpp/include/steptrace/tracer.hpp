@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -81,6 +82,11 @@ class STEPTRACE_API tracer {
   // Records a fact about the setup for the diagnosis to use, e.g. ("dataloader.num_workers",
   // "0"); the latest value of a key wins. Not for the hot path.
   void set_fact(std::string_view key, std::string_view value);
+  // Says which rank of a multi-process job this process is: every summary carries it, and at
+  // exit only rank 0 prints its table and writes json_path, unless the path holds `{rank}`,
+  // which each rank replaces with its number. The Python package calls it by itself when
+  // torch.distributed is initialised.
+  void set_rank(const rank_info& who);
 
   // Safe while other threads record. Open steps are not included. The default tracer's exit
   // report then knows the program has seen these steps (print_at_exit=auto).
@@ -92,6 +98,9 @@ class STEPTRACE_API tracer {
   // recorded: the table, or one line when the program already fetched this summary (see
   // print_at_exit). Writes json_path too, whole or not at all. Empty otherwise.
   std::string exit_report();
+  // The same, with `finish` given the summary first, and whether the program already fetched
+  // it: what it returns is reported instead (the Python package gathers the ranks there).
+  std::string exit_report(const std::function<::steptrace::summary(const ::steptrace::summary&, bool)>& finish);
   // Says once, as an error line on stderr, that a nested step was ignored (scoped_step's only
   // way to tell; Python raises StepError instead).
   void warn_nested_step() const noexcept;

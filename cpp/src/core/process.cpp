@@ -9,7 +9,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "base/log.hpp"
@@ -48,10 +50,25 @@ void write_whole(const std::string& path, const std::string& text) {
   }
 }
 
+// json_path for this process: `{rank}` becomes its rank (0 in a lone process). Empty when
+// nothing is to be written here: in a job, only rank 0 writes a path without `{rank}`.
+std::string json_path_of(const std::string& path, const std::optional<rank_info>& rank) {
+  static constexpr std::string_view slot = "{rank}";
+  const std::size_t at = path.find(slot);
+  if (at == std::string::npos) return rank && rank->rank != 0 ? std::string() : path;
+  std::string out = path;
+  for (std::size_t i = at; i != std::string::npos; i = out.find(slot, i)) {
+    out.replace(i, slot.size(), std::to_string(rank ? rank->rank : 0));
+  }
+  return out;
+}
+
 }  // namespace
 }  // namespace detail
 
-std::string tracer::exit_report() {
+std::string tracer::exit_report() { return exit_report({}); }
+
+std::string tracer::exit_report(const std::function<::steptrace::summary(const ::steptrace::summary&, bool)>& finish) {
   if (impl_->forked.load() || impl_->creator_pid != getpid()) return {};  // before any lock
   try {
     config cfg;
@@ -63,16 +80,24 @@ std::string tracer::exit_report() {
       cfg = impl_->cfg;
       shown = impl_->shown_steps;
     }
-    const ::steptrace::summary s = collect_summary(false);
+    ::steptrace::summary s = collect_summary(false);
     const std::uint64_t recorded = s.steps + s.warmup_steps + s.failed_steps;
     if (recorded == 0) return {};
-    if (!cfg.json_path.empty()) {
+    if (finish) {
       try {
-        detail::write_whole(cfg.json_path, s.json() + "\n");
+        s = finish(s, shown == recorded);
+      } catch (const std::exception& e) {
+        detail::log(detail::log_level::error, std::string("reporting this process's own summary: ") + e.what());
+      }
+    }
+    if (const std::string path = detail::json_path_of(cfg.json_path, s.rank); !path.empty()) {
+      try {
+        detail::write_whole(path, s.json() + "\n");
       } catch (const std::exception& e) {
         detail::log(detail::log_level::error, std::string("could not write the summary JSON: ") + e.what());
       }
     }
+    if (s.rank && s.rank->rank != 0) return {};  // rank 0 prints the job's table
     switch (cfg.print_at_exit) {
       case exit_print::never: return {};
       case exit_print::always: return s.table();

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 
 #include "base/log.hpp"
@@ -176,6 +177,7 @@ summary tracer::collect_summary(bool shown) const {
     device_base = impl_->device_base;
     for (auto& t : impl_->threads) out.errors.unbalanced_phases += t->builder.unbalanced();
     out.facts = impl_->facts;
+    out.rank = impl_->rank;
     if (shown) impl_->shown_steps = out.steps + out.warmup_steps + out.failed_steps;
   }
   add_cpu_facts(out, impl_->cpu_so_far());
@@ -190,6 +192,19 @@ summary tracer::collect_summary(bool shown) const {
   }
   detail::complete(out);
   return out;
+}
+
+void tracer::set_rank(const rank_info& who) {
+  if (who.rank >= who.world_size) {
+    throw std::invalid_argument("steptrace: rank " + std::to_string(who.rank) + " is not below the world size " +
+                                std::to_string(who.world_size));
+  }
+  if (impl_->forked.load()) return;
+  rank_info r = who;
+  r.host = detail::printable_utf8(r.host);
+  r.started_at = detail::printable_utf8(r.started_at);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->rank = std::move(r);
 }
 
 void tracer::set_fact(std::string_view key, std::string_view value) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -87,6 +88,7 @@ class tracer_impl {
   std::uint32_t next_thread = 0;  // every thread that ever recorded gets its own number
   aggregate totals;
   std::vector<std::pair<std::string, std::string>> facts;
+  std::optional<rank_info> rank;  // tracer::set_rank
   std::atomic<std::uint64_t> nested_steps{0};
   std::atomic<std::uint64_t> producer_drains{0};  // rings drained by their own thread: the collector lags
   std::atomic<bool> nested_reported{false};

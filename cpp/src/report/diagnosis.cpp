@@ -24,15 +24,7 @@ std::string_view builtin_of(const summary& s, const phase_stats& p) {
   return {};
 }
 
-// The share the rules read: the phase's own share plus that of every custom phase that counts
-// toward it, so adding detail (`decode` inside `input`) never changes the label.
-double share_of(const summary& s, std::string_view name) {
-  double share = 0;
-  for (const phase_stats& p : s.phases) {
-    if (builtin_of(s, p) == name) share += p.share;
-  }
-  return share;
-}
+double share_of(const summary& s, std::string_view name) { return group_share(s, name); }
 
 double mean_of(const summary& s, std::string_view name) { return share_of(s, name) * s.step_ms.mean; }
 
@@ -65,12 +57,23 @@ std::optional<bool> fact_bool(const summary& s, std::string_view key) {
 
 }  // namespace
 
+// The phase's own share plus that of every custom phase that counts toward it, so adding
+// detail (`decode` inside `input`) never changes the label.
+double group_share(const summary& s, std::string_view name) {
+  double share = 0;
+  for (const phase_stats& p : s.phases) {
+    if (builtin_of(s, p) == name) share += p.share;
+  }
+  return share;
+}
+
 }  // namespace steptrace::detail
 
 namespace steptrace {
 const std::vector<std::string>& diagnosis_labels() {
   static const std::vector<std::string> labels = {"INPUT-BOUND",  "H2D-BOUND",     "WAIT-HEAVY",
-                                                  "LAUNCH-BOUND", "COMPUTE-BOUND", "BALANCED"};
+                                                  "LAUNCH-BOUND", "COMPUTE-BOUND", "STRAGGLER",
+                                                  "BALANCED"};
   return labels;
 }
 }  // namespace steptrace

@@ -11,6 +11,13 @@
 //                  and the median kernel <= launch_kernel_us: many tiny kernels
 //   BALANCED       none of the above
 // With a device view, the evidence also says how idle the GPU was and during which host phase.
+//
+// Many ranks (combine_ranks, report/ranks.cpp), on per-step means of each rank:
+//   STRAGGLER      the rank that waits least at the collectives (the built-in `wait`) waits at
+//                  least straggler_gap_share of the median step time, and straggler_gap_ms,
+//                  less than the median of the other ranks: they wait for it. Its phase is the
+//                  one (input, h2d, compute, other) in which it exceeds the median of the other
+//                  ranks most. It replaces rank 0's own label in the combined summary.
 // INPUT-BOUND's advice reads the loader's settings and, when the process tree's CPU demand
 // reaches cpu_demand_share of the cores, says the CPU is saturated instead of adding workers.
 #pragma once
@@ -32,11 +39,17 @@ struct diagnosis_thresholds {
   // INPUT-BOUND's advice: the CPU is saturated when the process and its workers ask for this
   // share of the cores or more (running, or runnable and waiting for a core).
   double cpu_demand_share = 0.90;
+  double straggler_gap_share = 0.10;
+  double straggler_gap_ms = 0.5;
 };
 
 inline constexpr diagnosis_thresholds default_thresholds{};
 
 diagnosis diagnose(const summary& s, const diagnosis_thresholds& t = default_thresholds);
+
+// The share of step time of built-in phase `name` with every custom phase that counts toward
+// it (opened inside it, at any depth): the grouping every rule reads.
+double group_share(const summary& s, std::string_view name);
 
 // A fact (summary::facts) that is a number; empty when absent or not a number.
 std::optional<double> fact_double(const summary& s, std::string_view key);

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <functional>
 #include <iterator>
 #include <string>
 #include <utility>
@@ -57,6 +58,45 @@ std::vector<std::pair<const phase_stats*, int>> tree_order(const std::vector<pha
   return rows;
 }
 
+// At most `width` bytes of `text`, never cutting a UTF-8 sequence; "~" marks a cut.
+std::string cut(const std::string& text, std::size_t width) {
+  if (text.size() <= width) return text;
+  std::size_t n = width - 1;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  return text.substr(0, n) + "~";
+}
+
+// Rank 0's view of the job: a row per rank (per-step means), the worst rank against the median
+// one by its time outside `wait`, the missing ranks.
+void rank_lines(const ranks_view& v, const std::function<void(std::string)>& line) {
+  line("");
+  line(fmt::format("ranks      {} of {} gathered; per step, mean ms of each phase with the phases inside it",
+                   v.rows.size(), v.world_size));
+  line(fmt::format("  {:>5}  {:<16}{:>7}{:>10}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}  {}", "rank", "host", "steps",
+                   "step p50", "input", "h2d", "compute", "wait", "other", "GPU busy", "slowest", "label"));
+  for (const rank_row& r : v.rows) {
+    const std::string busy = r.device_busy_share ? fmt::format("{:.0f}%", 100 * *r.device_busy_share) : "-";
+    const std::string slowest = v.steps_compared ? std::to_string(r.slowest_steps) : "-";
+    line(fmt::format("  {:>5}  {:<16}{:>7}{:>10}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}  {}", r.who.rank,
+                     cut(r.who.host, 15), r.steps, ms(r.step_p50_ms), ms(r.input_ms), ms(r.h2d_ms),
+                     ms(r.compute_ms), ms(r.wait_ms), ms(r.other_ms), busy, slowest, r.label.empty() ? "-" : r.label));
+  }
+  if (v.rows.size() >= 2) {
+    line(fmt::format("  worst rank {}: {} ms a step outside `wait`; the median rank {} ms{}", v.worst_rank,
+                     ms(v.worst_ms), ms(v.median_ms),
+                     v.steps_compared ? fmt::format(" (`slowest`: of the last {} steps, those it waited least in)",
+                                                    v.steps_compared)
+                                      : std::string()));
+  }
+  if (!v.missing.empty()) {
+    std::string which;
+    for (std::uint32_t r : v.missing) which += (which.empty() ? "" : ", ") + std::to_string(r);
+    line(fmt::format("  missing: rank{} {}: no summary arrived within {} s (it ended early, crashed, or is still "
+                     "running); the figures are over the others",
+                     v.missing.size() == 1 ? "" : "s", which, ms(v.timeout_s)));
+  }
+}
+
 }  // namespace
 
 namespace detail {
@@ -84,6 +124,11 @@ std::string summary::table() const {
     out.push_back('\n');
   };
   line("── steptrace summary ──────────────────────────────────────────────────────────");
+  if (rank) {
+    line("rank {} of {} on {}{}{}", rank->rank, rank->world_size, rank->host.empty() ? "?" : rank->host,
+         rank->local_rank >= 0 ? fmt::format(" (local rank {})", rank->local_rank) : std::string(),
+         rank->started_at.empty() ? std::string() : ", started " + rank->started_at);
+  }
   if (steps == 0) {
     line("no steps counted ({} warm-up, {} failed): nothing to break down.", warmup_steps, failed_steps);
   } else {
@@ -198,6 +243,7 @@ std::string summary::table() const {
          "cpu", value("cpu.cores_busy"), value("cpu.cores_waiting"), value("cpu.workers_cores_busy"),
          value("cpu.workers_cores_waiting"), cpus ? *cpus : "?");
   }
+  if (ranks) rank_lines(*ranks, [&](const std::string& text) { line("{}", text); });
   line("");
   line("{:<11}{}", "diagnosis", diag.label.empty() ? "-" : diag.label);
   line("{:<11}{}", "", diag.evidence);

@@ -1,0 +1,64 @@
+// steptrace/ranks.hpp — many processes of one job (the ranks of torch.distributed, MPI ...).
+//
+//   tracer.set_rank({rank, world_size, local_rank, host, started_at});  // each summary says who
+//   ... each rank sends its summary (json()) and its recent collective waits to rank 0 ...
+//   steptrace::summary all = steptrace::combine_ranks(reports, world_size, 30);  // on rank 0
+//   std::cerr << all.table();   // rank 0's own breakdown, then one row per rank and STRAGGLER
+//
+// The Python package does all of this by itself with torch.distributed (docs/architecture.md,
+// "Many ranks"). combine_ranks lives in steptrace/summary.hpp beside the summary it returns.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace steptrace {
+
+// Which process of the job a summary is from.
+struct rank_info {
+  std::uint32_t rank = 0;
+  std::uint32_t world_size = 1;
+  std::int64_t local_rank = -1;  // on its host; -1: not known
+  std::string host;
+  std::string started_at;  // when the process started, ISO 8601 UTC ("" if not known)
+};
+
+// One rank's row in a combined summary: per-step means in ms, each built-in phase with the
+// custom phases that count toward it (the diagnosis's grouping).
+struct rank_row {
+  rank_info who;
+  std::uint64_t steps = 0;
+  double step_mean_ms = 0, step_p50_ms = 0, step_p95_ms = 0;
+  double input_ms = 0, h2d_ms = 0, compute_ms = 0, wait_ms = 0, other_ms = 0;
+  std::optional<double> device_busy_share;  // with a device view
+  std::string label;                        // that rank's own diagnosis
+  // Of ranks_view::steps_compared, the steps this rank was the slowest in (it waited least).
+  std::uint64_t slowest_steps = 0;
+};
+
+// The rank the others wait for (see STRAGGLER in the diagnosis).
+struct straggler_info {
+  std::uint32_t rank = 0;
+  std::string phase;           // where it exceeds the median of the other ranks most
+  double excess_ms = 0;        // per step, in that phase, over the median of the others
+  double own_wait_ms = 0;      // its own wait per step
+  double others_wait_ms = 0;   // the median of the other ranks' wait per step
+};
+
+struct ranks_view {
+  std::uint32_t world_size = 0;
+  std::vector<rank_row> rows;          // the ranks gathered, by rank
+  std::vector<std::uint32_t> missing;  // ranks whose summary did not arrive
+  double timeout_s = 0;                // how long rank 0 waited for them
+  // The last steps whose collective waits every rank kept (the same steps on each: the k-th
+  // all-reduce of one rank is the k-th of every rank); 0 when a rank kept none.
+  std::uint64_t steps_compared = 0;
+  // The worst rank against the median one, by time a step outside `wait` (its own work).
+  std::uint32_t worst_rank = 0;
+  double worst_ms = 0, median_ms = 0;
+  std::optional<straggler_info> straggler;
+};
+
+}  // namespace steptrace

@@ -1,0 +1,183 @@
+// combine_ranks(): rank 0's view of a multi-process job — a row per rank, the missing ranks, the
+// slowest rank per step, and the STRAGGLER rule (its thresholds live in report/diagnosis.hpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "report/diagnosis.hpp"
+#include "steptrace/summary.hpp"
+
+namespace steptrace {
+namespace {
+
+using detail::default_thresholds;
+using detail::group_share;
+
+// The phases a straggler is named by: where its own work is, never the wait for the others.
+constexpr const char* own_phases[] = {"input", "h2d", "compute", "other"};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+template <typename Row>  // rank_row or const rank_row
+auto& phase_of(Row& r, std::string_view phase) {
+  if (phase == "input") return r.input_ms;
+  if (phase == "h2d") return r.h2d_ms;
+  if (phase == "compute") return r.compute_ms;
+  if (phase == "wait") return r.wait_ms;
+  return r.other_ms;
+}
+
+rank_row row_of(const summary& s) {
+  rank_row r;
+  r.who = *s.rank;
+  r.steps = s.steps;
+  r.step_mean_ms = s.step_ms.mean;
+  r.step_p50_ms = s.step_ms.p50;
+  r.step_p95_ms = s.step_ms.p95;
+  for (const char* p : {"input", "h2d", "compute", "wait", "other"}) phase_of(r, p) = group_share(s, p) * s.step_ms.mean;
+  if (s.gpu) r.device_busy_share = s.gpu->busy_share;
+  r.label = s.diag.label;
+  return r;
+}
+
+// Steps every rank kept a wait for: the k-th collective of one rank is the k-th of each. Each
+// step's slowest rank is the one that waited least.
+void count_slowest(const std::vector<const rank_report*>& reports, ranks_view& view) {
+  std::uint64_t first = 0, end = UINT64_MAX;
+  for (const rank_report* r : reports) {
+    if (r->recent_wait_ms.empty() || r->recent_wait_ms.size() > r->collectives) return;
+    first = std::max<std::uint64_t>(first, r->collectives - r->recent_wait_ms.size());
+    end = std::min(end, r->collectives);
+  }
+  if (reports.size() < 2 || first >= end) return;
+  view.steps_compared = end - first;
+  for (std::uint64_t k = first; k < end; ++k) {
+    std::size_t slowest = 0;
+    double least = 0;
+    for (std::size_t i = 0; i < reports.size(); ++i) {
+      const rank_report& r = *reports[i];
+      const double wait = r.recent_wait_ms[k - (r.collectives - r.recent_wait_ms.size())];
+      if (i == 0 || wait < least) slowest = i, least = wait;
+    }
+    ++view.rows[slowest].slowest_steps;
+  }
+}
+
+std::optional<straggler_info> find_straggler(const ranks_view& view) {
+  std::vector<const rank_row*> rows;
+  for (const rank_row& r : view.rows) {
+    if (r.steps > 0) rows.push_back(&r);
+  }
+  if (rows.size() < 2) return std::nullopt;
+  const rank_row* least = *std::min_element(rows.begin(), rows.end(),
+                                            [](const rank_row* a, const rank_row* b) { return a->wait_ms < b->wait_ms; });
+  std::vector<double> others_wait, steps;
+  for (const rank_row* r : rows) {
+    steps.push_back(r->step_mean_ms);
+    if (r != least) others_wait.push_back(r->wait_ms);
+  }
+  straggler_info s;
+  s.rank = least->who.rank;
+  s.own_wait_ms = least->wait_ms;
+  s.others_wait_ms = median(others_wait);
+  const double gap = s.others_wait_ms - s.own_wait_ms;
+  if (gap < default_thresholds.straggler_gap_share * median(steps) || gap < default_thresholds.straggler_gap_ms) {
+    return std::nullopt;
+  }
+  s.excess_ms = -1e300;
+  for (const char* phase : own_phases) {
+    std::vector<double> others;
+    for (const rank_row* r : rows) {
+      if (r != least) others.push_back(phase_of(*r, phase));
+    }
+    const double excess = phase_of(*least, phase) - median(others);
+    if (excess > s.excess_ms) s.excess_ms = excess, s.phase = phase;
+  }
+  return s;
+}
+
+std::string where_to_look(std::uint32_t rank, std::string_view phase) {
+  if (phase == "input") return fmt::format("look at rank {}'s data loader, storage and host (CPU load, other jobs)", rank);
+  if (phase == "h2d") return fmt::format("look at rank {}'s copies: pinned memory, and its PCIe/NUMA placement", rank);
+  if (phase == "compute") {
+    return fmt::format("look at rank {}'s device and its share of the work: a slower or throttled GPU, another "
+                       "process on it, or longer samples (sequence lengths) landing on it",
+                       rank);
+  }
+  return fmt::format("look at what rank {} does outside the traced phases: work only it does (`if rank == {}:` "
+                     "logging, checkpoints, evaluation), or host syncs",
+                     rank, rank);
+}
+
+diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s) {
+  const std::size_t others = view.rows.size() - 1;
+  diagnosis d;
+  d.label = "STRAGGLER";
+  d.evidence = fmt::format(
+      "Rank {} waits {:.2f} ms a step at the collectives while the other {} rank{} wait {:.2f} ms (median): they wait "
+      "for it. It spends {:.2f} ms a step more in `{}` than the median of the others.",
+      s.rank, s.own_wait_ms, others, others == 1 ? "" : "s", s.others_wait_ms, s.excess_ms, s.phase);
+  for (const rank_row& r : view.rows) {
+    if (r.who.rank == s.rank && view.steps_compared > 0) {
+      d.evidence += fmt::format(" It was the slowest rank in {} of the last {} steps.", r.slowest_steps,
+                                view.steps_compared);
+    }
+  }
+  d.advice = {
+      fmt::format("rank {} spends {:.1f} ms more in `{}` than the median rank; the other {} rank{} wait {:.1f} ms a step "
+                  "for it at the all-reduce: {}",
+                  s.rank, s.excess_ms, s.phase, others, others == 1 ? "" : "s", s.others_wait_ms,
+                  where_to_look(s.rank, s.phase)),
+      "the fix on that rank speeds up every rank: the job runs at the pace of its slowest rank",
+  };
+  return d;
+}
+
+}  // namespace
+
+summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t world_size, double timeout_s) {
+  std::vector<const rank_report*> sorted;
+  for (const rank_report& r : reports) {
+    if (!r.s.rank) throw std::invalid_argument("combine_ranks: a summary has no rank (tracer::set_rank)");
+    sorted.push_back(&r);
+  }
+  if (sorted.empty()) throw std::invalid_argument("combine_ranks: no summaries to combine");
+  std::sort(sorted.begin(), sorted.end(), [](const rank_report* a, const rank_report* b) { return a->s.rank->rank < b->s.rank->rank; });
+  ranks_view view;
+  view.world_size = world_size;
+  view.timeout_s = timeout_s;
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    if (i > 0 && sorted[i]->s.rank->rank == sorted[i - 1]->s.rank->rank) {
+      throw std::invalid_argument(fmt::format("combine_ranks: two summaries from rank {}", sorted[i]->s.rank->rank));
+    }
+    view.rows.push_back(row_of(sorted[i]->s));
+  }
+  if (sorted.back()->s.rank->rank >= world_size) {
+    throw std::invalid_argument(fmt::format("combine_ranks: rank {} in a world of {}", sorted.back()->s.rank->rank, world_size));
+  }
+  std::vector<bool> seen(world_size, false);
+  for (const rank_report* r : sorted) seen[r->s.rank->rank] = true;
+  for (std::uint32_t rank = 0; rank < world_size; ++rank) {
+    if (!seen[rank]) view.missing.push_back(rank);
+  }
+  std::vector<double> own_work;
+  for (const rank_row& r : view.rows) {
+    own_work.push_back(r.step_mean_ms - r.wait_ms);
+    if (own_work.size() == 1 || own_work.back() > view.worst_ms) view.worst_rank = r.who.rank, view.worst_ms = own_work.back();
+  }
+  view.median_ms = median(own_work);
+  count_slowest(sorted, view);
+  view.straggler = find_straggler(view);
+  summary out = sorted.front()->s;
+  if (view.straggler) out.diag = straggler_diagnosis(view, *view.straggler);
+  out.ranks = std::move(view);
+  return out;
+}
+
+}  // namespace steptrace

@@ -1,0 +1,200 @@
+// combine_ranks on hand-made rank summaries: the rows, the missing ranks, the slowest rank per
+// step, and STRAGGLER at and around its thresholds (which come from the one place they live).
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "report/diagnosis.hpp"
+#include "report/report.hpp"
+#include "steptrace/summary.hpp"
+
+using namespace steptrace;
+using Catch::Matchers::Contains;
+using steptrace::detail::default_thresholds;
+
+namespace {
+
+// One rank's summary: per-step ms of each phase (built-ins or custom, with parents); the step
+// is their sum.
+summary rank_summary(std::uint32_t rank, std::uint32_t world, std::map<std::string, double> phase_ms,
+                     std::map<std::string, std::string> parents = {}) {
+  summary s;
+  s.steps = 100;
+  double step = 0;
+  for (const auto& [name, v] : phase_ms) step += v;
+  s.step_ms = stat_ms{step * 100, step, step, step, step, step};
+  for (const auto& [name, v] : phase_ms) {
+    phase_stats p{name, stat_ms{v * 100, v, v, v, v, v}, v / step, 100};
+    if (parents.count(name)) p.parent = parents[name];
+    s.phases.push_back(p);
+  }
+  s.rank = rank_info{rank, world, rank, "node-" + std::to_string(rank / 2), "2026-11-21T10:00:00Z"};
+  detail::complete(s);
+  return s;
+}
+
+rank_report report(summary s, std::vector<double> waits = {}, std::uint64_t collectives = 0) {
+  return rank_report{std::move(s), std::move(waits), collectives};
+}
+
+// Synchronous data parallel: every rank's step takes as long as the slowest rank's work; the
+// others spend the difference in `wait`.
+std::vector<rank_report> job(const std::vector<std::map<std::string, double>>& work) {
+  double slowest = 0;
+  std::vector<double> totals;
+  for (const auto& w : work) {
+    double t = 0;
+    for (const auto& [name, v] : w) t += v;
+    totals.push_back(t);
+    slowest = std::max(slowest, t);
+  }
+  std::vector<rank_report> out;
+  for (std::uint32_t r = 0; r < work.size(); ++r) {
+    auto phases = work[r];
+    phases["wait"] = 0.2 + slowest - totals[r];  // 0.2 ms: moving the gradients
+    out.push_back(report(rank_summary(r, static_cast<std::uint32_t>(work.size()), phases)));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("slow input on one of four ranks: STRAGGLER names the rank, `input` and by how much", "[ranks]") {
+  const auto reports = job({{{"input", 1}, {"compute", 20}},
+                            {{"input", 1}, {"compute", 20}},
+                            {{"input", 10.1}, {"compute", 20}},
+                            {{"input", 1}, {"compute", 20}}});
+  const summary all = combine_ranks(reports, 4, 30);
+  REQUIRE(all.ranks);
+  REQUIRE(all.ranks->straggler);
+  CHECK(all.ranks->straggler->rank == 2);
+  CHECK(all.ranks->straggler->phase == "input");
+  CHECK(all.ranks->straggler->excess_ms == Approx(9.1));
+  CHECK(all.ranks->straggler->others_wait_ms == Approx(9.3));
+  CHECK(all.diag.label == "STRAGGLER");
+  CHECK_THAT(all.diag.advice.at(0), Contains("rank 2 spends 9.1 ms more in `input` than the median rank"));
+  CHECK_THAT(all.diag.advice.at(0), Contains("the other 3 ranks wait 9.3 ms a step"));
+  CHECK_THAT(all.diag.advice.at(0), Contains("loader"));
+  CHECK(all.ranks->rows.size() == 4);
+  CHECK(all.ranks->missing.empty());
+  CHECK(all.rank->rank == 0);  // the rest is rank 0's own summary
+  CHECK(all.ranks->rows[2].input_ms == Approx(10.1));
+  CHECK(all.ranks->rows[0].wait_ms == Approx(9.3));
+}
+
+TEST_CASE("a straggler whose extra time is in backward, inside `compute`, is found there", "[ranks]") {
+  // backward is a custom phase inside compute: the step times are even (the all-reduce evens
+  // them out), the waits are not.
+  std::vector<rank_report> reports;
+  for (std::uint32_t r = 0; r < 2; ++r) {
+    const double backward = r == 1 ? 18 : 8;
+    reports.push_back(report(rank_summary(r, 2, {{"compute", 5}, {"backward", backward}, {"wait", 0.3 + 18 - backward}},
+                                          {{"backward", "compute"}, {"wait", "compute"}})));
+  }
+  const summary all = combine_ranks(reports, 2, 30);
+  REQUIRE(all.ranks->straggler);
+  CHECK(all.ranks->straggler->rank == 1);
+  CHECK(all.ranks->straggler->phase == "compute");
+  CHECK(all.ranks->straggler->excess_ms == Approx(10));
+  CHECK_THAT(all.diag.advice.at(0), Contains("rank 1's device"));
+  CHECK(all.ranks->rows[0].step_mean_ms == Approx(all.ranks->rows[1].step_mean_ms));
+}
+
+TEST_CASE("STRAGGLER fires at its gap threshold and not just below it", "[ranks]") {
+  const double share = default_thresholds.straggler_gap_share;
+  auto gap_of = [](double gap) {
+    std::vector<rank_report> reports;
+    for (std::uint32_t r = 0; r < 3; ++r) {
+      const double wait = r == 1 ? 0.0 : gap;
+      reports.push_back(report(rank_summary(r, 3, {{"compute", 40 - wait}, {"wait", wait}})));
+    }
+    return combine_ranks(reports, 3, 30);
+  };
+  CHECK(gap_of(40 * share * 1.001).ranks->straggler);
+  CHECK_FALSE(gap_of(40 * share * 0.99).ranks->straggler);
+  CHECK(gap_of(40 * share * 0.99).diag.label != "STRAGGLER");
+  // Tiny steps: the gap must also reach straggler_gap_ms.
+  auto tiny = [](double gap) {
+    std::vector<rank_report> reports;
+    for (std::uint32_t r = 0; r < 2; ++r) reports.push_back(report(rank_summary(r, 2, {{"compute", 1}, {"wait", r ? gap : 0}})));
+    return combine_ranks(reports, 2, 30);
+  };
+  CHECK_FALSE(tiny(default_thresholds.straggler_gap_ms * 0.99).ranks->straggler);
+  CHECK(tiny(default_thresholds.straggler_gap_ms * 1.01).ranks->straggler);
+}
+
+TEST_CASE("balanced ranks: no STRAGGLER, and rank 0's own diagnosis stands", "[ranks]") {
+  const auto reports = job({{{"input", 8}, {"compute", 12}}, {{"input", 8.1}, {"compute", 12}}});
+  const summary all = combine_ranks(reports, 2, 30);
+  CHECK_FALSE(all.ranks->straggler);
+  CHECK(all.diag.label == reports[0].s.diag.label);
+  CHECK(all.diag.label == "INPUT-BOUND");
+}
+
+TEST_CASE("missing ranks are named, and the rest are combined", "[ranks]") {
+  auto reports = job({{{"compute", 10}}, {{"compute", 10}}, {{"compute", 10}}, {{"compute", 10}}});
+  reports.erase(reports.begin() + 3);
+  reports.erase(reports.begin() + 1);
+  const summary all = combine_ranks(reports, 4, 7.5);
+  CHECK(all.ranks->missing == std::vector<std::uint32_t>{1, 3});
+  CHECK(all.ranks->rows.size() == 2);
+  const std::string table = all.table();
+  CHECK_THAT(table, Contains("2 of 4 gathered"));
+  CHECK_THAT(table, Contains("missing: ranks 1, 3: no summary arrived within 7.500 s"));
+}
+
+TEST_CASE("the slowest rank per step comes from the waits of the same steps on every rank", "[ranks]") {
+  auto reports = job({{{"compute", 10}}, {{"compute", 10}}, {{"compute", 10}}});
+  // Rank 0 kept collectives 2..9, rank 1 5..11, rank 2 0..9 (it has done fewer): steps 5..9.
+  reports[0].recent_wait_ms = {9, 9, 9, 0.1, 9, 9, 9, 9};
+  reports[0].collectives = 10;
+  reports[1].recent_wait_ms = {9, 9, 9, 9, 9, 0.2, 9};
+  reports[1].collectives = 12;
+  reports[2].recent_wait_ms = {9, 9, 9, 9, 9, 0.3, 0.3, 0.3, 9, 9};
+  reports[2].collectives = 10;
+  // Steps 5..9: rank 0 waits {0.1 at 5, 9...}; step 5 -> rank 0, 6 and 7 -> rank 2, 8 and 9 -> tie
+  // broken by rank order among equal waits (9 everywhere): rank 0.
+  const summary all = combine_ranks(reports, 3, 30);
+  CHECK(all.ranks->steps_compared == 5);
+  CHECK(all.ranks->rows[0].slowest_steps == 3);
+  CHECK(all.ranks->rows[1].slowest_steps == 0);
+  CHECK(all.ranks->rows[2].slowest_steps == 2);
+  // A rank that kept none: nothing is compared.
+  reports[1].recent_wait_ms.clear();
+  CHECK(combine_ranks(reports, 3, 30).ranks->steps_compared == 0);
+}
+
+TEST_CASE("a combined summary survives JSON, and its table shows every rank", "[ranks]") {
+  auto reports = job({{{"input", 1}, {"compute", 20}}, {{"input", 12}, {"compute", 20}}});
+  reports[0].recent_wait_ms = {11, 11, 0.1};
+  reports[0].collectives = 3;
+  reports[1].recent_wait_ms = {0.2, 0.2, 0.2};
+  reports[1].collectives = 3;
+  const summary all = combine_ranks(reports, 2, 30);
+  const summary back = summary::from_json(all.json());
+  REQUIRE(back.ranks);
+  REQUIRE(back.rank);
+  CHECK(back.rank->host == "node-0");
+  CHECK(back.rank->started_at == "2026-11-21T10:00:00Z");
+  CHECK(back.ranks->rows.size() == 2);
+  CHECK(back.ranks->rows[1].input_ms == Approx(12));
+  CHECK(back.ranks->rows[1].slowest_steps == 2);
+  CHECK(back.ranks->straggler->rank == 1);
+  CHECK(back.ranks->straggler->phase == "input");
+  CHECK(back.diag.label == "STRAGGLER");
+  CHECK(back.json() == all.json());
+  const std::string table = all.table();
+  CHECK_THAT(table, Contains("rank 0 of 2 on node-0 (local rank 0)"));
+  CHECK_THAT(table, Contains("2 of 2 gathered"));
+  CHECK_THAT(table, Contains("worst rank 1: 32.00 ms a step outside `wait`; the median rank 26.50 ms"));
+  CHECK_THAT(table, Contains("STRAGGLER"));
+}
+
+TEST_CASE("combine_ranks refuses reports it cannot place", "[ranks]") {
+  auto reports = job({{{"compute", 10}}, {{"compute", 10}}});
+  CHECK_THROWS_WITH(combine_ranks(reports, 1, 30), Contains("rank 1 in a world of 1"));
+  reports[1].s.rank->rank = 0;
+  CHECK_THROWS_WITH(combine_ranks(reports, 2, 30), Contains("two summaries from rank 0"));
+  reports[1].s.rank.reset();
+  CHECK_THROWS_WITH(combine_ranks(reports, 2, 30), Contains("has no rank"));
+  CHECK_THROWS_WITH(combine_ranks({}, 2, 30), Contains("no summaries"));
+}
