@@ -1,5 +1,6 @@
 // steptrace._core: the C++ tracer as seen from Python. Conversions only; logic lives in C++
 // (cpp/) or in the Python package (python/steptrace).
+#include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -62,6 +63,10 @@ PYBIND11_MODULE(_core, m) {
         return py::str(s.diag.label);
       })
       .def_readonly("steps", &summary::steps)
+      .def_property_readonly("rank", [](const summary& s) -> py::object {
+        if (!s.rank) return py::none();
+        return py::int_(s.rank->rank);
+      })
       .def_static("from_json", &summary::from_json, py::arg("text"));
 
   py::class_<tracer>(m, "Tracer")
@@ -89,7 +94,14 @@ PYBIND11_MODULE(_core, m) {
       .def("set_fact", &tracer::set_fact, py::arg("key"), py::arg("value"))
       .def("summary", &tracer::summary)
       .def("reset", &tracer::reset)
-      .def("exit_report", &tracer::exit_report);
+      .def("set_rank",
+           [](tracer& t, std::uint32_t rank, std::uint32_t world_size, std::int64_t local_rank, const std::string& host,
+              const std::string& started_at) { t.set_rank({rank, world_size, local_rank, host, started_at}); },
+           py::arg("rank"), py::arg("world_size"), py::arg("local_rank"), py::arg("host"), py::arg("started_at"))
+      .def("exit_report", [](tracer& t) { return t.exit_report(); })
+      .def("exit_report",
+           [](tracer& t, const std::function<summary(const summary&, bool)>& finish) { return t.exit_report(finish); },
+           py::arg("finish"));
 
   py::class_<step_scope>(m, "StepScope")
       .def(py::init([](tracer& t, const stream_arg& stream) { return step_scope{&t, stream}; }), py::arg("tracer"),
@@ -128,6 +140,15 @@ PYBIND11_MODULE(_core, m) {
     }
     return rows;
   });
+  m.def(
+      "combine_ranks",
+      [](const std::vector<std::tuple<summary, std::vector<double>, std::uint64_t>>& reports, std::uint32_t world_size,
+         double timeout_s) {
+        std::vector<rank_report> in;
+        for (const auto& [s, waits, collectives] : reports) in.push_back({s, waits, collectives});
+        return combine_ranks(in, world_size, timeout_s);
+      },
+      py::arg("reports"), py::arg("world_size"), py::arg("timeout_s"));
   m.attr("LABELS") = diagnosis_labels();
   m.def("suggested_loader_workers", &suggested_loader_workers);
   m.def("default_tracer", &default_tracer, py::return_value_policy::reference);

@@ -11,7 +11,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar, Union
 
-from . import _core, _loop, _profiler
+from . import _collective, _core, _loop, _profiler, _ranks
 from ._allocator import note_allocator
 from ._options import OPTIONS, _option_text, _option_value
 
@@ -65,6 +65,12 @@ class Summary:
     def steps(self) -> int:
         return self._core.steps
 
+    @property
+    def rank(self) -> Optional[int]:
+        """The torch.distributed rank this summary is from; None in a lone process. On rank 0
+        after a gather, ``to_dict()["ranks"]`` has every rank's row."""
+        return self._core.rank
+
     def to_dict(self) -> Dict[str, Any]:
         return json.loads(self._core.json())
 
@@ -110,8 +116,12 @@ class Tracer:
         self._init(core)
         return self
 
+    _made = 0  # Tracer objects made in this process: each rank makes them in the same order
+
     def _init(self, core: _core.Tracer) -> None:
         self._core = core
+        self._gather = _ranks.Gather(core, "default" if core is _core.default_tracer() else f"tracer{Tracer._made}")
+        Tracer._made += 1
         self._step = _StepScope(core)
         self._steps_on: Dict[int, _StepScope] = {}  # by stream handle
         self._phases: Dict[Any, _PhaseScope] = {}  # by name, or by (name, stream handle)
@@ -179,6 +189,7 @@ class Tracer:
         exception propagates unchanged and that step counts as failed. Whatever happens, nothing
         stays open on the thread. ``stream``: as for ``step``."""
         handle = None if stream is None else _stream_handle(stream)
+        _ranks.notice(self._core)
         feeds = getattr(iterable, "_steptrace_feeds_steps", None)
         if feeds is not None:
             feeds()  # this loader's settings are the ones the advice describes
@@ -193,10 +204,17 @@ class Tracer:
             return True
         return False
 
-    def summary(self) -> Summary:
-        """The summary of every step completed so far (safe while other threads record)."""
+    def summary(self, *, gather: bool = True) -> Summary:
+        """The summary of every step completed so far (safe while other threads record).
+
+        With torch.distributed initialised, every rank sends its summary to rank 0, which gets
+        the job's: its own breakdown, a row per rank, the missing ranks and STRAGGLER; the other
+        ranks get their own at once. Call it on every rank or on rank 0 only (the others' then
+        arrive from their exit); ``gather=False`` keeps it to this rank."""
         note_allocator(self._core)
-        return Summary(self._core.summary())
+        job = _ranks.notice(self._core)
+        own = self._core.summary()
+        return Summary(self._gather(own, job) if job is not None and gather else own)
 
     def reset(self) -> None:
         """Forget everything recorded so far; warm-up starts again."""
@@ -274,12 +292,15 @@ def _cupti_dirs() -> list:
 
 _core.set_gpu_library_dirs(_cupti_dirs())
 _profiler.install()  # hand CUPTI to torch.profiler sessions, whenever torch is imported
+_collective.install()  # time DDP's all-reduce wait, whenever torch imports DDP
 
 
 def _report_at_exit() -> None:
     try:
-        note_allocator(_core.default_tracer())
-        text = _core.default_tracer().exit_report()
+        core = _core.default_tracer()
+        note_allocator(core)
+        _ranks.notice(core)  # the summary at exit carries the rank even where nothing noticed it before
+        text = core.exit_report(_ranks.gather_at_exit(_default._gather))
         if text:
             sys.stderr.write(text)
             sys.stderr.flush()

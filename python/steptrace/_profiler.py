@@ -6,65 +6,17 @@ imports it. Costs nothing per step, and touches nothing else."""
 
 from __future__ import annotations
 
-import sys
-from typing import Any, Optional
+from typing import Any
 
 from . import _core
+from ._when_imported import when_imported
 
 _PROFILER_MODULE = "torch.autograd.profiler"
-_installed = False
 
 
 def install() -> None:
     """Wraps torch's profiler session start and stop now, or as soon as torch imports them."""
-    global _installed
-    if _installed:
-        return
-    _installed = True
-    module = sys.modules.get(_PROFILER_MODULE)
-    if module is not None:
-        wrap(module)
-    else:
-        sys.meta_path.insert(0, _WrapWhenImported())
-
-
-class _WrapWhenImported:
-    """An import hook for one module: finds it with the other finders, and wraps it once loaded."""
-
-    def find_spec(self, name: str, path: Any, target: Any = None) -> Optional[Any]:
-        if name != _PROFILER_MODULE:
-            return None
-        sys.meta_path.remove(self)  # once only
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            spec = find(name, path, target) if find else None
-            if spec is not None:
-                break
-        else:
-            return None
-        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-            spec.loader = _WrappingLoader(spec.loader)
-        return spec
-
-
-class _WrappingLoader:
-    """Loads the module as its own loader would, then wraps it; everything else is the original's."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def create_module(self, spec: Any) -> Any:
-        return self._inner.create_module(spec)
-
-    def exec_module(self, module: Any) -> None:
-        self._inner.exec_module(module)
-        try:
-            wrap(module)
-        except Exception:  # never break torch's import
-            pass
+    when_imported(_PROFILER_MODULE, wrap)
 
 
 def _records_cuda(activities: Any) -> bool:

@@ -72,7 +72,7 @@ TEST_CASE("slow input on one of four ranks: STRAGGLER names the rank, `input` an
   CHECK(all.ranks->straggler->others_wait_ms == Approx(9.3));
   CHECK(all.diag.label == "STRAGGLER");
   CHECK_THAT(all.diag.advice.at(0), Contains("rank 2 spends 9.1 ms more in `input` than the median rank"));
-  CHECK_THAT(all.diag.advice.at(0), Contains("the other 3 ranks wait 9.3 ms a step"));
+  CHECK_THAT(all.diag.advice.at(0), Contains("the other 3 ranks wait 9.3 ms a step for it"));
   CHECK_THAT(all.diag.advice.at(0), Contains("loader"));
   CHECK(all.ranks->rows.size() == 4);
   CHECK(all.ranks->missing.empty());

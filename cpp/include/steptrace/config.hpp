@@ -33,6 +33,8 @@ struct STEPTRACE_API config {
   std::string log_level = "warn";
   std::uint32_t ring_records = 16384;
   bool cupti = true;
+  std::uint32_t gather_timeout_s = 60;  // many ranks: how long rank 0 waits for the others
+  bool collective_wait = true;           // Python: DDP's gradient all-reduce wait timed as `wait`
 
   // Sets one option from its text form. Throws std::invalid_argument naming the option and
   // the bad value.

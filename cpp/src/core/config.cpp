@@ -104,6 +104,16 @@ const std::vector<option>& options() {
         "collect device activity with CUPTI when a GPU is there (0: CUDA events only)"},
        [](config& c, std::string_view v) { c.cupti = parse_bool(v); },
        [](const config& c) { return std::string(bool_text(c.cupti)); }},
+      {{"gather_timeout_s", "STEPTRACE_GATHER_TIMEOUT", false, "uint", "60",
+        "many ranks (torch.distributed): at summary() and at exit, rank 0 waits at most this many seconds for "
+        "the other ranks' summaries, then names the missing ones (at most 86400)"},
+       [](config& c, std::string_view v) { c.gather_timeout_s = parse_uint(v, 86'400); },
+       [](const config& c) { return std::to_string(c.gather_timeout_s); }},
+      {{"collective_wait", "STEPTRACE_COLLECTIVE_WAIT", false, "bool", "1",
+        "Python: time the wait at DistributedDataParallel's gradient all-reduce, after backward's own work, as "
+        "the `wait` phase of the default tracer"},
+       [](config& c, std::string_view v) { c.collective_wait = parse_bool(v); },
+       [](const config& c) { return std::string(bool_text(c.collective_wait)); }},
   };
   return table;
 }

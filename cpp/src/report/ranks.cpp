@@ -116,13 +116,14 @@ std::string where_to_look(std::uint32_t rank, std::string_view phase) {
 }
 
 diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s) {
-  const std::size_t others = view.rows.size() - 1;
+  const std::size_t n = view.rows.size() - 1;
+  const std::string others = n == 1 ? "the other rank waits" : fmt::format("the other {} ranks wait", n);
   diagnosis d;
   d.label = "STRAGGLER";
   d.evidence = fmt::format(
-      "Rank {} waits {:.2f} ms a step at the collectives while the other {} rank{} wait {:.2f} ms (median): they wait "
-      "for it. It spends {:.2f} ms a step more in `{}` than the median of the others.",
-      s.rank, s.own_wait_ms, others, others == 1 ? "" : "s", s.others_wait_ms, s.excess_ms, s.phase);
+      "Rank {} waits {:.2f} ms a step at the collectives while {} {:.2f} ms{}: for it. It spends {:.2f} ms a step "
+      "more in `{}` than the median of the others.",
+      s.rank, s.own_wait_ms, others, s.others_wait_ms, n == 1 ? "" : " (median)", s.excess_ms, s.phase);
   for (const rank_row& r : view.rows) {
     if (r.who.rank == s.rank && view.steps_compared > 0) {
       d.evidence += fmt::format(" It was the slowest rank in {} of the last {} steps.", r.slowest_steps,
@@ -130,10 +131,9 @@ diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s) {
     }
   }
   d.advice = {
-      fmt::format("rank {} spends {:.1f} ms more in `{}` than the median rank; the other {} rank{} wait {:.1f} ms a step "
-                  "for it at the all-reduce: {}",
-                  s.rank, s.excess_ms, s.phase, others, others == 1 ? "" : "s", s.others_wait_ms,
-                  where_to_look(s.rank, s.phase)),
+      fmt::format("rank {} spends {:.1f} ms more in `{}` than the median rank; {} {:.1f} ms a step for it at the "
+                  "all-reduce: {}",
+                  s.rank, s.excess_ms, s.phase, others, s.others_wait_ms, where_to_look(s.rank, s.phase)),
       "the fix on that rank speeds up every rank: the job runs at the pace of its slowest rank",
   };
   return d;

@@ -1,0 +1,144 @@
+"""Many ranks (torch.distributed): which rank this process is, and the gather of every rank's
+summary to rank 0 at ``summary()`` and at exit.
+
+The summaries travel through torch.distributed's own key-value store (the one the process
+group was set up with), not through a collective: each rank puts its summary under its own key
+and returns at once; rank 0 waits for the others' keys up to ``gather_timeout_s``. So a rank
+that crashed, or never gets there, costs rank 0 at most the timeout and is named; nothing is
+sent over the user's NCCL or gloo group, and no group is created (creating one is itself a
+collective, which a dead rank would hang). The store is kept from the moment a process group is
+first seen, so the gather at exit still works after ``destroy_process_group()``.
+
+Each payload is bounded whatever the run's length: the summary JSON and the waits of the last
+``WAITS_KEPT`` collectives (a few KB). See docs/architecture.md, "Many ranks".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from . import _collective, _core
+from ._log import say
+
+_IMPORTED_AT = time.time()
+
+
+class Job:
+    """This process's place in a torch.distributed job, taken while its process group was up."""
+
+    def __init__(self, rank: int, world_size: int, store: Any) -> None:
+        self.rank = rank
+        self.world_size = world_size
+        self.store = store
+        local = os.environ.get("LOCAL_RANK", "")
+        self.local_rank = int(local) if local.isdigit() else -1
+        self.host = socket.gethostname()
+        self.started_at = _process_started_at()
+
+
+_job: Optional[Job] = None
+
+
+def _process_started_at() -> str:
+    """When this process started (UTC), from /proc; else when steptrace was imported."""
+    started = _IMPORTED_AT
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: start time after boot
+        with open("/proc/stat", encoding="ascii") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+        started = boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        pass
+    return datetime.fromtimestamp(started, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def notice(core: Any) -> Optional[Job]:
+    """The job this process belongs to, told to ``core`` (a ``_core.Tracer``); None in a lone
+    process. Cheap: called at summaries, at exit and when a DDP model or a loop starts."""
+    global _job
+    if _job is None:
+        dist = sys.modules.get("torch.distributed")
+        try:
+            if dist is None or not dist.is_available() or not dist.is_initialized():
+                return None
+            store = dist.distributed_c10d._get_default_store()
+            _job = Job(dist.get_rank(), dist.get_world_size(), store)
+        except Exception as e:  # a torch without these: one line, and the summary stays this rank's
+            say(f"could not tell which rank this process is ({type(e).__name__}: {e}); its summary is its own")
+            return None
+    core.set_rank(_job.rank, _job.world_size, _job.local_rank, _job.host, _job.started_at)
+    return _job
+
+
+class Gather:
+    """One tracer's gathers: the k-th gather of every rank meets under the same keys."""
+
+    def __init__(self, core: Any, tag: str) -> None:
+        self._core = core
+        self._tag = tag
+        self._count = 0
+        self.last: Optional[Any] = None  # rank 0: the last combined summary
+
+    def __call__(self, own: Any, job: Job) -> Any:
+        """``own`` (a ``_core.Summary`` of ``core``) sent to rank 0; on rank 0, the combined summary."""
+        prefix = f"steptrace/{self._tag}/{self._count}/"
+        self._count += 1
+        timeout_s = float(self._core.options()["gather_timeout_s"])
+        recent, collectives = _collective.recent_waits(self._core)
+        if job.rank != 0:
+            payload = json.dumps({"summary": own.json(), "waits": [round(w, 4) for w in recent], "collectives": collectives})
+            try:
+                job.store.set(prefix + str(job.rank), payload)
+            except Exception as e:
+                say(f"rank {job.rank} could not send its summary to rank 0 ({type(e).__name__}: {e})")
+            return own
+        reports = [(own, list(recent), collectives)] + _collect(job, prefix, timeout_s)
+        self.last = _core.combine_ranks(reports, job.world_size, timeout_s)
+        return self.last
+
+
+def _collect(job: Job, prefix: str, timeout_s: float) -> List[Tuple[Any, List[float], int]]:
+    """The other ranks' reports that arrive within the timeout."""
+    keys = {rank: prefix + str(rank) for rank in range(1, job.world_size)}
+    if not keys:
+        return []
+    try:
+        job.store.wait(list(keys.values()), timedelta(seconds=timeout_s))
+    except Exception:  # the timeout, or a store that is gone: take what arrived
+        pass
+    reports = []
+    for rank, key in keys.items():
+        try:
+            if not job.store.check([key]):
+                continue
+            payload: Dict[str, Any] = json.loads(job.store.get(key))
+            job.store.delete_key(key)
+            summary = _core.Summary.from_json(payload["summary"])
+            if summary.rank != rank:
+                raise ValueError(f"it says it is rank {summary.rank}")
+            reports.append((summary, [float(w) for w in payload["waits"]], int(payload["collectives"])))
+        except Exception as e:  # that rank counts as missing; the others are still combined
+            say(f"rank {rank}'s summary could not be read ({type(e).__name__}: {e})")
+    return reports
+
+
+def gather_at_exit(gather: Gather) -> Callable[[Any, bool], Any]:
+    """The ``finish`` of ``exit_report``: the combined summary on rank 0, each rank's own
+    elsewhere; a summary the program already fetched (and gathered) is not gathered again."""
+
+    def finish(own: Any, shown: bool) -> Any:
+        job = _job
+        if job is None:
+            return own
+        if shown:
+            return gather.last if job.rank == 0 and gather.last is not None else own
+        return gather(own, job)
+
+    return finish

@@ -1,0 +1,93 @@
+"""One rank of a small DDP job on CPU (gloo), run by tests/python/test_ranks.py under torchrun or
+as plain processes with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT set.
+
+    python ranks_job.py SCENARIO STEPS DELAY_MS OUT_DIR
+
+Scenarios: balanced; slow_input (rank 1 waits DELAY_MS for each batch); slow_backward (the last
+rank spends DELAY_MS more in backward); turns (rank step % world is slow in input: every rank
+waits in most steps); crash (the last rank dies with os._exit at step 8, rank 1 raises at
+step 8: the others' next all-reduce fails). Ground truth, written to OUT_DIR/truth-RANK.json: per
+step, from the last gradient accumulated (a hook on every parameter) to loss.backward()
+returning, stamped with time.perf_counter beside steptrace's own records.
+"""
+
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import steptrace
+
+scenario, steps, delay = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1000
+out_dir = sys.argv[4]
+
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+torch.set_num_threads(1)
+torch.manual_seed(0)
+
+
+class SlowBackward(torch.autograd.Function):
+    """Identity forward; its backward sleeps: extra time inside backward on one rank."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        time.sleep(delay)
+        return grad
+
+
+class Net(torch.nn.Module):
+    def __init__(self, slow_backward: bool) -> None:
+        super().__init__()
+        self.first = torch.nn.Linear(128, 256)
+        self.second = torch.nn.Linear(256, 10)
+        self.slow_backward = slow_backward
+
+    def forward(self, x):
+        h = torch.relu(self.first(x))
+        if self.slow_backward:
+            h = SlowBackward.apply(h)  # its backward runs before `first`'s: the last bucket waits
+        return self.second(h)
+
+
+model = DDP(Net(scenario == "slow_backward" and rank == world - 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+last_grad = [0.0]
+for p in model.parameters():
+    p.register_post_accumulate_grad_hook(lambda p: last_grad.__setitem__(0, max(last_grad[0], time.perf_counter())))
+
+
+def batches():
+    for i in range(steps):
+        slow = (scenario == "slow_input" and rank == 1) or (scenario == "turns" and i % world == rank)
+        if slow:
+            time.sleep(delay)
+        yield torch.randn(32, 128)
+
+
+truth = []
+for i, x in enumerate(steptrace.steps(batches())):
+    if scenario == "crash" and i == 8:
+        if rank == world - 1:
+            os._exit(3)  # dies without a word, as a killed or crashed process does
+        if rank == 1:
+            raise ValueError("rank 1 gives up")
+    with steptrace.phase("compute"):
+        loss = model(x).square().mean()
+        last_grad[0] = 0.0
+        loss.backward()
+        truth.append(time.perf_counter() - last_grad[0])
+        opt.step()
+        opt.zero_grad()
+
+with open(os.path.join(out_dir, f"truth-{rank}.json"), "w") as f:
+    json.dump([1000 * t for t in truth], f)
+dist.destroy_process_group()  # as scripts do: the gather at exit still works

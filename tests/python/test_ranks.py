@@ -1,0 +1,177 @@
+"""Many ranks, end to end: real DDP jobs on CPU with gloo (tests/python/ranks_job.py), 2 to 4
+processes, under torchrun or as plain processes. Delays are sleeps on one rank, so the bounds
+separate the right rank and phase from the wrong ones whatever else the machine runs; the
+collective wait is checked against ground truth stamped beside steptrace's records."""
+
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+JOB = Path(__file__).with_name("ranks_job.py")
+DELAY_MS = 15
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def job_env(extra=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
+    env.update({"OMP_NUM_THREADS": "1", "STEPTRACE_LOG_LEVEL": "warn"})
+    env.update(extra or {})
+    return env
+
+
+def run_ranks(tmp_path, scenario, world, steps=40, env=None, timeout=120):
+    """Plain processes, rank 0 hosting the store. Returns [(returncode, stdout, stderr)] by rank
+    and the seconds each took."""
+    port = free_port()
+    procs = []
+    for rank in range(world):
+        e = job_env({"RANK": str(rank), "WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1",
+                     "MASTER_PORT": str(port), **(env or {})})
+        procs.append((time.monotonic(), subprocess.Popen(
+            [sys.executable, str(JOB), scenario, str(steps), str(DELAY_MS), str(tmp_path)],
+            cwd=tmp_path, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+    out = []
+    for started, p in procs:
+        stdout, stderr = p.communicate(timeout=timeout)
+        out.append((p.returncode, stdout, stderr, time.monotonic() - started))
+    return out
+
+
+def combined(path: Path) -> dict:
+    doc = json.loads(path.read_text())
+    assert doc["rank"]["rank"] == 0 and "ranks" in doc, doc.keys()
+    return doc
+
+
+def test_torchrun_slow_input_one_file_one_table(tmp_path):
+    """torchrun, 2 ranks, rank 1's loader 15 ms slow: STRAGGLER names rank 1 and `input`; only
+    rank 0 prints, and it alone writes json_path (the combined summary)."""
+    env = job_env({"STEPTRACE_JSON": str(tmp_path / "run.json")})
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}",
+         str(JOB), "slow_input", "40", str(DELAY_MS), str(tmp_path)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("── steptrace summary") == 1, proc.stderr
+    assert "rank 0 of 2 on" in proc.stderr and "(local rank 0)" in proc.stderr
+    assert "2 of 2 gathered" in proc.stderr
+    doc = combined(tmp_path / "run.json")
+    assert [p.name for p in tmp_path.glob("run.json*")] == ["run.json"]  # no second writer, no leftovers
+    s = doc["ranks"]["straggler"]
+    assert doc["diagnosis"]["label"] == "STRAGGLER"
+    assert s["rank"] == 1 and s["phase"] == "input"
+    # It spends about the delay more in `input`, and rank 0 waits about that long for it: far
+    # from 0 and from twice the delay, whatever the machine's load.
+    assert 0.5 * DELAY_MS < s["excess_ms"] < 1.5 * DELAY_MS
+    assert 0.5 * DELAY_MS < s["others_wait_ms"] < 1.5 * DELAY_MS
+    rows = {r["rank"]: r for r in doc["ranks"]["rows"]}
+    assert rows[1]["slowest_steps"] > 0.8 * doc["ranks"]["steps_compared"]
+    assert rows[0]["local_rank"] == 0 and rows[1]["local_rank"] == 1
+    assert "rank 1 spends" in doc["diagnosis"]["advice"][0] and "loader" in doc["diagnosis"]["advice"][0]
+
+
+def test_slow_backward_is_found_in_compute(tmp_path):
+    """3 ranks; the last spends 15 ms more inside backward, where the all-reduce evens out the
+    step times: STRAGGLER still names it, in `compute` (which holds backward)."""
+    results = run_ranks(tmp_path, "slow_backward", 3, env={"STEPTRACE_JSON": str(tmp_path / "run.json")})
+    assert all(r[0] == 0 for r in results), [r[2] for r in results]
+    doc = combined(tmp_path / "run.json")
+    rows = {r["rank"]: r for r in doc["ranks"]["rows"]}
+    steps = [rows[r]["step_ms"]["p50"] for r in range(3)]
+    assert max(steps) - min(steps) < 0.3 * DELAY_MS  # step times alone would not show it
+    s = doc["ranks"]["straggler"]
+    assert (s["rank"], s["phase"]) == (2, "compute"), doc["diagnosis"]
+    assert 0.5 * DELAY_MS < s["excess_ms"] < 1.5 * DELAY_MS
+
+
+def test_balanced_ranks_no_straggler(tmp_path):
+    results = run_ranks(tmp_path, "balanced", 2, env={"STEPTRACE_JSON": str(tmp_path / "run.json")})
+    assert all(r[0] == 0 for r in results), [r[2] for r in results]
+    doc = combined(tmp_path / "run.json")
+    assert doc["ranks"]["straggler"] is None
+    assert doc["diagnosis"]["label"] != "STRAGGLER"
+    assert doc["ranks"]["missing"] == []
+
+
+def test_collective_wait_matches_ground_truth_on_every_rank(tmp_path):
+    """4 ranks take turns being slow, so every rank waits in most steps; each rank's `wait` is
+    within 10% of the hand-timed wait (last gradient to backward's return) of the same steps."""
+    results = run_ranks(tmp_path, "turns", 4, steps=45, env={"STEPTRACE_JSON": str(tmp_path / "run-{rank}.json")})
+    assert all(r[0] == 0 for r in results), [r[2] for r in results]
+    for rank in range(4):
+        own = json.loads((tmp_path / f"run-{rank}.json").read_text())
+        assert own["rank"]["rank"] == rank
+        truth = json.loads((tmp_path / f"truth-{rank}.json").read_text())[own["warmup_steps"]:]
+        assert len(truth) == own["steps"]
+        measured = own["phases"]["wait"]["mean_ms"]
+        expected = statistics.mean(truth)
+        assert expected > 0.5 * DELAY_MS  # the others were slow in 3 of 4 steps
+        assert abs(measured - expected) < 0.10 * expected, (rank, measured, expected)
+
+
+def test_crashed_rank_is_named_missing_and_costs_at_most_the_timeout(tmp_path):
+    """3 ranks: the last dies (os._exit) at step 8, rank 1 raises there; rank 0's next all-reduce
+    fails. Every exception reaches its program unchanged; rank 0 waits at most the timeout and
+    names rank 2 missing; rank 1's summary, sent from its exit, is in; each rank wrote its own
+    file."""
+    timeout = 6
+    results = run_ranks(tmp_path, "crash", 3,
+                        env={"STEPTRACE_JSON": str(tmp_path / "run-{rank}.json"),
+                             "STEPTRACE_GATHER_TIMEOUT": str(timeout)})
+    (rc0, _, err0, took0), (rc1, _, err1, _), (rc2, _, _, _) = results
+    assert rc2 == 3
+    assert rc1 == 1 and "ValueError: rank 1 gives up" in err1
+    assert rc0 == 1 and "Traceback" in err0  # the user's gloo error, unchanged
+    assert took0 < 45  # the default timeout (60 s) would take longer
+    assert "missing: rank 2: no summary arrived within 6 s" in err0.replace("6.000", "6")
+    doc = combined(tmp_path / "run-0.json")
+    assert doc["ranks"]["missing"] == [2]
+    assert [r["rank"] for r in doc["ranks"]["rows"]] == [0, 1]
+    assert json.loads((tmp_path / "run-1.json").read_text())["rank"]["rank"] == 1
+    assert not (tmp_path / "run-2.json").exists()
+    assert "── steptrace summary" not in err1  # only rank 0 prints
+
+
+def test_summary_on_every_rank_gathers_once(tmp_path, run_python):
+    """summary() on every rank: rank 0's is the job's; at exit nothing is gathered again (rank 0
+    says it was shown) and no rank waits."""
+    port = free_port()
+    code = f"""
+        import os, sys, json, time, torch, torch.distributed as dist
+        import steptrace
+        dist.init_process_group("gloo")
+        for _ in range(8):
+            with steptrace.step():
+                with steptrace.phase("compute"):
+                    t = torch.ones(4); dist.all_reduce(t)
+        s = steptrace.summary()
+        print(json.dumps({{"rank": s.rank, "rows": len(s.to_dict().get("ranks", {{}}).get("rows", []))}}))
+        dist.destroy_process_group()
+    """
+    script = tmp_path / "every.py"
+    import textwrap
+    script.write_text(textwrap.dedent(code))
+    procs = [subprocess.Popen([sys.executable, str(script)], env=job_env({
+        "RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+        "STEPTRACE_GATHER_TIMEOUT": "30"}), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for r in range(2)]
+    started = time.monotonic()
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert time.monotonic() - started < 30  # nobody waited out the timeout at exit
+    got = [json.loads(o[0].strip().splitlines()[-1]) for o in outs]
+    assert got == [{"rank": 0, "rows": 2}, {"rank": 1, "rows": 0}]
+    assert "summary already shown" in outs[0][1]
+    assert "steptrace" not in outs[1][1]  # rank 1 prints nothing
