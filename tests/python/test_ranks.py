@@ -9,10 +9,14 @@ import socket
 import statistics
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
 
 JOB = Path(__file__).with_name("ranks_job.py")
 DELAY_MS = 15
@@ -161,7 +165,6 @@ def test_summary_on_every_rank_gathers_once(tmp_path, run_python):
         dist.destroy_process_group()
     """
     script = tmp_path / "every.py"
-    import textwrap
     script.write_text(textwrap.dedent(code))
     procs = [subprocess.Popen([sys.executable, str(script)], env=job_env({
         "RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
@@ -175,3 +178,33 @@ def test_summary_on_every_rank_gathers_once(tmp_path, run_python):
     assert got == [{"rank": 0, "rows": 2}, {"rank": 1, "rows": 0}]
     assert "summary already shown" in outs[0][1]
     assert "steptrace" not in outs[1][1]  # rank 1 prints nothing
+
+
+def straggler_of(path: Path):
+    doc = combined(path)
+    s = doc["ranks"]["straggler"]
+    return doc, (s["rank"], s["phase"]) if s else None
+
+
+def test_lightning_ddp_needs_no_extra_code(tmp_path):
+    """Lightning starts the second process itself; StepTraceCallback is all the program has."""
+    pytest.importorskip("lightning")
+    proc = subprocess.run([sys.executable, str(JOB.with_name("ranks_lightning.py")), str(DELAY_MS)], cwd=tmp_path,
+                          env=job_env({"STEPTRACE_JSON": str(tmp_path / "run.json")}), capture_output=True, text=True,
+                          timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    doc, found = straggler_of(tmp_path / "run.json")
+    assert found == (1, "input"), doc["diagnosis"]
+    assert proc.stderr.count("── steptrace summary") == 1
+
+
+def test_transformers_trainer_under_torchrun_needs_no_extra_code(tmp_path):
+    pytest.importorskip("transformers")
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}",
+         str(JOB.with_name("ranks_transformers.py")), str(DELAY_MS), str(tmp_path / "out")],
+        cwd=tmp_path, env=job_env({"STEPTRACE_JSON": str(tmp_path / "run.json")}), capture_output=True, text=True,
+        timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    doc, found = straggler_of(tmp_path / "run.json")
+    assert found == (1, "input"), doc["diagnosis"]

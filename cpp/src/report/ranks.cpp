@@ -121,7 +121,7 @@ diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s) {
   diagnosis d;
   d.label = "STRAGGLER";
   d.evidence = fmt::format(
-      "Rank {} waits {:.2f} ms a step at the collectives while {} {:.2f} ms{}: for it. It spends {:.2f} ms a step "
+      "Rank {} waits {:.2f} ms a step at the collectives while {} {:.2f} ms{} for it. It spends {:.2f} ms a step "
       "more in `{}` than the median of the others.",
       s.rank, s.own_wait_ms, others, s.others_wait_ms, n == 1 ? "" : " (median)", s.excess_ms, s.phase);
   for (const rank_row& r : view.rows) {
