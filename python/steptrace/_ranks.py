@@ -85,6 +85,7 @@ class Gather:
         self._tag = tag
         self._count = 0
         self.last: Optional[Any] = None  # rank 0: the last combined summary
+        self.payload_bytes = 0
 
     def __call__(self, own: Any, job: Job) -> Any:
         """``own`` (a ``_core.Summary`` of ``core``) sent to rank 0; on rank 0, the combined summary."""
@@ -92,8 +93,9 @@ class Gather:
         self._count += 1
         timeout_s = float(self._core.options()["gather_timeout_s"])
         recent, collectives = _collective.recent_waits(self._core)
+        payload = json.dumps({"summary": own.json(), "waits": [round(w, 3) for w in recent], "collectives": collectives})
+        self.payload_bytes = len(payload)  # what this rank sends (rank 0 keeps its own): for the benchmark
         if job.rank != 0:
-            payload = json.dumps({"summary": own.json(), "waits": [round(w, 4) for w in recent], "collectives": collectives})
             try:
                 job.store.set(prefix + str(job.rank), payload)
             except Exception as e:

@@ -7,6 +7,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #include "steptrace/tracer.hpp"
 
@@ -38,5 +41,13 @@ struct truth {
   }
   double mean() const { return n ? sum / n : 0; }
 };
+
+// The whole file at `path` ("" when it cannot be read).
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 }  // namespace steptrace::testing

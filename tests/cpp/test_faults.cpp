@@ -22,6 +22,7 @@
 
 using namespace steptrace;
 using steptrace::testing::quiet;
+using steptrace::testing::read_file;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -56,13 +57,6 @@ int in_child(const std::function<void()>& fn, std::chrono::seconds limit = std::
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace

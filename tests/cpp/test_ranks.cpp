@@ -1,15 +1,24 @@
 // combine_ranks on hand-made rank summaries: the rows, the missing ranks, the slowest rank per
 // step, and STRAGGLER at and around its thresholds (which come from the one place they live).
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <fstream>
 #include <map>
+#include <optional>
+
+#include "helpers.hpp"
 
 #include "report/diagnosis.hpp"
 #include "report/report.hpp"
 #include "steptrace/summary.hpp"
+#include "steptrace/tracer.hpp"
 
 using namespace steptrace;
 using Catch::Matchers::Contains;
 using steptrace::detail::default_thresholds;
+using steptrace::testing::read_file;
 
 namespace {
 
@@ -197,4 +206,50 @@ TEST_CASE("combine_ranks refuses reports it cannot place", "[ranks]") {
   reports[1].s.rank.reset();
   CHECK_THROWS_WITH(combine_ranks(reports, 2, 30), Contains("has no rank"));
   CHECK_THROWS_WITH(combine_ranks({}, 2, 30), Contains("no summaries"));
+}
+
+TEST_CASE("at exit, only rank 0 prints and writes a plain path; {rank} gives each rank its file", "[ranks][exit]") {
+  const std::string dir = "/tmp/steptrace-ranks-" + std::to_string(getpid());
+  auto exit_of = [&](std::optional<rank_info> who, const std::string& path) {
+    config c;
+    c.warmup_steps = 0;
+    c.json_path = dir + path;
+    c.print_at_exit = exit_print::always;
+    tracer t(c);
+    if (who) t.set_rank(*who);
+    { scoped_step step(t); }
+    return t.exit_report();
+  };
+  auto exists = [](const std::string& p) { return std::ifstream(p).good(); };
+  REQUIRE(std::system(("mkdir -p " + dir).c_str()) == 0);
+  CHECK(exit_of(rank_info{1, 2, 1, "h", ""}, "/plain.json").empty());  // rank 1: silent, no file
+  CHECK_FALSE(exists(dir + "/plain.json"));
+  CHECK_THAT(exit_of(rank_info{0, 2, 0, "h", ""}, "/plain.json"), Contains("rank 0 of 2 on h"));
+  CHECK(exists(dir + "/plain.json"));
+  CHECK(exit_of(rank_info{1, 2, 1, "h", ""}, "/run-{rank}.json").empty());
+  CHECK(exists(dir + "/run-1.json"));
+  CHECK_FALSE(exists(dir + "/run-0.json"));
+  CHECK_THAT(exit_of(std::nullopt, "/alone-{rank}.json"), Contains("steptrace summary"));  // a lone process is rank 0
+  CHECK(exists(dir + "/alone-0.json"));
+  CHECK(summary::from_json(read_file(dir + "/run-1.json")).rank->rank == 1);
+  REQUIRE(std::system(("rm -rf " + dir).c_str()) == 0);
+}
+
+TEST_CASE("the exit report gives its summary to `finish` and reports what comes back", "[ranks][exit]") {
+  config c;
+  c.warmup_steps = 0;
+  c.print_at_exit = exit_print::always;
+  tracer t(c);
+  t.set_rank({0, 2, -1, "h", ""});
+  { scoped_step step(t); }
+  bool was_shown = true;
+  const std::string text = t.exit_report([&](const summary& own, bool shown) {
+    was_shown = shown;
+    std::vector<rank_report> reports{{own, {}, 0}};
+    return combine_ranks(reports, 2, 3);
+  });
+  CHECK_FALSE(was_shown);
+  CHECK_THAT(text, Contains("missing: rank 1: no summary arrived within 3.000 s"));
+  CHECK(t.exit_report().empty());  // once only
+  CHECK_THROWS_WITH(t.set_rank({2, 2, -1, "h", ""}), Contains("rank 2 is not below the world size 2"));
 }
