@@ -100,7 +100,7 @@ PYBIND11_MODULE(_core, m) {
            py::arg("rank"), py::arg("world_size"), py::arg("local_rank"), py::arg("host"), py::arg("started_at"))
       .def("exit_report", [](tracer& t) { return t.exit_report(); })
       .def("exit_report",
-           [](tracer& t, const std::function<summary(const summary&, bool)>& finish) { return t.exit_report(finish); },
+           [](tracer& t, const tracer::exit_finish& finish) { return t.exit_report(finish); },
            py::arg("finish"));
 
   py::class_<step_scope>(m, "StepScope")

@@ -204,13 +204,14 @@ class Tracer:
             return True
         return False
 
-    def summary(self, *, gather: bool = True) -> Summary:
+    def summary(self, *, gather: bool = False) -> Summary:
         """The summary of every step completed so far (safe while other threads record).
 
-        With torch.distributed initialised, every rank sends its summary to rank 0, which gets
-        the job's: its own breakdown, a row per rank, the missing ranks and STRAGGLER; the other
-        ranks get their own at once. Call it on every rank or on rank 0 only (the others' then
-        arrive from their exit); ``gather=False`` keeps it to this rank."""
+        With torch.distributed initialised it says which rank it is from; at exit rank 0 prints
+        and writes the job's. ``gather=True``, called on every rank (like a collective), sends
+        each rank's to rank 0, which gets the job's at once: its own breakdown, a row per rank,
+        the missing ranks and STRAGGLER (it waits at most ``gather_timeout_s`` for the others);
+        the other ranks get their own."""
         note_allocator(self._core)
         job = _ranks.notice(self._core)
         own = self._core.summary()

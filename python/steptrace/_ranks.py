@@ -86,11 +86,13 @@ class Gather:
         self._count = 0
         self.last: Optional[Any] = None  # rank 0: the last combined summary
         self.payload_bytes = 0
+        self.last_steps = -1  # rank 0: the own steps the last combined summary was made at
 
-    def __call__(self, own: Any, job: Job) -> Any:
-        """``own`` (a ``_core.Summary`` of ``core``) sent to rank 0; on rank 0, the combined summary."""
-        prefix = f"steptrace/{self._tag}/{self._count}/"
-        self._count += 1
+    def __call__(self, own: Any, job: Job, at_exit: bool = False) -> Any:
+        """``own`` (a ``_core.Summary`` of ``core``) sent to rank 0; on rank 0, the combined summary.
+        The gather at exit has keys of its own: every rank gets there once."""
+        prefix = f"steptrace/{self._tag}/{'exit' if at_exit else self._count}/"
+        self._count += 0 if at_exit else 1
         timeout_s = float(self._core.options()["gather_timeout_s"])
         recent, collectives = _collective.recent_waits(self._core)
         payload = json.dumps({"summary": own.json(), "waits": [round(w, 3) for w in recent], "collectives": collectives})
@@ -103,6 +105,7 @@ class Gather:
             return own
         reports = [(own, list(recent), collectives)] + _collect(job, prefix, timeout_s)
         self.last = _core.combine_ranks(reports, job.world_size, timeout_s)
+        self.last_steps = own.steps
         return self.last
 
 
@@ -131,16 +134,17 @@ def _collect(job: Job, prefix: str, timeout_s: float) -> List[Tuple[Any, List[fl
     return reports
 
 
-def gather_at_exit(gather: Gather) -> Callable[[Any, bool], Any]:
-    """The ``finish`` of ``exit_report``: the combined summary on rank 0, each rank's own
-    elsewhere; a summary the program already fetched (and gathered) is not gathered again."""
+def gather_at_exit(gather: Gather) -> Callable[[Any, bool], Tuple[Any, bool]]:
+    """The ``finish`` of ``exit_report``: on rank 0 the job's summary, and whether the program
+    has seen it (it asked for it with ``summary(gather=True)`` after its last step); elsewhere
+    its own, sent to rank 0. Every rank sends at exit, whatever it sent before."""
 
-    def finish(own: Any, shown: bool) -> Any:
+    def finish(own: Any, shown: bool) -> Tuple[Any, bool]:
         job = _job
         if job is None:
-            return own
-        if shown:
-            return gather.last if job.rank == 0 and gather.last is not None else own
-        return gather(own, job)
+            return own, shown
+        if job.rank == 0 and shown and gather.last is not None and gather.last_steps == own.steps:
+            return gather.last, True
+        return gather(own, job, at_exit=True), shown and job.rank != 0
 
     return finish

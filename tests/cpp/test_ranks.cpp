@@ -246,7 +246,7 @@ TEST_CASE("the exit report gives its summary to `finish` and reports what comes 
   const std::string text = t.exit_report([&](const summary& own, bool shown) {
     was_shown = shown;
     std::vector<rank_report> reports{{own, {}, 0}};
-    return combine_ranks(reports, 2, 3);
+    return std::make_pair(combine_ranks(reports, 2, 3), false);
   });
   CHECK_FALSE(was_shown);
   CHECK_THAT(text, Contains("missing: rank 1: no summary arrived within 3.000 s"));

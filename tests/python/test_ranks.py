@@ -159,18 +159,21 @@ def test_crashed_rank_is_named_missing_and_costs_at_most_the_timeout(tmp_path):
 
 
 def test_summary_on_every_rank_gathers_once(tmp_path, run_python):
-    """summary() on every rank: rank 0's is the job's; at exit nothing is gathered again (rank 0
-    says it was shown) and no rank waits."""
+    """summary() alone never waits for other ranks, even called by rank 0 alone mid-run;
+    summary(gather=True) on every rank gives rank 0 the job's; at exit rank 0 says it was shown
+    and no rank waits."""
     port = free_port()
     code = f"""
         import os, sys, json, time, torch, torch.distributed as dist
         import steptrace
         dist.init_process_group("gloo")
-        for _ in range(8):
+        for i in range(8):
             with steptrace.step():
                 with steptrace.phase("compute"):
                     t = torch.ones(4); dist.all_reduce(t)
-        s = steptrace.summary()
+            if i == 3 and dist.get_rank() == 0:
+                assert steptrace.summary().rank == 0  # its own, at once
+        s = steptrace.summary(gather=True)
         print(json.dumps({{"rank": s.rank, "rows": len(s.to_dict().get("ranks", {{}}).get("rows", []))}}))
         dist.destroy_process_group()
     """

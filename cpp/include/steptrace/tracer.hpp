@@ -21,6 +21,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "steptrace/config.hpp"
@@ -99,8 +100,10 @@ class STEPTRACE_API tracer {
   // print_at_exit). Writes json_path too, whole or not at all. Empty otherwise.
   std::string exit_report();
   // The same, with `finish` given the summary first, and whether the program already fetched
-  // it: what it returns is reported instead (the Python package gathers the ranks there).
-  std::string exit_report(const std::function<::steptrace::summary(const ::steptrace::summary&, bool)>& finish);
+  // it: the summary it returns is reported instead, with whether the program has seen that
+  // one (the Python package gathers the ranks there).
+  using exit_finish = std::function<std::pair<::steptrace::summary, bool>(const ::steptrace::summary&, bool)>;
+  std::string exit_report(const exit_finish& finish);
   // Says once, as an error line on stderr, that a nested step was ignored (scoped_step's only
   // way to tell; Python raises StepError instead).
   void warn_nested_step() const noexcept;

@@ -105,8 +105,8 @@ const std::vector<option>& options() {
        [](config& c, std::string_view v) { c.cupti = parse_bool(v); },
        [](const config& c) { return std::string(bool_text(c.cupti)); }},
       {{"gather_timeout_s", "STEPTRACE_GATHER_TIMEOUT", false, "uint", "60",
-        "many ranks (torch.distributed): at summary() and at exit, rank 0 waits at most this many seconds for "
-        "the other ranks' summaries, then names the missing ones (at most 86400)"},
+        "many ranks (torch.distributed): at exit (and at summary(gather=True)), rank 0 waits at most this many "
+        "seconds for the other ranks' summaries, then names the missing ones (at most 86400)"},
        [](config& c, std::string_view v) { c.gather_timeout_s = parse_uint(v, 86'400); },
        [](const config& c) { return std::to_string(c.gather_timeout_s); }},
       {{"collective_wait", "STEPTRACE_COLLECTIVE_WAIT", false, "bool", "1",

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 
 #include "base/log.hpp"
 #include "core/tracer_impl.hpp"
@@ -68,7 +69,7 @@ std::string json_path_of(const std::string& path, const std::optional<rank_info>
 
 std::string tracer::exit_report() { return exit_report({}); }
 
-std::string tracer::exit_report(const std::function<::steptrace::summary(const ::steptrace::summary&, bool)>& finish) {
+std::string tracer::exit_report(const exit_finish& finish) {
   if (impl_->forked.load() || impl_->creator_pid != getpid()) return {};  // before any lock
   try {
     config cfg;
@@ -83,9 +84,10 @@ std::string tracer::exit_report(const std::function<::steptrace::summary(const :
     ::steptrace::summary s = collect_summary(false);
     const std::uint64_t recorded = s.steps + s.warmup_steps + s.failed_steps;
     if (recorded == 0) return {};
+    bool seen = shown == recorded;
     if (finish) {
       try {
-        s = finish(s, shown == recorded);
+        std::tie(s, seen) = finish(s, seen);
       } catch (const std::exception& e) {
         detail::log(detail::log_level::error, std::string("reporting this process's own summary: ") + e.what());
       }
@@ -102,7 +104,7 @@ std::string tracer::exit_report(const std::function<::steptrace::summary(const :
       case exit_print::never: return {};
       case exit_print::always: return s.table();
       case exit_print::auto_:
-        if (shown != recorded) return s.table();
+        if (!seen) return s.table();
         return "steptrace: summary already shown (" + std::to_string(recorded) +
                " steps); STEPTRACE_PRINT_AT_EXIT=always prints it at exit too\n";
     }
