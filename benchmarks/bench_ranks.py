@@ -52,9 +52,11 @@ JOB = textwrap.dedent(
     out = {"median_step_us": 1e6 * sorted(gaps)[len(gaps) // 2]}
     if traced:
         t0 = time.perf_counter()
-        s = steptrace.summary()
+        s = steptrace.summary(gather=True)
         out["gather_ms"] = 1e3 * (time.perf_counter() - t0)
-        out["payload_bytes"] = steptrace.default_tracer()._gather.payload_bytes
+        from steptrace import _collective, _core, _ranks
+        core = _core.default_tracer()
+        out["payload_bytes"] = len(_ranks.payload(core.summary(), *_collective.recent_waits(core)))
     print("RESULT " + json.dumps(out), flush=True)
     dist.destroy_process_group()
     """

@@ -43,6 +43,7 @@ class Job:
 
 
 _job: Optional[Job] = None
+_unknown = False  # torch.distributed is up but this process's rank could not be read (said once)
 
 
 def _process_started_at() -> str:
@@ -62,15 +63,18 @@ def _process_started_at() -> str:
 def notice(core: Any) -> Optional[Job]:
     """The job this process belongs to, told to ``core`` (a ``_core.Tracer``); None in a lone
     process. Cheap: called at summaries, at exit and when a DDP model or a loop starts."""
-    global _job
+    global _job, _unknown
     if _job is None:
         dist = sys.modules.get("torch.distributed")
+        if _unknown:
+            return None
         try:
             if dist is None or not dist.is_available() or not dist.is_initialized():
                 return None
             store = dist.distributed_c10d._get_default_store()
             _job = Job(dist.get_rank(), dist.get_world_size(), store)
         except Exception as e:  # a torch without these: one line, and the summary stays this rank's
+            _unknown = True
             say(f"could not tell which rank this process is ({type(e).__name__}: {e}); its summary is its own")
             return None
     core.set_rank(_job.rank, _job.world_size, _job.local_rank, _job.host, _job.started_at)
@@ -85,7 +89,6 @@ class Gather:
         self._tag = tag
         self._count = 0
         self.last: Optional[Any] = None  # rank 0: the last combined summary
-        self.payload_bytes = 0
         self.last_steps = -1  # rank 0: the own steps the last combined summary was made at
 
     def __call__(self, own: Any, job: Job, at_exit: bool = False) -> Any:
@@ -95,11 +98,9 @@ class Gather:
         self._count += 0 if at_exit else 1
         timeout_s = float(self._core.options()["gather_timeout_s"])
         recent, collectives = _collective.recent_waits(self._core)
-        payload = json.dumps({"summary": own.json(), "waits": [round(w, 3) for w in recent], "collectives": collectives})
-        self.payload_bytes = len(payload)  # what this rank sends (rank 0 keeps its own): for the benchmark
         if job.rank != 0:
             try:
-                job.store.set(prefix + str(job.rank), payload)
+                job.store.set(prefix + str(job.rank), payload(own, recent, collectives))
             except Exception as e:
                 say(f"rank {job.rank} could not send its summary to rank 0 ({type(e).__name__}: {e})")
             return own
@@ -107,6 +108,11 @@ class Gather:
         self.last = _core.combine_ranks(reports, job.world_size, timeout_s)
         self.last_steps = own.steps
         return self.last
+
+
+def payload(own: Any, recent: List[float], collectives: int) -> str:
+    """What a rank sends to rank 0: its summary and its recent collective waits."""
+    return json.dumps({"summary": own.json(), "waits": [round(w, 3) for w in recent], "collectives": collectives})
 
 
 def _collect(job: Job, prefix: str, timeout_s: float) -> List[Tuple[Any, List[float], int]]:
@@ -145,6 +151,6 @@ def gather_at_exit(gather: Gather) -> Callable[[Any, bool], Tuple[Any, bool]]:
             return own, shown
         if job.rank == 0 and shown and gather.last is not None and gather.last_steps == own.steps:
             return gather.last, True
-        return gather(own, job, at_exit=True), shown and job.rank != 0
+        return gather(own, job, at_exit=True), False
 
     return finish

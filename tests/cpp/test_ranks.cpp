@@ -191,6 +191,10 @@ TEST_CASE("a combined summary survives JSON, and its table shows every rank", "[
   CHECK(back.ranks->straggler->phase == "input");
   CHECK(back.diag.label == "STRAGGLER");
   CHECK(back.json() == all.json());
+  std::string bad = all.json();
+  const std::string none = "\"missing\": []";
+  bad.replace(bad.find(none), none.size(), "\"missing\": [7]");
+  CHECK_THROWS_WITH(summary::from_json(bad), Contains("a missing rank must be a rank of the world, not 7"));
   const std::string table = all.table();
   CHECK_THAT(table, Contains("rank 0 of 2 on node-0 (local rank 0)"));
   CHECK_THAT(table, Contains("2 of 2 gathered"));

@@ -24,9 +24,8 @@ std::string_view builtin_of(const summary& s, const phase_stats& p) {
   return {};
 }
 
-double share_of(const summary& s, std::string_view name) { return group_share(s, name); }
 
-double mean_of(const summary& s, std::string_view name) { return share_of(s, name) * s.step_ms.mean; }
+double mean_of(const summary& s, std::string_view name) { return group_share(s, name) * s.step_ms.mean; }
 
 std::optional<long> fact_int(const summary& s, std::string_view key) {
   const std::string* v = s.fact(key);
@@ -132,9 +131,9 @@ std::vector<std::string> input_advice(const summary& s, const diagnosis_threshol
 
 std::string phase_evidence(const summary& s, std::string_view name, double threshold) {
   const phase_stats* own = s.phase(name);
-  const bool with_children = own == nullptr || share_of(s, name) > own->share + 1e-12;
+  const bool with_children = own == nullptr || group_share(s, name) > own->share + 1e-12;
   return fmt::format("`{}`{} takes {:.1f}% of step time ({:.3g} ms of {:.3g} ms per step; the rule fires at {:.0f}%).",
-                     name, with_children ? " with the phases inside it" : "", 100 * share_of(s, name),
+                     name, with_children ? " with the phases inside it" : "", 100 * group_share(s, name),
                      mean_of(s, name), s.step_ms.mean, 100 * threshold);
 }
 
@@ -158,9 +157,9 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
                              s.warmup_steps, s.failed_steps);
     return d;
   }
-  const double input = share_of(s, "input"), h2d = share_of(s, "h2d");
-  const double wait = share_of(s, "wait"), other = share_of(s, "other");
-  const double compute = share_of(s, "compute");
+  const double input = group_share(s, "input"), h2d = group_share(s, "h2d");
+  const double wait = group_share(s, "wait"), other = group_share(s, "other");
+  const double compute = group_share(s, "compute");
 
   struct candidate {
     const char* label;

@@ -199,7 +199,12 @@ ranks_view ranks_from(const json_doc& j) {
     r.slowest_steps = count_at(row, "slowest_steps");
     v.rows.push_back(std::move(r));
   }
-  for (const json_doc& m : j.at("missing")) v.missing.push_back(static_cast<std::uint32_t>(m.get<std::uint64_t>()));
+  for (const json_doc& m : j.at("missing")) {
+    if (!m.is_number_unsigned() || m.get<std::uint64_t>() >= v.world_size) {
+      throw std::invalid_argument("a missing rank must be a rank of the world, not " + m.dump());
+    }
+    v.missing.push_back(static_cast<std::uint32_t>(m.get<std::uint64_t>()));
+  }
   v.timeout_s = number_at(j, "timeout_s");
   v.steps_compared = count_at(j, "steps_compared");
   const json_doc& worst = j.at("worst");
