@@ -35,6 +35,12 @@ struct STEPTRACE_API config {
   bool cupti = true;
   std::uint32_t gather_timeout_s = 60;  // many ranks: how long rank 0 waits for the others
   bool collective_wait = true;           // Python: DDP's gradient all-reduce wait timed as `wait`
+  std::uint32_t timeline_recent = 64;    // flight recorder: most recent steps kept per thread
+  std::uint32_t timeline_slowest = 8;    // flight recorder: slowest counted steps kept per thread
+  std::string trace_path;                // the default tracer writes the timeline's Chrome trace here at exit
+  std::string html_path;                 // Python: the HTML report, written at exit
+  std::uint32_t live = 0;                // seconds between live window lines on stderr (0: none)
+  std::string jsonl_path;                // one JSON object per live window appended here
 
   // Sets one option from its text form. Throws std::invalid_argument naming the option and
   // the bad value.

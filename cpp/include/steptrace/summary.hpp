@@ -19,6 +19,7 @@
 
 #include "steptrace/export.hpp"
 #include "steptrace/ranks.hpp"
+#include "steptrace/timeline.hpp"
 
 namespace steptrace {
 
@@ -151,11 +152,21 @@ class STEPTRACE_API summary {
   // In a summary combined on rank 0 (combine_ranks): every rank's row, the missing ranks and
   // the straggler. The rest of the summary is rank 0's own.
   std::optional<ranks_view> ranks;
+  // The flight recorder: raw intervals of each thread's recent and slowest steps (empty in a
+  // window). The whole run as a series for charts, and the host's resident memory at step ends.
+  timeline_view timeline;
+  step_series series;
+  std::optional<host_memory_stats> host_memory;
 
   const phase_stats* phase(std::string_view name) const noexcept;
   const std::string* fact(std::string_view key) const noexcept;
   std::string table() const;
   std::string json() const;
+  // The timeline as Chrome trace event JSON (Perfetto UI, chrome://tracing): a track per thread
+  // with its steps and phases, a track per stream with device activity and idle gaps.
+  std::string trace() const;
+  // The figures in the Prometheus text exposition format (0.0.4), names under `prefix`.
+  std::string prometheus(std::string_view prefix = "steptrace") const;
   // Reads what json() wrote. Throws std::invalid_argument on anything else.
   static summary from_json(std::string_view text);
 };

@@ -92,6 +92,10 @@ class STEPTRACE_API tracer {
   // Safe while other threads record. Open steps are not included. The default tracer's exit
   // report then knows the program has seen these steps (print_at_exit=auto).
   ::steptrace::summary summary() const;
+  // The statistics since the last window (or since the start, or reset), and a new window
+  // starts: for servers, which never reach the end of a run. The whole-run summary() is left
+  // as it is. Host figures only (no device view, no timeline); prometheus() renders it.
+  ::steptrace::summary window();
   // Forgets every recorded step and phase; warm-up starts again. A step open on another thread
   // at that moment is not counted, and leaves no error behind.
   void reset();

@@ -24,6 +24,7 @@ void aggregate::on_step(const built_step& s) {
   ++steps_;
   step_ticks_ += length;
   step_hist_.add(length);
+  series_.add(s, length);
   for (const phase_slice& p : s.phases) {
     if (p.id >= phases_.size()) phases_.resize(p.id + 1);
     if (!phases_[p.id]) phases_[p.id] = std::make_unique<phase_totals>();
@@ -45,6 +46,14 @@ void aggregate::on_step(const built_step& s) {
     device_->add_step(host_clock::to_monotonic_ns(s.begin), host_clock::to_monotonic_ns(s.end), std::move(segments),
                       s.streams);
   }
+}
+
+void aggregate::note_rss(std::uint64_t bytes) noexcept {
+  if (bytes == 0) return;
+  if (rss_samples_++ == 0) rss_first_ = bytes;
+  rss_last_ = bytes;
+  rss_peak_ = std::max(rss_peak_, bytes);
+  series_.note_rss(bytes);
 }
 
 void aggregate::span(std::uint64_t begin, std::uint64_t end) {
@@ -163,6 +172,14 @@ void aggregate::fill(summary& out, double ns_per_tick) const {
   if (device_) {
     out.gpu = gpu_stats{};
     device_->fill(*out.gpu);
+  }
+
+  series_.fill(out.series, ns_per_tick);
+  out.host_memory.reset();
+  if (rss_samples_ > 0) {
+    constexpr double mib = 1024.0 * 1024.0;
+    out.host_memory = host_memory_stats{static_cast<double>(rss_first_) / mib, static_cast<double>(rss_last_) / mib,
+                                        static_cast<double>(rss_peak_) / mib, rss_samples_};
   }
 
   out.run_ms = static_cast<double>(run_end_ - run_begin_) * ms_per_tick;

@@ -8,6 +8,7 @@
 #include "analysis/device_view.hpp"
 #include "analysis/histogram.hpp"
 #include "analysis/step_builder.hpp"
+#include "analysis/step_series.hpp"
 #include "steptrace/summary.hpp"
 
 namespace steptrace::detail {
@@ -27,6 +28,11 @@ class aggregate final : public step_sink {
     if (!device_) device_ = std::make_unique<device_join>();
   }
   device_join* device() noexcept { return device_.get(); }
+  const device_join* device() const noexcept { return device_.get(); }
+  // The process's resident memory at a step end (bytes; 0: not known).
+  void note_rss(std::uint64_t bytes) noexcept;
+  // The run's first instant (ticks): steps, set-aside spans, warm-up included.
+  std::uint64_t run_begin() const noexcept { return run_begin_; }
   // Device time of one call of a phase, or of one counted step, given a stream (CUDA events).
   void add_phase_device_time(std::uint32_t id, float ms);
   void add_step_device_time(float ms) { add_device_time(step_device_, ms); }
@@ -51,6 +57,8 @@ class aggregate final : public step_sink {
   std::uint64_t run_begin_ = 0, run_end_ = 0;           // first and last instant of steps and set-aside time
   void span(std::uint64_t begin, std::uint64_t end);
   std::uint64_t threads_ = 0;                           // with at least one counted step
+  step_series_builder series_;
+  std::uint64_t rss_first_ = 0, rss_last_ = 0, rss_peak_ = 0, rss_samples_ = 0;
   std::unique_ptr<device_join> device_;
   struct device_time {
     histogram per_call;  // ns

@@ -353,6 +353,33 @@ step_device_view device_join::view(const waiting& w) const {
   return v;
 }
 
+void device_join::records_in(std::uint64_t begin, std::uint64_t end, const std::vector<stream_key>& streams,
+                             std::size_t cap, std::vector<device_record>& out, std::uint32_t& dropped) const {
+  out.clear();
+  dropped = 0;
+  auto take = [&](const track& t) {
+    auto first = std::lower_bound(t.records.begin(), t.records.end(), begin,
+                                  [](const device_record& r, std::uint64_t at) { return r.start < at; });
+    for (auto r = first; r != t.records.end() && r->start < end; ++r) {
+      if (r->kind == device_activity::memory) continue;
+      out.size() < cap ? out.push_back(*r) : void(++dropped);
+    }
+  };
+  if (streams.empty()) {
+    for (const auto& [key, t] : streams_) take(t);
+  } else {
+    std::vector<std::uint32_t> contexts;
+    for (const stream_key& k : streams) {
+      if (auto t = streams_.find(k); t != streams_.end()) take(t->second);
+      if (std::find(contexts.begin(), contexts.end(), k.context) == contexts.end()) contexts.push_back(k.context);
+    }
+    for (std::uint32_t c : contexts) {
+      if (auto t = streams_.find(stream_key{c, no_stream}); t != streams_.end()) take(t->second);
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const device_record& a, const device_record& b) { return a.start < b.start; });
+}
+
 void device_join::join(std::uint64_t before) {
   std::uint64_t keep_from = newest_ > retain_ns ? newest_ - retain_ns : 0;
   for (auto it = waiting_.begin(); it != waiting_.end();) {

@@ -86,6 +86,11 @@ class device_join {
   // that overlaps one has no device records to trust: it is counted apart, never viewed.
   void set_gaps(std::vector<std::pair<std::uint64_t, std::uint64_t>> gaps) { gaps_ = std::move(gaps); }
   std::uint64_t newest_record_end() const noexcept { return newest_; }
+  // The kernels, copies, memsets and syncs that start in [begin, end) on `streams` (empty: every
+  // stream) and the syncs with no stream of their contexts, by start, for the timeline: at most
+  // `cap` (the rest counted in *dropped). Records still retained only: call it soon after join.
+  void records_in(std::uint64_t begin, std::uint64_t end, const std::vector<stream_key>& streams, std::size_t cap,
+                  std::vector<device_record>& out, std::uint32_t& dropped) const;
 
   device_aggregate totals;
   std::uint64_t cursor = 0;  // this reader's position in the backend's record store

@@ -57,6 +57,8 @@ void step_builder::clear_step() {
   }
   touched_.clear();
   segments_.clear();
+  spans_.clear();
+  spans_dropped_ = 0;
   stream_mask_ = 0;
   stream_unknown_ = false;
 }
@@ -107,8 +109,10 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
       if (!in_step_) break;  // its begin was lost (records dropped at exit)
       advance(t);
       if (excluding_ > 0) close_exclusion(t);  // a span still open: its part in this step
-      for (auto& p : stack_) {
-        if (p.counted) add_inclusive(p, t);  // phases open across the step's end
+      for (std::size_t j = 0; j < stack_.size(); ++j) {
+        if (!stack_[j].counted) continue;
+        add_inclusive(stack_[j], t);  // phases open across the step's end
+        add_span(stack_[j], t, j);
       }
       if (discard_step_) {  // began before a reset: belongs to no statistics
         pair_step_events(false);
@@ -125,7 +129,8 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
         for (std::uint32_t i = 0; !stream_unknown_ && i < max_streams; ++i) {
           if (stream_mask_ >> i & 1) streams_.push_back(stream_table_[i]);
         }
-        sink.on_step(built_step{begin_, t, set_aside_, failed, warmup, first, thread_, slices_, segments_, streams_});
+        sink.on_step(built_step{begin_, t, set_aside_, failed, warmup, first, thread_, finished_ - 1, slices_, segments_,
+                                streams_, spans_, spans_dropped_});
       }
       discard_step_ = false;
       clear_step();
@@ -195,7 +200,10 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
       unbalanced_ += stack_.size() - i;  // phases closed implicitly by ending an outer one
       for (std::size_t j = stack_.size(); j-- > i - 1;) {
         if (stack_[j].set_aside) continue;
-        if (accounting() && stack_[j].counted) add_inclusive(stack_[j], t);
+        if (accounting() && stack_[j].counted) {
+          add_inclusive(stack_[j], t);
+          add_span(stack_[j], t, j);
+        }
         if (!stack_[j].counted && !accounting()) sink.on_unscoped(stack_[j].id, t - stack_[j].begin);
         if (stack_[j].event != no_event) {
           // Device time, like host time, is kept out of the statistics during warm-up.
@@ -214,6 +222,19 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
       break;
     }
   }
+}
+
+void step_builder::add_span(const open_phase& p, std::uint64_t end, std::size_t depth) {
+  if (!keep_spans_) return;
+  if (spans_.size() >= max_spans) {
+    ++spans_dropped_;
+    return;
+  }
+  phase_span& s = spans_.emplace_back();
+  s.begin = p.begin > begin_ ? p.begin : begin_;  // a phase opened before the step: from its start
+  s.end = end;
+  s.phase = p.id;
+  s.depth = static_cast<std::uint32_t>(depth);
 }
 
 void step_builder::note_exclude(const record& r, step_sink& sink) {

@@ -36,16 +36,27 @@ struct host_segment {
   std::uint32_t phase;
 };
 
+// A phase call inside a step, for the timeline: its interval clipped to the step's window, and
+// how deep it sat (0: opened with no phase open around it).
+struct phase_span {
+  std::uint64_t begin, end;
+  std::uint32_t phase, depth;
+};
+
 struct built_step {
   std::uint64_t begin, end;  // ticks
   std::uint64_t set_aside;   // ticks of [begin, end) set aside: the step's length is the rest
   bool failed, warmup;
   bool first_of_thread;  // the thread's first counted step (since it started, or a reset)
   std::uint32_t thread;
+  std::uint64_t index;   // the thread's steps before this one (warm-up and failed ones too)
   const std::vector<phase_slice>& phases;      // only phases with time or calls in this step
   const std::vector<host_segment>& segments;   // in time order; at most max_segments (empty
                                                // unless the builder keeps segments)
   const std::vector<stream_key>& streams;      // the streams it worked on (empty: not known, or none)
+  const std::vector<phase_span>& spans;        // its phase calls, by end; at most max_spans (empty
+                                               // unless the builder keeps spans)
+  std::uint32_t spans_dropped;                 // phase calls past max_spans
 };
 
 class step_sink {
@@ -69,6 +80,7 @@ struct event_pair {
 class step_builder {
  public:
   static constexpr std::size_t max_segments = 4096;  // past this a step's last segment grows
+  static constexpr std::size_t max_spans = 256;      // phase calls kept per step for the timeline
 
   // A thread names at most this many streams: stream_scope records index its table of them.
   static constexpr std::uint32_t max_streams = max_thread_streams;
@@ -92,6 +104,9 @@ class step_builder {
   void set_warmup(std::uint32_t steps) noexcept { warmup_ = steps; }
   // Host segments are only read by the device view: without one, they are not built.
   void keep_segments(bool on) noexcept { keep_segments_ = on; }
+  // Phase calls are only read by the timeline: without one, they are not kept.
+  void keep_spans(bool on) noexcept { keep_spans_ = on; }
+  std::uint32_t thread() const noexcept { return thread_; }
   std::uint64_t unbalanced() const noexcept { return unbalanced_; }
   // Event pairs of phases ended since the last call (the caller harvests their device time).
   std::vector<event_pair>& event_pairs() noexcept { return event_pairs_; }
@@ -117,6 +132,7 @@ class step_builder {
   void clear_step();
   void drop_open();
   inline void add_segment(std::uint64_t begin, std::uint64_t end, std::uint32_t id);
+  void add_span(const open_phase& p, std::uint64_t end, std::size_t depth);
   inline void consume_one(const record& r, step_sink& sink);
   void note_event(const record& r);
   void note_stream(std::uint32_t index);
@@ -142,6 +158,8 @@ class step_builder {
   std::uint64_t set_aside_in_gap_ = 0;  // between a held fetch and its step
   bool counted_any_ = false;
   bool keep_segments_ = true;
+  bool keep_spans_ = true;
+  std::uint32_t spans_dropped_ = 0;
   capture capture_ = capture::none;
   std::uint64_t begin_ = 0, last_ = 0, capture_end_ = 0;
   std::vector<open_phase> stack_;
@@ -152,6 +170,7 @@ class step_builder {
   std::vector<std::uint32_t> touched_;  // ids with time or calls in the current step
   std::vector<phase_slice> slices_;
   std::vector<host_segment> segments_;
+  std::vector<phase_span> spans_;
   std::vector<event_pair> event_pairs_;
   std::uint32_t end_event_ = no_event;  // from an event_end, for the phase_end that follows
   std::uint32_t step_event_ = no_event, step_end_event_ = no_event;  // the open step's events

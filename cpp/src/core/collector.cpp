@@ -47,6 +47,8 @@ void tracer_impl::collect_loop() {
       const std::uint64_t n = drain_locked(*t);
       fullest = std::max(fullest, n * 8 / t->records.capacity());  // in eighths of the ring
     }
+    sample_rss(lock, false);
+    live_tick(lock);
     const std::uint64_t now_self_drains = producer_drains.load(std::memory_order_relaxed);
     if (now_self_drains != self_drains) {
       interval = fastest;  // a thread filled its ring: recording resumed faster than we polled
@@ -68,9 +70,43 @@ void tracer_impl::drain_for_producer(thread_state& state) {
   wake.notify_one();  // the collector may be in a long sleep: it polls at its fastest from now
 }
 
+namespace {
+
+// Each finished step goes to the whole-run totals, the windows and the flight recorder.
+class step_fanout final : public step_sink {
+ public:
+  step_fanout(tracer_impl& impl, std::uint32_t thread) : impl_(impl), thread_(thread), live_(impl.live_on()) {}
+  void on_step(const built_step& s) override {
+    impl_.totals.on_step(s);
+    impl_.window_totals.on_step(s);
+    if (live_) impl_.live_totals.on_step(s);
+    impl_.timeline.on_step(s);
+    ++impl_.steps_ended;
+  }
+  void on_unscoped(std::uint32_t id, std::uint64_t ticks) override {
+    impl_.totals.on_unscoped(id, ticks);
+    impl_.window_totals.on_unscoped(id, ticks);
+    if (live_) impl_.live_totals.on_unscoped(id, ticks);
+  }
+  void on_set_aside(std::uint32_t id, std::uint64_t begin, std::uint64_t end) override {
+    impl_.totals.on_set_aside(id, begin, end);
+    impl_.window_totals.on_set_aside(id, begin, end);
+    if (live_) impl_.live_totals.on_set_aside(id, begin, end);
+    impl_.timeline.on_set_aside(thread_, id, begin, end);
+  }
+
+ private:
+  tracer_impl& impl_;
+  std::uint32_t thread_;
+  bool live_;
+};
+
+}  // namespace
+
 std::uint64_t tracer_impl::drain_locked(thread_state& state) {
+  step_fanout sink(*this, state.builder.thread());
   return state.records.drain(
-      [&](const record* first, const record* last) { state.builder.consume(first, last, totals); });
+      [&](const record* first, const record* last) { state.builder.consume(first, last, sink); });
 }
 
 void tracer_impl::drain_all_locked() {
@@ -154,7 +190,9 @@ void tracer_impl::read_device(device_flush how) {
   // A step is viewed for good a second after the newest record has passed its end (its records
   // have arrived by then), or at exit. A summary before that shows it provisionally.
   const std::uint64_t settled = device->newest_record_end();
-  device->join(how == device_flush::forced ? UINT64_MAX : (settled > 1'000'000'000 ? settled - 1'000'000'000 : 0));
+  const std::uint64_t before = how == device_flush::forced ? UINT64_MAX : (settled > 1'000'000'000 ? settled - 1'000'000'000 : 0);
+  device->join(before);
+  timeline.attach_device(*device, before, &host_clock::to_monotonic_ns);
 }
 
 }  // namespace steptrace::detail

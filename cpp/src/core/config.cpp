@@ -114,6 +114,34 @@ const std::vector<option>& options() {
         "the `wait` phase of the default tracer"},
        [](config& c, std::string_view v) { c.collective_wait = parse_bool(v); },
        [](const config& c) { return std::string(bool_text(c.collective_wait)); }},
+      {{"timeline_recent", "STEPTRACE_TIMELINE_RECENT", false, "uint", "64",
+        "the flight recorder keeps the raw intervals of this many most recent steps per thread (at most 4096)"},
+       [](config& c, std::string_view v) { c.timeline_recent = parse_uint(v, 4096); },
+       [](const config& c) { return std::to_string(c.timeline_recent); }},
+      {{"timeline_slowest", "STEPTRACE_TIMELINE_SLOWEST", false, "uint", "8",
+        "and of this many slowest counted steps per thread (at most 1024; both 0: no timeline)"},
+       [](config& c, std::string_view v) { c.timeline_slowest = parse_uint(v, 1024); },
+       [](const config& c) { return std::to_string(c.timeline_slowest); }},
+      {{"trace_path", "STEPTRACE_TRACE", false, "path", "",
+        "the default tracer writes the timeline as Chrome trace JSON here at exit (Perfetto UI, chrome://tracing); "
+        "`{rank}` as for json_path"},
+       [](config& c, std::string_view v) { c.trace_path = std::string(v); },
+       [](const config& c) { return c.trace_path; }},
+      {{"html_path", "STEPTRACE_HTML", false, "path", "",
+        "Python: the HTML report written here at exit (`steptrace report run.json` makes one from any summary); "
+        "`{rank}` as for json_path"},
+       [](config& c, std::string_view v) { c.html_path = std::string(v); },
+       [](const config& c) { return c.html_path; }},
+      {{"live", "STEPTRACE_LIVE", false, "uint", "0",
+        "every this many seconds, a line on stderr with the window just ended: steps, step p50/p95, top phases, "
+        "label (0: none; at most 86400)"},
+       [](config& c, std::string_view v) { c.live = parse_uint(v, 86'400); },
+       [](const config& c) { return std::to_string(c.live); }},
+      {{"jsonl_path", "STEPTRACE_JSONL", false, "path", "",
+        "one JSON object (the window's summary) appended here per live window: every `live` seconds, or every 10 "
+        "without it"},
+       [](config& c, std::string_view v) { c.jsonl_path = std::string(v); },
+       [](const config& c) { return c.jsonl_path; }},
   };
   return table;
 }

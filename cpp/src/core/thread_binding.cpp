@@ -135,6 +135,7 @@ thread_state* tracer_impl::attach_thread() {
   }
   threads.push_back(std::make_unique<thread_state>(cfg.ring_records, cfg.warmup_steps, index));
   threads.back()->builder.keep_segments(totals.device() != nullptr);
+  threads.back()->builder.keep_spans(timeline.enabled());
   start_collector();
   return threads.back().get();
 }

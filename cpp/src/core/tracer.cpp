@@ -80,7 +80,11 @@ void tracer::configure(const config& cfg) {
   detail::set_log_level(detail::parse_log_level(cfg.log_level));
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->cfg = cfg;
-  for (auto& t : impl_->threads) t->builder.set_warmup(cfg.warmup_steps);
+  impl_->timeline.configure(cfg.timeline_recent, cfg.timeline_slowest);
+  for (auto& t : impl_->threads) {
+    t->builder.set_warmup(cfg.warmup_steps);
+    t->builder.keep_spans(impl_->timeline.enabled());
+  }
   const bool inline_path = host_clock::uses_tsc() && !detail::nvtx_requested();
   mode_.store(!cfg.enabled || impl_->env_disabled ? mode::off : inline_path ? mode::bound : mode::unbound,
               std::memory_order_relaxed);
@@ -167,13 +171,15 @@ summary tracer::collect_summary(bool shown) const {
     return out;
   }
   {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
+    std::unique_lock<std::mutex> lock(impl_->mutex);
     impl_->drain_all_locked();
     impl_->harvest_events();
     // At exit nothing comes later: take even unfinished records. During the run, work still
     // running stays with CUPTI and is read complete by a later summary.
     impl_->read_device(shown ? detail::device_flush::completed : detail::device_flush::forced);
+    impl_->sample_rss(lock, true);
     impl_->totals.fill(out, host_clock::ns_per_tick());
+    impl_->timeline.fill(out.timeline, impl_->totals.run_begin(), host_clock::ns_per_tick(), &host_clock::to_monotonic_ns);
     device_base = impl_->device_base;
     for (auto& t : impl_->threads) out.errors.unbalanced_phases += t->builder.unbalanced();
     out.facts = impl_->facts;
@@ -231,6 +237,9 @@ void tracer::reset() {
   }
   for (auto& p : impl_->pending_events) p.pair.timed = false;
   impl_->totals.clear();
+  impl_->window_totals.clear();
+  impl_->live_totals.clear();
+  impl_->timeline.clear();
   impl_->start_device_reading();
   impl_->nested_steps.store(0, std::memory_order_relaxed);
   impl_->shown_steps = UINT64_MAX;

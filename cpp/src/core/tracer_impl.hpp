@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "analysis/aggregate.hpp"
+#include "analysis/flight_recorder.hpp"
 #include "analysis/step_builder.hpp"
 #include "core/stream_events.hpp"
 #include "core/thread_binding.hpp"
@@ -87,6 +89,10 @@ class tracer_impl {
   std::vector<std::unique_ptr<thread_state>> threads;
   std::uint32_t next_thread = 0;  // every thread that ever recorded gets its own number
   aggregate totals;
+  aggregate window_totals;   // since the last tracer::window() (or reset)
+  aggregate live_totals;     // since the last live window; fed only while the live view is on
+  flight_recorder timeline;  // the recent and slowest steps of each thread
+  std::uint64_t steps_ended = 0;  // every step the builders finished (for the RSS samples)
   std::vector<std::pair<std::string, std::string>> facts;
   std::optional<rank_info> rank;  // tracer::set_rank
   std::atomic<std::uint64_t> nested_steps{0};
@@ -104,6 +110,15 @@ class tracer_impl {
   void sample_cpu();
   cpu_totals cpu_so_far();
   void restart_cpu(bool unless_started);
+
+  // windows.cpp: windows for servers and the live view, and resident memory at step ends.
+  summary window_of(aggregate& from);  // under `mutex`: its figures, then it starts afresh
+  void sample_rss(std::unique_lock<std::mutex>& lock, bool now);  // reads /proc without the lock
+  void live_tick(std::unique_lock<std::mutex>& lock);  // the collector, each pass
+  bool live_on() const noexcept { return cfg.live > 0 || !cfg.jsonl_path.empty(); }
+  std::chrono::steady_clock::time_point live_last{}, rss_last{};
+  std::uint64_t rss_steps = 0;  // steps_ended at the last RSS sample
+  double live_origin_s = -1;    // steady seconds at the first live window's start
 
   std::thread collector;
   int collector_pid = 0;

@@ -1,52 +1,22 @@
 // summary::json() and summary::from_json(): schema "steptrace.summary/1" (docs/architecture.md, "The summary JSON").
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <stdexcept>
 
+#include "report/json_fields.hpp"
+#include "report/report.hpp"
 #include "steptrace/summary.hpp"
 
 namespace steptrace {
 namespace {
 
-using json_doc = nlohmann::ordered_json;
 constexpr const char* schema_name = "steptrace.summary/1";
 
-// A count as json() writes it: a non-negative integer, and not an absurd one.
-std::uint64_t count_at(const json_doc& j, const char* key) {
-  const json_doc& v = j.at(key);
-  if (!v.is_number_unsigned() || v.get<std::uint64_t>() > (std::uint64_t{1} << 53)) {
-    throw std::invalid_argument(std::string("\"") + key + "\" must be a non-negative integer, not " + v.dump());
-  }
-  return v.get<std::uint64_t>();
-}
-
-// A time, rate or share as json() writes it: a finite number, never negative.
-double number_at(const json_doc& j, const char* key) {
-  const json_doc& v = j.at(key);
-  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 || v.get<double>() > 1e15) {
-    throw std::invalid_argument(std::string("\"") + key + "\" must be a finite non-negative number, not " + v.dump());
-  }
-  return v.get<double>();
-}
-
-json_doc stat_json(const stat_ms& m) {
-  return json_doc{{"mean", m.mean}, {"p50", m.p50}, {"p95", m.p95}, {"p99", m.p99}, {"max", m.max}, {"total", m.total}};
-}
-
-stat_ms stat_from(const json_doc& j) {
-  return stat_ms{number_at(j, "total"), number_at(j, "mean"), number_at(j, "p50"),
-                 number_at(j, "p95"),   number_at(j, "p99"),  number_at(j, "max")};
-}
-
-// A change, which may be negative: finite.
-double signed_at(const json_doc& j, const char* key) {
-  const json_doc& v = j.at(key);
-  if (!v.is_number() || !std::isfinite(v.get<double>()) || std::fabs(v.get<double>()) > 1e15) {
-    throw std::invalid_argument(std::string("\"") + key + "\" must be a finite number, not " + v.dump());
-  }
-  return v.get<double>();
-}
+using detail::count_at;
+using detail::json_doc;
+using detail::number_at;
+using detail::signed_at;
+using detail::stat_from;
+using detail::stat_json;
 
 json_doc memory_json(const device_memory_stats& m) {
   return json_doc{{"allocations_per_step", m.allocations_per_step},
@@ -272,8 +242,15 @@ std::string summary::json() const {
     doc["step_device_ms"] = stat_json(*step_device_ms);  // per step, from CUDA events
     doc["step_device_steps"] = step_device_steps;
   }
+  if (host_memory) doc["host_memory"] = detail::host_memory_json(*host_memory);
+  if (!series.points.empty()) doc["series"] = detail::series_json(series);
+  if (!timeline.steps.empty() || !timeline.set_aside.empty()) doc["timeline"] = detail::timeline_json(timeline);
   // Names are valid UTF-8 (the registry sees to it); a byte that is not still never throws.
   return doc.dump(2, ' ', false, json_doc::error_handler_t::replace);
+}
+
+std::string detail::summary_json_line(const summary& s) {
+  return json_doc::parse(s.json()).dump(-1, ' ', false, json_doc::error_handler_t::replace);
 }
 
 summary summary::from_json(std::string_view text) {
@@ -341,6 +318,9 @@ summary summary::from_json(std::string_view text) {
     for (const auto& [key, value] : doc.at("facts").items()) s.facts.emplace_back(key, value.get<std::string>());
     if (doc.contains("rank")) s.rank = rank_from(doc.at("rank"));
     if (doc.contains("ranks")) s.ranks = ranks_from(doc.at("ranks"));
+    if (doc.contains("host_memory")) s.host_memory = detail::host_memory_from(doc.at("host_memory"));
+    if (doc.contains("series")) s.series = detail::series_from(doc.at("series"));
+    if (doc.contains("timeline")) s.timeline = detail::timeline_from(doc.at("timeline"));
     for (const phase_stats& p : s.phases) {
       if (p.share > 1.000001) throw std::invalid_argument("phase \"" + p.name + "\" has a share above 1");
     }

@@ -1,11 +1,17 @@
 // Internal (not public API): what the report layer adds to measured numbers.
 #pragma once
 
+#include <string>
+
 #include "steptrace/summary.hpp"
 
 namespace steptrace::detail {
 
 // Adds the diagnosis to a summary whose numbers are filled in.
 void complete(summary& s);
+// summary::json() on one line (a JSON Lines record).
+std::string summary_json_line(const summary& s);
+// The live view's line for one window: steps, step p50/p95, the largest phases, the label.
+std::string live_line(const summary& window, double at_s);
 
 }  // namespace steptrace::detail

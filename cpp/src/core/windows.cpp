@@ -1,0 +1,105 @@
+// Windows: the statistics since the last window, for servers that never reach "end of run"
+// (tracer::window()) and for the live view (options `live`, `jsonl_path`), both beside the
+// whole-run totals, which they never change. And the process's resident memory at step ends.
+// See docs/architecture.md, "Windows".
+#include <cstdio>
+#include <string>
+
+#include "base/log.hpp"
+#include "core/tracer_impl.hpp"
+#include "record/host_memory.hpp"
+#include "report/report.hpp"
+#include "steptrace/tracer.hpp"
+
+namespace steptrace {
+namespace detail {
+
+summary tracer_impl::window_of(aggregate& from) {
+  summary out;
+  from.fill(out, host_clock::ns_per_tick());
+  from.clear();
+  out.series = step_series{};  // a window is read as a whole: the whole-run summary has the series
+  out.facts = facts;
+  out.rank = rank;
+  for (auto& t : threads) out.errors.unbalanced_phases += t->builder.unbalanced();
+  return out;
+}
+
+void tracer_impl::sample_rss(std::unique_lock<std::mutex>& lock, bool now) {
+  constexpr auto every = std::chrono::milliseconds(50);
+  if (steps_ended == rss_steps) return;  // sampled at step ends only
+  const auto at = std::chrono::steady_clock::now();
+  if (!now && at - rss_last < every) return;
+  rss_steps = steps_ended;
+  rss_last = at;
+  lock.unlock();  // /proc is read without the tracer lock
+  const std::uint64_t bytes = resident_bytes();
+  lock.lock();
+  totals.note_rss(bytes);
+  window_totals.note_rss(bytes);
+  live_totals.note_rss(bytes);
+}
+
+void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock) {
+  if (!live_on() || forked.load()) return;
+  const auto now = std::chrono::steady_clock::now();
+  const double now_s = std::chrono::duration<double>(now.time_since_epoch()).count();
+  if (live_origin_s < 0) {  // the first pass with the view on starts its first window
+    live_origin_s = now_s;
+    live_last = now;
+    live_totals.clear();
+    return;
+  }
+  const auto period = std::chrono::seconds(cfg.live > 0 ? cfg.live : 10);
+  if (now - live_last < period) return;
+  live_last = now;
+  summary w = window_of(live_totals);
+  const std::string jsonl = cfg.jsonl_path;
+  const bool print = cfg.live > 0;
+  lock.unlock();  // formatting and writing without the tracer lock
+  try {
+    complete(w);
+    if (print) {
+      const std::string line = live_line(w, now_s - live_origin_s);
+      std::fputs(line.c_str(), stderr);
+    }
+    if (!jsonl.empty()) {
+      if (std::FILE* f = std::fopen(jsonl.c_str(), "a")) {
+        const std::string line = summary_json_line(w) + "\n";
+        std::fwrite(line.data(), 1, line.size(), f);
+        std::fclose(f);
+      } else {
+        static bool said = false;  // once: it would repeat every window
+        if (!said) log(log_level::error, "could not append the live windows to " + jsonl);
+        said = true;
+      }
+    }
+  } catch (const std::exception& e) {
+    log(log_level::error, std::string("live view: ") + e.what());
+  }
+  lock.lock();
+}
+
+}  // namespace detail
+
+summary tracer::window() {
+  ::steptrace::summary out;
+  if (impl_->forked.load()) {
+    detail::complete(out);
+    return out;
+  }
+  {
+    std::unique_lock<std::mutex> lock(impl_->mutex);
+    impl_->drain_all_locked();
+    impl_->harvest_events();
+    impl_->sample_rss(lock, true);
+    out = impl_->window_of(impl_->window_totals);
+  }
+  out.errors.nested_steps = impl_->nested_steps.load(std::memory_order_relaxed);
+  const detail::gpu_status gpu = detail::gpu_backend_status();
+  out.backend = {gpu.cuda, gpu.cupti, gpu.reason, host_clock_name()};
+  detail::complete(out);
+  return out;
+}
+
+}  // namespace steptrace

@@ -1,0 +1,42 @@
+#include "report/json_fields.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace steptrace::detail {
+
+std::uint64_t count_at(const json_doc& j, const char* key) {
+  const json_doc& v = j.at(key);
+  if (!v.is_number_unsigned() || v.get<std::uint64_t>() > (std::uint64_t{1} << 53)) {
+    throw std::invalid_argument(std::string("\"") + key + "\" must be a non-negative integer, not " + v.dump());
+  }
+  return v.get<std::uint64_t>();
+}
+
+double number_at(const json_doc& j, const char* key) {
+  const json_doc& v = j.at(key);
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 || v.get<double>() > 1e15) {
+    throw std::invalid_argument(std::string("\"") + key + "\" must be a finite non-negative number, not " + v.dump());
+  }
+  return v.get<double>();
+}
+
+double signed_at(const json_doc& j, const char* key) {
+  const json_doc& v = j.at(key);
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || std::fabs(v.get<double>()) > 1e15) {
+    throw std::invalid_argument(std::string("\"") + key + "\" must be a finite number, not " + v.dump());
+  }
+  return v.get<double>();
+}
+
+json_doc stat_json(const stat_ms& m) {
+  return json_doc{{"mean", m.mean}, {"p50", m.p50}, {"p95", m.p95}, {"p99", m.p99}, {"max", m.max}, {"total", m.total}};
+}
+
+stat_ms stat_from(const json_doc& j) {
+  return stat_ms{number_at(j, "total"), number_at(j, "mean"), number_at(j, "p50"),
+                 number_at(j, "p95"),   number_at(j, "p99"),  number_at(j, "max")};
+}
+
+}  // namespace steptrace::detail

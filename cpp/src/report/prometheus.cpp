@@ -1,0 +1,112 @@
+// summary::prometheus(): the figures in the Prometheus text exposition format 0.0.4, for a
+// server's existing metrics endpoint (docs/architecture.md, "Windows").
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include "steptrace/summary.hpp"
+
+namespace steptrace {
+namespace {
+
+bool valid_name(std::string_view n) {
+  if (n.empty()) return false;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const char c = n[i];
+    const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
+    if (!letter && !(i > 0 && c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+// A label value: backslash, double quote and newline escaped, as the format asks.
+std::string escaped(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string number(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+class writer {
+ public:
+  writer(std::string prefix, std::string common) : prefix_(std::move(prefix)), common_(std::move(common)) {}
+
+  void family(const char* name, const char* type, const char* help) {
+    out_ += "# HELP " + prefix_ + name + " " + help + "\n# TYPE " + prefix_ + name + " " + type + "\n";
+  }
+  // labels: `key="value"` pairs already escaped, comma separated (may be empty).
+  void sample(const std::string& name, const std::string& labels, double value) {
+    std::string all = common_;
+    if (!labels.empty()) all += (all.empty() ? "" : ",") + labels;
+    out_ += prefix_ + name + (all.empty() ? "" : "{" + all + "}") + " " + number(value) + "\n";
+  }
+  // A summary family: quantiles of one value per step (seconds), its sum and count.
+  void quantiles(const char* name, const std::string& labels, const stat_ms& ms, std::uint64_t count) {
+    const std::string sep = labels.empty() ? "" : labels + ",";
+    sample(name, sep + "quantile=\"0.5\"", ms.p50 / 1e3);
+    sample(name, sep + "quantile=\"0.95\"", ms.p95 / 1e3);
+    sample(name, sep + "quantile=\"0.99\"", ms.p99 / 1e3);
+    sample(std::string(name) + "_sum", labels, ms.total / 1e3);
+    sample(std::string(name) + "_count", labels, static_cast<double>(count));
+  }
+  std::string text() const { return out_; }
+
+ private:
+  std::string prefix_, common_, out_;
+};
+
+}  // namespace
+
+std::string summary::prometheus(std::string_view prefix) const {
+  if (!valid_name(prefix)) {
+    throw std::invalid_argument("steptrace: '" + std::string(prefix) +
+                                "' is not a Prometheus metric name prefix (letters, digits, _ and :, not starting "
+                                "with a digit)");
+  }
+  const std::string common = rank ? "rank=\"" + std::to_string(rank->rank) + "\"" : "";
+  writer w(std::string(prefix) + "_", common);
+  w.family("steps", "gauge", "Counted steps (past warm-up, not failed).");
+  w.sample("steps", "", static_cast<double>(steps));
+  w.family("failed_steps", "gauge", "Steps ended by an exception.");
+  w.sample("failed_steps", "", static_cast<double>(failed_steps));
+  w.family("step_seconds", "summary", "Time per step, less any time set aside inside it.");
+  w.quantiles("step_seconds", "", step_ms, steps);
+  w.family("phase_seconds", "summary", "Time per step in each phase itself (0 in steps where it did not run).");
+  for (const phase_stats& p : phases) w.quantiles("phase_seconds", "phase=\"" + escaped(p.name) + "\"", p.ms, steps);
+  w.family("phase_share", "gauge", "Share of the summed step time spent in each phase itself.");
+  for (const phase_stats& p : phases) w.sample("phase_share", "phase=\"" + escaped(p.name) + "\"", p.share);
+  w.family("set_aside_seconds", "gauge", "Time set aside under each name (in no step).");
+  for (const set_aside_stats& a : set_aside) w.sample("set_aside_seconds", "name=\"" + escaped(a.name) + "\"", a.total_ms / 1e3);
+  w.family("diagnosis", "gauge", "1 for the label the diagnosis gives.");
+  if (!diag.label.empty()) w.sample("diagnosis", "label=\"" + escaped(diag.label) + "\"", 1);
+  if (gpu) {
+    w.family("gpu_busy_share", "gauge", "Device busy time on the steps' own streams, of the summed step time.");
+    w.sample("gpu_busy_share", "", gpu->busy_share);
+  }
+  if (host_memory) {
+    w.family("host_resident_bytes", "gauge", "The process's resident memory at the last step end sampled.");
+    w.sample("host_resident_bytes", "", host_memory->last_mb * 1024 * 1024);
+    w.family("host_resident_peak_bytes", "gauge", "The highest resident memory sampled at step ends.");
+    w.sample("host_resident_peak_bytes", "", host_memory->peak_mb * 1024 * 1024);
+  }
+  return w.text();
+}
+
+}  // namespace steptrace
