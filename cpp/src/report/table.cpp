@@ -117,6 +117,15 @@ const std::string* summary::fact(std::string_view key) const noexcept {
   return nullptr;
 }
 
+// The slowest counted step the flight recorder kept, or nullptr.
+static const timeline_step* slowest_kept(const timeline_view& t) {
+  const timeline_step* worst = nullptr;
+  for (const timeline_step& s : t.steps) {
+    if (s.slowest && (worst == nullptr || s.step_ms > worst->step_ms)) worst = &s;
+  }
+  return worst;
+}
+
 std::string summary::table() const {
   fmt::memory_buffer out;
   auto line = [&](auto&&... args) {
@@ -212,6 +221,16 @@ std::string summary::table() const {
          "(peaks since the program started or last reset them)",
          "memory", said("gpu.allocator.device"), *now, said("gpu.allocator.peak_allocated_mb"),
          said("gpu.allocator.reserved_mb"), said("gpu.allocator.peak_reserved_mb"));
+  }
+  if (host_memory && steps > 0) {
+    line("{:<11}host resident memory at step ends: peak {:.1f} MiB, {:+.1f} MiB over the run ({:.1f} to {:.1f})",
+         "memory", host_memory->peak_mb, host_memory->last_mb - host_memory->first_mb, host_memory->first_mb,
+         host_memory->last_mb);
+  }
+  if (const timeline_step* worst = slowest_kept(timeline); worst != nullptr && steps > 0) {
+    line("{:<11}slowest step: {} of thread {}, {} ms ({:.1f}x the p50), kept with its phases; {} steps kept in all",
+         "timeline", worst->index, worst->thread, ms(worst->step_ms),
+         step_ms.p50 > 0 ? worst->step_ms / step_ms.p50 : 0.0, timeline.steps.size());
   }
   if (!set_aside.empty()) {
     line("");
