@@ -58,6 +58,9 @@ PYBIND11_MODULE(_core, m) {
   py::class_<summary>(m, "Summary")
       .def("table", &summary::table)
       .def("json", &summary::json)
+      .def("trace", &summary::trace)
+      .def("prometheus", &summary::prometheus, py::arg("prefix") = "steptrace")
+      .def("path_for", &summary::path_for, py::arg("path"))
       .def_property_readonly("label", [](const summary& s) -> py::object {
         if (s.diag.label.empty()) return py::none();
         return py::str(s.diag.label);
@@ -93,6 +96,7 @@ PYBIND11_MODULE(_core, m) {
       .def("end_exclude", [](tracer& t, std::uint32_t id) { t.end_exclude(phase_id{id}); })
       .def("set_fact", &tracer::set_fact, py::arg("key"), py::arg("value"))
       .def("summary", &tracer::summary)
+      .def("window", &tracer::window)
       .def("reset", &tracer::reset)
       .def("set_rank",
            [](tracer& t, std::uint32_t rank, std::uint32_t world_size, std::int64_t local_rank, const std::string& host,

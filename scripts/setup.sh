@@ -44,7 +44,7 @@ setup_environment() {
     say "creating .venv"
     python3 -m venv .venv
   fi
-  need_python_packages "pybind11>=2.12" "scikit-build-core>=0.10" "pytest>=7"
+  need_python_packages "pybind11>=2.12" "scikit-build-core>=0.10" "pytest>=7" prometheus-client
 }
 
 # The PyTorch side: torch pinned to 2.13.0 (the CPU build on this kind of machine; an unpinned

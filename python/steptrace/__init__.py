@@ -32,6 +32,7 @@ from ._api import (  # noqa: E402
     step,
     steps,
     summary,
+    window,
 )
 
 __version__ = "0.1.0"
@@ -53,4 +54,5 @@ __all__ = [
     "step",
     "steps",
     "summary",
+    "window",
 ]

@@ -11,7 +11,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar, Union
 
-from . import _collective, _core, _loop, _profiler, _ranks
+from . import _collective, _core, _log, _loop, _profiler, _ranks
 from ._allocator import note_allocator
 from ._options import OPTIONS, _option_text, _option_value
 
@@ -80,6 +80,29 @@ class Summary:
         if path is not None:
             Path(path).write_text(text + "\n", encoding="utf-8")
         return text
+
+    def to_trace(self, path: Union[str, "os.PathLike[str]", None] = None) -> str:
+        """The flight recorder's timeline as Chrome trace event JSON, which Perfetto UI and
+        chrome://tracing open: a track per thread (steps enclosing their phases, the slowest
+        flagged), a track per stream with device activity and the idle gaps. Also written to ``path``."""
+        text = self._core.trace()
+        if path is not None:
+            Path(path).write_text(text + "\n", encoding="utf-8")
+        return text
+
+    def to_html(self, path: Union[str, "os.PathLike[str]", None] = None) -> str:
+        """A self-contained HTML report (the table, the diagnosis, a chart of the phases over the
+        run, the slowest steps, time set aside). Also written to ``path``."""
+        from . import _html
+
+        text = _html.render(self.to_dict(), str(self))
+        if path is not None:
+            Path(path).write_text(text, encoding="utf-8")
+        return text
+
+    def prometheus(self, prefix: str = "steptrace") -> str:
+        """The figures in the Prometheus text format, metric names under ``prefix``."""
+        return self._core.prometheus(prefix)
 
     def __str__(self) -> str:
         return self._core.table()
@@ -217,6 +240,12 @@ class Tracer:
         own = self._core.summary()
         return Summary(self._gather(own, job) if job is not None and gather else own)
 
+    def window(self) -> Summary:
+        """The statistics since the last window (or the start, or reset), and a new window
+        starts; the whole-run summary() is left as it is. For long-running servers: serve
+        ``window().prometheus()`` on a metrics endpoint. Host figures only."""
+        return Summary(self._core.window())
+
     def reset(self) -> None:
         """Forget everything recorded so far; warm-up starts again."""
         self._core.reset()
@@ -249,6 +278,7 @@ phase = _default.phase
 exclude = _default.exclude
 steps = _default.steps
 summary = _default.summary
+window = _default.window
 reset = _default.reset
 configure = _default.configure
 
@@ -296,12 +326,28 @@ _profiler.install()  # hand CUPTI to torch.profiler sessions, whenever torch is 
 _collective.install()  # time DDP's all-reduce wait, whenever torch imports DDP
 
 
+def _with_html(finish: Any) -> Any:
+    """The exit hook, then the HTML report (html_path) of the summary it reports."""
+
+    def hook(own: _core.Summary, seen: bool) -> Any:
+        s, seen = finish(own, seen)
+        path = s.path_for(_default.options()["html_path"])
+        if path:
+            try:
+                Summary(s).to_html(path)
+            except OSError as e:
+                _log.say(f"could not write the HTML report: {path}: {e.strerror or e}")
+        return s, seen
+
+    return hook
+
+
 def _report_at_exit() -> None:
     try:
         core = _core.default_tracer()
         note_allocator(core)
         _ranks.notice(core)  # the summary at exit carries the rank even where nothing noticed it before
-        text = core.exit_report(_ranks.gather_at_exit(_default._gather))
+        text = core.exit_report(_with_html(_ranks.gather_at_exit(_default._gather)))
         if text:
             sys.stderr.write(text)
             sys.stderr.flush()

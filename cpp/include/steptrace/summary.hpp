@@ -160,6 +160,10 @@ class STEPTRACE_API summary {
 
   const phase_stats* phase(std::string_view name) const noexcept;
   const std::string* fact(std::string_view key) const noexcept;
+  // Where this rank writes a file named by a path option (json_path, trace_path, html_path):
+  // `{rank}` becomes its rank (0 in a lone process); empty when it writes none (in a job, only
+  // rank 0 writes a path without `{rank}`).
+  std::string path_for(std::string_view path) const;
   std::string table() const;
   std::string json() const;
   // The timeline as Chrome trace event JSON (Perfetto UI, chrome://tracing): a track per thread

@@ -51,19 +51,6 @@ void write_whole(const std::string& path, const std::string& text) {
   }
 }
 
-// A path option (json_path, trace_path) for this process: `{rank}` becomes its rank (0 in a lone process). Empty when
-// nothing is to be written here: in a job, only rank 0 writes a path without `{rank}`.
-std::string path_of(const std::string& path, const std::optional<rank_info>& rank) {
-  static constexpr std::string_view slot = "{rank}";
-  const std::size_t at = path.find(slot);
-  if (at == std::string::npos) return rank && rank->rank != 0 ? std::string() : path;
-  std::string out = path;
-  for (std::size_t i = at; i != std::string::npos; i = out.find(slot, i)) {
-    out.replace(i, slot.size(), std::to_string(rank ? rank->rank : 0));
-  }
-  return out;
-}
-
 }  // namespace
 }  // namespace detail
 
@@ -92,14 +79,14 @@ std::string tracer::exit_report(const exit_finish& finish) {
         detail::log(detail::log_level::error, std::string("reporting this process's own summary: ") + e.what());
       }
     }
-    if (const std::string path = detail::path_of(cfg.json_path, s.rank); !path.empty()) {
+    if (const std::string path = s.path_for(cfg.json_path); !path.empty()) {
       try {
         detail::write_whole(path, s.json() + "\n");
       } catch (const std::exception& e) {
         detail::log(detail::log_level::error, std::string("could not write the summary JSON: ") + e.what());
       }
     }
-    if (const std::string path = detail::path_of(cfg.trace_path, s.rank); !path.empty()) {
+    if (const std::string path = s.path_for(cfg.trace_path); !path.empty()) {
       try {
         detail::write_whole(path, s.trace() + "\n");
       } catch (const std::exception& e) {

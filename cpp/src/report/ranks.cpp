@@ -180,4 +180,15 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
   return out;
 }
 
+std::string summary::path_for(std::string_view path) const {
+  static constexpr std::string_view slot = "{rank}";
+  const std::size_t at = path.find(slot);
+  if (at == std::string_view::npos) return rank && rank->rank != 0 ? std::string() : std::string(path);
+  std::string out(path);
+  for (std::size_t i = at; i != std::string::npos; i = out.find(slot, i)) {
+    out.replace(i, slot.size(), std::to_string(rank ? rank->rank : 0));
+  }
+  return out;
+}
+
 }  // namespace steptrace

@@ -1,0 +1,7 @@
+"""``python -m steptrace``: the steptrace command."""
+
+import sys
+
+from ._cli import main
+
+sys.exit(main())

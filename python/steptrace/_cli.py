@@ -1,0 +1,111 @@
+"""The ``steptrace`` command (also ``python -m steptrace``): reads saved summaries.
+
+    steptrace show run.json                          the table and the diagnosis
+    steptrace compare base.json new.json --max-regression 10   side by side; exit 1 on a regression
+    steptrace trace run.json -o trace.json           the timeline for Perfetto UI / chrome://tracing
+    steptrace report run.json -o report.html         one self-contained HTML page
+
+Exit status: 0 done, 1 a regression beyond --max-regression, 2 bad usage or an unreadable file.
+"""
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+from . import _compare, _html
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def _load(path: str):
+    from ._api import load
+
+    try:
+        return load(path)
+    except (OSError, ValueError) as e:
+        raise _Unreadable(str(e) if isinstance(e, ValueError) else f"{path}: {e.strerror or e}") from None
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise _Unreadable(f"{path}: {e.strerror or e}") from None
+
+
+def _beside(path: str, suffix: str) -> str:
+    base = path[:-5] if path.endswith(".json") else path
+    return base + suffix
+
+
+def _show(args: argparse.Namespace) -> int:
+    s = _load(args.summary)
+    sys.stdout.write(json.dumps(s.to_dict(), indent=2) + "\n" if args.json else str(s))
+    return 0
+
+
+def _compare_runs(args: argparse.Namespace) -> int:
+    a, b = _load(args.base), _load(args.new)
+    if args.max_regression is not None and args.max_regression < 0:
+        raise _Unreadable(f"--max-regression must be a percentage of 0 or more, not {args.max_regression:g}")
+    c = _compare.compare(a.to_dict(), b.to_dict(), args.max_regression)
+    sys.stdout.write(_compare.render(c, os.path.basename(args.base), os.path.basename(args.new)))
+    return 1 if c.regressed else 0
+
+
+def _trace(args: argparse.Namespace) -> int:
+    s = _load(args.summary)
+    out = args.output or _beside(args.summary, ".trace.json")
+    s.to_trace(out)
+    kept = len(s.to_dict().get("timeline", {}).get("steps", []))
+    print(f"wrote {out}: {kept} steps; open it in Perfetto UI or chrome://tracing")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    s = _load(args.summary)
+    out = args.output or _beside(args.summary, ".html")
+    _write(out, _html.render(s.to_dict(), str(s), title=f"steptrace: {os.path.basename(args.summary)}"))
+    print(f"wrote {out}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="steptrace", description="Read steptrace summaries (the JSON of json_path or "
+                                "Summary.to_json).")
+    sub = p.add_subparsers(dest="command", required=True, metavar="command")
+    show = sub.add_parser("show", help="print the table and the diagnosis")
+    show.add_argument("summary")
+    show.add_argument("--json", action="store_true", help="the summary's JSON instead of the table")
+    show.set_defaults(run=_show)
+    cmp = sub.add_parser("compare", help="two runs side by side; exit 1 when step time regressed beyond a threshold")
+    cmp.add_argument("base")
+    cmp.add_argument("new")
+    cmp.add_argument("--max-regression", type=float, metavar="PCT",
+                     help="exit 1 when step p50 grew by more than PCT percent (and more than the runs' noise)")
+    cmp.set_defaults(run=_compare_runs)
+    tr = sub.add_parser("trace", help="write the timeline as Chrome trace JSON (Perfetto UI, chrome://tracing)")
+    tr.add_argument("summary")
+    tr.add_argument("-o", "--output", help="default: the summary's name with .trace.json")
+    tr.set_defaults(run=_trace)
+    rep = sub.add_parser("report", help="write a self-contained HTML report")
+    rep.add_argument("summary")
+    rep.add_argument("-o", "--output", help="default: the summary's name with .html")
+    rep.set_defaults(run=_report)
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except _Unreadable as e:
+        print(f"steptrace: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `steptrace show run.json | head`
+        return 0

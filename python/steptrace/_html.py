@@ -1,0 +1,148 @@
+"""The HTML report: one self-contained file that opens offline (no script, no fetch).
+
+The table and the diagnosis as the terminal shows them, a stacked chart of each phase's time
+per step over the whole run (the summary's ``series``), the slowest steps the flight recorder
+kept, each drawn along its own time axis, and the time set aside.
+"""
+
+import html
+from typing import Any, Dict, List, Sequence
+
+# One colour per phase, in the order the series lists them (`other` is always grey).
+_PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f"]
+_OTHER = "#bab0ac"
+
+
+def _colours(names: Sequence[str]) -> Dict[str, str]:
+    out, i = {}, 0
+    for name in names:
+        if name == "other":
+            out[name] = _OTHER
+        else:
+            out[name] = _PALETTE[i % len(_PALETTE)]
+            i += 1
+    return out
+
+
+def _legend(colours: Dict[str, str]) -> str:
+    items = "".join(
+        f'<span class="key"><i style="background:{c}"></i>{html.escape(n)}</span>' for n, c in colours.items()
+    )
+    return f'<div class="legend">{items}</div>'
+
+
+def _series_chart(series: Dict[str, Any], colours: Dict[str, str]) -> str:
+    """Stacked bars, one per point of the series: mean ms per step in each phase."""
+    points = series.get("points", [])
+    phases = series.get("phases", [])
+    if not points:
+        return "<p>No steps to chart.</p>"
+    width, height, left, bottom, pad = 900, 260, 56, 28, 16
+    top = max(sum(p["phase_ms"]) for p in points) or 1.0
+    bar = (width - left) / len(points)
+    parts = [f'<svg id="phases-chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + bottom + pad}" '
+             f'role="img" aria-label="time per step in each phase over the run"><g transform="translate(0,{pad})">']
+    for k in range(5):  # gridlines with their ms
+        y = height - height * k / 4
+        parts.append(f'<line x1="{left}" x2="{width}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
+                     f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{top * k / 4:.3g}</text>')
+    for i, p in enumerate(points):
+        y = height
+        x = left + i * bar
+        title = f'steps {p["first_step"]}–{p["first_step"] + p["steps"] - 1}: {p["step_ms"]:.3g} ms'
+        for name, ms in zip(phases, p["phase_ms"]):
+            h = height * ms / top
+            if h <= 0:
+                continue
+            y -= h
+            parts.append(f'<rect class="bar" x="{x:.2f}" y="{y:.2f}" width="{max(bar - 0.5, 0.5):.2f}" '
+                         f'height="{h:.2f}" fill="{colours[name]}"><title>{html.escape(title)}; '
+                         f'{html.escape(name)} {ms:.3g} ms</title></rect>')
+    last = points[-1]["first_step"] + points[-1]["steps"]
+    parts.append(f'<text x="{left}" y="{height + 18}">step 0</text>'
+                 f'<text x="{width}" y="{height + 18}" text-anchor="end">step {last}</text>'
+                 f'<text x="4" y="-4">ms</text></g></svg>')
+    per = series.get("steps_per_point", 1)
+    note = f"each bar is the mean of {per} consecutive steps" if per > 1 else "one bar per step"
+    return "".join(parts) + f'<p class="note">{note}; hover a bar for its figures.</p>'
+
+
+def _slowest(timeline: Dict[str, Any], colours: Dict[str, str], limit: int = 8) -> str:
+    steps = sorted((s for s in timeline.get("steps", []) if s["slowest"]), key=lambda s: -s["step_ms"])[:limit]
+    if not steps:
+        return "<p>The flight recorder kept no slowest steps.</p>"
+    width = 600
+    longest = max(s["end_ms"] - s["begin_ms"] for s in steps) or 1.0
+    rows: List[str] = []
+    for s in steps:
+        span = s["end_ms"] - s["begin_ms"]
+        cells = [f'<div class="track" style="width:{width * span / longest:.1f}px">']
+        for p in s["phases"]:
+            if p["depth"] != 0:
+                continue
+            x = width * (p["begin_ms"] - s["begin_ms"]) / longest
+            w = width * (p["end_ms"] - p["begin_ms"]) / longest
+            colour = colours.get(p["name"], _PALETTE[-1])
+            cells.append(f'<span style="left:{x:.1f}px;width:{max(w, 1):.1f}px;background:{colour}" '
+                         f'title="{html.escape(p["name"])} {p["end_ms"] - p["begin_ms"]:.3g} ms"></span>')
+        cells.append("</div>")
+        rows.append(f'<tr><td class="nowrap">thread {s["thread"]}, step {s["index"]}</td><td class="num">{s["step_ms"]:.3g} ms</td>'
+                    f'<td>{"".join(cells)}</td></tr>')
+    return ('<table class="steps"><tr><th>step</th><th>time</th><th>phases (outermost), along the step</th></tr>'
+            + "".join(rows) + "</table>")
+
+
+def _set_aside(summary: Dict[str, Any]) -> str:
+    rows = summary.get("set_aside") or {}
+    if not rows:
+        return "<p>No time was set aside.</p>"
+    body = "".join(
+        f'<tr><td>{html.escape(name)}</td><td class="num">{a["calls"]}</td><td class="num">{a["total_ms"]:.4g} ms</td>'
+        f'<td class="num">{100 * a["run_share"]:.1f}%</td></tr>'
+        for name, a in rows.items()
+    )
+    return f'<table><tr><th>name</th><th>calls</th><th>total</th><th>of the run</th></tr>{body}</table>'
+
+
+_STYLE = """
+body { font: 14px system-ui, sans-serif; margin: 24px; color: #222; max-width: 960px; }
+pre { background: #f6f6f6; padding: 12px; overflow-x: auto; font-size: 12px; }
+h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; }
+.label { display: inline-block; padding: 2px 8px; background: #222; color: #fff; border-radius: 3px; }
+svg text { font-size: 11px; fill: #555; }
+.legend .key { margin-right: 14px; } .legend i { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
+.note { color: #666; font-size: 12px; }
+table { border-collapse: collapse; } td, th { padding: 3px 10px 3px 0; text-align: left; } .num { text-align: right; }
+.nowrap { white-space: nowrap; }
+.track { position: relative; height: 14px; background: #eee; }
+.track span { position: absolute; top: 0; height: 14px; }
+"""
+
+
+def render(summary: Dict[str, Any], table: str, title: str = "steptrace report") -> str:
+    """The report for a summary (its dict and its table text) as one HTML page."""
+    diag = summary.get("diagnosis") or {}
+    series = summary.get("series") or {}
+    colours = _colours(series.get("phases") or [p for p in summary.get("phases", {})])
+    advice = "".join(f"<li>{html.escape(a)}</li>" for a in diag.get("advice") or [])
+    memory = summary.get("host_memory")
+    memory_line = (f'<p>Host resident memory at step ends: peak {memory["peak_mb"]:.1f} MiB, '
+                   f'{memory["growth_mb"]:+.1f} MiB over the run.</p>' if memory else "")
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{_STYLE}</style></head>
+<body>
+<h1>{html.escape(title)}</h1>
+<p><span class="label">{html.escape(diag.get("label") or "no steps")}</span> {html.escape(diag.get("evidence") or "")}</p>
+<ol>{advice}</ol>
+<h2>Time per step in each phase, over the run</h2>
+{_legend(colours)}
+{_series_chart(series, colours)}
+{memory_line}
+<h2>The slowest steps</h2>
+{_slowest(summary.get("timeline") or {}, colours)}
+<h2>Set aside</h2>
+{_set_aside(summary)}
+<h2>The summary</h2>
+<pre>{html.escape(table)}</pre>
+</body></html>
+"""
