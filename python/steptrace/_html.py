@@ -40,7 +40,7 @@ def _series_chart(series: Dict[str, Any], colours: Dict[str, str]) -> str:
     width, height, left, bottom, pad = 900, 260, 56, 28, 16
     top = max(sum(p["phase_ms"]) for p in points) or 1.0
     bar = (width - left) / len(points)
-    parts = [f'<svg id="phases-chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + bottom + pad}" '
+    parts = [f'<svg id="phases-chart" width="{width}" height="{height + bottom + pad}" '
              f'role="img" aria-label="time per step in each phase over the run"><g transform="translate(0,{pad})">']
     for k in range(5):  # gridlines with their ms
         y = height - height * k / 4

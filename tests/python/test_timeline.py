@@ -1,0 +1,321 @@
+"""The flight recorder, the `steptrace` command, the HTML report, the live view and windows.
+
+Ground truth: step lengths stamped with time.perf_counter beside the records; synthetic
+summaries (fixed percentiles) for `compare`, whose verdict must not depend on the machine."""
+
+import copy
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+from collections import defaultdict
+
+import pytest
+
+import steptrace
+
+STEPTRACE = [sys.executable, "-m", "steptrace"]
+
+
+def cli(*args, cwd=None):
+    return subprocess.run(STEPTRACE + [str(a) for a in args], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def check_trace(doc):
+    """Every event is well-formed; complete slices on one track nest; returns the slices."""
+    assert isinstance(doc["traceEvents"], list)
+    tracks = defaultdict(list)
+    slices = []
+    for e in doc["traceEvents"]:
+        assert isinstance(e["name"], str) and isinstance(e["pid"], int) and isinstance(e["tid"], int), e
+        assert e["ph"] in ("M", "X"), e
+        if e["ph"] == "M":
+            assert e["name"] in ("process_name", "thread_name", "thread_sort_index"), e
+            continue
+        assert isinstance(e["ts"], (int, float)) and e["dur"] >= 0, e
+        tracks[(e["pid"], e["tid"])].append((e["ts"], e["ts"] + e["dur"]))
+        slices.append(e)
+    for xs in tracks.values():
+        xs.sort(key=lambda x: (x[0], -x[1]))
+        open_ends = []
+        for b, end in xs:
+            while open_ends and open_ends[-1] <= b:
+                open_ends.pop()
+            assert not open_ends or end <= open_ends[-1] + 1e-3, "a slice crosses its parent's end"
+            open_ends.append(end)
+    return slices
+
+
+OUTLIER = """
+    import json, sys, time
+    import steptrace
+    steptrace.configure(warmup_steps=5)
+    slow_truth = None
+    for i in steptrace.steps(range(10_000)):
+        with steptrace.phase("compute"):
+            t0 = time.perf_counter()
+            if i == 6_000:
+                time.sleep(0.03)  # the outlier: 50x and more the others' few hundred µs
+                slow_truth = (time.perf_counter() - t0) * 1e3
+            else:
+                while time.perf_counter() - t0 < 0.0002:
+                    pass
+    json.dump({"slow_ms": slow_truth}, open(sys.argv[0] + ".truth", "w"))
+"""
+
+
+@pytest.fixture(scope="module")
+def outlier_run(tmp_path_factory):
+    """10,000 steps, step 6,000 at least 50x slower; summary, trace and HTML written at exit."""
+    d = tmp_path_factory.mktemp("outlier")
+    script = d / "run.py"
+    import textwrap
+
+    script.write_text(textwrap.dedent(OUTLIER))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
+    env.update(STEPTRACE_JSON=str(d / "run.json"), STEPTRACE_TRACE=str(d / "exit.trace.json"),
+               STEPTRACE_HTML=str(d / "exit.html"), STEPTRACE_PRINT_AT_EXIT="never")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    truth = json.loads((d / "run.py.truth").read_text())
+    return d, truth["slow_ms"]
+
+
+def test_the_timeline_keeps_the_50x_step_with_its_phases(outlier_run):
+    d, slow_ms = outlier_run
+    run = json.loads((d / "run.json").read_text())
+    assert run["steps"] == 10_000 - 5
+    p50 = run["step_ms"]["p50"]
+    assert slow_ms >= 50 * p50 * 0.9, (slow_ms, p50)
+    kept = {s["index"]: s for s in run["timeline"]["steps"]}
+    assert 6_000 in kept, sorted(kept)
+    slow = kept[6_000]
+    assert slow["slowest"] and not slow["recent"]
+    compute = [p for p in slow["phases"] if p["name"] == "compute"]
+    assert len(compute) == 1
+    measured = compute[0]["end_ms"] - compute[0]["begin_ms"]
+    assert slow_ms * 0.95 - 0.05 <= measured <= slow_ms * 1.05 + 0.5, (measured, slow_ms)
+    assert slow["step_ms"] >= measured
+    # Recent: the last 64 steps of the thread; slowest: 8. Bounded JSON whatever the run's length.
+    assert sum(s["recent"] for s in kept.values()) == 64
+    assert sum(s["slowest"] for s in kept.values()) == 8
+    size = (d / "run.json").stat().st_size
+    print(f"summary JSON for 10,000 steps: {size} bytes; flight recorder {run['timeline']['bytes']} bytes")
+    assert size < 400_000
+    assert len(run["series"]["points"]) <= 240
+    assert sum(p["steps"] for p in run["series"]["points"]) == run["steps"]
+
+
+def test_steptrace_trace_output_loads_and_is_well_formed(outlier_run, tmp_path):
+    d, slow_ms = outlier_run
+    out = tmp_path / "trace.json"
+    proc = cli("trace", d / "run.json", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "Perfetto" in proc.stdout
+    doc = json.loads(out.read_text())
+    slices = check_trace(doc)
+    steps = [e for e in slices if e["cat"].startswith("step")]
+    assert len(steps) == 64 + 8
+    slow = [e for e in steps if e["args"]["index"] == 6_000]
+    assert len(slow) == 1 and "slowest" in slow[0]["name"]
+    assert slow[0]["dur"] >= slow_ms * 1000 * 0.95  # microseconds
+    # The file written at exit (trace_path) is the same trace.
+    assert json.loads((d / "exit.trace.json").read_text()) == doc
+
+
+def test_summary_to_trace_matches_the_command(outlier_run, tmp_path):
+    d, _ = outlier_run
+    s = steptrace.load(d / "run.json")
+    assert json.loads(s.to_trace(tmp_path / "t.json")) == json.loads((d / "exit.trace.json").read_text())
+
+
+def _synthetic(steps=1000, p50=10.0, p95=11.0, scale=1.0):
+    """A summary with fixed statistics (as a real run writes its JSON), scaled by `scale`."""
+    t = steptrace.Tracer(warmup_steps=0, print_at_exit=False)
+    for _ in range(3):
+        with t.step():
+            with t.phase("input"):
+                pass
+            with t.phase("compute"):
+                pass
+    d = t.summary().to_dict()
+    d["steps"] = steps
+    stats = {"mean": p50 * 1.01, "p50": p50, "p95": p95, "p99": p95 * 1.05, "max": p95 * 1.2}
+    d["step_ms"] = {k: v * scale for k, v in stats.items()}
+    d["step_ms"]["total"] = d["step_ms"]["mean"] * steps
+    for name, share in (("input", 0.3), ("compute", 0.7)):
+        p = d["phases"][name]
+        for k in ("mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms"):
+            p[k] = stats[k[:-3]] * share * scale
+        p["total_ms"] = p["mean_ms"] * steps
+        p["share"] = share
+    d["phases"]["other"].update(total_ms=0, mean_ms=0, p50_ms=0, p95_ms=0, p99_ms=0, max_ms=0, share=0)
+    return d
+
+
+def _write(path, d):
+    path.write_text(json.dumps(d))
+    return path
+
+
+def test_compare_gates_a_20_percent_regression_by_threshold(tmp_path):
+    a = _write(tmp_path / "a.json", _synthetic())
+    b = _write(tmp_path / "b.json", _synthetic(scale=1.2))
+    fails = cli("compare", a, b, "--max-regression", 10)
+    assert fails.returncode == 1, fails.stdout + fails.stderr
+    assert "step p50 +20.0%" in fails.stdout and "regression" in fails.stdout
+    assert "input (mean)" in fails.stdout and "+20.0%" in fails.stdout
+    passes = cli("compare", a, b, "--max-regression", 30)
+    assert passes.returncode == 0, passes.stdout
+    assert "within --max-regression 30%" in passes.stdout
+    same = cli("compare", a, a, "--max-regression", 10)
+    assert same.returncode == 0
+    assert "no change" in same.stdout
+    faster = cli("compare", b, a, "--max-regression", 10)
+    assert faster.returncode == 0 and "faster" in faster.stdout
+
+
+def test_compare_says_when_runs_are_too_short_or_too_noisy(tmp_path):
+    a = _write(tmp_path / "a.json", _synthetic(steps=5))
+    b = _write(tmp_path / "b.json", _synthetic(steps=5, scale=1.5))
+    short = cli("compare", a, b, "--max-regression", 10)
+    assert short.returncode == 0 and "too short to tell" in short.stdout
+    # p95 at 5x p50 over 40 steps: a median's noise band of about ±40%, wider than a 12% change.
+    noisy_a = _write(tmp_path / "na.json", _synthetic(steps=40, p50=10, p95=50))
+    noisy_b = _write(tmp_path / "nb.json", _synthetic(steps=40, p50=11.2, p95=50))
+    noisy = cli("compare", noisy_a, noisy_b, "--max-regression", 10)
+    assert noisy.returncode == 0, noisy.stdout
+    assert "too noisy to tell a 10% regression" in noisy.stdout
+
+
+def test_the_command_names_a_bad_file(tmp_path):
+    missing = cli("show", tmp_path / "nope.json")
+    assert missing.returncode == 2 and "nope.json" in missing.stderr
+    (tmp_path / "bad.json").write_text("{\"schema\": \"other\"}")
+    bad = cli("trace", tmp_path / "bad.json")
+    assert bad.returncode == 2 and "unsupported summary schema" in bad.stderr
+    assert cli("compare", tmp_path / "bad.json").returncode == 2  # argparse: usage
+    console = shutil.which("steptrace", path=os.path.dirname(sys.executable))
+    assert console, "the console script is installed beside the interpreter"
+
+
+def test_show_prints_the_table(outlier_run):
+    d, _ = outlier_run
+    out = cli("show", d / "run.json")
+    assert out.returncode == 0
+    assert "slowest step: 6000 of thread 0" in out.stdout
+
+
+def _png_pixels(path):
+    """(width, height, rows of RGB tuples) of a non-interlaced 8-bit RGB/RGBA PNG."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and colour in (2, 6)
+            bpp = 3 if colour == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += n + 12
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    rows, prev, i = [], bytearray(stride), 0
+    for _ in range(height):
+        f, line = raw[i], bytearray(raw[i + 1:i + 1 + stride])
+        i += 1 + stride
+        for x in range(stride):
+            a = line[x - bpp] if x >= bpp else 0
+            b, c = prev[x], (prev[x - bpp] if x >= bpp else 0)
+            if f == 1:
+                line[x] = (line[x] + a) & 255
+            elif f == 2:
+                line[x] = (line[x] + b) & 255
+            elif f == 3:
+                line[x] = (line[x] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append([tuple(line[x:x + 3]) for x in range(0, stride, bpp)])
+        prev = line
+    return width, height, rows
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed (scripts/test installs it)")
+def test_the_html_report_renders_its_chart_in_headless_chromium(outlier_run, tmp_path):
+    d, _ = outlier_run
+    html = d / "exit.html"  # written at exit by html_path
+    text = html.read_text()
+    for fetches in ("<script", "<link", "src=", "url(", "@import"):  # opens offline: it fetches nothing
+        assert fetches not in text
+    shot = tmp_path / "shot.png"
+    proc = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                           "--window-size=1000,700", f"--screenshot={shot}", html.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert shot.exists(), proc.stderr
+    width, height, rows = _png_pixels(shot)
+    from steptrace import _html
+
+    series = steptrace.load(d / "run.json").to_dict()["series"]
+    colour = _html._colours(series["phases"])["compute"]
+    compute = tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    hits = [(x, y) for y, row in enumerate(rows) for x, px in enumerate(row) if px == compute]
+    assert len(hits) > 2000, "the chart's bars are not in the screenshot"
+    xs = sorted(x for x, _ in hits)
+    assert xs[-1] - xs[0] > 600, "the bars span the chart"
+
+
+def test_live_prints_about_one_line_a_second_and_appends_windows(run_python, tmp_path):
+    jsonl = tmp_path / "windows.jsonl"
+    proc = run_python("""
+        import time, steptrace
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 5.2:
+            with steptrace.step():
+                with steptrace.phase("compute"):
+                    time.sleep(0.01)
+        print(steptrace.summary().steps)
+    """, env={"STEPTRACE_LIVE": "1", "STEPTRACE_JSONL": str(jsonl), "STEPTRACE_PRINT_AT_EXIT": "never"})
+    lines = [l for l in proc.stderr.splitlines() if l.startswith("steptrace live")]
+    assert 4 <= len(lines) <= 6, proc.stderr
+    assert "step p50" in lines[-1] and "compute" in lines[-1]
+    windows = [json.loads(l) for l in jsonl.read_text().splitlines()]
+    assert len(windows) == len(lines)
+    assert all(w["schema"] == "steptrace.summary/1" and "timeline" not in w for w in windows)
+    assert sum(w["steps"] for w in windows) <= int(proc.stdout.strip())
+
+
+def test_windows_leave_the_whole_run_and_render_as_prometheus(tracer):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for _ in range(30):
+        with tracer.step():
+            with tracer.phase("compute"):
+                pass
+    w1 = tracer.window()
+    for _ in range(10):
+        with tracer.step():
+            pass
+    w2 = tracer.window()
+    assert (w1.steps, w2.steps, tracer.summary().steps) == (30, 10, 40)
+    assert tracer.window().steps == 0
+    families = {f.name: f for f in text_string_to_metric_families(w1.prometheus("app"))}
+    steps = families["app_step_seconds"]
+    assert steps.type == "summary"
+    by_name = defaultdict(dict)
+    for sample in steps.samples:
+        by_name[sample.name][sample.labels.get("quantile")] = sample.value
+    d = w1.to_dict()
+    assert by_name["app_step_seconds_count"][None] == 30
+    assert by_name["app_step_seconds"]["0.5"] == pytest.approx(d["step_ms"]["p50"] / 1e3)
+    share = {s.labels["phase"]: s.value for s in families["app_phase_share"].samples}
+    assert share["compute"] == pytest.approx(d["phases"]["compute"]["share"])
+    with pytest.raises(ValueError, match="not a Prometheus metric name prefix"):
+        w1.prometheus("1x")
