@@ -75,22 +75,23 @@ namespace {
 // Each finished step goes to the whole-run totals, the windows and the flight recorder.
 class step_fanout final : public step_sink {
  public:
-  step_fanout(tracer_impl& impl, std::uint32_t thread) : impl_(impl), thread_(thread), live_(impl.live_on()) {}
+  step_fanout(tracer_impl& impl, std::uint32_t thread)
+      : impl_(impl), thread_(thread), windows_(impl.windows_on), live_(impl.live_on()) {}
   void on_step(const built_step& s) override {
     impl_.totals.on_step(s);
-    impl_.window_totals.on_step(s);
+    if (windows_) impl_.window_totals.on_step(s);
     if (live_) impl_.live_totals.on_step(s);
     impl_.timeline.on_step(s);
     ++impl_.steps_ended;
   }
   void on_unscoped(std::uint32_t id, std::uint64_t ticks) override {
     impl_.totals.on_unscoped(id, ticks);
-    impl_.window_totals.on_unscoped(id, ticks);
+    if (windows_) impl_.window_totals.on_unscoped(id, ticks);
     if (live_) impl_.live_totals.on_unscoped(id, ticks);
   }
   void on_set_aside(std::uint32_t id, std::uint64_t begin, std::uint64_t end) override {
     impl_.totals.on_set_aside(id, begin, end);
-    impl_.window_totals.on_set_aside(id, begin, end);
+    if (windows_) impl_.window_totals.on_set_aside(id, begin, end);
     if (live_) impl_.live_totals.on_set_aside(id, begin, end);
     impl_.timeline.on_set_aside(thread_, id, begin, end);
   }
@@ -98,7 +99,7 @@ class step_fanout final : public step_sink {
  private:
   tracer_impl& impl_;
   std::uint32_t thread_;
-  bool live_;
+  bool windows_, live_;
 };
 
 }  // namespace

@@ -89,7 +89,8 @@ class tracer_impl {
   std::vector<std::unique_ptr<thread_state>> threads;
   std::uint32_t next_thread = 0;  // every thread that ever recorded gets its own number
   aggregate totals;
-  aggregate window_totals;   // since the last tracer::window() (or reset)
+  aggregate window_totals;   // since the last tracer::window() (or reset); fed once windows_on
+  bool windows_on = false;   // window() was called: until then the first window is the totals
   aggregate live_totals;     // since the last live window; fed only while the live view is on
   flight_recorder timeline;  // the recent and slowest steps of each thread
   std::uint64_t steps_ended = 0;  // every step the builders finished (for the RSS samples)
@@ -112,7 +113,7 @@ class tracer_impl {
   void restart_cpu(bool unless_started);
 
   // windows.cpp: windows for servers and the live view, and resident memory at step ends.
-  summary window_of(aggregate& from);  // under `mutex`: its figures, then it starts afresh
+  summary window_of(aggregate& from, bool restart = true);  // under `mutex`: its figures; restart: it starts afresh
   void sample_rss(std::unique_lock<std::mutex>& lock, bool now);  // reads /proc without the lock
   void live_tick(std::unique_lock<std::mutex>& lock);  // the collector, each pass
   bool live_on() const noexcept { return cfg.live > 0 || !cfg.jsonl_path.empty(); }

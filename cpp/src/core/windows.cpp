@@ -14,11 +14,12 @@
 namespace steptrace {
 namespace detail {
 
-summary tracer_impl::window_of(aggregate& from) {
+summary tracer_impl::window_of(aggregate& from, bool restart) {
   summary out;
   from.fill(out, host_clock::ns_per_tick());
-  from.clear();
+  if (restart) from.clear();
   out.series = step_series{};  // a window is read as a whole: the whole-run summary has the series
+  out.gpu.reset();             // and the device view
   out.facts = facts;
   out.rank = rank;
   for (auto& t : threads) out.errors.unbalanced_phases += t->builder.unbalanced();
@@ -93,7 +94,9 @@ summary tracer::window() {
     impl_->drain_all_locked();
     impl_->harvest_events();
     impl_->sample_rss(lock, true);
-    out = impl_->window_of(impl_->window_totals);
+    // Windows are fed only once asked for: the first one is the whole run so far.
+    out = impl_->windows_on ? impl_->window_of(impl_->window_totals) : impl_->window_of(impl_->totals, false);
+    impl_->windows_on = true;
   }
   out.errors.nested_steps = impl_->nested_steps.load(std::memory_order_relaxed);
   const detail::gpu_status gpu = detail::gpu_backend_status();
