@@ -309,3 +309,28 @@ TEST_CASE("prometheus text: names, labels escaped, quantiles in seconds", "[time
   CHECK(text.find("app_steptrace_diagnosis{rank=\"1\",label=\"INPUT-BOUND\"} 1\n") != std::string::npos);
   CHECK_THROWS_WITH(s.prometheus("9bad"), Catch::Contains("'9bad' is not a Prometheus metric name prefix"));
 }
+
+TEST_CASE("the slowest kept are exactly the slowest counted steps, the recent exactly the last", "[timeline]") {
+  harness h;
+  const phase_id fwd = register_phase("forward");
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> lengths;  // (ms, index)
+  std::uint64_t t = 0;
+  for (std::uint64_t i = 0; i < 2'000; ++i) {
+    const std::uint64_t ms = 1 + (i * 7919) % 1009;  // distinct within each 1009 steps, in no order
+    lengths.emplace_back(ms, i);
+    t = one_step(h, t, ms, fwd);
+  }
+  std::sort(lengths.rbegin(), lengths.rend());
+  std::vector<std::uint64_t> want, got, recent;
+  for (int k = 0; k < 8; ++k) want.push_back(lengths[static_cast<std::size_t>(k)].second);
+  const summary s = h.result();
+  for (const timeline_step& st : s.timeline.steps) {
+    if (st.slowest) got.push_back(st.index);
+    if (st.recent) recent.push_back(st.index);
+  }
+  std::sort(want.begin(), want.end());
+  CHECK(got == want);
+  REQUIRE(recent.size() == 64);
+  CHECK(recent.front() == 2'000 - 64);
+  CHECK(recent.back() == 1'999);
+}
