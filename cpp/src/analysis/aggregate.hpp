@@ -28,7 +28,6 @@ class aggregate final : public step_sink {
     if (!device_) device_ = std::make_unique<device_join>();
   }
   device_join* device() noexcept { return device_.get(); }
-  const device_join* device() const noexcept { return device_.get(); }
   // The process's resident memory at a step end (bytes; 0: not known).
   void note_rss(std::uint64_t bytes) noexcept;
   // The run's first instant (ticks): steps, set-aside spans, warm-up included.

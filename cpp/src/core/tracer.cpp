@@ -189,8 +189,7 @@ summary tracer::collect_summary(bool shown) const {
   add_cpu_facts(out, impl_->cpu_so_far());
   if (out.fact("host.cpus") == nullptr) out.facts.emplace_back("host.cpus", std::to_string(detail::usable_cpus()));
   out.errors.nested_steps = impl_->nested_steps.load(std::memory_order_relaxed);
-  const detail::gpu_status gpu = detail::gpu_backend_status();
-  out.backend = {gpu.cuda, gpu.cupti, gpu.reason, host_clock_name()};
+  out.backend = detail::backend_now();
   if (out.gpu) {
     const detail::device_counts now = detail::device_record_counts();
     out.gpu->incomplete_records = now.incomplete - device_base.incomplete;  // since this tracer's start or reset

@@ -114,6 +114,7 @@ class tracer_impl {
 
   // windows.cpp: windows for servers and the live view, and resident memory at step ends.
   summary window_of(aggregate& from, bool restart = true);  // under `mutex`: its figures; restart: it starts afresh
+  void finish_window(summary& w) const;  // without the lock: backend, misuse counts, diagnosis
   void sample_rss(std::unique_lock<std::mutex>& lock, bool now);  // reads /proc without the lock
   void live_tick(std::unique_lock<std::mutex>& lock);  // the collector, each pass
   bool live_on() const noexcept { return cfg.live > 0 || !cfg.jsonl_path.empty(); }
@@ -129,6 +130,12 @@ class tracer_impl {
  private:
   void collect_loop();
 };
+
+// What the GPU backend is and why, with the host clock: every summary's `backend`.
+inline backend_info backend_now() {
+  const gpu_status gpu = gpu_backend_status();
+  return {gpu.cuda, gpu.cupti, gpu.reason, host_clock_name()};
+}
 
 // This thread's state in `impl`: the TLS slot when it matches, else the slow lookup.
 inline thread_state* local_state(tracer_impl& impl) noexcept {

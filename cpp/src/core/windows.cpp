@@ -22,8 +22,14 @@ summary tracer_impl::window_of(aggregate& from, bool restart) {
   out.gpu.reset();             // and the device view
   out.facts = facts;
   out.rank = rank;
-  for (auto& t : threads) out.errors.unbalanced_phases += t->builder.unbalanced();
+  for (auto& t : threads) out.errors.unbalanced_phases += t->builder.unbalanced();  // the run's so far
   return out;
+}
+
+void tracer_impl::finish_window(summary& w) const {
+  w.errors.nested_steps = nested_steps.load(std::memory_order_relaxed);  // the run's so far
+  w.backend = backend_now();
+  complete(w);
 }
 
 void tracer_impl::sample_rss(std::unique_lock<std::mutex>& lock, bool now) {
@@ -59,7 +65,7 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock) {
   const bool print = cfg.live > 0;
   lock.unlock();  // formatting and writing without the tracer lock
   try {
-    complete(w);
+    finish_window(w);
     if (print) {
       const std::string line = live_line(w, now_s - live_origin_s);
       std::fputs(line.c_str(), stderr);
@@ -98,10 +104,7 @@ summary tracer::window() {
     out = impl_->windows_on ? impl_->window_of(impl_->window_totals) : impl_->window_of(impl_->totals, false);
     impl_->windows_on = true;
   }
-  out.errors.nested_steps = impl_->nested_steps.load(std::memory_order_relaxed);
-  const detail::gpu_status gpu = detail::gpu_backend_status();
-  out.backend = {gpu.cuda, gpu.cupti, gpu.reason, host_clock_name()};
-  detail::complete(out);
+  impl_->finish_window(out);
   return out;
 }
 
