@@ -90,12 +90,12 @@ class Summary:
             Path(path).write_text(text + "\n", encoding="utf-8")
         return text
 
-    def to_html(self, path: Union[str, "os.PathLike[str]", None] = None) -> str:
+    def to_html(self, path: Union[str, "os.PathLike[str]", None] = None, title: str = "steptrace report") -> str:
         """A self-contained HTML report (the table, the diagnosis, a chart of the phases over the
         run, the slowest steps, time set aside). Also written to ``path``."""
         from . import _html
 
-        text = _html.render(self.to_dict(), str(self))
+        text = _html.render(self.to_dict(), str(self), title)
         if path is not None:
             Path(path).write_text(text, encoding="utf-8")
         return text

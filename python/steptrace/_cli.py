@@ -12,14 +12,13 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 from typing import List, Optional
 
-from . import _compare, _html
+from . import _compare
 
 
-class _Unreadable(Exception):
-    pass
+class _Unusable(Exception):
+    """A file that cannot be read, written or understood, or a bad argument: exit status 2."""
 
 
 def _load(path: str):
@@ -27,15 +26,8 @@ def _load(path: str):
 
     try:
         return load(path)
-    except (OSError, ValueError) as e:
-        raise _Unreadable(str(e) if isinstance(e, ValueError) else f"{path}: {e.strerror or e}") from None
-
-
-def _write(path: str, text: str) -> None:
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise _Unreadable(f"{path}: {e.strerror or e}") from None
+    except ValueError as e:  # not a summary: the message names the file
+        raise _Unusable(str(e)) from None
 
 
 def _beside(path: str, suffix: str) -> str:
@@ -52,7 +44,7 @@ def _show(args: argparse.Namespace) -> int:
 def _compare_runs(args: argparse.Namespace) -> int:
     a, b = _load(args.base), _load(args.new)
     if args.max_regression is not None and args.max_regression < 0:
-        raise _Unreadable(f"--max-regression must be a percentage of 0 or more, not {args.max_regression:g}")
+        raise _Unusable(f"--max-regression must be a percentage of 0 or more, not {args.max_regression:g}")
     c = _compare.compare(a.to_dict(), b.to_dict(), args.max_regression)
     sys.stdout.write(_compare.render(c, os.path.basename(args.base), os.path.basename(args.new)))
     return 1 if c.regressed else 0
@@ -70,7 +62,7 @@ def _trace(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     s = _load(args.summary)
     out = args.output or _beside(args.summary, ".html")
-    _write(out, _html.render(s.to_dict(), str(s), title=f"steptrace: {os.path.basename(args.summary)}"))
+    s.to_html(out, title=f"steptrace: {os.path.basename(args.summary)}")
     print(f"wrote {out}")
     return 0
 
@@ -104,8 +96,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.run(args)
-    except _Unreadable as e:
+    except _Unusable as e:
         print(f"steptrace: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"steptrace: {e.filename}: {e.strerror or e}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `steptrace show run.json | head`
         return 0

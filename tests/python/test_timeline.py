@@ -198,6 +198,9 @@ def test_the_command_names_a_bad_file(tmp_path):
     bad = cli("trace", tmp_path / "bad.json")
     assert bad.returncode == 2 and "unsupported summary schema" in bad.stderr
     assert cli("compare", tmp_path / "bad.json").returncode == 2  # argparse: usage
+    (tmp_path / "ok.json").write_text(json.dumps(_synthetic()))
+    unwritable = cli("trace", tmp_path / "ok.json", "-o", tmp_path / "no" / "such" / "dir.json")
+    assert unwritable.returncode == 2 and "dir.json: No such file or directory" in unwritable.stderr
     console = shutil.which("steptrace", path=os.path.dirname(sys.executable))
     assert console, "the console script is installed beside the interpreter"
 
