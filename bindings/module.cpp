@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "steptrace/profiler_trace.hpp"
 #include "steptrace/steptrace.hpp"
 
 namespace py = pybind11;
@@ -160,6 +161,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("yield_cupti", &steptrace::yield_cupti, py::arg("holder"));
   m.def("reclaim_cupti", &steptrace::reclaim_cupti);
   m.def("cupti_holder", &steptrace::cupti_holder);
+  m.def("read_profiler_trace", &steptrace::read_profiler_trace, py::arg("path"),
+        py::call_guard<py::gil_scoped_release>());
   m.def("register_phase", [](const std::string& name) { return register_phase(name).value; }, py::arg("name"));
   m.attr("INPUT") = builtin::input.value;
   m.attr("H2D") = builtin::h2d.value;

@@ -110,43 +110,100 @@ TEST_CASE("the copy advice starts from pin_memory when it is off", "[diagnosis]"
 
 namespace {
 
+// A summary with a device view: the GPU busy `busy` of step time, its idle time spread over the
+// host phases as given (shares of the idle time), kernels holding half their time under
+// `kernel_us`.
 summary with_device(std::map<std::string, double> shares, double busy, double kernel_us,
                     std::vector<std::pair<std::string, double>> idle = {}) {
   summary s = with_shares(std::move(shares));
   s.gpu = gpu_stats{};
+  s.gpu->steps_viewed = s.steps;
   s.gpu->busy_share = busy;
-  s.gpu->kernel_median_us = kernel_us;
+  s.gpu->kernel_time_median_us = kernel_us;
+  s.gpu->kernel_median_us = 2;
   s.gpu->kernels_per_step = 200;
   s.gpu->idle_by_phase = std::move(idle);
   return s;
 }
 
+// The GPU idle all step long, that idle time falling in `phase` for `share` of the step and in
+// `compute` for the rest.
+summary idle_in(const std::string& phase, double share) {
+  return with_device({{phase, 0.5}, {"compute", 0.5}}, 0.0, 500, {{phase, share}, {"compute", 1 - share}});
+}
+
 }  // namespace
 
-TEST_CASE("with a device view COMPUTE-BOUND needs the GPU busy", "[diagnosis][gpu]") {
-  const double busy = default_thresholds.device_busy_share, us = default_thresholds.launch_kernel_us;
-  CHECK(diagnose(with_device({{"compute", 0.9}}, busy, 500)).label == "COMPUTE-BOUND");
-  CHECK(diagnose(with_device({{"compute", 0.9}}, busy - below, 500)).label == "BALANCED");
-  CHECK_THAT(diagnose(with_device({{"compute", 0.9}}, 0.9, 500)).evidence,
-             Catch::Matchers::Contains("The GPU is busy 90.0% of the step"));
-  SECTION("LAUNCH-BOUND: compute on the host, the GPU mostly idle, tiny kernels") {
-    CHECK(diagnose(with_device({{"compute", 0.9}}, 0.2, us)).label == "LAUNCH-BOUND");
-    CHECK(diagnose(with_device({{"compute", 0.9}}, 0.2, us + 0.1)).label == "BALANCED");
-    CHECK(diagnose(with_device({{"compute", 0.9}}, busy, us)).label == "COMPUTE-BOUND");
-    const auto d = diagnose(with_device({{"compute", 0.9}}, 0.2, 5));
-    CHECK_THAT(d.evidence, Catch::Matchers::Contains("200 kernels a step with a median of 5.0 us"));
-    CHECK_THAT(d.advice.at(0), Catch::Matchers::Contains("CUDA graphs"));
-  }
+TEST_CASE("with a device view each cause is weighed by the GPU idle time it holds, at its threshold",
+          "[diagnosis][gpu]") {
+  const auto& t = default_thresholds;
+  CHECK(diagnose(idle_in("input", t.input_share)).label == "INPUT-BOUND");
+  CHECK(diagnose(idle_in("input", t.input_share - below)).label != "INPUT-BOUND");
+  CHECK(diagnose(idle_in("h2d", t.h2d_share)).label == "H2D-BOUND");
+  CHECK(diagnose(idle_in("h2d", t.h2d_share - below)).label != "H2D-BOUND");
+  CHECK(diagnose(idle_in("wait", t.wait_share)).label == "WAIT-HEAVY");
+  CHECK(diagnose(idle_in("wait", t.wait_share - below)).label != "WAIT-HEAVY");
+  // wait and untraced time together
+  CHECK(diagnose(with_device({{"compute", 1}}, 0, 500, {{"wait", t.wait_share / 2}, {"other", t.wait_share / 2},
+                                                         {"compute", 1 - t.wait_share}}))
+            .label == "WAIT-HEAVY");
+  // the host spends 70% of the step in `input`, but the GPU is busy through most of it: no cause
+  const auto busy_input = diagnose(with_device({{"input", 0.7}, {"compute", 0.3}}, 0.9, 500, {{"input", 1.0}}));
+  CHECK(busy_input.label == "COMPUTE-BOUND");
+}
+
+TEST_CASE("a saturated GPU is COMPUTE-BOUND even when the host blocks in syncs", "[diagnosis][gpu]") {
+  const double busy = default_thresholds.device_busy_share;
+  // trace_diff's shape: 44% of host time blocked in `wait`, the GPU idle 1.2% of the step then
+  const auto d = diagnose(with_device({{"wait", 0.44}, {"compute", 0.55}}, 0.96, 900, {{"wait", 0.3}, {"compute", 0.7}}));
+  CHECK(d.label == "COMPUTE-BOUND");
+  CHECK_THAT(d.evidence, Catch::Matchers::Contains("removing the syncs would not make the GPU faster"));
+  CHECK(diagnose(with_device({{"compute", 0.9}}, busy, 500, {{"compute", 1}})).label == "COMPUTE-BOUND");
+  CHECK(diagnose(with_device({{"compute", 0.9}}, busy - below, 500, {{"compute", 1}})).label == "BALANCED");
+  // and a GPU idling through a blocking copy stays WAIT-HEAVY
+  CHECK(diagnose(with_device({{"wait", 0.7}, {"compute", 0.3}}, 0.36, 5000, {{"wait", 0.7}, {"compute", 0.3}})).label ==
+        "WAIT-HEAVY");
+}
+
+TEST_CASE("LAUNCH-BOUND judges kernels by time, not by a count median", "[diagnosis][gpu]") {
+  const double us = default_thresholds.launch_kernel_us;
+  CHECK(diagnose(with_device({{"compute", 0.9}}, 0.2, us, {{"compute", 1}})).label == "LAUNCH-BOUND");
+  CHECK(diagnose(with_device({{"compute", 0.9}}, 0.2, us + 0.1, {{"compute", 1}})).label == "BALANCED");
+  // many 2 us kernels by count (the optimizer's), the time in long ones: not launch-bound
+  summary resnet = with_device({{"compute", 0.9}}, 0.4, 360, {{"compute", 1}});
+  resnet.gpu->kernel_median_us = 2;
+  CHECK(diagnose(resnet).label == "BALANCED");
+  const auto d = diagnose(with_device({{"compute", 0.9}}, 0.2, 5, {{"compute", 1}}));
+  CHECK_THAT(d.evidence, Catch::Matchers::Contains("200 kernels a step that hold half their time in kernels under 5.0 us"));
+  CHECK_THAT(d.advice.at(0), Catch::Matchers::Contains("CUDA graphs"));
 }
 
 TEST_CASE("INPUT-BOUND cites where the GPU was idle", "[diagnosis][gpu]") {
   const auto d = diagnose(with_device({{"input", 0.7}, {"compute", 0.3}}, 0.29, 500, {{"input", 0.93}, {"compute", 0.07}}));
   CHECK(d.label == "INPUT-BOUND");
+  CHECK_THAT(d.evidence, Catch::Matchers::Contains("The GPU sat idle 66.0% of step time while the host was in `input`"));
   CHECK_THAT(d.evidence, Catch::Matchers::Contains("GPU idle 71% of the step; 93% of that while the host was in `input`"));
 }
 
+TEST_CASE("a deciding share within 2 points of its threshold is called close", "[diagnosis]") {
+  const auto& t = default_thresholds;
+  CHECK_THAT(diagnose(idle_in("input", t.input_share + 0.01)).evidence, Catch::Matchers::Contains("Close call: 31.0%"));
+  CHECK_THAT(diagnose(idle_in("input", t.input_share + t.close_margin + 0.001)).evidence,
+             !Catch::Matchers::Contains("Close call"));
+  // just under: the label that won says which rule nearly fired
+  const auto under = diagnose(
+      with_device({{"input", 0.4}, {"compute", 0.6}}, 0.65, 500, {{"input", 0.295 / 0.35}, {"compute", 1 - 0.295 / 0.35}}));
+  CHECK(under.label == "COMPUTE-BOUND");
+  CHECK_THAT(under.evidence, Catch::Matchers::Contains("Close call: INPUT-BOUND is 29.5% against its rule's 30%"));
+  // the host rules too (one program's windows: input 39.6%, 29.7%, 30.1%)
+  CHECK_THAT(diagnose(with_shares({{"input", 0.301}, {"compute", 0.699}})).evidence, Catch::Matchers::Contains("Close call"));
+  CHECK_THAT(diagnose(with_shares({{"input", 0.297}, {"compute", 0.703}})).evidence,
+             Catch::Matchers::Contains("Close call: INPUT-BOUND is 29.7%"));
+  CHECK_THAT(diagnose(with_shares({{"input", 0.396}, {"compute", 0.604}})).evidence, !Catch::Matchers::Contains("Close call"));
+}
+
 TEST_CASE("H2D-BOUND names the pageable share", "[diagnosis][gpu]") {
-  summary s = with_device({{"h2d", 0.5}, {"compute", 0.5}}, 0.5, 500);
+  summary s = with_device({{"h2d", 0.5}, {"compute", 0.5}}, 0.5, 500, {{"h2d", 0.8}, {"compute", 0.2}});
   s.gpu->h2d.count = 10;
   s.gpu->h2d.pageable_share = 0.82;
   const auto d = diagnose(s);

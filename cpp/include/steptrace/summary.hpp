@@ -93,6 +93,13 @@ struct device_memory_stats {
   double step_peak_mb_p50 = 0, step_peak_mb_p95 = 0, step_peak_mb_max = 0;
 };
 
+// NCCL kernels (names beginning `nccl`): collectives on the device.
+struct nccl_stats {
+  double kernels_per_step = 0;
+  double ms_per_step = 0;          // their device time
+  double exposed_ms_per_step = 0;  // of it, the time no other kernel overlapped
+};
+
 struct gpu_stats {
   // A step's own streams are those its phases (or the step) were given; a step given none is
   // viewed on every stream of every device (steps_all_streams of them).
@@ -106,7 +113,9 @@ struct gpu_stats {
   double syncs_per_step = 0;
   double sync_ms_per_step = 0;  // host time blocked in synchronisation calls
   double kernels_per_step = 0;
-  double kernel_median_us = 0;
+  double kernel_median_us = 0;       // by count: half the kernels are shorter
+  double kernel_time_median_us = 0;  // by time: half the kernel time is in kernels shorter than this
+  nccl_stats nccl;
   device_memory_stats memory;
   std::uint64_t incomplete_records = 0;  // flushed before the device finished them: not used
   std::uint64_t dropped_records = 0;     // lost to the buffer cap

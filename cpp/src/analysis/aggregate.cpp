@@ -7,6 +7,8 @@
 
 namespace steptrace::detail {
 
+aggregate::aggregate() : to_ns_(&host_clock::to_monotonic_ns) {}
+
 void aggregate::on_step(const built_step& s) {
   span(s.begin, s.end);  // the run covers warm-up and failed steps too
   if (s.warmup) {
@@ -41,9 +43,9 @@ void aggregate::on_step(const built_step& s) {
     std::vector<host_segment> segments;
     segments.reserve(s.segments.size());
     for (const host_segment& g : s.segments) {
-      segments.push_back({host_clock::to_monotonic_ns(g.begin), host_clock::to_monotonic_ns(g.end), g.phase});
+      segments.push_back({to_ns_(g.begin), to_ns_(g.end), g.phase});
     }
-    device_->add_step(host_clock::to_monotonic_ns(s.begin), host_clock::to_monotonic_ns(s.end), std::move(segments),
+    device_->add_step(to_ns_(s.begin), to_ns_(s.end), std::move(segments),
                       s.streams);
   }
 }
@@ -95,7 +97,9 @@ void aggregate::add_phase_device_time(std::uint32_t id, float ms) {
 
 void aggregate::clear() {
   const bool device = device_ != nullptr;
+  const tick_clock to_ns = to_ns_;
   *this = aggregate{};
+  to_ns_ = to_ns;
   if (device) enable_device();
 }
 

@@ -15,6 +15,7 @@ namespace steptrace::detail {
 
 class aggregate final : public step_sink {
  public:
+  aggregate();
   void on_step(const built_step& step) override;
   void on_unscoped(std::uint32_t id, std::uint64_t ticks) override;
   void on_set_aside(std::uint32_t id, std::uint64_t begin, std::uint64_t end) override;
@@ -28,6 +29,10 @@ class aggregate final : public step_sink {
     if (!device_) device_ = std::make_unique<device_join>();
   }
   device_join* device() noexcept { return device_.get(); }
+  // How step ticks become the device records' nanoseconds: the host clock's conversion live; a
+  // trace read from a file is in nanoseconds already.
+  using tick_clock = std::uint64_t (*)(std::uint64_t);
+  void set_tick_clock(tick_clock to_ns) noexcept { to_ns_ = to_ns; }
   // The process's resident memory at a step end (bytes; 0: not known).
   void note_rss(std::uint64_t bytes) noexcept;
   // The run's first instant (ticks): steps, set-aside spans, warm-up included.
@@ -59,6 +64,7 @@ class aggregate final : public step_sink {
   step_series_builder series_;
   std::uint64_t rss_first_ = 0, rss_last_ = 0, rss_peak_ = 0, rss_samples_ = 0;
   std::unique_ptr<device_join> device_;
+  tick_clock to_ns_;  // set in the constructor: the host clock's conversion
   struct device_time {
     histogram per_call;  // ns
     std::uint64_t total_ns = 0, calls = 0;

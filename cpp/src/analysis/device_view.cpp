@@ -1,6 +1,7 @@
 #include "analysis/device_view.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "steptrace/phase.hpp"
 
@@ -32,6 +33,11 @@ void count(step_device_view& v, const device_record& r) {
     case device_activity::kernel:
       ++v.kernels;
       v.kernel_ns.push_back(r.end - r.start);
+      if (r.nccl) {
+        ++v.nccl_kernels;
+        v.nccl_ns += r.end - r.start;
+        v.nccl.push_back(r);
+      }
       break;
     case device_activity::memcpy:
       if (r.copy == copy_kind::h2d) {
@@ -127,6 +133,22 @@ std::uint64_t overlap(std::uint64_t begin, std::uint64_t end, It first, It last)
   return sum;
 }
 
+// NCCL time that no other kernel of its context overlaps. compute(context) gives that context's
+// union of other kernels (sorted, disjoint), or nullptr.
+template <class Lookup>
+void nccl_exposure(step_device_view& v, Lookup&& compute) {
+  for (const device_record& r : v.nccl) {
+    std::uint64_t hidden = 0;
+    if (const auto* u = compute(r.context)) {
+      const auto from = std::lower_bound(u->begin(), u->end(), r.start,
+                                         [](const auto& x, std::uint64_t t) { return x.end <= t; });
+      hidden = overlap(r.start, r.end, from, u->end());
+    }
+    v.nccl_exposed_ns += (r.end - r.start) - hidden;
+  }
+  v.nccl.clear();
+}
+
 }  // namespace
 
 step_device_view view_step(std::uint64_t begin, std::uint64_t end, const std::vector<host_segment>& segments,
@@ -137,9 +159,11 @@ step_device_view view_step(std::uint64_t begin, std::uint64_t end, const std::ve
   // Records are sorted by start: the unions of those that occupy the device, and the counts of
   // those that start in the window (each counted in the step in which it starts, never twice).
   std::vector<interval> busy, device;
+  std::map<std::uint32_t, std::vector<interval>> compute;  // kernels but NCCL's, by context
   for (const device_record& r : records) {
-    if (r.start >= end) break;
     const bool own = in_scope(r, streams);
+    if (own && r.kind == device_activity::kernel && !r.nccl) extend(compute[r.context], r.start, r.end);
+    if (r.start >= end) continue;
     if (own && r.start >= begin) count(v, r);
     if (!occupies_device(r) || r.end <= begin) continue;
     if (own) extend(busy, r.start, r.end);
@@ -148,6 +172,7 @@ step_device_view view_step(std::uint64_t begin, std::uint64_t end, const std::ve
   busy_and_idle(v, begin, end, busy.begin(), busy.end(), segments);
   v.device_busy = overlap(begin, end, device.begin(), device.end());
   memory_peak(v);
+  nccl_exposure(v, [&](std::uint32_t c) { const auto it = compute.find(c); return it == compute.end() ? nullptr : &it->second; });
   return v;
 }
 
@@ -162,6 +187,9 @@ void device_aggregate::add(const step_device_view& v) {
   if (v.idle_by_phase.size() > idle_by_phase_.size()) idle_by_phase_.resize(v.idle_by_phase.size(), 0);
   for (std::size_t i = 0; i < v.idle_by_phase.size(); ++i) idle_by_phase_[i] += v.idle_by_phase[i];
   for (std::uint64_t k : v.kernel_ns) kernel_.add(k);
+  totals_.nccl_kernels += v.nccl_kernels;
+  totals_.nccl_ns += v.nccl_ns;
+  totals_.nccl_exposed_ns += v.nccl_exposed_ns;
   totals_.h2d_bytes += v.h2d_bytes;
   totals_.h2d_pageable_bytes += v.h2d_pageable_bytes;
   totals_.h2d_ns += v.h2d_ns;
@@ -215,6 +243,10 @@ void device_aggregate::fill(gpu_stats& out) const {
   out.sync_ms_per_step = ms(totals_.sync_ns) * per_step;
   out.kernels_per_step = static_cast<double>(totals_.kernels) * per_step;
   out.kernel_median_us = static_cast<double>(kernel_.quantile(0.5)) * 1e-3;
+  out.kernel_time_median_us = static_cast<double>(kernel_.weighted_quantile(0.5)) * 1e-3;
+  out.nccl.kernels_per_step = static_cast<double>(totals_.nccl_kernels) * per_step;
+  out.nccl.ms_per_step = ms(totals_.nccl_ns) * per_step;
+  out.nccl.exposed_ms_per_step = ms(totals_.nccl_exposed_ns) * per_step;
   auto mb = [](double bytes) { return bytes * 1e-6; };
   out.memory.allocations_per_step = static_cast<double>(totals_.mem_allocs) * per_step;
   out.memory.allocated_mb_per_step = mb(static_cast<double>(totals_.mem_allocated)) * per_step;
@@ -281,12 +313,14 @@ void device_join::add_records(const std::vector<device_record>& records) {
   for (std::size_t i = 0; i < batch.size();) {
     const stream_key key{batch[i].context, batch[i].stream};
     std::size_t j = i;
-    std::vector<interval> added;
+    std::vector<interval> added, compute;
     while (j < batch.size() && stream_key{batch[j].context, batch[j].stream} == key) {
       const device_record& r = batch[j++];
       newest_ = std::max(newest_, r.end);
       if (occupies_device(r) && r.end > r.start) extend(added, r.start, r.end);
+      if (r.kind == device_activity::kernel && !r.nccl && r.end > r.start) extend(compute, r.start, r.end);
     }
+    merge_union(compute_busy_[key.context], compute);
     track& t = streams_[key];
     merge_records(t.records, batch.begin() + static_cast<std::ptrdiff_t>(i), batch.begin() + static_cast<std::ptrdiff_t>(j));
     merge_union(t.busy, added);
@@ -308,6 +342,10 @@ void device_join::count_in(const track& t, const waiting& w, step_device_view& v
 }
 
 step_device_view device_join::view(const waiting& w) const {
+  auto compute_of = [this](std::uint32_t c) {
+    const auto it = compute_busy_.find(c);
+    return it == compute_busy_.end() ? nullptr : &it->second;
+  };
   step_device_view v;
   v.window = w.end > w.begin ? w.end - w.begin : 0;
   v.all_streams = w.streams.empty();
@@ -319,6 +357,7 @@ step_device_view device_join::view(const waiting& w) const {
     busy_and_idle(v, w.begin, w.end, in_window(busy_), busy_.end(), w.segments);
     v.device_busy = v.busy;
     memory_peak(v);
+    nccl_exposure(v, compute_of);
     return v;
   }
   // The step's streams, the syncs of their contexts that name no stream, and the unions of both.
@@ -350,6 +389,7 @@ step_device_view device_join::view(const waiting& w) const {
   busy_and_idle(v, w.begin, w.end, own.begin(), own.end(), w.segments);
   v.device_busy = overlap(w.begin, w.end, whole.begin(), whole.end());
   memory_peak(v);
+  nccl_exposure(v, compute_of);
   return v;
 }
 
@@ -404,9 +444,11 @@ void device_join::let_go(std::uint64_t before) {
     drop(it->second.busy);
     it = records.empty() && it->second.busy.empty() ? streams_.erase(it) : std::next(it);
   }
-  for (auto it = context_busy_.begin(); it != context_busy_.end();) {
-    drop(it->second);
-    it = it->second.empty() ? context_busy_.erase(it) : std::next(it);
+  for (auto* unions : {&context_busy_, &compute_busy_}) {
+    for (auto it = unions->begin(); it != unions->end();) {
+      drop(it->second);
+      it = it->second.empty() ? unions->erase(it) : std::next(it);
+    }
   }
   drop(busy_);
 }

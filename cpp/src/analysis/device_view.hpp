@@ -34,6 +34,10 @@ struct step_device_view {
   std::uint64_t syncs = 0, sync_ns = 0;
   std::uint64_t kernels = 0;
   std::vector<std::uint64_t> kernel_ns;
+  // NCCL kernels (counted among the kernels too): their time, and the part of it no other kernel
+  // of their context overlaps (the communication compute does not hide).
+  std::uint64_t nccl_kernels = 0, nccl_ns = 0, nccl_exposed_ns = 0;
+  std::vector<device_record> nccl;  // the step's NCCL kernels, until their exposure is known
   // Device memory allocated and released through CUDA during the step, and the highest it held
   // above what it held at the step's start.
   std::uint64_t mem_allocs = 0, mem_allocated = 0, mem_freed = 0, mem_peak = 0;
@@ -117,6 +121,7 @@ class device_join {
   std::deque<waiting> waiting_;
   std::map<stream_key, track> streams_;  // syncs with no stream under {context, no_stream}
   std::map<std::uint32_t, busy_union> context_busy_;  // every stream of the context
+  std::map<std::uint32_t, busy_union> compute_busy_;  // the context's kernels but NCCL's
   busy_union busy_;                                   // every stream of every device
   std::uint64_t newest_ = 0;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> gaps_;

@@ -49,6 +49,21 @@ std::uint64_t histogram::quantile(double q) const noexcept {
   return max_;
 }
 
+std::uint64_t histogram::weighted_quantile(double q) const noexcept {
+  if (count_ == 0) return 0;
+  auto mid = [](std::size_t b) { return static_cast<double>(bucket_low(b)) + static_cast<double>(bucket_width(b) - 1) / 2; };
+  double total = 0;
+  for (std::size_t b = 0; b < counts_.size(); ++b) total += static_cast<double>(counts_[b]) * mid(b);
+  const double target = std::clamp(q, 0.0, 1.0) * total;
+  double seen = 0;
+  for (std::size_t b = 0; b < counts_.size(); ++b) {
+    if (counts_[b] == 0) continue;
+    seen += static_cast<double>(counts_[b]) * mid(b);
+    if (seen >= target) return std::clamp(static_cast<std::uint64_t>(mid(b)), min_, max_);
+  }
+  return max_;
+}
+
 void histogram::clear() {
   std::fill(counts_.begin(), counts_.end(), 0);
   count_ = zeros_ = min_ = max_ = 0;

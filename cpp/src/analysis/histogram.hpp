@@ -23,6 +23,9 @@ class histogram {
   std::uint64_t max() const noexcept { return count_ ? max_ : 0; }
   // Nearest-rank quantile, q in [0, 1]; 0 for an empty histogram.
   std::uint64_t quantile(double q) const noexcept;
+  // Weighted by value: the value below which q of the sum of all values lies (the kernel length
+  // that holds half of the kernel time, say); 0 for an empty histogram.
+  std::uint64_t weighted_quantile(double q) const noexcept;
   void clear();
 
   static std::size_t bucket_of(std::uint64_t value) noexcept;

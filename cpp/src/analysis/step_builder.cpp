@@ -28,7 +28,7 @@ inline __attribute__((always_inline)) void step_builder::add_inclusive(open_phas
 inline __attribute__((always_inline)) void step_builder::add_segment(std::uint64_t begin, std::uint64_t end, std::uint32_t id) {
   if (!keep_segments_) return;
   if (!segments_.empty() && segments_.back().end == begin &&
-      (segments_.back().phase == id || segments_.size() >= max_segments)) {
+      (segments_.back().phase == id || segments_.size() >= max_segments_)) {
     segments_.back().end = end;  // contiguous: extend (or, at the cap, absorb)
     return;
   }

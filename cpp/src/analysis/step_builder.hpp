@@ -51,7 +51,7 @@ struct built_step {
   std::uint32_t thread;
   std::uint64_t index;   // the thread's steps before this one (warm-up and failed ones too)
   const std::vector<phase_slice>& phases;      // only phases with time or calls in this step
-  const std::vector<host_segment>& segments;   // in time order; at most max_segments (empty
+  const std::vector<host_segment>& segments;   // in time order; at most max_segments_ (empty
                                                // unless the builder keeps segments)
   const std::vector<stream_key>& streams;      // the streams it worked on (empty: not known, or none)
   const std::vector<phase_span>& spans;        // its phase calls, by end; at most max_spans (empty
@@ -79,7 +79,7 @@ struct event_pair {
 
 class step_builder {
  public:
-  static constexpr std::size_t max_segments = 4096;  // past this a step's last segment grows
+  static constexpr std::size_t default_max_segments = 4096;  // past this a step's last segment grows
   static constexpr std::size_t max_spans = 256;      // phase calls kept per step for the timeline
 
   // A thread names at most this many streams: stream_scope records index its table of them.
@@ -104,6 +104,9 @@ class step_builder {
   void set_warmup(std::uint32_t steps) noexcept { warmup_ = steps; }
   // Host segments are only read by the device view: without one, they are not built.
   void keep_segments(bool on) noexcept { keep_segments_ = on; }
+  // A trace read from a file may hold steps of many thousands of phase changes, all needed for
+  // the idle attribution; a live thread keeps the default bound.
+  void set_max_segments(std::size_t n) noexcept { max_segments_ = n; }
   // Phase calls are only read by the timeline: without one, they are not kept.
   void keep_spans(bool on) noexcept { keep_spans_ = on; }
   std::uint32_t thread() const noexcept { return thread_; }
@@ -158,6 +161,7 @@ class step_builder {
   std::uint64_t set_aside_in_gap_ = 0;  // between a held fetch and its step
   bool counted_any_ = false;
   bool keep_segments_ = true;
+  std::size_t max_segments_ = default_max_segments;
   bool keep_spans_ = true;
   std::uint32_t spans_dropped_ = 0;
   capture capture_ = capture::none;

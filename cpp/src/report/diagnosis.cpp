@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 
@@ -107,7 +108,10 @@ std::vector<std::string> input_advice(const summary& s, const diagnosis_threshol
     return advice;
   }
   const long suggest = suggested_workers(cpus);
-  if (workers && *workers == 0) {
+  if (workers && *workers == 0 && cpus <= 0) {  // a trace read from a file: the core count is not known
+    advice.push_back("DataLoader(num_workers=0) loads every batch on the training thread: try num_workers=4, not "
+                     "above the machine's core count");
+  } else if (workers && *workers == 0) {
     advice.push_back(fmt::format("DataLoader(num_workers=0) loads every batch on the training thread; on this "
                                  "{}-core machine try num_workers={}",
                                  cpus, suggest));
@@ -150,6 +154,44 @@ std::string idle_evidence(const summary& s, std::string_view phase) {
 
 }  // namespace
 
+namespace {
+
+// The GPU's idle time during each built-in phase group, as shares of step time.
+struct idle_groups {
+  double input = 0, h2d = 0, compute = 0, wait = 0, other = 0;
+};
+
+idle_groups idle_by_group(const summary& s) {
+  idle_groups g;
+  const double idle = 1 - s.gpu->busy_share;
+  for (const auto& [name, share] : s.gpu->idle_by_phase) {
+    std::string_view group = name;
+    if (const phase_stats* p = s.phase(name)) group = builtin_of(s, *p);
+    const double x = idle * share;
+    if (group == "input") {
+      g.input += x;
+    } else if (group == "h2d") {
+      g.h2d += x;
+    } else if (group == "wait") {
+      g.wait += x;
+    } else if (group == "other") {
+      g.other += x;
+    } else {
+      g.compute += x;  // compute, and custom phases outside every built-in
+    }
+  }
+  return g;
+}
+
+// " (close: 31.2% against the rule's 30%)" when a deciding share is within the margin.
+std::string closeness(double share, double threshold, const diagnosis_thresholds& t) {
+  if (std::abs(share - threshold) >= t.close_margin) return "";
+  return fmt::format(" Close call: {:.1f}% is within {:.0f} points of the rule's {:.0f}%.", 100 * share,
+                     100 * t.close_margin, 100 * threshold);
+}
+
+}  // namespace
+
 diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
   diagnosis d;
   if (s.steps == 0) {
@@ -160,44 +202,67 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
   const double input = group_share(s, "input"), h2d = group_share(s, "h2d");
   const double wait = group_share(s, "wait"), other = group_share(s, "other");
   const double compute = group_share(s, "compute");
+  const bool device = s.gpu && s.gpu->steps_viewed > 0;
+  const idle_groups idle = device ? idle_by_group(s) : idle_groups{};
 
   struct candidate {
     const char* label;
-    double share;
-    bool fired;
+    double share, threshold;
   };
+  // The host rules weigh each phase's share of step time; with a device view, the GPU idle time
+  // that fell while the host was in it.
   const candidate candidates[] = {
-      {"INPUT-BOUND", input, input >= t.input_share},
-      {"H2D-BOUND", h2d, h2d >= t.h2d_share},
-      {"WAIT-HEAVY", wait + other, wait + other >= t.wait_share},
+      {"INPUT-BOUND", device ? idle.input : input, t.input_share},
+      {"H2D-BOUND", device ? idle.h2d : h2d, t.h2d_share},
+      {"WAIT-HEAVY", device ? idle.wait + idle.other : wait + other, t.wait_share},
   };
   const candidate* best = nullptr;
+  const candidate* nearest = nullptr;  // the closest below its threshold, for a close call
   for (const candidate& c : candidates) {
-    if (c.fired && (best == nullptr || c.share > best->share)) best = &c;
-  }
-
-  std::string label = best ? best->label : compute >= t.compute_share ? "COMPUTE-BOUND" : "BALANCED";
-  bool device_disagrees = false;  // host in compute, device mostly idle, kernels not tiny
-  if (label == "COMPUTE-BOUND" && s.gpu && s.gpu->busy_share < t.device_busy_share) {
-    if (s.gpu->kernel_median_us <= t.launch_kernel_us) {
-      label = "LAUNCH-BOUND";
-    } else {
-      label = "BALANCED";
-      device_disagrees = true;
+    if (c.share >= c.threshold && (best == nullptr || c.share > best->share)) best = &c;
+    if (c.share < c.threshold && (nearest == nullptr || c.threshold - c.share < nearest->threshold - nearest->share)) {
+      nearest = &c;
     }
   }
+  const double busy = device ? s.gpu->busy_share : 0;
+  const bool compute_idle_largest = device && idle.compute >= std::max({idle.input, idle.h2d, idle.wait + idle.other});
+  std::string label;
+  if (best) {
+    label = best->label;
+  } else if (device) {
+    label = busy >= t.device_busy_share ? "COMPUTE-BOUND"
+            : compute_idle_largest && s.gpu->kernel_time_median_us <= t.launch_kernel_us ? "LAUNCH-BOUND"
+                                                                                         : "BALANCED";
+  } else {
+    label = compute >= t.compute_share ? "COMPUTE-BOUND" : "BALANCED";
+  }
   d.label = label;
+  const std::string close = best ? closeness(best->share, best->threshold, t) : "";
+  // A label that no cause fired for, with one cause just under its threshold.
+  const std::string near_miss =
+      !best && nearest && nearest->threshold - nearest->share < t.close_margin
+          ? fmt::format(" Close call: {} is {:.1f}% against its rule's {:.0f}%.", nearest->label, 100 * nearest->share,
+                        100 * nearest->threshold)
+          : "";
+  auto device_cause = [&](std::string_view group, double share, double threshold) {
+    return fmt::format("The GPU sat idle {:.1f}% of step time while the host was in `{}`{} (the rule fires at {:.0f}%).",
+                       100 * share, group, group == "wait" ? " or outside every phase" : "", 100 * threshold);
+  };
   if (label == "INPUT-BOUND") {
-    d.evidence = phase_evidence(s, "input", t.input_share) + " The training thread waits for data." +
-                 idle_evidence(s, "input");
+    d.evidence = device ? device_cause("input", idle.input, t.input_share) + idle_evidence(s, "input") + " " +
+                              phase_evidence(s, "input", t.input_share)
+                        : phase_evidence(s, "input", t.input_share) + " The training thread waits for data.";
+    d.evidence += close;
     d.advice = input_advice(s, t);
   } else if (label == "H2D-BOUND") {
-    d.evidence = phase_evidence(s, "h2d", t.h2d_share) + idle_evidence(s, "h2d");
+    d.evidence = device ? device_cause("h2d", idle.h2d, t.h2d_share) + idle_evidence(s, "h2d")
+                        : phase_evidence(s, "h2d", t.h2d_share);
     const bool measured = s.gpu && s.gpu->h2d.count > 0;
     if (measured) {
       d.evidence += fmt::format(" {:.0f}% of the bytes copied to the device came from pageable memory.",
                                 100 * s.gpu->h2d.pageable_share);
     }
+    d.evidence += close;
     if (measured && s.gpu->h2d.pageable_share >= 0.5) {
       d.advice.push_back(fmt::format("{:.0f}% of the copied bytes are pageable: pin them (DataLoader(pin_memory=True), "
                                      "or tensor.pin_memory()) so the copy engine reads them directly",
@@ -210,44 +275,69 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     d.advice.push_back("tensor.to(device, non_blocking=True) overlaps the copy with compute");
     d.advice.push_back("fewer, larger copies: move one collated batch, not many small tensors");
   } else if (label == "WAIT-HEAVY") {
-    d.evidence = fmt::format(
-        "{:.1f}% of step time is blocked in `wait` ({:.1f}%) or outside every phase (`other`, {:.1f}%); "
-        "the rule fires at {:.0f}%.",
-        100 * (wait + other), 100 * wait, 100 * other, 100 * t.wait_share);
+    d.evidence = device ? device_cause("wait", idle.wait + idle.other, t.wait_share) +
+                              fmt::format(" The host was blocked in `wait` {:.1f}% and outside every phase (`other`) "
+                                          "{:.1f}% of step time.",
+                                          100 * wait, 100 * other)
+                        : fmt::format("{:.1f}% of step time is blocked in `wait` ({:.1f}%) or outside every phase "
+                                      "(`other`, {:.1f}%); the rule fires at {:.0f}%.",
+                                      100 * (wait + other), 100 * wait, 100 * other, 100 * t.wait_share);
+    d.evidence += close;
     d.advice = {
         "remove per-step host syncs: .item(), .cpu(), printing the loss every step; log every N steps",
         "run checkpointing, validation and logging less often; where they belong in the loop, wrap them in "
         "exclude(\"validation\") (Python) / scoped_exclude (C++) so they are set aside and reported apart",
     };
-    if (other > wait) d.advice.push_back("most of it is untraced (`other`): wrap more of the step in phases");
+    if ((device ? idle.other > idle.wait : other > wait)) {
+      d.advice.push_back("most of it is untraced (`other`): wrap more of the step in phases");
+    }
   } else if (label == "LAUNCH-BOUND") {
     d.evidence = fmt::format(
-        "The host is in `compute` {:.1f}% of the step but the GPU is busy only {:.1f}% of it, running {:.0f} "
-        "kernels a step with a median of {:.1f} us: launch overhead dominates.",
-        100 * compute, 100 * s.gpu->busy_share, s.gpu->kernels_per_step, s.gpu->kernel_median_us);
+        "The GPU is busy only {:.1f}% of the step and sits idle mostly while the host is in `compute` ({:.1f}% of "
+        "step time), running {:.0f} kernels a step that hold half their time in kernels under {:.1f} us: launch "
+        "overhead dominates.",
+        100 * busy, 100 * idle.compute, s.gpu->kernels_per_step, s.gpu->kernel_time_median_us);
     d.advice = {
         "fewer, larger kernels: a larger batch, torch.compile (fusion), CUDA graphs",
         "move Python-level loops over tensors into batched tensor operations",
     };
   } else if (label == "COMPUTE-BOUND") {
-    d.evidence = phase_evidence(s, "compute", t.compute_share) +
-                 (s.gpu ? fmt::format(" The GPU is busy {:.1f}% of the step.", 100 * s.gpu->busy_share)
-                        : std::string(" Host view only: no device measurements back this up."));
+    if (device) {
+      d.evidence = fmt::format("The GPU is busy {:.1f}% of the step (the rule fires at {:.0f}%), and no host phase "
+                               "holds enough of its idle time to blame.",
+                               100 * busy, 100 * t.device_busy_share);
+      if (wait >= t.wait_share / 2) {
+        d.evidence += fmt::format(
+            " The host blocks in `wait` {:.1f}% of the step, but the GPU idles only {:.1f}% of it meanwhile: the host "
+            "waits on the GPU, and removing the syncs would not make the GPU faster.",
+            100 * wait, 100 * idle.wait);
+      }
+      d.evidence += closeness(busy, t.device_busy_share, t);
+    } else {
+      d.evidence = phase_evidence(s, "compute", t.compute_share) +
+                   " Host view only: no device measurements back this up." +
+                   closeness(compute, t.compute_share, t);
+    }
+    d.evidence += near_miss;
     d.advice = {
         "the pipeline keeps up; speed up the model: mixed precision (bf16, TF32), fused kernels, torch.compile",
         "check the batch size against device memory",
     };
-  } else if (device_disagrees) {
+  } else if (device && compute_idle_largest) {
     d.evidence = fmt::format(
-        "The host is in `compute` {:.1f}% of the step, yet the GPU is busy only {:.1f}% of it with kernels of "
-        "{:.1f} us median: the host-side work in `compute` is what the GPU waits on.",
-        100 * compute, 100 * s.gpu->busy_share, s.gpu->kernel_median_us);
+        "The GPU is busy only {:.1f}% of the step and idles mostly while the host is in `compute` ({:.1f}% of step "
+        "time), yet its kernels are not short (half the kernel time in kernels over {:.1f} us): the host-side work "
+        "in `compute` is what the GPU waits on.",
+        100 * busy, 100 * idle.compute, s.gpu->kernel_time_median_us);
+    d.evidence += near_miss;
     d.advice = {"profile the host side of `compute` (Python overhead, CPU ops, host syncs inside the phase)"};
   } else {
     const auto largest = std::max_element(s.phases.begin(), s.phases.end(),
                                           [](const phase_stats& a, const phase_stats& b) { return a.share < b.share; });
     d.evidence = fmt::format("No rule fires; the largest share is `{}` at {:.1f}% of step time.", largest->name,
                              100 * largest->share);
+    if (device) d.evidence += fmt::format(" The GPU is busy {:.1f}% of the step.", 100 * busy);
+    d.evidence += near_miss;
     d.advice = {fmt::format("no single cause stands out: start with the largest phase, `{}`", largest->name)};
   }
   return d;

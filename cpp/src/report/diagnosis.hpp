@@ -1,6 +1,18 @@
 // Internal (not public API): the diagnosis rules. Every threshold lives here and nowhere else.
 //
-// Host-view rules, on shares of summed step time:
+// With a device view (live, or read from a torch.profiler trace) the label says where the GPU's
+// time went. Each host cause is weighed by the GPU idle time that fell while the host was in it
+// (a custom phase counts toward the built-in it sits in), as a share of step time:
+//   INPUT-BOUND    GPU idle during `input` >= input_share
+//   H2D-BOUND      GPU idle during `h2d` >= h2d_share
+//   WAIT-HEAVY     GPU idle during `wait` + `other` >= wait_share
+//   (several fire: the largest wins; ties go in the order above)
+//   COMPUTE-BOUND  none of those, and the GPU busy >= device_busy_share, whatever the host did
+//                  meanwhile, blocking syncs included: the host was waiting on the GPU
+//   LAUNCH-BOUND   none of those, the GPU idle mostly while the host was in `compute`, and short
+//                  kernels by time: half the kernel time in kernels <= launch_kernel_us
+//   BALANCED       none of the above
+// Host-view rules (no device view), on shares of summed step time:
 //   INPUT-BOUND    input >= input_share
 //   H2D-BOUND      h2d >= h2d_share
 //   WAIT-HEAVY     wait + other >= wait_share (blocked in syncs, or untraced)
@@ -36,6 +48,8 @@ struct diagnosis_thresholds {
   double compute_share = 0.60;
   double device_busy_share = 0.60;
   double launch_kernel_us = 20.0;
+  // A deciding share within this of its threshold is reported as close (either side).
+  double close_margin = 0.02;
   // INPUT-BOUND's advice: the CPU is saturated when the process and its workers ask for this
   // share of the cores or more (running, or runnable and waiting for a core).
   double cpu_demand_share = 0.90;

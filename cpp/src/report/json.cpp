@@ -64,6 +64,10 @@ json_doc gpu_json(const gpu_stats& g) {
                   {"sync_ms_per_step", g.sync_ms_per_step},
                   {"kernels_per_step", g.kernels_per_step},
                   {"kernel_median_us", g.kernel_median_us},
+                  {"kernel_time_median_us", g.kernel_time_median_us},
+                  {"nccl", json_doc{{"kernels_per_step", g.nccl.kernels_per_step},
+                                    {"ms_per_step", g.nccl.ms_per_step},
+                                    {"exposed_ms_per_step", g.nccl.exposed_ms_per_step}}},
                   {"memory", memory_json(g.memory)},
                   {"incomplete_records", g.incomplete_records},
                   {"dropped_records", g.dropped_records},
@@ -92,6 +96,11 @@ gpu_stats gpu_from(const json_doc& j) {
   if (j.contains("device_busy_share")) g.device_busy_share = number_at(j, "device_busy_share");
   if (j.contains("steps_all_streams")) g.steps_all_streams = count_at(j, "steps_all_streams");
   if (j.contains("memory")) g.memory = memory_from(j.at("memory"));
+  if (j.contains("kernel_time_median_us")) g.kernel_time_median_us = number_at(j, "kernel_time_median_us");
+  if (j.contains("nccl")) {
+    const json_doc& n = j.at("nccl");
+    g.nccl = nccl_stats{number_at(n, "kernels_per_step"), number_at(n, "ms_per_step"), number_at(n, "exposed_ms_per_step")};
+  }
   return g;
 }
 

@@ -184,8 +184,14 @@ std::string summary::table() const {
       }
       line("{:<11}idle while the host was in: {}", "", where);
     }
-    line("{:<11}kernels {:.1f} per step, median {:.1f} us; syncs {:.1f} per step, {} ms blocked", "",
-         g.kernels_per_step, g.kernel_median_us, g.syncs_per_step, ms(g.sync_ms_per_step));
+    line("{:<11}kernels {:.1f} per step, median {:.1f} us (half the kernel time in kernels under {:.1f} us); syncs "
+         "{:.1f} per step, {} ms blocked",
+         "", g.kernels_per_step, g.kernel_median_us, g.kernel_time_median_us, g.syncs_per_step,
+         ms(g.sync_ms_per_step));
+    if (g.nccl.kernels_per_step > 0) {
+      line("{:<11}NCCL kernels {:.1f} per step, {} ms per step, {} ms of it exposed (no other kernel overlapping)", "",
+           g.nccl.kernels_per_step, ms(g.nccl.ms_per_step), ms(g.nccl.exposed_ms_per_step));
+    }
     for (const auto& [name, c] : {std::pair<const char*, const copy_stats&>{"h2d", g.h2d}, {"d2h", g.d2h}}) {
       if (c.count == 0) continue;
       line("{:<11}{} copies: {:.2f} MB, {} ms per step, {:.1f} GB/s, {:.0f}% from pageable memory", "", name,

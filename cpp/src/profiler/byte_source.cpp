@@ -1,0 +1,128 @@
+#include "profiler/byte_source.hpp"
+
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+namespace steptrace::detail {
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw std::invalid_argument(path + ": " + what);
+}
+
+class file_source final : public byte_source {
+ public:
+  file_source(std::FILE* f, std::string path) : f_(f), path_(std::move(path)) {}
+  ~file_source() override { std::fclose(f_); }
+  std::size_t read(char* buf, std::size_t n) override {
+    const std::size_t got = std::fread(buf, 1, n, f_);
+    if (got == 0 && std::ferror(f_)) fail(path_, std::string("cannot be read: ") + std::strerror(errno));
+    return got;
+  }
+
+ private:
+  std::FILE* f_;
+  std::string path_;
+};
+
+// Inflates gzip members one after another (a concatenated .gz is one stream of bytes).
+class gzip_source final : public byte_source {
+ public:
+  gzip_source(std::unique_ptr<byte_source> raw, std::string path)
+      : raw_(std::move(raw)), path_(std::move(path)), in_(1 << 20) {
+    std::memset(&z_, 0, sizeof z_);
+    if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) fail(path_, "zlib could not start");
+  }
+  ~gzip_source() override { inflateEnd(&z_); }
+
+  std::size_t read(char* buf, std::size_t n) override {
+    z_.next_out = reinterpret_cast<Bytef*>(buf);
+    z_.avail_out = static_cast<uInt>(n);
+    while (z_.avail_out == n) {
+      if (z_.avail_in == 0) {
+        const std::size_t got = raw_->read(in_.data(), in_.size());
+        if (got == 0) {
+          if (!member_done_) fail(path_, "the gzip stream ends early: the file is truncated");
+          return 0;
+        }
+        z_.next_in = reinterpret_cast<Bytef*>(in_.data());
+        z_.avail_in = static_cast<uInt>(got);
+      }
+      if (member_done_) {  // another member follows the one that ended
+        if (inflateReset(&z_) != Z_OK) fail(path_, "zlib could not restart");
+        member_done_ = false;
+      }
+      const int rc = inflate(&z_, Z_NO_FLUSH);
+      if (rc == Z_STREAM_END) {
+        member_done_ = true;
+      } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+        fail(path_, std::string("is not a valid gzip file (") + (z_.msg ? z_.msg : "inflate failed") + ")");
+      }
+    }
+    return n - z_.avail_out;
+  }
+
+ private:
+  std::unique_ptr<byte_source> raw_;
+  std::string path_;
+  std::vector<char> in_;
+  z_stream z_;
+  bool member_done_ = false;
+};
+
+// Hands back bytes already read, then the rest of the source.
+class prefixed_source final : public byte_source {
+ public:
+  prefixed_source(std::string prefix, std::unique_ptr<byte_source> rest)
+      : prefix_(std::move(prefix)), rest_(std::move(rest)) {}
+  std::size_t read(char* buf, std::size_t n) override {
+    if (at_ < prefix_.size()) {
+      const std::size_t k = std::min(n, prefix_.size() - at_);
+      std::memcpy(buf, prefix_.data() + at_, k);
+      at_ += k;
+      return k;
+    }
+    return rest_ ? rest_->read(buf, n) : 0;
+  }
+
+ private:
+  std::string prefix_;
+  std::size_t at_ = 0;
+  std::unique_ptr<byte_source> rest_;
+};
+
+}  // namespace
+
+std::unique_ptr<byte_source> open_trace_file(const std::string& path) {
+  if (path.find('\0') != std::string::npos) fail("<path>", "a file name cannot hold a NUL byte");
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) fail(path, std::string("cannot be opened: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) fail(path, "is not a regular file");
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) fail(path, std::string("cannot be opened: ") + std::strerror(errno));
+  auto raw = std::make_unique<file_source>(f, path);
+  char magic[2] = {0, 0};
+  std::size_t got = 0;
+  while (got < 2) {
+    const std::size_t k = raw->read(magic + got, 2 - got);
+    if (k == 0) break;
+    got += k;
+  }
+  auto plain = std::make_unique<prefixed_source>(std::string(magic, got), std::move(raw));
+  if (got == 2 && static_cast<unsigned char>(magic[0]) == 0x1f && static_cast<unsigned char>(magic[1]) == 0x8b) {
+    return std::make_unique<gzip_source>(std::move(plain), path);
+  }
+  return plain;
+}
+
+std::unique_ptr<byte_source> bytes_of(std::string text) {
+  return std::make_unique<prefixed_source>(std::move(text), nullptr);
+}
+
+}  // namespace steptrace::detail

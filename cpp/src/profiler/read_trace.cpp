@@ -1,0 +1,110 @@
+// A torch.profiler trace through the one analysis: the records the rules rebuild go to the same
+// step builder, aggregate, device join, flight recorder and diagnosis as a live run's.
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "analysis/aggregate.hpp"
+#include "analysis/flight_recorder.hpp"
+#include "analysis/step_builder.hpp"
+#include "profiler/byte_source.hpp"
+#include "profiler/trace_events.hpp"
+#include "profiler/trace_rules.hpp"
+#include "report/report.hpp"
+#include "steptrace/profiler_trace.hpp"
+
+namespace steptrace {
+namespace detail {
+namespace {
+
+std::uint64_t same_ns(std::uint64_t ns) { return ns; }  // a trace's ticks are nanoseconds
+
+// Each finished step goes to the totals and the flight recorder, as the collector's fan-out does.
+class trace_sink final : public step_sink {
+ public:
+  trace_sink(aggregate& totals, flight_recorder& timeline) : totals_(totals), timeline_(timeline) {}
+  void on_step(const built_step& s) override {
+    totals_.on_step(s);
+    timeline_.on_step(s);
+  }
+  void on_unscoped(std::uint32_t id, std::uint64_t ticks) override { totals_.on_unscoped(id, ticks); }
+  void on_set_aside(std::uint32_t id, std::uint64_t begin, std::uint64_t end) override {
+    totals_.on_set_aside(id, begin, end);
+    timeline_.on_set_aside(0, id, begin, end);
+  }
+
+ private:
+  aggregate& totals_;
+  flight_recorder& timeline_;
+};
+
+std::string backend_reason(const std::string& path, const trace_events& t, const trace_reading& r, const summary& s) {
+  std::string reason = fmt::format("read from the torch.profiler trace {} ({} steps{})", path, r.steps,
+                                   r.own_annotations ? ", steps and phases from steptrace's own annotations" : "");
+  if (const std::string* gpu = s.fact("gpu.name")) reason += fmt::format("; device: {}", *gpu);
+  if (!r.has_device) reason += "; the trace holds no GPU activity: host view only";
+  if (r.has_device && r.steps_without_device) {
+    reason += fmt::format("; {} of {} steps have no device activity at all", r.steps_without_device, r.steps);
+  }
+  if (r.kernels_without_launch) {
+    reason += fmt::format("; {} kernels have no launching call in the trace (a sampled or partial trace?)",
+                          r.kernels_without_launch);
+  }
+  if (t.skipped_events) {
+    reason += fmt::format("; {} events left out ({})", t.skipped_events, t.problems.front());
+  }
+  if (r.custom_phases_folded) {
+    reason += fmt::format("; {} record_function ranges past the first 64 names folded into their parents",
+                          r.custom_phases_folded);
+  }
+  return reason;
+}
+
+}  // namespace
+}  // namespace detail
+
+summary read_profiler_trace(const std::string& path) {
+  using namespace detail;
+  const auto source = open_trace_file(path);
+  const trace_events events = read_trace_events(*source, path);
+  const trace_reading reading = apply_trace_rules(events, path);
+
+  aggregate totals;
+  totals.set_tick_clock(&same_ns);
+  if (reading.has_device) {
+    totals.enable_device();
+    totals.device()->add_records(reading.device);  // before the steps: every step finds its records
+  }
+  flight_recorder timeline;
+  trace_sink sink(totals, timeline);
+  step_builder builder(1, 0);  // the first traced step is warm-up: its device work began earlier
+  builder.set_max_segments(SIZE_MAX);
+  builder.keep_segments(reading.has_device);
+  builder.keep_spans(true);
+  builder.consume(reading.records.data(), reading.records.data() + reading.records.size(), sink);
+  builder.finish(sink);
+  if (device_join* device = totals.device()) {
+    device->join(UINT64_MAX);
+    timeline.attach_device(*device, UINT64_MAX, &same_ns);
+  }
+
+  summary out;
+  totals.fill(out, 1.0);
+  timeline.fill(out.timeline, totals.run_begin(), 1.0, &same_ns);
+  out.errors.unbalanced_phases = builder.unbalanced();
+  out.facts = reading.facts;
+  if (events.rank) {
+    rank_info who;
+    who.rank = *events.rank;
+    who.world_size = events.world_size.value_or(*events.rank + 1);
+    if (who.rank < who.world_size) out.rank = who;
+  }
+  out.backend.cuda = reading.has_device;
+  out.backend.cupti = reading.has_device;
+  out.backend.host_clock = "trace";
+  out.backend.reason = backend_reason(path, events, reading, out);
+  complete(out);
+  return out;
+}
+
+}  // namespace steptrace

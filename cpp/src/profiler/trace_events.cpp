@@ -1,0 +1,330 @@
+#include "profiler/trace_events.hpp"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "profiler/json_scanner.hpp"
+
+namespace steptrace::detail {
+
+bool parse_us_as_ns(std::string_view text, std::uint64_t& ns) {
+  std::size_t i = 0;
+  if (i < text.size() && text[i] == '+') ++i;
+  // Significant digits into an integer, remembering the decimal exponent.
+  __extension__ typedef unsigned __int128 u128;
+  u128 mantissa = 0;
+  int exponent = 0, digits = 0;
+  bool any = false, round_up = false;
+  auto take = [&](char c, bool fraction) {
+    any = true;
+    if (digits < 30) {
+      if (mantissa != 0 || c != '0') ++digits;
+      mantissa = mantissa * 10 + static_cast<unsigned>(c - '0');
+      if (fraction) --exponent;
+    } else {
+      if (!fraction) ++exponent;
+      if (digits == 30 && c >= '5') round_up = true;
+      ++digits;
+    }
+  };
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) take(text[i], false);
+  if (i < text.size() && text[i] == '.') {
+    for (++i; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) take(text[i], true);
+  }
+  if (!any) return false;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    bool negative = false;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) negative = text[i++] == '-';
+    int e = 0;
+    bool digit = false;
+    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+      digit = true;
+      if (e < 100000) e = e * 10 + (text[i] - '0');
+    }
+    if (!digit) return false;
+    exponent += negative ? -e : e;
+  }
+  if (i != text.size()) return false;
+  if (round_up) ++mantissa;
+  exponent += 3;  // microseconds to nanoseconds
+  if (mantissa == 0) {
+    ns = 0;
+    return true;
+  }
+  for (; exponent > 0; --exponent) {
+    mantissa *= 10;
+    if (mantissa > UINT64_MAX) return false;
+  }
+  for (; exponent < 0; ++exponent) {
+    const unsigned last = static_cast<unsigned>(mantissa % 10);
+    mantissa /= 10;
+    if (exponent == -1 && last >= 5) ++mantissa;  // round to the nearest nanosecond
+    if (mantissa == 0) break;
+  }
+  if (mantissa > UINT64_MAX) return false;
+  ns = static_cast<std::uint64_t>(mantissa);
+  return true;
+}
+
+namespace {
+
+class interner {
+ public:
+  explicit interner(std::vector<std::string>& table) : table_(table) {}
+  std::uint32_t operator()(std::string_view s) {
+    key_.assign(s.data(), s.size());  // reused: no allocation per lookup
+    const auto it = index_.find(key_);
+    if (it != index_.end()) return it->second;
+    const auto id = static_cast<std::uint32_t>(table_.size());
+    table_.emplace_back(s);
+    index_.emplace(table_.back(), id);
+    return id;
+  }
+
+ private:
+  std::vector<std::string>& table_;
+  std::unordered_map<std::string, std::uint32_t> index_;
+  std::string key_;
+};
+
+bool parse_uint(std::string_view text, std::uint64_t& out) {
+  if (text.empty() || text.size() > 19) return false;
+  std::uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  out = v;
+  return true;
+}
+
+// The category of an event, or false for one the reader does not use.
+bool category_of(std::string_view cat, event_cat& out) {
+  struct entry {
+    const char* name;
+    event_cat cat;
+  };
+  static const entry table[] = {
+      {"cpu_op", event_cat::op},          {"Operator", event_cat::op},
+      {"user_annotation", event_cat::user_annotation},
+      {"cuda_runtime", event_cat::runtime}, {"cuda_driver", event_cat::runtime}, {"Runtime", event_cat::runtime},
+      {"kernel", event_cat::kernel},      {"Kernel", event_cat::kernel},
+      {"gpu_memcpy", event_cat::memcpy},  {"Memcpy", event_cat::memcpy},
+      {"gpu_memset", event_cat::memset},  {"Memset", event_cat::memset},
+  };
+  for (const entry& e : table) {
+    if (cat == e.name) {
+      out = e.cat;
+      return true;
+    }
+  }
+  return false;
+}
+
+class event_reader {
+ public:
+  event_reader(json_scanner& in, trace_events& out) : in_(in), out_(out), names_(out.names), ids_(out.ids) {}
+
+  void read_events() {
+    in_.enter_array();
+    while (in_.next_element()) {
+      if (in_.peek() != json_scanner::kind::object) {
+        in_.skip_value();
+        continue;
+      }
+      read_event();
+    }
+  }
+
+  void read_device_properties() {
+    if (in_.peek() != json_scanner::kind::array) return in_.skip_value();
+    in_.enter_array();
+    while (in_.next_element()) {
+      if (in_.peek() != json_scanner::kind::object) {
+        in_.skip_value();
+        continue;
+      }
+      in_.enter_object();
+      std::string name;
+      std::string_view key;
+      while (in_.next_key(key)) {
+        if (key == "name" && in_.peek() == json_scanner::kind::string) {
+          name = std::string(in_.read_string());
+        } else {
+          in_.skip_value();
+        }
+      }
+      out_.gpu_names.push_back(name);
+    }
+  }
+
+  void read_distributed_info() {
+    if (in_.peek() != json_scanner::kind::object) return in_.skip_value();
+    in_.enter_object();
+    std::string_view key;
+    while (in_.next_key(key)) {
+      const bool rank = key == "rank", world = key == "world_size", backend = key == "backend";
+      std::string_view text;
+      bool was_string = false;
+      if (!(rank || world || backend) || !in_.read_scalar(text, was_string)) {
+        if (!(rank || world || backend)) in_.skip_value();
+        continue;
+      }
+      std::uint64_t v = 0;
+      if (backend && was_string) out_.distributed_backend = std::string(text);
+      if ((rank || world) && parse_uint(text, v) && v < UINT32_MAX) {
+        (rank ? out_.rank : out_.world_size) = static_cast<std::uint32_t>(v);
+      }
+    }
+  }
+
+ private:
+  void problem(const std::string& what) {
+    ++out_.skipped_events;
+    if (out_.problems.size() < 3) out_.problems.push_back(what);
+  }
+
+  // An id as written: numbers and strings alike ("25738", 25738 and "stream 7").
+  std::uint32_t read_id(bool& negative) {
+    std::string_view text;
+    bool was_string = false;
+    negative = false;
+    if (!in_.read_scalar(text, was_string)) return ids_("");
+    if (!text.empty() && text[0] == '-') negative = text.size() > 1 && text[1] >= '0' && text[1] <= '9';
+    return ids_(text);
+  }
+
+  void read_args(trace_event& e) {
+    if (in_.peek() != json_scanner::kind::object) return in_.skip_value();
+    in_.enter_object();
+    std::string_view key;
+    while (in_.next_key(key)) {
+      std::uint64_t* field = nullptr;
+      std::uint32_t* small = nullptr;
+      if (key == "correlation") {
+        field = &e.correlation;
+      } else if (key == "bytes") {
+        field = &e.bytes;
+      } else if (key == "device") {
+        small = &e.device;
+      } else if (key == "context") {
+        small = &e.context;
+      } else if (key == "stream") {
+        small = &e.stream;
+      }
+      if (field == nullptr && small == nullptr) {
+        in_.skip_value();
+        continue;
+      }
+      std::string_view text;
+      bool was_string = false;
+      std::uint64_t v = 0;
+      if (in_.read_scalar(text, was_string) && !was_string && parse_uint(text, v)) {
+        if (field) *field = v;
+        if (small && v <= UINT32_MAX) *small = static_cast<std::uint32_t>(v);
+      }
+    }
+  }
+
+  void read_event() {
+    in_.enter_object();
+    trace_event e;
+    bool complete = false, used = false, ts_ok = false, dur_ok = false;
+    bad_ts_.clear();
+    bad_dur_.clear();
+    std::string_view key;
+    while (in_.next_key(key)) {
+      const char k0 = key.empty() ? '\0' : key[0];
+      if (k0 == 'p' && key == "ph") {
+        complete = in_.peek() == json_scanner::kind::string && in_.read_string() == "X";
+      } else if (k0 == 'c' && key == "cat") {
+        used = in_.peek() == json_scanner::kind::string && category_of(in_.read_string(), e.cat);
+      } else if (k0 == 'n' && key == "name") {
+        if (in_.peek() == json_scanner::kind::string) {
+          e.name = names_(in_.read_string());
+        } else {
+          in_.skip_value();
+        }
+      } else if (k0 == 'p' && key == "pid") {
+        bool negative = false;
+        e.pid = read_id(negative);
+      } else if (k0 == 't' && key == "tid") {
+        e.tid = read_id(e.tid_negative);
+      } else if (k0 == 't' && key == "ts") {
+        ts_ok = read_time(e.ts, bad_ts_);
+      } else if (k0 == 'd' && key == "dur") {
+        dur_ok = read_time(e.dur, bad_dur_);
+      } else if (k0 == 'a' && key == "args") {
+        read_args(e);
+      } else {
+        in_.skip_value();
+      }
+    }
+    if (!complete || !used) return;
+    const std::string& name = e.name < names_table().size() ? names_table()[e.name] : empty_;
+    if (!ts_ok) return problem("`" + name + "` has a timestamp that is not a non-negative number: " + shorten(bad_ts_));
+    if (!dur_ok) return problem("`" + name + "` has a duration that is not a non-negative number: " + shorten(bad_dur_));
+    if (e.ts > UINT64_MAX - e.dur) return problem("`" + name + "` ends past the end of time");
+    out_.events.push_back(e);
+  }
+
+  // A time in microseconds (number or numeric string); the text is kept only when it is bad.
+  bool read_time(std::uint64_t& ns, std::string& bad) {
+    std::string_view text;
+    bool was_string = false;
+    if (in_.read_scalar(text, was_string) && parse_us_as_ns(text, ns)) return true;
+    bad.assign(text.data(), text.size());
+    return false;
+  }
+
+  static std::string shorten(const std::string& s) {
+    if (s.empty()) return "(missing)";
+    return s.size() > 40 ? s.substr(0, 40) + "..." : s;
+  }
+  const std::vector<std::string>& names_table() const { return out_.names; }
+
+  json_scanner& in_;
+  trace_events& out_;
+  interner names_, ids_;
+  const std::string empty_;
+  std::string bad_ts_, bad_dur_;
+};
+
+}  // namespace
+
+trace_events read_trace_events(byte_source& source, const std::string& name) {
+  trace_events out;
+  out.names.emplace_back("");  // id 0: no name
+  json_scanner in(source, name);
+  event_reader reader(in, out);
+  bool saw_events = false;
+  const auto first = in.peek();
+  if (first == json_scanner::kind::end) throw std::invalid_argument(name + ": the file is empty");
+  if (first == json_scanner::kind::array) {  // the bare array form of the Chrome trace format
+    reader.read_events();
+    saw_events = true;
+  } else if (first == json_scanner::kind::object) {
+    in.enter_object();
+    std::string_view key;
+    while (in.next_key(key)) {
+      if (key == "traceEvents" && in.peek() == json_scanner::kind::array) {
+        reader.read_events();
+        saw_events = true;
+      } else if (key == "deviceProperties") {
+        reader.read_device_properties();
+      } else if (key == "distributedInfo") {
+        reader.read_distributed_info();
+      } else {
+        in.skip_value();
+      }
+    }
+  } else {
+    in.fail("a trace starts with '{' or '['");
+  }
+  in.expect_end();
+  if (!saw_events) throw std::invalid_argument(name + ": not a Chrome trace (no traceEvents array)");
+  return out;
+}
+
+}  // namespace steptrace::detail

@@ -1,0 +1,59 @@
+// Internal (not public API): the events of a torch.profiler (Kineto) Chrome trace that the
+// reader uses, decoded from JSON into compact records: complete ('X') events of the host ops,
+// runtime calls and device activity, with the trace's facts (GPU names, rank). Every other
+// event, field and category is skipped unread (docs/architecture.md, "Reading torch.profiler
+// traces").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "profiler/byte_source.hpp"
+
+namespace steptrace::detail {
+
+enum class event_cat : std::uint8_t {
+  op,               // cpu_op, Operator (2021)
+  user_annotation,  // record_function ranges
+  runtime,          // cuda_runtime, cuda_driver, Runtime (2021)
+  kernel,
+  memcpy,
+  memset,
+};
+
+struct trace_event {
+  std::uint64_t ts = 0, dur = 0;  // ns, exact (the trace writes microseconds as decimal text)
+  std::uint64_t correlation = 0;  // 0: none
+  std::uint64_t bytes = 0;
+  std::uint32_t name = 0;         // in trace_events::names
+  std::uint32_t pid = 0, tid = 0;  // in trace_events::ids
+  std::uint32_t device = 0, context = 0, stream = 0;
+  event_cat cat = event_cat::op;
+  bool tid_negative = false;  // Kineto's pseudo-threads (runtime pollers)
+};
+
+struct trace_events {
+  std::vector<trace_event> events;  // in file order
+  std::vector<std::string> names;   // event names, interned
+  std::vector<std::string> ids;     // pid and tid values as written (number or string), interned
+  std::vector<std::string> gpu_names;  // deviceProperties, by position
+  std::optional<std::uint32_t> rank, world_size;  // distributedInfo
+  std::string distributed_backend;
+  std::uint64_t skipped_events = 0;  // events with a bad field, left out (see `problems`)
+  std::vector<std::string> problems;  // the first few, for the message
+};
+
+// Reads a whole trace. Throws std::invalid_argument naming `name` when the text is not JSON,
+// not a Chrome trace (no traceEvents), or is cut short.
+trace_events read_trace_events(byte_source& source, const std::string& name);
+
+// "1623142623460172", "1712345678901234.567", "1.5e3": microseconds as decimal text, to integer
+// nanoseconds without going through a double. False for text that is not a finite, non-negative
+// number that fits.
+bool parse_us_as_ns(std::string_view text, std::uint64_t& ns);
+
+}  // namespace steptrace::detail

@@ -1,0 +1,404 @@
+// torch.profiler traces read through the one analysis: real traces against the figures peers
+// computed from them (the TensorBoard plugin's overview, the design's table, HTA), synthetic
+// traces against hand-worked truth, and broken files against clear messages.
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "analysis/device_view.hpp"
+#include "analysis/step_builder.hpp"
+#include "profiler/byte_source.hpp"
+#include "profiler/trace_events.hpp"
+#include "profiler/trace_rules.hpp"
+#include "steptrace/phase.hpp"
+#include "steptrace/profiler_trace.hpp"
+
+using namespace steptrace;
+using namespace steptrace::detail;
+
+namespace {
+
+std::string data(const std::string& name) { return std::string(STEPTRACE_TEST_DATA) + "/profiler_traces/" + name; }
+
+// A file that is removed when the test ends.
+struct temp_file {
+  std::string path;
+  explicit temp_file(const std::string& text, const std::string& suffix = ".json") {
+    char name[] = "/tmp/steptrace-trace-XXXXXX";
+    const int fd = mkstemp(name);
+    REQUIRE(fd >= 0);
+    close(fd);
+    std::remove(name);
+    path = std::string(name) + suffix;
+    std::ofstream(path, std::ios::binary) << text;
+  }
+  ~temp_file() { std::remove(path.c_str()); }
+};
+
+double phase_mean(const summary& s, const std::string& name) {
+  const phase_stats* p = s.phase(name);
+  return p ? p->ms.mean : 0.0;
+}
+
+// GPU idle time per step while the host was in `phase`, in ms.
+double idle_in(const summary& s, const std::string& phase) {
+  for (const auto& [name, share] : s.gpu->idle_by_phase) {
+    if (name == phase) return share * s.gpu->idle_ms.mean;
+  }
+  return 0.0;
+}
+
+constexpr double us = 0.001;  // ms
+
+std::string read_error(const std::string& path) {
+  try {
+    read_profiler_trace(path);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("the ResNet-50 samples give the design's figures per step, to 1 us", "[profiler]") {
+  struct expected {
+    const char* file;
+    double step, input, h2d, compute, wait, other, busy, busy_share;
+    double idle_input, idle_h2d, idle_compute, idle_wait, idle_other, kernels;
+    const char* label;
+  };
+  const expected cases[] = {
+      {"resnet50_num_workers_0.pt.trace.json.gz", 174.580, 69.419, 2.143, 89.199, 0.092, 13.727, 99.652, 0.571, 57.375,
+       0.312, 16.064, 0.012, 1.164, 1457.0, "INPUT-BOUND"},
+      {"resnet50_num_workers_4.pt.trace.json.gz", 131.317, 0.838, 3.386, 107.768, 0.066, 19.259, 100.787, 0.768, 0.557,
+       0.350, 25.692, 0.013, 3.918, 1389.4, "COMPUTE-BOUND"},
+  };
+  for (const expected& e : cases) {
+    INFO(e.file);
+    const summary s = read_profiler_trace(data(e.file));
+    CHECK(s.steps == 5);  // steps 6 to 10
+    CHECK(s.warmup_steps == 1);  // step 5, the first traced: its device work began before the trace
+    CHECK(s.step_ms.mean == Approx(e.step).margin(us));
+    CHECK(phase_mean(s, "input") == Approx(e.input).margin(us));
+    CHECK(phase_mean(s, "h2d") == Approx(e.h2d).margin(us));
+    CHECK(phase_mean(s, "compute") == Approx(e.compute).margin(us));
+    CHECK(phase_mean(s, "wait") == Approx(e.wait).margin(us));
+    CHECK(phase_mean(s, "other") == Approx(e.other).margin(us));
+    REQUIRE(s.gpu);
+    CHECK(s.gpu->busy_ms.mean == Approx(e.busy).margin(us));
+    CHECK(s.gpu->busy_share == Approx(e.busy_share).margin(0.0005));
+    CHECK(idle_in(s, "input") == Approx(e.idle_input).margin(us));
+    CHECK(idle_in(s, "h2d") == Approx(e.idle_h2d).margin(us));
+    CHECK(idle_in(s, "compute") == Approx(e.idle_compute).margin(us));
+    CHECK(idle_in(s, "wait") == Approx(e.idle_wait).margin(us));
+    CHECK(idle_in(s, "other") == Approx(e.idle_other).margin(us));
+    CHECK(s.gpu->kernels_per_step == Approx(e.kernels));
+    CHECK(s.gpu->h2d.bytes_per_step == 19267840);  // two copies a step, all pageable
+    CHECK(s.gpu->h2d.count == 10);
+    CHECK(s.gpu->h2d.pageable_share == 1.0);
+    CHECK(s.gpu->d2h.count == 0);
+    CHECK(s.gpu->syncs_per_step == 2.0);
+    CHECK(s.gpu->nccl.kernels_per_step == 0);
+    CHECK(s.diag.label == e.label);
+    CHECK(*s.fact("gpu.name") == "Tesla V100-DGXS-32GB");
+  }
+  const summary nw0 = read_profiler_trace(data(cases[0].file));
+  CHECK(*nw0.fact("dataloader.num_workers") == "0");  // _SingleProcessDataLoaderIter
+  CHECK_THAT(nw0.diag.advice.at(0), Catch::Matchers::Contains("num_workers=4"));
+  CHECK_THAT(nw0.diag.evidence, Catch::Matchers::Contains("The GPU sat idle 32.9% of step time while the host was in `input`"));
+  CHECK_THAT(nw0.table(), Catch::Matchers::Contains("100% from pageable memory"));
+  const summary nw4 = read_profiler_trace(data(cases[1].file));
+  CHECK(nw4.fact("dataloader.num_workers") == nullptr);  // _MultiProcessingDataLoaderIter: a count unknown
+  CHECK(*nw4.fact("dataloader.multiprocessing") == "1");
+}
+
+TEST_CASE("in the TensorBoard plugin's step windows the rules give its overview's figures exactly", "[profiler]") {
+  // pytorch/kineto tb_plugin/test/result_check_file.txt, lines 1 and 6: per step 5..10, the
+  // plugin's Kernel + Memcpy + Memset and DataLoader columns, in us.
+  struct plugin_row {
+    std::uint64_t kernel, memcpy, memset, dataloader;
+  };
+  const std::map<std::string, std::vector<plugin_row>> overview = {
+      {"resnet50_num_workers_0.pt.trace.json.gz",
+       {{98598, 1941, 90, 69317}, {98570, 1947, 89, 57669}, {98596, 1931, 91, 61257}, {98623, 1938, 89, 56453},
+        {98504, 1937, 87, 62690}, {98641, 1798, 88, 48185}}},
+      {"resnet50_num_workers_4.pt.trace.json.gz",
+       {{99778, 3606, 98, 4341}, {99208, 2948, 98, 0}, {99114, 2949, 98, 6}, {99021, 2975, 97, 0},
+        {98791, 3596, 97, 1370}, {98956, 2885, 98, 1400}}},
+  };
+  for (const auto& [file, rows] : overview) {
+    INFO(file);
+    const auto source = open_trace_file(data(file));
+    const trace_events events = read_trace_events(*source, file);
+    const trace_reading r = apply_trace_rules(events, file, step_window::tensorboard_plugin);
+    struct capture final : step_sink {
+      std::vector<std::pair<std::uint64_t, std::uint64_t>> windows;
+      std::vector<std::vector<host_segment>> segments;
+      void on_step(const built_step& s) override {
+        windows.emplace_back(s.begin, s.end);
+        segments.push_back(s.segments);
+      }
+      void on_unscoped(std::uint32_t, std::uint64_t) override {}
+      void on_set_aside(std::uint32_t, std::uint64_t, std::uint64_t) override {}
+    } steps;
+    step_builder builder(0, 0);
+    builder.set_max_segments(SIZE_MAX);
+    builder.consume(r.records.data(), r.records.data() + r.records.size(), steps);
+    REQUIRE(steps.windows.size() == rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      INFO("step " << i + 5);
+      const step_device_view v = view_step(steps.windows[i].first, steps.windows[i].second, steps.segments[i], r.device);
+      const std::uint64_t input = builtin::input.value < v.idle_by_phase.size() ? v.idle_by_phase[builtin::input.value] : 0;
+      CHECK(v.busy == (rows[i].kernel + rows[i].memcpy + rows[i].memset) * 1000);
+      CHECK(input == rows[i].dataloader * 1000);
+    }
+  }
+}
+
+TEST_CASE("HTA's traces: a saturated GPU with per-step syncs is COMPUTE-BOUND, one idling in a blocking copy WAIT-HEAVY",
+          "[profiler]") {
+  const summary diff = read_profiler_trace(data("hta_trace_diff_test.json.gz"));
+  CHECK(diff.diag.label == "COMPUTE-BOUND");
+  REQUIRE(diff.gpu);
+  CHECK(diff.gpu->busy_share == Approx(0.962).margin(0.001));
+  CHECK(phase_mean(diff, "wait") / diff.step_ms.mean == Approx(0.445).margin(0.001));  // the host blocked in syncs
+  CHECK(idle_in(diff, "wait") / diff.step_ms.mean == Approx(0.012).margin(0.001));     // the GPU idle meanwhile
+  CHECK_THAT(diff.diag.evidence, Catch::Matchers::Contains("removing the syncs would not make the GPU faster"));
+  CHECK(diff.rank);
+  CHECK(diff.rank->rank == 1);
+  CHECK(diff.rank->world_size == 2);
+  CHECK(diff.gpu->nccl.kernels_per_step > 10);
+  CHECK(diff.gpu->nccl.exposed_ms_per_step < diff.gpu->nccl.ms_per_step);
+
+  const summary queue = read_profiler_trace(data("hta_negative_queue_rank0.json.gz"));
+  CHECK(queue.diag.label == "WAIT-HEAVY");
+  CHECK(idle_in(queue, "wait") / queue.step_ms.mean == Approx(0.43).margin(0.005));
+  CHECK(queue.gpu->d2h.count > 0);
+}
+
+TEST_CASE("microseconds as decimal text become exact nanoseconds", "[profiler]") {
+  std::uint64_t ns = 0;
+  CHECK(parse_us_as_ns("1623142623460172", ns));
+  CHECK(ns == 1623142623460172000ull);
+  CHECK(parse_us_as_ns("1712345678901234.567", ns));
+  CHECK(ns == 1712345678901234567ull);  // a double would lose the last digits
+  CHECK(parse_us_as_ns("1.5e3", ns));
+  CHECK(ns == 1500000);
+  CHECK(parse_us_as_ns("0.0004", ns));
+  CHECK(ns == 0);
+  CHECK(parse_us_as_ns("0.0005", ns));
+  CHECK(ns == 1);  // rounded to the nearest nanosecond
+  CHECK(parse_us_as_ns("12.3456789", ns));
+  CHECK(ns == 12346);
+  CHECK_FALSE(parse_us_as_ns("-1", ns));
+  CHECK_FALSE(parse_us_as_ns("NaN", ns));
+  CHECK_FALSE(parse_us_as_ns("Infinity", ns));
+  CHECK_FALSE(parse_us_as_ns("1e400", ns));
+  CHECK_FALSE(parse_us_as_ns("", ns));
+  CHECK_FALSE(parse_us_as_ns("12a", ns));
+}
+
+namespace {
+
+// A hand-made trace: pid 100 (tid 1 the training thread, tid 2 autograd's), GPU pid 0. Times in
+// us after `base`, written with three decimals as newer traces do.
+struct trace_text {
+  std::string events;
+  void add(const std::string& cat, const std::string& name, int tid, double ts, double dur, const std::string& args = "{}",
+           int pid = 100) {
+    char t[64], d[64];
+    std::snprintf(t, sizeof t, "1712345678%06.0f.567", ts);  // exact only as text
+    std::snprintf(d, sizeof d, "%.3f", dur);
+    if (!events.empty()) events += ",\n";
+    events += "{\"ph\": \"X\", \"cat\": \"" + cat + "\", \"name\": \"" + name + "\", \"pid\": " + std::to_string(pid) +
+              ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + t + ", \"dur\": " + d + ", \"args\": " + args + "}";
+  }
+  std::string json() const {
+    return "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"Test GPU\"}],\n"
+           "\"traceEvents\": [\n" + events + "\n]}";
+  }
+};
+
+std::string device_args(int correlation, int bytes = 0) {
+  return "{\"device\": 0, \"context\": 1, \"stream\": 7, \"correlation\": " + std::to_string(correlation) +
+         ", \"bytes\": " + std::to_string(bytes) + "}";
+}
+std::string corr(int correlation) { return "{\"correlation\": " + std::to_string(correlation) + "}"; }
+
+trace_text two_steps() {
+  trace_text t;
+  t.add("user_annotation", "ProfilerStep#1", 1, 0, 100);  // warm-up
+  t.add("cpu_op", "aten::add", 1, 10, 10);
+  t.add("user_annotation", "ProfilerStep#2", 1, 100, 100);
+  t.add("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 1, 100, 30);
+  t.add("cpu_op", "aten::stack", 1, 110, 10);
+  t.add("cpu_op", "aten::to", 1, 130, 10);
+  t.add("cpu_op", "aten::copy_", 1, 131, 8);
+  t.add("cuda_runtime", "cudaMemcpyAsync", 1, 132, 4, corr(7));
+  t.add("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 7, 133, 4, device_args(7, 1000), 0);
+  t.add("cuda_runtime", "cudaStreamSynchronize", 1, 136, 2, corr(8));
+  t.add("user_annotation", "## forward ##", 1, 140, 20);
+  t.add("cpu_op", "aten::linear", 1, 142, 8);
+  t.add("cuda_runtime", "cudaLaunchKernel", 1, 143, 1, corr(9));
+  t.add("kernel", "gemm", 7, 145, 13, device_args(9), 0);
+  t.add("cpu_op", "autograd::engine::evaluate_function: MmBackward0", 2, 165, 10);
+  t.add("cuda_runtime", "cudaLaunchKernel", 2, 165, 1, corr(10));
+  t.add("kernel", "gemm_backward", 7, 166, 24, device_args(10), 0);
+  t.add("cpu_op", "aten::item", 1, 180, 15);
+  t.add("cpu_op", "aten::_local_scalar_dense", 1, 181, 13);
+  t.add("cuda_runtime", "cudaMemcpyAsync", 1, 182, 11, corr(11));
+  t.add("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 7, 190, 2, device_args(11, 4), 0);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("a hand-made trace: every rule, against hand-worked truth", "[profiler]") {
+  const temp_file f(two_steps().json());
+  const summary s = read_profiler_trace(f.path);
+  REQUIRE(s.steps == 1);
+  CHECK(s.step_ms.mean == Approx(0.100).margin(1e-9));  // exact: 100 us between two 1.7e15 us stamps
+  CHECK(phase_mean(s, "input") == Approx(0.030).margin(1e-9));    // the fetch, aten::stack inside it
+  CHECK(phase_mean(s, "h2d") == Approx(0.008).margin(1e-9));      // the copy ops around an HtoD copy
+  CHECK(phase_mean(s, "wait") == Approx(0.017).margin(1e-9));     // the sync inside the copy, and .item()
+  CHECK(phase_mean(s, "## forward ##") == Approx(0.020).margin(1e-9));  // record_function: a custom phase
+  CHECK(s.phase("## forward ##")->parent == "compute");                // inside compute
+  CHECK(phase_mean(s, "compute") == Approx(0.010).margin(1e-9));  // backward on autograd's thread
+  CHECK(phase_mean(s, "other") == Approx(0.015).margin(1e-9));    // no thread in any op
+  REQUIRE(s.gpu);
+  CHECK(s.gpu->busy_ms.mean == Approx(0.043).margin(1e-9));
+  CHECK(idle_in(s, "input") == Approx(0.030).margin(1e-9));
+  CHECK(idle_in(s, "h2d") == Approx(0.005).margin(1e-9));
+  CHECK(idle_in(s, "wait") == Approx(0.004).margin(1e-9));
+  CHECK(idle_in(s, "## forward ##") == Approx(0.007).margin(1e-9));
+  CHECK(idle_in(s, "compute") == Approx(0.001).margin(1e-9));
+  CHECK(idle_in(s, "other") == Approx(0.010).margin(1e-9));
+  CHECK(s.gpu->kernels_per_step == 2);
+  CHECK(s.gpu->h2d.bytes_per_step == 1000);
+  CHECK(s.gpu->h2d.pageable_share == 1.0);
+  CHECK(s.gpu->d2h.count == 1);
+  CHECK(s.gpu->syncs_per_step == 1);
+  CHECK(*s.fact("gpu.name") == "Test GPU");
+  CHECK(s.diag.label == "INPUT-BOUND");  // the GPU idle 30% of the step while the host fetched
+  // the timeline and the JSON carry it like a live run's
+  CHECK(s.timeline.steps.size() == 2);
+  const summary back = summary::from_json(s.json());
+  CHECK(back.diag.label == s.diag.label);
+  CHECK(back.gpu->busy_ms.mean == s.gpu->busy_ms.mean);
+  CHECK_THAT(s.trace(), Catch::Matchers::Contains("GPU idle: input"));
+}
+
+TEST_CASE("steptrace's own annotations in a trace give its exact steps and phases, by the live rules", "[profiler]") {
+  trace_text t;
+  for (int i = 0; i < 3; ++i) {  // steps(loader): the fetch comes before the step opens
+    const double at = i * 100;
+    t.add("user_annotation", "steptrace:input", 1, at, 10);
+    t.add("user_annotation", "steptrace:step", 1, at + 10, 40);
+    t.add("user_annotation", "steptrace:compute", 1, at + 15, 30);
+    t.add("user_annotation", "steptrace:forward", 1, at + 15, 20);
+    t.add("cpu_op", "aten::mm", 1, at + 16, 10);  // ops are not phases when steptrace's are there
+    t.add("user_annotation", "ProfilerStep#" + std::to_string(i), 1, at, 90);
+  }
+  const temp_file f(t.json());
+  const summary s = read_profiler_trace(f.path);
+  CHECK(s.steps == 2);
+  CHECK(s.step_ms.mean == Approx(0.050).margin(1e-9));  // the held fetch opens the step's window
+  CHECK(phase_mean(s, "input") == Approx(0.010).margin(1e-9));
+  CHECK(phase_mean(s, "compute") == Approx(0.010).margin(1e-9));
+  CHECK(phase_mean(s, "forward") == Approx(0.020).margin(1e-9));
+  CHECK(s.phase("forward")->parent == "compute");
+  CHECK(phase_mean(s, "other") == Approx(0.010).margin(1e-9));
+  CHECK_FALSE(s.gpu);  // no device activity in the trace: host view only
+  CHECK_THAT(s.backend.reason, Catch::Matchers::Contains("steptrace's own annotations"));
+  CHECK_THAT(s.backend.reason, Catch::Matchers::Contains("no GPU activity"));
+}
+
+TEST_CASE("NCCL kernels are counted apart, with the time no other kernel hides", "[profiler][device]") {
+  auto kernel = [](std::uint64_t a, std::uint64_t b, bool nccl, std::uint32_t stream) {
+    device_record r;
+    r.kind = device_activity::kernel;
+    r.start = a;
+    r.end = b;
+    r.nccl = nccl;
+    r.context = 1;
+    r.stream = stream;
+    return r;
+  };
+  // an all-reduce 0..1000 on its stream; compute kernels 200..500 and 450..600 on another
+  const std::vector<device_record> records = {kernel(0, 1000, true, 2), kernel(200, 500, false, 1),
+                                              kernel(450, 600, false, 1)};
+  const step_device_view v = view_step(0, 2000, {}, records);
+  CHECK(v.nccl_kernels == 1);
+  CHECK(v.nccl_ns == 1000);
+  CHECK(v.nccl_exposed_ns == 600);
+  // the live path's incremental join gives the same
+  device_join join;
+  join.add_records(records);
+  join.add_step(0, 2000, {});
+  join.join(UINT64_MAX);
+  gpu_stats g;
+  join.fill(g);
+  CHECK(g.nccl.kernels_per_step == 1);
+  CHECK(g.nccl.ms_per_step == Approx(0.001));
+  CHECK(g.nccl.exposed_ms_per_step == Approx(0.0006));
+}
+
+TEST_CASE("a broken or wrong file gets a clear message naming the file and the problem", "[profiler][faults]") {
+  const std::string good = two_steps().json();
+  SECTION("cut short") {
+    const temp_file f(good.substr(0, good.size() / 2));
+    const std::string e = read_error(f.path);
+    CHECK_THAT(e, Catch::Matchers::Contains(f.path));
+    CHECK_THAT(e, Catch::Matchers::Contains("truncated"));
+  }
+  SECTION("a gzip file cut short") {
+    std::ifstream in(data("resnet50_num_workers_0.pt.trace.json.gz"), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const temp_file f(bytes.substr(0, bytes.size() / 2), ".json.gz");
+    CHECK_THAT(read_error(f.path), Catch::Matchers::Contains("truncated"));
+  }
+  SECTION("not JSON, not a trace, empty, no steps") {
+    CHECK_THAT(read_error(temp_file("hello").path), Catch::Matchers::Contains("not valid JSON"));
+    CHECK_THAT(read_error(temp_file("{\"schema\": \"x\"}").path), Catch::Matchers::Contains("not a Chrome trace"));
+    CHECK_THAT(read_error(temp_file("").path), Catch::Matchers::Contains("empty"));
+    CHECK_THAT(read_error(temp_file("{\"traceEvents\": []}").path), Catch::Matchers::Contains("no steps"));
+    CHECK_THAT(read_error(temp_file("{\"traceEvents\": []} x").path), Catch::Matchers::Contains("more text"));
+  }
+  SECTION("not a regular file") {
+    CHECK_THAT(read_error("/dev/null"), Catch::Matchers::Contains("not a regular file"));
+    CHECK_THAT(read_error("/tmp"), Catch::Matchers::Contains("not a regular file"));
+    CHECK_THAT(read_error("/no/such/trace.json"), Catch::Matchers::Contains("cannot be opened"));
+  }
+  SECTION("NaN and negative durations are named") {
+    trace_text t = two_steps();
+    t.events += ",\n{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::bad\", \"pid\": 100, \"tid\": 1, \"ts\": 150, \"dur\": NaN}";
+    t.events += ",\n{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::neg\", \"pid\": 100, \"tid\": 1, \"ts\": 150, \"dur\": -3}";
+    const summary s = read_profiler_trace(temp_file(t.json()).path);
+    CHECK(s.steps == 1);  // the rest is read
+    CHECK_THAT(s.backend.reason, Catch::Matchers::Contains("2 events left out (`aten::bad` has a duration that is not a non-negative number: NaN)"));
+    trace_text only;
+    only.add("user_annotation", "ProfilerStep#1", 1, 0, 100);
+    only.events += ",\n{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#2\", \"pid\": 100, \"tid\": 1, \"ts\": 150, \"dur\": NaN}";
+    CHECK(read_profiler_trace(temp_file(only.json()).path).warmup_steps == 1);
+  }
+  SECTION("deep nesting is skipped without recursion") {
+    trace_text t = two_steps();
+    t.events += ",\n{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"deep\", \"pid\": 100, \"tid\": 1, \"ts\": 150, \"dur\": 1, \"args\": {\"x\": " +
+                std::string(100000, '[') + std::string(100000, ']') + "}}";
+    CHECK(read_profiler_trace(temp_file(t.json()).path).steps == 1);
+  }
+  SECTION("a step with no device activity is counted and said") {
+    trace_text t = two_steps();
+    t.add("user_annotation", "ProfilerStep#3", 1, 300, 100);
+    const summary s = read_profiler_trace(temp_file(t.json()).path);
+    CHECK(s.steps == 2);
+    CHECK(s.gpu->busy_ms.mean == Approx(0.0215).margin(1e-9));  // 43 us and 0 us
+    CHECK_THAT(s.backend.reason, Catch::Matchers::Contains("2 of 3 steps have no device activity"));  // the warm-up step too
+  }
+}
