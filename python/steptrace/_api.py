@@ -11,7 +11,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar, Union
 
-from . import _collective, _core, _log, _loop, _profiler, _ranks
+from . import _annotate, _collective, _core, _log, _loop, _profiler, _ranks
 from ._allocator import note_allocator
 from ._options import OPTIONS, _option_text, _option_value
 
@@ -39,11 +39,15 @@ class _Decorates:
 
 
 class _StepScope(_Decorates, _core.StepScope):
-    pass
+    _steptrace_annotation = "step"  # its range's name in a torch.profiler trace (_annotate)
 
 
 class _PhaseScope(_Decorates, _core.PhaseScope):
-    pass
+    _steptrace_annotation = ""  # set per scope: the phase's name
+
+
+_annotate.register(_StepScope)
+_annotate.register(_PhaseScope)
 
 
 class _ExcludeScope(_Decorates, _core.ExcludeScope):
@@ -186,6 +190,7 @@ class Tracer:
         if not isinstance(name, str):
             raise TypeError(f"steptrace: a phase name must be a str, not {type(name).__name__}")
         scope = _PhaseScope(self._core, _core.register_phase(name), handle)
+        scope._steptrace_annotation = name
         self._phases[name if handle is None else (name, handle)] = scope
         return scope
 
@@ -283,8 +288,30 @@ reset = _default.reset
 configure = _default.configure
 
 
+def _is_profiler_trace(path: Union[str, "os.PathLike[str]"]) -> bool:
+    """Whether a file holds a Chrome trace (torch.profiler's), by its content: its first bytes,
+    inflated when it is gzip, name `traceEvents` or open a bare event array."""
+    import gzip
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(2)
+            f.seek(0)
+            raw = gzip.GzipFile(fileobj=f) if head == b"\x1f\x8b" else f
+            start = raw.read(1 << 16)
+    except (OSError, EOFError):
+        return False  # the reader that follows names the problem
+    text = start.lstrip()
+    return text.startswith(b"[") or b'"traceEvents"' in start or b'"schemaVersion"' in start
+
+
 def load(path: Union[str, "os.PathLike[str]"]) -> Summary:
-    """Reads a summary written by ``Summary.to_json`` (or the json_path option)."""
+    """Reads a summary written by ``Summary.to_json`` (or the json_path option), or a
+    torch.profiler trace (``export_chrome_trace``, ``tensorboard_trace_handler``; ``.json`` or
+    ``.json.gz``), found by its content: the trace is read through the same analysis as a live
+    run, and gives the same table, JSON, diagnosis, timeline and report."""
+    if _is_profiler_trace(path):
+        return Summary(_core.read_profiler_trace(os.fspath(path)))
     text = Path(path).read_text(encoding="utf-8")
     try:
         return Summary(_core.Summary.from_json(text))

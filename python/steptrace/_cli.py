@@ -1,4 +1,5 @@
-"""The ``steptrace`` command (also ``python -m steptrace``): reads saved summaries.
+"""The ``steptrace`` command (also ``python -m steptrace``): reads saved summaries, and
+torch.profiler traces (``.json`` or ``.json.gz``) as if they were summaries.
 
     steptrace show run.json                          the table and the diagnosis
     steptrace compare base.json new.json --max-regression 10   side by side; exit 1 on a regression
@@ -31,7 +32,9 @@ def _load(path: str):
 
 
 def _beside(path: str, suffix: str) -> str:
-    base = path[:-5] if path.endswith(".json") else path
+    base = path
+    for ending in (".gz", ".json"):
+        base = base[: -len(ending)] if base.endswith(ending) else base
     return base + suffix
 
 
@@ -69,7 +72,7 @@ def _report(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="steptrace", description="Read steptrace summaries (the JSON of json_path or "
-                                "Summary.to_json).")
+                                "Summary.to_json) and torch.profiler traces (.json or .json.gz).")
     sub = p.add_subparsers(dest="command", required=True, metavar="command")
     show = sub.add_parser("show", help="print the table and the diagnosis")
     show.add_argument("summary")

@@ -1,6 +1,7 @@
 """torch.profiler and steptrace in one process: CUPTI has one set of activity callbacks, so while
 a profiler session that records CUDA activity runs, steptrace hands CUPTI to it and takes it back
-when the session stops (steps in between are counted apart in the device figures). Installed once,
+when the session stops (steps in between are counted apart in the device figures). While any
+session runs, steps and phases are also annotated in its trace (``_annotate``). Installed once,
 at ``import steptrace``: on torch's profiler module if torch is already imported, else when torch
 imports it. Costs nothing per step, and touches nothing else."""
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _core
+from . import _annotate, _core
 from ._when_imported import when_imported
 
 _PROFILER_MODULE = "torch.autograd.profiler"
@@ -40,13 +41,16 @@ def wrap(module: Any) -> None:
         if handed:
             _core.yield_cupti("torch.profiler")
         try:
-            return prepare(config, activities, *args, **kwargs)
+            result = prepare(config, activities, *args, **kwargs)
         except BaseException:
             if handed:
                 _core.reclaim_cupti()
             raise
+        _annotate.start()
+        return result
 
     def _disable_profiler(*args: Any, **kwargs: Any) -> Any:
+        _annotate.stop()
         try:
             return disable(*args, **kwargs)
         finally:

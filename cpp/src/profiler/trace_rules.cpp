@@ -274,8 +274,21 @@ class rules {
     }
     if (is_input_op(n)) return builtin::input.value;
     if (n == "aten::item" || n == "aten::_local_scalar_dense") return builtin::wait.value;
-    if (e.cat == event_cat::user_annotation) return custom_phase(n);
+    if (e.cat == event_cat::user_annotation) {
+      return starts_with(n, annotation_prefix) ? annotated_phase(n) : custom_phase(n);
+    }
     return none;
+  }
+
+  // `steptrace:<phase>`: the phase steptrace recorded (none for `steptrace:step`).
+  std::uint32_t annotated_phase(std::string_view n) {
+    const std::string_view phase = n.substr(std::string_view(annotation_prefix).size());
+    if (phase == "step") return none;
+    if (phase == "input") return builtin::input.value;
+    if (phase == "h2d") return builtin::h2d.value;
+    if (phase == "compute") return builtin::compute.value;
+    if (phase == "wait") return builtin::wait.value;
+    return custom_phase(phase);
   }
 
   void categorise(forest& f) {
@@ -409,18 +422,8 @@ class rules {
   void emit_own() {
     const forest& f = *main_;
     const std::string own_step = std::string(annotation_prefix) + "step";
-    const std::size_t prefix = std::string_view(annotation_prefix).size();
     std::vector<std::uint32_t> ids(f.node.size(), none);
-    for (std::uint32_t i = 0; i < f.node.size(); ++i) {
-      const std::string_view n = name_of(*f.node[i]);
-      if (n == own_step) continue;
-      const std::string_view phase = n.substr(prefix);
-      if (phase == "input") ids[i] = builtin::input.value;
-      else if (phase == "h2d") ids[i] = builtin::h2d.value;
-      else if (phase == "compute") ids[i] = builtin::compute.value;
-      else if (phase == "wait") ids[i] = builtin::wait.value;
-      else ids[i] = custom_phase(phase);
-    }
+    for (std::uint32_t i = 0; i < f.node.size(); ++i) ids[i] = annotated_phase(name_of(*f.node[i]));
     for (std::uint32_t r : f.roots) {
       f.walk(
           r,

@@ -1,0 +1,83 @@
+"""steptrace's steps and phases in torch.profiler's trace: while a profiler session runs, each
+step and phase is also a ``record_function`` range named ``steptrace:step`` or
+``steptrace:<phase>``, so ``steptrace show`` reads the trace with the exact phases instead of
+op-name rules. Outside a session nothing is added: the scopes' ``__enter__``/``__exit__`` are the
+C++ ones, and the annotating versions are put on their classes only while a session runs."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, List, Tuple
+
+PREFIX = "steptrace:"
+_local = threading.local()
+active = False  # read by the steps() loop, which opens its step and fetch without scopes
+_classes: List[type] = []
+
+
+def _stack() -> List[Tuple[Any, Any]]:
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
+
+
+def begin(owner: Any, name: str) -> None:
+    """Opens the range ``steptrace:<name>`` on this thread, owned by ``owner``."""
+    try:
+        from torch.autograd.profiler import record_function
+
+        rf = record_function(PREFIX + name)
+        rf.__enter__()
+    except Exception:  # an annotation must never break the traced program
+        return
+    _stack().append((owner, rf))
+
+
+def end(owner: Any) -> None:
+    """Closes the range ``owner`` opened last on this thread, if it is the innermost one."""
+    stack = _stack()
+    if stack and stack[-1][0] is owner:
+        _, rf = stack.pop()
+        try:
+            rf.__exit__(None, None, None)
+        except Exception:
+            pass
+
+
+def _annotated(cls: type) -> Tuple[Any, Any]:
+    base = super(cls, cls)
+
+    def __enter__(self: Any) -> Any:
+        base.__enter__(self)  # type: ignore[misc]
+        begin(self, self._steptrace_annotation)
+        return self
+
+    def __exit__(self: Any, *exc: Any) -> Any:
+        end(self)
+        return base.__exit__(self, *exc)  # type: ignore[misc]
+
+    return __enter__, __exit__
+
+
+def register(cls: type) -> None:
+    """A scope class whose instances carry ``_steptrace_annotation`` (the name after the prefix)."""
+    _classes.append(cls)
+
+
+def start() -> None:
+    """A profiler session starts: scopes annotate from now on."""
+    global active
+    active = True
+    for cls in _classes:
+        cls.__enter__, cls.__exit__ = _annotated(cls)  # type: ignore[method-assign]
+
+
+def stop() -> None:
+    """The session stopped: the scopes are the C++ ones again."""
+    global active
+    active = False
+    for cls in _classes:
+        for name in ("__enter__", "__exit__"):
+            if name in cls.__dict__:
+                delattr(cls, name)

@@ -1,0 +1,135 @@
+"""torch.profiler traces through steptrace.load and the steptrace command, and steptrace's own
+steps and phases annotated in a real profiler session's trace."""
+
+import gzip
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import steptrace
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "profiler_traces"
+NW0 = DATA / "resnet50_num_workers_0.pt.trace.json.gz"
+NW4 = DATA / "resnet50_num_workers_4.pt.trace.json.gz"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "steptrace", *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+def test_load_reads_a_trace_by_its_content_whatever_its_name(tmp_path):
+    renamed = tmp_path / "resnet.bin"
+    shutil.copy(NW0, renamed)
+    s = steptrace.load(renamed)
+    assert s.label == "INPUT-BOUND"
+    assert s.steps == 5
+    d = s.to_dict()
+    assert d["phases"]["input"]["mean_ms"] == pytest.approx(69.419, abs=0.001)
+    assert d["gpu"]["busy_share"] == pytest.approx(0.571, abs=0.0005)
+    assert d["gpu"]["h2d"]["pageable_share"] == 1.0
+    assert "num_workers" in d["diagnosis"]["advice"][0]
+    assert "read from the torch.profiler trace" in d["backend"]["reason"]
+    # plain JSON too, and the JSON it gives reads back as a summary
+    plain = tmp_path / "resnet.json"
+    plain.write_bytes(gzip.decompress(NW0.read_bytes()))
+    assert steptrace.load(plain).to_dict()["phases"] == d["phases"]
+    saved = tmp_path / "summary.json"
+    s.to_json(saved)
+    assert steptrace.load(saved).label == "INPUT-BOUND"
+
+
+def test_every_command_takes_a_trace(tmp_path):
+    show = cli("show", NW0)
+    assert show.returncode == 0, show.stderr
+    assert "INPUT-BOUND" in show.stdout and "from pageable memory" in show.stdout
+    out = tmp_path / "t.json"
+    trace = cli("trace", NW0, "-o", out)
+    assert trace.returncode == 0, trace.stderr
+    events = json.loads(out.read_text())["traceEvents"]
+    assert any(e.get("name", "").startswith("GPU idle: input") for e in events)
+    report = cli("report", NW4, "-o", tmp_path / "r.html")
+    assert report.returncode == 0, report.stderr
+    assert "COMPUTE-BOUND" in (tmp_path / "r.html").read_text()
+    compare = cli("compare", NW0, NW4, "--max-regression", "10")
+    assert compare.returncode == 0, compare.stderr
+    assert "INPUT-BOUND" in compare.stdout and "COMPUTE-BOUND" in compare.stdout
+    assert "too short to tell: 5 and 5 steps" in compare.stdout  # compare's own rule, whatever the source
+
+
+def test_a_bad_trace_exits_2_with_a_message_naming_it(tmp_path):
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(NW0.read_bytes()[:300_000])
+    empty_trace = tmp_path / "nosteps.json"
+    empty_trace.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2}]}')
+    for path, words in ((cut, "truncated"), (empty_trace, "no steps")):
+        p = cli("show", path)
+        assert p.returncode == 2, p.stderr
+        assert str(path) in p.stderr and words in p.stderr
+        assert "Traceback" not in p.stderr
+    with pytest.raises(ValueError, match="no steps"):
+        steptrace.load(empty_trace)
+
+
+torch = pytest.importorskip("torch")
+
+
+def _loop_under_profiler(trace_path: Path, annotate: bool) -> steptrace.Summary:
+    """A CPU loop of 12 steps under torch.profiler (4 recorded), steptrace recording too."""
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    t = steptrace.Tracer(warmup_steps=1, print_at_exit=False)
+    data = [torch.randn(64, 64) for _ in range(12)]
+
+    def slow_loader():
+        for x in data:
+            time.sleep(0.02)  # 20 ms fetch: the truth the phases must show
+            yield x
+
+    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=6, warmup=1, active=4, repeat=1)) as prof:
+        for x in (t.steps(slow_loader()) if annotate else slow_loader()):
+            with t.phase("compute"):
+                end = time.perf_counter() + 0.01
+                while time.perf_counter() < end:
+                    x = x @ x
+                    x = x / x.norm()
+            prof.step()
+    prof.export_chrome_trace(str(trace_path))
+    return t.summary()
+
+
+def test_steptrace_phases_in_a_profiler_trace_are_read_exactly(tmp_path):
+    from steptrace import _annotate
+
+    path = tmp_path / "annotated.json"
+    live = _loop_under_profiler(path, annotate=True)
+    # outside the session the scopes are the C++ ones again: nothing is paid
+    assert not _annotate.active
+    assert "__enter__" not in steptrace._api._PhaseScope.__dict__
+    names = {e.get("name") for e in json.loads(path.read_text())["traceEvents"]}
+    assert {"steptrace:step", "steptrace:input", "steptrace:compute"} <= names
+    read = steptrace.load(path).to_dict()
+    assert "steptrace's own annotations" in read["backend"]["reason"]
+    assert read["steps"] >= 2
+    ph = read["phases"]
+    # the 20 ms sleeps are input, the 10 ms spins compute, as the live tracer saw them
+    assert ph["input"]["mean_ms"] >= 18 and ph["compute"]["mean_ms"] >= 9
+    assert ph["input"]["p50_ms"] == pytest.approx(live.to_dict()["phases"]["input"]["p50_ms"], abs=3)
+    assert ph["compute"]["p50_ms"] == pytest.approx(live.to_dict()["phases"]["compute"]["p50_ms"], abs=3)
+    assert read["diagnosis"]["label"] == "INPUT-BOUND"
+
+
+def test_a_trace_without_steptrace_uses_the_op_rules(tmp_path):
+    path = tmp_path / "plain.json"
+    _loop_under_profiler(path, annotate=False)
+    read = steptrace.load(path).to_dict()
+    assert "own annotations" not in read["backend"]["reason"]
+    assert "no GPU activity" in read["backend"]["reason"]
+    assert read["gpu"] is None
+    # no DataLoader op names the 20 ms sleeps: they are time in no op, `other`; the spins are ops
+    assert read["phases"]["other"]["mean_ms"] >= 18
+    assert read["phases"]["compute"]["mean_ms"] >= 5
