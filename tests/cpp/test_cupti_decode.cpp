@@ -38,6 +38,13 @@ TEST_CASE("a concurrent kernel record decodes to a kernel interval", "[gpu][deco
   CHECK(out.end == 51'000);
   CHECK(out.device == 1);
   CHECK(out.stream == 7);
+  CHECK_FALSE(out.nccl);
+  k.name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+  REQUIRE(run(k, out) == decoded::ok);
+  CHECK(out.nccl);  // NCCL's collectives are counted apart, in the live device view too
+  k.name = "void at::native::vectorized_elementwise_kernel<4>(int)";
+  REQUIRE(run(k, out) == decoded::ok);
+  CHECK_FALSE(out.nccl);
 }
 
 TEST_CASE("memcpy records carry direction, bytes and whether the host side was pageable", "[gpu][decode]") {

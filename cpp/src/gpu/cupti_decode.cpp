@@ -1,5 +1,7 @@
 #include "gpu/cupti_decode.hpp"
 
+#include <cstring>
+
 #include "gpu/cupti_records.hpp"
 
 namespace steptrace::detail {
@@ -51,6 +53,7 @@ decoded decode(const CUpti_Activity& activity, device_record& out) noexcept {
       out.device = k.deviceId;
       out.context = k.contextId;
       out.stream = k.streamId;
+      out.nccl = k.name != nullptr && std::strncmp(k.name, "nccl", 4) == 0;  // a collective: counted apart
       return timed(out, k.start, k.end);
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {

@@ -90,7 +90,7 @@ bool json_scanner::fill(std::size_t want) {
   return true;
 }
 
-char json_scanner::peek_char() {
+char json_scanner::peek_slow() {
   for (;;) {
     while (pos_ < end_) {
       const char c = buf_[pos_];
@@ -166,6 +166,11 @@ bool json_scanner::next_key(std::string_view& key) {
   first_.back() = 0;
   if (c != '"') fail(c == '\0' ? "the text ends early (a truncated file?) inside an object" : "expected a key");
   const std::string_view k = take_string(key_);
+  if (pos_ < end_ && buf_[pos_] == ':') {  // the common case: no refill, so `k` stays valid
+    ++pos_;
+    key = k;
+    return true;
+  }
   if (k.data() != key_.data()) key_.assign(k.data(), k.size());  // the buffer may move below
   expect(':');
   key = key_;

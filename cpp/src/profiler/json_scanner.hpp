@@ -53,7 +53,17 @@ class json_scanner {
 
  private:
   bool fill(std::size_t want);  // at least `want` bytes from pos_; false at the end of the text
-  char peek_char();             // after white space; '\0' at the end of the text
+  // After white space; '\0' at the end of the text. Inline: it runs before every token.
+  char peek_char() {
+    while (pos_ < end_) {
+      const char c = buf_[pos_];
+      if (c != ' ' && c != '\n' && c != '\r' && c != '\t' && c != '\0') return c;
+      if (c == '\0') return peek_slow();
+      ++pos_;
+    }
+    return peek_slow();
+  }
+  char peek_slow();
   // The string at pos_: its length up to the closing quote (pos_ stays), and whether it holds
   // escapes. Refills as needed.
   std::size_t string_extent(bool& escaped);

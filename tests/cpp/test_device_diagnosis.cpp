@@ -1,0 +1,135 @@
+// The live path's diagnosis with a device view: hand-made host records and device records go
+// through the collector's own pieces (step builder, aggregate, device join, report), one case
+// per label, the saturated GPU with a per-step sync among them.
+#include <catch2/catch.hpp>
+#include <functional>
+#include <vector>
+
+#include "analysis/aggregate.hpp"
+#include "analysis/step_builder.hpp"
+#include "report/report.hpp"
+#include "steptrace/phase.hpp"
+
+using namespace steptrace;
+using namespace steptrace::detail;
+
+namespace {
+
+constexpr std::uint64_t ms = 1'000'000;  // ticks are nanoseconds here
+std::uint64_t same(std::uint64_t t) { return t; }
+
+struct run_builder {
+  std::vector<record> records;
+  std::vector<device_record> device;
+  void phase(std::uint64_t a, std::uint64_t b, phase_id id) {
+    records.push_back({a, id.value, record_kind::phase_begin});
+    records.push_back({b, id.value, record_kind::phase_end});
+  }
+  void kernel(std::uint64_t a, std::uint64_t b) { add(device_activity::kernel, a, b); }
+  device_record& add(device_activity kind, std::uint64_t a, std::uint64_t b) {
+    device_record r;
+    r.kind = kind;
+    r.start = a;
+    r.end = b;
+    r.context = 1;
+    r.stream = kind == device_activity::sync ? no_stream : 7;
+    device.push_back(r);
+    return device.back();
+  }
+  // 20 steps of 10 ms; `body(t0)` lays out one step starting at t0.
+  summary run(const std::function<void(std::uint64_t)>& body) {
+    for (std::uint64_t i = 0; i < 20; ++i) {
+      const std::uint64_t t0 = i * 10 * ms;
+      records.push_back({t0, 0, record_kind::step_begin});
+      body(t0);
+      records.push_back({t0 + 10 * ms, 0, record_kind::step_end});
+    }
+    aggregate totals;
+    totals.set_tick_clock(&same);
+    totals.enable_device();
+    totals.device()->add_records(device);
+    step_builder builder(0, 0);
+    builder.consume(records.data(), records.data() + records.size(), totals);
+    totals.device()->join(UINT64_MAX);
+    summary s;
+    totals.fill(s, 1.0);
+    complete(s);
+    return s;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("live device view: INPUT-BOUND when the GPU idles while the host fetches", "[diagnosis][device]") {
+  run_builder b;
+  const summary s = b.run([&](std::uint64_t t) {
+    b.phase(t, t + 4 * ms, builtin::input);
+    b.phase(t + 4 * ms, t + 10 * ms, builtin::compute);
+    b.kernel(t + 4 * ms, t + 10 * ms);
+  });
+  CHECK(s.diag.label == "INPUT-BOUND");
+  CHECK_THAT(s.diag.evidence, Catch::Matchers::Contains("The GPU sat idle 40.0% of step time while the host was in `input`"));
+}
+
+TEST_CASE("live device view: H2D-BOUND when the GPU idles through pageable copies", "[diagnosis][device]") {
+  run_builder b;
+  const summary s = b.run([&](std::uint64_t t) {
+    b.phase(t, t + 3 * ms, builtin::h2d);
+    device_record& copy = b.add(device_activity::memcpy, t + 2500 * 1000, t + 3 * ms);
+    copy.copy = copy_kind::h2d;
+    copy.pageable = true;
+    copy.bytes = 1 << 20;
+    b.phase(t + 3 * ms, t + 10 * ms, builtin::compute);
+    b.kernel(t + 3 * ms, t + 10 * ms);
+  });
+  CHECK(s.diag.label == "H2D-BOUND");
+  CHECK_THAT(s.diag.evidence, Catch::Matchers::Contains("25.0% of step time while the host was in `h2d`"));
+  CHECK_THAT(s.diag.advice.at(0), Catch::Matchers::Contains("100% of the copied bytes are pageable"));
+}
+
+TEST_CASE("live device view: WAIT-HEAVY when the GPU idles through a blocking copy and a sync", "[diagnosis][device]") {
+  run_builder b;
+  const summary s = b.run([&](std::uint64_t t) {
+    b.phase(t, t + 5 * ms, builtin::compute);
+    b.kernel(t, t + 5 * ms);
+    b.phase(t + 5 * ms, t + 9 * ms, builtin::wait);
+    device_record& copy = b.add(device_activity::memcpy, t + 5 * ms, t + 5200 * 1000);
+    copy.copy = copy_kind::d2h;
+    b.add(device_activity::sync, t + 5200 * 1000, t + 9 * ms);
+  });
+  CHECK(s.diag.label == "WAIT-HEAVY");
+  CHECK(s.gpu->syncs_per_step == 1);
+}
+
+TEST_CASE("live device view: a saturated GPU with a per-step sync is COMPUTE-BOUND, not WAIT-HEAVY",
+          "[diagnosis][device]") {
+  run_builder b;
+  const summary s = b.run([&](std::uint64_t t) {
+    b.phase(t, t + 5 * ms, builtin::compute);  // launches
+    b.kernel(t + 200 * 1000, t + 9800 * 1000);
+    b.phase(t + 5 * ms, t + 10 * ms, builtin::wait);  // .item(): blocked until the GPU is done
+    b.add(device_activity::sync, t + 5 * ms, t + 9800 * 1000);
+  });
+  CHECK(s.phase("wait")->share == Approx(0.5));  // the host blocked half of every step
+  CHECK(s.gpu->busy_share == Approx(0.96));
+  CHECK(s.diag.label == "COMPUTE-BOUND");
+  CHECK_THAT(s.diag.evidence, Catch::Matchers::Contains("removing the syncs would not make the GPU faster"));
+}
+
+TEST_CASE("live device view: LAUNCH-BOUND for many short kernels, BALANCED for one long one that leaves gaps",
+          "[diagnosis][device]") {
+  run_builder tiny;
+  const summary launch = tiny.run([&](std::uint64_t t) {
+    tiny.phase(t, t + 10 * ms, builtin::compute);
+    for (std::uint64_t k = 0; k < 100; ++k) tiny.kernel(t + k * 100 * 1000, t + k * 100 * 1000 + 10 * 1000);
+  });
+  CHECK(launch.gpu->kernel_time_median_us == Approx(10).margin(0.5));
+  CHECK(launch.diag.label == "LAUNCH-BOUND");
+  run_builder gaps;
+  const summary balanced = gaps.run([&](std::uint64_t t) {
+    gaps.phase(t, t + 10 * ms, builtin::compute);
+    gaps.kernel(t + 1 * ms, t + 4 * ms);
+  });
+  CHECK(balanced.diag.label == "BALANCED");
+  CHECK_THAT(balanced.diag.evidence, Catch::Matchers::Contains("its kernels are not short"));
+}
