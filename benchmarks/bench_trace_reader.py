@@ -122,7 +122,9 @@ def main() -> int:
     print()
     print("uncompressed JSON, parse plus analysis (best of 3):")
     print(f"{'trace':<28} {'size':>9} {'seconds':>9} {'MB/s':>7} {'peak memory above the interpreter':>36}")
-    sizes = sorted({4, max(4, round(args.gb * 1e9 / 35e6))})
+    one_copy = make_trace(1, work / "resnet50_x1.json")
+    (work / "resnet50_x1.json").unlink()
+    sizes = sorted({4, max(4, -(-int(args.gb * 1e9) // one_copy))})  # the largest at least --gb
     for copies in sizes:
         plain = work / f"resnet50_x{copies}.json"
         size = make_trace(copies, plain)

@@ -295,7 +295,15 @@ void json_scanner::skip_value() {
     read_number();
     return;
   }
-  std::uint64_t depth = 0;
+  skip_nested(0);
+}
+
+void json_scanner::skip_object_rest() {
+  first_.pop_back();
+  skip_nested(1);
+}
+
+void json_scanner::skip_nested(std::uint64_t depth) {
   for (;;) {
     if (pos_ == end_ && !fill(1)) fail("the text ends early (a truncated file?) inside a value");
     const char* p = buf_.data() + pos_;

@@ -42,6 +42,8 @@ class json_scanner {
   // The next value's text if it is a string or a number; skips and returns false otherwise.
   bool read_scalar(std::string_view& text, bool& was_string);
   void skip_value();
+  // Inside an object: skips its remaining members and its '}'.
+  void skip_object_rest();
   // After the document: only white space may follow.
   void expect_end();
 
@@ -69,6 +71,7 @@ class json_scanner {
   std::size_t string_extent(bool& escaped);
   std::string_view take_string(std::string& into_if_escaped);
   void expect(char c);
+  void skip_nested(std::uint64_t depth);  // until `depth` open containers have closed
 
   byte_source& source_;
   std::string name_;

@@ -238,8 +238,10 @@ class event_reader {
       const char k0 = key.empty() ? '\0' : key[0];
       if (k0 == 'p' && key == "ph") {
         complete = in_.peek() == json_scanner::kind::string && in_.read_string() == "X";
+        if (!complete) return in_.skip_object_rest();  // flow, instant and metadata events
       } else if (k0 == 'c' && key == "cat") {
         used = in_.peek() == json_scanner::kind::string && category_of(in_.read_string(), e.cat);
+        if (!used) return in_.skip_object_rest();  // python_function, ac2g, gpu_user_annotation, ...
       } else if (k0 == 'n' && key == "name") {
         if (in_.peek() == json_scanner::kind::string) {
           e.name = names_(in_.read_string());
