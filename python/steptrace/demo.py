@@ -209,16 +209,22 @@ def tiny_kernels(tracer: steptrace.Tracer, *, steps: int, fused: bool) -> None:
             torch.cuda.synchronize()  # the loss read a real loop makes, inside its compute
 
 
-def healthy(tracer: steptrace.Tracer, *, steps: int) -> None:
+def healthy(tracer: steptrace.Tracer, *, steps: int, item: bool = False) -> None:
+    """Large matmuls. With ``item``, the loss is read every step in a `wait` phase: the host then
+    blocks most of each step, but the GPU is busy throughout, so the GPU is the bottleneck."""
     torch = _torch()
     a = torch.randn(4096, 4096, device="cuda")
     for _ in tracer.steps(range(steps)):
         with tracer.phase("compute"):
             for _ in range(8):
                 a = torch.mm(a, a).tanh_()
-            # Inside `compute`: the host waits for its own matmuls, as a loop that reads its loss
-            # does. Outside every phase this wait read as WAIT-HEAVY.
-            torch.cuda.synchronize()
+            if not item:
+                # Inside `compute`: the host waits for its own matmuls, as a loop that reads its
+                # loss does.
+                torch.cuda.synchronize()
+        if item:
+            with tracer.phase("wait"):
+                a.sum().item()
 
 
 def gpu_pairs(steps: int) -> List[tuple]:
@@ -238,9 +244,9 @@ def gpu_pairs(steps: int) -> List[tuple]:
         ),
         (
             Scenario("large matmuls", "COMPUTE-BOUND"),
-            Scenario("large matmuls (again)", "COMPUTE-BOUND"),
+            Scenario("large matmuls, .item() every step", "COMPUTE-BOUND"),
             lambda t: healthy(t, steps=steps),
-            lambda t: healthy(t, steps=steps),
+            lambda t: healthy(t, steps=steps, item=True),
         ),
     ]
 
