@@ -78,35 +78,41 @@ def test_a_bad_trace_exits_2_with_a_message_naming_it(tmp_path):
 torch = pytest.importorskip("torch")
 
 
-def _loop_under_profiler(trace_path: Path, annotate: bool) -> steptrace.Summary:
-    """A CPU loop of 12 steps under torch.profiler (4 recorded), steptrace recording too."""
+def _loop_under_profiler(trace_path: Path, annotate: bool) -> dict:
+    """A CPU loop of 12 steps under torch.profiler (4 recorded), steptrace recording too. Returns
+    each step's fetch and compute time in ms, stamped by perf_counter around them (the truth)."""
     from torch.profiler import ProfilerActivity, profile, schedule
 
     t = steptrace.Tracer(warmup_steps=1, print_at_exit=False)
     data = [torch.randn(64, 64) for _ in range(12)]
+    truth = {"input": [], "compute": []}
 
     def slow_loader():
         for x in data:
-            time.sleep(0.02)  # 20 ms fetch: the truth the phases must show
+            start = time.perf_counter()
+            time.sleep(0.02)  # a 20 ms fetch
+            truth["input"].append((time.perf_counter() - start) * 1e3)
             yield x
 
     with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=6, warmup=1, active=4, repeat=1)) as prof:
         for x in (t.steps(slow_loader()) if annotate else slow_loader()):
             with t.phase("compute"):
-                end = time.perf_counter() + 0.01
+                start = time.perf_counter()
+                end = start + 0.01
                 while time.perf_counter() < end:
                     x = x @ x
                     x = x / x.norm()
+                truth["compute"].append((time.perf_counter() - start) * 1e3)
             prof.step()
     prof.export_chrome_trace(str(trace_path))
-    return t.summary()
+    return truth
 
 
 def test_steptrace_phases_in_a_profiler_trace_are_read_exactly(tmp_path):
     from steptrace import _annotate
 
     path = tmp_path / "annotated.json"
-    live = _loop_under_profiler(path, annotate=True)
+    truth = _loop_under_profiler(path, annotate=True)
     # outside the session the scopes are the C++ ones again: nothing is paid
     assert not _annotate.active
     assert "__enter__" not in steptrace._api._PhaseScope.__dict__
@@ -116,10 +122,11 @@ def test_steptrace_phases_in_a_profiler_trace_are_read_exactly(tmp_path):
     assert "steptrace's own annotations" in read["backend"]["reason"]
     assert read["steps"] >= 2
     ph = read["phases"]
-    # the 20 ms sleeps are input, the 10 ms spins compute, as the live tracer saw them
-    assert ph["input"]["mean_ms"] >= 18 and ph["compute"]["mean_ms"] >= 9
-    assert ph["input"]["p50_ms"] == pytest.approx(live.to_dict()["phases"]["input"]["p50_ms"], abs=3)
-    assert ph["compute"]["p50_ms"] == pytest.approx(live.to_dict()["phases"]["compute"]["p50_ms"], abs=3)
+    # the sleeps are input and the spins compute, within what perf_counter stamped beside them
+    # (whichever steps the profiler kept: a preempted sleep runs long, so the bounds are each
+    # phase's shortest and longest stamped step)
+    for phase in ("input", "compute"):
+        assert min(truth[phase]) - 0.5 <= ph[phase]["mean_ms"] <= max(truth[phase]) + 2, (phase, ph[phase], truth[phase])
     assert read["diagnosis"]["label"] == "INPUT-BOUND"
 
 
