@@ -153,3 +153,29 @@ TEST_CASE("the table shows children indented under their parent, and the JSON gi
   CHECK(back.phase("input")->inclusive_ms.total == Approx(s.phase("input")->inclusive_ms.total));
   CHECK(nlohmann::json::parse(s.json())["phases"]["input"]["parent"].is_null());
 }
+
+TEST_CASE("long phase names (record_function ranges) widen the name column, and the longest are cut", "[report]") {
+  summary s;
+  s.steps = 10;
+  s.step_ms = stat_ms{100, 10, 10, 10, 10, 10};
+  const std::string very_long(60, 'x');
+  for (const std::string& name : {std::string("input"), std::string("Optimizer.zero_grad#SGD.zero_grad"), very_long,
+                                  std::string("other")}) {
+    phase_stats p;
+    p.name = name;
+    p.ms = stat_ms{25, 2.5, 2.5, 2.5, 2.5, 2.5};
+    p.share = 0.25;
+    p.calls = 10;
+    s.phases.push_back(p);
+  }
+  std::istringstream table(s.table());
+  std::vector<std::size_t> share_columns;
+  for (std::string row; std::getline(table, row);) {
+    if (row.find("25.0%") != std::string::npos) share_columns.push_back(row.find("25.0%"));
+  }
+  REQUIRE(share_columns.size() == 4);
+  for (std::size_t at : share_columns) CHECK(at == share_columns.front());  // the figures stay in their columns
+  CHECK_THAT(s.table(), Contains("Optimizer.zero_grad#SGD.zero_grad "));
+  CHECK_THAT(s.table(), Contains(std::string(37, 'x') + "~"));
+  CHECK_THAT(s.table(), !Contains(std::string(39, 'x')));
+}

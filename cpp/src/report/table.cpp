@@ -58,6 +58,23 @@ std::vector<std::pair<const phase_stats*, int>> tree_order(const std::vector<pha
   return rows;
 }
 
+// Characters shown: UTF-8 sequences, each one column (names are made printable when recorded).
+std::size_t text_width(const std::string& text) {
+  std::size_t n = 0;
+  for (unsigned char c : text) n += (c & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
+// At most `columns` characters of `text`; "~" marks a cut.
+std::string cut_columns(const std::string& text, std::size_t columns) {
+  if (text_width(text) <= columns) return text;
+  std::size_t shown = 0, at = 0;
+  for (; at < text.size(); ++at) {
+    if ((static_cast<unsigned char>(text[at]) & 0xC0) != 0x80 && ++shown == columns) break;
+  }
+  return text.substr(0, at) + "~";
+}
+
 // At most `width` bytes of `text`, never cutting a UTF-8 sequence; "~" marks a cut.
 std::string cut(const std::string& text, std::size_t width) {
   if (text.size() <= width) return text;
@@ -146,19 +163,25 @@ std::string summary::table() const {
     line("step       mean {} ms   p50 {}   p95 {}   p99 {}   max {}", ms(step_ms.mean), ms(step_ms.p50),
          ms(step_ms.p95), ms(step_ms.p99), ms(step_ms.max));
     line("");
-    line("{:<14}{:>9}{:>10}{:>10}{:>10}{:>10}{:>10}{:>8}", "phase", "calls", "mean ms", "p50", "p95", "p99", "max",
-         "share");
+    // The name column fits the longest name (record_function names from a trace run long), up to
+    // a bound past which a name is cut, so the figures stay in their columns.
+    constexpr std::size_t narrowest = 14, widest = 40;
+    const auto rows = tree_order(phases);
+    std::size_t width = narrowest;
+    for (const auto& [p, depth] : rows) width = std::max(width, std::min(widest, 2 * depth + text_width(p->name) + 2));
+    line("{:<{}}{:>9}{:>10}{:>10}{:>10}{:>10}{:>10}{:>8}", "phase", width, "calls", "mean ms", "p50", "p95", "p99",
+         "max", "share");
     double total = 0;
     std::vector<const phase_stats*> parents;
-    for (const auto& [p, depth] : tree_order(phases)) {
+    for (const auto& [p, depth] : rows) {
       total += p->share;
       const std::string calls = p->name == "other" ? "-" : std::to_string(p->calls);
-      const std::string name = std::string(2 * depth, ' ') + p->name;
-      line("{:<14}{:>9}{:>10}{:>10}{:>10}{:>10}{:>10}{:>7.1f}%  {}", name, calls, ms(p->ms.mean), ms(p->ms.p50),
-           ms(p->ms.p95), ms(p->ms.p99), ms(p->ms.max), 100 * p->share, bar(p->share));
+      const std::string name = cut_columns(std::string(2 * depth, ' ') + p->name, width - 2);
+      line("{}{:>9}{:>10}{:>10}{:>10}{:>10}{:>10}{:>7.1f}%  {}", name + std::string(width - text_width(name), ' '), calls,
+           ms(p->ms.mean), ms(p->ms.p50), ms(p->ms.p95), ms(p->ms.p99), ms(p->ms.max), 100 * p->share, bar(p->share));
       if (p->inclusive_ms.total > p->ms.total) parents.push_back(p);
     }
-    line("{:>80.1f}%", 100 * total);
+    line("{:>{}.1f}%", 100 * total, width + 66);
     for (const phase_stats* p : parents) {
       line("{:<11}`{}` with the phases inside it: mean {} ms, p95 {}, {:.1f}% of step time", "tree", p->name,
            ms(p->inclusive_ms.mean), ms(p->inclusive_ms.p95),
