@@ -22,35 +22,32 @@ def steps(core: Any, iterable: Iterable[T], handle: Optional[int]) -> Iterator[T
     # what this loop has open. Nothing below calls a Python function while something is open.
     state = _IDLE
     failed = False
-    fetch_annotated = step_annotated = False  # ranges opened in a torch.profiler trace (_annotate)
+    annotated = False  # a torch.profiler session records: steps and fetches are ranges in its trace
     try:
         while True:
             state = _FETCHING
+            annotated = _annotate.active  # read once a step
             if time_input:
                 core.begin_phase(_core.INPUT)
-                fetch_annotated = _annotate.active  # a torch.profiler session records: say so in its trace
-                if fetch_annotated:
+                if annotated:
                     _annotate.begin(it, "input")
             try:
                 item = next(it)
             except StopIteration:
                 return
             state = _IDLE
-            if fetch_annotated:
-                fetch_annotated = False
-                _annotate.end(it)
             if time_input:
+                if annotated:
+                    _annotate.end(it)
                 core.end_phase(_core.INPUT)
             state = _OPENING
             core.begin_step(handle)  # StepError if a step is open: then nothing was opened
             state = _IN_STEP
-            step_annotated = _annotate.active
-            if step_annotated:
+            if annotated:
                 _annotate.begin(core, "step")
             yield item
             state = _IDLE
-            if step_annotated:
-                step_annotated = False
+            if annotated:
                 _annotate.end(core)
             core.end_step(False)
     except GeneratorExit:
@@ -65,9 +62,8 @@ def steps(core: Any, iterable: Iterable[T], handle: Optional[int]) -> Iterator[T
         # Closed here, inline: a call to a Python function would be a point where an interrupt
         # can land before the close runs. Each close sits in the `finally` of the one before,
         # so an interrupt surfacing after one C call still lets the next one run.
-        if step_annotated:
+        if annotated:  # end() closes only a range its owner has innermost: safe whatever is open
             _annotate.end(core)
-        if fetch_annotated:
             _annotate.end(it)
         if state == _FETCHING:
             try:
