@@ -302,7 +302,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     if not torch.cuda.is_available():
         print("Needs a GPU, not run here: pageable vs pinned copies (H2D-BOUND), a loop of tiny kernels "
-              "(LAUNCH-BOUND), a healthy loop (COMPUTE-BOUND).")
+              "(LAUNCH-BOUND), a healthy loop and one reading its loss with .item() every step (both "
+              "COMPUTE-BOUND).")
     return 0
 
 
