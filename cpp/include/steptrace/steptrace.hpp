@@ -20,5 +20,6 @@
 //             the fix to try first
 #pragma once
 
+#include "steptrace/request.hpp"
 #include "steptrace/summary.hpp"
 #include "steptrace/tracer.hpp"

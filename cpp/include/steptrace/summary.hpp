@@ -129,6 +129,17 @@ struct gpu_stats {
 struct error_counts {
   std::uint64_t nested_steps = 0;       // step opened on a thread that already had one open
   std::uint64_t unbalanced_phases = 0;  // phase ended that was not the innermost open one
+  std::uint64_t requests_abandoned = 0;      // request handles destroyed without end()
+  std::uint64_t request_phases_dropped = 0;  // phase calls past a request handle's capacity
+};
+
+// Steps that served a batch of requests (tracer::set_batch_size, request::set_batch_size).
+struct batch_stats {
+  std::uint64_t batches = 0;          // counted batches
+  double size_mean = 0, size_p50 = 0, size_max = 0;  // requests per batch
+  stat_ms ms;                         // per batch
+  std::vector<phase_stats> phases;    // per batch, as a step's phases
+  double busy_share = 0;              // time inside batches / first batch start to last batch end
 };
 
 class STEPTRACE_API summary {
@@ -144,6 +155,9 @@ class STEPTRACE_API summary {
   std::optional<stat_ms> step_device_ms;
   std::uint64_t step_device_steps = 0;
   std::vector<phase_stats> phases;  // built-ins first, then custom phases, `other` last
+  // Of the counted steps, those that were requests (request.hpp): a server's run.
+  std::uint64_t requests = 0;
+  std::optional<batch_stats> batches;  // empty when no step was a batch
   std::vector<unscoped_phase> unscoped_phases;
   std::vector<set_aside_stats> set_aside;  // largest first
   // From the first instant of a step or set-aside span to the last one (warm-up steps included):

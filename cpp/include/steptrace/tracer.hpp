@@ -80,6 +80,10 @@ class STEPTRACE_API tracer {
     if (enabled()) record_exclude(name.value, false);
   }
 
+  // The step open on this thread is a batch serving `requests` requests: it is counted apart
+  // from requests (`batches`: sizes, phases), for the server diagnosis. Not for the hot path.
+  void set_batch_size(std::uint32_t requests) noexcept;
+
   // Records a fact about the setup for the diagnosis to use, e.g. ("dataloader.num_workers",
   // "0"); the latest value of a key wins. Not for the hot path.
   void set_fact(std::string_view key, std::string_view value);
@@ -113,6 +117,8 @@ class STEPTRACE_API tracer {
   void warn_nested_step() const noexcept;
 
  private:
+  friend class request;  // request.hpp: begins on the tracer, ends through a thread's ring
+
   // off: every call returns at once. bound: phases go through the inline path first.
   // unbound: every record goes through the library (no invariant TSC, or NVTX ranges wanted).
   enum class mode : std::uint8_t { off, bound, unbound };

@@ -24,6 +24,11 @@ void aggregate::on_step(const built_step& s) {
   if (steps_ == 0 || s.begin < first_begin_) first_begin_ = s.begin;
   if (steps_ == 0 || s.end > last_end_) last_end_ = s.end;
   ++steps_;
+  requests_ += s.request ? 1 : 0;
+  if (s.batch != 0) {
+    batch_sizes_.add(s.batch);
+    batch_requests_ += s.batch;
+  }
   step_ticks_ += length;
   step_hist_.add(length);
   series_.add(s, length);
@@ -121,6 +126,7 @@ stat_ms to_ms(const histogram& h, std::uint64_t total_ticks, std::uint64_t steps
 void aggregate::fill(summary& out, double ns_per_tick) const {
   const double ms_per_tick = ns_per_tick * 1e-6;
   out.steps = steps_;
+  out.requests = requests_;
   out.warmup_steps = warmup_;
   out.failed_steps = failed_;
   out.threads = threads_;
@@ -210,6 +216,18 @@ void aggregate::fill(summary& out, double ns_per_tick) const {
     out.unscoped_phases.push_back({phase_label(phase_id{id}), static_cast<double>(u.ticks) * ms_per_tick,
                                    static_cast<double>(u.max) * ms_per_tick, u.calls});
   }
+}
+
+void aggregate::fill_batches(batch_stats& out, double ns_per_tick) const {
+  summary as_steps;
+  fill(as_steps, ns_per_tick);
+  out.batches = steps_;
+  out.ms = as_steps.step_ms;
+  out.phases = std::move(as_steps.phases);
+  out.size_p50 = static_cast<double>(batch_sizes_.quantile(0.5));
+  out.size_max = static_cast<double>(batch_sizes_.max());
+  out.size_mean = steps_ ? static_cast<double>(batch_requests_) / static_cast<double>(steps_) : 0.0;
+  out.busy_share = as_steps.wall_ms > 0 ? std::min(1.0, as_steps.step_ms.total / as_steps.wall_ms) : 0.0;
 }
 
 }  // namespace steptrace::detail

@@ -23,6 +23,8 @@ class aggregate final : public step_sink {
 
   // Fills the measured parts of a summary (not the diagnosis or the backend).
   void fill(summary& out, double ns_per_tick) const;
+  // The same figures for an aggregate of batches (steps with a batch size).
+  void fill_batches(batch_stats& out, double ns_per_tick) const;
   std::uint64_t steps() const noexcept { return steps_; }
   // Counted steps are kept for the device view from now on (the GPU backend collects).
   void enable_device() {
@@ -52,7 +54,9 @@ class aggregate final : public step_sink {
     std::uint64_t ticks = 0, max = 0, calls = 0;
   };
 
-  std::uint64_t steps_ = 0, warmup_ = 0, failed_ = 0;
+  std::uint64_t steps_ = 0, warmup_ = 0, failed_ = 0, requests_ = 0;
+  histogram batch_sizes_;  // requests per counted batch
+  std::uint64_t batch_requests_ = 0;
   std::uint64_t step_ticks_ = 0, first_begin_ = 0, last_end_ = 0;
   histogram step_hist_;
   std::vector<std::unique_ptr<phase_totals>> phases_;  // by phase id

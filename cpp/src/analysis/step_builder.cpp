@@ -61,6 +61,7 @@ void step_builder::clear_step() {
   spans_dropped_ = 0;
   stream_mask_ = 0;
   stream_unknown_ = false;
+  batch_ = 0;
 }
 
 void step_builder::release_capture(step_sink& sink) {
@@ -130,7 +131,7 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
           if (stream_mask_ >> i & 1) streams_.push_back(stream_table_[i]);
         }
         sink.on_step(built_step{begin_, t, set_aside_, failed, warmup, first, thread_, finished_ - 1, slices_, segments_,
-                                streams_, spans_, spans_dropped_});
+                                streams_, spans_, spans_dropped_, batch_, requests_});
       }
       discard_step_ = false;
       clear_step();
@@ -187,6 +188,13 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
 
     case record_kind::stream_scope:
       if (accounting()) note_stream(r.id);
+      break;
+
+    case record_kind::batch_size:
+      if (in_step_) batch_ = r.id;
+      break;
+
+    case record_kind::request_block:  // the drain routes blocks; one seen here is skipped
       break;
 
     case record_kind::phase_end: {

@@ -57,6 +57,8 @@ struct built_step {
   const std::vector<phase_span>& spans;        // its phase calls, by end; at most max_spans (empty
                                                // unless the builder keeps spans)
   std::uint32_t spans_dropped;                 // phase calls past max_spans
+  std::uint32_t batch;                         // requests it served as one batch (0: not a batch)
+  bool request;                                // a request's step (request.hpp), not a thread's
 };
 
 class step_sink {
@@ -109,6 +111,8 @@ class step_builder {
   void set_max_segments(std::size_t n) noexcept { max_segments_ = n; }
   // Phase calls are only read by the timeline: without one, they are not kept.
   void keep_spans(bool on) noexcept { keep_spans_ = on; }
+  // Its steps are requests': each a block of records of its own, from any thread.
+  void set_requests(bool on) noexcept { requests_ = on; }
   std::uint32_t thread() const noexcept { return thread_; }
   std::uint64_t unbalanced() const noexcept { return unbalanced_; }
   // Event pairs of phases ended since the last call (the caller harvests their device time).
@@ -163,6 +167,8 @@ class step_builder {
   bool keep_segments_ = true;
   std::size_t max_segments_ = default_max_segments;
   bool keep_spans_ = true;
+  bool requests_ = false;
+  std::uint32_t batch_ = 0;  // the open step's batch size
   std::uint32_t spans_dropped_ = 0;
   capture capture_ = capture::none;
   std::uint64_t begin_ = 0, last_ = 0, capture_end_ = 0;

@@ -78,6 +78,10 @@ class step_fanout final : public step_sink {
   step_fanout(tracer_impl& impl, std::uint32_t thread)
       : impl_(impl), thread_(thread), windows_(impl.windows_on), live_(impl.live_on()) {}
   void on_step(const built_step& s) override {
+    if (s.batch != 0) {  // a batch is not a request: counted apart
+      impl_.batches.on_step(s);
+      return;
+    }
     impl_.totals.on_step(s);
     if (windows_) impl_.window_totals.on_step(s);
     if (live_) impl_.live_totals.on_step(s);
@@ -106,8 +110,37 @@ class step_fanout final : public step_sink {
 
 std::uint64_t tracer_impl::drain_locked(thread_state& state) {
   step_fanout sink(*this, state.builder.thread());
-  return state.records.drain(
-      [&](const record* first, const record* last) { state.builder.consume(first, last, sink); });
+  return state.records.drain([&](const record* first, const record* last) {
+    // A request's block (request_block, then its records) goes to the request builder; the
+    // thread's own records around it to the thread's. A block may straddle two runs.
+    while (first != last) {
+      if (state.request_left != 0) {
+        const std::uint64_t take = std::min<std::uint64_t>(state.request_left, last - first);
+        step_builder& builder = request_builder();
+        step_fanout request_sink(*this, builder.thread());
+        builder.consume(first, first + take, request_sink);
+        first += take;
+        state.request_left -= static_cast<std::uint32_t>(take);
+        continue;
+      }
+      const record* block = first;
+      while (block != last && block->kind != record_kind::request_block) ++block;
+      state.builder.consume(first, block, sink);
+      if (block == last) break;
+      state.request_left = block->id;
+      first = block + 1;
+    }
+  });
+}
+
+step_builder& tracer_impl::request_builder() {
+  if (!requests) {
+    requests = std::make_unique<step_builder>(cfg.warmup_steps, next_thread++);
+    requests->set_requests(true);
+    requests->keep_segments(totals.device() != nullptr);
+    requests->keep_spans(timeline.enabled());
+  }
+  return *requests;
 }
 
 void tracer_impl::drain_all_locked() {
@@ -168,6 +201,7 @@ void tracer_impl::first_step() noexcept {
     totals.enable_device();
     start_device_reading();
     for (auto& t : threads) t->builder.keep_segments(true);
+    if (requests) requests->keep_segments(true);
   }
   started.store(true, std::memory_order_release);
 }

@@ -85,6 +85,10 @@ void tracer::configure(const config& cfg) {
     t->builder.set_warmup(cfg.warmup_steps);
     t->builder.keep_spans(impl_->timeline.enabled());
   }
+  if (impl_->requests) {
+    impl_->requests->set_warmup(cfg.warmup_steps);
+    impl_->requests->keep_spans(impl_->timeline.enabled());
+  }
   const bool inline_path = host_clock::uses_tsc() && !detail::nvtx_requested();
   mode_.store(!cfg.enabled || impl_->env_disabled ? mode::off : inline_path ? mode::bound : mode::unbound,
               std::memory_order_relaxed);
@@ -182,6 +186,8 @@ summary tracer::collect_summary(bool shown) const {
     impl_->timeline.fill(out.timeline, impl_->totals.run_begin(), host_clock::ns_per_tick(), &host_clock::to_monotonic_ns);
     device_base = impl_->device_base;
     for (auto& t : impl_->threads) out.errors.unbalanced_phases += t->builder.unbalanced();
+    if (impl_->requests) out.errors.unbalanced_phases += impl_->requests->unbalanced();
+    if (impl_->batches.steps() > 0) impl_->batches.fill_batches(out.batches.emplace(), host_clock::ns_per_tick());
     out.facts = impl_->facts;
     out.rank = impl_->rank;
     if (shown) impl_->shown_steps = out.steps + out.warmup_steps + out.failed_steps;
@@ -189,6 +195,9 @@ summary tracer::collect_summary(bool shown) const {
   add_cpu_facts(out, impl_->cpu_so_far());
   if (out.fact("host.cpus") == nullptr) out.facts.emplace_back("host.cpus", std::to_string(detail::usable_cpus()));
   out.errors.nested_steps = impl_->nested_steps.load(std::memory_order_relaxed);
+  out.errors.requests_abandoned = impl_->requests_abandoned.load(std::memory_order_relaxed);
+  out.errors.request_phases_dropped = impl_->request_phases_dropped.load(std::memory_order_relaxed);
+  out.errors.unbalanced_phases += impl_->request_stray_ends.load(std::memory_order_relaxed);
   out.backend = detail::backend_now();
   if (out.gpu) {
     const detail::device_counts now = detail::device_record_counts();
@@ -235,7 +244,12 @@ void tracer::reset() {
     for (auto& pair : t->builder.event_pairs()) pair.timed = false;
   }
   for (auto& p : impl_->pending_events) p.pair.timed = false;
+  if (impl_->requests) impl_->requests->restart();
+  impl_->requests_abandoned.store(0, std::memory_order_relaxed);
+  impl_->request_phases_dropped.store(0, std::memory_order_relaxed);
+  impl_->request_stray_ends.store(0, std::memory_order_relaxed);
   impl_->totals.clear();
+  impl_->batches.clear();
   impl_->window_totals.clear();
   impl_->live_totals.clear();
   impl_->timeline.clear();

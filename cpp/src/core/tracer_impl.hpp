@@ -43,6 +43,7 @@ struct thread_state {
   thread_events events;                // producer makes its pools; the collector reads the slots its records name
   stream_table streams;                // producer appends; the builder reads the entries its records name
   alignas(64) step_builder builder;    // consumer (its own cache lines: written per record)
+  std::uint32_t request_left = 0;      // consumer: records of a request block still to come
   bool retired = false;  // consumer: its thread exited; the memory may serve a new thread
 };
 
@@ -89,6 +90,12 @@ class tracer_impl {
   std::vector<std::unique_ptr<thread_state>> threads;
   std::uint32_t next_thread = 0;  // every thread that ever recorded gets its own number
   aggregate totals;
+  aggregate batches;  // steps that served a batch of requests (tracer::set_batch_size)
+  // Requests (request.hpp): their blocks, drained from whichever ring carried them, make steps
+  // here, numbered as one more thread. Made on the first request.
+  std::unique_ptr<step_builder> requests;
+  step_builder& request_builder();  // under `mutex`: made on first use
+  std::atomic<std::uint64_t> requests_abandoned{0}, request_phases_dropped{0}, request_stray_ends{0};
   aggregate window_totals;   // since the last tracer::window() (or reset); fed once windows_on
   bool windows_on = false;   // window() was called: until then the first window is the totals
   aggregate live_totals;     // since the last live window; fed only while the live view is on

@@ -5,17 +5,10 @@
 #pragma once
 
 #include <cstdint>
-#include <ctime>
 
 #include "steptrace/detail/tsc.hpp"
 
 namespace steptrace::detail {
-
-inline std::uint64_t monotonic_ns() noexcept {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
-}
 
 class host_clock {
  public:
@@ -23,12 +16,7 @@ class host_clock {
   static void init() noexcept;
   static bool uses_tsc() noexcept { return use_tsc_; }
 
-  static std::uint64_t now() noexcept {
-#ifdef STEPTRACE_HAVE_TSC
-    if (use_tsc_) return read_tsc();
-#endif
-    return monotonic_ns();
-  }
+  static std::uint64_t now() noexcept { return read_ticks(use_tsc_); }
 
   // Nanoseconds per tick, measured against CLOCK_MONOTONIC from init() to the first call
   // (at least 20 ms apart, spinning out the rest if needed) and fixed from then on.

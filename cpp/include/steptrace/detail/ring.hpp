@@ -28,8 +28,8 @@ inline namespace ring_v1 {
 // step_event_begin / step_event_end do the same for a step: their id is the slot of the CUDA
 // event recorded there (no_event: none could be recorded). exclude_begin / exclude_end bound
 // time set aside (tracer::begin_exclude): in no step, reported apart under its name. Only the
-// library writes the event and stream_scope kinds (never the inline path), so adding a kind at
-// the end keeps the layout.
+// library writes the event, stream_scope, request_block and batch_size kinds (never the inline
+// path), so adding a kind at the end keeps the layout.
 enum class record_kind : std::uint32_t {
   step_begin,
   step_end,
@@ -42,7 +42,9 @@ enum class record_kind : std::uint32_t {
   step_event_end,
   exclude_begin,  // id: the name the time is set aside under
   exclude_end,
-  stream_scope  // id: a stream the step works on, in the thread's stream table (no_event: unknown)
+  stream_scope,  // id: a stream the step works on, in the thread's stream table (no_event: unknown)
+  request_block,  // id: how many records follow that are one request's whole step (request.hpp)
+  batch_size      // id: how many requests the open step serves as one batch
 };
 inline constexpr std::uint32_t no_event = 0xffffffffu;
 
