@@ -31,11 +31,76 @@ void open_step(tracer& t, const stream_arg& stream) {
   }
 }
 
+// The request of the running asyncio task (or any contextvars context): a step opened by
+// RequestStepScope lives in a capsule in this context variable, so it follows its task across
+// awaits, and phases opened in that context go into it rather than into the thread's step.
+PyObject* request_var = nullptr;
+constexpr const char* request_capsule = "steptrace.request";
+
+struct py_request {
+  explicit py_request(tracer& t) : owner(&t), r(t) {}
+  tracer* owner;
+  request r;
+  PyObject* token = nullptr;  // resets the context variable when the step ends
+};
+
+// The open request of the current context for tracer `t`; nullptr: none (use the thread's step).
+request* current_request(const tracer& t) {
+  PyObject* value = nullptr;
+  if (PyContextVar_Get(request_var, nullptr, &value) < 0) throw py::error_already_set();
+  if (value == nullptr) return nullptr;
+  auto* held = static_cast<py_request*>(PyCapsule_GetPointer(value, request_capsule));
+  Py_DECREF(value);  // the context still holds it
+  if (held == nullptr) throw py::error_already_set();
+  return held->owner == &t && held->r.open() ? &held->r : nullptr;
+}
+
+void open_request(tracer& t) {
+  if (current_request(t) != nullptr) {
+    PyErr_SetString(step_error,
+                    "steptrace: a step is already open in this task; steps do not nest (use "
+                    "steptrace.phase() for the inner scope)");
+    throw py::error_already_set();
+  }
+  auto* held = new py_request(t);
+  PyObject* capsule = PyCapsule_New(held, request_capsule, [](PyObject* c) {
+    delete static_cast<py_request*>(PyCapsule_GetPointer(c, request_capsule));  // never ended: abandoned
+  });
+  if (capsule == nullptr) {
+    delete held;
+    throw py::error_already_set();
+  }
+  held->token = PyContextVar_Set(request_var, capsule);
+  Py_DECREF(capsule);
+  if (held->token == nullptr) throw py::error_already_set();
+}
+
+void close_request(tracer& t, bool failed) {
+  PyObject* value = nullptr;
+  if (PyContextVar_Get(request_var, nullptr, &value) < 0) throw py::error_already_set();
+  if (value == nullptr) return;
+  auto* held = static_cast<py_request*>(PyCapsule_GetPointer(value, request_capsule));
+  Py_DECREF(value);
+  if (held == nullptr) throw py::error_already_set();
+  if (held->owner != &t) return;
+  held->r.end(failed);
+  PyObject* token = held->token;
+  held->token = nullptr;
+  if (token != nullptr) {
+    const int reset = PyContextVar_Reset(request_var, token);
+    Py_DECREF(token);
+    if (reset < 0) PyErr_Clear();  // ended in another context (a task it was copied to): left set, but ended
+  }
+}
+
 // Context managers. They keep no per-use state (the open step and phase stack belong to the
-// thread), so one object serves every `with` on every thread.
+// thread, a request to its context), so one object serves every `with` on every thread.
 struct step_scope {
   tracer* t;
   stream_arg stream;
+};
+struct request_step_scope {
+  tracer* t;
 };
 struct phase_scope {
   tracer* t;
@@ -54,6 +119,7 @@ struct exclude_scope {
 PYBIND11_MODULE(_core, m) {
   m.doc() = "steptrace core (C++). Use the steptrace package, not this module.";
   step_error = PyErr_NewException("steptrace.StepError", PyExc_RuntimeError, nullptr);
+  request_var = PyContextVar_New("steptrace.request", nullptr);
   m.attr("StepError") = py::handle(step_error);
 
   py::class_<summary>(m, "Summary")
@@ -96,6 +162,12 @@ PYBIND11_MODULE(_core, m) {
       .def("begin_exclude", [](tracer& t, std::uint32_t id) { t.begin_exclude(phase_id{id}); })
       .def("end_exclude", [](tracer& t, std::uint32_t id) { t.end_exclude(phase_id{id}); })
       .def("set_fact", &tracer::set_fact, py::arg("key"), py::arg("value"))
+      .def("set_batch_size",
+           [](tracer& t, std::uint32_t requests) {
+             if (request* r = current_request(t)) return r->set_batch_size(requests);
+             t.set_batch_size(requests);
+           },
+           py::arg("requests"))
       .def("summary", &tracer::summary)
       .def("window", &tracer::window)
       .def("reset", &tracer::reset)
@@ -117,15 +189,30 @@ PYBIND11_MODULE(_core, m) {
         return false;  // never swallow the user's exception
       });
 
+  py::class_<request_step_scope>(m, "RequestStepScope")
+      .def(py::init([](tracer& t) { return request_step_scope{&t}; }), py::arg("tracer"), py::keep_alive<1, 2>())
+      .def("__enter__", [](request_step_scope& s) { open_request(*s.t); })
+      .def("__exit__", [](request_step_scope& s, py::handle type, py::handle, py::handle) {
+        close_request(*s.t, !type.is_none());
+        return false;
+      });
+
   py::class_<phase_scope>(m, "PhaseScope")
       .def(py::init([](tracer& t, std::uint32_t id, const stream_arg& stream) {
              return phase_scope{&t, phase_id{id}, stream.has_value(), stream_ptr(stream)};
            }),
            py::arg("tracer"), py::arg("id"), py::arg("stream") = py::none(), py::keep_alive<1, 2>())
       .def("__enter__",
-           [](phase_scope& p) { p.on_stream ? p.t->begin_phase(p.id, p.stream) : p.t->begin_phase(p.id); })
+           [](phase_scope& p) {
+             if (request* r = current_request(*p.t)) return r->begin_phase(p.id);
+             p.on_stream ? p.t->begin_phase(p.id, p.stream) : p.t->begin_phase(p.id);
+           })
       .def("__exit__", [](phase_scope& p, py::handle, py::handle, py::handle) {
-        p.on_stream ? p.t->end_phase(p.id, p.stream) : p.t->end_phase(p.id);
+        if (request* r = current_request(*p.t)) {
+          r->end_phase(p.id);
+        } else {
+          p.on_stream ? p.t->end_phase(p.id, p.stream) : p.t->end_phase(p.id);
+        }
         return false;
       });
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import inspect
 import json
 import os
 import sys
@@ -19,6 +20,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
 StepError = _core.StepError
+_modules = sys.modules
 LABELS = tuple(_core.LABELS)  # every label the diagnosis can give
 
 
@@ -29,6 +31,14 @@ class _Decorates:
 
     def __call__(self, fn: F) -> F:
         scope = self
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def awaited(*args: Any, **kwargs: Any) -> Any:
+                with scope:  # type: ignore[attr-defined]
+                    return await fn(*args, **kwargs)
+
+            return awaited  # type: ignore[return-value]
 
         @functools.wraps(fn)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -42,11 +52,43 @@ class _StepScope(_Decorates, _core.StepScope):
     _steptrace_annotation = "step"  # its range's name in a torch.profiler trace (_annotate)
 
 
+class _RequestStepScope(_Decorates, _core.RequestStepScope):
+    """A step inside a coroutine: it belongs to its task (a contextvars context), not to the
+    thread, so any number are open on one event loop and phases follow them across awaits."""
+
+    _steptrace_annotation = "step"
+
+
+class _BatchStep(_Decorates):
+    """A step that serves ``size`` requests as one batch: counted apart from requests."""
+
+    __slots__ = ("_scope", "_core", "_size")
+
+    def __init__(self, scope: Any, core: _core.Tracer, size: int) -> None:
+        self._scope, self._core, self._size = scope, core, size
+
+    def __enter__(self) -> "_BatchStep":
+        self._scope.__enter__()
+        self._core.set_batch_size(self._size)
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        self._scope.__exit__(*exc)
+        return False
+
+
+def _in_event_loop() -> bool:
+    """Whether this thread runs an asyncio event loop now (a coroutine is calling)."""
+    aio = _modules.get("asyncio")
+    return aio is not None and aio._get_running_loop() is not None
+
+
 class _PhaseScope(_Decorates, _core.PhaseScope):
     _steptrace_annotation = ""  # set per scope: the phase's name
 
 
 _annotate.register(_StepScope)
+_annotate.register(_RequestStepScope)
 _annotate.register(_PhaseScope)
 
 
@@ -115,9 +157,6 @@ class Summary:
         return f"<steptrace.Summary steps={self.steps} label={self.label}>"
 
 
-_modules = sys.modules
-
-
 def _stream_handle(stream: Any) -> int:
     """The integer handle of a CUDA stream (0 is the default stream); None: torch's current one."""
     if stream is None:
@@ -150,18 +189,39 @@ class Tracer:
         self._gather = _ranks.Gather(core, "default" if core is _core.default_tracer() else f"tracer{Tracer._made}")
         Tracer._made += 1
         self._step = _StepScope(core)
+        self._request_step = _RequestStepScope(core)
         self._steps_on: Dict[int, _StepScope] = {}  # by stream handle
         self._phases: Dict[Any, _PhaseScope] = {}  # by name, or by (name, stream handle)
         self._excludes: Dict[str, _ExcludeScope] = {}
         self._feeding: Any = None  # weakref to the loader whose fetches feed the steps
 
-    def step(self, fn: Optional[F] = None, *, stream: Any = None) -> Any:
-        """One iteration of your loop: ``with tracer.step():`` or ``@tracer.step``.
+    def step(self, fn: Optional[F] = None, *, stream: Any = None, batch: Optional[int] = None) -> Any:
+        """One iteration of your loop, or one request: ``with tracer.step():`` or ``@tracer.step``.
 
         An exception inside propagates unchanged and the step counts as failed. Opening a step
         on a thread that already has one open raises StepError. ``stream`` (as for ``phase``;
-        0 is the default stream) also times the whole step on the device with CUDA events."""
-        scope = self._step if stream is None else self._step_on(_stream_handle(stream))
+        0 is the default stream) also times the whole step on the device with CUDA events.
+
+        Inside a coroutine (an asyncio task) the step belongs to the task: any number are open
+        on one event loop, and phases opened in the task, on either side of an ``await``, are
+        its own. ``batch=n``: this step serves n requests as one batch (a server's GPU worker);
+        batches are counted apart from requests, with their sizes."""
+        if fn is not None and inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def awaited(*args: Any, **kwargs: Any) -> Any:
+                with self.step(stream=stream, batch=batch):
+                    return await fn(*args, **kwargs)
+
+            return awaited
+        if stream is None and _in_event_loop():
+            scope: Any = self._request_step
+        else:
+            scope = self._step if stream is None else self._step_on(_stream_handle(stream))
+        if batch is not None:
+            if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+                raise ValueError(f"steptrace: batch must be a positive int (requests served), not {batch!r}")
+            scope = _BatchStep(scope, self._core, batch)
         return scope if fn is None else scope(fn)
 
     def _step_on(self, handle: int) -> _StepScope:

@@ -197,9 +197,7 @@ ranks_view ranks_from(const json_doc& j) {
   return v;
 }
 
-}  // namespace
-
-std::string summary::json() const {
+json_doc phases_json_of(const std::vector<phase_stats>& phases) {
   json_doc phases_json = json_doc::object();
   for (const phase_stats& p : phases) {
     phases_json[p.name] = {{"total_ms", p.ms.total}, {"mean_ms", p.ms.mean}, {"p50_ms", p.ms.p50},
@@ -212,6 +210,54 @@ std::string summary::json() const {
       phases_json[p.name]["device_calls"] = p.device_calls;
     }
   }
+  return phases_json;
+}
+
+std::vector<phase_stats> phases_from(const json_doc& doc) {
+  std::vector<phase_stats> out;
+  for (const auto& [name, p] : doc.items()) {
+    phase_stats row;
+    row.name = name;
+    row.ms = stat_ms{number_at(p, "total_ms"), number_at(p, "mean_ms"), number_at(p, "p50_ms"),
+                     number_at(p, "p95_ms"),   number_at(p, "p99_ms"),  number_at(p, "max_ms")};
+    row.share = number_at(p, "share");
+    if (p.contains("parent") && !p.at("parent").is_null()) row.parent = p.at("parent").get<std::string>();
+    row.inclusive_ms = p.contains("inclusive_ms") ? stat_from(p.at("inclusive_ms")) : row.ms;
+    row.calls = count_at(p, "calls");
+    if (p.contains("device_ms")) {
+      row.device_ms = stat_from(p.at("device_ms"));
+      row.device_calls = count_at(p, "device_calls");
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+json_doc batches_json(const batch_stats& b) {
+  return json_doc{{"batches", b.batches},
+                  {"size", {{"mean", b.size_mean}, {"p50", b.size_p50}, {"max", b.size_max}}},
+                  {"ms", stat_json(b.ms)},
+                  {"phases", phases_json_of(b.phases)},
+                  {"busy_share", b.busy_share}};
+}
+
+batch_stats batches_from(const json_doc& j) {
+  batch_stats b;
+  b.batches = count_at(j, "batches");
+  const json_doc& size = j.at("size");
+  b.size_mean = number_at(size, "mean");
+  b.size_p50 = number_at(size, "p50");
+  b.size_max = number_at(size, "max");
+  b.ms = stat_from(j.at("ms"));
+  b.phases = phases_from(j.at("phases"));
+  b.busy_share = number_at(j, "busy_share");
+  return b;
+}
+
+}  // namespace
+
+std::string summary::json() const {
+  json_doc phases_json = phases_json_of(phases);
   json_doc unscoped_json = json_doc::object();
   for (const unscoped_phase& u : unscoped_phases) {
     unscoped_json[u.name] = {{"total_ms", u.total_ms}, {"max_ms", u.max_ms}, {"calls", u.calls}};
@@ -229,6 +275,7 @@ std::string summary::json() const {
       {"warmup_steps", warmup_steps},
       {"failed_steps", failed_steps},
       {"threads", threads},
+      {"requests", requests},
       {"wall_ms", wall_ms},
       {"step_ms", stat_json(step_ms)},
       {"phases", phases_json},
@@ -242,7 +289,12 @@ std::string summary::json() const {
         {"advice", diag.advice}}},
       {"backend",
        {{"cuda", backend.cuda}, {"cupti", backend.cupti}, {"reason", backend.reason}, {"host_clock", backend.host_clock}}},
-      {"errors", {{"nested_steps", errors.nested_steps}, {"unbalanced_phases", errors.unbalanced_phases}}},
+      {"errors",
+       {{"nested_steps", errors.nested_steps},
+        {"unbalanced_phases", errors.unbalanced_phases},
+        {"requests_abandoned", errors.requests_abandoned},
+        {"request_phases_dropped", errors.request_phases_dropped}}},
+      {"batches", batches ? batches_json(*batches) : json_doc(nullptr)},
       {"facts", facts_json},
   };
   if (rank) doc["rank"] = rank_json(*rank);
@@ -288,21 +340,9 @@ summary summary::from_json(std::string_view text) {
       s.step_device_ms = stat_from(doc.at("step_device_ms"));
       s.step_device_steps = count_at(doc, "step_device_steps");
     }
-    for (const auto& [name, p] : doc.at("phases").items()) {
-      phase_stats row;
-      row.name = name;
-      row.ms = stat_ms{number_at(p, "total_ms"), number_at(p, "mean_ms"), number_at(p, "p50_ms"),
-                       number_at(p, "p95_ms"),   number_at(p, "p99_ms"),  number_at(p, "max_ms")};
-      row.share = number_at(p, "share");
-      if (p.contains("parent") && !p.at("parent").is_null()) row.parent = p.at("parent").get<std::string>();
-      row.inclusive_ms = p.contains("inclusive_ms") ? stat_from(p.at("inclusive_ms")) : row.ms;
-      row.calls = count_at(p, "calls");
-      if (p.contains("device_ms")) {
-        row.device_ms = stat_from(p.at("device_ms"));
-        row.device_calls = count_at(p, "device_calls");
-      }
-      s.phases.push_back(std::move(row));
-    }
+    s.phases = phases_from(doc.at("phases"));
+    if (doc.contains("requests")) s.requests = count_at(doc, "requests");
+    if (doc.contains("batches") && !doc.at("batches").is_null()) s.batches = batches_from(doc.at("batches"));
     for (const auto& [name, u] : doc.at("unscoped_phases").items()) {
       s.unscoped_phases.push_back(
           {name, number_at(u, "total_ms"), number_at(u, "max_ms"), count_at(u, "calls")});
@@ -323,7 +363,10 @@ summary summary::from_json(std::string_view text) {
     s.backend = {b.at("cuda").get<bool>(), b.at("cupti").get<bool>(), b.at("reason").get<std::string>(),
                  b.at("host_clock").get<std::string>()};
     const json_doc& e = doc.at("errors");
-    s.errors = {count_at(e, "nested_steps"), count_at(e, "unbalanced_phases")};
+    s.errors.nested_steps = count_at(e, "nested_steps");
+    s.errors.unbalanced_phases = count_at(e, "unbalanced_phases");
+    if (e.contains("requests_abandoned")) s.errors.requests_abandoned = count_at(e, "requests_abandoned");
+    if (e.contains("request_phases_dropped")) s.errors.request_phases_dropped = count_at(e, "request_phases_dropped");
     for (const auto& [key, value] : doc.at("facts").items()) s.facts.emplace_back(key, value.get<std::string>());
     if (doc.contains("rank")) s.rank = rank_from(doc.at("rank"));
     if (doc.contains("ranks")) s.ranks = ranks_from(doc.at("ranks"));
