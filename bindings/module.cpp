@@ -170,6 +170,7 @@ PYBIND11_MODULE(_core, m) {
            py::arg("requests"))
       .def("summary", &tracer::summary)
       .def("window", &tracer::window)
+      .def("metrics", &tracer::metrics)
       .def("reset", &tracer::reset)
       .def("set_rank",
            [](tracer& t, std::uint32_t rank, std::uint32_t world_size, std::int64_t local_rank, const std::string& host,

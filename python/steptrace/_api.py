@@ -307,9 +307,17 @@ class Tracer:
 
     def window(self) -> Summary:
         """The statistics since the last window (or the start, or reset), and a new window
-        starts; the whole-run summary() is left as it is. For long-running servers: serve
-        ``window().prometheus()`` on a metrics endpoint. Host figures only."""
+        starts; the whole-run summary() is left as it is. For a live view or a JSON-lines log;
+        a metrics endpoint serves ``metrics().prometheus()``, which no read consumes. Host
+        figures only."""
         return Summary(self._core.window())
+
+    def metrics(self) -> Summary:
+        """For a server's metrics endpoint: ``metrics().prometheus()``. Counts and sums since the
+        start (or reset), which only grow, so Prometheus' ``rate()`` is right; p50/p95/p99 over
+        the steps of the last minute (at most the latest 4096). Reading it consumes nothing:
+        every scraper sees the same figures. Host figures only."""
+        return Summary(self._core.metrics())
 
     def reset(self) -> None:
         """Forget everything recorded so far; warm-up starts again."""
@@ -344,6 +352,7 @@ exclude = _default.exclude
 steps = _default.steps
 summary = _default.summary
 window = _default.window
+metrics = _default.metrics
 reset = _default.reset
 configure = _default.configure
 

@@ -233,3 +233,31 @@ TEST_CASE("a batch step is counted apart from requests, with its size", "[reques
   for (const auto& p : s.batches->phases) has_run = has_run || (p.name == "batch.run" && p.calls == 4);
   CHECK(has_run);
 }
+
+TEST_CASE("metrics(): counts only grow, quantiles cover the latest steps, and reading consumes nothing",
+          "[requests][metrics]") {
+  tracer t(quiet());
+  const phase_id early = register_phase("metrics.early");
+  for (int i = 0; i < 4096; ++i) {
+    request r(t);
+    r.begin_phase(early);
+    spin_for(microseconds(2));
+    r.end_phase(early);
+    r.end();
+  }
+  const summary first = t.metrics();
+  CHECK(first.steps == 4096);
+  CHECK(first.phase("metrics.early")->ms.max > 0);
+  for (int i = 0; i < 4096; ++i) request(t).end();  // the window now holds only these
+  const summary a = t.metrics(), b = t.metrics();
+  CHECK(a.steps == 8192);  // since the start: never reset by a read
+  CHECK(b.steps == 8192);
+  CHECK(a.prometheus() == b.prometheus());  // a second scraper sees the same
+  const phase_stats* e = a.phase("metrics.early");
+  REQUIRE(e != nullptr);
+  CHECK(e->ms.total == Approx(first.phase("metrics.early")->ms.total));  // its sum stays
+  CHECK(e->ms.max == 0);  // no recent step ran it
+  CHECK(e->ms.p99 == 0);
+  CHECK(t.summary().steps == 8192);  // nor does it touch the whole-run summary or windows
+  CHECK(t.window().steps == 8192);
+}

@@ -305,6 +305,7 @@ TEST_CASE("prometheus text: names, labels escaped, quantiles in seconds", "[time
   const std::string text = s.prometheus("app_steptrace");
   CHECK(text.find("app_steptrace_step_seconds{rank=\"1\",quantile=\"0.5\"} 0.09\n") != std::string::npos);
   CHECK(text.find("app_steptrace_step_seconds_count{rank=\"1\"} 10\n") != std::string::npos);
+  CHECK(text.find("app_steptrace_steps_total{rank=\"1\"} 10\n") != std::string::npos);
   CHECK(text.find("app_steptrace_phase_share{rank=\"1\",phase=\"odd \\\"name\\\"\\\\\\n\"} 0.5\n") != std::string::npos);
   CHECK(text.find("app_steptrace_diagnosis{rank=\"1\",label=\"INPUT-BOUND\"} 1\n") != std::string::npos);
   CHECK_THROWS_WITH(s.prometheus("9bad"), Catch::Contains("'9bad' is not a Prometheus metric name prefix"));

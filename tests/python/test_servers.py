@@ -152,3 +152,95 @@ def test_threads_outside_an_event_loop_keep_their_own_steps(tracer):
                 pass
     d = tracer.summary().to_dict()
     assert d["steps"] == 1 and d["requests"] == 0
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_real_prometheus_scraping_every_second_rates_the_true_request_rate(tracer, tmp_path):
+    """Debian's prometheus scrapes /metrics every second as two jobs (two scrapers): rate()
+    within 2% of the true rate, no counter resets, and the two agree."""
+    import http.server
+    import json
+    import shutil
+    import subprocess
+    import threading
+    import urllib.parse
+    import urllib.request
+
+    binary = shutil.which("prometheus")
+    assert binary, "prometheus is not installed (scripts/test installs Debian's package)"
+
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = tracer.metrics().prometheus("app").encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", _free_port()), Metrics)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    target = f"127.0.0.1:{server.server_address[1]}"
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
+        + "".join(f"  - job_name: {job}\n    static_configs:\n      - targets: ['{target}']\n" for job in ("a", "b"))
+    )
+    api_port = _free_port()
+    prom = subprocess.Popen(
+        [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}",
+         f"--web.listen-address=127.0.0.1:{api_port}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    done = []  # the truth: when each request ended, by the test's own clock
+    stop = threading.Event()
+
+    def load() -> None:
+        while not stop.is_set():
+            with tracer.step():
+                with tracer.phase("inference"):
+                    time.sleep(0.004)
+            done.append(time.time())
+
+    def query(expr: str, at: float) -> dict:
+        url = f"http://127.0.0.1:{api_port}/api/v1/query?" + urllib.parse.urlencode({"query": expr, "time": at})
+        with urllib.request.urlopen(url, timeout=10) as r:
+            data = json.load(r)["data"]["result"]
+        return {s["metric"].get("job"): float(s["value"][1]) for s in data}
+
+    workers = [threading.Thread(target=load) for _ in range(2)]
+    try:
+        for w in workers:
+            w.start()
+        time.sleep(26)
+        at = time.time() - 1  # every scrape up to here has landed
+        stop.set()
+        for w in workers:
+            w.join()
+        time.sleep(1.5)
+        span = 20
+        truth = sum(1 for t in done if at - span < t <= at) / span
+        rates = query(f"rate(app_steps_total[{span}s])", at)
+        resets = query("resets(app_steps_total[25s])", at)
+        quantile = query('app_step_seconds{quantile="0.5"}', at)
+    finally:
+        prom.terminate()
+        prom.wait(timeout=30)
+        server.shutdown()
+        server.server_close()
+    assert set(rates) == {"a", "b"}, rates
+    for job, rate in rates.items():
+        assert abs(rate - truth) <= 0.02 * truth, (job, rate, truth)
+    assert abs(rates["a"] - rates["b"]) <= 0.02 * truth
+    assert resets == {"a": 0.0, "b": 0.0}
+    assert all(0.004 <= q < 0.5 for q in quantile.values()), quantile  # seconds, of the recent window

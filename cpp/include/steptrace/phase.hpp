@@ -28,9 +28,11 @@ inline constexpr phase_id wait{4};
 }  // namespace builtin
 
 // Same name, same id; thread-safe; not for the hot path. Throws std::invalid_argument for an
-// empty name, the reserved name "other", or once 4096 names are registered. Any bytes are
-// accepted: the label of a name that is not valid UTF-8 (or holds control characters) shows
-// U+FFFD in their place, so tables and JSON always render.
+// empty name or the reserved name "other". Past 4096 distinct names, a new name shares one
+// phase labelled "(other names)", and every output says how many did. Any bytes are accepted:
+// a label is the name with backslashes, control characters and bytes outside UTF-8 escaped
+// (`\\`, `\t`, `\n`, `\xHH`), so tables and JSON always render and different names never
+// share a label.
 STEPTRACE_API phase_id register_phase(std::string_view name);
 // The name as printed (valid UTF-8); "phase#N" for an id never registered.
 STEPTRACE_API std::string phase_label(phase_id id);

@@ -131,6 +131,7 @@ struct error_counts {
   std::uint64_t unbalanced_phases = 0;  // phase ended that was not the innermost open one
   std::uint64_t requests_abandoned = 0;      // request handles destroyed without end()
   std::uint64_t request_phases_dropped = 0;  // phase calls past a request handle's capacity
+  std::uint64_t phase_names_folded = 0;      // distinct names past the registry's bound: "(other names)"
 };
 
 // Steps that served a batch of requests (tracer::set_batch_size, request::set_batch_size).

@@ -100,6 +100,12 @@ class STEPTRACE_API tracer {
   // starts: for servers, which never reach the end of a run. The whole-run summary() is left
   // as it is. Host figures only (no device view, no timeline); prometheus() renders it.
   ::steptrace::summary window();
+  // For a metrics endpoint (summary::prometheus() renders it): counts and sums since the start
+  // (or reset), which only grow, so a scraper's rate() is right; p50/p95/p99/max over the
+  // counted steps of the last `quantile_window_s` seconds (at most the latest 4096). Reading
+  // it consumes nothing: any number of scrapers see the same figures. Host figures only.
+  static constexpr double quantile_window_s = 60;
+  ::steptrace::summary metrics() const;
   // Forgets every recorded step and phase; warm-up starts again. A step open on another thread
   // at that moment is not counted, and leaves no error behind.
   void reset();

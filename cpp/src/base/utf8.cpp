@@ -60,4 +60,29 @@ std::string printable_utf8(std::string_view text) {
   return out;
 }
 
+std::string escaped_utf8(std::string_view text) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = sequence_length(text, i);
+    if (n == 1 && text[i] == '\\') {
+      out += "\\\\";
+    } else if (n == 1 && (text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) {
+      out += text[i] == '\t' ? "\\t" : text[i] == '\n' ? "\\n" : "\\r";
+    } else if (n == 0 || is_control(text, i, n)) {
+      for (std::size_t k = 0; k < (n == 0 ? 1 : n); ++k) {
+        const auto b = static_cast<std::uint8_t>(text[i + k]);
+        out += "\\x";
+        out += hex[b >> 4];
+        out += hex[b & 15];
+      }
+    } else {
+      out.append(text, i, n);
+    }
+    i += n == 0 ? 1 : n;
+  }
+  return out;
+}
+
 }  // namespace steptrace::detail

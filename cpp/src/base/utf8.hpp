@@ -10,4 +10,9 @@ namespace steptrace::detail {
 // character (C0, DEL, C1), replaced by U+FFFD. Valid text comes back unchanged.
 std::string printable_utf8(std::string_view text);
 
+// `text` made printable without losing what set it apart: a backslash becomes `\\`, a tab, newline
+// and carriage return `\t` `\n` `\r`, and every other control character or byte outside valid
+// UTF-8 `\xHH` (each byte). Different texts always give different results.
+std::string escaped_utf8(std::string_view text);
+
 }  // namespace steptrace::detail

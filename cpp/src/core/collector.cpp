@@ -83,6 +83,7 @@ class step_fanout final : public step_sink {
       return;
     }
     impl_.totals.on_step(s);
+    if (!s.warmup && !s.failed) impl_.recent.on_step(s, s.end - s.begin - std::min(s.set_aside, s.end - s.begin));
     if (windows_) impl_.window_totals.on_step(s);
     if (live_) impl_.live_totals.on_step(s);
     impl_.timeline.on_step(s);

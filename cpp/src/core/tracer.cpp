@@ -10,6 +10,7 @@
 #include "base/utf8.hpp"
 #include "core/tracer_impl.hpp"
 #include "gpu/backend.hpp"
+#include "record/names.hpp"
 #include "report/report.hpp"
 #include "steptrace/tracer.hpp"
 
@@ -195,6 +196,7 @@ summary tracer::collect_summary(bool shown) const {
   add_cpu_facts(out, impl_->cpu_so_far());
   if (out.fact("host.cpus") == nullptr) out.facts.emplace_back("host.cpus", std::to_string(detail::usable_cpus()));
   out.errors.nested_steps = impl_->nested_steps.load(std::memory_order_relaxed);
+  out.errors.phase_names_folded = detail::folded_phase_names();
   out.errors.requests_abandoned = impl_->requests_abandoned.load(std::memory_order_relaxed);
   out.errors.request_phases_dropped = impl_->request_phases_dropped.load(std::memory_order_relaxed);
   out.errors.unbalanced_phases += impl_->request_stray_ends.load(std::memory_order_relaxed);
@@ -250,6 +252,7 @@ void tracer::reset() {
   impl_->request_stray_ends.store(0, std::memory_order_relaxed);
   impl_->totals.clear();
   impl_->batches.clear();
+  impl_->recent.clear();
   impl_->window_totals.clear();
   impl_->live_totals.clear();
   impl_->timeline.clear();

@@ -16,6 +16,7 @@
 
 #include "analysis/aggregate.hpp"
 #include "analysis/flight_recorder.hpp"
+#include "analysis/recent_window.hpp"
 #include "analysis/step_builder.hpp"
 #include "core/stream_events.hpp"
 #include "core/thread_binding.hpp"
@@ -91,6 +92,7 @@ class tracer_impl {
   std::uint32_t next_thread = 0;  // every thread that ever recorded gets its own number
   aggregate totals;
   aggregate batches;  // steps that served a batch of requests (tracer::set_batch_size)
+  recent_window recent;  // the latest counted steps, raw: metrics() quantiles, never consumed
   // Requests (request.hpp): their blocks, drained from whichever ring carried them, make steps
   // here, numbered as one more thread. Made on the first request.
   std::unique_ptr<step_builder> requests;

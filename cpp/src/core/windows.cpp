@@ -8,6 +8,7 @@
 #include "base/log.hpp"
 #include "core/tracer_impl.hpp"
 #include "record/host_memory.hpp"
+#include "record/names.hpp"
 #include "report/report.hpp"
 #include "steptrace/tracer.hpp"
 
@@ -28,6 +29,7 @@ summary tracer_impl::window_of(aggregate& from, bool restart) {
 
 void tracer_impl::finish_window(summary& w) const {
   w.errors.nested_steps = nested_steps.load(std::memory_order_relaxed);  // the run's so far
+  w.errors.phase_names_folded = folded_phase_names();
   w.backend = backend_now();
   complete(w);
 }
@@ -104,6 +106,28 @@ summary tracer::window() {
     out = impl_->windows_on ? impl_->window_of(impl_->window_totals) : impl_->window_of(impl_->totals, false);
     impl_->windows_on = true;
   }
+  impl_->finish_window(out);
+  return out;
+}
+
+summary tracer::metrics() const {
+  ::steptrace::summary out;
+  if (impl_->forked.load()) {
+    detail::complete(out);
+    return out;
+  }
+  {
+    std::unique_lock<std::mutex> lock(impl_->mutex);
+    impl_->drain_all_locked();
+    out = impl_->window_of(impl_->totals, false);  // counts and sums since the start
+    const double ns_per_tick = detail::host_clock::ns_per_tick();
+    const std::uint64_t now = detail::host_clock::now();
+    const auto window = static_cast<std::uint64_t>(quantile_window_s * 1e9 / ns_per_tick);
+    impl_->recent.fill_quantiles(out, now > window ? now - window : 0, ns_per_tick);
+    if (impl_->batches.steps() > 0) impl_->batches.fill_batches(out.batches.emplace(), ns_per_tick);
+  }
+  out.errors.requests_abandoned = impl_->requests_abandoned.load(std::memory_order_relaxed);
+  out.errors.request_phases_dropped = impl_->request_phases_dropped.load(std::memory_order_relaxed);
   impl_->finish_window(out);
   return out;
 }

@@ -293,7 +293,8 @@ std::string summary::json() const {
        {{"nested_steps", errors.nested_steps},
         {"unbalanced_phases", errors.unbalanced_phases},
         {"requests_abandoned", errors.requests_abandoned},
-        {"request_phases_dropped", errors.request_phases_dropped}}},
+        {"request_phases_dropped", errors.request_phases_dropped},
+        {"phase_names_folded", errors.phase_names_folded}}},
       {"batches", batches ? batches_json(*batches) : json_doc(nullptr)},
       {"facts", facts_json},
   };
@@ -367,6 +368,7 @@ summary summary::from_json(std::string_view text) {
     s.errors.unbalanced_phases = count_at(e, "unbalanced_phases");
     if (e.contains("requests_abandoned")) s.errors.requests_abandoned = count_at(e, "requests_abandoned");
     if (e.contains("request_phases_dropped")) s.errors.request_phases_dropped = count_at(e, "request_phases_dropped");
+    if (e.contains("phase_names_folded")) s.errors.phase_names_folded = count_at(e, "phase_names_folded");
     for (const auto& [key, value] : doc.at("facts").items()) s.facts.emplace_back(key, value.get<std::string>());
     if (doc.contains("rank")) s.rank = rank_from(doc.at("rank"));
     if (doc.contains("ranks")) s.ranks = ranks_from(doc.at("ranks"));

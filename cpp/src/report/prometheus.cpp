@@ -82,10 +82,26 @@ std::string summary::prometheus(std::string_view prefix) const {
   }
   const std::string common = rank ? "rank=\"" + std::to_string(rank->rank) + "\"" : "";
   writer w(std::string(prefix) + "_", common);
-  w.family("steps", "gauge", "Counted steps (past warm-up, not failed).");
-  w.sample("steps", "", static_cast<double>(steps));
-  w.family("failed_steps", "gauge", "Steps ended by an exception.");
-  w.sample("failed_steps", "", static_cast<double>(failed_steps));
+  // Counts and sums are the summary's: since the start in tracer::metrics(), which is what a
+  // scraper should read; quantiles there are over a recent window.
+  w.family("steps_total", "counter", "Counted steps (requests, loop iterations; past warm-up, not failed).");
+  w.sample("steps_total", "", static_cast<double>(steps));
+  w.family("failed_steps_total", "counter", "Steps ended by an exception.");
+  w.sample("failed_steps_total", "", static_cast<double>(failed_steps));
+  if (requests > 0 || errors.requests_abandoned > 0) {
+    w.family("requests_abandoned_total", "counter", "Requests whose handle was destroyed without end().");
+    w.sample("requests_abandoned_total", "", static_cast<double>(errors.requests_abandoned));
+  }
+  if (batches) {
+    w.family("batches_total", "counter", "Counted batches (steps that served several requests at once).");
+    w.sample("batches_total", "", static_cast<double>(batches->batches));
+    w.family("batch_requests_total", "counter", "Requests served by the counted batches.");
+    w.sample("batch_requests_total", "", std::round(batches->size_mean * static_cast<double>(batches->batches)));
+    w.family("batch_seconds", "summary", "Time per batch.");
+    w.quantiles("batch_seconds", "", batches->ms, batches->batches);
+  }
+  w.family("phase_names_folded", "gauge", "Distinct phase names past the 4096-name limit, sharing \"(other names)\".");
+  w.sample("phase_names_folded", "", static_cast<double>(errors.phase_names_folded));
   w.family("step_seconds", "summary", "Time per step, less any time set aside inside it.");
   w.quantiles("step_seconds", "", step_ms, steps);
   w.family("phase_seconds", "summary", "Time per step in each phase itself (0 in steps where it did not run).");

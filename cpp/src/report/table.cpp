@@ -282,6 +282,16 @@ std::string summary::table() const {
     line("misuse: {} nested step{} ignored, {} unbalanced phase end{}", errors.nested_steps,
          errors.nested_steps == 1 ? "" : "s", errors.unbalanced_phases, errors.unbalanced_phases == 1 ? "" : "s");
   }
+  if (errors.requests_abandoned || errors.request_phases_dropped) {
+    line("");
+    line("requests: {} abandoned (handle destroyed without end), {} phase call{} past a handle's capacity dropped",
+         errors.requests_abandoned, errors.request_phases_dropped, errors.request_phases_dropped == 1 ? "" : "s");
+  }
+  if (errors.phase_names_folded) {
+    line("");
+    line("names: {} phase name{} past the 4096-name limit share the row \"(other names)\"", errors.phase_names_folded,
+         errors.phase_names_folded == 1 ? "" : "s");
+  }
   if (const std::string* busy = fact("cpu.cores_busy"); busy != nullptr && steps > 0) {
     const std::string* cpus = fact("host.cpus");
     auto value = [&](const char* key) { return detail::fact_double(*this, key).value_or(0.0); };
