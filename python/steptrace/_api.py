@@ -21,6 +21,7 @@ T = TypeVar("T")
 
 StepError = _core.StepError
 _modules = sys.modules
+_MAX_CACHED_PHASES = 8192  # phase scopes kept per tracer for reuse (the registry folds past 4096 names)
 LABELS = tuple(_core.LABELS)  # every label the diagnosis can give
 
 
@@ -251,7 +252,8 @@ class Tracer:
             raise TypeError(f"steptrace: a phase name must be a str, not {type(name).__name__}")
         scope = _PhaseScope(self._core, _core.register_phase(name), handle)
         scope._steptrace_annotation = name
-        self._phases[name if handle is None else (name, handle)] = scope
+        if len(self._phases) < _MAX_CACHED_PHASES:  # names built from data must not grow it forever
+            self._phases[name if handle is None else (name, handle)] = scope
         return scope
 
     def exclude(self, name: str) -> _ExcludeScope:

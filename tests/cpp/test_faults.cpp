@@ -153,6 +153,7 @@ TEST_CASE("steps recorded from thread_local and static destructors are dropped, 
 
 TEST_CASE("names that are not UTF-8 render in the table and JSON, and the exit report prints",
           "[faults][names]") {
+  // (names differing only in control characters stay apart: the next test)
   const phase_id odd = register_phase("dec\xff\xfeode\n");
   tracer t(quiet());
   for (int i = 0; i < 3; ++i) {
@@ -163,9 +164,10 @@ TEST_CASE("names that are not UTF-8 render in the table and JSON, and the exit r
   std::string json;
   REQUIRE_NOTHROW(json = s.json());
   const auto parsed = nlohmann::json::parse(json);
-  CHECK(parsed["phases"].contains("dec\xEF\xBF\xBD\xEF\xBF\xBDode\xEF\xBF\xBD"));
-  CHECK_THAT(s.table(), Contains("dec\xEF\xBF\xBD\xEF\xBF\xBDode"));
-  CHECK(summary::from_json(json).phase("dec\xEF\xBF\xBD\xEF\xBF\xBDode\xEF\xBF\xBD") != nullptr);
+  // Bytes outside UTF-8 and control characters shown escaped: "dec\xFF\xFEode\n".
+  CHECK(parsed["phases"].contains(R"(dec\xFF\xFEode\n)"));
+  CHECK_THAT(s.table(), Contains(R"(dec\xFF\xFEode\n)"));
+  CHECK(summary::from_json(json).phase(R"(dec\xFF\xFEode\n)") != nullptr);
 
   SECTION("the JSON file at exit is written whole beside the table") {
     const std::string path = "/tmp/steptrace-test-odd-" + std::to_string(getpid()) + ".json";
@@ -174,7 +176,7 @@ TEST_CASE("names that are not UTF-8 render in the table and JSON, and the exit r
     c.print_at_exit = exit_print::always;
     t.configure(c);
     const std::string table = t.exit_report();
-    CHECK_THAT(table, Contains("dec\xEF\xBF\xBD"));
+    CHECK_THAT(table, Contains(R"(dec\xFF)"));
     CHECK(nlohmann::json::parse(read_file(path))["steps"] == 3);
     std::remove(path.c_str());
   }
@@ -264,4 +266,58 @@ TEST_CASE("after the program fetched the summary, the exit report says so in one
     (void)t.summary();
     CHECK_THAT(t.exit_report(), Contains("steptrace summary"));
   }
+}
+
+TEST_CASE("names that differ only in control characters stay two rows everywhere", "[faults][names]") {
+  const phase_id tab = register_phase("load\tshard"), newline = register_phase("load\nshard"),
+                 literal = register_phase("load\\tshard");  // a backslash and a t
+  CHECK(phase_label(tab) == R"(load\tshard)");
+  CHECK(phase_label(newline) == R"(load\nshard)");
+  CHECK(phase_label(literal) == R"(load\\tshard)");
+  tracer t(quiet());
+  for (int i = 0; i < 4; ++i) {
+    scoped_step step(t);
+    { scoped_phase p(t, tab); }
+    { scoped_phase p(t, newline); }
+    { scoped_phase p(t, literal); }
+  }
+  const summary s = t.summary();
+  const auto parsed = nlohmann::json::parse(s.json());
+  CHECK(parsed["phases"].size() == 4);  // the three and `other`
+  const std::string text = s.prometheus();
+  for (const char* label : {R"(phase="load\\tshard")", R"(phase="load\\nshard")", R"(phase="load\\\\tshard")"}) {
+    const auto first = text.find(std::string("steptrace_phase_share{") + label);
+    CHECK(first != std::string::npos);
+    CHECK(text.find(std::string("steptrace_phase_share{") + label, first + 1) == std::string::npos);  // no repeated series
+  }
+}
+
+TEST_CASE("100,000 distinct names: none raises, the rest share one row, and every output says how many",
+          "[faults][names]") {
+  // In a child: the registry is process-wide, and full it would fold the other tests' names.
+  const int status = in_child([] {
+    tracer t(quiet());
+    std::uint32_t last = 0;
+    try {
+      for (int i = 0; i < 100000; ++i) last = register_phase("route-" + std::to_string(i)).value;
+    } catch (...) {
+      std::_Exit(2);
+    }
+    if (phase_label(phase_id{last}) != "(other names)") std::_Exit(3);
+    {
+      scoped_step step(t);
+      scoped_phase p(t, phase_id{last});
+    }
+    const summary s = t.summary();
+    const std::uint64_t folded = s.errors.phase_names_folded;
+    if (folded < 90000) std::_Exit(4);
+    if (register_phase("route-10000").value != last) std::_Exit(5);
+    if (t.summary().errors.phase_names_folded != folded) std::_Exit(6);  // the same name again: counted once
+    if (s.table().find("past the 4096-name limit share the row \"(other names)\"") == std::string::npos) std::_Exit(7);
+    if (nlohmann::json::parse(s.json())["errors"]["phase_names_folded"] != folded) std::_Exit(8);
+    if (s.prometheus().find("steptrace_phase_names_folded " + std::to_string(folded)) == std::string::npos) std::_Exit(9);
+    if (summary::from_json(s.json()).errors.phase_names_folded != folded) std::_Exit(10);
+    if (s.phase("(other names)") == nullptr || s.phase("(other names)")->calls != 1) std::_Exit(11);
+  });
+  CHECK(status == 0);
 }

@@ -6,7 +6,8 @@
 namespace steptrace::detail {
 
 // Distinct names registered past the registry's bound: they share the overflow phase's row
-// (its label says so). A lower bound once very many have been folded.
+// (its label says so). The first 65,536 folded names are remembered, each counted once; past
+// those, a registration of a name not remembered counts again.
 std::uint64_t folded_phase_names() noexcept;
 
 }  // namespace steptrace::detail
