@@ -321,3 +321,31 @@ TEST_CASE("100,000 distinct names: none raises, the rest share one row, and ever
   });
   CHECK(status == 0);
 }
+
+TEST_CASE("a reader of stderr that has gone never stops the program: no SIGPIPE from steptrace",
+          "[faults][sigpipe]") {
+  const int status = in_child([] {
+    signal(SIGPIPE, SIG_DFL);  // as a C++ server has it: the default action kills
+    int fds[2];
+    if (pipe(fds) != 0) std::_Exit(2);
+    close(fds[0]);  // the reader is gone
+    dup2(fds[1], 2);
+    close(fds[1]);
+    config c = quiet();
+    c.live = 1;  // the live line, each second
+    c.print_at_exit = exit_print::always;
+    tracer t(c);
+    t.warn_nested_step();  // an error line through the logger
+    const phase_id p = register_phase("sigpipe.work");
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1300);
+    while (std::chrono::steady_clock::now() < until) {
+      scoped_step step(t);
+      scoped_phase ph(t, p);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    t.warn_nested_step();
+    if (t.exit_report().empty()) std::_Exit(3);
+    STEPTRACE_STEP();  // the default tracer's exit table, written at exit
+  });
+  CHECK(status == 0);  // 128 + SIGPIPE (141) before
+}

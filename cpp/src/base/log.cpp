@@ -1,19 +1,33 @@
 #include "base/log.hpp"
 
 #include <spdlog/logger.h>
-#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/sinks/base_sink.h>
 
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+
+#include "base/quiet_write.hpp"
 
 namespace steptrace::detail {
 namespace {
 
+// stderr, written so that a reader that has gone never raises SIGPIPE (base/quiet_write.hpp).
+class quiet_stderr_sink final : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t text;
+    formatter_->format(msg, text);
+    write_stderr(std::string_view(text.data(), text.size()));
+  }
+  void flush_() override {}
+};
+
 spdlog::logger& logger() {
   // Never destroyed: messages may come from exit handlers.
   static auto* l = [] {
-    auto* made = new spdlog::logger("steptrace", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    auto* made = new spdlog::logger("steptrace", std::make_shared<quiet_stderr_sink>());
     made->set_pattern("steptrace %l: %v");
     made->set_level(spdlog::level::warn);
     return made;

@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "base/log.hpp"
+#include "base/quiet_write.hpp"
 #include "core/tracer_impl.hpp"
 #include "gpu/backend.hpp"
 #include "report/diagnosis.hpp"
@@ -133,7 +134,7 @@ tracer& default_tracer() {
     for (const auto& e : errors) detail::log(detail::log_level::error, e);
     std::atexit([] {
       const std::string text = default_tracer().exit_report();
-      if (!text.empty()) std::fputs(text.c_str(), stderr);
+      if (!text.empty()) detail::write_stderr(text);  // a reader that has gone raises no SIGPIPE
     });
     return made;
   }();

@@ -5,7 +5,11 @@
 #include <cstdio>
 #include <string>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "base/log.hpp"
+#include "base/quiet_write.hpp"
 #include "core/tracer_impl.hpp"
 #include "record/host_memory.hpp"
 #include "record/names.hpp"
@@ -70,13 +74,12 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock) {
     finish_window(w);
     if (print) {
       const std::string line = live_line(w, now_s - live_origin_s);
-      std::fputs(line.c_str(), stderr);
+      write_stderr(line);
     }
     if (!jsonl.empty()) {
-      if (std::FILE* f = std::fopen(jsonl.c_str(), "a")) {
-        const std::string line = summary_json_line(w) + "\n";
-        std::fwrite(line.data(), 1, line.size(), f);
-        std::fclose(f);
+      if (const int fd = ::open(jsonl.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644); fd >= 0) {
+        write_all(fd, summary_json_line(w) + "\n");  // a FIFO whose reader left raises no SIGPIPE
+        ::close(fd);
       } else {
         static bool said = false;  // once: it would repeat every window
         if (!said) log(log_level::error, "could not append the live windows to " + jsonl);
