@@ -244,3 +244,66 @@ TEST_CASE("INPUT-BOUND's advice says the CPU is saturated instead of adding work
   const auto free = with_demand(t - 0.4 - 0.05, 0.0);
   for (const auto& line : free.advice) CHECK_THAT(line, !Catch::Matchers::Contains("saturated"));
 }
+
+namespace {
+
+summary server_run(std::map<std::string, double> shares, std::optional<batch_stats> batches) {
+  summary s = with_shares(std::move(shares));
+  s.requests = s.steps;
+  s.batches = std::move(batches);
+  return s;
+}
+
+batch_stats batches_of(double busy, double p50, double max) {
+  batch_stats b;
+  b.batches = 50;
+  b.busy_share = busy;
+  b.size_p50 = p50;
+  b.size_max = max;
+  b.ms.p50 = 4;
+  return b;
+}
+
+bool mentions_training(const diagnosis& d) {
+  std::string all = d.evidence;
+  for (const auto& a : d.advice) all += a;
+  return all.find("DataLoader") != std::string::npos || all.find("training") != std::string::npos ||
+         all.find(".item()") != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("server runs: requests queueing while the batch worker idles, or while it is saturated", "[diagnosis][server]") {
+  const double q = default_thresholds.queue_share;
+  const double idle_worker = default_thresholds.worker_busy_share - 0.2;
+  const auto waiting = diagnose(server_run({{"queue", q + 0.2}, {"compute", 0.8 - q}}, batches_of(idle_worker, 8, 32)));
+  CHECK(waiting.label == "WAIT-HEAVY");  // a request's queue is waiting
+  REQUIRE_FALSE(waiting.advice.empty());
+  CHECK_THAT(waiting.advice[0], Catch::Matchers::Contains("start a batch as soon as the worker is free"));
+  CHECK_THAT(waiting.evidence, Catch::Matchers::Contains("they wait for a batch to form"));
+  CHECK_FALSE(mentions_training(waiting));
+
+  const auto saturated = diagnose(server_run({{"queue", q + 0.2}, {"compute", 0.8 - q}}, batches_of(0.95, 32, 32)));
+  CHECK_THAT(saturated.advice[0], Catch::Matchers::Contains("the batch worker is saturated"));
+  CHECK_FALSE(mentions_training(saturated));
+
+  // Below the queue rule: no queue advice; small batches are named instead.
+  const auto small = diagnose(server_run({{"queue", q - 0.1}, {"compute", 0.9 - q + 0.1}}, batches_of(0.3, 2, 16)));
+  CHECK(small.advice[0].find("start a batch") == std::string::npos);
+  CHECK_THAT(small.advice[0], Catch::Matchers::Contains("batches hold p50 2 requests of the 16"));
+}
+
+TEST_CASE("server runs: preprocessing on the request path is named from its threshold", "[diagnosis][server]") {
+  const double p = default_thresholds.preprocess_share;
+  const auto at = diagnose(server_run({{"preprocess", p}, {"compute", 1 - p}}, std::nullopt));
+  bool named = false;
+  for (const auto& a : at.advice) named = named || a.find("`preprocess` takes") != std::string::npos;
+  CHECK(named);
+  const auto below_it = diagnose(server_run({{"preprocess", p - 0.01}, {"compute", 1 - p + 0.01}}, std::nullopt));
+  for (const auto& a : below_it.advice) CHECK(a.find("`preprocess` takes") == std::string::npos);
+  CHECK_FALSE(mentions_training(at));
+  // The same shares in a training run keep the training advice, with no server finding.
+  for (const auto& a : diagnose(with_shares({{"preprocess", p}, {"compute", 1 - p}})).advice) {
+    CHECK(a.find("`preprocess` takes") == std::string::npos);
+  }
+}

@@ -20,6 +20,7 @@ std::string_view builtin_of(const summary& s, const phase_stats& p) {
   const phase_stats* at = &p;
   for (std::size_t hops = 0; at != nullptr && hops <= s.phases.size(); ++hops) {
     if (is_builtin(at->name)) return at->name;
+    if (at->name == queue_phase) return "wait";  // a request waiting for the next stage
     at = at->parent.empty() ? nullptr : s.phase(at->parent);
   }
   return {};
@@ -340,6 +341,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     d.evidence += near_miss;
     d.advice = {fmt::format("no single cause stands out: start with the largest phase, `{}`", largest->name)};
   }
+  if (is_server_run(s)) advise_server(s, t, d);
   return d;
 }
 

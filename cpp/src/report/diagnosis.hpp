@@ -55,7 +55,23 @@ struct diagnosis_thresholds {
   double cpu_demand_share = 0.90;
   double straggler_gap_share = 0.10;
   double straggler_gap_ms = 0.5;
+  // Servers (server_advice.cpp): a request waits for a batch too long from this share of its
+  // time in `queue`; the batch worker is saturated from this busy share; a preprocessing phase
+  // on the request path is worth moving from this share.
+  double queue_share = 0.30;
+  double worker_busy_share = 0.70;
+  double preprocess_share = 0.25;
 };
+
+// The phase a request waits in for a batch (or any stage): counted toward `wait`.
+inline constexpr std::string_view queue_phase = "queue";
+
+// A run whose steps are mostly requests (request.hpp, or steps in asyncio tasks).
+inline bool is_server_run(const summary& s) { return s.requests > 0 && 2 * s.requests >= s.steps; }
+
+// Server wording and findings for a diagnosis of a server run: batching, the queue,
+// preprocessing on the request path; no training loop, no DataLoader.
+void advise_server(const summary& s, const diagnosis_thresholds& t, diagnosis& d);
 
 inline constexpr diagnosis_thresholds default_thresholds{};
 
