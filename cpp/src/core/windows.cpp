@@ -34,6 +34,8 @@ summary tracer_impl::window_of(aggregate& from, bool restart) {
 void tracer_impl::finish_window(summary& w) const {
   w.errors.nested_steps = nested_steps.load(std::memory_order_relaxed);  // the run's so far
   w.errors.phase_names_folded = folded_phase_names();
+  w.errors.requests_abandoned = requests_abandoned.load(std::memory_order_relaxed);
+  w.errors.request_phases_dropped = request_phases_dropped.load(std::memory_order_relaxed);
   w.backend = backend_now();
   complete(w);
 }
@@ -94,45 +96,47 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock) {
 
 }  // namespace detail
 
-summary tracer::window() {
+namespace {
+
+// A window-like summary: nothing in a forked child; else `fill` under the tracer lock, after
+// every ring is drained, then the parts read without it.
+template <class Fill>
+summary read_under_lock(detail::tracer_impl& impl, Fill&& fill) {
   ::steptrace::summary out;
-  if (impl_->forked.load()) {
+  if (impl.forked.load()) {
     detail::complete(out);
     return out;
   }
   {
-    std::unique_lock<std::mutex> lock(impl_->mutex);
-    impl_->drain_all_locked();
+    std::unique_lock<std::mutex> lock(impl.mutex);
+    impl.drain_all_locked();
+    fill(lock, out);
+  }
+  impl.finish_window(out);
+  return out;
+}
+
+}  // namespace
+
+summary tracer::window() {
+  return read_under_lock(*impl_, [&](std::unique_lock<std::mutex>& lock, ::steptrace::summary& out) {
     impl_->harvest_events();
     impl_->sample_rss(lock, true);
     // Windows are fed only once asked for: the first one is the whole run so far.
     out = impl_->windows_on ? impl_->window_of(impl_->window_totals) : impl_->window_of(impl_->totals, false);
     impl_->windows_on = true;
-  }
-  impl_->finish_window(out);
-  return out;
+  });
 }
 
 summary tracer::metrics() const {
-  ::steptrace::summary out;
-  if (impl_->forked.load()) {
-    detail::complete(out);
-    return out;
-  }
-  {
-    std::unique_lock<std::mutex> lock(impl_->mutex);
-    impl_->drain_all_locked();
+  return read_under_lock(*impl_, [&](std::unique_lock<std::mutex>&, ::steptrace::summary& out) {
     out = impl_->window_of(impl_->totals, false);  // counts and sums since the start
     const double ns_per_tick = detail::host_clock::ns_per_tick();
     const std::uint64_t now = detail::host_clock::now();
     const auto window = static_cast<std::uint64_t>(quantile_window_s * 1e9 / ns_per_tick);
     impl_->recent.fill_quantiles(out, now > window ? now - window : 0, ns_per_tick);
     if (impl_->batches.steps() > 0) impl_->batches.fill_batches(out.batches.emplace(), ns_per_tick);
-  }
-  out.errors.requests_abandoned = impl_->requests_abandoned.load(std::memory_order_relaxed);
-  out.errors.request_phases_dropped = impl_->request_phases_dropped.load(std::memory_order_relaxed);
-  impl_->finish_window(out);
-  return out;
+  });
 }
 
 }  // namespace steptrace
