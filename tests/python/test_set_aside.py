@@ -48,7 +48,7 @@ def test_validation_steps_and_fetches_inside_exclude_are_set_aside_with_it(trace
     d = tracer.summary().to_dict()
     assert d["steps"] == 12
     assert d["set_aside"]["validation"]["calls"] == 1
-    assert d["errors"] == {"nested_steps": 0, "unbalanced_phases": 0}
+    assert set(d["errors"].values()) == {0}, d["errors"]  # no error of any kind
 
 
 def test_exclude_decorates_and_propagates_the_exception(tracer):
