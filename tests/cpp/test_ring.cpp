@@ -45,3 +45,22 @@ TEST_CASE("a full ring refuses a record until it is drained", "[record]") {
   REQUIRE(got.size() == 1);
   CHECK(got[0] == 64);
 }
+
+TEST_CASE("a run of records goes in whole, across the wrap, or not at all", "[record]") {
+  ring r(64);
+  std::vector<record> rest;
+  for (std::uint64_t i = 1; i <= 20; ++i) rest.push_back({i, 0, record_kind::phase_begin});
+  const record first{0, 20, record_kind::request_block};
+  for (int i = 0; i < 50; ++i) REQUIRE(r.try_push(1000, 0, record_kind::step_begin));
+  CHECK_FALSE(r.try_push_run(first, rest.data(), 20));  // 21 do not fit beside 50: none written
+  int runs = 0;
+  CHECK(drain_ticks(r, runs).size() == 50);
+  REQUIRE(r.try_push_run(first, rest.data(), 20));  // from slot 50: wraps after 14
+  const auto got = drain_ticks(r, runs);
+  CHECK(runs == 2);
+  REQUIRE(got.size() == 21);
+  for (std::uint64_t i = 0; i < got.size(); ++i) CHECK(got[i] == i);
+  for (int i = 0; i < 43; ++i) REQUIRE(r.try_push(1000, 0, record_kind::step_begin));
+  CHECK(r.try_push_run(first, rest.data(), 20));  // exactly full: 43 + 21 = 64
+  CHECK_FALSE(r.try_push(1000, 0, record_kind::step_begin));
+}

@@ -57,12 +57,14 @@ void request::end(bool failed) noexcept {
   if (impl.forked.load(std::memory_order_relaxed)) return;
   detail::thread_state* s = detail::local_state(impl);  // nullptr after this thread's exit began
   if (s == nullptr) return;
-  const auto push = [&](const detail::record& r) {
+  const detail::record block{0, count, record_kind::request_block};
+  if (__builtin_expect(s->records.try_push_run(block, records_, count), 1)) return;
+  const auto push = [&](const detail::record& r) {  // the ring is nearly full: record by record
     if (__builtin_expect(!s->records.try_push(r.ticks, r.id, r.kind), 0)) {
       detail::push_after_drain(impl, *s, r.ticks, r.id, r.kind);
     }
   };
-  push({0, count, record_kind::request_block});
+  push(block);
   for (std::uint32_t i = 0; i < count; ++i) push(records_[i]);
 }
 

@@ -76,6 +76,21 @@ class ring {
     return true;
   }
 
+  // Producer side: `first` and then `rest[0..n)` published at once (a request's whole step).
+  // False, having written nothing, when they do not all fit.
+  bool try_push_run(const record& first, const record* rest, std::uint32_t n) noexcept {
+    const std::uint64_t room = mask_ + 1, need = static_cast<std::uint64_t>(n) + 1;
+    if (head_ + need - consumed_seen_ > room) {
+      consumed_seen_ = consumed_.load(std::memory_order_acquire);
+      if (head_ + need - consumed_seen_ > room) return false;
+    }
+    record* const slots = slots_.get();
+    slots[head_++ & mask_] = first;
+    for (std::uint32_t i = 0; i < n; ++i) slots[head_++ & mask_] = rest[i];
+    published_.store(head_, std::memory_order_release);
+    return true;
+  }
+
   // Consumer side: hands every published record to fn(first, last), oldest first, as at most
   // two contiguous runs (the ring may wrap), then frees their slots. Returns how many.
   template <class Fn>
