@@ -120,11 +120,12 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
       } else {
         slices_.clear();
         for (std::uint32_t id : touched_) slices_.push_back({id, ticks_[id], calls_[id], incl_[id], parent_[id]});
-        const bool warmup = finished_ < warmup_;
+        const bool warmup = warming_up();
         const bool failed = r.kind == record_kind::step_end_failed;
         const bool first = !warmup && !failed && !counted_any_;
         counted_any_ = counted_any_ || (!warmup && !failed);
         ++finished_;
+        if (batch_ != 0) ++batches_finished_;
         pair_step_events(!warmup && !failed);  // device time of counted steps only
         streams_.clear();
         for (std::uint32_t i = 0; !stream_unknown_ && i < max_streams; ++i) {
@@ -217,7 +218,7 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
           // Device time, like host time, is kept out of the statistics during warm-up.
           event_pairs_.push_back(
               {stack_[j].id, stack_[j].event, j == i - 1 ? end_event_ : no_event,
-               finished_ >= warmup_ && !discard_step_});
+               !warming_up() && !discard_step_});
         }
       }
       if (stack_[i - 1].event == no_event) free_event(end_event_);  // an end event with no begin to pair
@@ -332,7 +333,7 @@ void step_builder::finish(step_sink& sink) {
 }
 
 void step_builder::restart() {
-  finished_ = unbalanced_ = 0;
+  finished_ = batches_finished_ = unbalanced_ = 0;
   counted_any_ = false;
   if (in_step_) discard_step_ = true;
   if (capture_ != capture::none) {  // a fetch in flight is claimed by no step now
@@ -343,7 +344,7 @@ void step_builder::restart() {
 
 void step_builder::rebind(std::uint32_t thread, std::uint32_t warmup_steps) {
   drop_open();
-  finished_ = unbalanced_ = 0;
+  finished_ = batches_finished_ = unbalanced_ = 0;
   counted_any_ = false;
   thread_ = thread;
   warmup_ = warmup_steps;

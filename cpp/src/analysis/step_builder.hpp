@@ -8,7 +8,8 @@
 //   on the thread claims it and its window starts where that input started (a second such
 //   input before a step begins releases the first as unscoped);
 // - any other phase outside a step is unscoped: reported apart, never in step statistics;
-// - the first `warmup` finished steps of the thread are marked warm-up;
+// - the first `warmup` finished steps of the thread are marked warm-up, and apart from them
+//   its first `warmup` batches;
 // - time set aside (exclude_begin .. exclude_end) is in no step: the step's window skips it, and
 //   phases, fetches and steps inside it are set aside with it.
 #pragma once
@@ -154,6 +155,12 @@ class step_builder {
   bool stream_unknown_ = false;    // it used a stream with no index: it is viewed on every stream
   std::vector<stream_key> streams_;
   std::uint64_t finished_ = 0, unbalanced_ = 0;
+  std::uint64_t batches_finished_ = 0;  // of finished_: batches, whose warm-up is their own
+  // Whether the open step is warm-up: the first `warmup_` steps, and apart from them the first
+  // `warmup_` batches (a worker whose batches share the request builder leaves requests theirs).
+  bool warming_up() const noexcept {
+    return batch_ != 0 ? batches_finished_ < warmup_ : finished_ - batches_finished_ < warmup_;
+  }
   bool in_step_ = false;
   bool discard_step_ = false;  // the open step began before a reset
   bool step_set_aside_ = false;  // a step opened inside a set-aside span: ignored whole

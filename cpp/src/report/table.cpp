@@ -158,8 +158,13 @@ std::string summary::table() const {
   if (steps == 0) {
     line("no steps counted ({} warm-up, {} failed): nothing to break down.", warmup_steps, failed_steps);
   } else {
-    line("{} steps ({} warm-up and {} failed not counted) on {} thread{}, {} s of wall time", steps, warmup_steps,
-         failed_steps, threads, threads == 1 ? "" : "s", ms(wall_ms / 1000));
+    if (requests == steps) {  // a server's requests, which cross threads: no thread count
+      line("{} requests ({} warm-up and {} failed not counted){}, {} s of wall time", steps, warmup_steps, failed_steps,
+           batches ? fmt::format(" served in {} batches", batches->batches) : std::string(), ms(wall_ms / 1000));
+    } else {
+      line("{} steps ({} warm-up and {} failed not counted) on {} thread{}, {} s of wall time", steps, warmup_steps,
+           failed_steps, threads, threads == 1 ? "" : "s", ms(wall_ms / 1000));
+    }
     line("step       mean {} ms   p50 {}   p95 {}   p99 {}   max {}", ms(step_ms.mean), ms(step_ms.p50),
          ms(step_ms.p95), ms(step_ms.p99), ms(step_ms.max));
     line("");
