@@ -6,7 +6,9 @@
 
 #include <map>
 #include <optional>
+#include <cstring>
 #include <string>
+#include <system_error>
 
 #include "steptrace/profiler_trace.hpp"
 #include "steptrace/steptrace.hpp"
@@ -251,6 +253,19 @@ PYBIND11_MODULE(_core, m) {
   m.def("cupti_holder", &steptrace::cupti_holder);
   m.def("read_profiler_trace", &steptrace::read_profiler_trace, py::arg("path"),
         py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "write_file",
+      [](const std::string& path, const std::string& text) {
+        try {
+          py::gil_scoped_release unlocked;
+          write_file(path, text);
+        } catch (const std::system_error& e) {  // OSError(errno, strerror, path): FileNotFoundError & co.
+          const int code = e.code().value();
+          PyErr_SetObject(PyExc_OSError, py::make_tuple(code, std::strerror(code), path).ptr());
+          throw py::error_already_set();
+        }
+      },
+      py::arg("path"), py::arg("text"));
   m.def("register_phase", [](const std::string& name) { return register_phase(name).value; }, py::arg("name"));
   m.attr("INPUT") = builtin::input.value;
   m.attr("H2D") = builtin::h2d.value;

@@ -7,6 +7,7 @@ import functools
 import inspect
 import json
 import os
+import stat
 import sys
 import weakref
 from pathlib import Path
@@ -21,6 +22,7 @@ T = TypeVar("T")
 
 StepError = _core.StepError
 _modules = sys.modules
+_MAX_SUMMARY_BYTES = 256 << 20  # a summary with a 1,024-step timeline is ~18 MB
 _MAX_CACHED_PHASES = 8192  # phase scopes kept per tracer for reuse (the registry folds past 4096 names)
 LABELS = tuple(_core.LABELS)  # every label the diagnosis can give
 
@@ -122,10 +124,11 @@ class Summary:
         return json.loads(self._core.json())
 
     def to_json(self, path: Union[str, "os.PathLike[str]", None] = None) -> str:
-        """The summary as JSON (schema ``steptrace.summary/1``), also written to ``path``."""
+        """The summary as JSON (schema ``steptrace.summary/1``), also written to ``path``, whole
+        or not at all (as every file steptrace writes)."""
         text = self._core.json()
         if path is not None:
-            Path(path).write_text(text + "\n", encoding="utf-8")
+            _core.write_file(os.fspath(path), text + "\n")
         return text
 
     def to_trace(self, path: Union[str, "os.PathLike[str]", None] = None) -> str:
@@ -134,7 +137,7 @@ class Summary:
         flagged), a track per stream with device activity and the idle gaps. Also written to ``path``."""
         text = self._core.trace()
         if path is not None:
-            Path(path).write_text(text + "\n", encoding="utf-8")
+            _core.write_file(os.fspath(path), text + "\n")
         return text
 
     def to_html(self, path: Union[str, "os.PathLike[str]", None] = None, title: str = "steptrace report") -> str:
@@ -144,7 +147,7 @@ class Summary:
 
         text = _html.render(self.to_dict(), str(self), title)
         if path is not None:
-            Path(path).write_text(text, encoding="utf-8")
+            _core.write_file(os.fspath(path), text)
         return text
 
     def prometheus(self, prefix: str = "steptrace") -> str:
@@ -381,13 +384,21 @@ def load(path: Union[str, "os.PathLike[str]"]) -> Summary:
     torch.profiler trace (``export_chrome_trace``, ``tensorboard_trace_handler``; ``.json`` or
     ``.json.gz``), found by its content: the trace is read through the same analysis as a live
     run, and gives the same table, JSON, diagnosis, timeline and report."""
-    if _is_profiler_trace(path):
-        return Summary(_core.read_profiler_trace(os.fspath(path)))
-    text = Path(path).read_text(encoding="utf-8")
+    name = os.fspath(path)
+    if not stat.S_ISREG(os.stat(name).st_mode):  # a FIFO, a device (/dev/zero): it could never end
+        raise ValueError(f"{name}: not a regular file")
+    if _is_profiler_trace(name):
+        return Summary(_core.read_profiler_trace(name))
+    with open(name, "rb") as f:
+        data = f.read(_MAX_SUMMARY_BYTES + 1)
+    if len(data) > _MAX_SUMMARY_BYTES:
+        raise ValueError(f"{name}: larger than any steptrace summary ({_MAX_SUMMARY_BYTES >> 20} MB at most)")
     try:
-        return Summary(_core.Summary.from_json(text))
+        return Summary(_core.Summary.from_json(data.decode("utf-8")))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{name}: not a steptrace summary: not UTF-8 text (byte {e.start})") from None
     except ValueError as e:
-        raise ValueError(f"{os.fspath(path)}: {e}") from None
+        raise ValueError(f"{name}: {e}") from None
 
 
 def _package_dir(*parts: str) -> str:

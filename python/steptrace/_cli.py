@@ -27,8 +27,18 @@ def _load(path: str):
 
     try:
         return load(path)
-    except ValueError as e:  # not a summary: the message names the file
+    except (ValueError, RuntimeError) as e:  # not a summary or trace: the message names the file
         raise _Unusable(str(e)) from None
+    except OSError as e:
+        raise _Unusable(f"{path}: {e.strerror or e}") from None
+
+
+def _write(path: str, write) -> None:
+    """Calls write(path); a failure names the file (a full disk, a missing folder)."""
+    try:
+        write(path)
+    except OSError as e:
+        raise _Unusable(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def _beside(path: str, suffix: str) -> str:
@@ -46,7 +56,7 @@ def _show(args: argparse.Namespace) -> int:
 
 def _compare_runs(args: argparse.Namespace) -> int:
     a, b = _load(args.base), _load(args.new)
-    if args.max_regression is not None and args.max_regression < 0:
+    if args.max_regression is not None and not 0 <= args.max_regression < float("inf"):  # nan fails too
         raise _Unusable(f"--max-regression must be a percentage of 0 or more, not {args.max_regression:g}")
     c = _compare.compare(a.to_dict(), b.to_dict(), args.max_regression)
     sys.stdout.write(_compare.render(c, os.path.basename(args.base), os.path.basename(args.new)))
@@ -56,7 +66,7 @@ def _compare_runs(args: argparse.Namespace) -> int:
 def _trace(args: argparse.Namespace) -> int:
     s = _load(args.summary)
     out = args.output or _beside(args.summary, ".trace.json")
-    s.to_trace(out)
+    _write(out, s.to_trace)
     kept = len(s.to_dict().get("timeline", {}).get("steps", []))
     print(f"wrote {out}: {kept} steps; open it in Perfetto UI or chrome://tracing")
     return 0
@@ -65,7 +75,7 @@ def _trace(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     s = _load(args.summary)
     out = args.output or _beside(args.summary, ".html")
-    s.to_html(out, title=f"steptrace: {os.path.basename(args.summary)}")
+    _write(out, lambda path: s.to_html(path, title=f"steptrace: {os.path.basename(args.summary)}"))
     print(f"wrote {out}")
     return 0
 

@@ -199,6 +199,12 @@ class STEPTRACE_API summary {
   static summary from_json(std::string_view text);
 };
 
+// Writes `text` to `path` whole or not at all, as steptrace writes its own files: a short
+// temporary beside it (`.steptrace-PID-N.tmp`), renamed over it; temporaries left in that folder
+// by processes that no longer exist are removed first. Throws std::system_error (the errno;
+// what() names the path), having left nothing behind; a path holding a NUL byte gets EINVAL.
+STEPTRACE_API void write_file(const std::string& path, std::string_view text);
+
 // What one rank sends to rank 0: its summary, and the time it waited at each of its last
 // collectives (oldest first), with how many it has waited at in all.
 struct rank_report {

@@ -25,6 +25,7 @@ bool write_all(int fd, std::string_view text) noexcept {
   const bool already_pending = sigismember(&pending, SIGPIPE) == 1;  // not ours to swallow
   pthread_sigmask(SIG_BLOCK, &pipe_only, &before);
   bool ok = true;
+  int failure = 0;
   const char* at = text.data();
   std::size_t left = text.size();
   while (left > 0) {
@@ -35,6 +36,7 @@ bool write_all(int fd, std::string_view text) noexcept {
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
+    failure = n < 0 ? errno : ENOSPC;  // a write of 0 bytes: the file can take no more
     if (n < 0 && errno == EPIPE) {
       if (!already_pending) {
         const timespec now{0, 0};
@@ -46,6 +48,7 @@ bool write_all(int fd, std::string_view text) noexcept {
     break;
   }
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  if (!ok) errno = failure;  // the write's reason, for the caller's message
   return ok;
 }
 

@@ -8,7 +8,8 @@
 
 namespace steptrace::detail {
 
-// All of `text` to `fd` (EINTR and short writes retried). False when it could not be written;
+// All of `text` to `fd` (EINTR and short writes retried). False, with errno saying why, when it
+// could not be written;
 // after EPIPE on stderr every later stderr write returns false at once.
 bool write_all(int fd, std::string_view text) noexcept;
 inline bool write_stderr(std::string_view text) noexcept { return write_all(2, text); }

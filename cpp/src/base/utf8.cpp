@@ -60,13 +60,15 @@ std::string printable_utf8(std::string_view text) {
   return out;
 }
 
-std::string escaped_utf8(std::string_view text) {
+namespace {
+
+std::string escaped(std::string_view text, bool backslash) {
   static constexpr char hex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
     const std::size_t n = sequence_length(text, i);
-    if (n == 1 && text[i] == '\\') {
+    if (backslash && n == 1 && text[i] == '\\') {
       out += "\\\\";
     } else if (n == 1 && (text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) {
       out += text[i] == '\t' ? "\\t" : text[i] == '\n' ? "\\n" : "\\r";
@@ -84,5 +86,10 @@ std::string escaped_utf8(std::string_view text) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string escaped_utf8(std::string_view text) { return escaped(text, true); }
+std::string escaped_controls(std::string_view text) { return escaped(text, false); }
 
 }  // namespace steptrace::detail

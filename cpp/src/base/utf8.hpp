@@ -15,4 +15,9 @@ std::string printable_utf8(std::string_view text);
 // UTF-8 `\xHH` (each byte). Different texts always give different results.
 std::string escaped_utf8(std::string_view text);
 
+// The same escapes for control characters and bytes outside UTF-8, but a backslash stays as it
+// is: for text read back from a file, whose labels were escaped when recorded (a recorded label
+// comes back unchanged; a crafted one cannot reach a terminal as an escape sequence).
+std::string escaped_controls(std::string_view text);
+
 }  // namespace steptrace::detail

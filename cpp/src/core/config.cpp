@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/log.hpp"
+#include "base/utf8.hpp"
 #include "steptrace/config.hpp"
 
 extern char** environ;
@@ -39,6 +40,20 @@ std::uint32_t parse_uint(std::string_view v, std::uint32_t max) {
 }
 
 const char* bool_text(bool b) { return b ? "1" : "0"; }
+
+std::string parse_path(std::string_view v) {
+  if (v.find('\0') != std::string_view::npos) {  // the C library would stop there: another file
+    throw std::invalid_argument("a path cannot hold a NUL byte");
+  }
+  return std::string(v);
+}
+
+// A value as an error message shows it: printable, and at most 60 characters of it.
+std::string shown(std::string_view v) {
+  std::string text = detail::escaped_utf8(v.substr(0, 240));
+  if (text.size() > 60 || v.size() > 240) text = text.substr(0, 57) + "...";
+  return text;
+}
 
 struct option {
   option_info info;
@@ -82,7 +97,7 @@ const std::vector<option>& options() {
        }},
       {{"json_path", "STEPTRACE_JSON", false, "path", "",
         "the default tracer also writes the summary JSON here at exit (written whole or not at all)"},
-       [](config& c, std::string_view v) { c.json_path = std::string(v); },
+       [](config& c, std::string_view v) { c.json_path = parse_path(v); },
        [](const config& c) { return c.json_path; }},
       {{"log_level", "STEPTRACE_LOG_LEVEL", false, "choice:trace|debug|info|warn|error|off", "warn",
         "the least severe message steptrace prints to stderr"},
@@ -125,12 +140,12 @@ const std::vector<option>& options() {
       {{"trace_path", "STEPTRACE_TRACE", false, "path", "",
         "the default tracer writes the timeline as Chrome trace JSON here at exit (Perfetto UI, chrome://tracing); "
         "`{rank}` as for json_path"},
-       [](config& c, std::string_view v) { c.trace_path = std::string(v); },
+       [](config& c, std::string_view v) { c.trace_path = parse_path(v); },
        [](const config& c) { return c.trace_path; }},
       {{"html_path", "STEPTRACE_HTML", false, "path", "",
         "Python: the HTML report written here at exit (`steptrace report run.json` makes one from any summary); "
         "`{rank}` as for json_path"},
-       [](config& c, std::string_view v) { c.html_path = std::string(v); },
+       [](config& c, std::string_view v) { c.html_path = parse_path(v); },
        [](const config& c) { return c.html_path; }},
       {{"live", "STEPTRACE_LIVE", false, "uint", "0",
         "every this many seconds, a line on stderr with the window just ended: steps, step p50/p95, top phases, "
@@ -140,7 +155,7 @@ const std::vector<option>& options() {
       {{"jsonl_path", "STEPTRACE_JSONL", false, "path", "",
         "one JSON object (the window's summary) appended here per live window: every `live` seconds, or every 10 "
         "without it"},
-       [](config& c, std::string_view v) { c.jsonl_path = std::string(v); },
+       [](config& c, std::string_view v) { c.jsonl_path = parse_path(v); },
        [](const config& c) { return c.jsonl_path; }},
   };
   return table;
@@ -156,7 +171,7 @@ const option& find(std::string_view key) {
   for (const option& o : options()) {
     if (key == o.info.name) return o;
   }
-  throw std::invalid_argument("steptrace: unknown option '" + std::string(key) + "' (known: " + known_names() + ")");
+  throw std::invalid_argument("steptrace: unknown option '" + shown(key) + "' (known: " + known_names() + ")");
 }
 
 }  // namespace
@@ -175,7 +190,7 @@ void config::set(std::string_view key, std::string_view value) {
   try {
     o.set(*this, value);
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument("steptrace: bad value '" + std::string(value) + "' for option '" + std::string(key) +
+    throw std::invalid_argument("steptrace: bad value '" + shown(value) + "' for option '" + shown(key) +
                                 "': " + e.what());
   }
 }
@@ -195,7 +210,7 @@ config config::from_env(std::vector<std::string>* errors) {
     try {
       o.set(cfg, o.info.env_inverted ? bool_text(!parse_bool(value)) : value);
     } catch (const std::invalid_argument& e) {
-      if (errors) errors->push_back(std::string(o.info.env) + "='" + value + "' is ignored: " + e.what());
+      if (errors) errors->push_back(std::string(o.info.env) + "='" + shown(value) + "' is ignored: " + e.what());
     }
   }
   if (errors) {  // a misspelt variable would otherwise be silently without effect
@@ -205,7 +220,7 @@ config config::from_env(std::vector<std::string>* errors) {
       const std::string_view name = entry.substr(0, entry.find('='));
       const bool known = std::any_of(options().begin(), options().end(),
                                      [&](const option& o) { return name == o.info.env; });
-      if (!known) errors->push_back(std::string(name) + " is not a steptrace variable and is ignored");
+      if (!known) errors->push_back(shown(name) + " is not a steptrace variable and is ignored");
     }
   }
   return cfg;

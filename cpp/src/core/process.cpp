@@ -17,6 +17,7 @@
 
 #include "base/log.hpp"
 #include "base/quiet_write.hpp"
+#include "base/whole_file.hpp"
 #include "core/tracer_impl.hpp"
 #include "gpu/backend.hpp"
 #include "report/diagnosis.hpp"
@@ -31,29 +32,9 @@ unsigned usable_cpus() noexcept {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-namespace {
-
-// Writes `text` to `path` whole or not at all: into a temporary file beside it, then renamed
-// over it. Throws std::runtime_error saying what failed.
-void write_whole(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".steptrace-" + std::to_string(getpid()) + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) throw std::runtime_error(tmp + ": " + std::strerror(errno));
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  const int err = errno;
-  if (std::fclose(f) != 0 || !written) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(tmp + ": " + std::strerror(written ? errno : err));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int rename_err = errno;
-    std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": " + std::strerror(rename_err));
-  }
-}
-
-}  // namespace
 }  // namespace detail
+
+void write_file(const std::string& path, std::string_view text) { detail::write_whole_file(path, text); }
 
 std::string tracer::exit_report() { return exit_report({}); }
 
@@ -82,14 +63,14 @@ std::string tracer::exit_report(const exit_finish& finish) {
     }
     if (const std::string path = s.path_for(cfg.json_path); !path.empty()) {
       try {
-        detail::write_whole(path, s.json() + "\n");
+        detail::write_whole_file(path, s.json() + "\n");
       } catch (const std::exception& e) {
         detail::log(detail::log_level::error, std::string("could not write the summary JSON: ") + e.what());
       }
     }
     if (const std::string path = s.path_for(cfg.trace_path); !path.empty()) {
       try {
-        detail::write_whole(path, s.trace() + "\n");
+        detail::write_whole_file(path, s.trace() + "\n");
       } catch (const std::exception& e) {
         detail::log(detail::log_level::error, std::string("could not write the trace: ") + e.what());
       }

@@ -130,6 +130,7 @@ class tracer_impl {
   std::chrono::steady_clock::time_point live_last{}, rss_last{};
   std::uint64_t rss_steps = 0;  // steps_ended at the last RSS sample
   double live_origin_s = -1;    // steady seconds at the first live window's start
+  bool jsonl_failed = false;    // an append to jsonl_path failed (said once)
 
   std::thread collector;
   int collector_pid = 0;

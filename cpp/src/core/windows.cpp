@@ -3,13 +3,12 @@
 // whole-run totals, which they never change. And the process's resident memory at step ends.
 // See docs/architecture.md, "Windows".
 #include <cstdio>
+#include <cstring>
 #include <string>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include "base/log.hpp"
 #include "base/quiet_write.hpp"
+#include "base/whole_file.hpp"
 #include "core/tracer_impl.hpp"
 #include "record/host_memory.hpp"
 #include "record/names.hpp"
@@ -79,13 +78,10 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock) {
       write_stderr(line);
     }
     if (!jsonl.empty()) {
-      if (const int fd = ::open(jsonl.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644); fd >= 0) {
-        write_all(fd, summary_json_line(w) + "\n");  // a FIFO whose reader left raises no SIGPIPE
-        ::close(fd);
-      } else {
-        static bool said = false;  // once: it would repeat every window
-        if (!said) log(log_level::error, "could not append the live windows to " + jsonl);
-        said = true;
+      if (const int code = append_whole_line(jsonl, summary_json_line(w) + "\n"); code != 0 && !jsonl_failed) {
+        jsonl_failed = true;  // once: it would repeat every window; later windows are still tried
+        log(log_level::error, "could not append a live window to " + jsonl + ": " + std::strerror(code) +
+                                  " (the file keeps whole lines; said once)");
       }
     }
   } catch (const std::exception& e) {

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "base/utf8.hpp"
 #include "report/json_fields.hpp"
 #include "report/report.hpp"
 #include "steptrace/summary.hpp"
@@ -14,6 +15,7 @@ constexpr const char* schema_name = "steptrace.summary/1";
 using detail::count_at;
 using detail::json_doc;
 using detail::number_at;
+using detail::shown;
 using detail::signed_at;
 using detail::stat_from;
 using detail::stat_json;
@@ -180,7 +182,7 @@ ranks_view ranks_from(const json_doc& j) {
   }
   for (const json_doc& m : j.at("missing")) {
     if (!m.is_number_unsigned() || m.get<std::uint64_t>() >= v.world_size) {
-      throw std::invalid_argument("a missing rank must be a rank of the world, not " + m.dump());
+      throw std::invalid_argument("a missing rank must be a rank of the world, not " + shown(m));
     }
     v.missing.push_back(static_cast<std::uint32_t>(m.get<std::uint64_t>()));
   }
@@ -315,18 +317,67 @@ std::string detail::summary_json_line(const summary& s) {
   return json_doc::parse(s.json()).dump(-1, ' ', false, json_doc::error_handler_t::replace);
 }
 
+namespace {
+
+// A summary nests 6 levels deep; a file nested deeper than this is refused before it is parsed
+// (nothing downstream recurses into unbounded depth, and the error stays one short line).
+constexpr std::size_t max_json_depth = 64;
+
+// Whether arrays and objects in `text` nest deeper than `limit`, counted outside strings.
+bool nests_deeper_than(std::string_view text, std::size_t limit) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if ((c == ']' || c == '}') && depth != 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
+// Every string and key of `v` with control characters and bytes outside UTF-8 escaped, as
+// recorded names are: text read from a file reaches a terminal only printable.
+json_doc printable(const json_doc& v) {
+  if (v.is_string()) return detail::escaped_controls(v.get_ref<const std::string&>());
+  if (v.is_array()) {
+    json_doc out = json_doc::array();
+    for (const json_doc& e : v) out.push_back(printable(e));
+    return out;
+  }
+  if (v.is_object()) {
+    json_doc out = json_doc::object();
+    for (const auto& [key, e] : v.items()) out[detail::escaped_controls(key)] = printable(e);
+    return out;
+  }
+  return v;
+}
+
+}  // namespace
+
 summary summary::from_json(std::string_view text) {
+  if (nests_deeper_than(text, max_json_depth)) {
+    throw std::invalid_argument("steptrace: not a steptrace summary: nested deeper than " +
+                                std::to_string(max_json_depth) + " levels");
+  }
   json_doc doc;
   try {
-    doc = json_doc::parse(text.begin(), text.end());
-  } catch (const json_doc::parse_error& e) {
+    doc = printable(json_doc::parse(text.begin(), text.end()));
+  } catch (const json_doc::exception& e) {  // a syntax error, or a number out of range (1e400)
     throw std::invalid_argument(std::string("steptrace: not a steptrace summary: not valid JSON (") + e.what() + ")");
   }
   if (!doc.is_object() || !doc.contains("schema")) {
     throw std::invalid_argument("steptrace: not a steptrace summary: no \"schema\" field");
   }
   if (doc["schema"] != schema_name) {
-    throw std::invalid_argument("steptrace: unsupported summary schema " + doc["schema"].dump() + " (this version reads \"" +
+    throw std::invalid_argument("steptrace: unsupported summary schema " + shown(doc["schema"]) + " (this version reads \"" +
                                 schema_name + "\")");
   }
   try {
@@ -381,7 +432,7 @@ summary summary::from_json(std::string_view text) {
     return s;
   } catch (const json_doc::exception& e) {
     throw std::invalid_argument(std::string("steptrace: malformed steptrace summary: ") + e.what());
-  } catch (const std::invalid_argument& e) {
+  } catch (const std::logic_error& e) {  // invalid_argument from the checks, out_of_range, length_error
     throw std::invalid_argument(std::string("steptrace: malformed steptrace summary: ") + e.what());
   }
 }

@@ -6,10 +6,16 @@
 
 namespace steptrace::detail {
 
+std::string shown(const json_doc& v) {
+  std::string text = v.dump(-1, ' ', false, json_doc::error_handler_t::replace);
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return text;
+}
+
 std::uint64_t count_at(const json_doc& j, const char* key) {
   const json_doc& v = j.at(key);
   if (!v.is_number_unsigned() || v.get<std::uint64_t>() > (std::uint64_t{1} << 53)) {
-    throw std::invalid_argument(std::string("\"") + key + "\" must be a non-negative integer, not " + v.dump());
+    throw std::invalid_argument(std::string("\"") + key + "\" must be a non-negative integer, not " + shown(v));
   }
   return v.get<std::uint64_t>();
 }
@@ -17,7 +23,7 @@ std::uint64_t count_at(const json_doc& j, const char* key) {
 double number_at(const json_doc& j, const char* key) {
   const json_doc& v = j.at(key);
   if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 || v.get<double>() > 1e15) {
-    throw std::invalid_argument(std::string("\"") + key + "\" must be a finite non-negative number, not " + v.dump());
+    throw std::invalid_argument(std::string("\"") + key + "\" must be a finite non-negative number, not " + shown(v));
   }
   return v.get<double>();
 }
@@ -25,7 +31,7 @@ double number_at(const json_doc& j, const char* key) {
 double signed_at(const json_doc& j, const char* key) {
   const json_doc& v = j.at(key);
   if (!v.is_number() || !std::isfinite(v.get<double>()) || std::fabs(v.get<double>()) > 1e15) {
-    throw std::invalid_argument(std::string("\"") + key + "\" must be a finite number, not " + v.dump());
+    throw std::invalid_argument(std::string("\"") + key + "\" must be a finite number, not " + shown(v));
   }
   return v.get<double>();
 }

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <string>
 
 #include "steptrace/summary.hpp"
 
@@ -17,6 +18,8 @@ std::uint64_t count_at(const json_doc& j, const char* key);
 double number_at(const json_doc& j, const char* key);
 // A change, or a time that may precede an origin: a finite number.
 double signed_at(const json_doc& j, const char* key);
+// A value as an error message shows it: its JSON, cut to 40 characters.
+std::string shown(const json_doc& v);
 json_doc stat_json(const stat_ms& m);
 stat_ms stat_from(const json_doc& j);
 

@@ -1,0 +1,27 @@
+// Internal (not public API): files steptrace writes (the summary JSON, the trace, the HTML
+// report) are whole or absent, and the lines it appends (JSON lines) whole or absent. The text goes to a temporary file beside the target, named
+// `.steptrace-PID-N.tmp` (short whatever the target's name), which is then renamed over it. A
+// process killed meanwhile leaves its temporary behind: the next write into that folder, from
+// any process, removes the temporaries of processes that no longer exist.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace steptrace::detail {
+
+// Writes `text` to `path` whole or not at all. Throws std::system_error (the errno, and the path
+// in what()) when it cannot, having left nothing behind; a path holding a NUL byte is refused
+// the same way (EINVAL). A symbolic link is written through; a target that is no regular file
+// (a device, a FIFO, /dev/stdout) is written in place, as it cannot be replaced.
+void write_whole_file(const std::string& path, std::string_view text);
+
+// Appends `line` to `path` (created if missing) whole or not at all: a write cut short (a full
+// disk) is truncated away, so the file stays whole lines. 0, or the errno of what failed. Never
+// raises SIGPIPE (a FIFO whose reader left).
+int append_whole_line(const std::string& path, std::string_view line) noexcept;
+
+// Removes, in `folder`, the temporaries of write_whole_file whose process is gone. How many.
+int remove_stale_temporaries(const std::string& folder) noexcept;
+
+}  // namespace steptrace::detail
