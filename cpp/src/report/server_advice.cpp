@@ -64,7 +64,7 @@ void advise_server(const summary& s, const diagnosis_thresholds& t, diagnosis& d
   }
   // The training wording, for a server.
   replace_all(d.evidence, "The training thread waits for data.", "Requests wait for their input.");
-  if (queue != nullptr) replace_all(d.evidence, "blocked in `wait`", "waiting (`queue`, `wait`)");  // both count
+  if (queue != nullptr) replace_all(d.evidence, "blocked in `wait`", "waiting in `queue` or `wait`");  // both count
   for (std::string& a : d.advice) {
     const bool training_only = a.find("DataLoader") != std::string::npos || a.find("checkpointing") != std::string::npos ||
                                a.find(".item()") != std::string::npos;
