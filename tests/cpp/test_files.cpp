@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "base/whole_file.hpp"
+#include "report/diagnosis.hpp"
 #include "helpers.hpp"
 #include "steptrace/steptrace.hpp"
 
@@ -235,4 +236,60 @@ TEST_CASE("append_whole_line: a line cut short is taken back, the file stays who
   CHECK(read_all(path) == "{\"window\": 1}\n");
   CHECK(detail::append_whole_line(std::string("a\0b", 3), "x\n") == EINVAL);
   fs::remove_all(dir);
+}
+
+TEST_CASE("a summary whose phases chain 20,000 deep reads, renders and is diagnosed in linear space", "[files]") {
+  tracer t(testing::quiet());
+  {
+    scoped_step s(t);
+    scoped_phase p(t, builtin::compute);
+  }
+  summary s = t.summary();
+  for (int i = 0; i < 20'000; ++i) {
+    phase_stats p;
+    p.name = "chain." + std::to_string(i);
+    p.parent = i == 0 ? "compute" : "chain." + std::to_string(i - 1);
+    p.calls = 1;
+    s.phases.push_back(p);
+  }
+  const summary back = summary::from_json(s.json());
+  const std::string table = back.table();
+  // Each row indented at most 12 levels: ~20,000 rows of ~100 bytes (before: 2 spaces a level,
+  // 400 MB of them).
+  CHECK(table.size() < 8'000'000);
+  CHECK(table.find(std::string(2 * 12, ' ') + "chain.19999") != std::string::npos);
+  CHECK(table.find(std::string(2 * 13, ' ') + "chain.") == std::string::npos);
+  // Every link followed once: the whole chain counts toward `compute`.
+  CHECK(detail::group_share(back, "compute") == Approx(back.phase("compute")->share));
+  CHECK(detail::diagnose(back).label == back.diag.label);
+  // A cycle of parents ends the walk: no built-in, no hang.
+  summary loop = back;
+  loop.phases[loop.phases.size() - 20'000].parent = "chain.19999";
+  CHECK(detail::group_share(loop, "compute") == Approx(loop.phase("compute")->share));
+  CHECK(loop.table().find("chain.0") != std::string::npos);
+}
+
+TEST_CASE("a step with 100,000 phase spans becomes a trace in O(n log n), idle cut along its phases", "[files]") {
+  summary s;
+  timeline_step& st = s.timeline.steps.emplace_back();
+  st.begin_ms = 0;
+  st.end_ms = 200'000;
+  st.device_known = true;
+  for (int i = 0; i < 100'000; ++i) {  // back to back, 1 ms each, a nested one inside every tenth
+    st.phases.push_back({"outer", static_cast<double>(2 * i), static_cast<double>(2 * i + 1), 0});
+    if (i % 10 == 0) st.phases.push_back({"inner", 2 * i + 0.25, 2 * i + 0.75, 1});
+  }
+  st.device.push_back({"kernel", 0, 1, 7, 199'999.5, 200'000, 0});  // idle for all but the last 0.5 ms
+  const std::string trace = s.trace();
+  // Idle pieces: each outer phase (or its halves around an inner one), each inner, each gap ("other").
+  std::size_t outer = 0, inner = 0, other = 0;
+  for (std::size_t at = 0; (at = trace.find("\"GPU idle: ", at)) != std::string::npos; ++at) {
+    const std::string_view what(trace.data() + at + 11, 5);
+    outer += what == "outer";
+    inner += what == "inner";
+    other += what == "other";
+  }
+  CHECK(inner == 10'000);
+  CHECK(outer == 100'000 + 10'000);
+  CHECK(other == 100'000);
 }

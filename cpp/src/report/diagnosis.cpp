@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <optional>
+#include <unordered_map>
+#include <vector>
 
 namespace steptrace::detail {
 namespace {
@@ -14,18 +16,49 @@ bool is_builtin(std::string_view name) {
   return name == "input" || name == "h2d" || name == "compute" || name == "wait" || name == "other";
 }
 
-// The built-in phase a phase counts toward: itself if built-in, else the nearest built-in it
-// was opened inside; empty for a custom phase outside every built-in.
-std::string_view builtin_of(const summary& s, const phase_stats& p) {
-  const phase_stats* at = &p;
-  for (std::size_t hops = 0; at != nullptr && hops <= s.phases.size(); ++hops) {
-    if (is_builtin(at->name)) return at->name;
-    if (at->name == queue_phase) return "wait";  // a request waiting for the next stage
-    at = at->parent.empty() ? nullptr : s.phase(at->parent);
+// The built-in phase each phase counts toward (index-aligned with s.phases): itself if built-in,
+// else the nearest built-in it was opened inside; empty for a custom phase outside every
+// built-in. One pass over the parent links: linear in the phases whatever the depth of a chain
+// (a summary read from a file may hold a chain 20,000 deep, or a cycle).
+std::vector<std::string_view> builtin_groups(const summary& s) {
+  const std::size_t n = s.phases.size();
+  std::unordered_map<std::string_view, std::size_t> index;
+  index.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) index.emplace(s.phases[i].name, i);
+  std::vector<std::string_view> group(n);
+  std::vector<char> state(n, 0);  // 0: not seen; 1: on the walk now; 2: group known
+  std::vector<std::size_t> walk;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::string_view found;
+    walk.clear();
+    for (std::size_t at = i;;) {
+      const phase_stats& p = s.phases[at];
+      if (state[at] == 2) {
+        found = group[at];
+        break;
+      }
+      if (state[at] == 1) break;  // a cycle of parents: no built-in
+      state[at] = 1;
+      walk.push_back(at);
+      if (is_builtin(p.name)) {
+        found = p.name;
+        break;
+      }
+      if (p.name == queue_phase) {  // a request waiting for the next stage
+        found = "wait";
+        break;
+      }
+      const auto parent = p.parent.empty() ? index.end() : index.find(p.parent);
+      if (parent == index.end()) break;
+      at = parent->second;
+    }
+    for (std::size_t at : walk) {
+      group[at] = found;
+      state[at] = 2;
+    }
   }
-  return {};
+  return group;
 }
-
 
 double mean_of(const summary& s, std::string_view name) { return group_share(s, name) * s.step_ms.mean; }
 
@@ -61,9 +94,10 @@ std::optional<bool> fact_bool(const summary& s, std::string_view key) {
 // The phase's own share plus that of every custom phase that counts toward it, so adding
 // detail (`decode` inside `input`) never changes the label.
 double group_share(const summary& s, std::string_view name) {
+  const std::vector<std::string_view> groups = builtin_groups(s);
   double share = 0;
-  for (const phase_stats& p : s.phases) {
-    if (builtin_of(s, p) == name) share += p.share;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    if (groups[i] == name) share += s.phases[i].share;
   }
   return share;
 }
@@ -165,9 +199,12 @@ struct idle_groups {
 idle_groups idle_by_group(const summary& s) {
   idle_groups g;
   const double idle = 1 - s.gpu->busy_share;
+  const std::vector<std::string_view> groups = builtin_groups(s);
+  std::unordered_map<std::string_view, std::string_view> group_of;
+  for (std::size_t i = 0; i < groups.size(); ++i) group_of.emplace(s.phases[i].name, groups[i]);
   for (const auto& [name, share] : s.gpu->idle_by_phase) {
-    std::string_view group = name;
-    if (const phase_stats* p = s.phase(name)) group = builtin_of(s, *p);
+    const auto known = group_of.find(name);
+    const std::string_view group = known == group_of.end() ? std::string_view(name) : known->second;
     const double x = idle * share;
     if (group == "input") {
       g.input += x;

@@ -5,6 +5,7 @@
 #include <functional>
 #include <iterator>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -31,29 +32,45 @@ std::string bar(double share) {
   return out + eighths[width % 8];
 }
 
-// Rows in tree order: each phase followed by the phases opened inside it, indented; the order
-// among siblings is the summary's (built-ins, then custom phases by time, `other` last).
+// Rows in tree order: each phase followed by the phases opened inside it, indented (at most 12
+// levels: deeper ones line up at the twelfth); the order among siblings is the summary's
+// (built-ins, then custom phases by time, `other` last). Linear, and iterative: a summary read
+// from a file may chain its phases 20,000 deep.
 std::vector<std::pair<const phase_stats*, int>> tree_order(const std::vector<phase_stats>& phases) {
-  std::vector<std::pair<const phase_stats*, int>> rows;
-  std::vector<bool> placed(phases.size(), false);
-  auto known = [&](const std::string& name) {
-    for (const phase_stats& p : phases) {
-      if (p.name == name) return true;
+  constexpr int deepest_indent = 12;
+  const std::size_t n = phases.size();
+  std::unordered_map<std::string_view, std::size_t> first_named;
+  first_named.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) first_named.emplace(phases[i].name, i);
+  std::vector<std::vector<std::size_t>> children(n);
+  std::vector<std::size_t> roots;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto parent = phases[i].parent.empty() ? first_named.end() : first_named.find(phases[i].parent);
+    if (parent == first_named.end()) {
+      roots.push_back(i);
+    } else {
+      children[parent->second].push_back(i);
     }
-    return false;
-  };
-  auto visit = [&](auto&& self, std::size_t i, int depth) -> void {
-    placed[i] = true;
-    rows.emplace_back(&phases[i], depth);
-    for (std::size_t j = 0; j < phases.size(); ++j) {
-      if (!placed[j] && phases[j].parent == phases[i].name) self(self, j, depth + 1);
-    }
-  };
-  for (std::size_t i = 0; i < phases.size(); ++i) {
-    if (!placed[i] && (phases[i].parent.empty() || !known(phases[i].parent))) visit(visit, i, 0);
   }
-  for (std::size_t i = 0; i < phases.size(); ++i) {
-    if (!placed[i]) visit(visit, i, 0);  // a cycle of parents (a name seen under several): shown flat
+  std::vector<std::pair<const phase_stats*, int>> rows;
+  std::vector<bool> placed(n, false);
+  std::vector<std::pair<std::size_t, int>> stack;
+  const auto visit = [&](std::size_t root) {
+    stack.assign(1, {root, 0});
+    while (!stack.empty()) {
+      const auto [i, depth] = stack.back();
+      stack.pop_back();
+      if (placed[i]) continue;
+      placed[i] = true;
+      rows.emplace_back(&phases[i], std::min(depth, deepest_indent));
+      for (auto c = children[i].rbegin(); c != children[i].rend(); ++c) {
+        if (!placed[*c]) stack.emplace_back(*c, depth + 1);
+      }
+    }
+  };
+  for (std::size_t i : roots) visit(i);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!placed[i]) visit(i);  // a cycle of parents (a name seen under several): shown from there
   }
   return rows;
 }

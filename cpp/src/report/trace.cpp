@@ -5,7 +5,12 @@
 // device (a track per stream, syncs on their own track, and per thread a track of the idle gaps
 // inside its steps, each cut along the host phase that was innermost meanwhile). Times in µs.
 #include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <map>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "report/json_fields.hpp"
@@ -42,27 +47,74 @@ struct interval {
   double begin, end;
 };
 
-// The innermost host phase at each instant of [begin, end): the deepest span covering it.
-void cut_along_phases(const timeline_step& s, double begin, double end, std::vector<std::pair<interval, std::string>>& out) {
-  std::vector<double> cuts{begin, end};
-  for (const timeline_span& p : s.phases) {
-    if (p.begin_ms > begin && p.begin_ms < end) cuts.push_back(p.begin_ms);
-    if (p.end_ms > begin && p.end_ms < end) cuts.push_back(p.end_ms);
+// A stretch of a step's window and the innermost host phase over it ("other": none).
+struct segment {
+  double begin, end;
+  const std::string* phase;
+};
+
+// The step's window cut where its innermost host phase changes: the deepest span covering each
+// instant (the later listed among equally deep ones). One sweep over the spans' ends, so a step
+// with 100,000 spans costs O(n log n), not O(n^2).
+std::vector<segment> phase_segments(const timeline_step& s) {
+  static const std::string other = "other";
+  struct edge {
+    double at;
+    bool opens;
+    std::size_t span;
+  };
+  std::vector<edge> edges;
+  edges.reserve(2 * s.phases.size());
+  for (std::size_t i = 0; i < s.phases.size(); ++i) {
+    if (s.phases[i].end_ms <= s.phases[i].begin_ms) continue;
+    edges.push_back({s.phases[i].begin_ms, true, i});
+    edges.push_back({s.phases[i].end_ms, false, i});
   }
-  std::sort(cuts.begin(), cuts.end());
-  for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
-    const double a = cuts[i], b = cuts[i + 1];
-    if (b <= a) continue;
-    const double mid = (a + b) / 2;
-    const timeline_span* inner = nullptr;
-    for (const timeline_span& p : s.phases) {
-      if (p.begin_ms <= mid && mid < p.end_ms && (inner == nullptr || p.depth >= inner->depth)) inner = &p;
+  std::sort(edges.begin(), edges.end(), [](const edge& x, const edge& y) { return x.at < y.at; });
+  std::set<std::pair<std::uint32_t, std::size_t>> open;  // (depth, span): the innermost is the last
+  const auto innermost = [&] { return open.empty() ? &other : &s.phases[open.rbegin()->second].name; };
+  std::vector<segment> out;
+  const auto emit = [&](double from, double to) {
+    from = std::max(from, s.begin_ms);
+    to = std::min(to, s.end_ms);
+    if (to <= from) return;
+    const std::string* phase = innermost();
+    if (!out.empty() && out.back().end == from && *out.back().phase == *phase) {
+      out.back().end = to;
+    } else {
+      out.push_back({from, to, phase});
     }
-    const std::string name = inner ? inner->name : "other";
-    if (!out.empty() && out.back().second == name && out.back().first.end == a) {
+  };
+  double at = s.begin_ms;
+  for (std::size_t i = 0; i < edges.size();) {
+    const double t = edges[i].at;
+    emit(at, t);
+    at = std::max(at, t);
+    for (; i < edges.size() && edges[i].at == t; ++i) {
+      const std::pair<std::uint32_t, std::size_t> key{s.phases[edges[i].span].depth, edges[i].span};
+      if (edges[i].opens) {
+        open.insert(key);
+      } else {
+        open.erase(key);
+      }
+    }
+  }
+  emit(at, s.end_ms);
+  return out;
+}
+
+// The part of `segments` within [begin, end), appended to `out` (joined where the phase goes on).
+void cut_along(const std::vector<segment>& segments, double begin, double end,
+               std::vector<std::pair<interval, std::string>>& out) {
+  auto it = std::upper_bound(segments.begin(), segments.end(), begin,
+                             [](double t, const segment& g) { return t < g.end; });  // the first ending after begin
+  for (; it != segments.end() && it->begin < end; ++it) {
+    const double a = std::max(begin, it->begin), b = std::min(end, it->end);
+    if (b <= a) continue;
+    if (!out.empty() && out.back().second == *it->phase && out.back().first.end == a) {
       out.back().first.end = b;
     } else {
-      out.push_back({{a, b}, name});
+      out.push_back({{a, b}, *it->phase});
     }
   }
 }
@@ -77,11 +129,9 @@ std::string summary::trace() const {
   events.push_back(meta("process_name", host_pid, 0, "steptrace " + who + "host"));
   events.push_back(meta("process_name", device_pid, 0, "steptrace " + who + "GPU"));
 
-  std::vector<std::uint32_t> threads, contexts;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> streams;
-  auto note = [](auto& v, auto x) {
-    if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
-  };
+  std::set<std::uint32_t> threads, contexts;  // tracks to name (sets: a file may hold 100,000)
+  std::set<std::pair<std::uint32_t, std::uint32_t>> streams;
+  auto note = [](auto& set, auto x) { set.insert(x); };
   for (const timeline_step& s : timeline.steps) {
     note(threads, s.thread);
     std::string name = "step " + std::to_string(s.index);
@@ -123,25 +173,32 @@ std::string summary::trace() const {
     }
     if (s.end_ms > at) idle.push_back({at, s.end_ms});
     std::vector<std::pair<interval, std::string>> cut;
-    for (const interval& g : idle) cut_along_phases(s, g.begin, g.end, cut);
+    const std::vector<segment> segments = phase_segments(s);
+    for (const interval& g : idle) cut_along(segments, g.begin, g.end, cut);
     for (const auto& [g, phase] : cut) {
       json_doc e = slice("GPU idle: " + phase, "idle", g.begin, g.end, device_pid, idle_track + s.thread);
       e["args"] = {{"host_phase", phase}, {"step", s.index}};
       events.push_back(e);
     }
   }
+  std::map<std::uint32_t, std::vector<std::pair<double, double>>> step_windows;  // by thread, by start
+  for (const timeline_step& s : timeline.steps) step_windows[s.thread].emplace_back(s.begin_ms, s.end_ms);
+  for (auto& [thread, windows] : step_windows) std::sort(windows.begin(), windows.end());
+  const auto in_a_step = [&](const timeline_set_aside& a) {  // already drawn with its step
+    const auto found = step_windows.find(a.thread);
+    if (found == step_windows.end()) return false;
+    const auto& windows = found->second;
+    // Steps on a thread do not overlap: only the last one starting at or before it can hold it.
+    auto it = std::upper_bound(windows.begin(), windows.end(), std::make_pair(a.span.begin_ms, HUGE_VAL));
+    return it != windows.begin() && a.span.end_ms <= std::prev(it)->second;
+  };
   for (const timeline_set_aside& a : timeline.set_aside) {
     note(threads, a.thread);
-    bool in_step = false;  // already drawn with its step
-    for (const timeline_step& s : timeline.steps) {
-      in_step = in_step || (s.thread == a.thread && a.span.begin_ms >= s.begin_ms && a.span.end_ms <= s.end_ms);
-    }
-    if (!in_step) {
+    if (!in_a_step(a)) {
       events.push_back(slice("set aside: " + a.span.name, "set aside", a.span.begin_ms, a.span.end_ms, host_pid,
                              aside_track + a.thread));
     }
   }
-  std::sort(threads.begin(), threads.end());
   for (std::uint32_t t : threads) {
     events.push_back(meta("thread_name", host_pid, t, "thread " + std::to_string(t)));
     events.push_back(sort_meta(host_pid, t, 2 * t));
