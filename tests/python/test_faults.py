@@ -214,3 +214,63 @@ def test_the_readme_options_table_is_the_option_table():
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     block = readme.split("<!-- options: begin")[1].split("<!-- options: end -->")[0]
     assert block.split("-->", 1)[1].strip() == options_markdown()
+
+
+def _ctrl_c_during_the_exit_report(run_python, tmp_path, presses: int):
+    return run_python(
+        f"""
+        import os, signal, time
+        import steptrace, steptrace._html as html
+
+        render = html.render
+        def pressed_meanwhile(*args, **kwargs):  # Ctrl-C arrives while the exit report runs
+            for _ in range({presses}):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)
+            return render(*args, **kwargs)
+        html.render = pressed_meanwhile
+        steptrace.configure(html_path={str(tmp_path / "run.html")!r}, print_at_exit="always")
+        for _ in steptrace.steps(range(10)):
+            pass
+        """,
+        check=False,
+    )
+
+
+def test_ctrl_c_during_the_exit_report_still_prints_the_table(run_python, tmp_path):
+    proc = _ctrl_c_during_the_exit_report(run_python, tmp_path, presses=1)
+    assert "Traceback" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr, proc.stderr
+    assert "steptrace summary" in proc.stderr and (tmp_path / "run.html").exists()
+    assert proc.stderr.count("Ctrl-C during the exit report") == 1
+
+
+def test_ctrl_c_twice_stops_the_exit_report_with_one_line(run_python, tmp_path):
+    proc = _ctrl_c_during_the_exit_report(run_python, tmp_path, presses=2)
+    assert "Traceback" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr, proc.stderr
+    assert proc.stderr.count("interrupted") == 1, proc.stderr
+
+
+def test_spawned_workers_that_record_print_no_table_of_their_own(run_python, tmp_path):
+    proc = run_python(
+        """
+        import multiprocessing as mp
+        import steptrace
+
+        def work():
+            for _ in steptrace.steps(range(20)):  # a worker that records steps of its own
+                pass
+
+        if __name__ == "__main__":
+            workers = [mp.get_context("spawn").Process(target=work) for _ in range(2)]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+                assert w.exitcode == 0
+            for _ in steptrace.steps(range(30)):
+                pass
+        """,
+        env={"STEPTRACE_JSON": str(tmp_path / "run.json")},
+    )
+    assert proc.stderr.count("steptrace summary") == 1, proc.stderr  # the parent's alone
+    assert json.loads((tmp_path / "run.json").read_text())["steps"] == 25  # the parent's, not a worker's 15
