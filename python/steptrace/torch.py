@@ -18,7 +18,9 @@ validation loader inside ``steptrace.exclude("validation")`` to keep it out of t
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+from collections.abc import Mapping, MutableMapping
 from typing import Any, Iterator, Optional
 
 from ._api import Tracer, default_tracer
@@ -34,7 +36,21 @@ class InstrumentedLoader:
     def __init__(self, loader: Any, tracer: Tracer, phase: str) -> None:
         self._loader = loader
         self._tracer = tracer
+        self._phase_name = phase
         self._phase = tracer.phase(phase)
+
+    # A tracer is of its process: copies share it, a pickled loader re-attaches to the default
+    # tracer of the process that unpickles it (a spawned worker, a checkpoint read back).
+    def __copy__(self) -> "InstrumentedLoader":
+        return InstrumentedLoader(self._loader, self._tracer, self._phase_name)
+
+    def __deepcopy__(self, memo: dict) -> "InstrumentedLoader":
+        import copy
+
+        return InstrumentedLoader(copy.deepcopy(self._loader, memo), self._tracer, self._phase_name)
+
+    def __reduce__(self) -> Any:
+        return (_reattached, (self._loader, self._phase_name))
 
     def __iter__(self) -> Iterator[Any]:
         if self._tracer._claim_feeding(self, surely=False):
@@ -50,7 +66,10 @@ class InstrumentedLoader:
         return len(self._loader)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._loader, name)
+        loader = self.__dict__.get("_loader")  # absent while copy or pickle builds the object
+        if loader is None:
+            raise AttributeError(name)
+        return getattr(loader, name)
 
     @property
     def loader(self) -> Any:
@@ -62,6 +81,10 @@ class InstrumentedLoader:
             value = getattr(self._loader, name, None)
             if value is not None:
                 self._tracer.set_fact(f"dataloader.{name}", value)
+
+
+def _reattached(loader: Any, phase: str) -> InstrumentedLoader:
+    return InstrumentedLoader(loader, default_tracer(), phase)
 
 
 class _FetchTimer:
@@ -90,15 +113,30 @@ def instrument(loader: Any, tracer: Optional[Tracer] = None, phase: str = "input
 
 
 def to_device(batch: Any, device: Any, non_blocking: bool = True, tracer: Optional[Tracer] = None) -> Any:
-    """Moves every tensor in a nested batch (dicts, lists, tuples, named tuples, dataclasses) to
-    ``device`` inside an ``h2d`` phase."""
+    """Moves every tensor in a nested batch (any mapping: dict, defaultdict, OrderedDict, a
+    UserDict such as Hugging Face's BatchEncoding; lists, tuples, named tuples, dataclasses) to
+    ``device`` inside an ``h2d`` phase. Containers keep their type."""
     import torch
+
+    def move_mapping(obj: Mapping) -> Any:
+        moved = {k: move(v) for k, v in obj.items()}
+        if isinstance(obj, MutableMapping):
+            try:
+                out = copy.copy(obj)  # keeps what the type carries: a defaultdict's factory
+                out.update(moved)
+                return out
+            except Exception:  # a mapping that will not copy: rebuilt below
+                pass
+        try:
+            return type(obj)(moved)
+        except Exception:  # a read-only view (mappingproxy) or an odd constructor: a plain dict
+            return moved
 
     def move(obj: Any) -> Any:
         if isinstance(obj, torch.Tensor):
             return obj.to(device, non_blocking=non_blocking)
-        if isinstance(obj, dict):
-            return type(obj)((k, move(v)) for k, v in obj.items())
+        if isinstance(obj, Mapping):
+            return move_mapping(obj)
         if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # named tuple
             return type(obj)(*(move(v) for v in obj))
         if isinstance(obj, (list, tuple)):

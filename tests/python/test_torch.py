@@ -139,6 +139,39 @@ def test_to_device_moves_nested_batches_inside_an_h2d_phase(tracer):
     assert tracer.summary().to_dict()["phases"]["h2d"]["calls"] == 1
 
 
+def test_to_device_keeps_every_kind_of_mapping(tracer):
+    import types
+    from collections import OrderedDict, UserDict, defaultdict
+
+    counts = defaultdict(list, {"x": torch.ones(1)})
+    ordered = OrderedDict([("b", torch.ones(1)), ("a", torch.zeros(1))])
+    with tracer.step():
+        moved = st.to_device({"d": counts, "o": ordered, "u": UserDict(y=torch.ones(1)),
+                              "p": types.MappingProxyType({"z": torch.ones(1)})}, "meta", tracer=tracer)
+    assert isinstance(moved["d"], defaultdict) and moved["d"]["x"].device.type == "meta"
+    assert moved["d"]["new"] == []  # its factory kept
+    assert isinstance(moved["o"], OrderedDict) and list(moved["o"]) == ["b", "a"]
+    assert isinstance(moved["u"], UserDict) and moved["u"]["y"].device.type == "meta"
+    assert moved["p"]["z"].device.type == "meta"  # a read-only view comes back as a dict
+    assert counts["x"].device.type == "cpu"  # the caller's batch is untouched
+
+
+def test_an_instrumented_loader_copies_deepcopies_and_pickles(tracer):
+    import copy
+    import pickle
+
+    loader = st.instrument(DataLoader(list(range(6)), batch_size=2), tracer=tracer)
+    for made in (copy.copy(loader), copy.deepcopy(loader)):
+        assert isinstance(made, st.InstrumentedLoader) and made._tracer is tracer
+        assert made.batch_size == 2 and len(made) == 3
+        for _ in tracer.steps(made):
+            pass
+    back = pickle.loads(pickle.dumps(loader))  # the tracer is process-local: the default one
+    assert back._tracer is steptrace.default_tracer() and back.batch_size == 2
+    assert [b.tolist() for b in back] == [[0, 1], [2, 3], [4, 5]]
+    assert tracer.summary().to_dict()["phases"]["input"]["calls"] == 6
+
+
 def test_importing_steptrace_does_not_import_torch(run_python):
     run_python("import sys, steptrace, steptrace.torch\nassert 'torch' not in sys.modules, 'torch was imported'\n")
 
