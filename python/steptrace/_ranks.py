@@ -9,13 +9,15 @@ sent over the user's NCCL or gloo group, and no group is created (creating one i
 collective, which a dead rank would hang). The store is kept from the moment a process group is
 first seen, so the gather at exit still works after ``destroy_process_group()``.
 
-Each payload is bounded whatever the run's length: the summary JSON and the waits of the last
-``WAITS_KEPT`` collectives (a few KB). See docs/architecture.md, "Many ranks".
+Each payload is bounded whatever the run's length, phases or timeline: the summary's digest
+(``_core.rank_digest``: what the rank's row needs) and the waits of the last ``WAITS_KEPT``
+collectives, about 5 KB. See docs/architecture.md, "Many ranks".
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import sys
@@ -111,8 +113,10 @@ class Gather:
 
 
 def payload(own: Any, recent: List[float], collectives: int) -> str:
-    """What a rank sends to rank 0: its summary and its recent collective waits."""
-    return json.dumps({"summary": own.json(), "waits": [round(w, 3) for w in recent], "collectives": collectives})
+    """What a rank sends to rank 0: the digest of its summary (what the job's table reads, a few
+    KB whatever its phases or timeline) and its recent collective waits."""
+    digest = _core.rank_digest(own).json()
+    return json.dumps({"summary": digest, "waits": [round(w, 3) for w in recent], "collectives": collectives})
 
 
 def _collect(job: Job, prefix: str, timeout_s: float) -> List[Tuple[Any, List[float], int]]:
@@ -131,10 +135,16 @@ def _collect(job: Job, prefix: str, timeout_s: float) -> List[Tuple[Any, List[fl
                 continue
             payload: Dict[str, Any] = json.loads(job.store.get(key))
             job.store.delete_key(key)
-            summary = _core.Summary.from_json(payload["summary"])
+            summary = _core.rank_digest(_core.Summary.from_json(payload["summary"]))  # checked as it lands
             if summary.rank != rank:
                 raise ValueError(f"it says it is rank {summary.rank}")
-            reports.append((summary, [float(w) for w in payload["waits"]], int(payload["collectives"])))
+            waits = [float(w) for w in payload["waits"]][-_collective.WAITS_KEPT:]
+            if not all(math.isfinite(w) and w >= 0 for w in waits):
+                raise ValueError("its collective waits are not finite, non-negative numbers")
+            collectives = int(payload["collectives"])
+            if collectives < len(waits):
+                raise ValueError(f"it waited at {collectives} collectives but sent {len(waits)} waits")
+            reports.append((summary, waits, collectives))
         except Exception as e:  # that rank counts as missing; the others are still combined
             say(f"rank {rank}'s summary could not be read ({type(e).__name__}: {e})")
     return reports

@@ -6,7 +6,8 @@ as plain processes with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT set.
 Scenarios: balanced; slow_input (rank 1 waits DELAY_MS for each batch); slow_backward (the last
 rank spends DELAY_MS more in backward); turns (rank step % world is slow in input: every rank
 waits in most steps); crash (the last rank dies with os._exit at step 8, rank 1 raises at
-step 8: the others' next all-reduce fails). Ground truth, written to OUT_DIR/truth-RANK.json: per
+step 8: the others' next all-reduce fails); idle_last / idle_first (the last rank / rank 0
+records no step); disabled_last (the last rank runs with STEPTRACE_DISABLE=1). Ground truth, written to OUT_DIR/truth-RANK.json: per
 step, from the last gradient accumulated (a hook on every parameter) to loss.backward()
 returning, stamped with time.perf_counter beside steptrace's own records.
 """
@@ -20,10 +21,12 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-import steptrace
-
 scenario, steps, delay = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1000
 out_dir = sys.argv[4]
+if scenario == "disabled_last" and int(os.environ["RANK"]) == int(os.environ["WORLD_SIZE"]) - 1:
+    os.environ["STEPTRACE_DISABLE"] = "1"  # as a user turns it off on one rank
+
+import steptrace  # noqa: E402
 
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
@@ -73,8 +76,10 @@ def batches():
         yield torch.randn(32, 128)
 
 
+# idle_last / idle_first: that rank trains without recording a step (it still all-reduces).
+untraced = (scenario == "idle_last" and rank == world - 1) or (scenario == "idle_first" and rank == 0)
 truth = []
-for i, x in enumerate(steptrace.steps(batches())):
+for i, x in enumerate(batches() if untraced else steptrace.steps(batches())):
     if scenario == "crash" and i == 8:
         if rank == world - 1:
             os._exit(3)  # dies without a word, as a killed or crashed process does

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+import steptrace
+
 pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
@@ -156,6 +158,70 @@ def test_crashed_rank_is_named_missing_and_costs_at_most_the_timeout(tmp_path):
     assert json.loads((tmp_path / "run-1.json").read_text())["rank"]["rank"] == 1
     assert not (tmp_path / "run-2.json").exists()
     assert "── steptrace summary" not in err1  # only rank 0 prints
+
+
+@pytest.mark.parametrize("scenario", ["idle_last", "disabled_last"])
+def test_a_rank_with_nothing_to_report_says_so_at_once(tmp_path, scenario):
+    """The last rank records no step (or runs with STEPTRACE_DISABLE=1): rank 0 hears at once
+    that it has nothing (the default 60 s gather timeout is not waited out) and shows it as a rank
+    with no steps, not a crashed one."""
+    results = run_ranks(tmp_path, scenario, 2, env={"STEPTRACE_JSON": str(tmp_path / "run.json")})
+    assert all(ok(r[0], r[2]) for r in results), [r[2] for r in results]
+    assert results[0][3] < 40, results[0][2]  # the whole job, far below the 60 s timeout
+    doc = combined(tmp_path / "run.json")
+    assert doc["ranks"]["missing"] == []
+    rows = {r["rank"]: r for r in doc["ranks"]["rows"]}
+    assert rows[0]["steps"] == 35 and rows[1]["steps"] == 0
+    assert "missing" not in results[0][2]
+    assert "── steptrace summary" not in results[1][2]
+
+
+def test_a_job_whose_rank_0_records_nothing_still_reports_the_others(tmp_path):
+    results = run_ranks(tmp_path, "idle_first", 2, env={"STEPTRACE_JSON": str(tmp_path / "run.json")})
+    assert all(ok(r[0], r[2]) for r in results), [r[2] for r in results]
+    assert results[0][2].count("── steptrace summary") == 1
+    doc = combined(tmp_path / "run.json")
+    rows = {r["rank"]: r for r in doc["ranks"]["rows"]}
+    assert rows[0]["steps"] == 0 and rows[1]["steps"] == 35 and rows[1]["label"]
+    assert doc["diagnosis"]["evidence"] == "Rank 0 recorded no steps: each rank's figures are in the `ranks` table."
+    assert doc["ranks"]["worst"]["rank"] == 1
+    assert len(steptrace.load(tmp_path / "run.json").to_dict()["ranks"]["rows"]) == 2  # the job JSON loads
+
+
+def test_a_rank_payload_is_a_few_kb_whatever_the_phases_and_timeline(tracer):
+    from steptrace import _core, _ranks
+
+    names = [f"layer.{i}" for i in range(256)]
+    for _ in range(300):
+        with tracer.step():
+            with tracer.phase("compute"):
+                for name in names:
+                    with tracer.phase(name):
+                        pass
+    tracer._core.set_rank(1, 2, 1, "host", "2026-11-24T00:00:00Z")
+    own = tracer._core.summary()
+    full, sent = len(own.json()), _ranks.payload(own, [1.5] * 256, 300)
+    assert full > 200_000  # the whole summary, with its timeline
+    assert len(sent) < 8_000, len(sent)
+    back = _core.rank_digest(_core.Summary.from_json(json.loads(sent)["summary"]))
+    assert back.rank == 1 and back.steps == own.steps
+    shares = json.loads(back.json())["phases"]
+    assert shares["compute"]["share"] == pytest.approx(sum(
+        p["share"] for name, p in json.loads(own.json())["phases"].items() if name not in ("other",)), abs=1e-9)
+
+
+def test_rank_0_refuses_a_rank_summary_that_does_not_hold_together(tracer):
+    from steptrace import _core
+
+    with tracer.step():
+        with tracer.phase("compute"):
+            pass
+    tracer._core.set_rank(1, 2, 1, "host", "2026-11-24T00:00:00Z")
+    doc = json.loads(tracer._core.summary().json())
+    doc["phases"]["compute"]["share"] = 0.9
+    doc["phases"]["other"]["share"] = 0.9  # each in range, together 1.8
+    with pytest.raises(ValueError, match="rank 1: phase shares sum to 1.8"):
+        _core.rank_digest(_core.Summary.from_json(json.dumps(doc)))
 
 
 def test_summary_on_every_rank_gathers_once(tmp_path, run_python):

@@ -213,11 +213,20 @@ struct rank_report {
   std::uint64_t collectives = 0;
 };
 
+// What a rank sends to rank 0, and what rank 0 accepts: the figures the job's table reads (counts,
+// step times, each built-in phase with the custom phases inside it folded in, device busy share,
+// label, rank), nothing else: a few KB whatever the phases, the timeline or the run's length.
+// Throws std::invalid_argument naming the fault when `s` has no rank or its figures do not hold
+// together (shares outside 0..1, or not summing to 1; times not finite).
+STEPTRACE_API summary rank_digest(const summary& s);
+
 // Rank 0's view of the job: its own summary (the report of the lowest rank given) with a row
 // per rank, the ranks of `world_size` that sent nothing, and STRAGGLER when one rank holds the
 // others back (the diagnosis then names it; otherwise rank 0's own diagnosis stands).
-// `timeout_s`: how long rank 0 waited, for the missing ranks' line. Throws std::invalid_argument
-// when no report has rank info, or two have the same rank.
+// `timeout_s`: how long rank 0 waited, for the missing ranks' line. A rank with no steps is a row
+// of its own (never the worst or the median); when it is the lowest given, the evidence says
+// the job's figures are in the rows. Throws std::invalid_argument when no report has rank info,
+// or two have the same rank.
 STEPTRACE_API summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t world_size,
                                     double timeout_s);
 

@@ -52,8 +52,11 @@ std::string tracer::exit_report(const exit_finish& finish) {
     }
     ::steptrace::summary s = collect_summary(false);
     const std::uint64_t recorded = s.steps + s.warmup_steps + s.failed_steps;
-    if (recorded == 0) return {};
-    bool seen = shown == recorded;
+    // A rank of a job hands even an empty summary to `finish`: rank 0 must hear at once that it
+    // has nothing (rather than wait out the gather), and a rank 0 with no steps of its own
+    // still reports the others.
+    if (recorded == 0 && !(s.rank && finish)) return {};
+    bool seen = recorded != 0 && shown == recorded;
     if (finish) {
       try {
         std::tie(s, seen) = finish(s, seen);
@@ -61,6 +64,7 @@ std::string tracer::exit_report(const exit_finish& finish) {
         detail::log(detail::log_level::error, std::string("reporting this process's own summary: ") + e.what());
       }
     }
+    if (s.steps + s.warmup_steps + s.failed_steps == 0 && !s.ranks) return {};  // nothing to say
     if (const std::string path = s.path_for(cfg.json_path); !path.empty()) {
       try {
         detail::write_whole_file(path, s.json() + "\n");

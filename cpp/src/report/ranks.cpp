@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "report/diagnosis.hpp"
@@ -168,6 +169,7 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
   }
   std::vector<double> own_work;
   for (const rank_row& r : view.rows) {
+    if (r.steps == 0) continue;  // a rank that recorded nothing is neither the worst nor the median
     own_work.push_back(r.step_mean_ms - r.wait_ms);
     if (own_work.size() == 1 || own_work.back() > view.worst_ms) view.worst_rank = r.who.rank, view.worst_ms = own_work.back();
   }
@@ -175,9 +177,59 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
   count_slowest(sorted, view);
   view.straggler = find_straggler(view);
   summary out = sorted.front()->s;
+  const bool others_have_steps =
+      std::any_of(sorted.begin(), sorted.end(), [](const rank_report* r) { return r->s.steps > 0; });
+  if (out.steps == 0 && others_have_steps) {  // a rank 0 that only coordinates: the table is the job's
+    out.diag.evidence = fmt::format("Rank {} recorded no steps: each rank's figures are in the `ranks` table.",
+                                    out.rank->rank);
+  }
   if (view.straggler) out.diag = straggler_diagnosis(view, *view.straggler);
   out.ranks = std::move(view);
   return out;
+}
+
+summary rank_digest(const summary& s) {
+  if (!s.rank) throw std::invalid_argument("a rank's summary has no rank");
+  const auto finite = [](double v) { return std::isfinite(v) && v >= 0; };
+  const stat_ms& m = s.step_ms;
+  if (!finite(m.mean) || !finite(m.p50) || !finite(m.p95) || !finite(m.p99) || !finite(m.max) || !finite(m.total) ||
+      !finite(s.wall_ms)) {
+    throw std::invalid_argument(fmt::format("rank {}: step times are not finite, non-negative numbers", s.rank->rank));
+  }
+  double sum = 0;
+  for (const phase_stats& p : s.phases) {
+    if (!(p.share >= 0 && p.share <= 1)) {
+      throw std::invalid_argument(fmt::format("rank {}: phase share {} is not between 0 and 1", s.rank->rank, p.share));
+    }
+    sum += p.share;
+  }
+  if (s.steps > 0 && std::fabs(sum - 1) > 0.001) {
+    throw std::invalid_argument(fmt::format("rank {}: phase shares sum to {:.4f}, not 1", s.rank->rank, sum));
+  }
+  summary d;
+  d.steps = s.steps;
+  d.warmup_steps = s.warmup_steps;
+  d.failed_steps = s.failed_steps;
+  d.threads = s.threads;
+  d.wall_ms = s.wall_ms;
+  d.run_ms = s.run_ms;
+  d.step_ms = s.step_ms;
+  d.requests = std::min(s.requests, s.steps);
+  d.rank = s.rank;
+  d.backend = s.backend;
+  d.errors = s.errors;
+  d.diag.label = s.diag.label;
+  for (const char* name : {"input", "h2d", "compute", "wait", "other"}) {
+    phase_stats p;
+    p.name = name;
+    p.share = group_share(s, name);
+    p.ms.mean = p.share * s.step_ms.mean;
+    p.ms.total = p.share * s.step_ms.total;
+    if (const phase_stats* own = s.phase(name)) p.calls = own->calls;
+    d.phases.push_back(std::move(p));
+  }
+  if (s.gpu) d.gpu.emplace().busy_share = std::clamp(s.gpu->busy_share, 0.0, 1.0);
+  return d;
 }
 
 std::string summary::path_for(std::string_view path) const {

@@ -1,6 +1,7 @@
 // summary::table(): the end-of-run breakdown a person reads.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <iterator>
@@ -115,7 +116,8 @@ void rank_lines(const ranks_view& v, const std::function<void(std::string)>& lin
                      cut(r.who.host, 15), r.steps, ms(r.step_p50_ms), ms(r.input_ms), ms(r.h2d_ms),
                      ms(r.compute_ms), ms(r.wait_ms), ms(r.other_ms), busy, slowest, r.label.empty() ? "-" : r.label));
   }
-  if (v.rows.size() >= 2) {
+  const auto with_steps = std::count_if(v.rows.begin(), v.rows.end(), [](const rank_row& r) { return r.steps > 0; });
+  if (with_steps >= 2) {  // ranks with no steps are rows, never the worst or the median
     line(fmt::format("  worst rank {}: {} ms a step outside `wait`; the median rank {} ms{}", v.worst_rank,
                      ms(v.worst_ms), ms(v.median_ms),
                      v.steps_compared ? fmt::format(" (`slowest`: of the last {} steps, those it waited least in)",
