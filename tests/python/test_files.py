@@ -176,3 +176,48 @@ def test_jsonl_lines_stay_whole_when_the_disk_fills(run_python, tmp_path):
         json.loads(line)  # every line whole
     said = [line for line in proc.stderr.splitlines() if "could not append a live window" in line]
     assert len(said) == 1, proc.stderr
+
+
+def test_mutated_real_summaries_raise_nothing_but_a_named_value_error(tmp_path):
+    """A seeded fuzz test: 400 mutations of a real summary (with a timeline, set-aside time and a
+    phase tree) go through everything a user runs on a file; each either reads and renders, or
+    raises ValueError naming the file."""
+    import random
+
+    t = steptrace.Tracer(warmup_steps=0, print_at_exit=False)
+    for i in range(20):
+        with t.step():
+            with t.phase("input"):
+                pass
+            with t.phase("compute"):
+                with t.phase("forward"):
+                    pass
+            if i == 10:
+                with t.exclude("validation"):
+                    pass
+    base = t.summary().to_json().encode()
+    rng = random.Random(20261124)
+    pieces = [b"1e400", b"-1", b"NaN", b"[", b"]", b"{", b"}", b'"', b"null", b"\\u001b", b"\xff", b"[[[[[[[[",
+              b"18446744073709551616", b'"parent": "forward"', b"0.5", b"true"]
+    path = tmp_path / "fuzz.json"
+    readable = 0
+    for _ in range(400):
+        data = bytearray(base)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(data))
+            kind = rng.randrange(3)
+            if kind == 0:
+                data[at:at] = rng.choice(pieces)
+            elif kind == 1:
+                del data[at:at + rng.randint(1, 8)]
+            else:
+                data[at] = rng.randrange(256)
+        path.write_bytes(bytes(data))
+        try:
+            s = steptrace.load(path)
+        except ValueError as e:
+            assert str(path) in str(e) and len(str(e)) < 400, str(e)[:500]
+            continue
+        readable += 1
+        str(s), s.to_dict(), s.to_trace(), s.to_html()  # what it accepted renders
+    assert 0 < readable < 400

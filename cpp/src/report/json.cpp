@@ -360,6 +360,13 @@ json_doc printable(const json_doc& v) {
   return v;
 }
 
+// Why a file was refused, in one short line: nlohmann's "last read: '...'" can quote a whole
+// long string, and a name in a file may be any length.
+std::string cut_reason(std::string why) {
+  if (why.size() > 160) why = why.substr(0, 157) + "...";
+  return detail::printable_utf8(why);
+}
+
 }  // namespace
 
 summary summary::from_json(std::string_view text) {
@@ -371,7 +378,7 @@ summary summary::from_json(std::string_view text) {
   try {
     doc = printable(json_doc::parse(text.begin(), text.end()));
   } catch (const json_doc::exception& e) {  // a syntax error, or a number out of range (1e400)
-    throw std::invalid_argument(std::string("steptrace: not a steptrace summary: not valid JSON (") + e.what() + ")");
+    throw std::invalid_argument("steptrace: not a steptrace summary: not valid JSON (" + cut_reason(e.what()) + ")");
   }
   if (!doc.is_object() || !doc.contains("schema")) {
     throw std::invalid_argument("steptrace: not a steptrace summary: no \"schema\" field");
@@ -431,9 +438,9 @@ summary summary::from_json(std::string_view text) {
     }
     return s;
   } catch (const json_doc::exception& e) {
-    throw std::invalid_argument(std::string("steptrace: malformed steptrace summary: ") + e.what());
+    throw std::invalid_argument("steptrace: malformed steptrace summary: " + cut_reason(e.what()));
   } catch (const std::logic_error& e) {  // invalid_argument from the checks, out_of_range, length_error
-    throw std::invalid_argument(std::string("steptrace: malformed steptrace summary: ") + e.what());
+    throw std::invalid_argument("steptrace: malformed steptrace summary: " + cut_reason(e.what()));
   }
 }
 
