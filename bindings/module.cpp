@@ -245,6 +245,7 @@ PYBIND11_MODULE(_core, m) {
       },
       py::arg("reports"), py::arg("world_size"), py::arg("timeout_s"));
   m.def("rank_digest", &rank_digest, py::arg("summary"));
+  m.def("format_ms", &format_ms, py::arg("ms"));
   m.attr("LABELS") = diagnosis_labels();
   m.def("suggested_loader_workers", &suggested_loader_workers);
   m.def("default_tracer", &default_tracer, py::return_value_policy::reference);

@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from . import _core
+
 MIN_STEPS = 10
 
 
@@ -24,7 +26,7 @@ class Comparison:
 
 
 def _ms(v: float) -> str:
-    return f"{v:.4g} ms"
+    return f"{_core.format_ms(v)} ms"  # the table's rule: never an exponent
 
 
 def _pct(a: float, b: float) -> str:

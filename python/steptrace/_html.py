@@ -8,6 +8,8 @@ kept, each drawn along its own time axis, and the time set aside.
 import html
 from typing import Any, Dict, List, Sequence
 
+from ._core import format_ms as _ms  # the table's rule for times: never an exponent
+
 # One colour per phase, in the order the series lists them (`other` is always grey).
 _PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f"]
 _OTHER = "#bab0ac"
@@ -45,11 +47,11 @@ def _series_chart(series: Dict[str, Any], colours: Dict[str, str]) -> str:
     for k in range(5):  # gridlines with their ms
         y = height - height * k / 4
         parts.append(f'<line x1="{left}" x2="{width}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
-                     f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{top * k / 4:.3g}</text>')
+                     f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_ms(top * k / 4)}</text>')
     for i, p in enumerate(points):
         y = height
         x = left + i * bar
-        title = f'steps {p["first_step"]}–{p["first_step"] + p["steps"] - 1}: {p["step_ms"]:.3g} ms'
+        title = f'steps {p["first_step"]}–{p["first_step"] + p["steps"] - 1}: {_ms(p["step_ms"])} ms'
         for name, ms in zip(phases, p["phase_ms"]):
             h = height * ms / top
             if h <= 0:
@@ -57,7 +59,7 @@ def _series_chart(series: Dict[str, Any], colours: Dict[str, str]) -> str:
             y -= h
             parts.append(f'<rect class="bar" x="{x:.2f}" y="{y:.2f}" width="{max(bar - 0.5, 0.5):.2f}" '
                          f'height="{h:.2f}" fill="{colours[name]}"><title>{html.escape(title)}; '
-                         f'{html.escape(name)} {ms:.3g} ms</title></rect>')
+                         f'{html.escape(name)} {_ms(ms)} ms</title></rect>')
     last = points[-1]["first_step"] + points[-1]["steps"]
     parts.append(f'<text x="{left}" y="{height + 18}">step 0</text>'
                  f'<text x="{width}" y="{height + 18}" text-anchor="end">step {last}</text>'
@@ -84,9 +86,9 @@ def _slowest(timeline: Dict[str, Any], colours: Dict[str, str], limit: int = 8) 
             w = width * (p["end_ms"] - p["begin_ms"]) / longest
             colour = colours.get(p["name"], _PALETTE[-1])
             cells.append(f'<span style="left:{x:.1f}px;width:{max(w, 1):.1f}px;background:{colour}" '
-                         f'title="{html.escape(p["name"])} {p["end_ms"] - p["begin_ms"]:.3g} ms"></span>')
+                         f'title="{html.escape(p["name"])} {_ms(p["end_ms"] - p["begin_ms"])} ms"></span>')
         cells.append("</div>")
-        rows.append(f'<tr><td class="nowrap">thread {s["thread"]}, step {s["index"]}</td><td class="num">{s["step_ms"]:.3g} ms</td>'
+        rows.append(f'<tr><td class="nowrap">thread {s["thread"]}, step {s["index"]}</td><td class="num">{_ms(s["step_ms"])} ms</td>'
                     f'<td>{"".join(cells)}</td></tr>')
     return ('<table class="steps"><tr><th>step</th><th>time</th><th>phases (outermost), along the step</th></tr>'
             + "".join(rows) + "</table>")
@@ -97,7 +99,7 @@ def _set_aside(summary: Dict[str, Any]) -> str:
     if not rows:
         return "<p>No time was set aside.</p>"
     body = "".join(
-        f'<tr><td>{html.escape(name)}</td><td class="num">{a["calls"]}</td><td class="num">{a["total_ms"]:.4g} ms</td>'
+        f'<tr><td>{html.escape(name)}</td><td class="num">{a["calls"]}</td><td class="num">{_ms(a["total_ms"])} ms</td>'
         f'<td class="num">{100 * a["run_share"]:.1f}%</td></tr>'
         for name, a in rows.items()
     )

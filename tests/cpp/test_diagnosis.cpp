@@ -307,3 +307,70 @@ TEST_CASE("server runs: preprocessing on the request path is named from its thre
     CHECK(a.find("`preprocess` takes") == std::string::npos);
   }
 }
+
+namespace {
+
+summary with_facts(summary s, std::vector<std::pair<std::string, std::string>> facts) {
+  for (auto& f : facts) s.facts.push_back(std::move(f));
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a process that waits for a core hears it first, under any label", "[diagnosis]") {
+  const double share = default_thresholds.cpu_wait_share;
+  const auto busy_host = [&](double waiting) {
+    return with_facts(with_shares({{"compute", 0.9}}), {{"cpu.cores_busy", "1.0"},
+                                                        {"cpu.cores_waiting", std::to_string(waiting)},
+                                                        {"host.cpus", "2"}});
+  };
+  const auto d = diagnose(busy_host(share));
+  CHECK(d.label == "COMPUTE-BOUND");
+  CHECK_THAT(d.advice.at(0), Catch::Matchers::Contains("free the cores first"));
+  CHECK_THAT(d.evidence, Catch::Matchers::Contains("waited for a core 25% as long as it ran"));
+  CHECK_THAT(diagnose(busy_host(share - 0.01)).advice.at(0), !Catch::Matchers::Contains("free the cores"));
+  // Under INPUT-BOUND too.
+  auto input = with_facts(with_shares({{"input", 0.6}, {"compute", 0.4}}),
+                          {{"cpu.cores_busy", "1.0"}, {"cpu.cores_waiting", "0.5"}, {"host.cpus", "2"}});
+  CHECK(diagnose(input).label == "INPUT-BOUND");
+  CHECK_THAT(diagnose(input).advice.at(0), Catch::Matchers::Contains("free the cores first"));
+}
+
+TEST_CASE("workers that sleep on I/O get more workers, beyond the core count", "[diagnosis]") {
+  const auto run = [](const char* workers_busy) {
+    return with_facts(with_shares({{"input", 0.6}, {"compute", 0.4}}),
+                      {{"dataloader.num_workers", "2"}, {"host.cpus", "2"}, {"cpu.cores_busy", "0.3"},
+                       {"cpu.cores_waiting", "0.0"}, {"cpu.workers_cores_busy", workers_busy},
+                       {"cpu.workers_cores_waiting", "0.0"}});
+  };
+  const auto sleeping = diagnose(run("0.0"));
+  CHECK(sleeping.label == "INPUT-BOUND");
+  CHECK_THAT(sleeping.advice.at(0), Catch::Matchers::Contains("wait on I/O, not the CPU"));
+  CHECK_THAT(sleeping.advice.at(0), Catch::Matchers::Contains("num_workers=4"));
+  for (const std::string& a : sleeping.advice) CHECK_THAT(a, !Catch::Matchers::Contains("persistent_workers"));
+  // Workers that use their cores: the CPU rule, not more workers.
+  const auto busy = diagnose(run("1.6"));
+  CHECK_THAT(busy.advice.at(0), Catch::Matchers::Contains("CPU is saturated"));
+}
+
+TEST_CASE("no device advice without a device", "[diagnosis]") {
+  summary host_only = with_shares({{"compute", 0.9}});
+  const auto d = diagnose(host_only);
+  CHECK(d.label == "COMPUTE-BOUND");
+  for (const std::string& a : d.advice) {
+    CHECK_THAT(a, !Catch::Matchers::Contains("device memory"));
+    CHECK_THAT(a, !Catch::Matchers::Contains("TF32"));
+  }
+  host_only.backend.cuda = true;  // a GPU, even without a device view
+  CHECK_THAT(diagnose(host_only).advice.at(0), Catch::Matchers::Contains("TF32"));
+}
+
+TEST_CASE("times print for people at any size", "[diagnosis]") {
+  CHECK(format_ms(1630.4) == "1630");
+  CHECK(format_ms(123456789.0) == "123456789");
+  CHECK(format_ms(16.523) == "16.52");
+  CHECK(format_ms(0.4124) == "0.412");
+  auto slow = with_shares({{"input", 0.6}, {"compute", 0.4}});
+  slow.step_ms.mean = 2715;
+  CHECK_THAT(diagnose(slow).evidence, Catch::Matchers::Contains("(1629 ms of 2715 ms per step"));
+}

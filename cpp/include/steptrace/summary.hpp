@@ -199,6 +199,10 @@ class STEPTRACE_API summary {
   static summary from_json(std::string_view text);
 };
 
+// Milliseconds as steptrace prints them everywhere (table, diagnosis, reports): about four
+// significant figures and never an exponent ("0.412", "16.52", "1630").
+STEPTRACE_API std::string format_ms(double ms);
+
 // Writes `text` to `path` whole or not at all, as steptrace writes its own files: a short
 // temporary beside it (`.steptrace-PID-N.tmp`), renamed over it; temporaries left in that folder
 // by processes that no longer exist are removed first. Throws std::system_error (the errno;

@@ -127,12 +127,19 @@ long suggested_workers(long cpus) { return std::min(std::max(2L, std::min(8L, cp
 
 namespace {
 
+// Whether the process and its workers ask for cpu_demand_share of the cores or more.
+bool cpu_saturated(const summary& s, const diagnosis_thresholds& t) {
+  const auto demand = cpu_demand(s);
+  const long cpus = fact_int(s, "host.cpus").value_or(0);
+  return demand && cpus > 0 && *demand >= t.cpu_demand_share * static_cast<double>(cpus);
+}
+
 // Loader advice, specific where the tracer knows the DataLoader's settings.
 std::vector<std::string> input_advice(const summary& s, const diagnosis_thresholds& t) {
   std::vector<std::string> advice;
   const auto workers = fact_int(s, "dataloader.num_workers");
   const long cpus = fact_int(s, "host.cpus").value_or(0);
-  if (const auto demand = cpu_demand(s); demand && cpus > 0 && *demand >= t.cpu_demand_share * cpus) {
+  if (const auto demand = cpu_demand(s); cpu_saturated(s, t)) {
     const std::string who = workers && *workers > 0
                                 ? fmt::format("{} worker{} and the training thread", *workers, *workers == 1 ? "" : "s")
                                 : std::string("the training thread and the rest of this process");
@@ -143,6 +150,19 @@ std::vector<std::string> input_advice(const summary& s, const diagnosis_threshol
     return advice;
   }
   const long suggest = suggested_workers(cpus);
+  const auto workers_busy = fact_double(s, "cpu.workers_cores_busy");
+  if (workers && *workers > 0 && workers_busy && *workers_busy < t.idle_worker_cores * static_cast<double>(*workers)) {
+    // The workers wait on something other than the CPU (storage, the network, sleeps): the
+    // core count is no bound on how many help.
+    advice.push_back(fmt::format("the {} worker{} use only {:.1f} cores between them: they wait on I/O, not the CPU, "
+                                 "so more help even beyond the {} cores here: try num_workers={}",
+                                 *workers, *workers == 1 ? "" : "s", *workers_busy, cpus > 0 ? std::to_string(cpus) : "?",
+                                 2 * *workers));
+    if (const auto prefetch = fact_int(s, "dataloader.prefetch_factor"); prefetch && *prefetch < 4) {
+      advice.push_back(fmt::format("prefetch_factor={}: try 4 so more reads are in flight", *prefetch));
+    }
+    return advice;
+  }
   if (workers && *workers == 0 && cpus <= 0) {  // a trace read from a file: the core count is not known
     advice.push_back("DataLoader(num_workers=0) loads every batch on the training thread: try num_workers=4, not "
                      "above the machine's core count");
@@ -171,9 +191,9 @@ std::vector<std::string> input_advice(const summary& s, const diagnosis_threshol
 std::string phase_evidence(const summary& s, std::string_view name, double threshold) {
   const phase_stats* own = s.phase(name);
   const bool with_children = own == nullptr || group_share(s, name) > own->share + 1e-12;
-  return fmt::format("`{}`{} takes {:.1f}% of step time ({:.3g} ms of {:.3g} ms per step; the rule fires at {:.0f}%).",
+  return fmt::format("`{}`{} takes {:.1f}% of step time ({} ms of {} ms per step; the rule fires at {:.0f}%).",
                      name, with_children ? " with the phases inside it" : "", 100 * group_share(s, name),
-                     mean_of(s, name), s.step_ms.mean, 100 * threshold);
+                     format_ms(mean_of(s, name)), format_ms(s.step_ms.mean), 100 * threshold);
 }
 
 // "GPU idle 71% of the step; 93% of that while the host was in `input`."
@@ -226,6 +246,28 @@ std::string closeness(double share, double threshold, const diagnosis_thresholds
   if (std::abs(share - threshold) >= t.close_margin) return "";
   return fmt::format(" Close call: {:.1f}% is within {:.0f} points of the rule's {:.0f}%.", 100 * share,
                      100 * t.close_margin, 100 * threshold);
+}
+
+}  // namespace
+
+namespace {
+
+// What the CPU figures add under any label: a process that waits for a core as long as it runs
+// is slowed by the host (other processes, or more threads than cores), whatever the label says;
+// that comes first, since no model change helps until it is fixed.
+void cpu_findings(const summary& s, const diagnosis_thresholds& t, diagnosis& d) {
+  const auto busy = fact_double(s, "cpu.cores_busy"), waiting = fact_double(s, "cpu.cores_waiting");
+  if (!busy || !waiting || *busy <= 0 || *waiting < t.cpu_wait_min_cores || *waiting < t.cpu_wait_share * *busy) return;
+  if (d.label == "INPUT-BOUND" && cpu_saturated(s, t)) return;  // its advice already says so, with the workers
+  const std::string* cpus = s.fact("host.cpus");
+  d.evidence += fmt::format(
+      " This process waited for a core {:.0f}% as long as it ran ({:.1f} cores busy, {:.1f} more waiting, of {} "
+      "cores): the host is oversubscribed.",
+      100 * *waiting / *busy, *busy, *waiting, cpus ? *cpus : "?");
+  d.advice.insert(d.advice.begin(),
+                  "free the cores first: other processes on this host, or more threads than cores "
+                  "(torch.set_num_threads, OMP_NUM_THREADS, DataLoader workers) share them; every step waits for a "
+                  "core until then");
 }
 
 }  // namespace
@@ -357,10 +399,18 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
                    closeness(compute, t.compute_share, t);
     }
     d.evidence += near_miss;
-    d.advice = {
-        "the pipeline keeps up; speed up the model: mixed precision (bf16, TF32), fused kernels, torch.compile",
-        "check the batch size against device memory",
-    };
+    if (s.backend.cuda || device) {
+      d.advice = {
+          "the pipeline keeps up; speed up the model: mixed precision (bf16, TF32), fused kernels, torch.compile",
+          "check the batch size against device memory",
+      };
+    } else {  // no GPU here: advice for the host's own compute
+      d.advice = {
+          "the pipeline keeps up; speed up the compute itself: torch.compile, batched tensor operations instead of "
+          "Python loops, bfloat16 where the CPU supports it",
+          "intra-op threads: torch.set_num_threads(N) up to the free cores (not beyond them)",
+      };
+    }
   } else if (device && compute_idle_largest) {
     d.evidence = fmt::format(
         "The GPU is busy only {:.1f}% of the step and idles mostly while the host is in `compute` ({:.1f}% of step "
@@ -378,6 +428,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     d.evidence += near_miss;
     d.advice = {fmt::format("no single cause stands out: start with the largest phase, `{}`", largest->name)};
   }
+  cpu_findings(s, t, d);
   if (is_server_run(s)) advise_server(s, t, d);
   return d;
 }

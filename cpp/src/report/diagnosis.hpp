@@ -31,7 +31,11 @@
 //                  one (input, h2d, compute, other) in which it exceeds the median of the other
 //                  ranks most. It replaces rank 0's own label in the combined summary.
 // INPUT-BOUND's advice reads the loader's settings and, when the process tree's CPU demand
-// reaches cpu_demand_share of the cores, says the CPU is saturated instead of adding workers.
+// reaches cpu_demand_share of the cores, says the CPU is saturated instead of adding workers;
+// when the workers use less than idle_worker_cores each, they wait on I/O and more are advised,
+// beyond the core count. Under any label, a process that waits for a core cpu_wait_share of the
+// time it runs (and cpu_wait_min_cores at least) hears first that the host is oversubscribed.
+// Without a GPU (no CUDA, no device view) the advice names no device.
 #pragma once
 
 #include <optional>
@@ -53,6 +57,13 @@ struct diagnosis_thresholds {
   // INPUT-BOUND's advice: the CPU is saturated when the process and its workers ask for this
   // share of the cores or more (running, or runnable and waiting for a core).
   double cpu_demand_share = 0.90;
+  // Workers that use less than this many cores each (busy) wait on I/O: INPUT-BOUND's advice
+  // then adds workers beyond the core count.
+  double idle_worker_cores = 0.25;
+  // Any label: the process waited for a core at least this share of the time it ran, and at
+  // least cpu_wait_min_cores on average: the host is oversubscribed, said first.
+  double cpu_wait_share = 0.25;
+  double cpu_wait_min_cores = 0.10;
   double straggler_gap_share = 0.10;
   double straggler_gap_ms = 0.5;
   // Servers (server_advice.cpp): a request waits for a batch too long from this share of its

@@ -16,14 +16,7 @@
 namespace steptrace {
 namespace {
 
-// Milliseconds with about four significant figures.
-std::string ms(double v) {
-  if (v == 0) return "0";
-  if (v >= 1000) return fmt::format("{:.0f}", v);
-  if (v >= 100) return fmt::format("{:.1f}", v);
-  if (v >= 10) return fmt::format("{:.2f}", v);
-  return fmt::format("{:.3f}", v);
-}
+std::string ms(double v) { return format_ms(v); }
 
 std::string bar(double share) {
   static const char* const eighths[] = {"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"};
@@ -138,6 +131,16 @@ void rank_lines(const ranks_view& v, const std::function<void(std::string)>& lin
 namespace detail {
 void complete(summary& s) { s.diag = diagnose(s); }
 }  // namespace detail
+
+std::string format_ms(double v) {
+  if (!std::isfinite(v)) return v != v ? "nan" : v > 0 ? "inf" : "-inf";
+  if (v == 0) return "0";
+  const double size = std::fabs(v);
+  if (size >= 1000) return fmt::format("{:.0f}", v);
+  if (size >= 100) return fmt::format("{:.1f}", v);
+  if (size >= 10) return fmt::format("{:.2f}", v);
+  return fmt::format("{:.3f}", v);
+}
 
 const phase_stats* summary::phase(std::string_view name) const noexcept {
   for (const phase_stats& p : phases) {
