@@ -135,6 +135,8 @@ PYBIND11_MODULE(_core, m) {
         return py::str(s.diag.label);
       })
       .def_readonly("steps", &summary::steps)
+      .def_property_readonly("recorded",  // every step it saw: counted, warm-up and failed
+                             [](const summary& s) { return s.steps + s.warmup_steps + s.failed_steps; })
       .def_property_readonly("rank", [](const summary& s) -> py::object {
         if (!s.rank) return py::none();
         return py::int_(s.rank->rank);

@@ -80,6 +80,12 @@ class _BatchStep(_Decorates):
         return False
 
 
+def _is_data_loader(obj: Any) -> bool:
+    """Whether ``obj`` is a torch DataLoader (torch is never imported here: only if the program did)."""
+    data = _modules.get("torch.utils.data")
+    return data is not None and isinstance(obj, data.DataLoader)
+
+
 def _in_event_loop() -> bool:
     """Whether this thread runs an asyncio event loop now (a coroutine is calling)."""
     aio = _modules.get("asyncio")
@@ -102,8 +108,14 @@ class _ExcludeScope(_Decorates, _core.ExcludeScope):
 class Summary:
     """The end-of-run summary: ``str()`` is the table; ``to_dict()`` follows the JSON schema."""
 
-    def __init__(self, core: _core.Summary) -> None:
+    def __init__(self, core: _core.Summary, tracer: Optional["Tracer"] = None) -> None:
         self._core = core
+        self._tracer = tracer  # the tracer whose summary() made it: told when it is shown
+
+    def _shown(self) -> None:
+        """The table or the JSON text reached the program: the exit report need not repeat it."""
+        if self._tracer is not None:
+            self._tracer._shown_recorded = self._core.recorded
 
     @property
     def label(self) -> Optional[str]:
@@ -129,6 +141,8 @@ class Summary:
         text = self._core.json()
         if path is not None:
             _core.write_file(os.fspath(path), text + "\n")
+        else:
+            self._shown()  # the text itself, to print or send: shown; a file written is not
         return text
 
     def to_trace(self, path: Union[str, "os.PathLike[str]", None] = None) -> str:
@@ -155,6 +169,7 @@ class Summary:
         return self._core.prometheus(prefix)
 
     def __str__(self) -> str:
+        self._shown()
         return self._core.table()
 
     def __repr__(self) -> str:
@@ -198,6 +213,7 @@ class Tracer:
         self._phases: Dict[Any, _PhaseScope] = {}  # by name, or by (name, stream handle)
         self._excludes: Dict[str, _ExcludeScope] = {}
         self._feeding: Any = None  # weakref to the loader whose fetches feed the steps
+        self._shown_recorded = -1  # steps recorded when the program last printed a summary's table or JSON
 
     def step(self, fn: Optional[F] = None, *, stream: Any = None, batch: Optional[int] = None) -> Any:
         """One iteration of your loop, or one request: ``with tracer.step():`` or ``@tracer.step``.
@@ -286,6 +302,11 @@ class Tracer:
         feeds = getattr(iterable, "_steptrace_feeds_steps", None)
         if feeds is not None:
             feeds()  # this loader's settings are the ones the advice describes
+        elif _is_data_loader(iterable):  # a plain DataLoader: its settings too, as instrument() reads them
+            from .torch import tell_settings
+
+            self._claim_feeding(iterable, surely=True)
+            tell_settings(self, iterable)
         return _loop.steps(self._core, iterable, handle)
 
     def _claim_feeding(self, loader: Any, surely: bool) -> bool:
@@ -308,7 +329,7 @@ class Tracer:
         note_allocator(self._core)
         job = _ranks.notice(self._core)
         own = self._core.summary()
-        return Summary(self._gather(own, job) if job is not None and gather else own)
+        return Summary(self._gather(own, job) if job is not None and gather else own, self)
 
     def window(self) -> Summary:
         """The statistics since the last window (or the start, or reset), and a new window
@@ -435,6 +456,16 @@ _profiler.install()  # hand CUPTI to torch.profiler sessions, whenever torch is 
 _collective.install()  # time DDP's all-reduce wait, whenever torch imports DDP
 
 
+def _seen_when_shown(finish: Any) -> Any:
+    """The exit hook, told the program has seen the summary only when it printed its table or took
+    its JSON text after the last step (a summary fetched, or written to a file, is not seen)."""
+
+    def hook(own: _core.Summary, seen: bool) -> Any:
+        return finish(own, _default._shown_recorded == own.recorded)
+
+    return hook
+
+
 def _with_html(finish: Any) -> Any:
     """The exit hook, then the HTML report (html_path) of the summary it reports."""
 
@@ -520,7 +551,7 @@ def _report_at_exit() -> None:
             core = _core.default_tracer()
             note_allocator(core)
             _ranks.notice(core)  # the summary at exit carries the rank even where nothing noticed it before
-            text = core.exit_report(held.guard(_with_html(_ranks.gather_at_exit(_default._gather))))
+            text = core.exit_report(held.guard(_seen_when_shown(_with_html(_ranks.gather_at_exit(_default._gather)))))
             if text:
                 sys.stderr.write(text)
                 sys.stderr.flush()

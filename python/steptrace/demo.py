@@ -277,6 +277,17 @@ def side_by_side(a: Scenario, b: Scenario) -> str:
     return "\n".join(out)
 
 
+def write_asked_files(summary: steptrace.Summary) -> None:
+    """The files asked for with STEPTRACE_JSON / STEPTRACE_TRACE / STEPTRACE_HTML (or configure),
+    from the last scenario: each scenario has a tracer of its own, so the default tracer's exit
+    report, which would write them, has no steps here."""
+    options = steptrace.default_tracer().options()
+    for option, write in (("json_path", summary.to_json), ("trace_path", summary.to_trace), ("html_path", summary.to_html)):
+        if options[option]:
+            write(options[option])
+            print(f"wrote {options[option]} ({option}): the last scenario's summary")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m steptrace.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer steps")
@@ -299,6 +310,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                      lambda t: everything_at_once(t, steps=steps))
     print(f"\n### {everything.name}  ({_timing(everything)})\n")
     print(everything.summary)
+    write_asked_files(everything.summary)
 
     if not torch.cuda.is_available():
         print("Needs a GPU, not run here: pageable vs pinned copies (H2D-BOUND), a loop of tiny kernels "

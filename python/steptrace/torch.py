@@ -77,10 +77,16 @@ class InstrumentedLoader:
         return self._loader
 
     def _tell_settings(self) -> None:
-        for name in _FACTS:
-            value = getattr(self._loader, name, None)
-            if value is not None:
-                self._tracer.set_fact(f"dataloader.{name}", value)
+        tell_settings(self._tracer, self._loader)
+
+
+def tell_settings(tracer: Tracer, loader: Any) -> None:
+    """Tells the diagnosis the loader's settings (num_workers, pin_memory, ...), which the advice
+    names: for an instrumented loader, and for a DataLoader given to steptrace.steps() as it is."""
+    for name in _FACTS:
+        value = getattr(loader, name, None)
+        if value is not None:
+            tracer.set_fact(f"dataloader.{name}", value)
 
 
 def _reattached(loader: Any, phase: str) -> InstrumentedLoader:

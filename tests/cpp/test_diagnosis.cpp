@@ -318,17 +318,16 @@ summary with_facts(summary s, std::vector<std::pair<std::string, std::string>> f
 }  // namespace
 
 TEST_CASE("a process that waits for a core hears it first, under any label", "[diagnosis]") {
-  const double share = default_thresholds.cpu_wait_share;
-  const auto busy_host = [&](double waiting) {
-    return with_facts(with_shares({{"compute", 0.9}}), {{"cpu.cores_busy", "1.0"},
-                                                        {"cpu.cores_waiting", std::to_string(waiting)},
-                                                        {"host.cpus", "2"}});
+  REQUIRE(default_thresholds.cpu_wait_share == Approx(1.0 / 3));
+  const auto busy_host = [&](const char* waiting) {
+    return with_facts(with_shares({{"compute", 0.9}}),
+                      {{"cpu.cores_busy", "1.0"}, {"cpu.cores_waiting", waiting}, {"host.cpus", "2"}});
   };
-  const auto d = diagnose(busy_host(share));
+  const auto d = diagnose(busy_host("0.334"));
   CHECK(d.label == "COMPUTE-BOUND");
   CHECK_THAT(d.advice.at(0), Catch::Matchers::Contains("free the cores first"));
-  CHECK_THAT(d.evidence, Catch::Matchers::Contains("waited for a core 25% as long as it ran"));
-  CHECK_THAT(diagnose(busy_host(share - 0.01)).advice.at(0), !Catch::Matchers::Contains("free the cores"));
+  CHECK_THAT(d.evidence, Catch::Matchers::Contains("waited for a core 33% as long as it ran"));
+  CHECK_THAT(diagnose(busy_host("0.33")).advice.at(0), !Catch::Matchers::Contains("free the cores"));
   // Under INPUT-BOUND too.
   auto input = with_facts(with_shares({{"input", 0.6}, {"compute", 0.4}}),
                           {{"cpu.cores_busy", "1.0"}, {"cpu.cores_waiting", "0.5"}, {"host.cpus", "2"}});

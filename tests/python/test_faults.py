@@ -202,6 +202,29 @@ def test_the_table_shows_once_when_the_program_printed_it(run_python):
     assert proc.stderr.rstrip().endswith("STEPTRACE_PRINT_AT_EXIT=always prints it at exit too")
 
 
+def test_a_summary_fetched_or_written_to_a_file_is_not_shown(run_python, tmp_path):
+    proc = run_python(
+        f"""
+        import steptrace
+        for _ in steptrace.steps(range(12)):
+            pass
+        s = steptrace.summary()
+        s.to_json({str(tmp_path / "run.json")!r})
+        s.to_dict(), s.label
+        """
+    )
+    assert proc.stderr.count("steptrace summary") == 1 and "already shown" not in proc.stderr  # the exit table
+    shown = run_python(
+        """
+        import steptrace
+        for _ in steptrace.steps(range(12)):
+            pass
+        text = steptrace.summary().to_json()  # the JSON text in hand: shown
+        """
+    )
+    assert "summary already shown (12 steps)" in shown.stderr and "── steptrace summary" not in shown.stderr
+
+
 def test_labels_come_from_the_diagnosis():
     assert "LAUNCH-BOUND" in steptrace.LABELS and len(steptrace.LABELS) == len(set(_core.LABELS))
 

@@ -241,6 +241,8 @@ def test_summary_on_every_rank_gathers_once(tmp_path, run_python):
                 assert steptrace.summary().rank == 0  # its own, at once
         s = steptrace.summary(gather=True)
         print(json.dumps({{"rank": s.rank, "rows": len(s.to_dict().get("ranks", {{}}).get("rows", []))}}))
+        if s.rank == 0:
+            print(s, file=sys.stderr)  # the job's table, shown: the exit report says so
         dist.destroy_process_group()
     """
     script = tmp_path / "every.py"
@@ -255,7 +257,7 @@ def test_summary_on_every_rank_gathers_once(tmp_path, run_python):
     assert time.monotonic() - started < 30  # nobody waited out the timeout at exit
     got = [json.loads(o[0].strip().splitlines()[-1]) for o in outs]
     assert got == [{"rank": 0, "rows": 2}, {"rank": 1, "rows": 0}]
-    assert "summary already shown" in outs[0][1]
+    assert "summary already shown" in outs[0][1] and outs[0][1].count("── steptrace summary") == 1
     assert "steptrace" not in outs[1][1]  # rank 1 prints nothing
 
 

@@ -200,8 +200,11 @@ def test_slow_input_is_input_bound_and_workers_cut_the_input_share(scenarios):
     assert slow.summary.label == "INPUT-BOUND"
     assert workers.share("input") < slow.share("input") * 0.9
     assert workers.step_ms() < slow.step_ms()
-    advice = slow.summary.to_dict()["diagnosis"]["advice"][0]
-    assert advice.startswith("DataLoader(num_workers=0) loads every batch on the training thread")
+    advice = slow.summary.to_dict()["diagnosis"]["advice"]
+    # On a busy machine the oversubscribed-host finding may come first (it is measured): the
+    # loader advice follows it.
+    first = 1 if advice[0].startswith("free the cores first") else 0
+    assert advice[first].startswith("DataLoader(num_workers=0) loads every batch on the training thread")
 
 
 def test_logging_every_step_is_wait_heavy_and_every_50_steps_is_not(scenarios):
@@ -209,3 +212,16 @@ def test_logging_every_step_is_wait_heavy_and_every_50_steps_is_not(scenarios):
     assert every.summary.label == "WAIT-HEAVY"
     assert sparse.summary.label != "WAIT-HEAVY"
     assert sparse.share("other") <= every.share("other") / 2
+
+
+def test_the_demo_writes_the_files_it_is_asked_for(tmp_path, monkeypatch):
+    t = steptrace.Tracer(warmup_steps=0, print_at_exit=False)
+    for _ in t.steps(range(8)):
+        pass
+    steptrace.configure(json_path=str(tmp_path / "demo.json"), html_path=str(tmp_path / "demo.html"))
+    try:
+        demo.write_asked_files(t.summary())
+    finally:
+        steptrace.configure(json_path=None, html_path=None)
+    assert steptrace.load(tmp_path / "demo.json").steps == 8
+    assert "<html" in (tmp_path / "demo.html").read_text()

@@ -62,8 +62,8 @@ struct diagnosis_thresholds {
   double idle_worker_cores = 0.25;
   // Any label: the process waited for a core at least this share of the time it ran, and at
   // least cpu_wait_min_cores on average: the host is oversubscribed, said first.
-  double cpu_wait_share = 0.25;
-  double cpu_wait_min_cores = 0.10;
+  double cpu_wait_share = 1.0 / 3;
+  double cpu_wait_min_cores = 0.20;
   double straggler_gap_share = 0.10;
   double straggler_gap_ms = 0.5;
   // Servers (server_advice.cpp): a request waits for a batch too long from this share of its
