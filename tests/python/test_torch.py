@@ -43,7 +43,9 @@ def test_input_is_the_time_the_training_thread_blocks_in_next(tracer):
             pass
     d = tracer.summary().to_dict()
     assert d["steps"] == 8
-    assert d["phases"]["input"]["total_ms"] == pytest.approx(blocked * 1000, rel=0.02)
+    # Inside the hand timing (which also holds steptrace's own calls and any preemption around
+    # them), and at least the dataset's sleeps, which no scheduler shortens: 8 batches of 8 x 1 ms.
+    assert 64.0 <= d["phases"]["input"]["total_ms"] <= blocked * 1000
     assert d["facts"]["dataloader.num_workers"] == "0"
     assert d["facts"]["dataloader.batch_size"] == "8"
 
