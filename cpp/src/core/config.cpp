@@ -72,8 +72,9 @@ const std::vector<option>& options() {
        [](config& c, std::string_view v) { c.warmup_steps = parse_uint(v, 1'000'000); },
        [](const config& c) { return std::to_string(c.warmup_steps); }},
       {{"print_at_exit", "STEPTRACE_PRINT_AT_EXIT", false, "choice:auto|always|never", "auto",
-        "the default tracer's table at exit: auto prints it unless the program already fetched the "
-        "summary after its last step (then one line says so); 1/true means always, 0/false never"},
+        "the default tracer's table at exit: auto prints it unless the program already showed the "
+        "summary after its last step (Python: printed it or took its JSON text; C++: fetched it), then one line "
+        "says so; 1/true means always, 0/false never"},
        [](config& c, std::string_view v) {
          const std::string s = lower(v);
          if (s == "auto") {
