@@ -1,4 +1,5 @@
 // Each rule at and around its threshold; the thresholds come from the one place they live.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
 
@@ -372,4 +373,28 @@ TEST_CASE("times print for people at any size", "[diagnosis]") {
   auto slow = with_shares({{"input", 0.6}, {"compute", 0.4}});
   slow.step_ms.mean = 2715;
   CHECK_THAT(diagnose(slow).evidence, Catch::Matchers::Contains("(1629 ms of 2715 ms per step"));
+}
+
+TEST_CASE("causes below their threshold that hold a real share are said under the label", "[diagnosis]") {
+  const double in = default_thresholds.secondary_input_share, out = default_thresholds.secondary_other_share;
+  auto run = with_facts(with_shares({{"input", 0.26}, {"compute", 0.64}, {"other", 0.10}}),
+                        {{"dataloader.num_workers", "0"}, {"host.cpus", "2"}});
+  const auto d = diagnose(run);
+  REQUIRE(d.label == "COMPUTE-BOUND");
+  for (const std::string& a : d.advice) CHECK_THAT(a, !Catch::Matchers::Contains("pipeline keeps up"));
+  const auto has = [&](const diagnosis& x, const std::string& text) {
+    return std::any_of(x.advice.begin(), x.advice.end(), [&](const std::string& a) { return a.find(text) != std::string::npos; });
+  };
+  CHECK(has(d, "also: `input` holds 26% of each step on the training thread: DataLoader(num_workers=0)"));
+  CHECK(has(d, "also: 10% of each step is outside every phase"));
+  // Just below each threshold: nothing said.
+  const auto quiet_run = diagnose(with_shares({{"input", in - below}, {"compute", 1 - in - out}, {"other", out - below}}));
+  CHECK_FALSE(has(quiet_run, "also:"));
+  CHECK(has(quiet_run, "pipeline keeps up"));
+  // Set-aside time, as a share of the run.
+  summary validation = with_shares({{"compute", 0.9}});
+  validation.set_aside.push_back({"validation", 3, 2800, 933, 1000, 0.28});
+  CHECK(has(diagnose(validation), "also: `validation` (set aside) takes 28% of the run"));
+  validation.set_aside.back().run_share = default_thresholds.secondary_set_aside_share - below;
+  CHECK_FALSE(has(diagnose(validation), "also:"));
 }

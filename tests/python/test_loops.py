@@ -33,6 +33,12 @@ class Samples(Dataset):
         return torch.zeros(4)
 
 
+def own_advice(d):
+    """The label's own advice: without the oversubscribed-host line a busy test machine may put
+    first (it is measured, and true there)."""
+    return [a for a in d["diagnosis"]["advice"] if not a.startswith("free the cores first")]
+
+
 def train(tracer, loader, steps=40, compute_s=0.001):
     for i, _ in enumerate(tracer.steps(st.instrument(loader, tracer))):
         with tracer.phase("compute"):
@@ -81,7 +87,7 @@ def test_the_advice_describes_the_loader_that_feeds_the_steps(tracer):
     d = tracer.summary().to_dict()
     assert d["diagnosis"]["label"] == "INPUT-BOUND"
     assert d["facts"]["dataloader.num_workers"] == "0"
-    assert "DataLoader(num_workers=0)" in d["diagnosis"]["advice"][0]
+    assert "DataLoader(num_workers=0)" in own_advice(d)[0]
     assert d["set_aside"]["validation"]["calls"] == 3
 
 

@@ -127,6 +127,10 @@ long suggested_workers(long cpus) { return std::min(std::max(2L, std::min(8L, cp
 
 namespace {
 
+void replace_first(std::string& text, std::string_view from, std::string_view to) {
+  if (const std::size_t at = text.find(from); at != std::string::npos) text.replace(at, from.size(), to);
+}
+
 // Whether the process and its workers ask for cpu_demand_share of the cores or more.
 bool cpu_saturated(const summary& s, const diagnosis_thresholds& t) {
   const auto demand = cpu_demand(s);
@@ -268,6 +272,32 @@ void cpu_findings(const summary& s, const diagnosis_thresholds& t, diagnosis& d)
                   "free the cores first: other processes on this host, or more threads than cores "
                   "(torch.set_num_threads, OMP_NUM_THREADS, DataLoader workers) share them; every step waits for a "
                   "core until then");
+}
+
+// Causes that hold a real share without deciding the label, said under it ("also: ..."), so a
+// run whose label is right is not told all is well with a quarter of each step in `input`.
+// `input` and `other` are shares of step time (with a device view: the GPU's idle time then).
+void secondary_findings(const summary& s, const diagnosis_thresholds& t, double input, double other, diagnosis& d) {
+  if (d.label != "INPUT-BOUND" && input >= t.secondary_input_share) {
+    for (std::string& a : d.advice) replace_first(a, "the pipeline keeps up; ", "");  // it does not, quite
+    const std::vector<std::string> loader = input_advice(s, t);
+    d.advice.push_back(fmt::format("also: `input` holds {:.0f}% of each step{}: {}", 100 * input,
+                                   fact_int(s, "dataloader.num_workers") == 0L ? " on the training thread" : "",
+                                   loader.empty() ? "see INPUT-BOUND's advice" : loader.front()));
+  }
+  if (d.label != "WAIT-HEAVY" && other >= t.secondary_other_share) {
+    d.advice.push_back(fmt::format("also: {:.0f}% of each step is outside every phase (`other`): put the work between "
+                                   "phases (saving images, metrics, logging) in a phase, or in exclude() when it is "
+                                   "not training, to see what it costs",
+                                   100 * other));
+  }
+  for (const set_aside_stats& a : s.set_aside) {
+    if (a.run_share >= t.secondary_set_aside_share) {
+      d.advice.push_back(fmt::format("also: `{}` (set aside) takes {:.0f}% of the run: run it less often, or on "
+                                     "fewer batches",
+                                     a.name, 100 * a.run_share));
+    }
+  }
 }
 
 }  // namespace
@@ -428,6 +458,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     d.evidence += near_miss;
     d.advice = {fmt::format("no single cause stands out: start with the largest phase, `{}`", largest->name)};
   }
+  secondary_findings(s, t, device ? idle.input : input, device ? idle.other : other, d);
   cpu_findings(s, t, d);
   if (is_server_run(s)) advise_server(s, t, d);
   return d;

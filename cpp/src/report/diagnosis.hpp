@@ -35,7 +35,8 @@
 // when the workers use less than idle_worker_cores each, they wait on I/O and more are advised,
 // beyond the core count. Under any label, a process that waits for a core cpu_wait_share of the
 // time it runs (and cpu_wait_min_cores at least) hears first that the host is oversubscribed.
-// Without a GPU (no CUDA, no device view) the advice names no device.
+// Without a GPU (no CUDA, no device view) the advice names no device. Causes below their
+// label's threshold that still hold a real share (secondary_*) are said under the label.
 #pragma once
 
 #include <optional>
@@ -64,6 +65,12 @@ struct diagnosis_thresholds {
   // least cpu_wait_min_cores on average: the host is oversubscribed, said first.
   double cpu_wait_share = 1.0 / 3;
   double cpu_wait_min_cores = 0.20;
+  // Secondary findings, said under any other label ("also: ..."): `input` or `other` at these
+  // shares of step time (with a device view, GPU idle time during them), and set-aside time at
+  // this share of the run.
+  double secondary_input_share = 0.15;
+  double secondary_other_share = 0.10;
+  double secondary_set_aside_share = 0.20;
   double straggler_gap_share = 0.10;
   double straggler_gap_ms = 0.5;
   // Servers (server_advice.cpp): a request waits for a batch too long from this share of its
