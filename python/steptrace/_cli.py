@@ -3,6 +3,7 @@ torch.profiler traces (``.json`` or ``.json.gz``) as if they were summaries.
 
     steptrace show run.json                          the table and the diagnosis
     steptrace compare base.json new.json --max-regression 10   side by side; exit 1 on a regression
+    steptrace compare base*.json vs new*.json --max-regression 10   several runs a side
     steptrace trace run.json -o trace.json           the timeline for Perfetto UI / chrome://tracing
     steptrace report run.json -o report.html         one self-contained HTML page
 
@@ -13,7 +14,7 @@ import argparse
 import json
 import os
 import sys
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from . import _compare
 
@@ -54,12 +55,32 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sides(runs: List[str]) -> Tuple[List[str], List[str]]:
+    """`A B`, or several runs a side split by the word `vs`: `base*.json vs new*.json`."""
+    if "vs" in runs:
+        at = runs.index("vs")
+        base, new = runs[:at], runs[at + 1:]
+    elif len(runs) == 2:
+        base, new = runs[:1], runs[1:]
+    else:
+        raise _Unusable(f"compare takes two summaries, or several a side split by `vs` (base*.json vs new*.json); "
+                        f"got {len(runs)} files and no `vs`")
+    if not base or not new or "vs" in new:
+        raise _Unusable("compare: each side of `vs` needs one summary or more, and `vs` appears once")
+    return base, new
+
+
+def _side_name(paths: List[str]) -> str:
+    return os.path.basename(paths[0]) if len(paths) == 1 else f"{os.path.basename(paths[0])} +{len(paths) - 1}"
+
+
 def _compare_runs(args: argparse.Namespace) -> int:
-    a, b = _load(args.base), _load(args.new)
+    base, new = _sides(args.runs)
+    a, b = [_load(p) for p in base], [_load(p) for p in new]
     if args.max_regression is not None and not 0 <= args.max_regression < float("inf"):  # nan fails too
         raise _Unusable(f"--max-regression must be a percentage of 0 or more, not {args.max_regression:g}")
-    c = _compare.compare(a.to_dict(), b.to_dict(), args.max_regression)
-    sys.stdout.write(_compare.render(c, os.path.basename(args.base), os.path.basename(args.new)))
+    c = _compare.compare([s.to_dict() for s in a], [s.to_dict() for s in b], args.max_regression)
+    sys.stdout.write(_compare.render(c, _side_name(base), _side_name(new)))
     return 1 if c.regressed else 0
 
 
@@ -88,11 +109,12 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("summary")
     show.add_argument("--json", action="store_true", help="the summary's JSON instead of the table")
     show.set_defaults(run=_show)
-    cmp = sub.add_parser("compare", help="two runs side by side; exit 1 when step time regressed beyond a threshold")
-    cmp.add_argument("base")
-    cmp.add_argument("new")
+    cmp = sub.add_parser("compare", help="runs side by side; exit 1 when step time regressed beyond a threshold")
+    cmp.add_argument("runs", nargs="+", metavar="RUN",
+                     help="BASE NEW, or several runs a side: BASE... vs NEW... (base*.json vs new*.json)")
     cmp.add_argument("--max-regression", type=float, metavar="PCT",
-                     help="exit 1 when step p50 grew by more than PCT percent (and more than the runs' noise)")
+                     help="exit 1 when step p50 or step mean grew by more than PCT percent (and more than the "
+                          "noise within and between runs)")
     cmp.set_defaults(run=_compare_runs)
     tr = sub.add_parser("trace", help="write the timeline as Chrome trace JSON (Perfetto UI, chrome://tracing)")
     tr.add_argument("summary")

@@ -1,15 +1,23 @@
-"""Two runs side by side, and whether step time regressed (``steptrace compare``).
+"""Runs side by side, and whether step time regressed (``steptrace compare``).
 
-The rule, in one place: step time is compared by its median (p50). Each run's noise is the
-standard error of its median, estimated from its own percentiles (sigma ~ (p95 - p50) / 1.645,
-s.e. of the median ~ 1.2533 sigma / sqrt(steps)); two standard errors of the difference make the
-noise band. A regression fails the gate only when it is beyond both the band and the threshold.
+The rule, in one place. Each side is one run or several runs of the same command. Two figures
+are judged: the median step (p50: typical latency) and the mean step (throughput: a bimodal run
+whose slow half leaves the median where it was still takes longer). For each figure a side's
+value is the median of its runs' p50s, or the mean of their means, and its noise is the larger
+of two standard errors:
+- within a run: sigma ~ (p95 - p50) / 1.645 estimated from the run's own percentiles; the s.e. of
+  a median is ~ 1.2533 sigma / sqrt(steps), of a mean sigma / sqrt(steps);
+- between runs (two runs or more on a side): the runs' spread of that figure / sqrt(runs), which
+  catches what no single run shows (another job on the machine, clocks, placement).
+Two standard errors of the difference make each figure's noise band. A regression fails the gate
+when either figure grew beyond both its band and the threshold; the verdict says which decided.
 Runs of fewer than MIN_STEPS steps are too short to tell.
 """
 
 import math
+import statistics
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _core
 
@@ -17,10 +25,20 @@ MIN_STEPS = 10
 
 
 @dataclass
+class Figure:
+    """One judged figure (step p50 or step mean): the change of b against a and its noise band."""
+
+    name: str
+    change: float  # relative
+    noise: float  # relative half-width of the band
+
+
+@dataclass
 class Comparison:
     rows: List[Tuple[str, str, str, str]] = field(default_factory=list)  # (what, a, b, change)
     change: Optional[float] = None  # relative change of step p50, b against a
-    noise: Optional[float] = None  # relative half-width of the noise band
+    noise: Optional[float] = None  # relative half-width of the p50's noise band
+    figures: List[Figure] = field(default_factory=list)
     verdict: str = ""
     regressed: bool = False  # beyond the threshold and the noise: the gate fails
 
@@ -37,14 +55,46 @@ def _pct(a: float, b: float) -> str:
     return f"{100 * (b - a) / a:+.1f}%"
 
 
-def _median_error(step_ms: Dict[str, float], steps: int) -> float:
-    sigma = max(step_ms["p95"] - step_ms["p50"], 0.0) / 1.645
-    return 1.2533 * sigma / math.sqrt(max(steps, 1))
+def _sigma(step_ms: Dict[str, float]) -> float:
+    return max(step_ms["p95"] - step_ms["p50"], 0.0) / 1.645
 
 
-def compare(a: Dict[str, Any], b: Dict[str, Any], max_regression_pct: Optional[float]) -> Comparison:
+def _error(runs: Sequence[Dict[str, Any]], figure: str) -> float:
+    """The standard error of a side's value of `figure` ("p50" or "mean"), within and between runs."""
+    scale = 1.2533 if figure == "p50" else 1.0
+    within = max(scale * _sigma(r["step_ms"]) / math.sqrt(max(r["steps"], 1)) for r in runs) / math.sqrt(len(runs))
+    if len(runs) < 2:
+        return within
+    between = statistics.stdev(r["step_ms"][figure] for r in runs) / math.sqrt(len(runs))
+    return max(within, between)
+
+
+def side(runs: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """Several runs of one side as one summary-like dict: steps summed, the p50 and tail figures
+    the median of the runs', the mean the mean of theirs, each phase's mean the mean of theirs."""
+    if len(runs) == 1:
+        return runs[0]
+    out: Dict[str, Any] = {"steps": sum(r["steps"] for r in runs), "step_ms": {}, "phases": {}}
+    for q in ("p50", "p95", "p99", "max"):
+        out["step_ms"][q] = statistics.median(r["step_ms"][q] for r in runs)
+    out["step_ms"]["mean"] = statistics.fmean(r["step_ms"]["mean"] for r in runs)
+    names = [n for r in runs for n in r["phases"]]
+    for name in dict.fromkeys(names):
+        out["phases"][name] = {"mean_ms": statistics.fmean(r["phases"].get(name, {}).get("mean_ms", 0.0) for r in runs)}
+    labels = {(r.get("diagnosis") or {}).get("label") or "-" for r in runs}
+    out["diagnosis"] = {"label": labels.pop() if len(labels) == 1 else "mixed"}
+    return out
+
+
+def compare(a_runs: Any, b_runs: Any, max_regression_pct: Optional[float]) -> Comparison:
+    """`a_runs` and `b_runs`: a summary dict each, or a list of them (runs of the same command)."""
+    a_runs = [a_runs] if isinstance(a_runs, dict) else list(a_runs)
+    b_runs = [b_runs] if isinstance(b_runs, dict) else list(b_runs)
+    a, b = side(a_runs), side(b_runs)
     c = Comparison()
     sa, sb = a["step_ms"], b["step_ms"]
+    if len(a_runs) > 1 or len(b_runs) > 1:
+        c.rows.append(("runs", str(len(a_runs)), str(len(b_runs)), ""))
     c.rows.append(("steps", str(a["steps"]), str(b["steps"]), ""))
     for q in ("p50", "mean", "p95", "p99", "max"):
         c.rows.append((f"step {q}", _ms(sa[q]), _ms(sb[q]), _pct(sa[q], sb[q])))
@@ -58,31 +108,45 @@ def compare(a: Dict[str, Any], b: Dict[str, Any], max_regression_pct: Optional[f
     lb = (b.get("diagnosis") or {}).get("label") or "-"
     c.rows.append(("label", la, lb, "" if la == lb else "changed"))
 
-    if a["steps"] < MIN_STEPS or b["steps"] < MIN_STEPS:
-        c.verdict = (f"too short to tell: {a['steps']} and {b['steps']} steps "
-                     f"(at least {MIN_STEPS} each are needed)")
+    short = [r["steps"] for r in a_runs + b_runs if r["steps"] < MIN_STEPS]
+    if short:
+        runs = (f"{a['steps']} and {b['steps']} steps" if len(a_runs) == len(b_runs) == 1
+                else f"a run of {min(short)} steps")
+        c.verdict = f"too short to tell: {runs} (at least {MIN_STEPS} each are needed)"
         return c
-    if sa["p50"] <= 0:
-        c.verdict = "cannot tell: the first run's step p50 is 0"
+    if sa["p50"] <= 0 or sa["mean"] <= 0:
+        c.verdict = "cannot tell: the first side's step time is 0"
         return c
-    c.change = (sb["p50"] - sa["p50"]) / sa["p50"]
-    c.noise = 2 * math.hypot(_median_error(sa, a["steps"]), _median_error(sb, b["steps"])) / sa["p50"]
-    band = f"noise ±{100 * c.noise:.1f}%"
+    for figure in ("p50", "mean"):
+        change = (sb[figure] - sa[figure]) / sa[figure]
+        noise = 2 * math.hypot(_error(a_runs, figure), _error(b_runs, figure)) / sa[figure]
+        c.figures.append(Figure(f"step {figure}", change, noise))
+    p50, mean = c.figures
+    c.change, c.noise = p50.change, p50.noise
+    one_run = len(a_runs) < 2 or len(b_runs) < 2
+    between = " (one run a side: the noise between runs is unknown; give each side 3 runs or more)" if one_run else ""
     if c.change == 0 and a["step_ms"] == b["step_ms"]:
         c.verdict = "no change: the step times are the same"
-    elif abs(c.change) <= c.noise:
-        c.verdict = f"no change beyond the noise: step p50 {100 * c.change:+.1f}% ({band})"
-        if max_regression_pct is not None and c.noise * 100 >= max_regression_pct:
-            c.verdict += (f"; too noisy to tell a {max_regression_pct:g}% regression: "
-                          "longer runs narrow the band")
-    elif c.change < 0:
-        c.verdict = f"faster: step p50 {100 * c.change:+.1f}% ({band})"
-    else:
-        c.verdict = f"slower: step p50 {100 * c.change:+.1f}% ({band})"
+        return c
+    grew = [f for f in c.figures if f.change > f.noise]
+    fell = [f for f in c.figures if f.change < -f.noise]
+    said = "; ".join(f"{f.name} {100 * f.change:+.1f}% (noise ±{100 * f.noise:.1f}%)" for f in c.figures)
+    if grew:
+        c.verdict = f"slower: {said}"
         if max_regression_pct is not None:
-            c.regressed = 100 * c.change > max_regression_pct
-            c.verdict += (f", beyond --max-regression {max_regression_pct:g}%: regression" if c.regressed
+            beyond = [f for f in grew if 100 * f.change > max_regression_pct]
+            c.regressed = bool(beyond)
+            c.verdict += (f", beyond --max-regression {max_regression_pct:g}%: regression, decided by the "
+                          f"{' and the '.join(f.name for f in beyond)}" if beyond
                           else f", within --max-regression {max_regression_pct:g}%")
+    elif fell:
+        c.verdict = f"faster: {said}"
+    else:
+        c.verdict = f"no change beyond the noise: {said}"
+        if max_regression_pct is not None and min(f.noise for f in c.figures) * 100 >= max_regression_pct:
+            c.verdict += (f"; too noisy to tell a {max_regression_pct:g}% regression: "
+                          "longer runs, or more runs a side, narrow the band")
+    c.verdict += between if max_regression_pct is not None else ""
     return c
 
 

@@ -191,6 +191,41 @@ def test_compare_says_when_runs_are_too_short_or_too_noisy(tmp_path):
     assert "too noisy to tell a 10% regression" in noisy.stdout
 
 
+def test_compare_judges_the_mean_too_and_says_which_figure_decided(tmp_path):
+    """A bimodal run: its median where it was, its mean 30% higher (throughput lost). Judged by
+    the median alone it was 'no change'."""
+    a = _write(tmp_path / "a.json", _synthetic())
+    slow = _synthetic(p95=21.0)
+    slow["step_ms"]["mean"] = 10.1 * 1.3
+    slow["step_ms"]["total"] = slow["step_ms"]["mean"] * slow["steps"]
+    b = _write(tmp_path / "b.json", slow)
+    out = cli("compare", a, b, "--max-regression", 10)
+    assert out.returncode == 1, out.stdout
+    assert "step p50 +0.0%" in out.stdout and "step mean +30.0%" in out.stdout
+    assert "regression, decided by the step mean" in out.stdout
+
+
+def test_compare_takes_several_runs_a_side_and_their_spread(tmp_path):
+    """Runs of one command that differ by 60% among themselves: a +15% change between the sides'
+    medians is within that noise, though each run alone is precise (1,000 steps)."""
+    base = [_write(tmp_path / f"base{i}.json", _synthetic(p50=p, p95=p * 1.1)) for i, p in enumerate((10, 13, 16))]
+    new = [_write(tmp_path / f"new{i}.json", _synthetic(p50=p, p95=p * 1.1)) for i, p in enumerate((12, 15, 18))]
+    spread = cli("compare", *base, "vs", *new, "--max-regression", 10)
+    assert spread.returncode == 0, spread.stdout
+    assert "runs" in spread.stdout and "base0.json +2" in spread.stdout
+    assert "no change beyond the noise" in spread.stdout and "too noisy to tell a 10% regression" in spread.stdout
+    # One run a side, the same +20%: the band knows only the noise inside each run.
+    alone = cli("compare", base[0], new[0], "--max-regression", 10)
+    assert alone.returncode == 1 and "one run a side" in alone.stdout
+    # Consistent runs, +20%: a regression, whatever the number of runs.
+    steady_a = [_write(tmp_path / f"sa{i}.json", _synthetic(p50=10 + 0.1 * i)) for i in range(3)]
+    steady_b = [_write(tmp_path / f"sb{i}.json", _synthetic(p50=12 + 0.1 * i)) for i in range(3)]
+    steady = cli("compare", *steady_a, "vs", *steady_b, "--max-regression", 10)
+    assert steady.returncode == 1, steady.stdout
+    assert "decided by the step p50 and the step mean" in steady.stdout
+    assert cli("compare", base[0], base[1], new[0]).returncode == 2  # three files and no `vs`
+
+
 def test_the_command_names_a_bad_file(tmp_path):
     missing = cli("show", tmp_path / "nope.json")
     assert missing.returncode == 2 and "nope.json" in missing.stderr
