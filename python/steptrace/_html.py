@@ -33,8 +33,19 @@ def _legend(colours: Dict[str, str]) -> str:
     return f'<div class="legend">{items}</div>'
 
 
-def _series_chart(series: Dict[str, Any], colours: Dict[str, str]) -> str:
-    """Stacked bars, one per point of the series: mean ms per step in each phase."""
+def _step_offset(summary: Dict[str, Any]) -> int:
+    """What turns the series' counted-step numbers into the loop's own (the numbering the slowest
+    steps use: warm-up included): exact on one thread with no failed step; else 0, and the chart
+    says it counts counted steps."""
+    one_thread = summary.get("threads", 0) == 1 and summary.get("failed_steps", 0) == 0
+    return int(summary.get("warmup_steps", 0)) if one_thread else -1
+
+
+def _series_chart(series: Dict[str, Any], colours: Dict[str, str], offset: int = 0) -> str:
+    """Stacked bars, one per point of the series: mean ms per step in each phase. `offset`: added
+    to the series' step numbers (-1: none can be, they are counted steps)."""
+    counted = offset < 0
+    offset = max(offset, 0)
     points = series.get("points", [])
     phases = series.get("phases", [])
     if not points:
@@ -51,7 +62,8 @@ def _series_chart(series: Dict[str, Any], colours: Dict[str, str]) -> str:
     for i, p in enumerate(points):
         y = height
         x = left + i * bar
-        title = f'steps {p["first_step"]}–{p["first_step"] + p["steps"] - 1}: {_ms(p["step_ms"])} ms'
+        first = p["first_step"] + offset
+        title = f'steps {first}–{first + p["steps"] - 1}: {_ms(p["step_ms"])} ms'
         for name, ms in zip(phases, p["phase_ms"]):
             h = height * ms / top
             if h <= 0:
@@ -60,12 +72,17 @@ def _series_chart(series: Dict[str, Any], colours: Dict[str, str]) -> str:
             parts.append(f'<rect class="bar" x="{x:.2f}" y="{y:.2f}" width="{max(bar - 0.5, 0.5):.2f}" '
                          f'height="{h:.2f}" fill="{colours[name]}"><title>{html.escape(title)}; '
                          f'{html.escape(name)} {_ms(ms)} ms</title></rect>')
-    last = points[-1]["first_step"] + points[-1]["steps"]
-    parts.append(f'<text x="{left}" y="{height + 18}">step 0</text>'
-                 f'<text x="{width}" y="{height + 18}" text-anchor="end">step {last}</text>'
-                 f'<text x="4" y="-4">ms</text></g></svg>')
+    for k in range(5):  # ticks along the steps: each at the first step of the bar under it
+        i = min(len(points) - 1, round(k * (len(points) - 1) / 4))
+        x = left + (i + 0.5) * bar
+        anchor = "start" if k == 0 else "end" if k == 4 else "middle"
+        parts.append(f'<line class="tick" x1="{x:.1f}" x2="{x:.1f}" y1="{height}" y2="{height + 4}" stroke="#555"/>'
+                     f'<text x="{x:.1f}" y="{height + 16}" text-anchor="{anchor}">{points[i]["first_step"] + offset}</text>')
+    parts.append(f'<text x="4" y="-4">ms</text></g></svg>')
     per = series.get("steps_per_point", 1)
     note = f"each bar is the mean of {per} consecutive steps" if per > 1 else "one bar per step"
+    note += ("; steps numbered as counted (after warm-up, failed steps left out)" if counted
+             else "; steps numbered as the loop ran them (warm-up included), as below")
     return "".join(parts) + f'<p class="note">{note}; hover a bar for its figures.</p>'
 
 
@@ -108,7 +125,8 @@ def _set_aside(summary: Dict[str, Any]) -> str:
 
 _STYLE = """
 body { font: 14px system-ui, sans-serif; margin: 24px; color: #222; max-width: 960px; }
-pre { background: #f6f6f6; padding: 12px; overflow-x: auto; font-size: 12px; }
+pre { background: #f6f6f6; padding: 12px; font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; }
+.header { color: #444; }
 h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; }
 .label { display: inline-block; padding: 2px 8px; background: #222; color: #fff; border-radius: 3px; }
 svg text { font-size: 11px; fill: #555; }
@@ -121,12 +139,34 @@ table { border-collapse: collapse; } td, th { padding: 3px 10px 3px 0; text-alig
 """
 
 
+def _header(summary: Dict[str, Any]) -> str:
+    """One line: steps, threads, wall time, steps/s, where it ran (when the summary knows), and
+    when the report was made."""
+    import datetime
+
+    steps, wall_s = summary.get("steps", 0), summary.get("wall_ms", 0) / 1000
+    threads = summary.get("threads", 0)
+    parts = [f"{steps} steps on {threads} thread{'' if threads == 1 else 's'}", (f"{wall_s:.1f} s" if wall_s >= 10 else f"{_ms(wall_s * 1000)} ms") + " of wall time"]
+    if wall_s > 0 and steps:
+        parts.append(f"{steps / wall_s:.1f} steps/s")
+    rank = summary.get("rank")
+    if rank:
+        parts.append(f"rank {rank['rank']} of {rank['world_size']} on {rank.get('host') or '?'}, started "
+                     f"{rank.get('started_at') or '?'}")
+    backend = summary.get("backend") or {}
+    parts.append("GPU: CUPTI" if backend.get("cupti") else "GPU: CUDA events" if backend.get("cuda") else "host only")
+    made = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    parts.append(f"report made {made}")
+    return html.escape(" · ".join(parts))
+
+
 def render(summary: Dict[str, Any], table: str, title: str = "steptrace report") -> str:
     """The report for a summary (its dict and its table text) as one HTML page."""
     diag = summary.get("diagnosis") or {}
     series = summary.get("series") or {}
     colours = _colours(series.get("phases") or [p for p in summary.get("phases", {})])
     advice = "".join(f"<li>{html.escape(a)}</li>" for a in diag.get("advice") or [])
+    header = _header(summary)
     memory = summary.get("host_memory")
     memory_line = (f'<p>Host resident memory at step ends: peak {memory["peak_mb"]:.1f} MiB, '
                    f'{memory["growth_mb"]:+.1f} MiB over the run.</p>' if memory else "")
@@ -134,11 +174,12 @@ def render(summary: Dict[str, Any], table: str, title: str = "steptrace report")
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{_STYLE}</style></head>
 <body>
 <h1>{html.escape(title)}</h1>
+<p class="header">{header}</p>
 <p><span class="label">{html.escape(diag.get("label") or "no steps")}</span> {html.escape(diag.get("evidence") or "")}</p>
 <ol>{advice}</ol>
 <h2>Time per step in each phase, over the run</h2>
 {_legend(colours)}
-{_series_chart(series, colours)}
+{_series_chart(series, colours, _step_offset(summary))}
 {memory_line}
 <h2>The slowest steps</h2>
 {_slowest(summary.get("timeline") or {}, colours)}

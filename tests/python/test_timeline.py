@@ -316,6 +316,27 @@ def test_the_html_report_renders_its_chart_in_headless_chromium(outlier_run, tmp
     assert span > 600, "the bars span the chart"
 
 
+def test_the_html_report_has_a_header_ticks_and_one_step_numbering(outlier_run):
+    import re
+
+    d, _ = outlier_run
+    summary = steptrace.load(d / "run.json")
+    doc = summary.to_dict()
+    text = summary.to_html()
+    header = re.search(r'<p class="header">(.*?)</p>', text).group(1)
+    assert f"{doc['steps']} steps on 1 thread" in header and "steps/s" in header and "report made" in header
+    rate = float(re.search(r"([0-9.]+) steps/s", header).group(1))
+    assert rate == pytest.approx(doc["steps"] / (doc["wall_ms"] / 1000), rel=0.01)
+    ticks = re.findall(r'<line class="tick"[^>]*/><text[^>]*>(\d+)</text>', text)
+    assert len(ticks) == 5 and ticks == sorted(ticks, key=int)
+    # One numbering: the chart's steps as the loop ran them, warm-up included, as the slowest
+    # steps below are numbered; the planted outlier is step 6000 in both.
+    assert int(ticks[0]) == doc["warmup_steps"]
+    assert int(ticks[-1]) <= doc["steps"] + doc["warmup_steps"]
+    assert "steps numbered as the loop ran them" in text
+    assert "white-space: pre-wrap" in text  # long lines wrap in the summary box, never cut
+
+
 def test_live_prints_about_one_line_a_second_and_appends_windows(run_python, tmp_path):
     jsonl = tmp_path / "windows.jsonl"
     proc = run_python("""
