@@ -75,9 +75,9 @@ TEST_CASE("a child forked while other threads record exits and answers, never ha
   });
   int hung = 0, failed = 0;
 #if defined(__SANITIZE_ADDRESS__)
-  // ASan's runtime can deadlock a child forked from a multi-threaded parent (its allocator is not
-  // reset at fork; see the next test): one child of 40 hung under ASan in a full run on
-  // 2026-11-24, never in the plain or TSan builds. Fewer forks here; those builds run all 40.
+  // A child forked from a multi-threaded parent can hang inside the ASan runtime (see the next
+  // test): one child of 40 hung under ASan in a full run on 2026-11-24, where the plain and TSan
+  // builds passed. Fewer forks here; those builds run all 40.
   constexpr int forks = 8;
 #else
   constexpr int forks = 40;
