@@ -127,10 +127,6 @@ long suggested_workers(long cpus) { return std::min(std::max(2L, std::min(8L, cp
 
 namespace {
 
-void replace_first(std::string& text, std::string_view from, std::string_view to) {
-  if (const std::size_t at = text.find(from); at != std::string::npos) text.replace(at, from.size(), to);
-}
-
 // Whether the process and its workers ask for cpu_demand_share of the cores or more.
 bool cpu_saturated(const summary& s, const diagnosis_thresholds& t) {
   const auto demand = cpu_demand(s);
@@ -279,7 +275,6 @@ void cpu_findings(const summary& s, const diagnosis_thresholds& t, diagnosis& d)
 // `input` and `other` are shares of step time (with a device view: the GPU's idle time then).
 void secondary_findings(const summary& s, const diagnosis_thresholds& t, double input, double other, diagnosis& d) {
   if (d.label != "INPUT-BOUND" && input >= t.secondary_input_share) {
-    for (std::string& a : d.advice) replace_first(a, "the pipeline keeps up; ", "");  // it does not, quite
     const std::vector<std::string> loader = input_advice(s, t);
     d.advice.push_back(fmt::format("also: `input` holds {:.0f}% of each step{}: {}", 100 * input,
                                    fact_int(s, "dataloader.num_workers") == 0L ? " on the training thread" : "",
@@ -429,15 +424,18 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
                    closeness(compute, t.compute_share, t);
     }
     d.evidence += near_miss;
+    // The pipeline keeps up unless `input` holds a secondary share (said under the label then).
+    const std::string keeps_up =
+        (device ? idle.input : input) >= t.secondary_input_share ? "" : "the pipeline keeps up; ";
     if (s.backend.cuda || device) {
       d.advice = {
-          "the pipeline keeps up; speed up the model: mixed precision (bf16, TF32), fused kernels, torch.compile",
+          keeps_up + "speed up the model: mixed precision (bf16, TF32), fused kernels, torch.compile",
           "check the batch size against device memory",
       };
     } else {  // no GPU here: advice for the host's own compute
       d.advice = {
-          "the pipeline keeps up; speed up the compute itself: torch.compile, batched tensor operations instead of "
-          "Python loops, bfloat16 where the CPU supports it",
+          keeps_up + "speed up the compute itself: torch.compile, batched tensor operations instead of "
+                     "Python loops, bfloat16 where the CPU supports it",
           "intra-op threads: torch.set_num_threads(N) up to the free cores (not beyond them)",
       };
     }
