@@ -5,9 +5,11 @@
 
     trainer = L.Trainer(callbacks=[StepTraceCallback()])
 
-Each training batch is one step: waiting for the batch is `input`, the training step
-(forward, backward, optimizer) is `compute`. Set aside, and reported apart under their names:
-validation (`validation`), checkpoint saving (`checkpoint`, every call of
+Each training batch is one step, from the start of its training step to the start of the
+next: the training step (forward, backward, optimizer) is `compute`, the batch fetch itself
+(the DataLoader's ``next()``) is `input`, and the rest of the loop between two steps (other
+callbacks, moving the batch, scheduler updates) is `other`. Set aside, and reported apart under
+their names: validation (`validation`), checkpoint saving (`checkpoint`, every call of
 ``trainer.save_checkpoint``, so ModelCheckpoint too) and logger writes (`logging`).
 """
 
@@ -22,6 +24,7 @@ except ImportError:  # the standalone package
 
 from ._api import Tracer
 from ._hooks import LoopMarks
+from .torch import tell_settings
 
 
 class StepTraceCallback(Callback):
@@ -38,30 +41,36 @@ class StepTraceCallback(Callback):
         for logger in getattr(trainer, "loggers", None) or []:
             self._marks.set_aside_calls(logger, "log_metrics", "logging")
             self._marks.set_aside_calls(logger, "save", "logging")
+        self._marks.time_fetches()
 
     def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
+        self._marks.loop_ends()
         self._marks.restore()
 
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
-        self._marks.fetch_begins()
+        self._marks.epoch_begins()
+        loader = getattr(trainer, "train_dataloader", None)  # one loader, or a dict or list of them
+        if isinstance(loader, dict):
+            loader = next(iter(loader.values()), None)
+        elif isinstance(loader, (list, tuple)):
+            loader = loader[0] if loader else None
+        if loader is not None:
+            tell_settings(self._marks.tracer, loader)
 
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
-        self._marks.step_begins()
+        self._marks.compute_begins()
 
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
-        self._marks.step_ends()
-        self._marks.fetch_begins()
+        self._marks.compute_ends()
 
     def on_validation_start(self, trainer: Any, pl_module: Any) -> None:
         self._marks.set_aside_begins("validation")
 
     def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
         self._marks.set_aside_ends()
-        if not trainer.sanity_checking:
-            self._marks.fetch_begins()
 
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
-        self._marks.fetch_ends()
+        self._marks.loop_ends()
 
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
         self._marks.interrupted()

@@ -86,9 +86,10 @@ def check_against_hand_timing(summary, dataset, trained_until):
     counted = BATCHES - d["warmup_steps"]
     assert d["steps"] == counted
     per_batch_load = [sum(dataset.load_s[i : i + BATCH]) for i in range(0, len(dataset.load_s), BATCH)]
-    # The loads inside the counted fetches: Accelerate (HF) loads one batch ahead, so the last
-    # counted fetch may load nothing; counted - 1 batches' loads are inside them either way.
-    hand_input = sum(per_batch_load[-(counted - 1) :]) / counted * 1000
+    # The loads inside the counted steps: a step runs from its compute to the next one's, and
+    # Lightning and Accelerate (HF) load one batch ahead, so the first counted step fetches the
+    # batch two ahead and the last fetches nothing; counted - 2 batches' loads are inside.
+    hand_input = sum(per_batch_load[-(counted - 2) :]) / counted * 1000
     first_start = dataset.started[::BATCH][-counted]
     # `input` holds the loads and `compute` the spin: charging either to the other breaks one.
     assert d["phases"]["input"]["mean_ms"] >= hand_input * 0.99
@@ -204,3 +205,116 @@ def test_transformers_trainer_sets_checkpoints_and_logging_aside(tmp_path):
     assert aside["logging"]["calls"] == 6
     assert abs(input_share(busy) - input_share(plain)) <= 0.05
     assert busy.label == plain.label == "INPUT-BOUND"
+
+
+SLOW_CALLBACK_S = 0.03  # a user callback's work after each step, with a loader that is fast
+
+
+class SpinTimes:
+    """The slow callback's own stamps: the truth for `other`."""
+
+    def __init__(self):
+        self.spun = []
+
+    def spin(self):
+        start = time.perf_counter()
+        _busy(SLOW_CALLBACK_S)
+        self.spun.append(time.perf_counter() - start)
+
+
+def check_slow_callback(summary, spins):
+    """The callback's work is `other`, the fetch alone `input`: not INPUT-BOUND. Charged to
+    `input` (the whole gap between two steps), input would hold the 30 ms and `other` nothing."""
+    d = summary.to_dict()
+    assert summary.label != "INPUT-BOUND"
+    counted_spins = spins.spun[-d["steps"] :]
+    assert d["phases"]["other"]["mean_ms"] >= sum(counted_spins) / len(counted_spins) * 1000 * 0.99
+    assert d["phases"]["input"]["mean_ms"] < SLOW_CALLBACK_S * 1000 / 4
+
+
+class FastDataset(Dataset):
+    def __len__(self):
+        return BATCH * BATCHES
+
+    def __getitem__(self, i):
+        return torch.full((4,), float(i))
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_lightning_slow_callback_after_ours_is_other_not_input(tmp_path):
+    L = pytest.importorskip("lightning")
+    from steptrace.lightning import StepTraceCallback
+
+    spins = SpinTimes()
+
+    class SlowAfterStep(L.Callback):  # listed after ours: it runs after our end-of-batch hook
+        def on_train_batch_end(self, *args):
+            spins.spin()
+
+    callback = StepTraceCallback(steptrace.Tracer(print_at_exit=False))
+    trainer = L.Trainer(
+        max_epochs=1, callbacks=[callback, SlowAfterStep()], logger=False, enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False, accelerator="cpu", devices=1, default_root_dir=tmp_path,
+    )
+    trainer.fit(lightning_model(L), torch.utils.data.DataLoader(FastDataset(), batch_size=BATCH))
+    check_slow_callback(callback.tracer.summary(), spins)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_transformers_slow_callback_after_ours_is_other_not_input(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("accelerate")
+    from steptrace.transformers import StepTraceCallback
+
+    spins = SpinTimes()
+
+    class SlowAfterStep(transformers.TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            spins.spin()
+
+    class Dicts(FastDataset):
+        def __getitem__(self, i):
+            return {"x": torch.full((4,), float(i)), "labels": torch.zeros(1)}
+
+    callback = StepTraceCallback(steptrace.Tracer(print_at_exit=False))
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path), per_device_train_batch_size=BATCH, num_train_epochs=1, report_to=[],
+        save_strategy="no", logging_strategy="no", use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
+    )
+    transformers.Trainer(model=RegressionModel(), args=args, train_dataset=Dicts(),
+                         callbacks=[callback, SlowAfterStep()]).train()
+    check_slow_callback(callback.tracer.summary(), spins)
+
+
+def test_fetch_timing_is_only_the_loop_threads_outside_set_aside_and_undone_after():
+    import threading
+
+    from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+    from steptrace._hooks import LoopMarks
+
+    original = _BaseDataLoaderIter.__next__
+    tracer = steptrace.Tracer(print_at_exit=False, warmup_steps=0)
+    marks = LoopMarks(tracer)
+    marks.time_fetches()
+    loader = torch.utils.data.DataLoader(FastDataset(), batch_size=BATCH)
+    it = iter(loader)
+    for _ in range(3):
+        marks.compute_begins()
+        marks.compute_ends()
+        next(it)  # the loop thread, between steps: `input`
+        other = threading.Thread(target=lambda: next(iter(loader)))  # another thread: not timed
+        other.start()
+        other.join()
+        marks.set_aside_begins("validation")
+        next(iter(loader))  # set aside: not timed
+        marks.set_aside_ends()
+    marks.loop_ends()
+    marks.restore()
+    assert _BaseDataLoaderIter.__next__ is original
+    d = tracer.summary().to_dict()
+    assert d["steps"] == 3
+    assert d["phases"]["input"]["calls"] == 3
+    assert d["unscoped_phases"] == {}
