@@ -30,7 +30,7 @@ need_python_packages() {  # pip specs; installs only those whose import name is 
   done
   ((${#missing[@]})) || return 0
   say "installing into .venv: ${missing[*]}"
-  "$PY" -m pip install -q --disable-pip-version-check "${missing[@]}" 2>&1 | grep -v "^WARNING: Location" || true
+  quietly "installing ${missing[*]}" "$PY" -m pip install -q --disable-pip-version-check "${missing[@]}" || true
   for spec in "${missing[@]}"; do  # pip's exit status is lost in the filter above: check
     local module="${spec%%[<>=]*}"
     "$PY" -c "import ${module//-/_}" || { echo "could not install $spec" >&2; exit 1; }
@@ -38,7 +38,7 @@ need_python_packages() {  # pip specs; installs only those whose import name is 
 }
 
 setup_environment() {
-  need_debian_packages g++ cmake ninja-build catch2 libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev
+  need_debian_packages g++ cmake ninja-build ccache catch2 libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev
   if ! python3 -c "import venv, ensurepip" 2>/dev/null; then need_debian_packages python3-venv python3-dev; fi
   if [ ! -x "$PY" ]; then
     say "creating .venv"
@@ -58,8 +58,8 @@ setup_torch() {
 
 install_steptrace() {  # incremental: the CMake build under build/py is reused
   say "building and installing steptrace into .venv"
-  "$PY" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps . 2>&1 |
-    grep -v "^WARNING: Location" || true
+  quietly "building steptrace" "$PY" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps . ||
+    true
   "$PY" -c "import steptrace" || { echo "steptrace did not install" >&2; exit 1; }
 }
 
@@ -88,12 +88,53 @@ PYEOF
   echo "$dir/include"
 }
 
+# The C++ builds share one compiler cache in build/ (so a fresh clone starts it empty): the
+# CUPTI-header builds and the Python module's build reuse every object the plain build made
+# whose preprocessed source is the same. Paths are taken relative to the root.
+if command -v ccache >/dev/null; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_DIR="${CCACHE_DIR:-$ROOT/build/ccache}"
+  export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=true CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-3G}"
+fi
+
+# Runs a command with its output in LOG, saying every 30 s how far it has got (the last
+# "[done/total]" line Ninja wrote, or the seconds so far). Returns its exit status.
+with_progress() {  # with_progress LOG WHAT command...
+  local log="$1" what="$2" waited=0
+  shift 2
+  NINJA_STATUS="[%f/%t] " "$@" >>"$log" 2>&1 &
+  local pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    waited=$((waited + 1))
+    if ((waited % 30 == 0)); then
+      local done_total
+      done_total=$(grep -oE '^\[[0-9]+/[0-9]+\]' "$log" | tail -1 || true)
+      say "  $what: ${done_total:+$done_total files, }${waited}s"
+    fi
+  done
+  wait "$pid"
+}
+
+# Runs a pip command with progress every 30 s, then shows what it printed but the index
+# warnings of this kind of machine. Returns its exit status.
+quietly() {  # quietly WHAT command...
+  local what="$1" log status=0
+  shift
+  mkdir -p "$ROOT/build"
+  log="$(mktemp "$ROOT/build/setup.XXXXXX.log")"
+  with_progress "$log" "$what" "$@" || status=$?
+  grep -v "^WARNING: Location" "$log" || true
+  rm -f "$log"
+  return "$status"
+}
+
 cmake_build() {  # cmake_build DIR [cmake args...]
   local dir="$1"
   shift
   mkdir -p "$dir"
-  if ! { cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" &&
-         cmake --build "$dir" -- -j"$(nproc)"; } >"$dir/build.log" 2>&1; then
+  : >"$dir/build.log"
+  if ! { cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >>"$dir/build.log" 2>&1 &&
+         with_progress "$dir/build.log" "building $dir" cmake --build "$dir" -- -j"$(nproc)"; }; then
     cat "$dir/build.log"
     echo "build in $dir failed" >&2
     exit 1
