@@ -2,7 +2,7 @@
 
 The table and the diagnosis as the terminal shows them, a stacked chart of each phase's time
 per step over the whole run (the summary's ``series``), the slowest steps the flight recorder
-kept, each drawn along its own time axis, and the time set aside.
+kept, each drawn along its own time axis, and the time set aside (also marked on the chart).
 """
 
 import html
@@ -78,12 +78,25 @@ def _series_chart(series: Dict[str, Any], colours: Dict[str, str], offset: int =
         anchor = "start" if k == 0 else "end" if k == 4 else "middle"
         parts.append(f'<line class="tick" x1="{x:.1f}" x2="{x:.1f}" y1="{height}" y2="{height + 4}" stroke="#555"/>'
                      f'<text x="{x:.1f}" y="{height + 16}" text-anchor="{anchor}">{points[i]["first_step"] + offset}</text>')
+    marked = 0
+    for i, p in enumerate(points):  # set-aside time: a mark above the bar that came next
+        aside = p.get("set_aside_ms", 0)
+        if aside > 0:
+            marked += 1
+            x = left + (i + 0.5) * bar
+            first, last = p["first_step"] + offset, p["first_step"] + offset + p["steps"] - 1
+            since = f"between the end of step {first - 1} and" if first > 0 else "before"
+            parts.append(f'<path class="aside" d="M{x - 4:.1f},-12 L{x + 4:.1f},-12 L{x:.1f},-4 Z" fill="#222">'
+                         f'<title>{html.escape(_ms(aside))} ms set aside {since} the end of step {last} '
+                         f'(see Set aside below)</title></path>')
     parts.append(f'<text x="4" y="-4">ms</text></g></svg>')
     per = series.get("steps_per_point", 1)
     note = f"each bar is the mean of {per} consecutive steps" if per > 1 else "one bar per step"
     note += ("; steps numbered as counted (after warm-up, failed steps left out)" if counted
              else "; steps numbered as the loop ran them (warm-up included), as below")
-    return "".join(parts) + f'<p class="note">{note}; hover a bar for its figures.</p>'
+    if marked:
+        note += "; ▼ marks time set aside (validation, checkpoints, ...) in the bar's steps or just before them"
+    return "".join(parts) + f'<p class="note">{note}; hover a bar or a mark for its figures.</p>'
 
 
 def _slowest(timeline: Dict[str, Any], colours: Dict[str, str], limit: int = 8) -> str:

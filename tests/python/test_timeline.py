@@ -3,13 +3,16 @@
 Ground truth: step lengths stamped with time.perf_counter beside the records; synthetic
 summaries (fixed percentiles) for `compare`, whose verdict must not depend on the machine."""
 
+import contextlib
 import copy
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
 import sys
+import time
 import zlib
 from collections import defaultdict
 
@@ -317,8 +320,6 @@ def test_the_html_report_renders_its_chart_in_headless_chromium(outlier_run, tmp
 
 
 def test_the_html_report_has_a_header_ticks_and_one_step_numbering(outlier_run):
-    import re
-
     d, _ = outlier_run
     summary = steptrace.load(d / "run.json")
     doc = summary.to_dict()
@@ -385,3 +386,29 @@ def test_windows_leave_the_whole_run_and_render_as_prometheus(tracer):
     assert share["compute"] == pytest.approx(d["phases"]["compute"]["share"])
     with pytest.raises(ValueError, match="not a Prometheus metric name prefix"):
         w1.prometheus("1x")
+
+
+def test_time_set_aside_is_in_the_series_point_that_follows_it_and_marked_on_the_chart(tmp_path):
+    tracer = steptrace.Tracer(warmup_steps=0, print_at_exit=False)
+    for i in range(30):
+        if i == 20:
+            with tracer.exclude("validation"):
+                time.sleep(0.002)
+        with tracer.step():
+            with tracer.exclude("checkpoint") if i == 25 else contextlib.nullcontext():
+                time.sleep(0.001)
+    summary = tracer.summary()
+    path = tmp_path / "run.json"
+    summary.to_json(path)
+    doc = steptrace.load(path).to_dict()  # and back from the file
+    points = doc["series"]["points"]
+    assert len(points) == 30 and doc["series"]["steps_per_point"] == 1
+    marked = {p["first_step"]: p["set_aside_ms"] for p in points if p["set_aside_ms"] > 0}
+    assert sorted(marked) == [20, 25]  # before step 20; inside step 25
+    assert marked[20] == pytest.approx(doc["set_aside"]["validation"]["total_ms"], rel=1e-9, abs=1e-6)
+    assert marked[25] == pytest.approx(doc["set_aside"]["checkpoint"]["total_ms"], rel=1e-9, abs=1e-6)
+    text = steptrace.load(path).to_html()
+    marks = re.findall(r'<path class="aside"[^>]*><title>([^<]*)</title>', text)
+    assert len(marks) == 2
+    assert "between the end of step 19 and the end of step 20" in marks[0]
+    assert "▼ marks time set aside" in text

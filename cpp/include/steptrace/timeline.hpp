@@ -68,6 +68,7 @@ struct series_point {
   double step_ms = 0;               // mean
   std::vector<double> phase_ms;     // mean exclusive time, one per step_series::phases
   double rss_mb = -1;               // the process's resident memory at the point's last step; -1: unknown
+  double set_aside_ms = 0;          // in all, time set aside (exclude) since the previous point's last step
 };
 struct step_series {
   std::uint64_t steps_per_point = 1;

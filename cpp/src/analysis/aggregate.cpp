@@ -76,6 +76,7 @@ void aggregate::on_set_aside(std::uint32_t id, std::uint64_t begin, std::uint64_
   a.max = std::max(a.max, ticks);
   ++a.calls;
   span(begin, end);
+  series_.note_set_aside(ticks);
 }
 
 void aggregate::on_unscoped(std::uint32_t id, std::uint64_t ticks) {

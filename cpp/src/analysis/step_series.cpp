@@ -9,6 +9,7 @@ namespace steptrace::detail {
 void step_series_builder::merge(point& into, const point& from) {
   into.steps += from.steps;
   into.ticks += from.ticks;
+  into.aside += from.aside;
   into.rss = from.rss;  // the later point's: memory at the end of the merged run
   if (into.phase_ticks.size() < from.phase_ticks.size()) into.phase_ticks.resize(from.phase_ticks.size(), 0);
   for (std::size_t i = 0; i < from.phase_ticks.size(); ++i) into.phase_ticks[i] += from.phase_ticks[i];
@@ -35,6 +36,8 @@ void step_series_builder::add(const built_step& s, std::uint64_t length) {
   ++counted_;
   p.ticks += length;
   p.rss = rss_;
+  p.aside += aside_pending_;
+  aside_pending_ = 0;
   for (const phase_slice& ph : s.phases) {
     if (ph.id >= p.phase_ticks.size()) p.phase_ticks.resize(ph.id + 1, 0);
     p.phase_ticks[ph.id] += ph.ticks;
@@ -59,6 +62,8 @@ void step_series_builder::fill(step_series& out, double ns_per_tick) const {
   for (std::uint32_t id : used) out.phases.emplace_back(phase_label(phase_id{id}));
   for (const point& p : points_) {
     series_point& o = out.points.emplace_back();
+    const std::uint64_t aside = p.aside + (&p == &points_.back() ? aside_pending_ : 0);
+    o.set_aside_ms = static_cast<double>(aside) * ms_per_tick;
     o.first_step = p.first;
     o.steps = p.steps;
     const double n = p.steps ? static_cast<double>(p.steps) : 1.0;

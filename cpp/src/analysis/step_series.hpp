@@ -17,6 +17,8 @@ class step_series_builder {
 
   // length: the step's time less what was set aside in it (ticks).
   void add(const built_step& step, std::uint64_t length);
+  // A set-aside span just ended: it goes with the next step added (the last point at the end).
+  void note_set_aside(std::uint64_t ticks) noexcept { aside_pending_ += ticks; }
   // The process's resident memory now (bytes): the current point's figure.
   void note_rss(std::uint64_t bytes) noexcept { rss_ = bytes; }
   void clear() { *this = step_series_builder{}; }
@@ -24,12 +26,12 @@ class step_series_builder {
 
  private:
   struct point {
-    std::uint64_t first = 0, steps = 0, ticks = 0, rss = 0;
+    std::uint64_t first = 0, steps = 0, ticks = 0, rss = 0, aside = 0;
     std::vector<std::uint64_t> phase_ticks;  // by phase id
   };
   static void merge(point& into, const point& from);
   std::vector<point> points_;
-  std::uint64_t per_point_ = 1, counted_ = 0, rss_ = 0;
+  std::uint64_t per_point_ = 1, counted_ = 0, rss_ = 0, aside_pending_ = 0;
 };
 
 }  // namespace steptrace::detail

@@ -111,7 +111,8 @@ json_doc series_json(const step_series& s) {
                       {"steps", p.steps},
                       {"step_ms", p.step_ms},
                       {"phase_ms", p.phase_ms},
-                      {"rss_mb", p.rss_mb < 0 ? json_doc(nullptr) : json_doc(p.rss_mb)}});
+                      {"rss_mb", p.rss_mb < 0 ? json_doc(nullptr) : json_doc(p.rss_mb)},
+                      {"set_aside_ms", p.set_aside_ms}});
   }
   return json_doc{{"steps_per_point", s.steps_per_point}, {"phases", s.phases}, {"points", points}};
 }
@@ -131,6 +132,7 @@ step_series series_from(const json_doc& j) {
                                   std::to_string(s.phases.size()) + " phases");
     }
     o.rss_mb = p.at("rss_mb").is_null() ? -1.0 : number_at(p, "rss_mb");
+    o.set_aside_ms = p.contains("set_aside_ms") ? number_at(p, "set_aside_ms") : 0.0;  // absent in older files
   }
   return s;
 }
