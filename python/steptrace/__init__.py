@@ -21,12 +21,9 @@ from ._api import (  # noqa: E402
     StepError,
     Summary,
     Tracer,
-    cmake_dir,
     default_tracer,
     configure,
     exclude,
-    include_dir,
-    load,
     metrics,
     phase,
     reset,
@@ -35,6 +32,9 @@ from ._api import (  # noqa: E402
     summary,
     window,
 )
+from . import _exit  # noqa: E402,F401  (the report at exit)
+from ._load import load  # noqa: E402
+from ._paths import cmake_dir, include_dir  # noqa: E402
 
 __version__ = "0.1.0"
 

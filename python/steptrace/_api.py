@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import atexit
 import functools
 import inspect
 import json
 import os
-import stat
 import sys
 import weakref
-from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar, Union
 
-from . import _annotate, _collective, _core, _log, _loop, _profiler, _ranks
+from . import _annotate, _collective, _core, _loop, _paths, _profiler, _ranks
 from ._allocator import note_allocator
 from ._options import OPTIONS, _option_text, _option_value
 
@@ -22,7 +19,6 @@ T = TypeVar("T")
 
 StepError = _core.StepError
 _modules = sys.modules
-_MAX_SUMMARY_BYTES = 256 << 20  # a summary with a 1,024-step timeline is ~18 MB
 _MAX_CACHED_PHASES = 8192  # phase scopes kept per tracer for reuse (the registry folds past 4096 names)
 LABELS = tuple(_core.LABELS)  # every label the diagnosis can give
 
@@ -383,187 +379,6 @@ reset = _default.reset
 configure = _default.configure
 
 
-def _is_profiler_trace(path: Union[str, "os.PathLike[str]"]) -> bool:
-    """Whether a file holds a Chrome trace (torch.profiler's), by its content: its first bytes,
-    inflated when it is gzip, name `traceEvents` or open a bare event array."""
-    import gzip
-
-    try:
-        with open(path, "rb") as f:
-            head = f.read(2)
-            f.seek(0)
-            raw = gzip.GzipFile(fileobj=f) if head == b"\x1f\x8b" else f
-            start = raw.read(1 << 16)
-    except (OSError, EOFError):
-        return False  # the reader that follows names the problem
-    text = start.lstrip()
-    return text.startswith(b"[") or b'"traceEvents"' in start or b'"schemaVersion"' in start
-
-
-def load(path: Union[str, "os.PathLike[str]"]) -> Summary:
-    """Reads a summary written by ``Summary.to_json`` (or the json_path option), or a
-    torch.profiler trace (``export_chrome_trace``, ``tensorboard_trace_handler``; ``.json`` or
-    ``.json.gz``), found by its content: the trace is read through the same analysis as a live
-    run, and gives the same table, JSON, diagnosis, timeline and report."""
-    name = os.fspath(path)
-    if not stat.S_ISREG(os.stat(name).st_mode):  # a FIFO, a device (/dev/zero): it could never end
-        raise ValueError(f"{name}: not a regular file")
-    if _is_profiler_trace(name):
-        return Summary(_core.read_profiler_trace(name))
-    with open(name, "rb") as f:
-        data = f.read(_MAX_SUMMARY_BYTES + 1)
-    if len(data) > _MAX_SUMMARY_BYTES:
-        raise ValueError(f"{name}: larger than any steptrace summary ({_MAX_SUMMARY_BYTES >> 20} MB at most)")
-    try:
-        return Summary(_core.Summary.from_json(data.decode("utf-8")))
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{name}: not a steptrace summary: not UTF-8 text (byte {e.start})") from None
-    except ValueError as e:
-        raise ValueError(f"{name}: {e}") from None
-
-
-def _package_dir(*parts: str) -> str:
-    path = Path(__file__).resolve().parent.joinpath(*parts)
-    if not path.is_dir():
-        raise FileNotFoundError(f"steptrace: {path} is missing; was steptrace installed from a wheel or `pip install .`?")
-    return str(path)
-
-
-def cmake_dir() -> str:
-    """For C++ consumers: ``cmake -Dsteptrace_DIR=$(python -c 'import steptrace; print(steptrace.cmake_dir())')``."""
-    return _package_dir("lib", "cmake", "steptrace")
-
-
-def include_dir() -> str:
-    return _package_dir("include")
-
-
-def _cupti_dirs() -> list:
-    """Where the nvidia-* wheels that PyTorch installs keep libcupti (nothing is loaded here)."""
-    import glob
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("nvidia")
-    except (ImportError, ValueError):
-        return []
-    roots = list(spec.submodule_search_locations or []) if spec else []
-    return sorted({os.path.dirname(p) for root in roots for p in glob.glob(os.path.join(root, "*", "lib", "libcupti.so*"))})
-
-
-_core.set_gpu_library_dirs(_cupti_dirs())
+_core.set_gpu_library_dirs(_paths.cupti_dirs())
 _profiler.install()  # hand CUPTI to torch.profiler sessions, whenever torch is imported
 _collective.install()  # time DDP's all-reduce wait, whenever torch imports DDP
-
-
-def _seen_when_shown(finish: Any) -> Any:
-    """The exit hook, told the program has seen the summary only when it printed its table or took
-    its JSON text after the last step (a summary fetched, or written to a file, is not seen)."""
-
-    def hook(own: _core.Summary, seen: bool) -> Any:
-        return finish(own, _default._shown_recorded == own.recorded)
-
-    return hook
-
-
-def _with_html(finish: Any) -> Any:
-    """The exit hook, then the HTML report (html_path) of the summary it reports."""
-
-    def hook(own: _core.Summary, seen: bool) -> Any:
-        s, seen = finish(own, seen)
-        path = s.path_for(_default.options()["html_path"])
-        if path:
-            try:
-                Summary(s).to_html(path)
-            except OSError as e:
-                _log.say(f"could not write the HTML report: {path}: {e.strerror or e}")
-        return s, seen
-
-    return hook
-
-
-class _CtrlCHeld:
-    """While the exit report runs: a first Ctrl-C is noted and the report goes on (the table is
-    what the run was for); a second one stops it. Main thread only, where Python's handler runs."""
-
-    def __init__(self) -> None:
-        self.pressed = 0
-        self.stopped = False  # the second press stopped the Python part (gather, HTML)
-        self._before: Any = None
-
-    def guard(self, finish: Any) -> Any:
-        """The exit hook, stopped by a second Ctrl-C: this process's own summary is then reported."""
-
-        def hook(own: _core.Summary, seen: bool) -> Any:
-            try:
-                return finish(own, seen)
-            except KeyboardInterrupt:
-                self.stopped = True
-                return own, seen
-
-        return hook
-
-    def _note(self, signum: int, frame: Any) -> None:
-        self.pressed += 1
-        if self.pressed > 1:
-            raise KeyboardInterrupt
-
-    def __enter__(self) -> "_CtrlCHeld":
-        import signal
-        import threading
-
-        if threading.current_thread() is threading.main_thread():
-            try:
-                self._before = signal.signal(signal.SIGINT, self._note)
-            except (ValueError, OSError):  # not settable here: Ctrl-C acts as before
-                self._before = None
-        return self
-
-    def __exit__(self, *exc: Any) -> bool:
-        import signal
-
-        if self._before is not None:
-            signal.signal(signal.SIGINT, self._before)
-        return False
-
-
-def _in_a_worker_process() -> bool:
-    """Whether this process was started by multiprocessing (DataLoader workers with spawn or
-    forkserver, a Pool): its table and files are its parent's to report, unless asked for."""
-    mp = sys.modules.get("multiprocessing")
-    try:
-        return mp is not None and mp.parent_process() is not None
-    except Exception:  # an old or replaced multiprocessing: report as a program of its own
-        return False
-
-
-def _report_at_exit() -> None:
-    if _in_a_worker_process() and _default.options()["print_at_exit"] != "always":
-        try:  # no table, and no json_path/trace_path/html_path written over the parent's
-            _default.configure(print_at_exit="never", json_path=None, trace_path=None, html_path=None)
-            _core.default_tracer().exit_report()  # done: the library's own exit hook says nothing
-        except Exception:
-            pass
-        return
-    held = _CtrlCHeld()
-    try:
-        with held:
-            core = _core.default_tracer()
-            note_allocator(core)
-            _ranks.notice(core)  # the summary at exit carries the rank even where nothing noticed it before
-            text = core.exit_report(held.guard(_seen_when_shown(_with_html(_ranks.gather_at_exit(_default._gather)))))
-            if text:
-                sys.stderr.write(text)
-                sys.stderr.flush()
-    except KeyboardInterrupt:
-        _log.say("the exit report was interrupted (Ctrl-C twice)")
-        return
-    except Exception:  # never turn a clean exit into a failing one
-        pass
-    if held.stopped:
-        _log.say("the exit report was interrupted (Ctrl-C twice): this process's table only, no gather or HTML report")
-    elif held.pressed:
-        _log.say("Ctrl-C during the exit report: it was finished first (press it twice to stop it)")
-
-
-atexit.register(_report_at_exit)

@@ -24,7 +24,7 @@ class _Unusable(Exception):
 
 
 def _load(path: str):
-    from ._api import load
+    from ._load import load
 
     try:
         return load(path)

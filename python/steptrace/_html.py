@@ -89,7 +89,7 @@ def _series_chart(series: Dict[str, Any], colours: Dict[str, str], offset: int =
             parts.append(f'<path class="aside" d="M{x - 4:.1f},-12 L{x + 4:.1f},-12 L{x:.1f},-4 Z" fill="#222">'
                          f'<title>{html.escape(_ms(aside))} ms set aside {since} the end of step {last} '
                          f'(see Set aside below)</title></path>')
-    parts.append(f'<text x="4" y="-4">ms</text></g></svg>')
+    parts.append('<text x="4" y="-4">ms</text></g></svg>')
     per = series.get("steps_per_point", 1)
     note = f"each bar is the mean of {per} consecutive steps" if per > 1 else "one bar per step"
     note += ("; steps numbered as counted (after warm-up, failed steps left out)" if counted

@@ -17,7 +17,7 @@ import json
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional
+from typing import Callable, List, Optional
 
 import steptrace
 import steptrace.torch as st

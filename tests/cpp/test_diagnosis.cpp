@@ -282,7 +282,13 @@ TEST_CASE("server runs: requests queueing while the batch worker idles, or while
   REQUIRE_FALSE(waiting.advice.empty());
   CHECK_THAT(waiting.advice[0], Catch::Matchers::Contains("start a batch as soon as the worker is free"));
   CHECK_THAT(waiting.evidence, Catch::Matchers::Contains("they wait for a batch to form"));
+  CHECK_THAT(waiting.evidence, Catch::Matchers::Contains("is waiting in `queue` or `wait`"));  // both count
   CHECK_FALSE(mentions_training(waiting));
+  const double in = default_thresholds.input_share + 0.1;
+  const auto reading = diagnose(server_run({{"input", in}, {"compute", 1 - in}}, std::nullopt));
+  CHECK(reading.label == "INPUT-BOUND");
+  CHECK_THAT(reading.evidence, Catch::Matchers::Contains("Requests wait for their input."));
+  CHECK_FALSE(mentions_training(reading));
 
   const auto saturated = diagnose(server_run({{"queue", q + 0.2}, {"compute", 0.8 - q}}, batches_of(0.95, 32, 32)));
   CHECK_THAT(saturated.advice[0], Catch::Matchers::Contains("the batch worker is saturated"));

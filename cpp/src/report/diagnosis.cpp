@@ -9,101 +9,6 @@
 #include <unordered_map>
 #include <vector>
 
-namespace steptrace::detail {
-namespace {
-
-bool is_builtin(std::string_view name) {
-  return name == "input" || name == "h2d" || name == "compute" || name == "wait" || name == "other";
-}
-
-// The built-in phase each phase counts toward (index-aligned with s.phases): itself if built-in,
-// else the nearest built-in it was opened inside; empty for a custom phase outside every
-// built-in. One pass over the parent links: linear in the phases whatever the depth of a chain
-// (a summary read from a file may hold a chain 20,000 deep, or a cycle).
-std::vector<std::string_view> builtin_groups(const summary& s) {
-  const std::size_t n = s.phases.size();
-  std::unordered_map<std::string_view, std::size_t> index;
-  index.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) index.emplace(s.phases[i].name, i);
-  std::vector<std::string_view> group(n);
-  std::vector<char> state(n, 0);  // 0: not seen; 1: on the walk now; 2: group known
-  std::vector<std::size_t> walk;
-  for (std::size_t i = 0; i < n; ++i) {
-    std::string_view found;
-    walk.clear();
-    for (std::size_t at = i;;) {
-      const phase_stats& p = s.phases[at];
-      if (state[at] == 2) {
-        found = group[at];
-        break;
-      }
-      if (state[at] == 1) break;  // a cycle of parents: no built-in
-      state[at] = 1;
-      walk.push_back(at);
-      if (is_builtin(p.name)) {
-        found = p.name;
-        break;
-      }
-      if (p.name == queue_phase) {  // a request waiting for the next stage
-        found = "wait";
-        break;
-      }
-      const auto parent = p.parent.empty() ? index.end() : index.find(p.parent);
-      if (parent == index.end()) break;
-      at = parent->second;
-    }
-    for (std::size_t at : walk) {
-      group[at] = found;
-      state[at] = 2;
-    }
-  }
-  return group;
-}
-
-double mean_of(const summary& s, std::string_view name) { return group_share(s, name) * s.step_ms.mean; }
-
-std::optional<long> fact_int(const summary& s, std::string_view key) {
-  const std::string* v = s.fact(key);
-  if (v == nullptr || v->empty()) return std::nullopt;
-  char* end = nullptr;
-  const long n = std::strtol(v->c_str(), &end, 10);
-  return *end == '\0' ? std::optional<long>(n) : std::nullopt;
-}
-
-// Cores the process and its workers asked for over the run: running plus waiting for a core.
-std::optional<double> cpu_demand(const summary& s) {
-  double sum = 0;
-  for (const char* key : {"cpu.cores_busy", "cpu.cores_waiting", "cpu.workers_cores_busy", "cpu.workers_cores_waiting"}) {
-    const auto v = fact_double(s, key);
-    if (!v) return std::nullopt;
-    sum += *v;
-  }
-  return sum;
-}
-
-std::optional<bool> fact_bool(const summary& s, std::string_view key) {
-  const std::string* v = s.fact(key);
-  if (v == nullptr) return std::nullopt;
-  if (*v == "1" || *v == "true" || *v == "True") return true;
-  if (*v == "0" || *v == "false" || *v == "False") return false;
-  return std::nullopt;
-}
-
-}  // namespace
-
-// The phase's own share plus that of every custom phase that counts toward it, so adding
-// detail (`decode` inside `input`) never changes the label.
-double group_share(const summary& s, std::string_view name) {
-  const std::vector<std::string_view> groups = builtin_groups(s);
-  double share = 0;
-  for (std::size_t i = 0; i < groups.size(); ++i) {
-    if (groups[i] == name) share += s.phases[i].share;
-  }
-  return share;
-}
-
-}  // namespace steptrace::detail
-
 namespace steptrace {
 const std::vector<std::string>& diagnosis_labels() {
   static const std::vector<std::string> labels = {"INPUT-BOUND",  "H2D-BOUND",     "WAIT-HEAVY",
@@ -114,14 +19,6 @@ const std::vector<std::string>& diagnosis_labels() {
 }  // namespace steptrace
 
 namespace steptrace::detail {
-
-std::optional<double> fact_double(const summary& s, std::string_view key) {
-  const std::string* v = s.fact(key);
-  if (v == nullptr || v->empty()) return std::nullopt;
-  char* end = nullptr;
-  const double x = std::strtod(v->c_str(), &end);
-  return *end == '\0' ? std::optional<double>(x) : std::nullopt;
-}
 
 long suggested_workers(long cpus) { return std::min(std::max(2L, std::min(8L, cpus / 2)), std::max(1L, cpus)); }
 
@@ -349,6 +246,11 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
           ? fmt::format(" Close call: {} is {:.1f}% against its rule's {:.0f}%.", nearest->label, 100 * nearest->share,
                         100 * nearest->threshold)
           : "";
+  // A server's words: requests rather than a training thread, and time in `queue` counts
+  // toward `wait`, so the evidence names both.
+  const bool server = is_server_run(s);
+  const std::string_view waits_for_data = server ? " Requests wait for their input." : " The training thread waits for data.";
+  const std::string_view blocked = server && s.phase(queue_phase) ? "waiting in `queue` or `wait`" : "blocked in `wait`";
   auto device_cause = [&](std::string_view group, double share, double threshold) {
     return fmt::format("The GPU sat idle {:.1f}% of step time while the host was in `{}`{} (the rule fires at {:.0f}%).",
                        100 * share, group, group == "wait" ? " or outside every phase" : "", 100 * threshold);
@@ -356,7 +258,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
   if (label == "INPUT-BOUND") {
     d.evidence = device ? device_cause("input", idle.input, t.input_share) + idle_evidence(s, "input") + " " +
                               phase_evidence(s, "input", t.input_share)
-                        : phase_evidence(s, "input", t.input_share) + " The training thread waits for data.";
+                        : phase_evidence(s, "input", t.input_share) + std::string(waits_for_data);
     d.evidence += close;
     d.advice = input_advice(s, t);
   } else if (label == "H2D-BOUND") {
@@ -381,12 +283,12 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     d.advice.push_back("fewer, larger copies: move one collated batch, not many small tensors");
   } else if (label == "WAIT-HEAVY") {
     d.evidence = device ? device_cause("wait", idle.wait + idle.other, t.wait_share) +
-                              fmt::format(" The host was blocked in `wait` {:.1f}% and outside every phase (`other`) "
+                              fmt::format(" The host was {} {:.1f}% and outside every phase (`other`) "
                                           "{:.1f}% of step time.",
-                                          100 * wait, 100 * other)
-                        : fmt::format("{:.1f}% of step time is blocked in `wait` ({:.1f}%) or outside every phase "
+                                          blocked, 100 * wait, 100 * other)
+                        : fmt::format("{:.1f}% of step time is {} ({:.1f}%) or outside every phase "
                                       "(`other`, {:.1f}%); the rule fires at {:.0f}%.",
-                                      100 * (wait + other), 100 * wait, 100 * other, 100 * t.wait_share);
+                                      100 * (wait + other), blocked, 100 * wait, 100 * other, 100 * t.wait_share);
     d.evidence += close;
     d.advice = {
         "remove per-step host syncs: .item(), .cpu(), printing the loss every step; log every N steps",
@@ -458,7 +360,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
   }
   secondary_findings(s, t, device ? idle.input : input, device ? idle.other : other, d);
   cpu_findings(s, t, d);
-  if (is_server_run(s)) advise_server(s, t, d);
+  if (server) advise_server(s, t, d);
   return d;
 }
 

@@ -42,6 +42,7 @@
 #include <optional>
 #include <string_view>
 
+#include "report/summary_facts.hpp"
 #include "steptrace/summary.hpp"
 
 namespace steptrace::detail {
@@ -81,8 +82,6 @@ struct diagnosis_thresholds {
   double preprocess_share = 0.25;
 };
 
-// The phase a request waits in for a batch (or any stage): counted toward `wait`.
-inline constexpr std::string_view queue_phase = "queue";
 
 // A run whose steps are mostly requests (request.hpp, or steps in asyncio tasks).
 inline bool is_server_run(const summary& s) { return s.requests > 0 && 2 * s.requests >= s.steps; }
@@ -94,13 +93,6 @@ void advise_server(const summary& s, const diagnosis_thresholds& t, diagnosis& d
 inline constexpr diagnosis_thresholds default_thresholds{};
 
 diagnosis diagnose(const summary& s, const diagnosis_thresholds& t = default_thresholds);
-
-// The share of step time of built-in phase `name` with every custom phase that counts toward
-// it (opened inside it, at any depth): the grouping every rule reads.
-double group_share(const summary& s, std::string_view name);
-
-// A fact (summary::facts) that is a number; empty when absent or not a number.
-std::optional<double> fact_double(const summary& s, std::string_view key);
 
 // The DataLoader worker count the INPUT-BOUND advice suggests on a machine with `cpus` usable
 // cores: half of them, at least 2 and at most 8, never above the core count ("start near 4").

@@ -1,6 +1,7 @@
 // The diagnosis of a server run: requests (request.hpp, asyncio steps) and batches. Its label
-// comes from the same rules as any run (a request's `queue` counts toward `wait`); this file
-// words it for a server and adds what batching and the request path show.
+// comes from the same rules as any run (a request's `queue` counts toward `wait`), worded for
+// requests there; this file adds what batching and the request path show, and keeps only the
+// advice that applies to a server.
 #include <fmt/format.h>
 
 #include <string>
@@ -10,12 +11,6 @@
 
 namespace steptrace::detail {
 namespace {
-
-void replace_all(std::string& text, std::string_view from, std::string_view to) {
-  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-    text.replace(at, from.size(), to);
-  }
-}
 
 // A phase that prepares a request's input on its own path, by its name.
 bool is_preprocessing(std::string_view name) {
@@ -62,9 +57,6 @@ void advise_server(const summary& s, const diagnosis_thresholds& t, diagnosis& d
                                    p.name, 100 * p.share));
     }
   }
-  // The training wording, for a server.
-  replace_all(d.evidence, "The training thread waits for data.", "Requests wait for their input.");
-  if (queue != nullptr) replace_all(d.evidence, "blocked in `wait`", "waiting in `queue` or `wait`");  // both count
   for (std::string& a : d.advice) {
     const bool training_only = a.find("DataLoader") != std::string::npos || a.find("checkpointing") != std::string::npos ||
                                a.find(".item()") != std::string::npos;

@@ -1,0 +1,37 @@
+// Internal (not public API): what a summary says, read for the diagnosis rules. The built-in
+// group each phase counts toward (a custom phase counts toward the built-in it sits in, so
+// detail never changes a label), and the facts the tracer was told (summary::facts) as numbers.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "steptrace/summary.hpp"
+
+namespace steptrace::detail {
+
+// The phase a request waits in for a batch (or any stage): counted toward `wait`.
+inline constexpr std::string_view queue_phase = "queue";
+
+// The built-in phase each phase counts toward (index-aligned with s.phases): itself if built-in,
+// else the nearest built-in it was opened inside; empty for a custom phase outside every one.
+// Linear in the phases whatever the depth of a chain, and safe on a cycle read from a file.
+std::vector<std::string_view> builtin_groups(const summary& s);
+
+// The share of step time of built-in phase `name` with every custom phase that counts toward
+// it (opened inside it, at any depth): the grouping every rule reads.
+double group_share(const summary& s, std::string_view name);
+// The same as mean milliseconds per step.
+double mean_of(const summary& s, std::string_view name);
+
+// A fact as a number or a flag; empty when absent or not one.
+std::optional<double> fact_double(const summary& s, std::string_view key);
+std::optional<long> fact_int(const summary& s, std::string_view key);
+std::optional<bool> fact_bool(const summary& s, std::string_view key);
+
+// Cores the process and its workers asked for over the run: running plus waiting for a core.
+// Empty when the CPU figures are missing.
+std::optional<double> cpu_demand(const summary& s);
+
+}  // namespace steptrace::detail
