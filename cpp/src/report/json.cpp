@@ -2,7 +2,6 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "base/utf8.hpp"
 #include "report/json_fields.hpp"
 #include "report/report.hpp"
 #include "steptrace/summary.hpp"
@@ -13,8 +12,12 @@ namespace {
 constexpr const char* schema_name = "steptrace.summary/1";
 
 using detail::count_at;
+using detail::cut_reason;
 using detail::json_doc;
+using detail::max_json_depth;
+using detail::nests_deeper_than;
 using detail::number_at;
+using detail::printable;
 using detail::shown;
 using detail::signed_at;
 using detail::stat_from;
@@ -316,58 +319,6 @@ std::string summary::json() const {
 std::string detail::summary_json_line(const summary& s) {
   return json_doc::parse(s.json()).dump(-1, ' ', false, json_doc::error_handler_t::replace);
 }
-
-namespace {
-
-// A summary nests 6 levels deep; a file nested deeper than this is refused before it is parsed
-// (nothing downstream recurses into unbounded depth, and the error stays one short line).
-constexpr std::size_t max_json_depth = 64;
-
-// Whether arrays and objects in `text` nest deeper than `limit`, counted outside strings.
-bool nests_deeper_than(std::string_view text, std::size_t limit) {
-  std::size_t depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return true;
-    } else if ((c == ']' || c == '}') && depth != 0) {
-      --depth;
-    }
-  }
-  return false;
-}
-
-// Every string and key of `v` with control characters and bytes outside UTF-8 escaped, as
-// recorded names are: text read from a file reaches a terminal only printable.
-json_doc printable(const json_doc& v) {
-  if (v.is_string()) return detail::escaped_controls(v.get_ref<const std::string&>());
-  if (v.is_array()) {
-    json_doc out = json_doc::array();
-    for (const json_doc& e : v) out.push_back(printable(e));
-    return out;
-  }
-  if (v.is_object()) {
-    json_doc out = json_doc::object();
-    for (const auto& [key, e] : v.items()) out[detail::escaped_controls(key)] = printable(e);
-    return out;
-  }
-  return v;
-}
-
-// Why a file was refused, in one short line: nlohmann's "last read: '...'" can quote a whole
-// long string, and a name in a file may be any length.
-std::string cut_reason(std::string why) {
-  if (why.size() > 160) why = why.substr(0, 157) + "...";
-  return detail::printable_utf8(why);
-}
-
-}  // namespace
 
 summary summary::from_json(std::string_view text) {
   if (nests_deeper_than(text, max_json_depth)) {

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/utf8.hpp"
+
 namespace steptrace::detail {
 
 std::string shown(const json_doc& v) {
@@ -43,6 +45,45 @@ json_doc stat_json(const stat_ms& m) {
 stat_ms stat_from(const json_doc& j) {
   return stat_ms{number_at(j, "total"), number_at(j, "mean"), number_at(j, "p50"),
                  number_at(j, "p95"),   number_at(j, "p99"),  number_at(j, "max")};
+}
+
+bool nests_deeper_than(std::string_view text, std::size_t limit) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if ((c == ']' || c == '}') && depth != 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
+json_doc printable(const json_doc& v) {
+  if (v.is_string()) return escaped_controls(v.get_ref<const std::string&>());
+  if (v.is_array()) {
+    json_doc out = json_doc::array();
+    for (const json_doc& e : v) out.push_back(printable(e));
+    return out;
+  }
+  if (v.is_object()) {
+    json_doc out = json_doc::object();
+    for (const auto& [key, e] : v.items()) out[escaped_controls(key)] = printable(e);
+    return out;
+  }
+  return v;
+}
+
+std::string cut_reason(std::string why) {
+  if (why.size() > 160) why = why.substr(0, 157) + "...";
+  return printable_utf8(why);
 }
 
 }  // namespace steptrace::detail

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "steptrace/summary.hpp"
 
@@ -22,6 +23,19 @@ double signed_at(const json_doc& j, const char* key);
 std::string shown(const json_doc& v);
 json_doc stat_json(const stat_ms& m);
 stat_ms stat_from(const json_doc& j);
+
+// Reading a file, which may hold anything. A summary nests 6 levels deep; a text nested deeper
+// than max_json_depth is refused before it is parsed (nothing downstream recurses into
+// unbounded depth, and the error stays one short line).
+inline constexpr std::size_t max_json_depth = 64;
+// Whether arrays and objects in `text` nest deeper than `limit`, counted outside strings.
+bool nests_deeper_than(std::string_view text, std::size_t limit);
+// Every string and key of `v` with control characters and bytes outside UTF-8 escaped, as
+// recorded names are: text read from a file reaches a terminal only printable.
+json_doc printable(const json_doc& v);
+// Why a file was refused, in one short line: nlohmann's "last read: '...'" can quote a whole
+// long string, and a name in a file may be any length.
+std::string cut_reason(std::string why);
 
 // The timeline, series and host memory sections (timeline_json.cpp).
 json_doc timeline_json(const timeline_view& t);
