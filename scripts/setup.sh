@@ -70,7 +70,8 @@ cupti12_headers() {  # cupti12_headers VERSION
   if [ ! -f "$dir/include/cupti_activity.h" ]; then
     local tmp
     tmp="$(mktemp -d)"
-    "$PY" -m pip download -q --disable-pip-version-check --no-deps "nvidia-cuda-cupti-cu12==$version" -d "$tmp" >&2
+    { "$PY" -m pip download -q --disable-pip-version-check --no-deps "nvidia-cuda-cupti-cu12==$version" -d "$tmp" 2>&1 |
+        grep -v "^WARNING: Location" || true; } >&2  # the unzip below fails plainly if it did not come
     "$PY" - "$tmp" "$dir" <<'PYEOF'
 import glob, os, sys, zipfile
 tmp, dest = sys.argv[1], sys.argv[2]
