@@ -342,6 +342,33 @@ TEST_CASE("a process that waits for a core hears it first, under any label", "[d
   CHECK_THAT(diagnose(input).advice.at(0), Catch::Matchers::Contains("free the cores first"));
 }
 
+TEST_CASE("server runs: the oversubscribed host comes first, and no training-loop advice", "[diagnosis][server]") {
+  // Before, the server's advice was filtered by words ("DataLoader"), which dropped the
+  // oversubscribed-host line too (it names DataLoader workers among the thread pools).
+  const auto oversubscribed = [](std::map<std::string, double> shares) {
+    summary s = with_facts(with_shares(std::move(shares)),
+                           {{"cpu.cores_busy", "1.0"}, {"cpu.cores_waiting", "0.5"}, {"host.cpus", "2"}});
+    s.requests = s.steps;
+    return diagnose(s);
+  };
+  for (const auto& d : {oversubscribed({{"compute", 0.9}}), oversubscribed({{"input", 0.6}, {"compute", 0.4}}),
+                        oversubscribed({{"wait", 0.6}, {"compute", 0.4}}),
+                        oversubscribed({{"input", 0.2}, {"compute", 0.6}})}) {
+    REQUIRE_FALSE(d.advice.empty());
+    CHECK_THAT(d.advice.at(0), Catch::Matchers::Contains("free the cores first") &&
+                                   Catch::Matchers::Contains("worker pools") &&
+                                   Catch::Matchers::Contains("every request waits"));
+    CHECK_FALSE(mentions_training(d));
+  }
+  const auto secondary = oversubscribed({{"input", 0.2}, {"compute", 0.6}});
+  const auto said = [&](const std::string& words) {
+    return std::any_of(secondary.advice.begin(), secondary.advice.end(),
+                       [&](const std::string& a) { return a.find(words) != std::string::npos; });
+  };
+  CHECK(said("also: `input` holds 20% of each request: read and decode request input off the request path"));
+  CHECK(said("also: 20% of each request is outside every phase"));
+}
+
 TEST_CASE("workers that sleep on I/O get more workers, beyond the core count", "[diagnosis]") {
   const auto run = [](const char* workers_busy) {
     return with_facts(with_shares({{"input", 0.6}, {"compute", 0.4}}),

@@ -155,33 +155,40 @@ namespace {
 void cpu_findings(const summary& s, const diagnosis_thresholds& t, diagnosis& d) {
   const auto busy = fact_double(s, "cpu.cores_busy"), waiting = fact_double(s, "cpu.cores_waiting");
   if (!busy || !waiting || *busy <= 0 || *waiting < t.cpu_wait_min_cores || *waiting < t.cpu_wait_share * *busy) return;
-  if (d.label == "INPUT-BOUND" && cpu_saturated(s, t)) return;  // its advice already says so, with the workers
+  const bool server = is_server_run(s);
+  if (!server && d.label == "INPUT-BOUND" && cpu_saturated(s, t)) return;  // its advice says so, with the workers
   const std::string* cpus = s.fact("host.cpus");
   d.evidence += fmt::format(
       " This process waited for a core {:.0f}% as long as it ran ({:.1f} cores busy, {:.1f} more waiting, of {} "
       "cores): the host is oversubscribed.",
       100 * *waiting / *busy, *busy, *waiting, cpus ? *cpus : "?");
   d.advice.insert(d.advice.begin(),
-                  "free the cores first: other processes on this host, or more threads than cores "
-                  "(torch.set_num_threads, OMP_NUM_THREADS, DataLoader workers) share them; every step waits for a "
-                  "core until then");
+                  fmt::format("free the cores first: other processes on this host, or more threads than cores "
+                              "(torch.set_num_threads, OMP_NUM_THREADS, {}) share them; every {} waits for a core "
+                              "until then",
+                              server ? "worker pools" : "DataLoader workers", server ? "request" : "step"));
 }
 
 // Causes that hold a real share without deciding the label, said under it ("also: ..."), so a
 // run whose label is right is not told all is well with a quarter of each step in `input`.
 // `input` and `other` are shares of step time (with a device view: the GPU's idle time then).
 void secondary_findings(const summary& s, const diagnosis_thresholds& t, double input, double other, diagnosis& d) {
+  const bool server = is_server_run(s);
   if (d.label != "INPUT-BOUND" && input >= t.secondary_input_share) {
-    const std::vector<std::string> loader = input_advice(s, t);
-    d.advice.push_back(fmt::format("also: `input` holds {:.0f}% of each step{}: {}", 100 * input,
+    const std::vector<std::string> loader = server ? std::vector<std::string>{} : input_advice(s, t);
+    d.advice.push_back(fmt::format("also: `input` holds {:.0f}% of each {}{}: {}", 100 * input,
+                                   server ? "request" : "step",
                                    fact_int(s, "dataloader.num_workers") == 0L ? " on the training thread" : "",
-                                   loader.empty() ? "see INPUT-BOUND's advice" : loader.front()));
+                                   server            ? "read and decode request input off the request path"
+                                   : loader.empty()  ? "see INPUT-BOUND's advice"
+                                                     : loader.front()));
   }
   if (d.label != "WAIT-HEAVY" && other >= t.secondary_other_share) {
-    d.advice.push_back(fmt::format("also: {:.0f}% of each step is outside every phase (`other`): put the work between "
-                                   "phases (saving images, metrics, logging) in a phase, or in exclude() when it is "
-                                   "not training, to see what it costs",
-                                   100 * other));
+    d.advice.push_back(fmt::format("also: {:.0f}% of each {} is outside every phase (`other`): put the work between "
+                                   "phases ({}) in a phase, or in exclude() when it is not {}, to see what it costs",
+                                   100 * other, server ? "request" : "step",
+                                   server ? "logging, metrics, bookkeeping" : "saving images, metrics, logging",
+                                   server ? "serving" : "training"));
   }
   for (const set_aside_stats& a : s.set_aside) {
     if (a.run_share >= t.secondary_set_aside_share) {
@@ -260,7 +267,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
                               phase_evidence(s, "input", t.input_share)
                         : phase_evidence(s, "input", t.input_share) + std::string(waits_for_data);
     d.evidence += close;
-    d.advice = input_advice(s, t);
+    if (!server) d.advice = input_advice(s, t);  // a server's input advice is its own (server_advice.cpp)
   } else if (label == "H2D-BOUND") {
     d.evidence = device ? device_cause("h2d", idle.h2d, t.h2d_share) + idle_evidence(s, "h2d")
                         : phase_evidence(s, "h2d", t.h2d_share);
@@ -271,9 +278,12 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     }
     d.evidence += close;
     if (measured && s.gpu->h2d.pageable_share >= 0.5) {
-      d.advice.push_back(fmt::format("{:.0f}% of the copied bytes are pageable: pin them (DataLoader(pin_memory=True), "
-                                     "or tensor.pin_memory()) so the copy engine reads them directly",
-                                     100 * s.gpu->h2d.pageable_share));
+      d.advice.push_back(fmt::format("{:.0f}% of the copied bytes are pageable: pin them ({}tensor.pin_memory()) so "
+                                     "the copy engine reads them directly",
+                                     100 * s.gpu->h2d.pageable_share,
+                                     server ? "a pinned staging buffer, or " : "DataLoader(pin_memory=True), or "));
+    } else if (server) {
+      d.advice.push_back("copy requests from pinned host buffers (tensor.pin_memory(), or a pinned staging buffer)");
     } else if (fact_bool(s, "dataloader.pin_memory") == false) {
       d.advice.push_back("DataLoader(pin_memory=False): set pin_memory=True so copies go straight to the device");
     } else {
@@ -290,11 +300,13 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
                                       "(`other`, {:.1f}%); the rule fires at {:.0f}%.",
                                       100 * (wait + other), blocked, 100 * wait, 100 * other, 100 * t.wait_share);
     d.evidence += close;
-    d.advice = {
-        "remove per-step host syncs: .item(), .cpu(), printing the loss every step; log every N steps",
-        "run checkpointing, validation and logging less often; where they belong in the loop, wrap them in "
-        "exclude(\"validation\") (Python) / scoped_exclude (C++) so they are set aside and reported apart",
-    };
+    if (!server) {  // a server's wait advice is its own (server_advice.cpp)
+      d.advice = {
+          "remove per-step host syncs: .item(), .cpu(), printing the loss every step; log every N steps",
+          "run checkpointing, validation and logging less often; where they belong in the loop, wrap them in "
+          "exclude(\"validation\") (Python) / scoped_exclude (C++) so they are set aside and reported apart",
+      };
+    }
     if ((device ? idle.other > idle.wait : other > wait)) {
       d.advice.push_back("most of it is untraced (`other`): wrap more of the step in phases");
     }
@@ -359,8 +371,8 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     d.advice = {fmt::format("no single cause stands out: start with the largest phase, `{}`", largest->name)};
   }
   secondary_findings(s, t, device ? idle.input : input, device ? idle.other : other, d);
-  cpu_findings(s, t, d);
   if (server) advise_server(s, t, d);
+  cpu_findings(s, t, d);  // first in the advice, under any label
   return d;
 }
 

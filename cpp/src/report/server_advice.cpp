@@ -1,7 +1,7 @@
 // The diagnosis of a server run: requests (request.hpp, asyncio steps) and batches. Its label
 // comes from the same rules as any run (a request's `queue` counts toward `wait`), worded for
-// requests there; this file adds what batching and the request path show, and keeps only the
-// advice that applies to a server.
+// requests there, with the training-loop advice left out; this file adds what batching and the
+// request path show.
 #include <fmt/format.h>
 
 #include <string>
@@ -57,11 +57,7 @@ void advise_server(const summary& s, const diagnosis_thresholds& t, diagnosis& d
                                    p.name, 100 * p.share));
     }
   }
-  for (std::string& a : d.advice) {
-    const bool training_only = a.find("DataLoader") != std::string::npos || a.find("checkpointing") != std::string::npos ||
-                               a.find(".item()") != std::string::npos;
-    if (!training_only) advice.push_back(a);
-  }
+  for (std::string& a : d.advice) advice.push_back(std::move(a));  // worded for a server where it was written
   if (d.label == "WAIT-HEAVY" && queued < t.queue_share) {
     advice.push_back("remove blocking calls on the request path (device syncs, synchronous I/O); await them");
   }
