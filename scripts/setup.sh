@@ -142,11 +142,13 @@ cmake_build() {  # cmake_build DIR [cmake args...]
   fi
 }
 
+python_version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }  # python_version PYTHON
+
 # A Python of another minor version than .venv's, to test the wheel on: the first of 3.12, 3.13,
 # 3.10 found on PATH or among pyenv's versions. Prints its path, or nothing.
 another_python() {
   local own candidate
-  own="$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+  own="$(python_version "$PY")"
   for v in 3.12 3.13 3.10; do
     [ "$v" = "$own" ] && continue
     for candidate in "$(command -v "python$v" || true)" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$v".*/bin/"python$v"; do
@@ -163,7 +165,7 @@ another_python() {
 # compiler and no -dev package. A Python other than .venv's builds in a venv of its own.
 build_wheel() {  # build_wheel PYTHON
   local python="$1" version builder build_dir raw
-  version="$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+  version="$(python_version "$python")"
   {
     if [ "$python" = "$PY" ]; then
       builder="$PY" build_dir="build/py"

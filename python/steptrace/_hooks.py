@@ -81,9 +81,9 @@ class LoopMarks:
         self._fetch_ends()
 
     def interrupted(self) -> None:
+        """An exception ended the loop: the open step failed."""
         self.step_ends(failed=True)
-        self.set_aside_ends()
-        self._fetch_ends()
+        self.loop_ends()
 
     # Set-aside spans.
 

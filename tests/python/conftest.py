@@ -18,6 +18,12 @@ def spin(seconds: float) -> float:
     return now - start
 
 
+def cli(*args, cwd=None) -> subprocess.CompletedProcess:
+    """Runs the `steptrace` command (python -m steptrace) with `args`; returns the CompletedProcess."""
+    return subprocess.run([sys.executable, "-m", "steptrace"] + [str(a) for a in args], capture_output=True,
+                          text=True, timeout=120, cwd=cwd)
+
+
 @pytest.fixture
 def tracer():
     """A fresh, quiet tracer with no warm-up."""
