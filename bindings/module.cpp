@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 #include <system_error>
+#include <thread>
 
 #include "steptrace/profiler_trace.hpp"
 #include "steptrace/steptrace.hpp"
@@ -116,6 +117,67 @@ struct exclude_scope {
   phase_id id;
 };
 
+// What a steps() loop has open: its item's fetch (and its `input` phase) or its step. Each move
+// is one C++ call, so an interrupt (an exception from a Python signal handler) lands before or
+// after it, never between the tracer's state and this record of it. The loop's generator holds
+// the guard: when the generator goes (closed, finished or collected), whatever it left open is
+// closed here as failed, even where an interrupt cut the loop's own `finally` short, which
+// Python 3.9 and 3.10 allow between any two bytecodes. See docs/architecture.md, "Python loops".
+class loop_guard {
+ public:
+  loop_guard(tracer& t, const stream_arg& stream) : t_(&t), stream_(stream) {}
+  loop_guard(const loop_guard&) = delete;
+  loop_guard& operator=(const loop_guard&) = delete;
+  ~loop_guard() {
+    if (open_ != nothing && thread_ == std::this_thread::get_id()) close(true);  // the thread's state only
+  }
+
+  void fetch_begins(bool time_input) {
+    input_ = time_input;
+    if (input_) t_->begin_phase(builtin::input);
+    mark(fetching);
+  }
+  // The item came: the fetch ends and its step opens (StepError if one is open: then nothing is).
+  void step_begins() {
+    end_fetch();
+    open_step(*t_, stream_);
+    mark(in_step);
+  }
+  void step_ends() {
+    open_ = nothing;
+    t_->end_step(false);
+  }
+  // Ends what is open. A failed fetch is claimed by a failed step, so the step count sees it.
+  void close(bool failed) {
+    if (open_ == fetching) {
+      end_fetch();
+      if (!failed) return;
+      const step_open opened = stream_ ? t_->begin_step(stream_ptr(stream_)) : t_->begin_step();
+      if (opened == step_open::opened) t_->end_step(true);
+    } else if (open_ == in_step) {
+      open_ = nothing;
+      t_->end_step(failed);
+    }
+  }
+
+ private:
+  enum state { nothing, fetching, in_step };
+  void mark(state s) {
+    open_ = s;
+    thread_ = std::this_thread::get_id();
+  }
+  void end_fetch() {
+    open_ = nothing;
+    if (input_) t_->end_phase(builtin::input);
+  }
+
+  tracer* t_;
+  stream_arg stream_;
+  state open_ = nothing;
+  bool input_ = false;
+  std::thread::id thread_;
+};
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -201,6 +263,14 @@ PYBIND11_MODULE(_core, m) {
         close_request(*s.t, !type.is_none());
         return false;
       });
+
+  py::class_<loop_guard>(m, "LoopGuard")
+      .def(py::init<tracer&, const stream_arg&>(), py::arg("tracer"), py::arg("stream") = py::none(),
+           py::keep_alive<1, 2>())
+      .def("fetch_begins", &loop_guard::fetch_begins, py::arg("time_input"))
+      .def("step_begins", &loop_guard::step_begins)
+      .def("step_ends", &loop_guard::step_ends)
+      .def("close", &loop_guard::close, py::arg("failed"));
 
   py::class_<phase_scope>(m, "PhaseScope")
       .def(py::init([](tracer& t, std::uint32_t id, const stream_arg& stream) {

@@ -182,7 +182,7 @@ build_wheel() {  # build_wheel PYTHON
     rm -rf "$raw"
     mkdir -p "$raw" "$ROOT/dist"
     quietly "building the wheel for Python $version" "$builder" -m pip wheel -q --disable-pip-version-check \
-      --no-build-isolation --no-deps -C build-dir="$build_dir" -w "$raw" .
+      --no-build-isolation --no-deps --config-settings=build-dir="$build_dir" -w "$raw" .
     if ! env PATH="$(dirname "$builder"):$PATH" "$builder" -m auditwheel repair -w "$ROOT/dist" \
       "$raw"/steptrace-*.whl >"$raw/repair.log" 2>&1; then
       cat "$raw/repair.log"

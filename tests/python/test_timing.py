@@ -1,6 +1,7 @@
 """Figures against ground truth: spins of known length, timed independently."""
 
 import gc
+import statistics
 import threading
 import time
 
@@ -82,8 +83,13 @@ def test_steps_charges_the_fetch_to_input(tracer):
             body.append(spin(0.001))
     d = tracer.summary().to_dict()
     assert d["steps"] == 20
-    assert d["phases"]["input"]["mean_ms"] == pytest.approx(sum(fetch) * 1000 / 20, rel=0.02)
-    assert d["phases"]["compute"]["mean_ms"] == pytest.approx(sum(body) * 1000 / 20, rel=0.02)
+    # The truths are stamped inside the spins, not beside steptrace's boundaries: a preemption in
+    # the few microseconds between them (a busy machine) lengthens one call, so medians are
+    # compared, and the means only where steptrace cannot be short (it measures a superset).
+    for name, truth in (("input", fetch), ("compute", body)):
+        phase = d["phases"][name]
+        assert phase["p50_ms"] == pytest.approx(statistics.median(truth) * 1000, rel=0.03), name
+        assert phase["mean_ms"] >= 0.98 * sum(truth) * 1000 / 20, name
     assert d["phases"]["input"]["calls"] == 20
     assert d["diagnosis"]["label"] == "INPUT-BOUND"
 
