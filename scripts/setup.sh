@@ -144,20 +144,25 @@ cmake_build() {  # cmake_build DIR [cmake args...]
 
 python_version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }  # python_version PYTHON
 
-# A Python of another minor version than .venv's, to test the wheel on: the first of 3.12, 3.13,
-# 3.10 found on PATH or among pyenv's versions. Prints its path, or nothing.
-another_python() {
-  local own candidate
+# Pythons of other minor versions than .venv's, to test the wheel on: the oldest and the newest
+# of 3.9 to 3.14 found on PATH or among pyenv's versions (each can break in its own way: 3.9 runs
+# signal handlers between any two bytecodes, 3.13 renamed modules). Prints their paths, a line each.
+other_pythons() {
+  local own v candidate found=()
   own="$(python_version "$PY")"
-  for v in 3.12 3.13 3.10; do
+  for v in 3.9 3.10 3.11 3.12 3.13 3.14; do
     [ "$v" = "$own" ] && continue
     for candidate in "$(command -v "python$v" || true)" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$v".*/bin/"python$v"; do
       if [ -n "$candidate" ] && [ -x "$candidate" ] && "$candidate" -c "import venv, ensurepip" 2>/dev/null; then
-        echo "$candidate"
-        return
+        found+=("$candidate")
+        break
       fi
     done
   done
+  ((${#found[@]})) || return 0
+  echo "${found[0]}"
+  ((${#found[@]} > 1)) && echo "${found[-1]}"
+  return 0
 }
 
 # Builds steptrace's wheel for one Python into dist/ and prints its path (all else goes to

@@ -123,18 +123,34 @@ def test_balanced_ranks_no_straggler(tmp_path):
 
 def test_collective_wait_matches_ground_truth_on_every_rank(tmp_path):
     """4 ranks take turns being slow, so every rank waits in most steps; each rank's `wait` is
-    within 10% of the hand-timed wait (last gradient to backward's return) of the same steps."""
+    within 10% of the hand-timed wait (last gradient to backward's return) of the same step, in
+    the median step; the mean it reports is those steps' mean."""
     results = run_ranks(tmp_path, "turns", 4, steps=45, env={"STEPTRACE_JSON": str(tmp_path / "run-{rank}.json")})
     assert all(ok(r[0], r[2]) for r in results), [r[2] for r in results]
     for rank in range(4):
         own = json.loads((tmp_path / f"run-{rank}.json").read_text())
         assert own["rank"]["rank"] == rank
-        truth = json.loads((tmp_path / f"truth-{rank}.json").read_text())[own["warmup_steps"]:]
+        every = json.loads((tmp_path / f"truth-{rank}.json").read_text())
+        truth = every[own["warmup_steps"]:]
         assert len(truth) == own["steps"]
-        measured = own["phases"]["wait"]["mean_ms"]
         expected = statistics.mean(truth)
         assert expected > 0.5 * DELAY_MS  # the others were slow in 3 of 4 steps
-        assert abs(measured - expected) < 0.10 * expected, (rank, measured, expected)
+        # Step by step (the timeline keeps all 45): the truth's gap between the last gradient and
+        # steptrace opening `wait` is where a preempted rank (4 ranks on a busy 2-core machine)
+        # loses milliseconds in one step, so the median step is compared, not the mean.
+        kept = {s["index"]: s for s in own["timeline"]["steps"]}
+        errors = []
+        for index in range(own["warmup_steps"], len(every)):
+            waits = [p["end_ms"] - p["begin_ms"] for p in kept[index]["phases"] if p["name"] == "wait"]
+            assert len(waits) == 1, (rank, index, kept[index]["phases"])
+            errors.append(abs(waits[0] - every[index]))
+        assert statistics.median(errors) < 0.10 * expected, (rank, sorted(errors), expected)
+        # And the mean: what steptrace reports is the same steps' sum, whatever outlier they hold.
+        measured = own["phases"]["wait"]["mean_ms"]
+        timeline_mean = statistics.mean(
+            sum(p["end_ms"] - p["begin_ms"] for p in kept[i]["phases"] if p["name"] == "wait")
+            for i in range(own["warmup_steps"], len(every)))
+        assert measured == pytest.approx(timeline_mean, rel=1e-6)
 
 
 def test_crashed_rank_is_named_missing_and_costs_at_most_the_timeout(tmp_path):
