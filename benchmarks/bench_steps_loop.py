@@ -1,7 +1,7 @@
-"""The steps() loop before and after a change, side by side in one run: the loop of commit
-ca682ca (before torch.profiler annotation) against the installed one, interleaved, 9 rounds of
-200,000 empty steps each. Usage: git show ca682ca:python/steptrace/_loop.py > /tmp/old_loop.py;
-python benchmarks/bench_steps_loop.py /tmp/old_loop.py"""
+"""The steps() loop before and after a change, side by side in one run: an older _loop.py
+against the installed one, interleaved, 9 rounds of 200,000 empty steps each. Usage:
+git show REV:python/steptrace/_loop.py > /tmp/old_loop.py;
+python benchmarks/bench_steps_loop.py /tmp/old_loop.py REV"""
 import importlib.util, sys, time
 import steptrace
 from steptrace import _loop
@@ -15,8 +15,9 @@ def run(mod):
     for _ in mod.steps(core, range(N), None):
         pass
     return (time.perf_counter_ns() - s) / N
-res = {"before (ca682ca)": [], "after": []}
+before = f"before ({sys.argv[2] if len(sys.argv) > 2 else 'old'})"
+res = {before: [], "after": []}
 for _ in range(9):
-    res["before (ca682ca)"].append(run(old)); res["after"].append(run(_loop))
+    res[before].append(run(old)); res["after"].append(run(_loop))
 for k, v in res.items():
     v.sort(); print(f"steps() loop, empty body, {k:<18} median {v[4]:.0f} ns a step (min {v[0]:.0f})")

@@ -103,7 +103,9 @@ def test_input_fetched_before_the_step_is_claimed_by_it(tracer):
             spin(0.001)
     d = tracer.summary().to_dict()
     assert d["steps"] == 10
-    assert d["phases"]["input"]["mean_ms"] == pytest.approx(sum(fetched) * 100, rel=0.02)
+    # Medians: a preemption just outside a spin lengthens one call (as in the test above).
+    assert d["phases"]["input"]["p50_ms"] == pytest.approx(statistics.median(fetched) * 1000, rel=0.03)
+    assert d["phases"]["input"]["mean_ms"] >= 0.98 * sum(fetched) * 100
     assert d["unscoped_phases"] == {}
 
 
