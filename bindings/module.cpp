@@ -128,9 +128,7 @@ class loop_guard {
   loop_guard(tracer& t, const stream_arg& stream) : t_(&t), stream_(stream) {}
   loop_guard(const loop_guard&) = delete;
   loop_guard& operator=(const loop_guard&) = delete;
-  ~loop_guard() {
-    if (open_ != nothing && thread_ == std::this_thread::get_id()) close(true);  // the thread's state only
-  }
+  ~loop_guard() { close(true); }
 
   void fetch_begins(bool time_input) {
     input_ = time_input;
@@ -148,7 +146,10 @@ class loop_guard {
     t_->end_step(false);
   }
   // Ends what is open. A failed fetch is claimed by a failed step, so the step count sees it.
+  // Only on the thread that opened it: a tracer's state is per thread, and ending it from another
+  // thread would end that thread's own step.
   void close(bool failed) {
+    if (open_ != nothing && thread_ != std::this_thread::get_id()) return;
     if (open_ == fetching) {
       end_fetch();
       if (!failed) return;

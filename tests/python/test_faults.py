@@ -160,9 +160,24 @@ def test_a_loop_guard_that_goes_with_something_open_closes_it_as_failed(tracer):
     guard.step_ends()
     guard.close(True)
     del guard  # closed: nothing more
+    # Closed on another thread (a generator dropped there): that thread's own step is left alone.
+    import threading
+
+    guard = _core.LoopGuard(tracer._core)
+    guard.fetch_begins(False)
+    guard.step_begins()
+
+    def elsewhere():
+        with tracer.step():
+            guard.close(True)
+
+    other = threading.Thread(target=elsewhere)
+    other.start()
+    other.join()
+    guard.step_ends()
     d = tracer.summary().to_dict()
-    assert (d["steps"], d["failed_steps"]) == (2, 2)
-    assert d["phases"]["input"]["calls"] == 1  # counted steps only: the second loop's fetch
+    assert (d["steps"], d["failed_steps"]) == (4, 2)
+    assert d["phases"]["input"]["calls"] == 1  # counted steps only: the last loop's fetch
     assert (d["errors"]["nested_steps"], d["errors"]["unbalanced_phases"]) == (0, 0)
 
 
