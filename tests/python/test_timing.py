@@ -44,7 +44,9 @@ class Stamped:
 def test_phase_means_match_spin_waits_within_2_percent(tracer):
     steps = 30
     stamped = Stamped()
+    per_step = []  # each step's own truth, name -> seconds
     for _ in range(steps):
+        before = dict(stamped.totals)
         stamped.enter("step", tracer.step())
         stamped.enter("input", tracer.phase("input"))
         spin(0.002)
@@ -58,15 +60,26 @@ def test_phase_means_match_spin_waits_within_2_percent(tracer):
         stamped.leave(tracer.phase("compute"))
         spin(0.001)  # untraced: `other`
         stamped.leave(tracer.step())
+        one = {name: total - before.get(name, 0.0) for name, total in stamped.totals.items()}
+        one["other"] = one.pop("step") - one["input"] - one["compute"] - one["preprocess"]
+        per_step.append(one)
     truth = dict(stamped.totals)
     truth["other"] = truth.pop("step") - truth["input"] - truth["compute"] - truth["preprocess"]
     step_truth = sum(truth.values())
     d = tracer.summary().to_dict()
     assert d["steps"] == steps
+    # Each phase's median step within 2% of the truth's: the truth is stamped right beside each
+    # boundary, but a preemption in the sliver between a stamp and steptrace's own clock read
+    # lengthens one step (a 2.5% miss on the 0.5 ms phase in CI's quiet run), so the mean is held
+    # to 10%, which a phase counted twice or not made exclusive still fails.
     for name, total_s in truth.items():
-        assert d["phases"][name]["mean_ms"] == pytest.approx(total_s * 1000 / steps, rel=0.02), name
+        want = statistics.median(one[name] for one in per_step) * 1000
+        assert d["phases"][name]["p50_ms"] == pytest.approx(want, rel=0.02), name
+        assert d["phases"][name]["mean_ms"] == pytest.approx(total_s * 1000 / steps, rel=0.10), name
     assert sum(p["share"] for p in d["phases"].values()) == pytest.approx(1.0, abs=1e-9)
-    assert d["step_ms"]["mean"] == pytest.approx(step_truth * 1000 / steps, rel=0.02)
+    assert d["step_ms"]["p50"] == pytest.approx(statistics.median(sum(one.values()) for one in per_step) * 1000,
+                                                rel=0.02)
+    assert d["step_ms"]["mean"] == pytest.approx(step_truth * 1000 / steps, rel=0.10)
 
 
 def test_steps_charges_the_fetch_to_input(tracer):
