@@ -125,13 +125,12 @@ struct exclude_scope {
 // Python 3.9 and 3.10 allow between any two bytecodes. See docs/architecture.md, "Python loops".
 class loop_guard {
  public:
-  loop_guard(tracer& t, const stream_arg& stream) : t_(&t), stream_(stream) {}
+  loop_guard(tracer& t, const stream_arg& stream, bool time_input) : t_(&t), stream_(stream), input_(time_input) {}
   loop_guard(const loop_guard&) = delete;
   loop_guard& operator=(const loop_guard&) = delete;
   ~loop_guard() { close(true); }
 
-  void fetch_begins(bool time_input) {
-    input_ = time_input;
+  void fetch_begins() {
     if (input_) t_->begin_phase(builtin::input);
     mark(fetching);
   }
@@ -174,8 +173,8 @@ class loop_guard {
 
   tracer* t_;
   stream_arg stream_;
+  bool input_;  // the fetch is timed as `input` (not when an instrumented loader times its own)
   state open_ = nothing;
-  bool input_ = false;
   std::thread::id thread_;
 };
 
@@ -266,9 +265,9 @@ PYBIND11_MODULE(_core, m) {
       });
 
   py::class_<loop_guard>(m, "LoopGuard")
-      .def(py::init<tracer&, const stream_arg&>(), py::arg("tracer"), py::arg("stream") = py::none(),
-           py::keep_alive<1, 2>())
-      .def("fetch_begins", &loop_guard::fetch_begins, py::arg("time_input"))
+      .def(py::init<tracer&, const stream_arg&, bool>(), py::arg("tracer"), py::arg("stream") = py::none(),
+           py::arg("time_input") = true, py::keep_alive<1, 2>())
+      .def("fetch_begins", &loop_guard::fetch_begins)
       .def("step_begins", &loop_guard::step_begins)
       .def("step_ends", &loop_guard::step_ends)
       .def("close", &loop_guard::close, py::arg("failed"));

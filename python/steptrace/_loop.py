@@ -16,13 +16,13 @@ def steps(core: Any, iterable: Iterable[T], handle: Optional[int]) -> Iterator[T
     # The guard keeps what this loop has open (the fetch or the step), each move one C call, and
     # closes it as failed if this generator goes without its `finally` having run to the end
     # (an interrupt can cut it short on Python 3.9 and 3.10). See docs/architecture.md.
-    guard = _core.LoopGuard(core, handle)
+    guard = _core.LoopGuard(core, handle, time_input)
     failed = False
     annotated = False  # a torch.profiler session records: steps and fetches are ranges in its trace
     try:
         while True:
             annotated = _annotate.active  # read once a step
-            guard.fetch_begins(time_input)
+            guard.fetch_begins()
             if annotated and time_input:
                 _annotate.begin(it, "input")
             try:

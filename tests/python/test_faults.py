@@ -146,16 +146,16 @@ def test_a_loop_guard_that_goes_with_something_open_closes_it_as_failed(tracer):
     from steptrace import _core
 
     guard = _core.LoopGuard(tracer._core)
-    guard.fetch_begins(True)
+    guard.fetch_begins()
     guard.step_begins()
     del guard  # a step open
     with tracer.step():  # no StepError: nothing was left open
         pass
     guard = _core.LoopGuard(tracer._core)
-    guard.fetch_begins(True)
+    guard.fetch_begins()
     del guard  # a fetch open: its input ends, and a failed step claims it
     guard = _core.LoopGuard(tracer._core)
-    guard.fetch_begins(True)
+    guard.fetch_begins()
     guard.step_begins()
     guard.step_ends()
     guard.close(True)
@@ -163,8 +163,8 @@ def test_a_loop_guard_that_goes_with_something_open_closes_it_as_failed(tracer):
     # Closed on another thread (a generator dropped there): that thread's own step is left alone.
     import threading
 
-    guard = _core.LoopGuard(tracer._core)
-    guard.fetch_begins(False)
+    guard = _core.LoopGuard(tracer._core, time_input=False)
+    guard.fetch_begins()
     guard.step_begins()
 
     def elsewhere():
