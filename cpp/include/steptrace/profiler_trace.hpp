@@ -2,11 +2,14 @@
 //
 //   steptrace::summary s = steptrace::read_profiler_trace("worker0.pt.trace.json.gz");
 //   std::cout << s.table();          // the same table, JSON, diagnosis and timeline as a live run
+//   auto served = steptrace::read_profiler_trace("server.json.gz", {"execute_model"});  // named steps
 //
 // The trace's host ops and runtime calls become the steps and phases a live run records, its
-// kernels, copies and memsets the device records, and the one analysis runs on them: each
-// ProfilerStep#N is a step (the first, whose device work began before the trace, is warm-up).
-// Plain or gzip-compressed JSON, read in chunks: a trace of any size is never held whole.
+// kernels, copies and memsets the device records, and the one analysis runs on them. The steps
+// are, in order: steptrace's own annotations; the ranges named by `trace_options::step`; the
+// ProfilerStep#N ranges; else the whole trace as one window (summary::windows). The first step is
+// warm-up only when its device was still running work launched before the trace and others exist.
+// Plain or gzip-compressed JSON, from a file or a pipe, read in chunks: never held whole.
 #pragma once
 
 #include <string>
@@ -16,8 +19,15 @@
 
 namespace steptrace {
 
+struct trace_options {
+  // A host range whose occurrences on its busiest thread are the steps ("execute_model", a
+  // record_function range, a module's forward); empty: the order above.
+  std::string step;
+};
+
 // Throws std::invalid_argument, naming the file and the problem, for a file that cannot be
-// read, is not JSON or not a Chrome trace, is cut short, or holds no steps.
-STEPTRACE_API summary read_profiler_trace(const std::string& path);
+// read, is not JSON or not a Chrome trace, is cut short, holds no host events, or lacks the
+// range `options.step` names.
+STEPTRACE_API summary read_profiler_trace(const std::string& path, const trace_options& options = {});
 
 }  // namespace steptrace

@@ -149,6 +149,9 @@ class STEPTRACE_API summary {
   std::uint64_t warmup_steps = 0;   // recorded but kept out of the statistics
   std::uint64_t failed_steps = 0;   // ended by an exception; kept out of the statistics
   std::uint64_t threads = 0;        // threads that completed at least one step
+  // Read from a trace that has no steps: its one "step" is a window of the trace (the whole
+  // trace), and every output calls it a window.
+  bool windows = false;
   double wall_ms = 0;               // first counted step start to last counted step end
   stat_ms step_ms;
   // Steps given a CUDA stream: device time per step, from CUDA events (from the event at its

@@ -13,7 +13,8 @@ struct interval {
 };
 
 bool occupies_device(const device_record& r) {
-  return r.kind == device_activity::kernel || r.kind == device_activity::memcpy || r.kind == device_activity::memset;
+  return r.kind == device_activity::kernel || r.kind == device_activity::memcpy || r.kind == device_activity::memset ||
+         r.kind == device_activity::untraced;
 }
 
 // Adds the part of [begin, end) that overlaps each host segment to idle[segment.phase].
@@ -66,6 +67,7 @@ void count(step_device_view& v, const device_record& r) {
       v.mem_ops.emplace_back(r.start, r.freed ? -static_cast<std::int64_t>(r.bytes) : static_cast<std::int64_t>(r.bytes));
       break;
     case device_activity::memset:
+    case device_activity::untraced:
       break;
   }
 }

@@ -7,7 +7,9 @@ namespace steptrace::detail {
 
 // memory: an allocation or release of device memory through CUDA (cudaMalloc, cudaFree, the
 // stream-ordered pools), a point in time (start == end) that names no stream.
-enum class device_activity : std::uint8_t { kernel, memcpy, memset, sync, memory };
+// untraced: a span in which a profiler's trace shows the device busy with work the trace does not
+// hold (launched before the profiler started): busy time, and nothing else.
+enum class device_activity : std::uint8_t { kernel, memcpy, memset, sync, memory, untraced };
 // The streams one thread can name for its steps' device view (gpu/stream_ids.hpp).
 inline constexpr std::uint32_t max_thread_streams = 64;
 

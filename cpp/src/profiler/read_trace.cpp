@@ -7,9 +7,11 @@
 #include "analysis/aggregate.hpp"
 #include "analysis/flight_recorder.hpp"
 #include "analysis/step_builder.hpp"
+#include "base/utf8.hpp"
 #include "profiler/byte_source.hpp"
 #include "profiler/trace_events.hpp"
 #include "profiler/trace_rules.hpp"
+#include "profiler/trace_summary.hpp"
 #include "report/report.hpp"
 #include "steptrace/profiler_trace.hpp"
 
@@ -38,10 +40,30 @@ class trace_sink final : public step_sink {
   flight_recorder& timeline_;
 };
 
+std::string steps_said(const trace_reading& r) {
+  switch (r.source) {
+    case step_source::own_annotations: return fmt::format("{} steps from steptrace's own annotations", r.steps);
+    case step_source::named_range:
+      return fmt::format("{} steps, each a `{}` range", r.steps, escaped_utf8(r.step_name));
+    case step_source::profiler_steps: return fmt::format("{} steps", r.steps);
+    case step_source::whole_trace: break;
+  }
+  return "no steps in it: the whole trace is one window (--step NAME makes each range of that name a step)";
+}
+
 std::string backend_reason(const std::string& path, const trace_events& t, const trace_reading& r, const summary& s) {
-  std::string reason = fmt::format("read from the torch.profiler trace {} ({} steps{})", path, r.steps,
-                                   r.own_annotations ? ", steps and phases from steptrace's own annotations" : "");
+  std::string reason = fmt::format("read from the torch.profiler trace {} ({})", path, steps_said(r));
   if (const std::string* gpu = s.fact("gpu.name")) reason += fmt::format("; device: {}", *gpu);
+  if (r.untraced_ns) {
+    reason += r.warmup_steps
+                  ? fmt::format("; the first step is left out as warm-up: its device ran work launched before the trace "
+                                "for {} ms",
+                                format_ms(static_cast<double>(r.untraced_ns) / 1e6))
+                  : fmt::format("; the device ran work launched before the trace for {} ms of the first {}: counted "
+                                "busy, not idle",
+                                format_ms(static_cast<double>(r.untraced_ns) / 1e6),
+                                r.source == step_source::whole_trace ? "window" : "step");
+  }
   if (!r.has_device) reason += "; the trace holds no GPU activity: host view only";
   if (r.has_device && r.steps_without_device) {
     reason += fmt::format("; {} of {} steps have no device activity at all", r.steps_without_device, r.steps);
@@ -61,13 +83,8 @@ std::string backend_reason(const std::string& path, const trace_events& t, const
 }
 
 }  // namespace
-}  // namespace detail
 
-summary read_profiler_trace(const std::string& path) {
-  using namespace detail;
-  const auto source = open_trace_file(path);
-  const trace_events events = read_trace_events(*source, path);
-  const trace_reading reading = apply_trace_rules(events, path);
+summary summarise_trace(const trace_events& events, const trace_reading& reading, const std::string& path) {
 
   aggregate totals;
   totals.set_tick_clock(&same_ns);
@@ -77,7 +94,7 @@ summary read_profiler_trace(const std::string& path) {
   }
   flight_recorder timeline;
   trace_sink sink(totals, timeline);
-  step_builder builder(1, 0);  // the first traced step is warm-up: its device work began earlier
+  step_builder builder(reading.warmup_steps, 0);  // warm-up by evidence (trace_rules.hpp)
   builder.set_max_segments(SIZE_MAX);
   builder.keep_segments(reading.has_device);
   builder.keep_spans(true);
@@ -92,6 +109,7 @@ summary read_profiler_trace(const std::string& path) {
   totals.fill(out, 1.0);
   timeline.fill(out.timeline, totals.run_begin(), 1.0, &same_ns);
   out.errors.unbalanced_phases = builder.unbalanced();
+  out.windows = reading.source == step_source::whole_trace;
   out.facts = reading.facts;
   if (events.rank) {
     rank_info who;
@@ -105,6 +123,15 @@ summary read_profiler_trace(const std::string& path) {
   out.backend.reason = backend_reason(path, events, reading, out);
   complete(out);
   return out;
+}
+
+}  // namespace detail
+
+summary read_profiler_trace(const std::string& path, const trace_options& options) {
+  using namespace detail;
+  const auto source = open_trace_file(path);
+  const trace_events events = read_trace_events(*source, path);
+  return summarise_trace(events, apply_trace_rules(events, path, step_window::profiler_step, options.step), path);
 }
 
 }  // namespace steptrace

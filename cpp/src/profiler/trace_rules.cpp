@@ -6,9 +6,10 @@
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "profiler/host_forest.hpp"
+#include "profiler/trace_device.hpp"
+#include "profiler/trace_names.hpp"
 #include "steptrace/phase.hpp"
 
 namespace steptrace::detail {
@@ -17,18 +18,6 @@ namespace {
 constexpr std::uint32_t none = 0xffffffffu;
 constexpr std::size_t max_custom_phases = 64;  // record_function names a trace may add as phases
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool ends_with(std::string_view s, std::string_view p) { return s.size() >= p.size() && s.substr(s.size() - p.size()) == p; }
-
-bool is_step_name(std::string_view n) { return starts_with(n, "ProfilerStep#"); }
-bool is_sync(std::string_view n) {
-  return n == "cudaStreamSynchronize" || n == "cudaDeviceSynchronize" || n == "cudaEventSynchronize" ||
-         n == "cuStreamSynchronize" || n == "cuCtxSynchronize" || n == "cuEventSynchronize";
-}
-bool is_copy_op(std::string_view n) { return n == "aten::to" || n == "aten::_to_copy" || n == "aten::copy_"; }
-bool is_input_op(std::string_view n) {
-  return (starts_with(n, "enumerate(DataLoader)#") && ends_with(n, "__next__")) || starts_with(n, "enumerate(DataPipe)#");
-}
 bool is_host_node(const trace_event& e) {
   return e.cat == event_cat::op || e.cat == event_cat::user_annotation || e.cat == event_cat::runtime;
 }
@@ -37,24 +26,24 @@ bool is_builtin(std::uint32_t id) {
          id == builtin::wait.value;
 }
 
-copy_kind copy_of(std::string_view name) {
-  if (name.find("HtoD") != std::string_view::npos) return copy_kind::h2d;
-  if (name.find("DtoH") != std::string_view::npos) return copy_kind::d2h;
-  if (name.find("DtoD") != std::string_view::npos) return copy_kind::d2d;
-  return copy_kind::other;
-}
-
 class rules {
  public:
-  rules(const trace_events& t, const std::string& name, step_window window) : t_(t), name_(name), window_(window) {}
+  rules(const trace_events& t, const std::string& name, step_window window, const std::string& step_name)
+      : t_(t), name_(name), window_(window), step_name_(step_name) {}
 
   trace_reading run() {
-    find_steps();
-    find_device();
-    for (const trace_event* s : steps_) windows_.push_back({s->ts, s->ts + s->dur, 0});
+    const step_choice choice = choose_steps(t_, name_, step_name_);
+    out_.source = choice.source;
+    out_.step_name = choice.source == step_source::named_range ? step_name_ : std::string();
+    out_.steps = choice.steps.size();
+    pid_ = choice.pid;
+    tid_ = choice.tid;
+    device_ = find_device(t_);
+    out_.has_device = device_.present;
+    for (const step_interval& s : choice.steps) windows_.push_back({s.begin, s.end, 0});
     if (window_ == step_window::tensorboard_plugin) stretch_windows();
     collect_host_nodes();
-    if (out_.own_annotations) {
+    if (out_.source == step_source::own_annotations) {
       emit_own();
     } else {
       categorise_all();
@@ -74,66 +63,12 @@ class rules {
 
   std::string_view name_of(const trace_event& e) const { return t_.names[e.name]; }
 
-  void find_steps() {
-    std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> own, profiler;
-    const std::string own_step = std::string(annotation_prefix) + "step";
-    for (const trace_event& e : t_.events) {
-      if (e.cat == event_cat::user_annotation && name_of(e) == own_step) ++own[{e.pid, e.tid}];
-      if ((e.cat == event_cat::op || e.cat == event_cat::user_annotation) && is_step_name(name_of(e))) {
-        ++profiler[{e.pid, e.tid}];
-      }
-    }
-    out_.own_annotations = !own.empty();
-    const auto& counts = out_.own_annotations ? own : profiler;
-    if (counts.empty()) {
-      throw std::invalid_argument(name_ +
-                                  ": no steps: the trace has no ProfilerStep#N ranges (record with "
-                                  "torch.profiler.profile(schedule=...) and call prof.step() every iteration)");
-    }
-    auto best = counts.begin();
-    for (auto it = counts.begin(); it != counts.end(); ++it) {
-      if (it->second > best->second) best = it;
-    }
-    pid_ = best->first.first;
-    tid_ = best->first.second;
-    for (const trace_event& e : t_.events) {
-      if (e.pid != pid_ || e.tid != tid_) continue;
-      const bool step = out_.own_annotations ? e.cat == event_cat::user_annotation && name_of(e) == own_step
-                                             : (e.cat == event_cat::op || e.cat == event_cat::user_annotation) &&
-                                                   is_step_name(name_of(e));
-      if (step) steps_.push_back(&e);
-    }
-    std::stable_sort(steps_.begin(), steps_.end(), [](const trace_event* a, const trace_event* b) { return a->ts < b->ts; });
-    std::vector<const trace_event*> kept;  // a step nested in or overlapping an earlier one is dropped
-    for (const trace_event* s : steps_) {
-      if (kept.empty() || s->ts >= kept.back()->ts + kept.back()->dur) kept.push_back(s);
-    }
-    steps_ = std::move(kept);
-    out_.steps = steps_.size();
-  }
-
-  void find_device() {
-    std::map<std::uint32_t, std::uint64_t> kernels;
-    for (const trace_event& e : t_.events) {
-      if (e.cat == event_cat::kernel) ++kernels[e.pid];
-    }
-    for (const auto& [pid, n] : kernels) {
-      if (!out_.has_device || n > kernels[device_pid_]) device_pid_ = pid;
-      out_.has_device = true;
-    }
-    for (const trace_event& e : t_.events) {
-      if (out_.has_device && e.pid == device_pid_ && e.cat == event_cat::memcpy && e.correlation != 0) {
-        copy_by_correlation_[e.correlation] = copy_of(name_of(e));
-      }
-    }
-  }
-
   // The plugin's windows: each step ends where the device work launched inside it ends (if
   // later), and starts where the step before ended (if later).
   void stretch_windows() {
     std::unordered_map<std::uint64_t, std::uint64_t> device_end;  // by correlation
     for (const trace_event& e : t_.events) {
-      if (out_.has_device && e.pid == device_pid_ && e.correlation != 0 &&
+      if (device_.present && e.pid == device_.pid && e.correlation != 0 &&
           (e.cat == event_cat::kernel || e.cat == event_cat::memcpy || e.cat == event_cat::memset)) {
         auto& end = device_end[e.correlation];
         end = std::max(end, e.ts + e.dur);
@@ -161,19 +96,19 @@ class rules {
     }
   }
 
+  // The main pid's host nodes by thread; the step ranges themselves are not nodes.
   void collect_host_nodes() {
-    const std::string own_step = std::string(annotation_prefix) + "step";
     std::map<std::uint32_t, std::vector<const trace_event*>> by_thread;
     for (const trace_event& e : t_.events) {
       if (e.pid != pid_ || e.tid_negative || !is_host_node(e)) continue;
       const std::string_view n = name_of(e);
-      if (out_.own_annotations) {
+      if (out_.source == step_source::own_annotations) {
         if (e.tid == tid_ && e.cat == event_cat::user_annotation && starts_with(n, annotation_prefix)) {
           by_thread[e.tid].push_back(&e);
         }
         continue;
       }
-      if (is_step_name(n)) continue;
+      if (is_profiler_step(n) || (out_.source == step_source::named_range && e.tid == tid_ && n == step_name_)) continue;
       by_thread[e.tid].push_back(&e);
     }
     for (auto& [tid, nodes] : by_thread) {
@@ -203,19 +138,21 @@ class rules {
     return id;
   }
 
-  std::uint32_t own_phase(const trace_event& e) {
+  // `main_thread`: a collective on another thread is the host waiting for the other ranks.
+  std::uint32_t own_phase(const trace_event& e, bool main_thread) {
     const std::string_view n = name_of(e);
     if (e.cat == event_cat::runtime) {
       if (is_sync(n)) return builtin::wait.value;
       if (e.correlation != 0) {
-        const auto it = copy_by_correlation_.find(e.correlation);
-        if (it != copy_by_correlation_.end() && it->second == copy_kind::h2d) return builtin::h2d.value;
-        if (it != copy_by_correlation_.end() && it->second == copy_kind::d2h) return builtin::wait.value;
+        const auto it = device_.copy_by_correlation.find(e.correlation);
+        if (it != device_.copy_by_correlation.end() && it->second == copy_kind::h2d) return builtin::h2d.value;
+        if (it != device_.copy_by_correlation.end() && it->second == copy_kind::d2h) return builtin::wait.value;
       }
       return none;
     }
     if (is_input_op(n)) return builtin::input.value;
-    if (n == "aten::item" || n == "aten::_local_scalar_dense") return builtin::wait.value;
+    if (is_item_op(n)) return builtin::wait.value;
+    if (!main_thread && is_collective(n)) return builtin::wait.value;
     if (e.cat == event_cat::user_annotation) {
       return starts_with(n, annotation_prefix) ? annotated_phase(n) : custom_phase(n);
     }
@@ -224,7 +161,7 @@ class rules {
 
   // `steptrace:<phase>`: the phase steptrace recorded (none for `steptrace:step`).
   std::uint32_t annotated_phase(std::string_view n) {
-    const std::string_view phase = n.substr(std::string_view(annotation_prefix).size());
+    const std::string_view phase = n.substr(annotation_prefix.size());
     if (phase == "step") return none;
     if (phase == "input") return builtin::input.value;
     if (phase == "h2d") return builtin::h2d.value;
@@ -233,11 +170,11 @@ class rules {
     return custom_phase(phase);
   }
 
-  void categorise(forest& f) {
+  void categorise(forest& f, bool main_thread) {
     const std::size_t n = f.node.size();
     f.own.resize(n);
     f.kind.resize(n);
-    for (std::size_t i = 0; i < n; ++i) f.own[i] = own_phase(*f.node[i]);
+    for (std::size_t i = 0; i < n; ++i) f.own[i] = own_phase(*f.node[i], main_thread);
     // Copy ops take the phase of the copies they launch: children come after their parents.
     enum : std::uint8_t { found_h2d = 1, found_wait = 2 };
     std::vector<std::uint8_t> found(n, 0);
@@ -259,8 +196,8 @@ class rules {
   }
 
   void categorise_all() {
-    categorise(*main_);
-    for (forest& f : others_) categorise(f);
+    categorise(*main_, true);
+    for (forest& f : others_) categorise(f, false);
   }
 
   // The other threads' innermost phases as one tiling of the time any of them covers: where
@@ -363,14 +300,13 @@ class rules {
   // steptrace's own annotations: the records the live path wrote, rebuilt from their ranges.
   void emit_own() {
     const forest& f = *main_;
-    const std::string own_step = std::string(annotation_prefix) + "step";
     std::vector<std::uint32_t> ids(f.node.size(), none);
     for (std::uint32_t i = 0; i < f.node.size(); ++i) ids[i] = annotated_phase(name_of(*f.node[i]));
     for (std::uint32_t r : f.roots) {
       f.walk(
           r,
           [&](std::uint32_t i) {
-            if (name_of(*f.node[i]) == own_step) {
+            if (name_of(*f.node[i]) == own_step_name) {
               push(f.begin[i], record_kind::step_begin, 0);
             } else if (ids[i] != none) {
               push(f.begin[i], record_kind::phase_begin, ids[i]);
@@ -378,7 +314,7 @@ class rules {
             return true;
           },
           [&](std::uint32_t i) {
-            if (name_of(*f.node[i]) == own_step) {
+            if (name_of(*f.node[i]) == own_step_name) {
               push(f.end[i], record_kind::step_end, 0);
             } else if (ids[i] != none) {
               push(f.end[i], record_kind::phase_end, ids[i]);
@@ -387,62 +323,29 @@ class rules {
     }
   }
 
+  // The device records, and the evidence for warm-up: the first step's device still busy with
+  // work launched before the trace. That span is busy (never idle time of a host phase); the
+  // first step is left out when other steps exist.
   void collect_device() {
-    std::unordered_set<std::uint64_t> launched;
-    for (const trace_event& e : t_.events) {
-      if (e.pid == pid_ && e.cat == event_cat::runtime) {
-        if (e.correlation != 0) launched.insert(e.correlation);
-        if (is_sync(name_of(e))) {
-          device_record r;
-          r.kind = device_activity::sync;
-          r.start = e.ts;
-          r.end = e.ts + e.dur;
-          out_.device.push_back(r);
-        }
-      }
-    }
-    for (const trace_event& e : t_.events) {
-      if (!out_.has_device || e.pid != device_pid_) continue;
+    std::vector<step_interval> steps;
+    for (const segment& w : windows_) steps.push_back({w.begin, w.end});
+    device_reading d = read_device(t_, device_, pid_, steps);
+    out_.device = std::move(d.records);
+    out_.kernels_without_launch = d.kernels_without_launch;
+    out_.steps_without_device = d.steps_without_device;
+    if (steps.empty()) return;
+    const std::vector<step_interval> untraced = untraced_busy(t_, device_, pid_, out_.device, steps.front());
+    if (untraced.empty()) return;
+    out_.warmup_steps = steps.size() > 1 ? 1 : 0;
+    for (const step_interval& s : untraced) {
       device_record r;
-      switch (e.cat) {
-        case event_cat::kernel: r.kind = device_activity::kernel; break;
-        case event_cat::memcpy: r.kind = device_activity::memcpy; break;
-        case event_cat::memset: r.kind = device_activity::memset; break;
-        default: continue;
-      }
-      const std::string_view n = name_of(e);
-      if (r.kind == device_activity::memcpy) {
-        r.copy = copy_of(n);
-        r.pageable = n.find("Pageable") != std::string_view::npos;
-      }
-      r.nccl = r.kind == device_activity::kernel && starts_with(n, "nccl");
-      r.device = e.device;
-      r.context = e.context;
-      r.stream = e.stream;
-      r.start = e.ts;
-      r.end = e.ts + e.dur;
-      r.bytes = e.bytes;
-      out_.device.push_back(r);
-      if (r.kind == device_activity::kernel && (e.correlation == 0 || launched.count(e.correlation) == 0)) {
-        ++out_.kernels_without_launch;
-      }
-    }
-    std::stable_sort(out_.device.begin(), out_.device.end(),
-                     [](const device_record& a, const device_record& b) { return a.start < b.start; });
-    // Steps in which the device did nothing at all (no record starts or runs in them).
-    std::vector<std::uint64_t> starts;
-    std::uint64_t reach = 0;
-    std::vector<std::uint64_t> reach_by;  // the latest end among records up to each
-    for (const device_record& r : out_.device) {
-      if (r.kind == device_activity::sync) continue;
-      starts.push_back(r.start);
-      reach = std::max(reach, r.end);
-      reach_by.push_back(reach);
-    }
-    for (const segment& w : windows_) {
-      const std::uint64_t a = w.begin, b = w.end;
-      const auto k = std::lower_bound(starts.begin(), starts.end(), b) - starts.begin();
-      if (k == 0 || reach_by[static_cast<std::size_t>(k) - 1] <= a) ++out_.steps_without_device;
+      r.kind = device_activity::untraced;
+      r.start = s.begin;
+      r.end = s.end;
+      out_.untraced_ns += s.end - s.begin;
+      out_.device.insert(std::upper_bound(out_.device.begin(), out_.device.end(), r,
+                                          [](const device_record& x, const device_record& y) { return x.start < y.start; }),
+                         r);
     }
   }
 
@@ -474,11 +377,11 @@ class rules {
   const trace_events& t_;
   const std::string& name_;
   step_window window_;
+  const std::string& step_name_;
   trace_reading out_;
   std::vector<segment> windows_;  // the steps' [begin, end); `phase` unused
-  std::uint32_t pid_ = 0, tid_ = 0, device_pid_ = 0;
-  std::vector<const trace_event*> steps_;
-  std::unordered_map<std::uint64_t, copy_kind> copy_by_correlation_;
+  std::uint32_t pid_ = 0, tid_ = 0;
+  trace_device device_;
   std::unique_ptr<forest> main_;
   std::vector<forest> others_;
   std::vector<segment> fill_;
@@ -487,8 +390,9 @@ class rules {
 
 }  // namespace
 
-trace_reading apply_trace_rules(const trace_events& t, const std::string& name, step_window window) {
-  return rules(t, name, window).run();
+trace_reading apply_trace_rules(const trace_events& t, const std::string& name, step_window window,
+                                const std::string& step_name) {
+  return rules(t, name, window, step_name).run();
 }
 
 }  // namespace steptrace::detail

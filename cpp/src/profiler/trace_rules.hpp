@@ -1,15 +1,19 @@
 // Internal (not public API): a torch.profiler trace as the records the live path produces.
 // The rules (docs/architecture.md, "Reading torch.profiler traces"):
-// - steps: the ProfilerStep#N ranges of the thread that has most of them (or, when the trace
-//   holds steptrace's own `steptrace:step` annotations, those, with their `steptrace:<phase>`
-//   ranges as the phases: the live rules then apply to them unchanged);
+// - steps (profiler/trace_steps.hpp): steptrace's own `steptrace:step` annotations, with their
+//   `steptrace:<phase>` ranges as the phases (the live rules then apply to them unchanged); else
+//   the ranges the user names; else the ProfilerStep#N ranges; else the whole trace as one window;
+// - warm-up by evidence: the first step is left out only when its device was still busy with
+//   work launched before the trace and other steps exist; a trace's only step always counts, the
+//   untraced busy span kept out of its idle time;
 // - phases: the innermost categorised host node decides: `input` for DataLoader/DataPipe
 //   fetches, `h2d` for a runtime call whose copy is host-to-device and the copy ops around it,
 //   `wait` for blocking syncs, .item() and device-to-host copies; any other op takes its nearest
 //   categorised ancestor's phase, else `compute`; record_function ranges are custom phases.
 //   Main-thread time in no node takes the innermost phase of the process's other threads
-//   (autograd's backward), else it is `other`;
-// - device: kernels, copies and memsets of the GPU with the most kernels, and the blocking syncs.
+//   (autograd's backward; a collective there is `wait`), else it is `other`;
+// - device (profiler/trace_device.hpp): kernels, copies and memsets of the GPU with the most
+//   kernels, and the blocking syncs.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +23,7 @@
 
 #include "gpu/device_record.hpp"
 #include "profiler/trace_events.hpp"
+#include "profiler/trace_steps.hpp"
 #include "steptrace/detail/ring.hpp"
 
 namespace steptrace::detail {
@@ -27,25 +32,26 @@ struct trace_reading {
   std::vector<record> records;         // one thread's, in order; ticks are the trace's ns
   std::vector<device_record> device;   // sorted by start
   bool has_device = false;             // the trace holds device activity
-  bool own_annotations = false;        // steps and phases from steptrace's own annotations
-  std::uint64_t steps = 0;             // steps found (the first is warm-up)
+  step_source source = step_source::profiler_steps;
+  std::string step_name;               // the range the user named, for a named_range source
+  std::uint64_t steps = 0;             // steps found (windows for a whole_trace source)
+  std::uint32_t warmup_steps = 0;      // 1 when the first step is left out (by evidence), else 0
+  std::uint64_t untraced_ns = 0;       // of the first step: busy with work launched before the trace
   std::uint64_t steps_without_device = 0;
   std::uint64_t kernels_without_launch = 0;  // a sampled trace: kernels whose launch is absent
   std::uint64_t custom_phases_folded = 0;    // record_function names past the cap, folded in
   std::vector<std::pair<std::string, std::string>> facts;
 };
 
-// A step's window: the ProfilerStep#N range itself; or, to compare with the TensorBoard
-// profiler plugin's overview, the plugin's window: from the end of the step before to the end
-// of the device work launched inside the range, whichever is later.
+// A step's window: the step's range itself; or, to compare with the TensorBoard profiler
+// plugin's overview, the plugin's window: from the end of the step before to the end of the
+// device work launched inside the range, whichever is later.
 enum class step_window : std::uint8_t { profiler_step, tensorboard_plugin };
 
-// Throws std::invalid_argument naming `name` when the trace has no steps.
+// `step_name`: a range whose occurrences are the steps ("" for the default order). Throws
+// std::invalid_argument naming `name` when that range does not occur or the trace has no host
+// events.
 trace_reading apply_trace_rules(const trace_events& t, const std::string& name,
-                                step_window window = step_window::profiler_step);
-
-// The prefix of steptrace's own annotations in a profiler's trace: `steptrace:step` for a step,
-// `steptrace:<phase>` for a phase.
-inline constexpr const char* annotation_prefix = "steptrace:";
+                                step_window window = step_window::profiler_step, const std::string& step_name = "");
 
 }  // namespace steptrace::detail

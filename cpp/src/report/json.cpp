@@ -280,6 +280,7 @@ std::string summary::json() const {
       {"warmup_steps", warmup_steps},
       {"failed_steps", failed_steps},
       {"threads", threads},
+      {"windows", windows},
       {"requests", requests},
       {"wall_ms", wall_ms},
       {"step_ms", stat_json(step_ms)},
@@ -344,6 +345,10 @@ summary summary::from_json(std::string_view text) {
     s.warmup_steps = count_at(doc, "warmup_steps");
     s.failed_steps = count_at(doc, "failed_steps");
     s.threads = count_at(doc, "threads");
+    if (doc.contains("windows")) {
+      if (!doc.at("windows").is_boolean()) throw std::invalid_argument("\"windows\" is not true or false");
+      s.windows = doc.at("windows").get<bool>();
+    }
     s.wall_ms = number_at(doc, "wall_ms");
     s.step_ms = stat_from(doc.at("step_ms"));
     if (doc.contains("step_device_ms")) {

@@ -183,12 +183,15 @@ std::string summary::table() const {
     if (requests == steps) {  // a server's requests, which cross threads: no thread count
       line("{} requests ({} warm-up and {} failed not counted){}, {} s of wall time", steps, warmup_steps, failed_steps,
            batches ? fmt::format(" served in {} batches", batches->batches) : std::string(), ms(wall_ms / 1000));
+    } else if (windows) {  // a trace without steps: its window, diagnosed as a step
+      line("{} window{} of a trace without steps (the whole trace), {} s: figures are of the window, not of a step",
+           steps, steps == 1 ? "" : "s", ms(wall_ms / 1000));
     } else {
       line("{} steps ({} warm-up and {} failed not counted) on {} thread{}, {} s of wall time", steps, warmup_steps,
            failed_steps, threads, threads == 1 ? "" : "s", ms(wall_ms / 1000));
     }
-    line("step       mean {} ms   p50 {}   p95 {}   p99 {}   max {}", ms(step_ms.mean), ms(step_ms.p50),
-         ms(step_ms.p95), ms(step_ms.p99), ms(step_ms.max));
+    line("{}     mean {} ms   p50 {}   p95 {}   p99 {}   max {}", windows ? "window" : "step  ", ms(step_ms.mean),
+         ms(step_ms.p50), ms(step_ms.p95), ms(step_ms.p99), ms(step_ms.max));
     line("");
     // The name column fits the longest name (record_function names from a trace run long), up to
     // a bound past which a name is cut, so the figures stay in their columns.

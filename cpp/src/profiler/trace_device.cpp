@@ -1,0 +1,139 @@
+#include "profiler/trace_device.hpp"
+
+#include <algorithm>
+#include <map>
+#include <unordered_set>
+
+#include "profiler/trace_names.hpp"
+
+namespace steptrace::detail {
+namespace {
+
+bool is_device_work(event_cat c) { return c == event_cat::kernel || c == event_cat::memcpy || c == event_cat::memset; }
+
+}  // namespace
+
+trace_device find_device(const trace_events& t) {
+  trace_device d;
+  std::map<std::uint32_t, std::uint64_t> kernels;
+  for (const trace_event& e : t.events) {
+    if (e.cat == event_cat::kernel) ++kernels[e.pid];
+  }
+  for (const auto& [pid, n] : kernels) {
+    if (!d.present || n > kernels[d.pid]) d.pid = pid;
+    d.present = true;
+  }
+  for (const trace_event& e : t.events) {
+    if (d.present && e.pid == d.pid && e.cat == event_cat::memcpy && e.correlation != 0) {
+      d.copy_by_correlation[e.correlation] = copy_of(t.names[e.name]);
+    }
+  }
+  return d;
+}
+
+device_reading read_device(const trace_events& t, const trace_device& device, std::uint32_t pid,
+                           const std::vector<step_interval>& steps) {
+  device_reading out;
+  std::unordered_set<std::uint64_t> launched;
+  for (const trace_event& e : t.events) {
+    if (e.pid != pid || e.cat != event_cat::runtime) continue;
+    if (e.correlation != 0) launched.insert(e.correlation);
+    if (is_sync(t.names[e.name])) {
+      device_record r;
+      r.kind = device_activity::sync;
+      r.start = e.ts;
+      r.end = e.ts + e.dur;
+      out.records.push_back(r);
+    }
+  }
+  for (const trace_event& e : t.events) {
+    if (!device.present || e.pid != device.pid || !is_device_work(e.cat)) continue;
+    device_record r;
+    r.kind = e.cat == event_cat::kernel ? device_activity::kernel
+             : e.cat == event_cat::memcpy ? device_activity::memcpy
+                                          : device_activity::memset;
+    const std::string_view n = t.names[e.name];
+    if (r.kind == device_activity::memcpy) {
+      r.copy = copy_of(n);
+      r.pageable = n.find("Pageable") != std::string_view::npos;
+    }
+    r.nccl = r.kind == device_activity::kernel && is_nccl_kernel(n);
+    r.device = e.device;
+    r.context = e.context;
+    r.stream = e.stream;
+    r.start = e.ts;
+    r.end = e.ts + e.dur;
+    r.bytes = e.bytes;
+    out.records.push_back(r);
+    if (r.kind == device_activity::kernel && (e.correlation == 0 || launched.count(e.correlation) == 0)) {
+      ++out.kernels_without_launch;
+    }
+  }
+  std::stable_sort(out.records.begin(), out.records.end(),
+                   [](const device_record& a, const device_record& b) { return a.start < b.start; });
+  // Steps in which the device did nothing at all (no record starts or runs in them).
+  std::vector<std::uint64_t> starts, reach_by;  // reach_by: the latest end among records up to each
+  std::uint64_t reach = 0;
+  for (const device_record& r : out.records) {
+    if (r.kind == device_activity::sync) continue;
+    starts.push_back(r.start);
+    reach = std::max(reach, r.end);
+    reach_by.push_back(reach);
+  }
+  for (const step_interval& w : steps) {
+    const auto k = std::lower_bound(starts.begin(), starts.end(), w.end) - starts.begin();
+    if (k == 0 || reach_by[static_cast<std::size_t>(k) - 1] <= w.begin) ++out.steps_without_device;
+  }
+  return out;
+}
+
+std::vector<step_interval> untraced_busy(const trace_events& t, const trace_device& device, std::uint32_t pid,
+                                         const std::vector<device_record>& records, step_interval step) {
+  std::vector<step_interval> out;
+  if (!device.present) return out;
+  // The launches made inside the step, by correlation: when each began.
+  std::unordered_map<std::uint64_t, std::uint64_t> launched;
+  for (const trace_event& e : t.events) {
+    if (e.pid == pid && e.cat == event_cat::runtime && e.correlation != 0 && e.ts >= step.begin && e.ts < step.end) {
+      launched[e.correlation] = e.ts;
+    }
+  }
+  // The traced busy union, to find the time before each late record in which nothing traced ran.
+  std::vector<step_interval> busy;
+  for (const device_record& r : records) {
+    if (r.kind == device_activity::sync) continue;
+    if (!busy.empty() && r.start <= busy.back().end) {
+      busy.back().end = std::max(busy.back().end, r.end);
+    } else {
+      busy.push_back({r.start, r.end});
+    }
+  }
+  for (const trace_event& e : t.events) {
+    if (e.pid != device.pid || !is_device_work(e.cat) || e.correlation == 0) continue;
+    const auto launch = launched.find(e.correlation);
+    if (launch == launched.end() || e.ts < launch->second + untraced_wait_ns) continue;
+    // The idle-looking stretch just before the record: from the end of the last traced work
+    // before it (or the launch, if later). Traced work running up to its start (the
+    // record queued behind it) is no evidence.
+    const auto b = std::lower_bound(busy.begin(), busy.end(), e.ts,
+                                    [](const step_interval& x, std::uint64_t at) { return x.end < at; });
+    if (b == busy.end() || b->begin < e.ts) continue;
+    std::uint64_t from = launch->second;
+    if (b != busy.begin()) from = std::max(from, std::prev(b)->end);
+    from = std::max(from, step.begin);
+    const std::uint64_t to = std::min(e.ts, step.end);
+    if (to >= from + untraced_wait_ns) out.push_back({from, to});
+  }
+  std::sort(out.begin(), out.end(), [](const step_interval& a, const step_interval& b) { return a.begin < b.begin; });
+  std::vector<step_interval> merged;
+  for (const step_interval& s : out) {
+    if (!merged.empty() && s.begin <= merged.back().end) {
+      merged.back().end = std::max(merged.back().end, s.end);
+    } else {
+      merged.push_back(s);
+    }
+  }
+  return merged;
+}
+
+}  // namespace steptrace::detail

@@ -1,0 +1,47 @@
+// Internal (not public API): the device side of a torch.profiler trace as the device records a
+// live run's CUPTI gives (docs/architecture.md, "Reading torch.profiler traces"): kernels, copies
+// and memsets of the GPU with the most kernels, the main process's blocking syncs, and the
+// evidence that the first traced step's device was still busy with work launched before the trace.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "gpu/device_record.hpp"
+#include "profiler/trace_events.hpp"
+#include "profiler/trace_steps.hpp"
+
+namespace steptrace::detail {
+
+struct trace_device {
+  bool present = false;          // the trace holds kernels
+  std::uint32_t pid = 0;         // the device's pid: the one with the most kernels
+  std::unordered_map<std::uint64_t, copy_kind> copy_by_correlation;  // its copies, by launch
+};
+
+trace_device find_device(const trace_events& t);
+
+struct device_reading {
+  std::vector<device_record> records;  // sorted by start
+  std::uint64_t kernels_without_launch = 0;
+  std::uint64_t steps_without_device = 0;
+};
+
+// The device records of `device` and the blocking syncs of the host process `pid`; which of
+// `steps` hold no device activity at all.
+device_reading read_device(const trace_events& t, const trace_device& device, std::uint32_t pid,
+                           const std::vector<step_interval>& steps);
+
+// A device record that starts this long after its launch began, with no traced device work in
+// between, waited for work the trace does not hold (launched before the profiler started). From
+// the launch's beginning, not its return: a pageable copy's call returns after its copy ran.
+inline constexpr std::uint64_t untraced_wait_ns = 1'000'000;
+
+// The spans of `step` in which the device was busy with untraced work: before each record
+// launched in the step that started at least untraced_wait_ns after its launch began, the part
+// of that wait in which no traced record ran. Sorted, disjoint; empty without evidence.
+std::vector<step_interval> untraced_busy(const trace_events& t, const trace_device& device, std::uint32_t pid,
+                                         const std::vector<device_record>& records, step_interval step);
+
+}  // namespace steptrace::detail

@@ -1,0 +1,57 @@
+// Internal (not public API): what a torch.profiler trace's names mean to the rules
+// (docs/architecture.md, "Reading torch.profiler traces"). ROCm traces name the runtime `hip*`:
+// each counts as its `cuda*` twin.
+#pragma once
+
+#include <string_view>
+
+#include "gpu/device_record.hpp"
+
+namespace steptrace::detail {
+
+// The prefix of steptrace's own annotations in a profiler's trace: `steptrace:step` for a step,
+// `steptrace:<phase>` for a phase.
+inline constexpr std::string_view annotation_prefix = "steptrace:";
+inline constexpr std::string_view own_step_name = "steptrace:step";
+
+inline bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+inline bool ends_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+
+inline bool is_profiler_step(std::string_view n) { return starts_with(n, "ProfilerStep#"); }
+
+// A blocking synchronisation: the host waits for the device.
+inline bool is_sync(std::string_view n) {
+  if (starts_with(n, "hip")) n.remove_prefix(3);  // hipDeviceSynchronize is cudaDeviceSynchronize
+  else if (starts_with(n, "cuda")) n.remove_prefix(4);
+  else if (starts_with(n, "cu")) n.remove_prefix(2);
+  else return false;
+  return n == "StreamSynchronize" || n == "DeviceSynchronize" || n == "EventSynchronize" || n == "CtxSynchronize";
+}
+
+inline bool is_copy_op(std::string_view n) { return n == "aten::to" || n == "aten::_to_copy" || n == "aten::copy_"; }
+
+inline bool is_input_op(std::string_view n) {
+  return (starts_with(n, "enumerate(DataLoader)#") && ends_with(n, "__next__")) || starts_with(n, "enumerate(DataPipe)#");
+}
+
+inline bool is_item_op(std::string_view n) { return n == "aten::item" || n == "aten::_local_scalar_dense"; }
+
+// A collective on the host: the process group's own range (gloo, NCCL) or the c10d op. On a
+// thread other than the main one it is the host waiting for the other ranks.
+inline bool is_collective(std::string_view n) {
+  return starts_with(n, "gloo:") || starts_with(n, "nccl:") || starts_with(n, "c10d::") || n == "record_param_comms";
+}
+
+inline bool is_nccl_kernel(std::string_view n) { return starts_with(n, "nccl"); }
+
+// A copy's direction from its name: "Memcpy HtoD (Pageable -> Device)".
+inline copy_kind copy_of(std::string_view name) {
+  if (name.find("HtoD") != std::string_view::npos) return copy_kind::h2d;
+  if (name.find("DtoH") != std::string_view::npos) return copy_kind::d2h;
+  if (name.find("DtoD") != std::string_view::npos) return copy_kind::d2d;
+  return copy_kind::other;
+}
+
+}  // namespace steptrace::detail

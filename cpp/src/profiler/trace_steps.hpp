@@ -1,0 +1,36 @@
+// Internal (not public API): which intervals of a torch.profiler trace are its steps, and which
+// host thread is the main one (docs/architecture.md, "Reading torch.profiler traces"), in order:
+// steptrace's own `steptrace:step` annotations; a range the user names; the ProfilerStep#N
+// ranges; else the whole trace as one window.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "profiler/trace_events.hpp"
+
+namespace steptrace::detail {
+
+enum class step_source : std::uint8_t {
+  own_annotations,  // steptrace:step ranges: their phases are steptrace's too
+  named_range,      // each range of the name the user gave (step="execute_model")
+  profiler_steps,   // ProfilerStep#N
+  whole_trace,      // no steps: one window from the main thread's first host event to the trace's end
+};
+
+struct step_interval {
+  std::uint64_t begin, end;
+};
+
+struct step_choice {
+  step_source source = step_source::profiler_steps;
+  std::uint32_t pid = 0, tid = 0;     // the main thread (interned ids)
+  std::vector<step_interval> steps;   // in time order, none nested in or overlapping another
+};
+
+// `step_name`: the range the user named ("" for none). Throws std::invalid_argument naming
+// `file` when a named range does not occur, or when the trace has no host events at all.
+step_choice choose_steps(const trace_events& t, const std::string& file, const std::string& step_name);
+
+}  // namespace steptrace::detail
