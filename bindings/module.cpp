@@ -203,6 +203,20 @@ PYBIND11_MODULE(_core, m) {
         if (!s.rank) return py::none();
         return py::int_(s.rank->rank);
       })
+      .def_property_readonly("world_size", [](const summary& s) -> py::object {
+        if (!s.rank) return py::none();
+        return py::int_(s.rank->world_size);
+      })
+      .def_property_readonly("nccl_exposed_ms", [](const summary& s) -> double {  // per step; 0 without
+        return s.gpu ? s.gpu->nccl.exposed_ms_per_step : 0.0;
+      })
+      .def(  // a copy that says it is rank `rank` of `world_size` (a rank file that does not say)
+          "with_rank",
+          [](summary s, std::uint32_t rank, std::uint32_t world_size) {
+            s.rank = rank_info{rank, world_size, -1, {}, {}};
+            return s;
+          },
+          py::arg("rank"), py::arg("world_size"))
       .def_static("from_json", &summary::from_json, py::arg("text"));
 
   py::class_<tracer>(m, "Tracer")
@@ -309,13 +323,15 @@ PYBIND11_MODULE(_core, m) {
   });
   m.def(
       "combine_ranks",
-      [](const std::vector<std::tuple<summary, std::vector<double>, std::uint64_t>>& reports, std::uint32_t world_size,
-         double timeout_s) {
-        std::vector<rank_report> in;
-        for (const auto& [s, waits, collectives] : reports) in.push_back({s, waits, collectives});
-        return combine_ranks(in, world_size, timeout_s);
+      [](const std::vector<py::tuple>& reports, std::uint32_t world_size, double timeout_s, bool from_files) {
+        std::vector<rank_report> in;  // (summary, waits, collectives[, device_wait_ms])
+        for (const py::tuple& r : reports) {
+          in.push_back({r[0].cast<summary>(), r[1].cast<std::vector<double>>(), r[2].cast<std::uint64_t>(),
+                        r.size() > 3 ? r[3].cast<double>() : 0.0});
+        }
+        return combine_ranks(in, world_size, timeout_s, from_files);
       },
-      py::arg("reports"), py::arg("world_size"), py::arg("timeout_s"));
+      py::arg("reports"), py::arg("world_size"), py::arg("timeout_s"), py::arg("from_files") = false);
   m.def("rank_digest", &rank_digest, py::arg("summary"));
   m.def("format_ms", &format_ms, py::arg("ms"));
   m.attr("LABELS") = diagnosis_labels();
@@ -325,8 +341,12 @@ PYBIND11_MODULE(_core, m) {
   m.def("yield_cupti", &steptrace::yield_cupti, py::arg("holder"));
   m.def("reclaim_cupti", &steptrace::reclaim_cupti);
   m.def("cupti_holder", &steptrace::cupti_holder);
-  m.def("read_profiler_trace", &steptrace::read_profiler_trace, py::arg("path"),
-        py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "read_profiler_trace",
+      [](const std::string& path, const std::string& step, const std::string& name) {
+        return read_profiler_trace(path, {step, name});
+      },
+      py::arg("path"), py::arg("step") = "", py::arg("name") = "", py::call_guard<py::gil_scoped_release>());
   m.def(
       "write_file",
       [](const std::string& path, const std::string& text) {

@@ -1,7 +1,9 @@
 """The ``steptrace`` command (also ``python -m steptrace``): reads saved summaries, and
-torch.profiler traces (``.json`` or ``.json.gz``) as if they were summaries.
+torch.profiler traces (``.json`` or ``.json.gz``, a pipe, ``-``) as if they were summaries.
 
     steptrace show run.json                          the table and the diagnosis
+    steptrace show traces/                           a job: a folder of rank files (or several files, a glob)
+    steptrace show server.json.gz --step execute_model   each range of that name is a step
     steptrace compare base.json new.json --max-regression 10   side by side; exit 1 on a regression
     steptrace compare base*.json vs new*.json --max-regression 10   several runs a side
     steptrace trace run.json -o trace.json           the timeline for Perfetto UI / chrome://tracing
@@ -23,15 +25,16 @@ class _Unusable(Exception):
     """A file that cannot be read, written or understood, or a bad argument: exit status 2."""
 
 
-def _load(path: str):
+def _load(paths, step: Optional[str] = None):
+    """One run: a file, a pipe, ``-``, or a job (a folder of rank files, several files, a glob)."""
     from ._load import load
 
     try:
-        return load(path)
+        return load(paths, step=step)
     except (ValueError, RuntimeError) as e:  # not a summary or trace: the message names the file
         raise _Unusable(str(e)) from None
     except OSError as e:
-        raise _Unusable(f"{path}: {e.strerror or e}") from None
+        raise _Unusable(f"{e.filename or paths}: {e.strerror or e}") from None
 
 
 def _write(path: str, write) -> None:
@@ -43,14 +46,16 @@ def _write(path: str, write) -> None:
 
 
 def _beside(path: str, suffix: str) -> str:
-    base = path
+    if path == "-" or path.startswith("/dev/fd/") or path.startswith("/proc/"):  # a pipe: name it here
+        return "steptrace" + suffix
+    base = path.rstrip(os.sep) or path  # a folder of ranks: beside it
     for ending in (".gz", ".json"):
         base = base[: -len(ending)] if base.endswith(ending) else base
     return base + suffix
 
 
 def _show(args: argparse.Namespace) -> int:
-    s = _load(args.summary)
+    s = _load(args.paths, args.step)
     sys.stdout.write(json.dumps(s.to_dict(), indent=2) + "\n" if args.json else str(s))
     return 0
 
@@ -76,7 +81,7 @@ def _side_name(paths: List[str]) -> str:
 
 def _compare_runs(args: argparse.Namespace) -> int:
     base, new = _sides(args.runs)
-    a, b = [_load(p) for p in base], [_load(p) for p in new]
+    a, b = [_load(p, args.step) for p in base], [_load(p, args.step) for p in new]
     if args.max_regression is not None and not 0 <= args.max_regression < float("inf"):  # nan fails too
         raise _Unusable(f"--max-regression must be a percentage of 0 or more, not {args.max_regression:g}")
     c = _compare.compare([s.to_dict() for s in a], [s.to_dict() for s in b], args.max_regression)
@@ -85,8 +90,8 @@ def _compare_runs(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    s = _load(args.summary)
-    out = args.output or _beside(args.summary, ".trace.json")
+    s = _load(args.paths, args.step)
+    out = args.output or _beside(args.paths[0], ".trace.json")
     _write(out, s.to_trace)
     kept = len(s.to_dict().get("timeline", {}).get("steps", []))
     print(f"wrote {out}: {kept} steps; open it in Perfetto UI or chrome://tracing")
@@ -94,9 +99,10 @@ def _trace(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    s = _load(args.summary)
-    out = args.output or _beside(args.summary, ".html")
-    _write(out, lambda path: s.to_html(path, title=f"steptrace: {os.path.basename(args.summary)}"))
+    s = _load(args.paths, args.step)
+    out = args.output or _beside(args.paths[0], ".html")
+    title = os.path.basename(args.paths[0].rstrip(os.sep)) + (f" +{len(args.paths) - 1}" if len(args.paths) > 1 else "")
+    _write(out, lambda path: s.to_html(path, title=f"steptrace: {title}"))
     print(f"wrote {out}")
     return 0
 
@@ -105,8 +111,13 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="steptrace", description="Read steptrace summaries (the JSON of json_path or "
                                 "Summary.to_json) and torch.profiler traces (.json or .json.gz).")
     sub = p.add_subparsers(dest="command", required=True, metavar="command")
+    paths_help = ("a summary or trace (- for standard input), or a job: a folder of rank files, several files, "
+                  "or a quoted glob")
+    step_help = ("in a trace, each range of this name (on its busiest thread) is a step: execute_model, a "
+                 "record_function range; a trace without ProfilerStep#N is otherwise one window")
     show = sub.add_parser("show", help="print the table and the diagnosis")
-    show.add_argument("summary")
+    show.add_argument("paths", nargs="+", metavar="PATH", help=paths_help)
+    show.add_argument("--step", metavar="NAME", help=step_help)
     show.add_argument("--json", action="store_true", help="the summary's JSON instead of the table")
     show.set_defaults(run=_show)
     cmp = sub.add_parser("compare", help="runs side by side; exit 1 when step time regressed beyond a threshold")
@@ -115,14 +126,17 @@ def parser() -> argparse.ArgumentParser:
     cmp.add_argument("--max-regression", type=float, metavar="PCT",
                      help="exit 1 when step p50 or step mean grew by more than PCT percent (and more than the "
                           "noise within and between runs)")
+    cmp.add_argument("--step", metavar="NAME", help=step_help)
     cmp.set_defaults(run=_compare_runs)
     tr = sub.add_parser("trace", help="write the timeline as Chrome trace JSON (Perfetto UI, chrome://tracing)")
-    tr.add_argument("summary")
-    tr.add_argument("-o", "--output", help="default: the summary's name with .trace.json")
+    tr.add_argument("paths", nargs="+", metavar="PATH", help=paths_help)
+    tr.add_argument("--step", metavar="NAME", help=step_help)
+    tr.add_argument("-o", "--output", help="default: the first path's name with .trace.json")
     tr.set_defaults(run=_trace)
     rep = sub.add_parser("report", help="write a self-contained HTML report")
-    rep.add_argument("summary")
-    rep.add_argument("-o", "--output", help="default: the summary's name with .html")
+    rep.add_argument("paths", nargs="+", metavar="PATH", help=paths_help)
+    rep.add_argument("--step", metavar="NAME", help=step_help)
+    rep.add_argument("-o", "--output", help="default: the first path's name with .html")
     rep.set_defaults(run=_report)
     return p
 

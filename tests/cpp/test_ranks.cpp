@@ -121,14 +121,46 @@ TEST_CASE("STRAGGLER fires at its gap threshold and not just below it", "[ranks]
   CHECK(gap_of(40 * share * 1.001).ranks->straggler);
   CHECK_FALSE(gap_of(40 * share * 0.99).ranks->straggler);
   CHECK(gap_of(40 * share * 0.99).diag.label != "STRAGGLER");
-  // Tiny steps: the gap must also reach straggler_gap_ms.
+  // Tiny steps: the gap must also reach straggler_gap_ms (rank 0 computes what rank 1 waits).
   auto tiny = [](double gap) {
     std::vector<rank_report> reports;
-    for (std::uint32_t r = 0; r < 2; ++r) reports.push_back(report(rank_summary(r, 2, {{"compute", 1}, {"wait", r ? gap : 0}})));
+    for (std::uint32_t r = 0; r < 2; ++r) {
+      reports.push_back(report(rank_summary(r, 2, {{"compute", r ? 1 : 1 + gap}, {"wait", r ? gap : 0}})));
+    }
     return combine_ranks(reports, 2, 30);
   };
   CHECK_FALSE(tiny(default_thresholds.straggler_gap_ms * 0.99).ranks->straggler);
   CHECK(tiny(default_thresholds.straggler_gap_ms * 1.01).ranks->straggler);
+}
+
+TEST_CASE("a rank that waits least but does no more of its own work is no straggler", "[ranks]") {
+  // Unrelated runs read as one job: rank 0's steps are short and wait little; it holds no one.
+  std::vector<rank_report> reports;
+  reports.push_back(report(rank_summary(0, 2, {{"compute", 20}, {"wait", 1}})));
+  reports.push_back(report(rank_summary(1, 2, {{"compute", 400}, {"wait", 300}})));
+  const summary all = combine_ranks(reports, 2, 30);
+  CHECK_FALSE(all.ranks->straggler);
+  CHECK(all.diag.label != "STRAGGLER");
+}
+
+TEST_CASE("a rank's device wait (a trace's exposed NCCL time) is its wait at the collectives", "[ranks]") {
+  // Two ranks of one GPU job read from traces: the same step, neither host waits; rank 0's
+  // all-reduce kernels run 12 ms a step exposed (waiting for rank 1's data), rank 1's 0.5 ms.
+  std::vector<rank_report> reports;
+  reports.push_back(report(rank_summary(0, 2, {{"input", 2}, {"compute", 28}})));
+  reports.push_back(report(rank_summary(1, 2, {{"input", 13.5}, {"compute", 16.5}})));
+  reports[0].device_wait_ms = 12;
+  reports[1].device_wait_ms = 0.5;
+  const summary all = combine_ranks(reports, 2, 0, true);
+  REQUIRE(all.ranks->straggler);
+  CHECK(all.ranks->straggler->rank == 1);
+  CHECK(all.ranks->straggler->phase == "input");
+  CHECK(all.ranks->straggler->excess_ms == Approx(11.5));
+  CHECK(all.ranks->rows[0].wait_ms == Approx(12));
+  CHECK(all.ranks->from_files);
+  CHECK(summary::from_json(all.json()).ranks->from_files);
+  const summary none = combine_ranks({report(rank_summary(0, 3, {{"compute", 5}}))}, 3, 0, true);
+  CHECK_THAT(none.table(), Contains("missing: ranks 1, 2: no file among those read"));
 }
 
 TEST_CASE("balanced ranks: no STRAGGLER, and rank 0's own diagnosis stands", "[ranks]") {

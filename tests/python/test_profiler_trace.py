@@ -27,10 +27,9 @@ def test_load_reads_a_trace_by_its_content_whatever_its_name(tmp_path):
     shutil.copy(NW0, renamed)
     s = steptrace.load(renamed)
     assert s.label == "INPUT-BOUND"
-    assert s.steps == 5
+    assert s.steps == 6  # step 5 shows no device work from before the trace: it counts
     d = s.to_dict()
-    assert d["phases"]["input"]["mean_ms"] == pytest.approx(69.419, abs=0.001)
-    assert d["gpu"]["busy_share"] == pytest.approx(0.571, abs=0.0005)
+    assert d["step_ms"]["mean"] == pytest.approx((5 * 174.580 + 176.078) / 6, abs=0.001)  # the design's 6-10, and 5's range
     assert d["gpu"]["h2d"]["pageable_share"] == 1.0
     assert "num_workers" in d["diagnosis"]["advice"][0]
     assert "read from the torch.profiler trace" in d["backend"]["reason"]
@@ -58,7 +57,7 @@ def test_every_command_takes_a_trace(tmp_path):
     compare = cli("compare", NW0, NW4, "--max-regression", "10")
     assert compare.returncode == 0, compare.stderr
     assert "INPUT-BOUND" in compare.stdout and "COMPUTE-BOUND" in compare.stdout
-    assert "too short to tell: 5 and 5 steps" in compare.stdout  # compare's own rule, whatever the source
+    assert "too short to tell: 6 and 5 steps" in compare.stdout  # compare's own rule, whatever the source
 
 
 def test_a_bad_trace_exits_2_with_a_message_naming_it(tmp_path):
@@ -66,13 +65,15 @@ def test_a_bad_trace_exits_2_with_a_message_naming_it(tmp_path):
     cut.write_bytes(NW0.read_bytes()[:300_000])
     empty_trace = tmp_path / "nosteps.json"
     empty_trace.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2}]}')
-    for path, words in ((cut, "truncated"), (empty_trace, "no steps")):
+    for path, words in ((cut, "truncated"), (empty_trace, "no host events")):
         p = cli("show", path)
         assert p.returncode == 2, p.stderr
         assert str(path) in p.stderr and words in p.stderr
         assert "Traceback" not in p.stderr
-    with pytest.raises(ValueError, match="no steps"):
+    with pytest.raises(ValueError, match="no host events"):
         steptrace.load(empty_trace)
+    with pytest.raises(ValueError, match="no host range named"):
+        steptrace.load(NW0, step="no_such_range")
 
 
 torch = pytest.importorskip("torch")

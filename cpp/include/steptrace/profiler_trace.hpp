@@ -23,6 +23,8 @@ struct trace_options {
   // A host range whose occurrences on its busiest thread are the steps ("execute_model", a
   // record_function range, a module's forward); empty: the order above.
   std::string step;
+  // What messages and the summary call the file ("": its path), e.g. the pipe a copy was made of.
+  std::string name;
 };
 
 // Throws std::invalid_argument, naming the file and the problem, for a file that cannot be

@@ -52,6 +52,7 @@ struct ranks_view {
   std::vector<rank_row> rows;          // the ranks gathered, by rank
   std::vector<std::uint32_t> missing;  // ranks whose summary did not arrive
   double timeout_s = 0;                // how long rank 0 waited for them
+  bool from_files = false;             // read from the ranks' files (traces, summaries), not gathered live
   // The last steps whose collective waits every rank kept (the same steps on each: the k-th
   // all-reduce of one rank is the k-th of every rank); 0 when a rank kept none.
   std::uint64_t steps_compared = 0;

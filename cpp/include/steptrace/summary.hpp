@@ -218,6 +218,10 @@ struct rank_report {
   summary s;
   std::vector<double> recent_wait_ms;
   std::uint64_t collectives = 0;
+  // Per step, the time the rank waited for the others on the device rather than on the host:
+  // from a trace, its NCCL kernels' time that no other kernel hid (a fast rank's all-reduce runs
+  // long waiting for the slow rank's data). Added to its `wait`.
+  double device_wait_ms = 0;
 };
 
 // What a rank sends to rank 0, and what rank 0 accepts: the figures the job's table reads (counts,
@@ -230,11 +234,12 @@ STEPTRACE_API summary rank_digest(const summary& s);
 // Rank 0's view of the job: its own summary (the report of the lowest rank given) with a row
 // per rank, the ranks of `world_size` that sent nothing, and STRAGGLER when one rank holds the
 // others back (the diagnosis then names it; otherwise rank 0's own diagnosis stands).
-// `timeout_s`: how long rank 0 waited, for the missing ranks' line. A rank with no steps is a row
+// `timeout_s`: how long rank 0 waited, for the missing ranks' line; `from_files`: the reports were
+// read from the ranks' files (then a missing rank is one with no file). A rank with no steps is a row
 // of its own (never the worst or the median); when it is the lowest given, the evidence says
 // the job's figures are in the rows. Throws std::invalid_argument when no report has rank info,
 // or two have the same rank.
 STEPTRACE_API summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t world_size,
-                                    double timeout_s);
+                                    double timeout_s, bool from_files = false);
 
 }  // namespace steptrace

@@ -99,14 +99,15 @@ class prefixed_source final : public byte_source {
 
 }  // namespace
 
-std::unique_ptr<byte_source> open_trace_file(const std::string& path) {
+std::unique_ptr<byte_source> open_trace_file(const std::string& path, const std::string& name) {
+  const std::string& shown = name.empty() ? path : name;
   if (path.find('\0') != std::string::npos) fail("<path>", "a file name cannot hold a NUL byte");
   struct stat st{};
-  if (::stat(path.c_str(), &st) != 0) fail(path, std::string("cannot be opened: ") + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) fail(path, "is not a regular file");
+  if (::stat(path.c_str(), &st) != 0) fail(shown, std::string("cannot be opened: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) fail(shown, "is not a regular file or a pipe");
   std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) fail(path, std::string("cannot be opened: ") + std::strerror(errno));
-  auto raw = std::make_unique<file_source>(f, path);
+  if (f == nullptr) fail(shown, std::string("cannot be opened: ") + std::strerror(errno));
+  auto raw = std::make_unique<file_source>(f, shown);
   char magic[2] = {0, 0};
   std::size_t got = 0;
   while (got < 2) {
@@ -116,7 +117,7 @@ std::unique_ptr<byte_source> open_trace_file(const std::string& path) {
   }
   auto plain = std::make_unique<prefixed_source>(std::string(magic, got), std::move(raw));
   if (got == 2 && static_cast<unsigned char>(magic[0]) == 0x1f && static_cast<unsigned char>(magic[1]) == 0x8b) {
-    return std::make_unique<gzip_source>(std::move(plain), path);
+    return std::make_unique<gzip_source>(std::move(plain), shown);
   }
   return plain;
 }

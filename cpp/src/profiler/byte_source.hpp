@@ -18,9 +18,10 @@ class byte_source {
   virtual std::size_t read(char* buf, std::size_t n) = 0;
 };
 
-// Opens `path` for reading; throws std::invalid_argument naming it when it cannot be opened or
-// is not a regular file (a directory, a device such as /dev/zero).
-std::unique_ptr<byte_source> open_trace_file(const std::string& path);
+// Opens `path` for reading: a regular file or a pipe (`<(zcat run.json.gz)`), read once. Throws
+// std::invalid_argument naming it (as `name`, when given) when it cannot be opened or is neither
+// (a directory, a device such as /dev/zero).
+std::unique_ptr<byte_source> open_trace_file(const std::string& path, const std::string& name = "");
 
 // The bytes of a string (tests).
 std::unique_ptr<byte_source> bytes_of(std::string text);

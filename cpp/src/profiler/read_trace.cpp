@@ -129,9 +129,10 @@ summary summarise_trace(const trace_events& events, const trace_reading& reading
 
 summary read_profiler_trace(const std::string& path, const trace_options& options) {
   using namespace detail;
-  const auto source = open_trace_file(path);
-  const trace_events events = read_trace_events(*source, path);
-  return summarise_trace(events, apply_trace_rules(events, path, step_window::profiler_step, options.step), path);
+  const std::string& name = options.name.empty() ? path : options.name;
+  const auto source = open_trace_file(path, name);
+  const trace_events events = read_trace_events(*source, name);
+  return summarise_trace(events, apply_trace_rules(events, name, step_window::profiler_step, options.step), name);
 }
 
 }  // namespace steptrace

@@ -156,7 +156,7 @@ json_doc ranks_json(const ranks_view& v) {
                  {"others_wait_ms", s->others_wait_ms}};
   }
   return json_doc{{"world_size", v.world_size}, {"rows", rows},           {"missing", v.missing},
-                  {"timeout_s", v.timeout_s},   {"steps_compared", v.steps_compared},
+                  {"timeout_s", v.timeout_s},   {"from_files", v.from_files}, {"steps_compared", v.steps_compared},
                   {"worst", {{"rank", v.worst_rank}, {"ms", v.worst_ms}, {"median_ms", v.median_ms}}},
                   {"straggler", straggler}};
 }
@@ -190,6 +190,10 @@ ranks_view ranks_from(const json_doc& j) {
     v.missing.push_back(static_cast<std::uint32_t>(m.get<std::uint64_t>()));
   }
   v.timeout_s = number_at(j, "timeout_s");
+  if (j.contains("from_files")) {
+    if (!j.at("from_files").is_boolean()) throw std::invalid_argument("\"from_files\" is not true or false");
+    v.from_files = j.at("from_files").get<bool>();
+  }
   v.steps_compared = count_at(j, "steps_compared");
   const json_doc& worst = j.at("worst");
   v.worst_rank = rank_count_at(worst, "rank");

@@ -34,7 +34,8 @@ auto& phase_of(Row& r, std::string_view phase) {
   return r.other_ms;
 }
 
-rank_row row_of(const summary& s) {
+rank_row row_of(const rank_report& report) {
+  const summary& s = report.s;
   rank_row r;
   r.who = *s.rank;
   r.steps = s.steps;
@@ -42,6 +43,7 @@ rank_row row_of(const summary& s) {
   r.step_p50_ms = s.step_ms.p50;
   r.step_p95_ms = s.step_ms.p95;
   for (const char* p : {"input", "h2d", "compute", "wait", "other"}) phase_of(r, p) = group_share(s, p) * s.step_ms.mean;
+  if (std::isfinite(report.device_wait_ms) && report.device_wait_ms > 0) r.wait_ms += report.device_wait_ms;
   if (s.gpu) r.device_busy_share = s.gpu->busy_share;
   r.label = s.diag.label;
   return r;
@@ -100,6 +102,7 @@ std::optional<straggler_info> find_straggler(const ranks_view& view) {
     const double excess = phase_of(*least, phase) - median(others);
     if (excess > s.excess_ms) s.excess_ms = excess, s.phase = phase;
   }
+  if (s.excess_ms <= 0) return std::nullopt;  // it does no more of its own work than the others: not what holds them
   return s;
 }
 
@@ -142,7 +145,8 @@ diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s) {
 
 }  // namespace
 
-summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t world_size, double timeout_s) {
+summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t world_size, double timeout_s,
+                      bool from_files) {
   std::vector<const rank_report*> sorted;
   for (const rank_report& r : reports) {
     if (!r.s.rank) throw std::invalid_argument("combine_ranks: a summary has no rank (tracer::set_rank)");
@@ -153,11 +157,12 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
   ranks_view view;
   view.world_size = world_size;
   view.timeout_s = timeout_s;
+  view.from_files = from_files;
   for (std::size_t i = 0; i < sorted.size(); ++i) {
     if (i > 0 && sorted[i]->s.rank->rank == sorted[i - 1]->s.rank->rank) {
       throw std::invalid_argument(fmt::format("combine_ranks: two summaries from rank {}", sorted[i]->s.rank->rank));
     }
-    view.rows.push_back(row_of(sorted[i]->s));
+    view.rows.push_back(row_of(*sorted[i]));
   }
   if (sorted.back()->s.rank->rank >= world_size) {
     throw std::invalid_argument(fmt::format("combine_ranks: rank {} in a world of {}", sorted.back()->s.rank->rank, world_size));

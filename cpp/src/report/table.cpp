@@ -98,8 +98,8 @@ std::string cut(const std::string& text, std::size_t width) {
 // one by its time outside `wait`, the missing ranks.
 void rank_lines(const ranks_view& v, const std::function<void(std::string)>& line) {
   line("");
-  line(fmt::format("ranks      {} of {} gathered; per step, mean ms of each phase with the phases inside it",
-                   v.rows.size(), v.world_size));
+  line(fmt::format("ranks      {} of {} {}; per step, mean ms of each phase with the phases inside it",
+                   v.rows.size(), v.world_size, v.from_files ? "read from files" : "gathered"));
   line(fmt::format("  {:>5}  {:<16}{:>7}{:>10}{:>9}{:>9}{:>9}{:>9}{:>9}{:>10}{:>9}  {}", "rank", "host", "steps",
                    "step p50", "input", "h2d", "compute", "wait", "other", "GPU busy", "slowest", "label"));
   for (const rank_row& r : v.rows) {
@@ -120,9 +120,14 @@ void rank_lines(const ranks_view& v, const std::function<void(std::string)>& lin
   if (!v.missing.empty()) {
     std::string which;
     for (std::uint32_t r : v.missing) which += (which.empty() ? "" : ", ") + std::to_string(r);
-    line(fmt::format("  missing: rank{} {}: no summary arrived within {} s (it ended early, crashed, or is still "
-                     "running); the figures are over the others",
-                     v.missing.size() == 1 ? "" : "s", which, ms(v.timeout_s)));
+    if (v.from_files) {
+      line(fmt::format("  missing: rank{} {}: no file among those read; the figures are over the others",
+                       v.missing.size() == 1 ? "" : "s", which));
+    } else {
+      line(fmt::format("  missing: rank{} {}: no summary arrived within {} s (it ended early, crashed, or is still "
+                       "running); the figures are over the others",
+                       v.missing.size() == 1 ? "" : "s", which, ms(v.timeout_s)));
+    }
   }
 }
 

@@ -1,0 +1,70 @@
+"""A job read from its ranks' files (torch.profiler traces or saved summaries): a folder, several
+paths or a glob. Each file is read as the rank it names (a trace's ``distributedInfo``, a
+summary's rank), else as the next rank in file order, and the job view is built by the same
+``combine_ranks`` as a live gather (docs/architecture.md, "Many ranks").
+
+Files are read in parallel on the available cores (the trace reader releases the GIL); what is
+kept of a rank is its summary, never its trace. In a trace a rank's wait at the collectives is
+its host ``wait`` (a collective on another thread is ``wait``) plus its NCCL kernels' time that no
+other kernel hid.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, List, Optional, Tuple
+
+from . import _core
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _read(name: str, step: Optional[str]) -> Any:
+    from ._load import load_one
+
+    if os.path.isdir(name):
+        raise ValueError(f"{name}: a folder inside a job: give each rank's file, or one folder")
+    return load_one(name, step)
+
+
+def _ranked(read: List[Tuple[str, Any]]) -> Tuple[List[Tuple[str, Any]], int]:
+    """Each summary with its rank: the one it names, else the lowest rank no file names, in
+    file order. Two files naming one rank are an error naming both."""
+    taken = {}
+    for name, s in read:
+        if s.rank is not None:
+            if s.rank in taken:
+                raise ValueError(f"{taken[s.rank]} and {name} are both rank {s.rank}: give one job's files")
+            taken[s.rank] = name
+    world = max([len(read)] + [s.world_size for _, s in read if s.world_size is not None] +
+                [s.rank + 1 for _, s in read if s.rank is not None])
+    free = (r for r in range(world) if r not in taken)
+    out = [(name, s if s.rank is not None else s.with_rank(next(free), world)) for name, s in read]
+    return out, world
+
+
+def load_job(names: List[str], step: Optional[str] = None) -> Any:
+    """The job's summary (a ``_core.Summary``): the lowest rank's own figures, a row per rank,
+    the ranks with no file, the worst rank and STRAGGLER."""
+    if len(names) != len(set(os.path.realpath(n) for n in names)):
+        raise ValueError("the same file is given twice: give each rank's file once")
+    workers = min(len(names), _cores())
+    if workers > 1:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="steptrace-read") as pool:
+            read = list(zip(names, pool.map(lambda n: _read(n, step), names)))
+    else:
+        read = [(n, _read(n, step)) for n in names]
+    ranked, world = _ranked(read)
+    ranked.sort(key=lambda item: item[1].rank)
+    reports = []
+    for i, (_, s) in enumerate(ranked):
+        device_wait = s.nccl_exposed_ms
+        # The lowest rank's summary is the job's own table; of the others, what a row reads.
+        reports.append((s if i == 0 else _core.rank_digest(s), [], 0, device_wait))
+    return _core.combine_ranks(reports, world, 0.0, True)
