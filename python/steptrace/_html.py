@@ -159,8 +159,13 @@ def _header(summary: Dict[str, Any]) -> str:
 
     steps, wall_s = summary.get("steps", 0), summary.get("wall_ms", 0) / 1000
     threads = summary.get("threads", 0)
-    parts = [f"{steps} steps on {threads} thread{'' if threads == 1 else 's'}", (f"{wall_s:.1f} s" if wall_s >= 10 else f"{_ms(wall_s * 1000)} ms") + " of wall time"]
-    if wall_s > 0 and steps:
+    if summary.get("windows"):  # a trace without steps: its window, diagnosed as a step
+        parts = [f"{steps} window{'' if steps == 1 else 's'} of a trace without steps (the whole trace)",
+                 (f"{wall_s:.1f} s" if wall_s >= 10 else f"{_ms(wall_s * 1000)} ms") + " long"]
+    else:
+        parts = [f"{steps} steps on {threads} thread{'' if threads == 1 else 's'}",
+                 (f"{wall_s:.1f} s" if wall_s >= 10 else f"{_ms(wall_s * 1000)} ms") + " of wall time"]
+    if wall_s > 0 and steps and not summary.get("windows"):
         parts.append(f"{steps / wall_s:.1f} steps/s")
     rank = summary.get("rank")
     if rank:
