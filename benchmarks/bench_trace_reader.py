@@ -6,9 +6,12 @@ fresh process on the same file; the figures are printed, never asserted:
 - end to end (gunzip included): steptrace.load() against HTA (PyPI holistictraceanalysis)
   loading the same trace and computing its temporal and idle-time breakdowns;
 - steptrace's MB/s on uncompressed JSON (parse plus analysis) and its peak memory above the
-  interpreter's, as a multiple of the uncompressed size, up to a 1 GB trace.
+  interpreter's, as a multiple of the uncompressed size, up to a 1 GB trace;
+- a folder of rank traces (--ranks of --rank-mb each, uncompressed): steptrace.load(folder),
+  which reads the files in parallel on the available cores, against loading them one after
+  another in one process, with the peak memory of each.
 
-    python benchmarks/bench_trace_reader.py [--hta-python PATH] [--gb 1.0] [--keep DIR]
+    python benchmarks/bench_trace_reader.py [--hta-python PATH] [--gb 1.0] [--ranks 4] [--rank-mb 250] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -35,6 +38,23 @@ t = time.perf_counter()
 s = steptrace.load(sys.argv[1]) if sys.argv[1] != "-" else None
 elapsed = time.perf_counter() - t
 print(elapsed, {PEAK}, s.steps if s else 0, s.label if s else "")
+"""
+
+ONE_AFTER_ANOTHER = f"""
+import os, sys, time
+import steptrace
+files = sorted(os.path.join(sys.argv[1], n) for n in os.listdir(sys.argv[1]))
+t = time.perf_counter()
+steps = sum(steptrace.load(f).steps for f in files)
+print(time.perf_counter() - t, {PEAK}, steps)
+"""
+
+FOLDER = f"""
+import sys, time
+import steptrace
+t = time.perf_counter()
+s = steptrace.load(sys.argv[1])
+print(time.perf_counter() - t, {PEAK}, sum(r["steps"] for r in s.to_dict()["ranks"]["rows"]))
 """
 
 HTA = f"""
@@ -95,6 +115,8 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--hta-python", default=os.environ.get("STEPTRACE_HTA_PYTHON"), help="a Python with HTA installed")
     p.add_argument("--gb", type=float, default=1.0, help="size of the largest (uncompressed) trace")
+    p.add_argument("--ranks", type=int, default=4, help="rank traces in the folder benchmark")
+    p.add_argument("--rank-mb", type=float, default=250, help="size of each rank trace (uncompressed)")
     p.add_argument("--keep", help="make the traces in this folder and keep them")
     args = p.parse_args()
     work = Path(args.keep or tempfile.mkdtemp(prefix="steptrace-bench-"))
@@ -134,7 +156,32 @@ def main() -> int:
               f"{rss / 2**20:>12.0f} MB = {rss / size:.2f}x the JSON   [{st[2]} steps, {st[3]}]")
         if not args.keep:
             plain.unlink()
+    print()
+    rank_folder(work, args.ranks, args.rank_mb, one_copy, base_rss, args.keep is None)
     return 0
+
+
+def rank_folder(work: Path, ranks: int, rank_mb: float, one_copy: int, base_rss: int, remove: bool) -> None:
+    """A job's folder of rank traces read at once (in parallel) against one after another."""
+    import shutil
+
+    folder = work / "ranks"
+    folder.mkdir(exist_ok=True)
+    copies = max(1, round(rank_mb * 1e6 / one_copy))
+    first = folder / "rank-0.json"
+    size = make_trace(copies, first)
+    for r in range(1, ranks):
+        shutil.copyfile(first, folder / f"rank-{r}.json")
+    py = sys.executable
+    print(f"a folder of {ranks} rank traces of {size / 1e6:.0f} MB each (uncompressed), best of 3:")
+    seq = best_of(3, py, ONE_AFTER_ANOTHER, str(folder))
+    par = best_of(3, py, FOLDER, str(folder))
+    for name, r in (("one after another", seq), ("load(folder)", par)):
+        print(f"  {name:<18} {float(r[0]):>7.3f} s   peak memory above the interpreter "
+              f"{(int(r[1]) - base_rss) / 2**20:>5.0f} MB   [{r[2]} steps in all]")
+    print(f"  load(folder) / one after another: {float(par[0]) / float(seq[0]):.2f}x the time")
+    if remove:
+        shutil.rmtree(folder)
 
 
 if __name__ == "__main__":
