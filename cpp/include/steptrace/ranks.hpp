@@ -34,6 +34,10 @@ struct rank_row {
   double input_ms = 0, h2d_ms = 0, compute_ms = 0, wait_ms = 0, other_ms = 0;
   std::optional<double> device_busy_share;  // with a device view
   std::string label;                        // that rank's own diagnosis
+  // The gain from fixing that rank's own first cause (its diagnosis's largest), of its step time;
+  // empty cause when it names none.
+  std::string gain_cause;
+  double gain = 0;
   // Of ranks_view::steps_compared, the steps this rank was the slowest in (it waited least).
   std::uint64_t slowest_steps = 0;
 };

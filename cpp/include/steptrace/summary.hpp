@@ -61,6 +61,12 @@ struct diagnosis {
   std::string label;                // one of diagnosis_labels(); empty when there were no steps
   std::string evidence;             // one sentence
   std::vector<std::string> advice;  // the fix to try first comes first
+  // The gain of each fix: for each cause the diagnosis names (the label's, each secondary
+  // finding's), the most that removing it could save, an upper bound, as a fraction of step time
+  // (of run time for time set aside). Keys are phase names (`input`, `h2d`, `wait`, `other`,
+  // `compute`), a set-aside name, or `rank N` (STRAGGLER). Largest first. COMPUTE-BOUND names no
+  // host gain.
+  std::vector<std::pair<std::string, double>> gains;
 };
 
 // Every label the diagnosis can give, in the order its rules are documented.

@@ -1,5 +1,7 @@
 #include "report/diagnosis.hpp"
 
+#include "report/gains.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -108,36 +110,6 @@ std::string idle_evidence(const summary& s, std::string_view phase) {
 
 namespace {
 
-// The GPU's idle time during each built-in phase group, as shares of step time.
-struct idle_groups {
-  double input = 0, h2d = 0, compute = 0, wait = 0, other = 0;
-};
-
-idle_groups idle_by_group(const summary& s) {
-  idle_groups g;
-  const double idle = 1 - s.gpu->busy_share;
-  const std::vector<std::string_view> groups = builtin_groups(s);
-  std::unordered_map<std::string_view, std::string_view> group_of;
-  for (std::size_t i = 0; i < groups.size(); ++i) group_of.emplace(s.phases[i].name, groups[i]);
-  for (const auto& [name, share] : s.gpu->idle_by_phase) {
-    const auto known = group_of.find(name);
-    const std::string_view group = known == group_of.end() ? std::string_view(name) : known->second;
-    const double x = idle * share;
-    if (group == "input") {
-      g.input += x;
-    } else if (group == "h2d") {
-      g.h2d += x;
-    } else if (group == "wait") {
-      g.wait += x;
-    } else if (group == "other") {
-      g.other += x;
-    } else {
-      g.compute += x;  // compute, and custom phases outside every built-in
-    }
-  }
-  return g;
-}
-
 // " (close: 31.2% against the rule's 30%)" when a deciding share is within the margin.
 std::string closeness(double share, double threshold, const diagnosis_thresholds& t) {
   if (std::abs(share - threshold) >= t.close_margin) return "";
@@ -172,31 +144,91 @@ void cpu_findings(const summary& s, const diagnosis_thresholds& t, diagnosis& d)
 // Causes that hold a real share without deciding the label, said under it ("also: ..."), so a
 // run whose label is right is not told all is well with a quarter of each step in `input`.
 // `input` and `other` are shares of step time (with a device view: the GPU's idle time then).
-void secondary_findings(const summary& s, const diagnosis_thresholds& t, double input, double other, diagnosis& d) {
+// Each finding is named with its gain; the one with the largest gain (in run terms) moves ahead
+// of the label's advice when it beats the label's own.
+struct finding {
+  std::string cause, text;
+  double gain;
+  bool of_run;
+};
+
+std::vector<finding> secondary_findings(const summary& s, const diagnosis_thresholds& t, double input, double other,
+                                        const std::string& label) {
+  std::vector<finding> out;
   const bool server = is_server_run(s);
-  if (d.label != "INPUT-BOUND" && input >= t.secondary_input_share) {
+  if (label != "INPUT-BOUND" && input >= t.secondary_input_share) {
     const std::vector<std::string> loader = server ? std::vector<std::string>{} : input_advice(s, t);
-    d.advice.push_back(fmt::format("also: `input` holds {:.0f}% of each {}{}: {}", 100 * input,
-                                   server ? "request" : "step",
-                                   fact_int(s, "dataloader.num_workers") == 0L ? " on the training thread" : "",
-                                   server            ? "read and decode request input off the request path"
-                                   : loader.empty()  ? "see INPUT-BOUND's advice"
-                                                     : loader.front()));
+    out.push_back({"input",
+                   fmt::format("also: `input` holds {:.0f}% of each {}{}: {}", 100 * input, server ? "request" : "step",
+                               fact_int(s, "dataloader.num_workers") == 0L ? " on the training thread" : "",
+                               server           ? "read and decode request input off the request path"
+                               : loader.empty() ? "see INPUT-BOUND's advice"
+                                                : loader.front()),
+                   input, false});
   }
-  if (d.label != "WAIT-HEAVY" && other >= t.secondary_other_share) {
-    d.advice.push_back(fmt::format("also: {:.0f}% of each {} is outside every phase (`other`): put the work between "
-                                   "phases ({}) in a phase, or in exclude() when it is not {}, to see what it costs",
-                                   100 * other, server ? "request" : "step",
-                                   server ? "logging, metrics, bookkeeping" : "saving images, metrics, logging",
-                                   server ? "serving" : "training"));
+  if (label != "WAIT-HEAVY" && other >= t.secondary_other_share) {
+    out.push_back({"other",
+                   fmt::format("also: {:.0f}% of each {} is outside every phase (`other`): put the work between "
+                               "phases ({}) in a phase, or in exclude() when it is not {}, to see what it costs",
+                               100 * other, server ? "request" : "step",
+                               server ? "logging, metrics, bookkeeping" : "saving images, metrics, logging",
+                               server ? "serving" : "training"),
+                   other, false});
   }
   for (const set_aside_stats& a : s.set_aside) {
     if (a.run_share >= t.secondary_set_aside_share) {
-      d.advice.push_back(fmt::format("also: `{}` (set aside) takes {:.0f}% of the run: run it less often, or on "
-                                     "fewer batches",
-                                     a.name, 100 * a.run_share));
+      out.push_back({a.name,
+                     fmt::format("also: `{}` (set aside) takes {:.0f}% of the run: run it less often, or on fewer "
+                                 "batches",
+                                 a.name, 100 * a.run_share),
+                     a.run_share, true});
     }
   }
+  return out;
+}
+
+// The causes a label names, each with its gain.
+std::vector<std::pair<std::string, double>> label_causes(const summary& s, const std::string& label, bool compute_idle) {
+  std::vector<std::pair<std::string, double>> causes;
+  if (label == "INPUT-BOUND") causes.emplace_back("input", host_gain(s, "input"));
+  if (label == "H2D-BOUND") causes.emplace_back("h2d", host_gain(s, "h2d"));
+  if (label == "WAIT-HEAVY") {
+    for (const char* c : {"wait", "other"}) {
+      if (const double g = host_gain(s, c); g > 0) causes.emplace_back(c, g);
+    }
+  }
+  if (label == "LAUNCH-BOUND" || (label == "BALANCED" && compute_idle)) causes.emplace_back("compute", host_gain(s, "compute"));
+  return causes;
+}
+
+// The gains said where the user reads: each named cause's bound on its advice, the largest first.
+void add_gains(const summary& s, const diagnosis_thresholds& t, double input, double other, bool compute_idle,
+               diagnosis& d) {
+  const auto causes = label_causes(s, d.label, compute_idle);
+  double label_gain = 0;
+  for (const auto& [cause, gain] : causes) label_gain += gain;
+  if (!causes.empty() && !d.advice.empty()) d.advice.front() += gain_words(label_gain);
+  d.gains = causes;
+  std::vector<finding> found = secondary_findings(s, t, input, other, d.label);
+  const finding* first = nullptr;  // the finding that beats the label's own gain, if any
+  for (const finding& f : found) {
+    d.gains.emplace_back(f.cause, f.gain);
+    // A label that names no cause (COMPUTE-BOUND: the model) has no bound to beat: it stays first.
+    const double run = run_terms(s, f.gain, f.of_run);
+    if (!causes.empty() && run > run_terms(s, label_gain, false) &&
+        (first == nullptr || run > run_terms(s, first->gain, first->of_run))) {
+      first = &f;
+    }
+  }
+  for (const finding& f : found) {
+    const std::string line = f.text + gain_words(f.gain, f.of_run);
+    if (&f == first) {
+      d.advice.insert(d.advice.begin(), line.substr(std::string_view("also: ").size()));
+    } else {
+      d.advice.push_back(line);
+    }
+  }
+  sort_gains(d.gains);
 }
 
 }  // namespace
@@ -221,9 +253,9 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
   // The host rules weigh each phase's share of step time; with a device view, the GPU idle time
   // that fell while the host was in it.
   const candidate candidates[] = {
-      {"INPUT-BOUND", device ? idle.input : input, t.input_share},
-      {"H2D-BOUND", device ? idle.h2d : h2d, t.h2d_share},
-      {"WAIT-HEAVY", device ? idle.wait + idle.other : wait + other, t.wait_share},
+      {"INPUT-BOUND", device ? idle.input : input, device ? t.device_cause_share : t.input_share},
+      {"H2D-BOUND", device ? idle.h2d : h2d, device ? t.device_cause_share : t.h2d_share},
+      {"WAIT-HEAVY", device ? idle.wait + idle.other : wait + other, device ? t.device_cause_share : t.wait_share},
   };
   const candidate* best = nullptr;
   const candidate* nearest = nullptr;  // the closest below its threshold, for a close call
@@ -263,13 +295,13 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
                        100 * share, group, group == "wait" ? " or outside every phase" : "", 100 * threshold);
   };
   if (label == "INPUT-BOUND") {
-    d.evidence = device ? device_cause("input", idle.input, t.input_share) + idle_evidence(s, "input") + " " +
+    d.evidence = device ? device_cause("input", idle.input, t.device_cause_share) + idle_evidence(s, "input") + " " +
                               phase_evidence(s, "input", t.input_share)
                         : phase_evidence(s, "input", t.input_share) + std::string(waits_for_data);
     d.evidence += close;
     if (!server) d.advice = input_advice(s, t);  // a server's input advice is its own (server_advice.cpp)
   } else if (label == "H2D-BOUND") {
-    d.evidence = device ? device_cause("h2d", idle.h2d, t.h2d_share) + idle_evidence(s, "h2d")
+    d.evidence = device ? device_cause("h2d", idle.h2d, t.device_cause_share) + idle_evidence(s, "h2d")
                         : phase_evidence(s, "h2d", t.h2d_share);
     const bool measured = s.gpu && s.gpu->h2d.count > 0;
     if (measured) {
@@ -292,7 +324,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     d.advice.push_back("tensor.to(device, non_blocking=True) overlaps the copy with compute");
     d.advice.push_back("fewer, larger copies: move one collated batch, not many small tensors");
   } else if (label == "WAIT-HEAVY") {
-    d.evidence = device ? device_cause("wait", idle.wait + idle.other, t.wait_share) +
+    d.evidence = device ? device_cause("wait", idle.wait + idle.other, t.device_cause_share) +
                               fmt::format(" The host was {} {:.1f}% and outside every phase (`other`) "
                                           "{:.1f}% of step time.",
                                           blocked, 100 * wait, 100 * other)
@@ -370,7 +402,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     d.evidence += near_miss;
     d.advice = {fmt::format("no single cause stands out: start with the largest phase, `{}`", largest->name)};
   }
-  secondary_findings(s, t, device ? idle.input : input, device ? idle.other : other, d);
+  add_gains(s, t, device ? idle.input : input, device ? idle.other : other, device && compute_idle_largest, d);
   if (server) advise_server(s, t, d);
   cpu_findings(s, t, d);  // first in the advice, under any label
   return d;

@@ -2,10 +2,11 @@
 //
 // With a device view (live, or read from a torch.profiler trace) the label says where the GPU's
 // time went. Each host cause is weighed by the GPU idle time that fell while the host was in it
-// (a custom phase counts toward the built-in it sits in), as a share of step time:
-//   INPUT-BOUND    GPU idle during `input` >= input_share
-//   H2D-BOUND      GPU idle during `h2d` >= h2d_share
-//   WAIT-HEAVY     GPU idle during `wait` + `other` >= wait_share
+// (a custom phase counts toward the built-in it sits in), as a share of step time: its gain
+// (report/gains.hpp), the most removing it could save. The label follows the gains:
+//   INPUT-BOUND    GPU idle during `input` >= device_cause_share
+//   H2D-BOUND      GPU idle during `h2d` >= device_cause_share
+//   WAIT-HEAVY     GPU idle during `wait` + `other` >= device_cause_share
 //   (several fire: the largest wins; ties go in the order above)
 //   COMPUTE-BOUND  none of those, and the GPU busy >= device_busy_share, whatever the host did
 //                  meanwhile, blocking syncs included: the host was waiting on the GPU
@@ -36,7 +37,9 @@
 // beyond the core count. Under any label, a process that waits for a core cpu_wait_share of the
 // time it runs (and cpu_wait_min_cores at least) hears first that the host is oversubscribed.
 // Without a GPU (no CUDA, no device view) the advice names no device. Causes below their
-// label's threshold that still hold a real share (secondary_*) are said under the label.
+// label's threshold that still hold a real share (secondary_*) are said under the label. Each
+// cause named carries its gain (diagnosis::gains, and "up to N% shorter steps" on its advice);
+// the advice with the largest gain comes first (in run terms, against time set aside).
 #pragma once
 
 #include <optional>
@@ -48,6 +51,10 @@
 namespace steptrace::detail {
 
 struct diagnosis_thresholds {
+  // With a device view: a host cause labels the run when the GPU idles this share of step time
+  // while the host is in it (its gain), whatever the busy share.
+  double device_cause_share = 0.15;
+  // Host view:
   double input_share = 0.30;
   double h2d_share = 0.20;
   double wait_share = 0.30;

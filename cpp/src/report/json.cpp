@@ -145,6 +145,7 @@ json_doc ranks_json(const ranks_view& v) {
     row["device_busy_share"] = r.device_busy_share ? json_doc(*r.device_busy_share) : json_doc(nullptr);
     row["label"] = r.label.empty() ? json_doc(nullptr) : json_doc(r.label);
     row["slowest_steps"] = r.slowest_steps;
+    row["gain"] = r.gain_cause.empty() ? json_doc(nullptr) : json_doc{{"cause", r.gain_cause}, {"share", r.gain}};
     rows.push_back(std::move(row));
   }
   json_doc straggler(nullptr);
@@ -159,6 +160,25 @@ json_doc ranks_json(const ranks_view& v) {
                   {"timeout_s", v.timeout_s},   {"from_files", v.from_files}, {"steps_compared", v.steps_compared},
                   {"worst", {{"rank", v.worst_rank}, {"ms", v.worst_ms}, {"median_ms", v.median_ms}}},
                   {"straggler", straggler}};
+}
+
+// diagnosis.gains: {cause: fraction of step (or run) time}, largest first.
+json_doc gains_json(const std::vector<std::pair<std::string, double>>& gains) {
+  json_doc out = json_doc::object();
+  for (const auto& [cause, gain] : gains) out[cause] = gain;
+  return out;
+}
+
+std::vector<std::pair<std::string, double>> gains_from(const json_doc& j) {
+  if (!j.is_object()) throw std::invalid_argument("\"gains\" is not an object of causes");
+  std::vector<std::pair<std::string, double>> gains;
+  for (const auto& [cause, gain] : j.items()) {
+    if (!gain.is_number() || !(gain.get<double>() >= 0 && gain.get<double>() <= 1)) {
+      throw std::invalid_argument("a gain must be a fraction between 0 and 1, not " + shown(gain));
+    }
+    gains.emplace_back(cause, gain.get<double>());
+  }
+  return gains;
 }
 
 ranks_view ranks_from(const json_doc& j) {
@@ -181,6 +201,10 @@ ranks_view ranks_from(const json_doc& j) {
     if (!row.at("device_busy_share").is_null()) r.device_busy_share = number_at(row, "device_busy_share");
     if (!row.at("label").is_null()) r.label = row.at("label").get<std::string>();
     r.slowest_steps = count_at(row, "slowest_steps");
+    if (row.contains("gain") && !row.at("gain").is_null()) {
+      r.gain_cause = row.at("gain").at("cause").get<std::string>();
+      r.gain = number_at(row.at("gain"), "share");
+    }
     v.rows.push_back(std::move(r));
   }
   for (const json_doc& m : j.at("missing")) {
@@ -296,7 +320,8 @@ std::string summary::json() const {
       {"diagnosis",
        {{"label", diag.label.empty() ? json_doc(nullptr) : json_doc(diag.label)},
         {"evidence", diag.evidence},
-        {"advice", diag.advice}}},
+        {"advice", diag.advice},
+        {"gains", gains_json(diag.gains)}}},
       {"backend",
        {{"cuda", backend.cuda}, {"cupti", backend.cupti}, {"reason", backend.reason}, {"host_clock", backend.host_clock}}},
       {"errors",
@@ -378,6 +403,7 @@ summary summary::from_json(std::string_view text) {
     s.diag.label = d.at("label").is_null() ? "" : d.at("label").get<std::string>();
     s.diag.evidence = d.at("evidence").get<std::string>();
     s.diag.advice = d.at("advice").get<std::vector<std::string>>();
+    if (d.contains("gains")) s.diag.gains = gains_from(d.at("gains"));
     const json_doc& b = doc.at("backend");
     s.backend = {b.at("cuda").get<bool>(), b.at("cupti").get<bool>(), b.at("reason").get<std::string>(),
                  b.at("host_clock").get<std::string>()};

@@ -28,6 +28,11 @@ std::string live_line(const summary& w, double at_s) {
       line += (i == 0 ? "; " : ", ") + top[i]->name + share;
     }
     if (!w.diag.label.empty()) line += "; " + w.diag.label;
+    if (!w.diag.gains.empty()) {  // the largest gain: what the first fix is worth
+      char gain[48];
+      std::snprintf(gain, sizeof gain, " (up to %.0f%% from ", 100 * w.diag.gains.front().second);
+      line += gain + w.diag.gains.front().first + ")";
+    }
   }
   return line + "\n";
 }

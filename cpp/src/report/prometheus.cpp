@@ -112,6 +112,10 @@ std::string summary::prometheus(std::string_view prefix) const {
   for (const set_aside_stats& a : set_aside) w.sample("set_aside_seconds", "name=\"" + escaped(a.name) + "\"", a.total_ms / 1e3);
   w.family("diagnosis", "gauge", "1 for the label the diagnosis gives.");
   if (!diag.label.empty()) w.sample("diagnosis", "label=\"" + escaped(diag.label) + "\"", 1);
+  w.family("gain", "gauge",
+           "The most removing each cause the diagnosis names could save: a fraction of step time (of run time for "
+           "time set aside), an upper bound.");
+  for (const auto& [cause, gain] : diag.gains) w.sample("gain", "cause=\"" + escaped(cause) + "\"", gain);
   if (gpu) {
     w.family("gpu_busy_share", "gauge", "Device busy time on the steps' own streams, of the summed step time.");
     w.sample("gpu_busy_share", "", gpu->busy_share);

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "report/diagnosis.hpp"
+#include "report/gains.hpp"
 #include "steptrace/summary.hpp"
 
 namespace steptrace {
@@ -46,6 +47,7 @@ rank_row row_of(const rank_report& report) {
   if (std::isfinite(report.device_wait_ms) && report.device_wait_ms > 0) r.wait_ms += report.device_wait_ms;
   if (s.gpu) r.device_busy_share = s.gpu->busy_share;
   r.label = s.diag.label;
+  if (!s.diag.gains.empty()) r.gain_cause = s.diag.gains.front().first, r.gain = s.diag.gains.front().second;
   return r;
 }
 
@@ -188,7 +190,14 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
     out.diag.evidence = fmt::format("Rank {} recorded no steps: each rank's figures are in the `ranks` table.",
                                     out.rank->rank);
   }
-  if (view.straggler) out.diag = straggler_diagnosis(view, *view.straggler);
+  if (view.straggler) {
+    out.diag = straggler_diagnosis(view, *view.straggler);
+    // Every rank waits for the straggler: its excess over the median rank is what its fix can save.
+    const double step = out.step_ms.mean > 0 ? out.step_ms.mean : view.median_ms;
+    const double gain = step > 0 ? std::clamp(view.straggler->excess_ms / step, 0.0, 1.0) : 0.0;
+    out.diag.gains = {{fmt::format("rank {}", view.straggler->rank), gain}};
+    out.diag.advice.front() += detail::gain_words(gain);
+  }
   out.ranks = std::move(view);
   return out;
 }
@@ -224,6 +233,7 @@ summary rank_digest(const summary& s) {
   d.backend = s.backend;
   d.errors = s.errors;
   d.diag.label = s.diag.label;
+  d.diag.gains = s.diag.gains;
   for (const char* name : {"input", "h2d", "compute", "wait", "other"}) {
     phase_stats p;
     p.name = name;

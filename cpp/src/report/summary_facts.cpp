@@ -59,6 +59,32 @@ std::vector<std::string_view> builtin_groups(const summary& s) {
   return group;
 }
 
+idle_groups idle_by_group(const summary& s) {
+  idle_groups g;
+  if (!s.gpu || s.gpu->steps_viewed == 0) return g;
+  const double idle = 1 - s.gpu->busy_share;
+  const std::vector<std::string_view> groups = builtin_groups(s);
+  std::unordered_map<std::string_view, std::string_view> group_of;
+  for (std::size_t i = 0; i < groups.size(); ++i) group_of.emplace(s.phases[i].name, groups[i]);
+  for (const auto& [name, share] : s.gpu->idle_by_phase) {
+    const auto known = group_of.find(name);
+    const std::string_view group = known == group_of.end() ? std::string_view(name) : known->second;
+    const double x = idle * share;
+    if (group == "input") {
+      g.input += x;
+    } else if (group == "h2d") {
+      g.h2d += x;
+    } else if (group == "wait") {
+      g.wait += x;
+    } else if (group == "other") {
+      g.other += x;
+    } else {
+      g.compute += x;  // compute, and custom phases outside every built-in
+    }
+  }
+  return g;
+}
+
 double mean_of(const summary& s, std::string_view name) { return group_share(s, name) * s.step_ms.mean; }
 
 std::optional<long> fact_int(const summary& s, std::string_view key) {

@@ -25,6 +25,13 @@ double group_share(const summary& s, std::string_view name);
 // The same as mean milliseconds per step.
 double mean_of(const summary& s, std::string_view name);
 
+// The GPU's idle time during each built-in phase group, as shares of step time (a custom phase
+// outside every built-in counts as compute). All 0 without a device view.
+struct idle_groups {
+  double input = 0, h2d = 0, compute = 0, wait = 0, other = 0;
+};
+idle_groups idle_by_group(const summary& s);
+
 // A fact as a number or a flag; empty when absent or not one.
 std::optional<double> fact_double(const summary& s, std::string_view key);
 std::optional<long> fact_int(const summary& s, std::string_view key);

@@ -100,14 +100,17 @@ void rank_lines(const ranks_view& v, const std::function<void(std::string)>& lin
   line("");
   line(fmt::format("ranks      {} of {} {}; per step, mean ms of each phase with the phases inside it",
                    v.rows.size(), v.world_size, v.from_files ? "read from files" : "gathered"));
-  line(fmt::format("  {:>5}  {:<16}{:>7}{:>10}{:>9}{:>9}{:>9}{:>9}{:>9}{:>10}{:>9}  {}", "rank", "host", "steps",
-                   "step p50", "input", "h2d", "compute", "wait", "other", "GPU busy", "slowest", "label"));
+  line(fmt::format("  {:>5}  {:<16}{:>7}{:>10}{:>9}{:>9}{:>9}{:>9}{:>9}{:>10}{:>9}  {:<14}{}", "rank", "host", "steps",
+                   "step p50", "input", "h2d", "compute", "wait", "other", "GPU busy", "slowest", "label",
+                   "gain of its first fix"));
   for (const rank_row& r : v.rows) {
     const std::string busy = r.device_busy_share ? fmt::format("{:.0f}%", 100 * *r.device_busy_share) : "-";
     const std::string slowest = v.steps_compared ? std::to_string(r.slowest_steps) : "-";
-    line(fmt::format("  {:>5}  {:<16}{:>7}{:>10}{:>9}{:>9}{:>9}{:>9}{:>9}{:>10}{:>9}  {}", r.who.rank,
+    const std::string gain = r.gain_cause.empty() ? "-" : fmt::format("up to {:.0f}%, `{}`", 100 * r.gain, r.gain_cause);
+    line(fmt::format("  {:>5}  {:<16}{:>7}{:>10}{:>9}{:>9}{:>9}{:>9}{:>9}{:>10}{:>9}  {:<14}{}", r.who.rank,
                      cut(r.who.host, 15), r.steps, ms(r.step_p50_ms), ms(r.input_ms), ms(r.h2d_ms),
-                     ms(r.compute_ms), ms(r.wait_ms), ms(r.other_ms), busy, slowest, r.label.empty() ? "-" : r.label));
+                     ms(r.compute_ms), ms(r.wait_ms), ms(r.other_ms), busy, slowest, r.label.empty() ? "-" : r.label,
+                     gain));
   }
   const auto with_steps = std::count_if(v.rows.begin(), v.rows.end(), [](const rank_row& r) { return r.steps > 0; });
   if (with_steps >= 2) {  // ranks with no steps are rows, never the worst or the median
