@@ -12,6 +12,11 @@ of two standard errors:
 Two standard errors of the difference make each figure's noise band. A regression fails the gate
 when either figure grew beyond both its band and the threshold; the verdict says which decided.
 Runs of fewer than MIN_STEPS steps are too short to tell.
+
+What a fix realised: for each cause the first side's diagnosis named with its gain (the most
+removing it could save), the step time the second side actually saved (its mean step against
+the first's; run time per step for time set aside), and the share of the bound that is. A saving
+above its bound by more than the noise band of the mean is flagged: something else changed too.
 """
 
 import math
@@ -41,6 +46,19 @@ class Comparison:
     figures: List[Figure] = field(default_factory=list)
     verdict: str = ""
     regressed: bool = False  # beyond the threshold and the noise: the gate fails
+    realised: List["Realised"] = field(default_factory=list)
+
+
+@dataclass
+class Realised:
+    """A cause the first side named: its bound, what the second side saved, and whether that is
+    beyond the bound by more than the noise."""
+
+    cause: str
+    bound: float  # fraction of step time (of run time for time set aside)
+    saved: float  # fraction actually saved
+    of_run: bool
+    beyond: bool
 
 
 def _ms(v: float) -> str:
@@ -82,7 +100,35 @@ def side(runs: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     for name in dict.fromkeys(names):
         out["phases"][name] = {"mean_ms": statistics.fmean(r["phases"].get(name, {}).get("mean_ms", 0.0) for r in runs)}
     labels = {(r.get("diagnosis") or {}).get("label") or "-" for r in runs}
-    out["diagnosis"] = {"label": labels.pop() if len(labels) == 1 else "mixed"}
+    causes = [c for r in runs for c in ((r.get("diagnosis") or {}).get("gains") or {})]
+    out["diagnosis"] = {"label": labels.pop() if len(labels) == 1 else "mixed",
+                        "gains": {c: statistics.fmean(((r.get("diagnosis") or {}).get("gains") or {}).get(c, 0.0)
+                                                      for r in runs) for c in dict.fromkeys(causes)}}
+    out["set_aside"] = {n: {} for r in runs for n in (r.get("set_aside") or {})}
+    out["run_ms"] = statistics.fmean(r.get("run_ms", 0.0) for r in runs)
+    out["run_ms_per_step"] = statistics.fmean(_run_per_step(r) for r in runs)
+    return out
+
+
+def _run_per_step(run: Dict[str, Any]) -> float:
+    steps = run.get("steps", 0)
+    return run.get("run_ms", 0.0) / steps if steps else 0.0
+
+
+def _realised(a: Dict[str, Any], b: Dict[str, Any], noise: float) -> List[Realised]:
+    """Each cause `a` named with its gain, against what `b` saved."""
+    out = []
+    gains = (a.get("diagnosis") or {}).get("gains") or {}
+    for cause, bound in gains.items():
+        of_run = cause in (a.get("set_aside") or {})
+        if of_run:
+            before, after = a.get("run_ms_per_step", _run_per_step(a)), b.get("run_ms_per_step", _run_per_step(b))
+        else:
+            before, after = a["step_ms"]["mean"], b["step_ms"]["mean"]
+        if before <= 0:
+            continue
+        saved = (before - after) / before
+        out.append(Realised(cause, bound, saved, of_run, saved > bound + noise))
     return out
 
 
@@ -108,6 +154,9 @@ def compare(a_runs: Any, b_runs: Any, max_regression_pct: Optional[float]) -> Co
     lb = (b.get("diagnosis") or {}).get("label") or "-"
     c.rows.append(("label", la, lb, "" if la == lb else "changed"))
 
+    if sa["mean"] > 0:
+        mean_noise = 2 * math.hypot(_error(a_runs, "mean"), _error(b_runs, "mean")) / sa["mean"]
+        c.realised = _realised(a, b, mean_noise)
     short = [r["steps"] for r in a_runs + b_runs if r["steps"] < MIN_STEPS]
     if short:
         runs = (f"{a['steps']} and {b['steps']} steps" if len(a_runs) == len(b_runs) == 1
@@ -157,4 +206,12 @@ def render(c: Comparison, name_a: str, name_b: str) -> str:
         lines.append(f"{what:<16}{va:>{width}}  {vb:>{width}}  {ch}")
     lines.append("")
     lines.append(c.verdict)
+    if c.realised:
+        lines.append("")
+        lines.append(f"what the fixes realised (the causes {name_a} named, the most each could save, and what {name_b} saved):")
+        for r in c.realised:
+            unit = "of the run per step" if r.of_run else "of step time"
+            share = f", {100 * r.saved / r.bound:.0f}% of it" if r.bound > 0 and r.saved > 0 else ""
+            flag = ("; more than its bound beyond the noise: something else changed too" if r.beyond else "")
+            lines.append(f"  {r.cause}: up to {100 * r.bound:.0f}% {unit}; realised {100 * r.saved:.0f}%{share}{flag}")
     return "\n".join(lines) + "\n"

@@ -84,7 +84,12 @@ TEST_CASE("live device view: H2D-BOUND when the GPU idles through pageable copie
   });
   CHECK(s.diag.label == "H2D-BOUND");
   CHECK_THAT(s.diag.evidence, Catch::Matchers::Contains("25.0% of step time while the host was in `h2d`"));
-  CHECK_THAT(s.diag.advice.at(0), Catch::Matchers::Contains("100% of the copied bytes are pageable"));
+  CHECK_THAT(s.diag.advice.at(0), Catch::Matchers::Contains("100% of the copied bytes are pageable") &&
+                                      Catch::Matchers::EndsWith("(up to 25% shorter steps)"));
+  // the gain is the GPU's idle time in `h2d` exactly: 2.5 of every 10 ms
+  REQUIRE(s.diag.gains.size() == 1);
+  CHECK(s.diag.gains[0].first == "h2d");
+  CHECK(s.diag.gains[0].second == Approx(0.25).margin(1e-12));
 }
 
 TEST_CASE("live device view: WAIT-HEAVY when the GPU idles through a blocking copy and a sync", "[diagnosis][device]") {
@@ -99,6 +104,13 @@ TEST_CASE("live device view: WAIT-HEAVY when the GPU idles through a blocking co
   });
   CHECK(s.diag.label == "WAIT-HEAVY");
   CHECK(s.gpu->syncs_per_step == 1);
+  // the GPU idles from the copy's end (5.2 ms) to the step's end (10 ms), with the host in `wait`
+  // until 9 ms and in no phase after: both causes, each with its idle time
+  REQUIRE(s.diag.gains.size() == 2);
+  CHECK(s.diag.gains[0].first == "wait");
+  CHECK(s.diag.gains[0].second == Approx(0.38).margin(1e-9));
+  CHECK(s.diag.gains[1].first == "other");
+  CHECK(s.diag.gains[1].second == Approx(0.10).margin(1e-9));
 }
 
 TEST_CASE("live device view: a saturated GPU with a per-step sync is COMPUTE-BOUND, not WAIT-HEAVY",
@@ -114,6 +126,7 @@ TEST_CASE("live device view: a saturated GPU with a per-step sync is COMPUTE-BOU
   CHECK(s.gpu->busy_share == Approx(0.96));
   CHECK(s.diag.label == "COMPUTE-BOUND");
   CHECK_THAT(s.diag.evidence, Catch::Matchers::Contains("removing the syncs would not make the GPU faster"));
+  CHECK(s.diag.gains.empty());  // no wait gain: the GPU was busy while the host waited
 }
 
 TEST_CASE("live device view: LAUNCH-BOUND for many short kernels, BALANCED for one long one that leaves gaps",

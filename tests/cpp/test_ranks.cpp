@@ -159,6 +159,19 @@ TEST_CASE("a rank's device wait (a trace's exposed NCCL time) is its wait at the
   CHECK(all.ranks->rows[0].wait_ms == Approx(12));
   CHECK(all.ranks->from_files);
   CHECK(summary::from_json(all.json()).ranks->from_files);
+  // the gain of the straggler's fix: its excess over the median rank, of the step; and each row's
+  // own first gain (rank 1 alone is INPUT-BOUND by the host rules: 45% of its step)
+  REQUIRE(all.diag.gains.size() == 1);
+  CHECK(all.diag.gains[0].first == "rank 1");
+  CHECK(all.diag.gains[0].second == Approx(11.5 / 30));
+  CHECK_THAT(all.diag.advice.at(0), Contains("(up to 38% shorter steps)"));
+  CHECK(all.ranks->rows[1].gain_cause == "input");
+  CHECK(all.ranks->rows[1].gain == Approx(0.45));
+  CHECK_THAT(all.table(), Contains("up to 45%, `input`"));
+  const summary back = summary::from_json(all.json());
+  CHECK(back.ranks->rows[1].gain_cause == "input");
+  CHECK(back.diag.gains == all.diag.gains);
+  CHECK_THAT(all.prometheus(), Contains("# TYPE steptrace_gain gauge") && Contains("steptrace_gain{rank=\"0\",cause=\"rank 1\"} 0.383"));
   const summary none = combine_ranks({report(rank_summary(0, 3, {{"compute", 5}}))}, 3, 0, true);
   CHECK_THAT(none.table(), Contains("missing: ranks 1, 2: no file among those read"));
 }

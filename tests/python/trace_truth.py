@@ -54,9 +54,10 @@ def both(spans: List[Span], cut: List[Span]) -> List[Span]:
     return minus(spans, minus(spans, cut))
 
 
-def read(path) -> Dict[str, float]:
+def read(path, skip_first: bool = False) -> Dict[str, float]:
     """Shares of the summed window time: busy, sync (host), idle_in_sync, dataloader (host),
-    idle_in_dataloader; and `windows` (count), `window_ms` (their mean)."""
+    idle_in_dataloader; and `windows` (count), `window_ms` (their mean). `skip_first`: leave the
+    first step out (a reader's judgement that its device ran work from before the trace)."""
     opener = gzip.open if str(path).endswith(".gz") else open
     with opener(path, "rt") as f:
         doc = json.load(f)
@@ -67,7 +68,7 @@ def read(path) -> Dict[str, float]:
     steps = [e for e in events if str(e["name"]).startswith("ProfilerStep#") and e.get("cat") in ("cpu_op", "user_annotation", "Operator")]
     if steps:
         main = collections.Counter((e["pid"], e["tid"]) for e in steps).most_common(1)[0][0]
-        windows = [span(e) for e in steps if (e["pid"], e["tid"]) == main]
+        windows = sorted(span(e) for e in steps if (e["pid"], e["tid"]) == main)[1 if skip_first else 0:]
     else:
         main = collections.Counter((e["pid"], e["tid"]) for e in events if e.get("cat") == "cpu_op").most_common(1)[0][0]
         first = min(float(e["ts"]) for e in events if (e["pid"], e["tid"]) == main and e.get("cat") in HOST)
