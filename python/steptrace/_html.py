@@ -1,8 +1,10 @@
 """The HTML report: one self-contained file that opens offline (no script, no fetch).
 
-The table and the diagnosis as the terminal shows them, a stacked chart of each phase's time
-per step over the whole run (the summary's ``series``), the slowest steps the flight recorder
-kept, each drawn along its own time axis, and the time set aside (also marked on the chart).
+The table and the diagnosis as the terminal shows them, a bar per cause with the most its fix
+could save, a stacked chart of each phase's time per step over the whole run (the summary's
+``series``), the slowest steps the flight recorder kept, each drawn along its own time axis with
+the GPU beside it where there is a device view (busy, and idle in the colour of the host phase
+it idled in), and the time set aside (also marked on the chart).
 """
 
 import html
@@ -99,6 +101,56 @@ def _series_chart(series: Dict[str, Any], colours: Dict[str, str], offset: int =
     return "".join(parts) + f'<p class="note">{note}; hover a bar or a mark for its figures.</p>'
 
 
+def _gains(summary: Dict[str, Any]) -> str:
+    """A bar per cause the diagnosis named: the most its fix could save."""
+    gains = (summary.get("diagnosis") or {}).get("gains") or {}
+    if not gains:
+        return ""
+    aside = summary.get("set_aside") or {}
+    rows = []
+    for cause, gain in gains.items():
+        unit = "shorter run" if cause in aside else "shorter steps"
+        rows.append(f'<tr><td>{html.escape(cause)}</td><td><div class="gain" style="width:{400 * gain:.1f}px"></div></td>'
+                    f'<td class="nowrap">up to {100 * gain:.0f}% {unit}</td></tr>')
+    return ('<h2>What each fix can save</h2><p class="note">An upper bound per cause, one at a time: with a device '
+            'view, the GPU idle time while the host was in it; host-only, its share of the step; set aside, its '
+            'share of the run.</p><table class="gains">' + "".join(rows) + "</table>")
+
+
+def _idle_pieces(step: Dict[str, Any]) -> List[tuple]:
+    """The GPU's idle gaps in a step, each cut along the host's outermost phases: (begin, end,
+    phase). Empty when the step has no device view."""
+    device = sorted((d["begin_ms"], d["end_ms"]) for d in step.get("device") or [] if d["kind"] not in ("sync", "memory"))
+    busy: List[List[float]] = []
+    for a, b in device:
+        if busy and a <= busy[-1][1]:
+            busy[-1][1] = max(busy[-1][1], b)
+        else:
+            busy.append([a, b])
+    gaps, at = [], step["begin_ms"]
+    for a, b in busy:
+        if a > at:
+            gaps.append((at, min(a, step["end_ms"])))
+        at = max(at, b)
+    if at < step["end_ms"]:
+        gaps.append((at, step["end_ms"]))
+    phases = sorted((p["begin_ms"], p["end_ms"], p["name"]) for p in step["phases"] if p["depth"] == 0)
+    pieces = []
+    for a, b in gaps:
+        cursor = a
+        for pa, pb, name in phases:
+            lo, hi = max(pa, a), min(pb, b)
+            if hi <= lo:
+                continue
+            if lo > cursor:
+                pieces.append((cursor, lo, "other"))
+            pieces.append((lo, hi, name))
+            cursor = max(cursor, hi)
+        if cursor < b:
+            pieces.append((cursor, b, "other"))
+    return pieces
+
+
 def _slowest(timeline: Dict[str, Any], colours: Dict[str, str], limit: int = 8) -> str:
     steps = sorted((s for s in timeline.get("steps", []) if s["slowest"]), key=lambda s: -s["step_ms"])[:limit]
     if not steps:
@@ -106,22 +158,35 @@ def _slowest(timeline: Dict[str, Any], colours: Dict[str, str], limit: int = 8) 
     width = 600
     longest = max(s["end_ms"] - s["begin_ms"] for s in steps) or 1.0
     rows: List[str] = []
+    with_device = any(s.get("device") is not None for s in steps)
+
+    def span(a: float, b: float, s: Dict[str, Any], style: str, title: str) -> str:
+        x = width * (a - s["begin_ms"]) / longest
+        w = width * (b - a) / longest
+        return f'<span style="left:{x:.1f}px;width:{max(w, 1):.1f}px;{style}" title="{html.escape(title)}"></span>'
+
     for s in steps:
-        span = s["end_ms"] - s["begin_ms"]
-        cells = [f'<div class="track" style="width:{width * span / longest:.1f}px">']
+        track = f'<div class="track" style="width:{width * (s["end_ms"] - s["begin_ms"]) / longest:.1f}px">'
+        cells = [track]
         for p in s["phases"]:
-            if p["depth"] != 0:
-                continue
-            x = width * (p["begin_ms"] - s["begin_ms"]) / longest
-            w = width * (p["end_ms"] - p["begin_ms"]) / longest
-            colour = colours.get(p["name"], _PALETTE[-1])
-            cells.append(f'<span style="left:{x:.1f}px;width:{max(w, 1):.1f}px;background:{colour}" '
-                         f'title="{html.escape(p["name"])} {_ms(p["end_ms"] - p["begin_ms"])} ms"></span>')
+            if p["depth"] == 0:
+                cells.append(span(p["begin_ms"], p["end_ms"], s, f"background:{colours.get(p['name'], _PALETTE[-1])}",
+                                  f"{p['name']} {_ms(p['end_ms'] - p['begin_ms'])} ms"))
         cells.append("</div>")
+        if s.get("device") is not None:  # the GPU beside it: busy dark, idle in the host phase's colour
+            cells.append(track.replace('class="track"', 'class="track gpu"'))
+            for d in s["device"]:
+                if d["kind"] not in ("sync", "memory"):
+                    cells.append(span(d["begin_ms"], d["end_ms"], s, "background:#333", f"GPU busy: {d['kind']}"))
+            for a, b, name in _idle_pieces(s):
+                cells.append(span(a, b, s, f"background:{colours.get(name, _OTHER)};opacity:0.45",
+                                  f"GPU idle while the host was in {name}: {_ms(b - a)} ms"))
+            cells.append("</div>")
         rows.append(f'<tr><td class="nowrap">thread {s["thread"]}, step {s["index"]}</td><td class="num">{_ms(s["step_ms"])} ms</td>'
                     f'<td>{"".join(cells)}</td></tr>')
-    return ('<table class="steps"><tr><th>step</th><th>time</th><th>phases (outermost), along the step</th></tr>'
-            + "".join(rows) + "</table>")
+    what = ("phases (outermost), along the step; below, the GPU: busy dark, idle in the colour of the host phase "
+            "it idled in" if with_device else "phases (outermost), along the step")
+    return (f'<table class="steps"><tr><th>step</th><th>time</th><th>{what}</th></tr>' + "".join(rows) + "</table>")
 
 
 def _set_aside(summary: Dict[str, Any]) -> str:
@@ -148,7 +213,10 @@ svg text { font-size: 11px; fill: #555; }
 table { border-collapse: collapse; } td, th { padding: 3px 10px 3px 0; text-align: left; } .num { text-align: right; }
 .nowrap { white-space: nowrap; }
 .track { position: relative; height: 14px; background: #eee; }
+.track.gpu { height: 8px; margin-top: 2px; background: #fff; }
+.gain { height: 12px; background: #e15759; }
 .track span { position: absolute; top: 0; height: 14px; }
+.track.gpu span { height: 8px; }
 """
 
 
@@ -195,6 +263,7 @@ def render(summary: Dict[str, Any], table: str, title: str = "steptrace report")
 <p class="header">{header}</p>
 <p><span class="label">{html.escape(diag.get("label") or "no steps")}</span> {html.escape(diag.get("evidence") or "")}</p>
 <ol>{advice}</ol>
+{_gains(summary)}
 <h2>Time per step in each phase, over the run</h2>
 {_legend(colours)}
 {_series_chart(series, colours, _step_offset(summary))}

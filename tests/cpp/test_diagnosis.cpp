@@ -4,6 +4,7 @@
 #include <map>
 
 #include "report/diagnosis.hpp"
+#include "report/report.hpp"
 #include "summaries.hpp"
 
 using namespace steptrace;
@@ -352,6 +353,10 @@ TEST_CASE("every cause named carries its gain, and the largest gain comes first"
   // in run terms the steps' 40% is 20% of the run: the checkpoint's 50% comes first
   CHECK_THAT(w.advice.at(0), Catch::Matchers::StartsWith("`checkpoint` (set aside) takes 50% of the run") &&
                                  Catch::Matchers::EndsWith("(up to 50% shorter run)"));
+  // the live line says the first fix's worth
+  summary window = with_shares({{"h2d", 0.22}, {"input", 0.26}, {"compute", 0.52}});
+  window.diag = diagnose(window);
+  CHECK_THAT(detail::live_line(window, 5), Catch::Matchers::EndsWith("H2D-BOUND (up to 26% from input)\n"));
   // JSON carries them, largest first, and reads them back
   summary json_run = with_shares({{"h2d", 0.22}, {"input", 0.26}, {"compute", 0.52}});
   json_run.diag = diagnose(json_run);

@@ -87,12 +87,14 @@ std::vector<std::string> input_advice(const summary& s, const diagnosis_threshol
   return advice;
 }
 
+// `threshold` < 0: the share is a fact beside the rule that fired (a device view's), not the rule.
 std::string phase_evidence(const summary& s, std::string_view name, double threshold) {
   const phase_stats* own = s.phase(name);
   const bool with_children = own == nullptr || group_share(s, name) > own->share + 1e-12;
-  return fmt::format("`{}`{} takes {:.1f}% of step time ({} ms of {} ms per step; the rule fires at {:.0f}%).",
-                     name, with_children ? " with the phases inside it" : "", 100 * group_share(s, name),
-                     format_ms(mean_of(s, name)), format_ms(s.step_ms.mean), 100 * threshold);
+  return fmt::format("`{}`{} takes {:.1f}% of step time ({} ms of {} ms per step{}).", name,
+                     with_children ? " with the phases inside it" : "", 100 * group_share(s, name),
+                     format_ms(mean_of(s, name)), format_ms(s.step_ms.mean),
+                     threshold < 0 ? "" : fmt::format("; the rule fires at {:.0f}%", 100 * threshold));
 }
 
 // "GPU idle 71% of the step; 93% of that while the host was in `input`."
@@ -296,7 +298,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
   };
   if (label == "INPUT-BOUND") {
     d.evidence = device ? device_cause("input", idle.input, t.device_cause_share) + idle_evidence(s, "input") + " " +
-                              phase_evidence(s, "input", t.input_share)
+                              phase_evidence(s, "input", -1)
                         : phase_evidence(s, "input", t.input_share) + std::string(waits_for_data);
     d.evidence += close;
     if (!server) d.advice = input_advice(s, t);  // a server's input advice is its own (server_advice.cpp)
