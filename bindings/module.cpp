@@ -323,15 +323,17 @@ PYBIND11_MODULE(_core, m) {
   });
   m.def(
       "combine_ranks",
-      [](const std::vector<py::tuple>& reports, std::uint32_t world_size, double timeout_s, bool from_files) {
+      [](const std::vector<py::tuple>& reports, std::uint32_t world_size, double timeout_s, bool from_files,
+         const std::vector<std::pair<std::uint32_t, std::string>>& refused) {
         std::vector<rank_report> in;  // (summary, waits, collectives[, device_wait_ms])
         for (const py::tuple& r : reports) {
           in.push_back({r[0].cast<summary>(), r[1].cast<std::vector<double>>(), r[2].cast<std::uint64_t>(),
                         r.size() > 3 ? r[3].cast<double>() : 0.0});
         }
-        return combine_ranks(in, world_size, timeout_s, from_files);
+        return combine_ranks(in, world_size, timeout_s, from_files, refused);
       },
-      py::arg("reports"), py::arg("world_size"), py::arg("timeout_s"), py::arg("from_files") = false);
+      py::arg("reports"), py::arg("world_size"), py::arg("timeout_s"), py::arg("from_files") = false,
+      py::arg("refused") = std::vector<std::pair<std::uint32_t, std::string>>{});
   m.def("rank_digest", &rank_digest, py::arg("summary"));
   m.def("format_ms", &format_ms, py::arg("ms"));
   m.attr("LABELS") = diagnosis_labels();

@@ -106,8 +106,9 @@ class Gather:
             except Exception as e:
                 say(f"rank {job.rank} could not send its summary to rank 0 ({type(e).__name__}: {e})")
             return own
-        reports = [(own, list(recent), collectives)] + _collect(job, prefix, timeout_s)
-        self.last = _core.combine_ranks(reports, job.world_size, timeout_s)
+        refused: List[Tuple[int, str]] = []
+        reports = [(own, list(recent), collectives)] + _collect(job, prefix, timeout_s, refused)
+        self.last = _core.combine_ranks(reports, job.world_size, timeout_s, False, refused)
         self.last_steps = own.steps
         return self.last
 
@@ -119,8 +120,9 @@ def payload(own: Any, recent: List[float], collectives: int) -> str:
     return json.dumps({"summary": digest, "waits": [round(w, 3) for w in recent], "collectives": collectives})
 
 
-def _collect(job: Job, prefix: str, timeout_s: float) -> List[Tuple[Any, List[float], int]]:
-    """The other ranks' reports that arrive within the timeout."""
+def _collect(job: Job, prefix: str, timeout_s: float, refused: List[Tuple[int, str]]) -> List[Tuple[Any, List[float], int]]:
+    """The other ranks' reports that arrive within the timeout; those that arrive but cannot be
+    read go to `refused`, with why."""
     keys = {rank: prefix + str(rank) for rank in range(1, job.world_size)}
     if not keys:
         return []
@@ -145,8 +147,10 @@ def _collect(job: Job, prefix: str, timeout_s: float) -> List[Tuple[Any, List[fl
             if collectives < len(waits):
                 raise ValueError(f"it waited at {collectives} collectives but sent {len(waits)} waits")
             reports.append((summary, waits, collectives))
-        except Exception as e:  # that rank counts as missing; the others are still combined
-            say(f"rank {rank}'s summary could not be read ({type(e).__name__}: {e})")
+        except Exception as e:  # that rank is named as refused; the others are still combined
+            why = f"{type(e).__name__}: {e}"
+            say(f"rank {rank}'s summary could not be read ({why})")
+            refused.append((rank, why[:200]))
     return reports
 
 

@@ -240,6 +240,47 @@ def test_rank_0_refuses_a_rank_summary_that_does_not_hold_together(tracer):
         _core.rank_digest(_core.Summary.from_json(json.dumps(doc)))
 
 
+def test_a_refused_rank_is_named_as_refused_with_why_not_as_missing(tracer):
+    """The gather's store holds a rank 1 payload that does not hold together: rank 0's table says
+    it was refused and why, never that nothing arrived."""
+    from steptrace import _core, _ranks
+
+    with tracer.step():
+        with tracer.phase("compute"):
+            pass
+    own = tracer._core.summary()
+    tracer._core.set_rank(1, 2, 1, "host", "2026-11-24T00:00:00Z")
+    doc = json.loads(tracer._core.summary().json())
+    doc["phases"]["compute"]["share"] = 0.9
+    doc["phases"]["other"]["share"] = 0.9
+
+    class Store:  # torch.distributed's store, as the gather uses it
+        def __init__(self):
+            self.keys = {"p/1": json.dumps({"summary": json.dumps(doc), "waits": [], "collectives": 0})}
+
+        def wait(self, keys, timeout):
+            pass
+
+        def check(self, keys):
+            return all(k in self.keys for k in keys)
+
+        def get(self, key):
+            return self.keys[key]
+
+        def delete_key(self, key):
+            self.keys.pop(key)
+
+    job = _ranks.Job(0, 2, Store())
+    refused = []
+    reports = [(own.with_rank(0, 2), [], 0)] + _ranks._collect(job, "p/", 1.0, refused)
+    assert refused and refused[0][0] == 1 and "phase shares sum to 1.8" in refused[0][1]
+    combined = _core.combine_ranks(reports, 2, 1.0, False, refused)
+    table = combined.table()
+    assert "refused: rank 1: its summary arrived but did not hold together (ValueError: rank 1: phase shares" in table
+    assert "missing" not in table
+    assert json.loads(combined.json())["ranks"]["refused"][0]["rank"] == 1
+
+
 def test_summary_on_every_rank_gathers_once(tmp_path, run_python):
     """summary() alone never waits for other ranks, even called by rank 0 alone mid-run;
     summary(gather=True) on every rank gives rank 0 the job's; at exit rank 0 says it was shown

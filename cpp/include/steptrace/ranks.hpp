@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace steptrace {
@@ -55,6 +56,8 @@ struct ranks_view {
   std::uint32_t world_size = 0;
   std::vector<rank_row> rows;          // the ranks gathered, by rank
   std::vector<std::uint32_t> missing;  // ranks whose summary did not arrive
+  // Ranks whose summary arrived but was refused (its figures did not hold together), with why.
+  std::vector<std::pair<std::uint32_t, std::string>> refused;
   double timeout_s = 0;                // how long rank 0 waited for them
   bool from_files = false;             // read from the ranks' files (traces, summaries), not gathered live
   // The last steps whose collective waits every rank kept (the same steps on each: the k-th

@@ -241,11 +241,13 @@ STEPTRACE_API summary rank_digest(const summary& s);
 // per rank, the ranks of `world_size` that sent nothing, and STRAGGLER when one rank holds the
 // others back (the diagnosis then names it; otherwise rank 0's own diagnosis stands).
 // `timeout_s`: how long rank 0 waited, for the missing ranks' line; `from_files`: the reports were
-// read from the ranks' files (then a missing rank is one with no file). A rank with no steps is a row
+// read from the ranks' files (then a missing rank is one with no file); `refused`: ranks whose
+// summary arrived but was refused, with why (named as refused, never as missing). A rank with no steps is a row
 // of its own (never the worst or the median); when it is the lowest given, the evidence says
 // the job's figures are in the rows. Throws std::invalid_argument when no report has rank info,
 // or two have the same rank.
 STEPTRACE_API summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t world_size,
-                                    double timeout_s, bool from_files = false);
+                                    double timeout_s, bool from_files = false,
+                                    const std::vector<std::pair<std::uint32_t, std::string>>& refused = {});
 
 }  // namespace steptrace

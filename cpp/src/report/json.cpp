@@ -134,6 +134,12 @@ rank_info rank_from(const json_doc& j) {
   return r;
 }
 
+json_doc refused_json(const std::vector<std::pair<std::uint32_t, std::string>>& refused) {
+  json_doc out = json_doc::array();
+  for (const auto& [rank, why] : refused) out.push_back({{"rank", rank}, {"reason", why}});
+  return out;
+}
+
 json_doc ranks_json(const ranks_view& v) {
   json_doc rows = json_doc::array();
   for (const rank_row& r : v.rows) {
@@ -157,6 +163,7 @@ json_doc ranks_json(const ranks_view& v) {
                  {"others_wait_ms", s->others_wait_ms}};
   }
   return json_doc{{"world_size", v.world_size}, {"rows", rows},           {"missing", v.missing},
+                  {"refused", refused_json(v.refused)},
                   {"timeout_s", v.timeout_s},   {"from_files", v.from_files}, {"steps_compared", v.steps_compared},
                   {"worst", {{"rank", v.worst_rank}, {"ms", v.worst_ms}, {"median_ms", v.median_ms}}},
                   {"straggler", straggler}};
@@ -212,6 +219,13 @@ ranks_view ranks_from(const json_doc& j) {
       throw std::invalid_argument("a missing rank must be a rank of the world, not " + shown(m));
     }
     v.missing.push_back(static_cast<std::uint32_t>(m.get<std::uint64_t>()));
+  }
+  if (j.contains("refused")) {
+    for (const json_doc& r : j.at("refused")) {
+      const std::uint32_t rank = rank_count_at(r, "rank");
+      if (rank >= v.world_size) throw std::invalid_argument("a refused rank must be a rank of the world");
+      v.refused.emplace_back(rank, r.at("reason").get<std::string>());
+    }
   }
   v.timeout_s = number_at(j, "timeout_s");
   if (j.contains("from_files")) {

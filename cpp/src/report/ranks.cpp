@@ -14,10 +14,25 @@ namespace steptrace {
 namespace {
 
 using detail::default_thresholds;
+using detail::builtin_groups;
 using detail::group_share;
 
 // The phases a straggler is named by: where its own work is, never the wait for the others.
 constexpr const char* own_phases[] = {"input", "h2d", "compute", "other"};
+
+// A row's share of `name`: its built-in group; a custom phase outside every built-in is the
+// rank's own work, so it counts as `compute` (as the diagnosis weighs it): the row's five shares
+// always sum to the step.
+double row_share(const summary& s, std::string_view name) {
+  double share = group_share(s, name);
+  if (name == "compute") {
+    const std::vector<std::string_view> groups = builtin_groups(s);
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      if (groups[i].empty()) share += s.phases[i].share;
+    }
+  }
+  return share;
+}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -43,7 +58,7 @@ rank_row row_of(const rank_report& report) {
   r.step_mean_ms = s.step_ms.mean;
   r.step_p50_ms = s.step_ms.p50;
   r.step_p95_ms = s.step_ms.p95;
-  for (const char* p : {"input", "h2d", "compute", "wait", "other"}) phase_of(r, p) = group_share(s, p) * s.step_ms.mean;
+  for (const char* p : {"input", "h2d", "compute", "wait", "other"}) phase_of(r, p) = row_share(s, p) * s.step_ms.mean;
   if (std::isfinite(report.device_wait_ms) && report.device_wait_ms > 0) r.wait_ms += report.device_wait_ms;
   if (s.gpu) r.device_busy_share = s.gpu->busy_share;
   r.label = s.diag.label;
@@ -148,7 +163,7 @@ diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s) {
 }  // namespace
 
 summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t world_size, double timeout_s,
-                      bool from_files) {
+                      bool from_files, const std::vector<std::pair<std::uint32_t, std::string>>& refused) {
   std::vector<const rank_report*> sorted;
   for (const rank_report& r : reports) {
     if (!r.s.rank) throw std::invalid_argument("combine_ranks: a summary has no rank (tracer::set_rank)");
@@ -171,6 +186,12 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
   }
   std::vector<bool> seen(world_size, false);
   for (const rank_report* r : sorted) seen[r->s.rank->rank] = true;
+  for (const auto& [rank, why] : refused) {
+    if (rank < world_size && !seen[rank]) {
+      seen[rank] = true;
+      view.refused.emplace_back(rank, why);
+    }
+  }
   for (std::uint32_t rank = 0; rank < world_size; ++rank) {
     if (!seen[rank]) view.missing.push_back(rank);
   }
@@ -237,7 +258,7 @@ summary rank_digest(const summary& s) {
   for (const char* name : {"input", "h2d", "compute", "wait", "other"}) {
     phase_stats p;
     p.name = name;
-    p.share = group_share(s, name);
+    p.share = row_share(s, name);
     p.ms.mean = p.share * s.step_ms.mean;
     p.ms.total = p.share * s.step_ms.total;
     if (const phase_stats* own = s.phase(name)) p.calls = own->calls;

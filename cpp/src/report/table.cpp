@@ -120,6 +120,11 @@ void rank_lines(const ranks_view& v, const std::function<void(std::string)>& lin
                                                     v.steps_compared)
                                       : std::string()));
   }
+  for (const auto& [rank, why] : v.refused) {
+    line(fmt::format("  refused: rank {}: its summary arrived but did not hold together ({}); the figures are over "
+                     "the others",
+                     rank, why));
+  }
   if (!v.missing.empty()) {
     std::string which;
     for (std::uint32_t r : v.missing) which += (which.empty() ? "" : ", ") + std::to_string(r);
