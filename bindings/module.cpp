@@ -336,6 +336,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("refused") = std::vector<std::pair<std::uint32_t, std::string>>{});
   m.def("rank_digest", &rank_digest, py::arg("summary"));
   m.def("format_ms", &format_ms, py::arg("ms"));
+  m.def("printable_text", &printable_text, py::arg("text"));
   m.attr("LABELS") = diagnosis_labels();
   m.def("suggested_loader_workers", &suggested_loader_workers);
   m.def("default_tracer", &default_tracer, py::return_value_policy::reference);

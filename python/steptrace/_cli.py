@@ -19,6 +19,7 @@ import sys
 from typing import List, Optional, Tuple
 
 from . import _compare
+from ._log import printable
 
 
 class _Unusable(Exception):
@@ -146,10 +147,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         return args.run(args)
     except _Unusable as e:
-        print(f"steptrace: {e}", file=sys.stderr)
+        print(f"steptrace: {printable(str(e))}", file=sys.stderr)
         return 2
     except OSError as e:
-        print(f"steptrace: {e.filename}: {e.strerror or e}", file=sys.stderr)
+        print(f"steptrace: {printable(f'{e.filename}: {e.strerror or e}')}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `steptrace show run.json | head`
         return 0

@@ -149,6 +149,26 @@ def test_bad_environment_values_are_shown_printable_and_short(run_python):
     assert "\x1b" not in proc.stderr and "\\x1B]0;owned\\x07" in lines[0]
 
 
+def test_every_path_value_is_echoed_printable(run_python, tmp_path):
+    """A bad STEPTRACE_JSON / _HTML / _TRACE (a path holding ESC) is escaped like every other
+    value steptrace echoes; so is a bad path given to the command."""
+    proc = run_python(
+        """
+        import steptrace
+        for _ in steptrace.steps(range(8)):
+            pass
+        """,
+        env={"STEPTRACE_JSON": "/nonexistent/\x1b[31mred.json", "STEPTRACE_HTML": "/nonexistent/\x1b]0;x\x07.html",
+             "STEPTRACE_TRACE": "/nonexistent/\x1bt.json"},
+    )
+    for words in ("summary JSON: /nonexistent/\\x1B[31mred.json", "HTML report: /nonexistent/\\x1B]0;x\\x07.html",
+                  "trace: /nonexistent/\\x1Bt.json"):
+        assert words in proc.stderr, proc.stderr[:600]
+    assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr
+    out = cli("show", tmp_path / "no\x1b[2Jsuch.json")
+    assert out.returncode == 2 and "\x1b" not in out.stderr and "\\x1B[2J" in out.stderr
+
+
 def test_jsonl_lines_stay_whole_when_the_disk_fills(run_python, tmp_path):
     path = tmp_path / "live.jsonl"
     proc = run_python(

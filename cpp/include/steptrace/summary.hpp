@@ -212,6 +212,11 @@ class STEPTRACE_API summary {
 // significant figures and never an exponent ("0.412", "16.52", "1630").
 STEPTRACE_API std::string format_ms(double ms);
 
+// Text as steptrace echoes it everywhere (messages, tables, values read from files or the
+// environment): control characters and bytes outside UTF-8 escaped (`\t`, `\n`, `\xHH`), so no
+// value reaches a terminal as an escape sequence. A backslash stays as it is.
+STEPTRACE_API std::string printable_text(std::string_view text);
+
 // Writes `text` to `path` whole or not at all, as steptrace writes its own files: a short
 // temporary beside it (`.steptrace-PID-N.tmp`), renamed over it; temporaries left in that folder
 // by processes that no longer exist are removed first. Throws std::system_error (the errno;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/quiet_write.hpp"
+#include "base/utf8.hpp"
 
 namespace steptrace::detail {
 namespace {
@@ -62,8 +63,10 @@ log_level parse_log_level(std::string_view name) {
 
 void set_log_level(log_level level) { logger().set_level(to_spdlog(level)); }
 
+// Every message is one printable line: a path or value in it (an environment variable, a file
+// name) never reaches the terminal as an escape sequence (base/utf8.hpp, the one rule).
 void log(log_level level, std::string_view message) {
-  logger().log(to_spdlog(level), "{}", message);
+  logger().log(to_spdlog(level), "{}", escaped_controls(message));
 }
 
 }  // namespace steptrace::detail

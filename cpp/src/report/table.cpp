@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/utf8.hpp"
 #include "report/diagnosis.hpp"
 #include "report/report.hpp"
 
@@ -144,6 +145,8 @@ void rank_lines(const ranks_view& v, const std::function<void(std::string)>& lin
 namespace detail {
 void complete(summary& s) { s.diag = diagnose(s); }
 }  // namespace detail
+
+std::string printable_text(std::string_view text) { return detail::escaped_controls(text); }
 
 std::string format_ms(double v) {
   if (!std::isfinite(v)) return v != v ? "nan" : v > 0 ? "inf" : "-inf";
