@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar, U
 
 from . import _annotate, _collective, _core, _loop, _paths, _profiler, _ranks
 from ._allocator import note_allocator
+from ._loader_facts import tell_settings
 from ._options import OPTIONS, _option_text, _option_value
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -299,8 +300,6 @@ class Tracer:
         if feeds is not None:
             feeds()  # this loader's settings are the ones the advice describes
         elif _is_data_loader(iterable):  # a plain DataLoader: its settings too, as instrument() reads them
-            from .torch import tell_settings
-
             self._claim_feeding(iterable, surely=True)
             tell_settings(self, iterable)
         return _loop.steps(self._core, iterable, handle)
@@ -381,4 +380,5 @@ configure = _default.configure
 
 _core.set_gpu_library_dirs(_paths.cupti_dirs())
 _profiler.install()  # hand CUPTI to torch.profiler sessions, whenever torch is imported
+_collective.on_model = _ranks.notice  # a DDP model made: this process's rank is known
 _collective.install()  # time DDP's all-reduce wait, whenever torch imports DDP

@@ -24,7 +24,7 @@ import functools
 import sys
 import threading
 import time
-from typing import Any, Deque, Iterator, List, Tuple
+from typing import Any, Callable, Deque, Iterator, List, Tuple
 
 from . import _core
 from ._when_imported import when_imported
@@ -79,11 +79,15 @@ def _wrap(module: Any) -> None:
     cls.__init__ = __init__
 
 
-def _watch(model: Any) -> None:
-    from . import _ranks  # the process group is up: this process's rank is known from here on
+# Called with the default tracer's core when a DDP model is made (the process group is up: this
+# process's rank is known from here on). Set by _api to _ranks.notice, so that this module and
+# _ranks, which reads the waits kept here, do not import each other.
+on_model: Callable[[Any], Any] = lambda core: None
 
+
+def _watch(model: Any) -> None:
     core = _core.default_tracer()
-    _ranks.notice(core)
+    on_model(core)
     if core.options()["collective_wait"] == "1":
         model.register_forward_hook(_after_forward)
 

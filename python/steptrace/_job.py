@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, List, Optional, Tuple
 
 from . import _core
+from ._read import read_one
 
 
 def _cores() -> int:
@@ -26,11 +27,7 @@ def _cores() -> int:
 
 
 def _read(name: str, step: Optional[str]) -> Any:
-    from ._load import load_one
-
-    if os.path.isdir(name):
-        raise ValueError(f"{name}: a folder inside a job: give each rank's file, or one folder")
-    return load_one(name, step)
+    return read_one(name, step)
 
 
 def _ranked(read: List[Tuple[str, Any]]) -> Tuple[List[Tuple[str, Any]], int]:

@@ -24,7 +24,7 @@ except ImportError:  # the standalone package
 
 from ._api import Tracer
 from ._hooks import LoopMarks
-from .torch import tell_settings
+from ._loader_facts import tell_settings
 
 
 class StepTraceCallback(Callback):

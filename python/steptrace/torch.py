@@ -24,8 +24,7 @@ from collections.abc import Mapping, MutableMapping
 from typing import Any, Iterator, Optional
 
 from ._api import Tracer, default_tracer
-
-_FACTS = ("num_workers", "pin_memory", "prefetch_factor", "persistent_workers", "batch_size")
+from ._loader_facts import tell_settings
 
 
 class InstrumentedLoader:
@@ -78,15 +77,6 @@ class InstrumentedLoader:
 
     def _tell_settings(self) -> None:
         tell_settings(self._tracer, self._loader)
-
-
-def tell_settings(tracer: Tracer, loader: Any) -> None:
-    """Tells the diagnosis the loader's settings (num_workers, pin_memory, ...), which the advice
-    names: for an instrumented loader, and for a DataLoader given to steptrace.steps() as it is."""
-    for name in _FACTS:
-        value = getattr(loader, name, None)
-        if value is not None:
-            tracer.set_fact(f"dataloader.{name}", value)
 
 
 def _reattached(loader: Any, phase: str) -> InstrumentedLoader:

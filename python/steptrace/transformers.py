@@ -20,7 +20,7 @@ from transformers import TrainerCallback
 
 from ._api import Tracer
 from ._hooks import LoopMarks
-from .torch import tell_settings
+from ._loader_facts import tell_settings
 
 # In the order the Trainer runs them after a step: (its control flag, the name set aside under).
 _AFTER_STEP = (("should_log", "logging"), ("should_evaluate", "evaluation"), ("should_save", "checkpoint"))
