@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "helpers.hpp"
+#include "record/clock.hpp"
 #include "steptrace/steptrace.hpp"
 
 using namespace steptrace;
@@ -363,4 +364,29 @@ TEST_CASE("facts given to the tracer reach the summary and its JSON", "[tracer]"
   REQUIRE(s.fact("host.cpus") != nullptr);
   CHECK(std::stoi(*s.fact("host.cpus")) >= 1);
   CHECK(summary::from_json(s.json()).facts == s.facts);
+}
+
+TEST_CASE("the clock calibration reads both clocks at one instant: a preemption between reads is not kept",
+          "[clock]") {
+  // Fake clocks: ticks run at 3 per ns. On the first try the thread is "preempted" for 1.4 ms
+  // between the nanosecond read and the second tick read; a read of each clock alone (the old
+  // calibration) takes the late tick and is 1.4 ms of ticks off.
+  std::uint64_t t = 3'000'000, reads = 0;
+  auto ticks = [&] {
+    ++reads;
+    if (reads == 2) t += 3 * 1'400'000;  // preempted
+    return t += 3;
+  };
+  auto ns = [&] { return t / 3; };
+  const detail::clock_pair p = detail::read_both(ticks, ns, 4);
+  CHECK(p.tick / 3 == Approx(static_cast<double>(p.ns)).margin(2));  // the two readings agree: one instant
+  CHECK(reads == 8);
+  // with only the preempted try to choose from, the pair is 1.4 ms off: what the retries avoid
+  std::uint64_t u = 3'000'000, r = 0;
+  auto once = [&] {
+    if (++r == 2) u += 3 * 1'400'000;
+    return u += 3;
+  };
+  const detail::clock_pair bad = detail::read_both(once, [&] { return u / 3; }, 1);
+  CHECK(static_cast<double>(bad.tick) / 3 - static_cast<double>(bad.ns) > 600'000);
 }

@@ -38,13 +38,16 @@ bool tsc_is_invariant() {
   return false;
 }
 
+clock_pair read_now() { return read_both([] { return host_clock::now(); }, [] { return monotonic_ns(); }); }
+
 }  // namespace
 
 void host_clock::init() noexcept {
   std::call_once(cal().init_once, [] {
     use_tsc_ = tsc_is_invariant();
-    cal().ns0 = monotonic_ns();
-    cal().tick0 = now();
+    const clock_pair p = read_now();
+    cal().ns0 = p.ns;
+    cal().tick0 = p.tick;
   });
 }
 
@@ -53,12 +56,10 @@ double host_clock::ns_per_tick() noexcept {
   std::call_once(cal().ratio_once, [] {
     if (!use_tsc_) return;  // ticks are nanoseconds
     constexpr std::uint64_t min_span_ns = 20'000'000;
-    std::uint64_t ns1, tick1;
-    do {
-      ns1 = monotonic_ns();
-      tick1 = now();
-    } while (ns1 - cal().ns0 < min_span_ns);
-    cal().ns_per_tick = static_cast<double>(ns1 - cal().ns0) / static_cast<double>(tick1 - cal().tick0);
+    while (monotonic_ns() - cal().ns0 < min_span_ns) {
+    }
+    const clock_pair end = read_now();
+    cal().ns_per_tick = static_cast<double>(end.ns - cal().ns0) / static_cast<double>(end.tick - cal().tick0);
   });
   return cal().ns_per_tick;
 }
