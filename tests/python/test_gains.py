@@ -51,6 +51,26 @@ def test_the_input_bound_holds_on_both_recordings_of_the_fix(before, after, warm
                             f"{100 * realised / bound:.0f}% of it")
 
 
+def _run(step_ms: float, gains: dict, steps: int = 50, spread: float = 0.01) -> dict:
+    return {"steps": steps, "run_ms": step_ms * steps, "set_aside": {},
+            "step_ms": {"mean": step_ms, "p50": step_ms, "p95": step_ms * (1 + spread), "p99": step_ms * (1 + spread),
+                        "max": step_ms * (1 + spread)},
+            "phases": {}, "diagnosis": {"label": "INPUT-BOUND", "gains": gains}}
+
+
+def test_compare_flags_a_saving_beyond_its_bound():
+    """A fix that saved more than its cause's bound, beyond the noise, changed something else too."""
+    from steptrace import _compare
+
+    before = [_run(100, {"input": 0.30}), _run(101, {"input": 0.31}), _run(99, {"input": 0.29})]
+    within = _compare.compare(before, [_run(75, {}), _run(76, {}), _run(74, {})], None)
+    assert [(r.cause, round(r.bound, 2), round(r.saved, 2), r.beyond) for r in within.realised] == [("input", 0.3, 0.25, False)]
+    assert "input: up to 30% of step time; realised 25%, 83% of it" in _compare.render(within, "a", "b")
+    beyond = _compare.compare(before, [_run(50, {}), _run(51, {}), _run(49, {})], None)
+    assert beyond.realised[0].beyond
+    assert "something else changed too" in _compare.render(beyond, "a", "b")
+
+
 torch = pytest.importorskip("torch")
 
 
