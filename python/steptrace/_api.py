@@ -170,7 +170,15 @@ class Summary:
         return self._core.table()
 
     def __repr__(self) -> str:
-        return f"<steptrace.Summary steps={self.steps} label={self.label}>"
+        """The table, as a terminal REPL shows a value (``str()`` is the same)."""
+        return self._core.table()
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows a summary (or ``steptrace.load()`` of a trace) as its HTML report: the
+        same as ``to_html``, as one element sized for a cell."""
+        from . import _html
+
+        return _html.fragment(self.to_dict(), self._core.table())
 
 
 def _stream_handle(stream: Any) -> int:

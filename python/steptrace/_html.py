@@ -246,6 +246,30 @@ def _header(summary: Dict[str, Any]) -> str:
     return html.escape(" · ".join(parts))
 
 
+def _scoped(style: str, scope: str) -> str:
+    """The report's style with each rule scoped under `scope` (a notebook cell must not restyle the
+    notebook): `body` becomes the scope itself."""
+    rules = []
+    for rule in style.strip().splitlines():
+        # a line may hold several rules: "h1 { ... } h2 { ... }"
+        chunks = [c for c in rule.split("}") if c.strip()]
+        for chunk in chunks:
+            sel, _, decl = chunk.partition("{")
+            scoped = ", ".join(scope if s.strip() == "body" else f"{scope} {s.strip()}" for s in sel.split(","))
+            rules.append(f"{scoped} {{{decl}}}")
+    return "\n".join(rules)
+
+
+def fragment(summary: Dict[str, Any], table: str, title: str = "steptrace report") -> str:
+    """The same report as one element for a notebook cell (Jupyter's ``_repr_html_``): its style
+    scoped to the report, nothing else on the page touched."""
+    page = render(summary, table, title)
+    body = page[page.index("<body>") + len("<body>"):page.index("</body>")]
+    scope = "div.steptrace-report"
+    style = _scoped(_STYLE, scope) + f"\n{scope} {{ margin: 0; }}"  # the cell has its own margins
+    return f'<div class="steptrace-report"><style>{style}</style>{body}</div>'
+
+
 def render(summary: Dict[str, Any], table: str, title: str = "steptrace report") -> str:
     """The report for a summary (its dict and its table text) as one HTML page."""
     diag = summary.get("diagnosis") or {}
