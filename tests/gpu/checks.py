@@ -6,7 +6,8 @@
   CUDA graph capture and replay with steptrace phases on the capturing stream
   torch.compile(mode="reduce-overhead") with steptrace on
   the collector's CPU under ~100k kernels/s
-  a torch.profiler trace of the same loop read back by steptrace agrees with its live figures
+  a torch.profiler trace of the same loop read back by steptrace agrees with its live figures,
+  gains included; a one-step profile (schedule active=1) counts its step
 """
 
 from __future__ import annotations
@@ -206,6 +207,19 @@ def trace_read_back() -> None:
           and lg["kernels_per_step"] == rg["kernels_per_step"]
           and lg["h2d"]["bytes_per_step"] == rg["h2d"]["bytes_per_step"]
           and live_s["diagnosis"]["label"] == read["diagnosis"]["label"])
+    lgain, rgain = live_s["diagnosis"].get("gains") or {}, read["diagnosis"].get("gains") or {}
+    check("the gains of a live run and of its trace agree", set(lgain) == set(rgain)
+          and all(abs(lgain[c] - rgain[c]) < 0.05 for c in lgain),
+          f"live {lgain} trace {rgain}; advice: {live_s['diagnosis']['advice'][:1]}")
+    one = os.path.join(tempfile.mkdtemp(), "one-step.json.gz")  # schedule(active=1): one step traced
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                 schedule=torch.profiler.schedule(wait=1, warmup=1, active=1, repeat=1)) as prof:
+        loop(quiet(), 4, prof)
+    prof.export_chrome_trace(one)
+    single = steptrace.load(one).to_dict()
+    check("a one-step profile counts its step", single["steps"] == 1 and single["warmup_steps"] == 0
+          and bool(single.get("gpu")), f"steps {single['steps']}, warm-up {single['warmup_steps']}, label "
+          f"{single['diagnosis']['label']}, gains {single['diagnosis'].get('gains')}; {single['backend']['reason']}")
     check("a profiler trace read back agrees with the live figures", ok,
           f"busy share live {lg.get('busy_share')} trace {rg.get('busy_share')}; kernels/step "
           f"{lg.get('kernels_per_step')} vs {rg.get('kernels_per_step')}; h2d bytes/step "
