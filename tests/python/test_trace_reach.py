@@ -97,6 +97,24 @@ def test_a_trace_from_a_pipe_or_standard_input_reads_as_the_file(tmp_path):
         assert out.returncode == 2 and words in out.stderr and len(out.stderr.splitlines()) == 1, out.stderr
 
 
+def test_a_folder_of_saved_rank_summaries_is_a_job(tmp_path):
+    """Summaries a job wrote with json_path=run-{rank}.json, read afterwards: the live gather's view."""
+    for rank, fetch in ((0, 1), (1, 30)):  # rank 1's loader is slow; rank 0 waits for it
+        doc = {"compute": 10, "input": fetch, "wait": 31 - fetch}
+        t = steptrace.Tracer(warmup_steps=0, print_at_exit=False)
+        t._core.set_rank(rank, 2, rank, "node", "2026-11-24T00:00:00Z")
+        for _ in range(4):
+            with t.step():
+                for phase, ms in doc.items():
+                    with t.phase(phase):
+                        time.sleep(ms / 1000)
+        t.summary().to_json(tmp_path / f"run-{rank}.json")
+    d = steptrace.load(tmp_path).to_dict()
+    assert d["ranks"]["from_files"] and [r["rank"] for r in d["ranks"]["rows"]] == [0, 1]
+    assert d["ranks"]["straggler"]["rank"] == 1 and d["ranks"]["straggler"]["phase"] == "input"
+    assert d["diagnosis"]["gains"] and list(d["diagnosis"]["gains"])[0] == "rank 1"
+
+
 torch = pytest.importorskip("torch")
 
 
