@@ -156,7 +156,7 @@ class Summary:
         run, the slowest steps, time set aside). Also written to ``path``."""
         from . import _html
 
-        text = _html.render(self.to_dict(), str(self), title)
+        text = _html.render(self.to_dict(), str(self), _html.idle_gaps(self._core.trace()), title)
         if path is not None:
             _core.write_file(os.fspath(path), text)
         return text
@@ -178,7 +178,7 @@ class Summary:
         same as ``to_html``, as one element sized for a cell."""
         from . import _html
 
-        return _html.fragment(self.to_dict(), self._core.table())
+        return _html.fragment(self.to_dict(), self._core.table(), _html.idle_gaps(self._core.trace()))
 
 
 def _stream_handle(stream: Any) -> int:

@@ -8,6 +8,7 @@ it idled in), and the time set aside (also marked on the chart).
 """
 
 import html
+import json
 from typing import Any, Dict, List, Sequence
 
 from ._core import format_ms as _ms  # the table's rule for times: never an exponent
@@ -117,41 +118,19 @@ def _gains(summary: Dict[str, Any]) -> str:
             'share of the run.</p><table class="gains">' + "".join(rows) + "</table>")
 
 
-def _idle_pieces(step: Dict[str, Any]) -> List[tuple]:
-    """The GPU's idle gaps in a step, each cut along the host's outermost phases: (begin, end,
-    phase). Empty when the step has no device view."""
-    device = sorted((d["begin_ms"], d["end_ms"]) for d in step.get("device") or [] if d["kind"] not in ("sync", "memory"))
-    busy: List[List[float]] = []
-    for a, b in device:
-        if busy and a <= busy[-1][1]:
-            busy[-1][1] = max(busy[-1][1], b)
-        else:
-            busy.append([a, b])
-    gaps, at = [], step["begin_ms"]
-    for a, b in busy:
-        if a > at:
-            gaps.append((at, min(a, step["end_ms"])))
-        at = max(at, b)
-    if at < step["end_ms"]:
-        gaps.append((at, step["end_ms"]))
-    phases = sorted((p["begin_ms"], p["end_ms"], p["name"]) for p in step["phases"] if p["depth"] == 0)
-    pieces = []
-    for a, b in gaps:
-        cursor = a
-        for pa, pb, name in phases:
-            lo, hi = max(pa, a), min(pb, b)
-            if hi <= lo:
-                continue
-            if lo > cursor:
-                pieces.append((cursor, lo, "other"))
-            pieces.append((lo, hi, name))
-            cursor = max(cursor, hi)
-        if cursor < b:
-            pieces.append((cursor, b, "other"))
-    return pieces
+def idle_gaps(trace: str) -> Dict[tuple, List[tuple]]:
+    """The GPU's idle gaps in each kept step, cut along the host's innermost phases, as the
+    timeline export computes them (``Summary.to_trace``): {(thread, step): [(begin_ms, end_ms,
+    phase)]}."""
+    out: Dict[tuple, List[tuple]] = {}
+    for e in json.loads(trace)["traceEvents"]:
+        if e.get("cat") == "idle":
+            a = e["args"]
+            out.setdefault((a["thread"], a["step"]), []).append((e["ts"] / 1000, (e["ts"] + e["dur"]) / 1000, a["host_phase"]))
+    return out
 
 
-def _slowest(timeline: Dict[str, Any], colours: Dict[str, str], limit: int = 8) -> str:
+def _slowest(timeline: Dict[str, Any], colours: Dict[str, str], idle: Dict[tuple, List[tuple]], limit: int = 8) -> str:
     steps = sorted((s for s in timeline.get("steps", []) if s["slowest"]), key=lambda s: -s["step_ms"])[:limit]
     if not steps:
         return "<p>The flight recorder kept no slowest steps.</p>"
@@ -178,7 +157,7 @@ def _slowest(timeline: Dict[str, Any], colours: Dict[str, str], limit: int = 8) 
             for d in s["device"]:
                 if d["kind"] not in ("sync", "memory"):
                     cells.append(span(d["begin_ms"], d["end_ms"], s, "background:#333", f"GPU busy: {d['kind']}"))
-            for a, b, name in _idle_pieces(s):
+            for a, b, name in idle.get((s["thread"], s["index"]), []):
                 cells.append(span(a, b, s, f"background:{colours.get(name, _OTHER)};opacity:0.45",
                                   f"GPU idle while the host was in {name}: {_ms(b - a)} ms"))
             cells.append("</div>")
@@ -260,18 +239,19 @@ def _scoped(style: str, scope: str) -> str:
     return "\n".join(rules)
 
 
-def fragment(summary: Dict[str, Any], table: str, title: str = "steptrace report") -> str:
+def fragment(summary: Dict[str, Any], table: str, idle: Dict[tuple, List[tuple]], title: str = "steptrace report") -> str:
     """The same report as one element for a notebook cell (Jupyter's ``_repr_html_``): its style
     scoped to the report, nothing else on the page touched."""
-    page = render(summary, table, title)
+    page = render(summary, table, idle, title)
     body = page[page.index("<body>") + len("<body>"):page.index("</body>")]
     scope = "div.steptrace-report"
     style = _scoped(_STYLE, scope) + f"\n{scope} {{ margin: 0; }}"  # the cell has its own margins
     return f'<div class="steptrace-report"><style>{style}</style>{body}</div>'
 
 
-def render(summary: Dict[str, Any], table: str, title: str = "steptrace report") -> str:
-    """The report for a summary (its dict and its table text) as one HTML page."""
+def render(summary: Dict[str, Any], table: str, idle: Dict[tuple, List[tuple]], title: str = "steptrace report") -> str:
+    """The report for a summary (its dict, its table text, the GPU's idle gaps from its timeline
+    export: ``idle_gaps``) as one HTML page."""
     diag = summary.get("diagnosis") or {}
     series = summary.get("series") or {}
     colours = _colours(series.get("phases") or [p for p in summary.get("phases", {})])
@@ -293,7 +273,7 @@ def render(summary: Dict[str, Any], table: str, title: str = "steptrace report")
 {_series_chart(series, colours, _step_offset(summary))}
 {memory_line}
 <h2>The slowest steps</h2>
-{_slowest(summary.get("timeline") or {}, colours)}
+{_slowest(summary.get("timeline") or {}, colours, idle)}
 <h2>Set aside</h2>
 {_set_aside(summary)}
 <h2>The summary</h2>

@@ -177,7 +177,7 @@ std::string summary::trace() const {
     for (const interval& g : idle) cut_along(segments, g.begin, g.end, cut);
     for (const auto& [g, phase] : cut) {
       json_doc e = slice("GPU idle: " + phase, "idle", g.begin, g.end, device_pid, idle_track + s.thread);
-      e["args"] = {{"host_phase", phase}, {"step", s.index}};
+      e["args"] = {{"host_phase", phase}, {"step", s.index}, {"thread", s.thread}};
       events.push_back(e);
     }
   }
