@@ -1,7 +1,5 @@
 #include "report/diagnosis.hpp"
 
-#include "report/gains.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +8,8 @@
 #include <optional>
 #include <unordered_map>
 #include <vector>
+
+#include "report/gains.hpp"
 
 namespace steptrace {
 const std::vector<std::string>& diagnosis_labels() {
@@ -146,14 +146,7 @@ void cpu_findings(const summary& s, const diagnosis_thresholds& t, diagnosis& d)
 // Causes that hold a real share without deciding the label, said under it ("also: ..."), so a
 // run whose label is right is not told all is well with a quarter of each step in `input`.
 // `input` and `other` are shares of step time (with a device view: the GPU's idle time then).
-// Each finding is named with its gain; the one with the largest gain (in run terms) moves ahead
-// of the label's advice when it beats the label's own.
-struct finding {
-  std::string cause, text;
-  double gain;
-  bool of_run;
-};
-
+// Each finding carries its gain (report/gains.hpp).
 std::vector<finding> secondary_findings(const summary& s, const diagnosis_thresholds& t, double input, double other,
                                         const std::string& label) {
   std::vector<finding> out;
@@ -187,50 +180,6 @@ std::vector<finding> secondary_findings(const summary& s, const diagnosis_thresh
     }
   }
   return out;
-}
-
-// The causes a label names, each with its gain.
-std::vector<std::pair<std::string, double>> label_causes(const summary& s, const std::string& label, bool compute_idle) {
-  std::vector<std::pair<std::string, double>> causes;
-  if (label == "INPUT-BOUND") causes.emplace_back("input", host_gain(s, "input"));
-  if (label == "H2D-BOUND") causes.emplace_back("h2d", host_gain(s, "h2d"));
-  if (label == "WAIT-HEAVY") {
-    for (const char* c : {"wait", "other"}) {
-      if (const double g = host_gain(s, c); g > 0) causes.emplace_back(c, g);
-    }
-  }
-  if (label == "LAUNCH-BOUND" || (label == "BALANCED" && compute_idle)) causes.emplace_back("compute", host_gain(s, "compute"));
-  return causes;
-}
-
-// The gains said where the user reads: each named cause's bound on its advice, the largest first.
-void add_gains(const summary& s, const diagnosis_thresholds& t, double input, double other, bool compute_idle,
-               diagnosis& d) {
-  const auto causes = label_causes(s, d.label, compute_idle);
-  double label_gain = 0;
-  for (const auto& [cause, gain] : causes) label_gain += gain;
-  if (!causes.empty() && !d.advice.empty()) d.advice.front() += gain_words(label_gain);
-  d.gains = causes;
-  std::vector<finding> found = secondary_findings(s, t, input, other, d.label);
-  const finding* first = nullptr;  // the finding that beats the label's own gain, if any
-  for (const finding& f : found) {
-    d.gains.emplace_back(f.cause, f.gain);
-    // A label that names no cause (COMPUTE-BOUND: the model) has no bound to beat: it stays first.
-    const double run = run_terms(s, f.gain, f.of_run);
-    if (!causes.empty() && run > run_terms(s, label_gain, false) &&
-        (first == nullptr || run > run_terms(s, first->gain, first->of_run))) {
-      first = &f;
-    }
-  }
-  for (const finding& f : found) {
-    const std::string line = f.text + gain_words(f.gain, f.of_run);
-    if (&f == first) {
-      d.advice.insert(d.advice.begin(), line.substr(std::string_view("also: ").size()));
-    } else {
-      d.advice.push_back(line);
-    }
-  }
-  sort_gains(d.gains);
 }
 
 }  // namespace
@@ -404,7 +353,8 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     d.evidence += near_miss;
     d.advice = {fmt::format("no single cause stands out: start with the largest phase, `{}`", largest->name)};
   }
-  add_gains(s, t, device ? idle.input : input, device ? idle.other : other, device && compute_idle_largest, d);
+  add_gains(s, secondary_findings(s, t, device ? idle.input : input, device ? idle.other : other, d.label),
+            device && compute_idle_largest, d);
   if (server) advise_server(s, t, d);
   cpu_findings(s, t, d);  // first in the advice, under any label
   return d;

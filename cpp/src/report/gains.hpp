@@ -17,18 +17,25 @@
 
 namespace steptrace::detail {
 
+// A finding the diagnosis says under its label ("also: ..."), with its cause and gain.
+struct finding {
+  std::string cause, text;
+  double gain;
+  bool of_run;  // a share of run time (time set aside), not of step time
+};
+
+// Puts the gains where the user reads them: the label's causes (`compute_idle`: BALANCED names
+// `compute`, the GPU idling mostly there) and each finding's, in d.gains largest first; "(up to N%
+// shorter steps)" on the label's first advice and on each finding, appended to d.advice; a
+// finding whose gain beats the label's own, in run terms, goes first. A label that names no
+// cause (COMPUTE-BOUND: the model) keeps its advice first.
+void add_gains(const summary& s, const std::vector<finding>& found, bool compute_idle, diagnosis& d);
+
 // The most removing host phase group `cause` (input, h2d, wait, other, compute) could save, of
 // step time.
 double host_gain(const summary& s, std::string_view cause);
 
 // " (up to 34% shorter steps)", or "... shorter run" for time set aside.
 std::string gain_words(double gain, bool of_run = false);
-
-// A gain as a share of run time, to rank a step's cause against time set aside: a step gain
-// applies to the run's steps only.
-double run_terms(const summary& s, double gain, bool of_run);
-
-// `gains` largest first; equal gains keep their order.
-void sort_gains(std::vector<std::pair<std::string, double>>& gains);
 
 }  // namespace steptrace::detail
