@@ -18,6 +18,10 @@ using detail::max_json_depth;
 using detail::nests_deeper_than;
 using detail::number_at;
 using detail::printable;
+using detail::rank_from;
+using detail::rank_json;
+using detail::ranks_from;
+using detail::ranks_json;
 using detail::shown;
 using detail::signed_at;
 using detail::stat_from;
@@ -109,66 +113,6 @@ gpu_stats gpu_from(const json_doc& j) {
   return g;
 }
 
-json_doc rank_json(const rank_info& r) {
-  return json_doc{{"rank", r.rank},
-                  {"world_size", r.world_size},
-                  {"local_rank", r.local_rank < 0 ? json_doc(nullptr) : json_doc(r.local_rank)},
-                  {"host", r.host},
-                  {"started_at", r.started_at}};
-}
-
-std::uint32_t rank_count_at(const json_doc& j, const char* key) {
-  const std::uint64_t n = count_at(j, key);
-  if (n > UINT32_MAX) throw std::invalid_argument(std::string("\"") + key + "\" is too large");
-  return static_cast<std::uint32_t>(n);
-}
-
-rank_info rank_from(const json_doc& j) {
-  rank_info r;
-  r.rank = rank_count_at(j, "rank");
-  r.world_size = rank_count_at(j, "world_size");
-  if (!j.at("local_rank").is_null()) r.local_rank = static_cast<std::int64_t>(count_at(j, "local_rank"));
-  r.host = j.at("host").get<std::string>();
-  r.started_at = j.at("started_at").get<std::string>();
-  if (r.rank >= r.world_size) throw std::invalid_argument("rank " + std::to_string(r.rank) + " in a world of " + std::to_string(r.world_size));
-  return r;
-}
-
-json_doc refused_json(const std::vector<std::pair<std::uint32_t, std::string>>& refused) {
-  json_doc out = json_doc::array();
-  for (const auto& [rank, why] : refused) out.push_back({{"rank", rank}, {"reason", why}});
-  return out;
-}
-
-json_doc ranks_json(const ranks_view& v) {
-  json_doc rows = json_doc::array();
-  for (const rank_row& r : v.rows) {
-    json_doc row = rank_json(r.who);
-    row["steps"] = r.steps;
-    row["step_ms"] = {{"mean", r.step_mean_ms}, {"p50", r.step_p50_ms}, {"p95", r.step_p95_ms}};
-    row["phase_ms"] = {{"input", r.input_ms}, {"h2d", r.h2d_ms}, {"compute", r.compute_ms}, {"wait", r.wait_ms},
-                       {"other", r.other_ms}};
-    row["device_busy_share"] = r.device_busy_share ? json_doc(*r.device_busy_share) : json_doc(nullptr);
-    row["label"] = r.label.empty() ? json_doc(nullptr) : json_doc(r.label);
-    row["slowest_steps"] = r.slowest_steps;
-    row["gain"] = r.gain_cause.empty() ? json_doc(nullptr) : json_doc{{"cause", r.gain_cause}, {"share", r.gain}};
-    rows.push_back(std::move(row));
-  }
-  json_doc straggler(nullptr);
-  if (const auto& s = v.straggler) {
-    straggler = {{"rank", s->rank},
-                 {"phase", s->phase},
-                 {"excess_ms", s->excess_ms},
-                 {"own_wait_ms", s->own_wait_ms},
-                 {"others_wait_ms", s->others_wait_ms}};
-  }
-  return json_doc{{"world_size", v.world_size}, {"rows", rows},           {"missing", v.missing},
-                  {"refused", refused_json(v.refused)},
-                  {"timeout_s", v.timeout_s},   {"from_files", v.from_files}, {"steps_compared", v.steps_compared},
-                  {"worst", {{"rank", v.worst_rank}, {"ms", v.worst_ms}, {"median_ms", v.median_ms}}},
-                  {"straggler", straggler}};
-}
-
 // diagnosis.gains: {cause: fraction of step (or run) time}, largest first.
 json_doc gains_json(const std::vector<std::pair<std::string, double>>& gains) {
   json_doc out = json_doc::object();
@@ -186,62 +130,6 @@ std::vector<std::pair<std::string, double>> gains_from(const json_doc& j) {
     gains.emplace_back(cause, gain.get<double>());
   }
   return gains;
-}
-
-ranks_view ranks_from(const json_doc& j) {
-  ranks_view v;
-  v.world_size = rank_count_at(j, "world_size");
-  for (const json_doc& row : j.at("rows")) {
-    rank_row r;
-    r.who = rank_from(row);
-    r.steps = count_at(row, "steps");
-    const json_doc& step = row.at("step_ms");
-    r.step_mean_ms = number_at(step, "mean");
-    r.step_p50_ms = number_at(step, "p50");
-    r.step_p95_ms = number_at(step, "p95");
-    const json_doc& p = row.at("phase_ms");
-    r.input_ms = number_at(p, "input");
-    r.h2d_ms = number_at(p, "h2d");
-    r.compute_ms = number_at(p, "compute");
-    r.wait_ms = number_at(p, "wait");
-    r.other_ms = number_at(p, "other");
-    if (!row.at("device_busy_share").is_null()) r.device_busy_share = number_at(row, "device_busy_share");
-    if (!row.at("label").is_null()) r.label = row.at("label").get<std::string>();
-    r.slowest_steps = count_at(row, "slowest_steps");
-    if (row.contains("gain") && !row.at("gain").is_null()) {
-      r.gain_cause = row.at("gain").at("cause").get<std::string>();
-      r.gain = number_at(row.at("gain"), "share");
-    }
-    v.rows.push_back(std::move(r));
-  }
-  for (const json_doc& m : j.at("missing")) {
-    if (!m.is_number_unsigned() || m.get<std::uint64_t>() >= v.world_size) {
-      throw std::invalid_argument("a missing rank must be a rank of the world, not " + shown(m));
-    }
-    v.missing.push_back(static_cast<std::uint32_t>(m.get<std::uint64_t>()));
-  }
-  if (j.contains("refused")) {
-    for (const json_doc& r : j.at("refused")) {
-      const std::uint32_t rank = rank_count_at(r, "rank");
-      if (rank >= v.world_size) throw std::invalid_argument("a refused rank must be a rank of the world");
-      v.refused.emplace_back(rank, r.at("reason").get<std::string>());
-    }
-  }
-  v.timeout_s = number_at(j, "timeout_s");
-  if (j.contains("from_files")) {
-    if (!j.at("from_files").is_boolean()) throw std::invalid_argument("\"from_files\" is not true or false");
-    v.from_files = j.at("from_files").get<bool>();
-  }
-  v.steps_compared = count_at(j, "steps_compared");
-  const json_doc& worst = j.at("worst");
-  v.worst_rank = rank_count_at(worst, "rank");
-  v.worst_ms = number_at(worst, "ms");
-  v.median_ms = number_at(worst, "median_ms");
-  if (const json_doc& s = j.at("straggler"); !s.is_null()) {
-    v.straggler = straggler_info{rank_count_at(s, "rank"), s.at("phase").get<std::string>(), signed_at(s, "excess_ms"),
-                                 number_at(s, "own_wait_ms"), number_at(s, "others_wait_ms")};
-  }
-  return v;
 }
 
 json_doc phases_json_of(const std::vector<phase_stats>& phases) {

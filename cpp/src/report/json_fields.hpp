@@ -37,6 +37,12 @@ json_doc printable(const json_doc& v);
 // long string, and a name in a file may be any length.
 std::string cut_reason(std::string why);
 
+// The rank and ranks sections (ranks_json.cpp).
+json_doc rank_json(const rank_info& r);
+rank_info rank_from(const json_doc& j);
+json_doc ranks_json(const ranks_view& v);
+ranks_view ranks_from(const json_doc& j);
+
 // The timeline, series and host memory sections (timeline_json.cpp).
 json_doc timeline_json(const timeline_view& t);
 timeline_view timeline_from(const json_doc& j);
