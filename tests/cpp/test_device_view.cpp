@@ -314,3 +314,33 @@ TEST_CASE("a summary shows waiting steps provisionally and leaves them waiting",
   CHECK(g.busy_ms.total == Approx(60e-6));
   CHECK(g.kernels_per_step == Approx(2));
 }
+
+TEST_CASE("NCCL kernels are counted apart, with the time no other kernel hides", "[profiler][device]") {
+  auto kernel = [](std::uint64_t a, std::uint64_t b, bool nccl, std::uint32_t stream) {
+    device_record r;
+    r.kind = device_activity::kernel;
+    r.start = a;
+    r.end = b;
+    r.nccl = nccl;
+    r.context = 1;
+    r.stream = stream;
+    return r;
+  };
+  // an all-reduce 0..1000 on its stream; compute kernels 200..500 and 450..600 on another
+  const std::vector<device_record> records = {kernel(0, 1000, true, 2), kernel(200, 500, false, 1),
+                                              kernel(450, 600, false, 1)};
+  const step_device_view v = view_step(0, 2000, {}, records);
+  CHECK(v.nccl_kernels == 1);
+  CHECK(v.nccl_ns == 1000);
+  CHECK(v.nccl_exposed_ns == 600);
+  // the live path's incremental join gives the same
+  device_join join;
+  join.add_records(records);
+  join.add_step(0, 2000, {});
+  join.join(UINT64_MAX);
+  gpu_stats g;
+  join.fill(g);
+  CHECK(g.nccl.kernels_per_step == 1);
+  CHECK(g.nccl.ms_per_step == Approx(0.001));
+  CHECK(g.nccl.exposed_ms_per_step == Approx(0.0006));
+}

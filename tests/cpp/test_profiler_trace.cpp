@@ -1,6 +1,7 @@
 // torch.profiler traces read through the one analysis: real traces against the figures peers
 // computed from them (the TensorBoard plugin's overview, the design's table, HTA), synthetic
-// traces against hand-worked truth, and broken files against clear messages.
+// traces against hand-worked truth, and broken files against clear messages. Which intervals
+// are steps (warm-up, named ranges, windows) is tested in test_trace_steps.cpp.
 #include <catch2/catch.hpp>
 #include <unistd.h>
 
@@ -21,63 +22,11 @@
 #include "profiler/trace_summary.hpp"
 #include "steptrace/phase.hpp"
 #include "steptrace/profiler_trace.hpp"
+#include "trace_files.hpp"
 
 using namespace steptrace;
 using namespace steptrace::detail;
-
-namespace {
-
-std::string data(const std::string& name) { return std::string(STEPTRACE_TEST_DATA) + "/profiler_traces/" + name; }
-
-// A file that is removed when the test ends.
-struct temp_file {
-  std::string path;
-  explicit temp_file(const std::string& text, const std::string& suffix = ".json") {
-    char name[] = "/tmp/steptrace-trace-XXXXXX";
-    const int fd = mkstemp(name);
-    REQUIRE(fd >= 0);
-    close(fd);
-    std::remove(name);
-    path = std::string(name) + suffix;
-    std::ofstream(path, std::ios::binary) << text;
-  }
-  ~temp_file() { std::remove(path.c_str()); }
-};
-
-double phase_mean(const summary& s, const std::string& name) {
-  const phase_stats* p = s.phase(name);
-  return p ? p->ms.mean : 0.0;
-}
-
-// GPU idle time per step while the host was in `phase`, in ms.
-double idle_in(const summary& s, const std::string& phase) {
-  for (const auto& [name, share] : s.gpu->idle_by_phase) {
-    if (name == phase) return share * s.gpu->idle_ms.mean;
-  }
-  return 0.0;
-}
-
-constexpr double us = 0.001;  // ms
-
-std::string read_error_with(const std::string& path, const std::string& step) {
-  try {
-    read_profiler_trace(path, {step});
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-std::string read_error(const std::string& path) {
-  try {
-    read_profiler_trace(path);
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-}  // namespace
+using namespace steptrace::testing;
 
 TEST_CASE("the ResNet-50 samples give the design's figures per step, to 1 us", "[profiler]") {
   struct expected {
@@ -302,31 +251,6 @@ TEST_CASE("microseconds as decimal text become exact nanoseconds", "[profiler]")
 
 namespace {
 
-// A hand-made trace: pid 100 (tid 1 the training thread, tid 2 autograd's), GPU pid 0. Times in
-// us after `base`, written with three decimals as newer traces do.
-struct trace_text {
-  std::string events;
-  void add(const std::string& cat, const std::string& name, int tid, double ts, double dur, const std::string& args = "{}",
-           int pid = 100) {
-    char t[64], d[64];
-    std::snprintf(t, sizeof t, "1712345678%06.0f.567", ts);  // exact only as text
-    std::snprintf(d, sizeof d, "%.3f", dur);
-    if (!events.empty()) events += ",\n";
-    events += "{\"ph\": \"X\", \"cat\": \"" + cat + "\", \"name\": \"" + name + "\", \"pid\": " + std::to_string(pid) +
-              ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + t + ", \"dur\": " + d + ", \"args\": " + args + "}";
-  }
-  std::string json() const {
-    return "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"Test GPU\"}],\n"
-           "\"traceEvents\": [\n" + events + "\n]}";
-  }
-};
-
-std::string device_args(int correlation, int bytes = 0) {
-  return "{\"device\": 0, \"context\": 1, \"stream\": 7, \"correlation\": " + std::to_string(correlation) +
-         ", \"bytes\": " + std::to_string(bytes) + "}";
-}
-std::string corr(int correlation) { return "{\"correlation\": " + std::to_string(correlation) + "}"; }
-
 trace_text two_steps() {
   trace_text t;
   // warm-up, by evidence: a kernel launched at 10 us starts at 1500 us on an idle-looking GPU
@@ -391,171 +315,6 @@ TEST_CASE("a hand-made trace: every rule, against hand-worked truth", "[profiler
   CHECK(back.diag.label == s.diag.label);
   CHECK(back.gpu->busy_ms.mean == s.gpu->busy_ms.mean);
   CHECK_THAT(s.trace(), Catch::Matchers::Contains("GPU idle: input"));
-}
-
-TEST_CASE("warm-up by evidence: the first step is left out only when its device ran work from before the trace",
-          "[profiler]") {
-  // num_workers=4, step 5: the first copy's cudaMemcpyAsync begins at +8.556 ms and its copy
-  // starts at +44.992 ms, with no traced device work in between (the trace's own stamps): the
-  // device ran 36.436 ms of untraced work. num_workers=0, step 5: its first copy starts 0.160 ms
-  // after its launch and nothing else waits: no evidence, so step 5 counts, and the mean step
-  // takes in its ProfilerStep#5 range, 176.078 ms long.
-  const summary nw4 = read_profiler_trace(data("resnet50_num_workers_4.pt.trace.json.gz"));
-  CHECK(nw4.steps == 5);
-  CHECK(nw4.warmup_steps == 1);
-  CHECK_THAT(nw4.backend.reason, Catch::Matchers::Contains("first step is left out as warm-up: its device ran work "
-                                                           "launched before the trace for 36.44 ms"));
-  const summary nw0 = read_profiler_trace(data("resnet50_num_workers_0.pt.trace.json.gz"));
-  CHECK(nw0.steps == 6);
-  CHECK(nw0.warmup_steps == 0);
-  CHECK(nw0.step_ms.mean == Approx((5 * 174.580 + 176.078) / 6).margin(0.001));
-  CHECK(nw0.diag.label == "INPUT-BOUND");
-
-  // The only step of a trace always counts; the untraced span is busy, not idle time of a phase.
-  trace_text t;
-  t.add("user_annotation", "ProfilerStep#7", 1, 0, 3000);
-  t.add("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 1, 0, 2500);
-  t.add("cuda_runtime", "cudaLaunchKernel", 1, 2600, 5, corr(1));
-  t.add("kernel", "late", 7, 2800, 100, device_args(1), 0);  // began 0.2 ms after its launch: no evidence
-  t.add("cuda_runtime", "cudaMemcpyAsync", 1, 100, 5, corr(2));
-  t.add("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 7, 1700, 50, device_args(2, 64), 0);  // 1.6 ms late
-  const summary one = read_profiler_trace(temp_file(t.json()).path);
-  REQUIRE(one.steps == 1);
-  CHECK(one.warmup_steps == 0);
-  REQUIRE(one.gpu);
-  // busy: untraced 0.100..1.700 (1.6 ms), the copy 0.05, the kernel 0.1 ms
-  CHECK(one.gpu->busy_ms.mean == Approx(1.75).margin(1e-9));
-  CHECK(idle_in(one, "input") == Approx(2.5 - 1.65).margin(1e-9));  // 0..0.1 and 1.75..2.5
-  CHECK(one.gpu->kernels_per_step == 1);  // the untraced span is no kernel
-  CHECK_THAT(one.backend.reason, Catch::Matchers::Contains("work launched before the trace for 1.600 ms of the first step"));
-  // the same copy 0.9 ms late is no evidence: every microsecond it waited is idle
-  trace_text soon;
-  soon.add("user_annotation", "ProfilerStep#7", 1, 0, 3000);
-  soon.add("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 1, 0, 2500);
-  soon.add("cuda_runtime", "cudaMemcpyAsync", 1, 100, 5, corr(2));
-  soon.add("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 7, 1000, 50, device_args(2, 64), 0);
-  soon.add("cuda_runtime", "cudaLaunchKernel", 1, 2600, 5, corr(1));
-  soon.add("kernel", "late", 7, 2800, 100, device_args(1), 0);
-  const summary quiet = read_profiler_trace(temp_file(soon.json()).path);
-  REQUIRE(quiet.gpu);
-  CHECK(quiet.gpu->busy_ms.mean == Approx(0.15).margin(1e-9));
-  CHECK_THAT(quiet.backend.reason, !Catch::Matchers::Contains("before the trace"));
-}
-
-TEST_CASE("a trace without steps: ranges the user names, else the whole trace as one window", "[profiler]") {
-  trace_text t;  // a server: three execute_model calls, no ProfilerStep#N
-  for (int i = 0; i < 3; ++i) {
-    const double at = 100 + i * 1000;
-    t.add("user_annotation", "execute_model", 1, at, 600);
-    t.add("cpu_op", "aten::mm", 1, at + 100, 300);
-    t.add("cuda_runtime", "cudaLaunchKernel", 1, at + 110, 10, corr(10 + i));
-    t.add("kernel", "gemm", 7, at + 150, 400, device_args(10 + i), 0);
-    t.add("cuda_runtime", "hipDeviceSynchronize", 1, at + 450, 120);  // ROCm's name: a sync like cuda's
-  }
-  t.add("cpu_op", "aten::zeros", 1, 0, 50);  // before the first call
-  const temp_file f(t.json());
-
-  const summary window = read_profiler_trace(f.path);
-  CHECK(window.windows);
-  CHECK(window.steps == 1);
-  CHECK(window.warmup_steps == 0);
-  CHECK(window.step_ms.mean == Approx(2.7).margin(1e-9));  // 0 (aten::zeros) to 2.7 ms (the last call's end)
-  REQUIRE(window.gpu);
-  CHECK(window.gpu->busy_ms.mean == Approx(1.2).margin(1e-9));
-  CHECK(window.gpu->syncs_per_step == 3);
-  CHECK(phase_mean(window, "wait") == Approx(0.36).margin(1e-9));  // hipDeviceSynchronize, 3 x 120 us
-  // here a custom phase, holding the ops inside it (aten::mm), less the syncs (wait)
-  CHECK(phase_mean(window, "execute_model") == Approx(3 * (0.6 - 0.12)).margin(1e-9));
-  CHECK_THAT(window.table(), Catch::Matchers::Contains("1 window of a trace without steps"));
-  CHECK_THAT(window.backend.reason, Catch::Matchers::Contains("the whole trace is one window"));
-  CHECK(summary::from_json(window.json()).windows);
-
-  const summary named = read_profiler_trace(f.path, {"execute_model"});
-  CHECK_FALSE(named.windows);
-  CHECK(named.steps == 3);
-  CHECK(named.step_ms.mean == Approx(0.6).margin(1e-9));
-  CHECK(named.phase("execute_model") == nullptr);  // the step itself is no phase
-  CHECK(phase_mean(named, "compute") == Approx(0.3).margin(1e-9));  // aten::mm, with the launch inside it
-  CHECK(phase_mean(named, "other") == Approx(0.6 - 0.3 - 0.12).margin(1e-9));
-  CHECK(phase_mean(named, "wait") == Approx(0.12).margin(1e-9));
-  CHECK(named.gpu->busy_ms.mean == Approx(0.4).margin(1e-9));
-  CHECK_THAT(named.backend.reason, Catch::Matchers::Contains("3 steps, each a `execute_model` range"));
-  CHECK_FALSE(summary::from_json(named.json()).windows);
-
-  CHECK_THAT(read_error_with(f.path, "no_such_range"),
-             Catch::Matchers::Contains(f.path + ": no step: the trace has no host range named \"no_such_range\""));
-}
-
-TEST_CASE("a collective on another thread covering a main-thread gap is wait", "[profiler]") {
-  trace_text t;  // gloo: the fast rank's all-reduce waits for the slow one on gloo's thread
-  for (int i = 0; i < 2; ++i) {
-    const double at = i * 100;
-    t.add("user_annotation", "ProfilerStep#" + std::to_string(i), 1, at, 100);
-    t.add("cpu_op", "aten::mm", 1, at, 20);
-    t.add("cpu_op", "gloo:all_reduce", 3, at + 25, 60);  // the main thread has no op open meanwhile
-    t.add("cpu_op", "aten::add_", 1, at + 90, 5);
-  }
-  const summary s = read_profiler_trace(temp_file(t.json()).path);
-  CHECK(s.steps == 2);
-  CHECK(phase_mean(s, "wait") == Approx(0.060).margin(1e-9));
-  CHECK(phase_mean(s, "compute") == Approx(0.025).margin(1e-9));
-  CHECK(phase_mean(s, "other") == Approx(0.015).margin(1e-9));
-}
-
-TEST_CASE("steptrace's own annotations in a trace give its exact steps and phases, by the live rules", "[profiler]") {
-  trace_text t;
-  for (int i = 0; i < 3; ++i) {  // steps(loader): the fetch comes before the step opens
-    const double at = i * 100;
-    t.add("user_annotation", "steptrace:input", 1, at, 10);
-    t.add("user_annotation", "steptrace:step", 1, at + 10, 40);
-    t.add("user_annotation", "steptrace:compute", 1, at + 15, 30);
-    t.add("user_annotation", "steptrace:forward", 1, at + 15, 20);
-    t.add("cpu_op", "aten::mm", 1, at + 16, 10);  // ops are not phases when steptrace's are there
-    t.add("user_annotation", "ProfilerStep#" + std::to_string(i), 1, at, 90);
-  }
-  const temp_file f(t.json());
-  const summary s = read_profiler_trace(f.path);
-  CHECK(s.steps == 3);  // no device, so no evidence of warm-up: every step counts
-  CHECK(s.warmup_steps == 0);
-  CHECK(s.step_ms.mean == Approx(0.050).margin(1e-9));  // the held fetch opens the step's window
-  CHECK(phase_mean(s, "input") == Approx(0.010).margin(1e-9));
-  CHECK(phase_mean(s, "compute") == Approx(0.010).margin(1e-9));
-  CHECK(phase_mean(s, "forward") == Approx(0.020).margin(1e-9));
-  CHECK(s.phase("forward")->parent == "compute");
-  CHECK(phase_mean(s, "other") == Approx(0.010).margin(1e-9));
-  CHECK_FALSE(s.gpu);  // no device activity in the trace: host view only
-  CHECK_THAT(s.backend.reason, Catch::Matchers::Contains("steptrace's own annotations"));
-  CHECK_THAT(s.backend.reason, Catch::Matchers::Contains("no GPU activity"));
-}
-
-TEST_CASE("NCCL kernels are counted apart, with the time no other kernel hides", "[profiler][device]") {
-  auto kernel = [](std::uint64_t a, std::uint64_t b, bool nccl, std::uint32_t stream) {
-    device_record r;
-    r.kind = device_activity::kernel;
-    r.start = a;
-    r.end = b;
-    r.nccl = nccl;
-    r.context = 1;
-    r.stream = stream;
-    return r;
-  };
-  // an all-reduce 0..1000 on its stream; compute kernels 200..500 and 450..600 on another
-  const std::vector<device_record> records = {kernel(0, 1000, true, 2), kernel(200, 500, false, 1),
-                                              kernel(450, 600, false, 1)};
-  const step_device_view v = view_step(0, 2000, {}, records);
-  CHECK(v.nccl_kernels == 1);
-  CHECK(v.nccl_ns == 1000);
-  CHECK(v.nccl_exposed_ns == 600);
-  // the live path's incremental join gives the same
-  device_join join;
-  join.add_records(records);
-  join.add_step(0, 2000, {});
-  join.join(UINT64_MAX);
-  gpu_stats g;
-  join.fill(g);
-  CHECK(g.nccl.kernels_per_step == 1);
-  CHECK(g.nccl.ms_per_step == Approx(0.001));
-  CHECK(g.nccl.exposed_ms_per_step == Approx(0.0006));
 }
 
 TEST_CASE("a broken or wrong file gets a clear message naming the file and the problem", "[profiler][faults]") {
