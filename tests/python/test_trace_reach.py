@@ -113,6 +113,19 @@ def test_a_folder_of_saved_rank_summaries_is_a_job(tmp_path):
     assert d["ranks"]["from_files"] and [r["rank"] for r in d["ranks"]["rows"]] == [0, 1]
     assert d["ranks"]["straggler"]["rank"] == 1 and d["ranks"]["straggler"]["phase"] == "input"
     assert d["diagnosis"]["gains"] and list(d["diagnosis"]["gains"])[0] == "rank 1"
+    # a summary written before these fields existed still loads, as it was
+    old = json.loads(json.dumps(d))
+    old.pop("windows")
+    old["diagnosis"].pop("gains")
+    old["ranks"].pop("from_files")
+    old["ranks"].pop("refused")
+    for row in old["ranks"]["rows"]:
+        row.pop("gain")
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "job.json").write_text(json.dumps(old))
+    back = steptrace.load(tmp_path / "old" / "job.json").to_dict()
+    assert back["windows"] is False and back["diagnosis"]["gains"] == {} and not back["ranks"]["from_files"]
+    assert back["ranks"]["straggler"] == d["ranks"]["straggler"] and back["step_ms"] == d["step_ms"]
 
 
 torch = pytest.importorskip("torch")
