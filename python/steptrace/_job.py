@@ -26,10 +26,6 @@ def _cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _read(name: str, step: Optional[str]) -> Any:
-    return read_one(name, step)
-
-
 def _ranked(read: List[Tuple[str, Any]]) -> Tuple[List[Tuple[str, Any]], int]:
     """Each summary with its rank: the one it names, else the lowest rank no file names, in
     file order. Two files naming one rank are an error naming both."""
@@ -54,9 +50,9 @@ def load_job(names: List[str], step: Optional[str] = None) -> Any:
     workers = min(len(names), _cores())
     if workers > 1:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="steptrace-read") as pool:
-            read = list(zip(names, pool.map(lambda n: _read(n, step), names)))
+            read = list(zip(names, pool.map(lambda n: read_one(n, step), names)))
     else:
-        read = [(n, _read(n, step)) for n in names]
+        read = [(n, read_one(n, step)) for n in names]
     ranked, world = _ranked(read)
     ranked.sort(key=lambda item: item[1].rank)
     reports = []
