@@ -10,6 +10,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <tuple>
 
 #include "steptrace/profiler_trace.hpp"
 #include "steptrace/steptrace.hpp"
@@ -251,6 +252,21 @@ PYBIND11_MODULE(_core, m) {
       .def("summary", &tracer::summary)
       .def("window", &tracer::window)
       .def("metrics", &tracer::metrics)
+      .def("listen_windows", &tracer::listen_windows)
+      .def(
+          "next_window",  // (summary, step, at_s) or None; waits without the GIL
+          [](tracer& t, double timeout_s) -> std::optional<std::tuple<summary, std::uint64_t, double>> {
+            std::optional<live_window> w;
+            {
+              py::gil_scoped_release unlocked;
+              w = t.next_window(timeout_s);
+            }
+            if (!w) return std::nullopt;
+            return std::make_tuple(std::move(w->figures), w->step, w->at_s);
+          },
+          py::arg("timeout_s"))
+      .def("stop_listening", &tracer::stop_listening, py::call_guard<py::gil_scoped_release>())
+      .def("count_window_failure", &tracer::count_window_failure)
       .def("reset", &tracer::reset)
       .def("set_rank",
            [](tracer& t, std::uint32_t rank, std::uint32_t world_size, std::int64_t local_rank, const std::string& host,

@@ -10,7 +10,7 @@ import sys
 import weakref
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar, Union
 
-from . import _annotate, _collective, _core, _loop, _paths, _profiler, _ranks
+from . import _annotate, _collective, _core, _loop, _paths, _profiler, _ranks, _trackers, _windows
 from ._allocator import note_allocator
 from ._loader_facts import tell_settings
 from ._options import OPTIONS, _option_text, _option_value
@@ -348,6 +348,24 @@ class Tracer:
         every scraper sees the same figures. Host figures only."""
         return Summary(self._core.metrics())
 
+    def on_window(self, fn: F) -> F:
+        """Calls ``fn(window)`` with each live window's figures (a dict: ``step``, ``step_p50_ms``,
+        each built-in phase's ``_ms`` and ``_share``, ``label``, ``gain_share`` ...), every
+        ``live`` seconds or every 10 s, on a thread of steptrace's, never the loop's. A slow or
+        failing ``fn`` never slows the loop: its windows are dropped and counted in the
+        summary's errors. Returns ``fn``, so it works as a decorator."""
+        _windows.listeners(self._core).add(fn)
+        return fn
+
+    def log_to(self, target: Any) -> None:
+        """Sends each live window to an experiment tracker: a TensorBoard ``SummaryWriter``, a
+        ``wandb`` run, the ``mlflow`` module, or one of the names ``"tensorboard"``, ``"wandb"``,
+        ``"mlflow"``. The figures go under ``steptrace/`` at the loop's step count, as
+        ``on_window`` gives them. A tracker that is not installed is said in one line."""
+        log = _trackers.adapter(target)
+        if log is not None:
+            self.on_window(log)
+
     def reset(self) -> None:
         """Forget everything recorded so far; warm-up starts again."""
         self._core.reset()
@@ -381,6 +399,8 @@ exclude = _default.exclude
 steps = _default.steps
 summary = _default.summary
 window = _default.window
+on_window = _default.on_window
+log_to = _default.log_to
 metrics = _default.metrics
 reset = _default.reset
 configure = _default.configure

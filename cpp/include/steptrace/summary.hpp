@@ -138,6 +138,8 @@ struct error_counts {
   std::uint64_t requests_abandoned = 0;      // request handles destroyed without end()
   std::uint64_t request_phases_dropped = 0;  // phase calls past a request handle's capacity
   std::uint64_t phase_names_folded = 0;      // distinct names past the registry's bound: "(other names)"
+  std::uint64_t windows_dropped = 0;     // live windows a listener fell too far behind to get
+  std::uint64_t window_calls_failed = 0;  // live windows a listener's call failed on
 };
 
 // Steps that served a batch of requests (tracer::set_batch_size, request::set_batch_size).
@@ -206,6 +208,13 @@ class STEPTRACE_API summary {
   std::string prometheus(std::string_view prefix = "steptrace") const;
   // Reads what json() wrote. Throws std::invalid_argument on anything else.
   static summary from_json(std::string_view text);
+};
+
+// One live window as a listener gets it (tracer::next_window).
+struct live_window {
+  summary figures;        // the window's statistics, as the live line and the JSONL show them
+  std::uint64_t step = 0;  // steps ended so far, of every kind: the loop's step count
+  double at_s = 0;         // seconds since the first live window began
 };
 
 // Milliseconds as steptrace prints them everywhere (table, diagnosis, reports): about four

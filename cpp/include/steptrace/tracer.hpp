@@ -19,6 +19,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -106,6 +107,16 @@ class STEPTRACE_API tracer {
   // it consumes nothing: any number of scrapers see the same figures. Host figures only.
   static constexpr double quantile_window_s = 60;
   ::steptrace::summary metrics() const;
+  // Live windows for a listener inside the program (an experiment tracker, a metrics push).
+  // From listen_windows() on, each live window (every `live` seconds, or 10 when live is 0) is
+  // also queued, the latest `queued_windows` of them: a listener that falls behind loses the
+  // oldest, counted (errors.windows_dropped). next_window waits up to timeout_s for the oldest;
+  // empty at the timeout, or at once after stop_listening(), which wakes every waiter.
+  static constexpr std::size_t queued_windows = 2;  // older ones are news no one needs
+  void listen_windows();
+  std::optional<live_window> next_window(double timeout_s);
+  void stop_listening();
+  void count_window_failure() noexcept;  // a listener failed on a window (errors.window_calls_failed)
   // Forgets every recorded step and phase; warm-up starts again. A step open on another thread
   // at that moment is not counted, and leaves no error behind.
   void reset();

@@ -27,8 +27,10 @@ tracer_impl::~tracer_impl() {
   {
     std::lock_guard<std::mutex> lock(mutex);
     stopping = true;
+    listening_stopped = true;
   }
   wake.notify_all();
+  window_queued.notify_all();
   if (collector.joinable()) {
     if (collector_pid == getpid()) {
       collector.join();
@@ -200,6 +202,8 @@ summary tracer::collect_summary(bool shown) const {
   out.errors.requests_abandoned = impl_->requests_abandoned.load(std::memory_order_relaxed);
   out.errors.request_phases_dropped = impl_->request_phases_dropped.load(std::memory_order_relaxed);
   out.errors.unbalanced_phases += impl_->request_stray_ends.load(std::memory_order_relaxed);
+  out.errors.windows_dropped = impl_->windows_dropped.load(std::memory_order_relaxed);
+  out.errors.window_calls_failed = impl_->window_calls_failed.load(std::memory_order_relaxed);
   out.backend = detail::backend_now();
   if (out.gpu) {
     const detail::device_counts now = detail::device_record_counts();
@@ -250,6 +254,8 @@ void tracer::reset() {
   impl_->requests_abandoned.store(0, std::memory_order_relaxed);
   impl_->request_phases_dropped.store(0, std::memory_order_relaxed);
   impl_->request_stray_ends.store(0, std::memory_order_relaxed);
+  impl_->windows_dropped.store(0, std::memory_order_relaxed);
+  impl_->window_calls_failed.store(0, std::memory_order_relaxed);
   impl_->totals.clear();
   impl_->batches.clear();
   impl_->recent.clear();

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -26,6 +27,7 @@
 #include "record/cpu_load.hpp"
 #include "steptrace/config.hpp"
 #include "steptrace/detail/ring.hpp"
+#include "steptrace/summary.hpp"
 
 namespace steptrace::detail {
 
@@ -126,11 +128,16 @@ class tracer_impl {
   void finish_window(summary& w) const;  // without the lock: backend, misuse counts, diagnosis
   void sample_rss(std::unique_lock<std::mutex>& lock, bool now);  // reads /proc without the lock
   void live_tick(std::unique_lock<std::mutex>& lock);  // the collector, each pass
-  bool live_on() const noexcept { return cfg.live > 0 || !cfg.jsonl_path.empty(); }
+  bool live_on() const noexcept { return cfg.live > 0 || !cfg.jsonl_path.empty() || listening; }
   std::chrono::steady_clock::time_point live_last{}, rss_last{};
   std::uint64_t rss_steps = 0;  // steps_ended at the last RSS sample
   double live_origin_s = -1;    // steady seconds at the first live window's start
   bool jsonl_failed = false;    // an append to jsonl_path failed (said once)
+  // Listeners (tracer::listen_windows): the latest live windows, under `mutex`.
+  bool listening = false, listening_stopped = false;
+  std::deque<live_window> queued;
+  std::condition_variable window_queued;
+  std::atomic<std::uint64_t> windows_dropped{0}, window_calls_failed{0};
 
   std::thread collector;
   int collector_pid = 0;

@@ -2,6 +2,7 @@
 // (tracer::window()) and for the live view (options `live`, `jsonl_path`), both beside the
 // whole-run totals, which they never change. And the process's resident memory at step ends.
 // See docs/architecture.md, "Windows".
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -31,6 +32,8 @@ summary tracer_impl::window_of(aggregate& from, bool restart) {
 }
 
 void tracer_impl::finish_window(summary& w) const {
+  w.errors.windows_dropped = windows_dropped.load(std::memory_order_relaxed);  // the run's so far
+  w.errors.window_calls_failed = window_calls_failed.load(std::memory_order_relaxed);
   w.errors.nested_steps = nested_steps.load(std::memory_order_relaxed);  // the run's so far
   w.errors.phase_names_folded = folded_phase_names();
   w.errors.requests_abandoned = requests_abandoned.load(std::memory_order_relaxed);
@@ -70,6 +73,7 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock) {
   summary w = window_of(live_totals);
   const std::string jsonl = cfg.jsonl_path;
   const bool print = cfg.live > 0;
+  const std::uint64_t step = steps_ended;
   lock.unlock();  // formatting and writing without the tracer lock
   try {
     finish_window(w);
@@ -88,6 +92,14 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock) {
     log(log_level::error, std::string("live view: ") + e.what());
   }
   lock.lock();
+  if (listening && !listening_stopped) {
+    if (queued.size() == tracer::queued_windows) {  // the listener fell behind: it loses the oldest
+      queued.pop_front();
+      windows_dropped.fetch_add(1, std::memory_order_relaxed);
+    }
+    queued.push_back({std::move(w), step, now_s - live_origin_s});
+    window_queued.notify_all();
+  }
 }
 
 }  // namespace detail
@@ -134,5 +146,33 @@ summary tracer::metrics() const {
     if (impl_->batches.steps() > 0) impl_->batches.fill_batches(out.batches.emplace(), ns_per_tick);
   });
 }
+
+void tracer::listen_windows() {
+  if (impl_->forked.load()) return;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->listening = true;
+  impl_->listening_stopped = false;
+}
+
+std::optional<live_window> tracer::next_window(double timeout_s) {
+  std::unique_lock<std::mutex> lock(impl_->mutex);
+  const auto wait = std::chrono::duration<double>(std::max(0.0, timeout_s));
+  impl_->window_queued.wait_for(lock, wait, [&] { return !impl_->queued.empty() || impl_->listening_stopped; });
+  if (impl_->queued.empty() || impl_->listening_stopped) return std::nullopt;
+  live_window w = std::move(impl_->queued.front());
+  impl_->queued.pop_front();
+  return w;
+}
+
+void tracer::stop_listening() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->listening_stopped = true;
+    impl_->queued.clear();
+  }
+  impl_->window_queued.notify_all();
+}
+
+void tracer::count_window_failure() noexcept { impl_->window_calls_failed.fetch_add(1, std::memory_order_relaxed); }
 
 }  // namespace steptrace

@@ -231,7 +231,9 @@ std::string summary::json() const {
         {"unbalanced_phases", errors.unbalanced_phases},
         {"requests_abandoned", errors.requests_abandoned},
         {"request_phases_dropped", errors.request_phases_dropped},
-        {"phase_names_folded", errors.phase_names_folded}}},
+        {"phase_names_folded", errors.phase_names_folded},
+        {"windows_dropped", errors.windows_dropped},
+        {"window_calls_failed", errors.window_calls_failed}}},
       {"batches", batches ? batches_json(*batches) : json_doc(nullptr)},
       {"facts", facts_json},
   };
@@ -315,6 +317,8 @@ summary summary::from_json(std::string_view text) {
     if (e.contains("requests_abandoned")) s.errors.requests_abandoned = count_at(e, "requests_abandoned");
     if (e.contains("request_phases_dropped")) s.errors.request_phases_dropped = count_at(e, "request_phases_dropped");
     if (e.contains("phase_names_folded")) s.errors.phase_names_folded = count_at(e, "phase_names_folded");
+    if (e.contains("windows_dropped")) s.errors.windows_dropped = count_at(e, "windows_dropped");
+    if (e.contains("window_calls_failed")) s.errors.window_calls_failed = count_at(e, "window_calls_failed");
     for (const auto& [key, value] : doc.at("facts").items()) s.facts.emplace_back(key, value.get<std::string>());
     if (doc.contains("rank")) s.rank = rank_from(doc.at("rank"));
     if (doc.contains("ranks")) s.ranks = ranks_from(doc.at("ranks"));

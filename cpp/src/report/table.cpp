@@ -338,6 +338,11 @@ std::string summary::table() const {
     line("names: {} phase name{} past the 4096-name limit share the row \"(other names)\"", errors.phase_names_folded,
          errors.phase_names_folded == 1 ? "" : "s");
   }
+  if (errors.windows_dropped || errors.window_calls_failed) {
+    line("");
+    line("live windows: {} dropped (the listener fell behind), {} its call failed on", errors.windows_dropped,
+         errors.window_calls_failed);
+  }
   if (const std::string* busy = fact("cpu.cores_busy"); busy != nullptr && steps > 0) {
     const std::string* cpus = fact("host.cpus");
     auto value = [&](const char* key) { return detail::fact_double(*this, key).value_or(0.0); };

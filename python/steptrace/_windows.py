@@ -1,0 +1,171 @@
+"""Live windows for listeners inside the program: ``on_window(fn)`` and what the tracker adapters
+and the Lightning / Hugging Face callbacks stand on.
+
+One daemon thread per tracer waits on the core's window queue (without the GIL) and calls each
+listener there, never on the training thread. The core keeps the latest two windows: a listener
+that falls behind loses the oldest, and a call that raises loses its window; both are counted in
+the summary's errors (``windows_dropped``, ``window_calls_failed``), the first failure said once.
+Windows come every ``live`` seconds, or every 10 s when ``live`` is 0 (docs/architecture.md,
+"Windows").
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import threading
+from typing import Any, Callable, Dict, List, Optional
+
+from . import _core, _log
+
+# The built-in phases a window reports by name, whatever else the loop records.
+BUILT_IN = ("input", "h2d", "compute", "wait", "other")
+_WAIT_S = 0.5  # how often the thread looks up from its wait to see whether it should stop
+_JOIN_S = 1.0  # how long exit waits for a listener's call in progress
+
+
+def figures(summary: Dict[str, Any], step: int, at_s: float) -> Dict[str, Any]:
+    """A window's figures as listeners and trackers get them (the README's "Trackers" lists the
+    keys): numbers, but for ``label`` and ``gain_cause``, which are text or None."""
+    out: Dict[str, Any] = {"step": step, "at_s": at_s, "steps": summary["steps"]}
+    if summary["steps"]:
+        out["step_p50_ms"] = summary["step_ms"]["p50"]
+        out["step_p95_ms"] = summary["step_ms"]["p95"]
+        phases = summary["phases"]
+        for name in BUILT_IN:
+            if name in phases:
+                out[f"{name}_ms"] = phases[name]["mean_ms"]
+                out[f"{name}_share"] = phases[name]["share"]
+    gpu = summary.get("gpu")
+    if gpu:
+        out["gpu_busy_share"] = gpu["busy_share"]
+    diagnosis = summary["diagnosis"]
+    label = diagnosis["label"]
+    out["label"] = label
+    out["label_code"] = _core.LABELS.index(label) + 1 if label in _core.LABELS else 0
+    gains = diagnosis.get("gains") or {}
+    if gains:
+        cause = max(gains, key=gains.get)
+        out["gain_cause"], out["gain_share"] = cause, gains[cause]
+    return out
+
+
+def numbers(window: Dict[str, Any]) -> Dict[str, float]:
+    """The window's numeric figures under ``steptrace/``: what a scalar logger takes (the label
+    as its code, ``label_code``; ``at_s`` and ``step`` left to the logger's own axis)."""
+    return {
+        f"steptrace/{key}": float(value)
+        for key, value in window.items()
+        if key not in ("step", "at_s") and isinstance(value, (int, float)) and not isinstance(value, bool)
+    }
+
+
+class Listeners:
+    """The listeners of one tracer and the thread that calls them."""
+
+    def __init__(self, core: _core.Tracer) -> None:
+        self._core = core
+        self._calls: List[Callable[[Dict[str, Any]], Any]] = []
+        self._lock = threading.Lock()
+        self._thread: Optional[threading.Thread] = None
+        self._stopping = False
+        self._failure_said = False
+
+    def add(self, fn: Callable[[Dict[str, Any]], Any]) -> None:
+        if not callable(fn):
+            raise TypeError(f"steptrace.on_window: expected a function of one window, got {type(fn).__name__}")
+        with self._lock:
+            self._calls.append(fn)
+            if self._thread is None or not self._thread.is_alive():
+                self._stopping = False
+                self._core.listen_windows()
+                self._thread = threading.Thread(target=self._run, name="steptrace-windows", daemon=True)
+                self._thread.start()
+                atexit.register(self.stop)  # before the tracer's own exit report (atexit runs last first)
+
+    def remove(self, fn: Callable[[Dict[str, Any]], Any]) -> None:
+        with self._lock:
+            if fn in self._calls:
+                self._calls.remove(fn)
+
+    def stop(self) -> None:
+        """No more windows: the thread ends once a call in progress returns (waited for briefly)."""
+        with self._lock:
+            self._stopping = True
+            thread, self._thread = self._thread, None
+        self._core.stop_listening()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(_JOIN_S)
+
+    def _run(self) -> None:
+        while not self._stopping:
+            got = self._core.next_window(_WAIT_S)
+            if got is None:
+                continue
+            summary, step, at_s = got
+            window = figures(json.loads(summary.json()), step, at_s)
+            with self._lock:
+                calls = list(self._calls)
+            for fn in calls:
+                try:
+                    fn(dict(window))
+                except Exception as e:  # the loop goes on: counted, said once
+                    self._core.count_window_failure()
+                    if not self._failure_said:
+                        self._failure_said = True
+                        _log.say(
+                            f"a window listener ({getattr(fn, '__qualname__', fn)!s}) raised "
+                            f"{type(e).__name__}: {e}; its windows are counted as failed in the summary "
+                            "(said once)"
+                        )
+
+    def after_fork(self) -> None:
+        """In a forked child: no thread was copied, and the tracer there records nothing."""
+        self._thread = None
+        self._calls = []
+        self._lock = threading.Lock()
+
+
+_by_tracer: Dict[int, Listeners] = {}
+
+
+def listeners(core: _core.Tracer) -> Listeners:
+    """The one Listeners object of a tracer."""
+    key = id(core)
+    if key not in _by_tracer:
+        _by_tracer[key] = Listeners(core)
+    return _by_tracer[key]
+
+
+def _forget_in_child() -> None:
+    for each in _by_tracer.values():
+        each.after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
+class Latest:
+    """The latest live window, kept for a callback that logs it from the training thread (the
+    Lightning and Hugging Face callbacks): a window not yet taken when the next one comes is
+    superseded by it."""
+
+    def __init__(self, core: _core.Tracer) -> None:
+        self._listeners = listeners(core)
+        self._window: Optional[Dict[str, Any]] = None
+        self._lock = threading.Lock()
+        self._listeners.add(self._keep)
+
+    def _keep(self, window: Dict[str, Any]) -> None:
+        with self._lock:
+            self._window = window
+
+    def take(self) -> Optional[Dict[str, Any]]:
+        with self._lock:
+            window, self._window = self._window, None
+        return window
+
+    def close(self) -> None:
+        self._listeners.remove(self._keep)

@@ -1,0 +1,124 @@
+// Listeners of live windows (tracer::listen_windows, next_window): what the Python package's
+// on_window and tracker adapters stand on. The truth is the JSONL the same windows are written
+// to, and the steps the test itself recorded.
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <unistd.h>
+
+#include "helpers.hpp"
+#include "steptrace/steptrace.hpp"
+
+using namespace steptrace;
+namespace fs = std::filesystem;
+
+namespace {
+
+config every_second(const std::string& jsonl = "") {
+  config c = testing::quiet();
+  c.live = 1;  // the shortest period there is
+  c.jsonl_path = jsonl;
+  return c;
+}
+
+// Records steps of ~1 ms on a thread of its own until destroyed.
+class loop {
+ public:
+  explicit loop(tracer& t)
+      : worker_([this, &t] {
+          while (!stop_.load()) {
+            scoped_step s(t);
+            scoped_phase p(t, builtin::compute);
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+        }) {}
+  ~loop() {
+    stop_.store(true);
+    worker_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread worker_;
+};
+
+std::size_t lines_in(const std::string& path) {
+  std::ifstream in(path);
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);) n += !line.empty();
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a listener gets each live window with the loop's step count", "[listeners]") {
+  tracer t(every_second());
+  t.listen_windows();
+  std::optional<live_window> first, second;
+  {
+    loop running(t);
+    first = t.next_window(30);
+    second = t.next_window(30);
+  }
+  REQUIRE(first);
+  REQUIRE(second);
+  CHECK(first->figures.steps > 0);
+  CHECK(second->at_s > first->at_s);
+  // Every step that ended between the two windows is in the second one, and only those.
+  const summary& w = second->figures;
+  CHECK(second->step - first->step == w.steps + w.warmup_steps + w.failed_steps);
+  CHECK(w.step_ms.p50 > 0);
+  CHECK(t.summary().errors.windows_dropped == 0);
+}
+
+TEST_CASE("a listener that falls behind loses the oldest windows, each counted", "[listeners]") {
+  const fs::path dir = fs::temp_directory_path() / ("steptrace-listeners-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string jsonl = (dir / "live.jsonl").string();  // every window made, for the count
+  tracer t(every_second(jsonl));
+  t.listen_windows();
+  {
+    loop running(t);
+    while (lines_in(jsonl) < 4) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const std::size_t before = lines_in(jsonl);
+  const std::uint64_t dropped = t.summary().errors.windows_dropped;
+  const std::size_t after = lines_in(jsonl);
+  // All but the latest two were dropped (a window appends its line before it is queued).
+  CHECK(dropped >= 2);
+  CHECK(dropped + tracer::queued_windows <= after);
+  CHECK(dropped + tracer::queued_windows + 1 >= before);
+  const std::optional<live_window> older = t.next_window(0), newer = t.next_window(0);
+  REQUIRE(older);
+  REQUIRE(newer);
+  CHECK(newer->at_s > older->at_s);
+  CHECK(newer->figures.errors.windows_dropped >= older->figures.errors.windows_dropped);
+  t.count_window_failure();
+  const summary s = t.summary();
+  CHECK(s.errors.window_calls_failed == 1);
+  const summary back = summary::from_json(s.json());
+  CHECK(back.errors.windows_dropped == s.errors.windows_dropped);
+  CHECK(back.errors.window_calls_failed == 1);
+  CHECK(s.table().find("live windows: " + std::to_string(s.errors.windows_dropped) + " dropped") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("stop_listening wakes a waiting listener at once and queues nothing more", "[listeners]") {
+  tracer t(every_second());
+  t.listen_windows();
+  std::optional<live_window> got{live_window{}};
+  const auto start = std::chrono::steady_clock::now();
+  std::thread waiter([&] { got = t.next_window(120); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  t.stop_listening();
+  waiter.join();
+  CHECK_FALSE(got);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(60));  // not the 120 s timeout
+  CHECK_FALSE(t.next_window(0));
+}
