@@ -21,19 +21,24 @@ need_debian_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+import_name() {  # import_name SPEC: "pkg>=1" imports as pkg; "pkg-x:mod" (pip name, then import name) as mod
+  local spec="$1"
+  if [[ "$spec" == *:* ]]; then echo "${spec#*:}"; return; fi
+  local module="${spec%%[<>=]*}"
+  echo "${module//-/_}"
+}
+
 need_python_packages() {  # pip specs; installs only those whose import name is missing
-  local missing=()
+  local missing=() specs=()
   for spec in "$@"; do
-    local module="${spec%%[<>=]*}"
-    module="${module//-/_}"
-    "$PY" -c "import ${module}" 2>/dev/null || missing+=("$spec")
+    "$PY" -c "import $(import_name "$spec")" 2>/dev/null || missing+=("$spec")
   done
   ((${#missing[@]})) || return 0
-  say "installing into .venv: ${missing[*]}"
-  quietly "installing ${missing[*]}" "$PY" -m pip install -q --disable-pip-version-check "${missing[@]}" || true
+  for spec in "${missing[@]}"; do specs+=("${spec%%:*}"); done
+  say "installing into .venv: ${specs[*]}"
+  quietly "installing ${specs[*]}" "$PY" -m pip install -q --disable-pip-version-check "${specs[@]}" || true
   for spec in "${missing[@]}"; do  # pip's exit status is lost in the filter above: check
-    local module="${spec%%[<>=]*}"
-    "$PY" -c "import ${module//-/_}" || { echo "could not install $spec" >&2; exit 1; }
+    "$PY" -c "import $(import_name "$spec")" || { echo "could not install ${spec%%:*}" >&2; exit 1; }
   done
 }
 
@@ -53,6 +58,9 @@ setup_torch() {
   need_python_packages "torch==2.13.0" numpy
   if [ "${1:-}" = "--integrations" ]; then
     need_python_packages "torch==2.13.0" lightning transformers accelerate
+    # The trackers log_to and the callbacks write to, read back by their own readers; a notebook
+    # run headless (MLflow's client alone: the tests use its file store).
+    need_python_packages tensorboard wandb mlflow-skinny:mlflow nbconvert ipykernel
   fi
 }
 

@@ -1,10 +1,18 @@
 """A summary in a notebook and in a terminal REPL: Jupyter displays ``_repr_html_``, the report
 as one element whose style touches nothing else on the page; a REPL shows ``repr``, the table."""
 
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
 import steptrace
+from png_pixels import png_pixels
+from steptrace import _html
 
 TRACE = Path(__file__).resolve().parent.parent / "data" / "profiler_traces" / "resnet50_num_workers_0.pt.trace.json.gz"
 
@@ -42,3 +50,49 @@ def test_the_reports_gpu_lane_draws_the_idle_gaps_the_timeline_export_computes()
     assert gaps and page.count("GPU idle while the host was in ") == len(gaps)
     assert page.count("GPU idle while the host was in input") == sum(1 for e in gaps if e["args"]["host_phase"] == "input")
 
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed (scripts/test installs it)")
+def test_a_notebook_run_headless_shows_the_report_and_chromium_draws_it(tmp_path):
+    """A notebook executed by `jupyter nbconvert --execute`, as a user's would be: its last
+    cell's output is the report (header and chart), and the page nbconvert makes of it draws the
+    chart's bars in Chromium."""
+    nbformat = pytest.importorskip("nbformat")
+    pytest.importorskip("nbconvert")
+    pytest.importorskip("ipykernel")
+    book = nbformat.v4.new_notebook()
+    book.cells = [
+        nbformat.v4.new_code_cell("import steptrace"),
+        nbformat.v4.new_code_cell(f"steptrace.load({TRACE.name!r})"),
+    ]
+    shutil.copy(TRACE, tmp_path / TRACE.name)  # beside the notebook, as a user's trace would be
+    source = tmp_path / "explore.ipynb"
+    nbformat.write(book, source)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
+    env["JUPYTER_PLATFORM_DIRS"] = "1"
+    for to in ("notebook", "html"):
+        proc = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", to, "--execute",
+                               "--ExecutePreprocessor.timeout=120", str(source)],
+                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+    ran = nbformat.read(tmp_path / "explore.nbconvert.ipynb", as_version=4)
+    shown = ran.cells[1].outputs[0]["data"]
+    cell = shown["text/html"]
+    assert 'class="header"' in cell and 'id="phases-chart"' in cell  # the report's header and chart
+    assert "INPUT-BOUND" in cell
+    assert shown["text/plain"] == repr(steptrace.load(TRACE)).rstrip("\n")  # the table, where HTML is not shown
+
+    shot = tmp_path / "cell.png"
+    page = tmp_path / "explore.html"
+    proc = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                           "--window-size=1100,1400", f"--screenshot={shot}", page.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert shot.exists(), proc.stderr
+    _, _, rows = png_pixels(shot)
+    colours = _html._colours(steptrace.load(TRACE).to_dict()["series"]["phases"])
+    drawn = {tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)) for c in colours.values()}
+    painted = sum(1 for row in rows for px in row if px in drawn)
+    assert painted > 2000, f"the chart is not in the screenshot ({painted} pixels in its colours)"
+    keep = os.environ.get("STEPTRACE_KEEP_SCREENSHOT")  # docs/notebook.png is made this way
+    if keep:
+        shutil.copy(shot, keep)

@@ -8,17 +8,16 @@ import json
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import time
-import zlib
 from collections import defaultdict
 
 import pytest
 
 import steptrace
 from conftest import cli
+from png_pixels import png_pixels
 
 def check_trace(doc):
     """Every event is well-formed; complete slices on one track nest; returns the slices."""
@@ -140,45 +139,6 @@ def test_show_prints_the_table(outlier_run):
     assert "slowest step: 6000 of thread 0" in out.stdout
 
 
-def _png_pixels(path):
-    """(width, height, rows of RGB tuples) of a non-interlaced 8-bit RGB/RGBA PNG."""
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat, width = 8, b"", 0
-    while pos < len(data):
-        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + n]
-        if kind == b"IHDR":
-            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
-            assert depth == 8 and colour in (2, 6)
-            bpp = 3 if colour == 2 else 4
-        elif kind == b"IDAT":
-            idat += body
-        pos += n + 12
-    raw = zlib.decompress(idat)
-    stride = width * bpp
-    rows, prev, i = [], bytearray(stride), 0
-    for _ in range(height):
-        f, line = raw[i], bytearray(raw[i + 1:i + 1 + stride])
-        i += 1 + stride
-        for x in range(stride):
-            a = line[x - bpp] if x >= bpp else 0
-            b, c = prev[x], (prev[x - bpp] if x >= bpp else 0)
-            if f == 1:
-                line[x] = (line[x] + a) & 255
-            elif f == 2:
-                line[x] = (line[x] + b) & 255
-            elif f == 3:
-                line[x] = (line[x] + (a + b) // 2) & 255
-            elif f == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        rows.append([tuple(line[x:x + 3]) for x in range(0, stride, bpp)])
-        prev = line
-    return width, height, rows
-
-
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed (scripts/test installs it)")
 def test_the_html_report_renders_its_chart_in_headless_chromium(outlier_run, tmp_path):
     d, _ = outlier_run
@@ -191,7 +151,7 @@ def test_the_html_report_renders_its_chart_in_headless_chromium(outlier_run, tmp
                            "--window-size=1000,700", f"--screenshot={shot}", html.as_uri()],
                           capture_output=True, text=True, timeout=120)
     assert shot.exists(), proc.stderr
-    width, height, rows = _png_pixels(shot)
+    width, height, rows = png_pixels(shot)
     from steptrace import _html
 
     series = steptrace.load(d / "run.json").to_dict()["series"]
