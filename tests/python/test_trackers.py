@@ -183,3 +183,12 @@ def test_log_to_names_what_it_cannot_log_to():
         steptrace.Tracer(print_at_exit=False).log_to("neptune")
     with pytest.raises(TypeError, match="expected a function"):
         steptrace.Tracer(print_at_exit=False).on_window(42)
+
+
+def test_the_readmes_label_codes_are_the_labels_in_order():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| `label`, `label_code`"))
+    codes = [f"{i} {label}" for i, label in enumerate(steptrace.LABELS, 1)]
+    assert "0 none, " + ", ".join(codes) in row

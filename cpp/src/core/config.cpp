@@ -150,7 +150,7 @@ const std::vector<option>& options() {
        [](const config& c) { return c.html_path; }},
       {{"live", "STEPTRACE_LIVE", false, "uint", "0",
         "every this many seconds, a line on stderr with the window just ended: steps, step p50/p95, top phases, "
-        "label (0: none; at most 86400)"},
+        "label (0: none; at most 86400); also the period of the windows jsonl_path and on_window get"},
        [](config& c, std::string_view v) { c.live = parse_uint(v, 86'400); },
        [](const config& c) { return std::to_string(c.live); }},
       {{"jsonl_path", "STEPTRACE_JSONL", false, "path", "",
