@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import steptrace
-from png_pixels import png_pixels
+from screenshots import needs_chromium, screenshot
 from steptrace import _html
 
 TRACE = Path(__file__).resolve().parent.parent / "data" / "profiler_traces" / "resnet50_num_workers_0.pt.trace.json.gz"
@@ -52,7 +52,7 @@ def test_the_reports_gpu_lane_draws_the_idle_gaps_the_timeline_export_computes()
 
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed (scripts/test installs it)")
+@needs_chromium
 def test_a_notebook_run_headless_shows_the_report_and_chromium_draws_it(tmp_path):
     """A notebook executed by `jupyter nbconvert --execute`, as a user's would be: its last
     cell's output is the report (header and chart), and the page nbconvert makes of it draws the
@@ -83,12 +83,7 @@ def test_a_notebook_run_headless_shows_the_report_and_chromium_draws_it(tmp_path
     assert shown["text/plain"] == repr(steptrace.load(tmp_path / TRACE.name)).rstrip("\n").replace(f"{tmp_path}/", "")  # the table, where HTML is not shown
 
     shot = tmp_path / "cell.png"
-    page = tmp_path / "explore.html"
-    proc = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                           "--window-size=1100,1400", f"--screenshot={shot}", page.as_uri()],
-                          capture_output=True, text=True, timeout=120)
-    assert shot.exists(), proc.stderr
-    _, _, rows = png_pixels(shot)
+    _, _, rows = screenshot(tmp_path / "explore.html", shot, 1100, 1400)
     colours = _html._colours(steptrace.load(TRACE).to_dict()["series"]["phases"])
     drawn = {tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)) for c in colours.values()}
     painted = sum(1 for row in rows for px in row if px in drawn)

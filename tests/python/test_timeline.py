@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ import pytest
 
 import steptrace
 from conftest import cli
-from png_pixels import png_pixels
+from screenshots import needs_chromium, screenshot
 
 def check_trace(doc):
     """Every event is well-formed; complete slices on one track nest; returns the slices."""
@@ -139,19 +138,14 @@ def test_show_prints_the_table(outlier_run):
     assert "slowest step: 6000 of thread 0" in out.stdout
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian's chromium is not installed (scripts/test installs it)")
+@needs_chromium
 def test_the_html_report_renders_its_chart_in_headless_chromium(outlier_run, tmp_path):
     d, _ = outlier_run
     html = d / "exit.html"  # written at exit by html_path
     text = html.read_text()
     for fetches in ("<script", "<link", "src=", "url(", "@import"):  # opens offline: it fetches nothing
         assert fetches not in text
-    shot = tmp_path / "shot.png"
-    proc = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                           "--window-size=1000,700", f"--screenshot={shot}", html.as_uri()],
-                          capture_output=True, text=True, timeout=120)
-    assert shot.exists(), proc.stderr
-    width, height, rows = png_pixels(shot)
+    width, height, rows = screenshot(html, tmp_path / "shot.png", 1000, 700)
     from steptrace import _html
 
     series = steptrace.load(d / "run.json").to_dict()["series"]

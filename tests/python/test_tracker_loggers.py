@@ -12,6 +12,7 @@ from torch.utils.data import Dataset  # noqa: E402
 
 import steptrace  # noqa: E402
 from steptrace.demo import _busy  # noqa: E402
+from test_integrations import RegressionModel  # noqa: E402  (its forward pass spins 10 ms)
 from tracker_files import jsonl_windows, tensorboard_scalars, truth  # noqa: E402
 
 pytestmark = pytest.mark.torch
@@ -20,8 +21,11 @@ STEP_S, SAMPLES = 0.004, 700  # ~3.5 s of training: three windows at live=1
 
 
 class Samples(Dataset):
+    def __init__(self, n=SAMPLES):
+        self.n = n
+
     def __len__(self):
-        return SAMPLES
+        return self.n
 
     def __getitem__(self, i):
         _busy(0.0005)
@@ -89,15 +93,6 @@ def test_transformers_trainer_logs_each_window_to_its_trackers(tmp_path):
     pytest.importorskip("accelerate")
     from steptrace.transformers import StepTraceCallback
 
-    class Model(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.layer = torch.nn.Linear(4, 1)
-
-        def forward(self, x, labels):
-            _busy(STEP_S)
-            return {"loss": (self.layer(x) - labels).pow(2).mean()}
-
     class Steps(transformers.TrainerCallback):
         seen = set()
 
@@ -111,7 +106,7 @@ def test_transformers_trainer_logs_each_window_to_its_trackers(tmp_path):
     )
     callback = StepTraceCallback(live_tracer(tmp_path))
     started = time.perf_counter()
-    transformers.Trainer(model=Model(), args=args, train_dataset=Samples(), callbacks=[Steps(), callback]).train()
+    transformers.Trainer(model=RegressionModel(), args=args, train_dataset=Samples(SAMPLES // 2), callbacks=[Steps(), callback]).train()
     assert time.perf_counter() - started > 2.5  # enough for the windows below
     scalars = tensorboard_scalars(tmp_path)
     # The Trainer's TensorBoard callback files every training log under train/, its loss beside ours.

@@ -1,7 +1,24 @@
-"""A PNG's pixels, read with the standard library: for screenshots taken by headless Chromium."""
+"""Screenshots by headless Chromium (Debian's, which scripts/test installs), and their pixels read
+with the standard library."""
 
+import shutil
 import struct
+import subprocess
 import zlib
+
+import pytest
+
+needs_chromium = pytest.mark.skipif(shutil.which("chromium") is None,
+                                    reason="Debian's chromium is not installed (scripts/test installs it)")
+
+
+def screenshot(page, shot, width, height):
+    """Chromium's screenshot of the file `page` into `shot`; its (width, height, rows of RGB)."""
+    proc = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                           f"--window-size={width},{height}", f"--screenshot={shot}", page.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert shot.exists(), proc.stderr
+    return png_pixels(shot)
 
 
 def png_pixels(path):
