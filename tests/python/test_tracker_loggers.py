@@ -32,8 +32,12 @@ class Samples(Dataset):
         return {"x": torch.full((4,), float(i)), "labels": torch.zeros(1)}
 
 
+@pytest.fixture
 def live_tracer(tmp_path):
-    return steptrace.Tracer(live=1, jsonl_path=str(tmp_path / "live.jsonl"), print_at_exit=False)
+    """A tracer with a window every second, quiet again once the test is done."""
+    tracer = steptrace.Tracer(live=1, jsonl_path=str(tmp_path / "live.jsonl"), print_at_exit=False)
+    yield tracer
+    tracer.configure(live=0, jsonl_path="")
 
 
 def check_logged(scalars, lines, steps_seen, prefix=""):
@@ -52,7 +56,7 @@ def check_logged(scalars, lines, steps_seen, prefix=""):
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.filterwarnings("ignore::FutureWarning")
-def test_lightning_logs_each_window_through_the_trainers_logger(tmp_path):
+def test_lightning_logs_each_window_through_the_trainers_logger(tmp_path, live_tracer):
     L = pytest.importorskip("lightning")
     from lightning.pytorch.loggers import TensorBoardLogger
 
@@ -77,7 +81,7 @@ def test_lightning_logs_each_window_through_the_trainers_logger(tmp_path):
 
     model, logger = Model(), TensorBoardLogger(str(tmp_path), name="tb")
     trainer = L.Trainer(
-        max_epochs=1, callbacks=[StepTraceCallback(live_tracer(tmp_path))], logger=logger,
+        max_epochs=1, callbacks=[StepTraceCallback(live_tracer)], logger=logger,
         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False, accelerator="cpu",
         devices=1, default_root_dir=tmp_path, log_every_n_steps=50,
     )
@@ -88,7 +92,7 @@ def test_lightning_logs_each_window_through_the_trainers_logger(tmp_path):
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.filterwarnings("ignore::FutureWarning")
-def test_transformers_trainer_logs_each_window_to_its_trackers(tmp_path):
+def test_transformers_trainer_logs_each_window_to_its_trackers(tmp_path, live_tracer):
     transformers = pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
     from steptrace.transformers import StepTraceCallback
@@ -104,7 +108,7 @@ def test_transformers_trainer_logs_each_window_to_its_trackers(tmp_path):
         report_to=["tensorboard"], logging_strategy="steps", logging_steps=5,
         save_strategy="no", use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
     )
-    callback = StepTraceCallback(live_tracer(tmp_path))
+    callback = StepTraceCallback(live_tracer)
     started = time.perf_counter()
     transformers.Trainer(model=RegressionModel(), args=args, train_dataset=Samples(SAMPLES // 2), callbacks=[Steps(), callback]).train()
     assert time.perf_counter() - started > 2.5  # enough for the windows below

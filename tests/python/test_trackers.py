@@ -85,7 +85,7 @@ json.dump({{"alone": alone, "beside": beside, "errors": s.to_dict()["errors"], "
     alone, beside = result["alone"], result["beside"]
     # Side by side in one run, truth by perf_counter: the median step is the same, and no step
     # holds a 2 s sleep (a listener on the loop's thread would put one in every second).
-    assert statistics.median(beside) <= statistics.median(alone) * 1.5
+    assert statistics.median(beside) <= statistics.median(alone) * 2
     assert max(beside) < 1.0
     assert result["errors"]["windows_dropped"] >= 1
     assert result["errors"]["window_calls_failed"] >= 1
