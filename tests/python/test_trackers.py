@@ -192,3 +192,28 @@ def test_the_readmes_label_codes_are_the_labels_in_order():
     row = next(line for line in readme.splitlines() if line.startswith("| `label`, `label_code`"))
     codes = [f"{i} {label}" for i, label in enumerate(steptrace.LABELS, 1)]
     assert "0 none, " + ", ".join(codes) in row
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_exits_at_once_and_the_parent_keeps_its_windows(run_python, tmp_path):
+    out = tmp_path / "got.json"
+    run_python(
+        LOOP
+        + f"""
+import os
+steptrace.configure(live=1, print_at_exit=False)
+got = []
+steptrace.on_window(got.append)
+loop(1.5)
+pid = os.fork()
+if pid == 0:
+    loop(0.2)             # records nothing here: the tracer's copy in a child is off
+    sys.exit(0)           # runs the atexit hooks, the listeners' stop among them
+os.waitpid(pid, 0)
+before = len(got)
+loop(2.5)
+json.dump({{"before": before, "after": len(got)}}, open({str(out)!r}, "w"))
+"""
+    )
+    counts = json.loads(out.read_text())
+    assert counts["after"] > counts["before"] >= 1

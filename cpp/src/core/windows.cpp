@@ -155,6 +155,7 @@ void tracer::listen_windows() {
 }
 
 std::optional<live_window> tracer::next_window(double timeout_s) {
+  if (impl_->forked.load()) return std::nullopt;  // no lock: its holder may not exist here
   std::unique_lock<std::mutex> lock(impl_->mutex);
   const auto wait = std::chrono::duration<double>(std::max(0.0, timeout_s));
   impl_->window_queued.wait_for(lock, wait, [&] { return !impl_->queued.empty() || impl_->listening_stopped; });
@@ -165,6 +166,7 @@ std::optional<live_window> tracer::next_window(double timeout_s) {
 }
 
 void tracer::stop_listening() {
+  if (impl_->forked.load()) return;
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     impl_->listening_stopped = true;
