@@ -2,6 +2,8 @@
 // in, unfinished work is read once finished rather than lost to a flush, counts are per tracer,
 // and a CUPTI held by another tool leaves steptrace host-and-events only, saying so.
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <optional>
 
 #include "fake_gpu.hpp"
 #include "gpu/activity.hpp"
@@ -183,4 +185,38 @@ TEST_CASE("steptrace hands CUPTI to a profiler and takes it back after, in eithe
     CHECK(s.gpu->steps_viewed == 1);
     CHECK(s.gpu->kernels_per_step == 1);
   }
+}
+
+TEST_CASE("a live window holds the device view of the steps viewed since the last one", "[gpu][activity][listeners]") {
+  fake_gpu gpu;
+  config c = steptrace::testing::quiet();
+  c.live = 1;
+  tracer t(c);
+  t.listen_windows();
+  std::optional<live_window> latest;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(3500);
+  std::vector<steptrace::testing::fake_record> kernels;
+  while (std::chrono::steady_clock::now() < until) {
+    const auto [b, e] = one_step(t);  // each step: one 0.1 ms kernel in its middle, the truth below
+    const std::uint64_t mid = b + (e - b) / 2;
+    kernels.push_back(kernel_record(mid, mid + 100'000));
+    if (kernels.size() == 50) {  // a buffer of them, handed over as CUPTI's periodic flush does
+      gpu.emit(kernels);
+      kernels.clear();
+      detail::flush_activity(detail::activity_flush::completed);
+    }
+    if (auto w = t.next_window(0); w && w->figures.gpu) latest = std::move(w);
+  }
+  REQUIRE(latest);  // a step is viewed about a second after its end: from the second window on
+  const gpu_stats& g = *latest->figures.gpu;
+  CHECK(g.kernels_per_step == Approx(1));
+  CHECK(g.busy_ms.mean == Approx(0.1).margin(1e-6));
+  CHECK(g.busy_share > 0);
+  CHECK(g.busy_share < 0.1 / 2.0 + 1e-9);  // 0.1 ms busy in steps of at least 2 ms
+  // Only the window's own steps: fewer than the run has viewed, never more than it counted.
+  const summary whole = t.summary();
+  REQUIRE(whole.gpu);
+  CHECK(g.steps_viewed > 0);
+  CHECK(g.steps_viewed < whole.gpu->steps_viewed);
+  CHECK(summary::from_json(latest->figures.json()).gpu->busy_share == Approx(g.busy_share));
 }

@@ -172,7 +172,14 @@ void device_join::join(std::uint64_t before) {
   std::uint64_t keep_from = newest_ > retain_ns ? newest_ - retain_ns : 0;
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     if (it->end < before) {
-      add_view(totals, *it);
+      if (in_gap(*it)) {
+        ++totals.uncovered;
+        recent_.uncovered += recent_on;
+      } else {
+        const step_device_view v = view(*it);
+        totals.add(v);
+        if (recent_on) recent_.add(v);
+      }
       it = waiting_.erase(it);
     } else {
       keep_from = std::min(keep_from, it->begin);
@@ -214,6 +221,15 @@ void device_join::add_view(device_aggregate& to, const waiting& w) const {
   } else {
     to.add(view(w));
   }
+}
+
+std::optional<gpu_stats> device_join::take_recent() {
+  std::optional<gpu_stats> out;
+  gpu_stats g;
+  recent_.fill(g);
+  if (g.steps_viewed > 0) out = g;
+  recent_.clear();
+  return out;
 }
 
 void device_join::fill(gpu_stats& out) const {

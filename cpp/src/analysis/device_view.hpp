@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,10 @@ class device_join {
                   std::vector<device_record>& out, std::uint32_t& dropped) const;
 
   device_aggregate totals;
+  // With `recent_on`, the steps viewed for good since the last take_recent() too: a live
+  // window's device view (the steps a second or so behind the window's host figures).
+  bool recent_on = false;
+  std::optional<gpu_stats> take_recent();  // empty when no step was viewed since the last take
   std::uint64_t cursor = 0;  // this reader's position in the backend's record store
 
  private:
@@ -119,6 +124,7 @@ class device_join {
   void add_view(device_aggregate& to, const waiting& w) const;
   void let_go(std::uint64_t before);
   std::deque<waiting> waiting_;
+  device_aggregate recent_;
   std::map<stream_key, track> streams_;  // syncs with no stream under {context, no_stream}
   std::map<std::uint32_t, busy_union> context_busy_;  // every stream of the context
   std::map<std::uint32_t, busy_union> compute_busy_;  // the context's kernels but NCCL's

@@ -59,18 +59,21 @@ void tracer_impl::sample_rss(std::unique_lock<std::mutex>& lock, bool now) {
 
 void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock) {
   if (!live_on() || forked.load()) return;
+  if (device_join* device = totals.device()) device->recent_on = true;  // its steps from now on
   const auto now = std::chrono::steady_clock::now();
   const double now_s = std::chrono::duration<double>(now.time_since_epoch()).count();
   if (live_origin_s < 0) {  // the first pass with the view on starts its first window
     live_origin_s = now_s;
     live_last = now;
     live_totals.clear();
+    if (device_join* device = totals.device()) device->take_recent();  // views from before the view began
     return;
   }
   const auto period = std::chrono::seconds(cfg.live > 0 ? cfg.live : 10);
   if (now - live_last < period) return;
   live_last = now;
   summary w = window_of(live_totals);
+  if (device_join* device = totals.device()) w.gpu = device->take_recent();  // the steps viewed since
   const std::string jsonl = cfg.jsonl_path;
   const bool print = cfg.live > 0;
   const std::uint64_t step = steps_ended;
