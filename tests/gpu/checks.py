@@ -8,6 +8,7 @@
   the collector's CPU under ~100k kernels/s
   a torch.profiler trace of the same loop read back by steptrace agrees with its live figures,
   gains included; a one-step profile (schedule active=1) counts its step
+  a listener's live windows carry the GPU busy share the whole run has
 """
 
 from __future__ import annotations
@@ -172,6 +173,23 @@ def allocator_memory() -> None:
           f"max_memory_allocated before/after the summary {peak_before}/{peak_after}")
 
 
+def live_window_device_view() -> None:
+    """A listener's live windows carry the device view: their GPU busy share is the whole run's
+    for a loop that does the same work every step."""
+    tracer = steptrace.Tracer(warmup_steps=0, print_at_exit="never", live=1)
+    got = []
+    tracer.on_window(got.append)
+    x = torch.randn(2048, 2048, device="cuda")
+    end = time.time() + 4.5
+    while time.time() < end:
+        steps_of_kernels(tracer, 10, x)
+    time.sleep(0.3)
+    whole = tracer.summary().to_dict()["gpu"]["busy_share"]
+    shares = [w["gpu_busy_share"] for w in got if "gpu_busy_share" in w]
+    check("live windows carry the GPU busy share", len(shares) >= 2 and all(abs(s - whole) <= 0.05 for s in shares),
+          f"{len(got)} windows, busy shares {[round(s, 3) for s in shares]}, whole run {whole:.3f}")
+
+
 def trace_read_back() -> None:
     """The same loop, live (CUPTI) and under torch.profiler (read back from its trace): the
     device figures agree, and the trace's phases are steptrace's own annotations."""
@@ -233,7 +251,7 @@ def main() -> int:
         return 1
     torch.cuda.init()
     for run in (profiler_orders, graph_capture, compile_reduce_overhead, collector_load, allocator_memory,
-                trace_read_back):
+                live_window_device_view, trace_read_back):
         try:
             run()
         except Exception as e:
