@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
-import os
 import sys
 import weakref
-from typing import Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar
 
 from . import _annotate, _collective, _core, _loop, _paths, _profiler, _ranks, _trackers, _windows
 from ._allocator import note_allocator
 from ._loader_facts import tell_settings
 from ._options import OPTIONS, _option_text, _option_value
+from ._summary import Summary
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -100,85 +99,6 @@ _annotate.register(_PhaseScope)
 
 class _ExcludeScope(_Decorates, _core.ExcludeScope):
     pass
-
-
-class Summary:
-    """The end-of-run summary: ``str()`` is the table; ``to_dict()`` follows the JSON schema."""
-
-    def __init__(self, core: _core.Summary, tracer: Optional["Tracer"] = None) -> None:
-        self._core = core
-        self._tracer = tracer  # the tracer whose summary() made it: told when it is shown
-
-    def _shown(self) -> None:
-        """The table or the JSON text reached the program: the exit report need not repeat it."""
-        if self._tracer is not None:
-            self._tracer._shown_recorded = self._core.recorded
-
-    @property
-    def label(self) -> Optional[str]:
-        """The diagnosis, one of ``steptrace.LABELS`` (INPUT-BOUND, ...); None with no steps."""
-        return self._core.label
-
-    @property
-    def steps(self) -> int:
-        return self._core.steps
-
-    @property
-    def rank(self) -> Optional[int]:
-        """The torch.distributed rank this summary is from; None in a lone process. On rank 0
-        after a gather, ``to_dict()["ranks"]`` has every rank's row."""
-        return self._core.rank
-
-    def to_dict(self) -> Dict[str, Any]:
-        return json.loads(self._core.json())
-
-    def to_json(self, path: Union[str, "os.PathLike[str]", None] = None) -> str:
-        """The summary as JSON (schema ``steptrace.summary/1``), also written to ``path``, whole
-        or not at all (as every file steptrace writes)."""
-        text = self._core.json()
-        if path is not None:
-            _core.write_file(os.fspath(path), text + "\n")
-        else:
-            self._shown()  # the text itself, to print or send: shown; a file written is not
-        return text
-
-    def to_trace(self, path: Union[str, "os.PathLike[str]", None] = None) -> str:
-        """The flight recorder's timeline as Chrome trace event JSON, which Perfetto UI and
-        chrome://tracing open: a track per thread (steps enclosing their phases, the slowest
-        flagged), a track per stream with device activity and the idle gaps. Also written to ``path``."""
-        text = self._core.trace()
-        if path is not None:
-            _core.write_file(os.fspath(path), text + "\n")
-        return text
-
-    def to_html(self, path: Union[str, "os.PathLike[str]", None] = None, title: str = "steptrace report") -> str:
-        """A self-contained HTML report (the table, the diagnosis, a chart of the phases over the
-        run, the slowest steps, time set aside). Also written to ``path``."""
-        from . import _html
-
-        text = _html.render(self.to_dict(), str(self), _html.idle_gaps(self._core.trace()), title)
-        if path is not None:
-            _core.write_file(os.fspath(path), text)
-        return text
-
-    def prometheus(self, prefix: str = "steptrace") -> str:
-        """The figures in the Prometheus text format, metric names under ``prefix``."""
-        return self._core.prometheus(prefix)
-
-    def __str__(self) -> str:
-        self._shown()
-        return self._core.table()
-
-    def __repr__(self) -> str:
-        """The table, as a terminal REPL shows a value (``str()`` is the same)."""
-        return self._core.table()
-
-    def _repr_html_(self) -> str:
-        """Jupyter shows a summary (or ``steptrace.load()`` of a trace) as its HTML report: the
-        same as ``to_html``, as one element sized for a cell."""
-        from . import _html
-
-        return _html.fragment(self.to_dict(), self._core.table(), _html.idle_gaps(self._core.trace()))
 
 
 def _stream_handle(stream: Any) -> int:

@@ -8,7 +8,7 @@ import glob
 import os
 from typing import List, Optional, Sequence, Union
 
-from ._api import Summary
+from ._summary import Summary
 from ._job import load_job
 from ._read import read_one
 

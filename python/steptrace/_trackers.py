@@ -9,6 +9,7 @@ goes as text where the tracker takes text (TensorBoard text, a W&B value, an MLf
 from __future__ import annotations
 
 import importlib
+import time
 import types
 from typing import Any, Callable, Dict, Optional
 
@@ -53,7 +54,7 @@ def _mlflow(mlflow: Any) -> Callable[[Window], None]:
     from mlflow.entities import Metric  # mlflow is loaded: the target was handed or named
 
     def log(window: Window) -> None:
-        step, stamp = window["step"], _millis()
+        step, stamp = window["step"], int(time.time() * 1000)
         client.log_batch(run_id, metrics=[Metric(k, v, stamp, step) for k, v in numbers(window).items()])
         if window.get("label"):
             client.set_tag(run_id, "steptrace.label", window["label"])
@@ -61,17 +62,12 @@ def _mlflow(mlflow: Any) -> Callable[[Window], None]:
     return log
 
 
-def _millis() -> int:
-    import time
-
-    return int(time.time() * 1000)
-
-
-# Each name log_to takes, with the package it needs and how to get the target from it.
+# Each name log_to takes: the package it needs, how to get the target from it, and what to do
+# first when there is none.
 _BY_NAME = {
-    "tensorboard": ("torch.utils.tensorboard", lambda m: m.SummaryWriter()),
-    "wandb": ("wandb", lambda m: m.run),
-    "mlflow": ("mlflow", lambda m: m),
+    "tensorboard": ("torch.utils.tensorboard", lambda m: m.SummaryWriter(), ""),
+    "wandb": ("wandb", lambda m: m.run, "call wandb.init() first"),
+    "mlflow": ("mlflow", lambda m: m, ""),
 }
 
 
@@ -81,15 +77,15 @@ def adapter(target: Any) -> Optional[Callable[[Window], None]]:
     if isinstance(target, str):
         if target not in _BY_NAME:
             raise ValueError(f"steptrace.log_to: unknown tracker {target!r}; expected one of {', '.join(_BY_NAME)}")
-        module_name, get = _BY_NAME[target]
+        name, (module_name, get, first) = target, _BY_NAME[target]
         try:
             module = importlib.import_module(module_name)
         except ImportError as e:
-            _log.say(f"log_to({target!r}): {module_name} is not installed ({e}); no windows go there")
+            _log.say(f"log_to({name!r}): {module_name} is not installed ({e}); no windows go there")
             return None
         target = get(module)
         if target is None:
-            _log.say(f"log_to({target!r}): no run to log to (call wandb.init() first); no windows go there")
+            _log.say(f"log_to({name!r}): no run to log to ({first}); no windows go there")
             return None
     if isinstance(target, types.ModuleType) and target.__name__ == "mlflow":
         return _mlflow(target)

@@ -71,6 +71,7 @@ class Listeners:
         self._thread: Optional[threading.Thread] = None
         self._stopping = False
         self._failure_said = False
+        atexit.register(self.stop)  # before the tracer's own exit report (atexit runs last first)
 
     def add(self, fn: Callable[[Dict[str, Any]], Any]) -> None:
         if not callable(fn):
@@ -82,7 +83,6 @@ class Listeners:
                 self._core.listen_windows()
                 self._thread = threading.Thread(target=self._run, name="steptrace-windows", daemon=True)
                 self._thread.start()
-                atexit.register(self.stop)  # before the tracer's own exit report (atexit runs last first)
 
     def remove(self, fn: Callable[[Dict[str, Any]], Any]) -> None:
         with self._lock:

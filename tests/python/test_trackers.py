@@ -60,8 +60,8 @@ json.dump({{"got": got, "loop_thread": __import__('threading').get_ident(), "thr
     for w, line in zip(got, lines):
         assert w["label"] == line["diagnosis"]["label"]
     # The step axis is the loop's step count: what ended between two windows is the second one.
-    for before, after in zip(got, got[1:]):
-        assert after["step"] - before["step"] == after["steps"] + lines[got.index(after)]["warmup_steps"]
+    for k in range(1, len(got)):
+        assert got[k]["step"] - got[k - 1]["step"] == got[k]["steps"] + lines[k]["warmup_steps"]
 
 
 def test_a_slow_or_failing_listener_never_slows_the_loop_and_its_windows_are_counted(run_python, tmp_path):
@@ -174,6 +174,31 @@ def test_a_tracker_not_installed_is_said_in_one_line_and_the_program_goes_on(mon
     steptrace.Tracer(print_at_exit=False).log_to("wandb")
     said = capsys.readouterr().err.strip().splitlines()
     assert len(said) == 1 and "wandb is not installed" in said[0]
+
+
+def test_a_window_with_a_device_view_and_gains_gives_them_to_listeners():
+    """Live windows of a GPU run hold the device view (tested on the fake CUPTI in C++): a real
+    trace's summary, which has one and its gains, becomes the same figures a listener gets."""
+    from pathlib import Path
+
+    from steptrace import _windows
+
+    trace = Path(__file__).resolve().parent.parent / "data" / "profiler_traces" / "resnet50_num_workers_0.pt.trace.json.gz"
+    d = steptrace.load(trace).to_dict()
+    got = _windows.figures(d, 7, 1.5)
+    assert got["gpu_busy_share"] == d["gpu"]["busy_share"] > 0
+    gains = d["diagnosis"]["gains"]
+    assert got["gain_share"] == max(gains.values()) and gains[got["gain_cause"]] == got["gain_share"]
+    assert got["label"] == "INPUT-BOUND" and got["label_code"] == 1
+    assert _windows.numbers(got)["steptrace/gpu_busy_share"] == got["gpu_busy_share"]
+    assert "steptrace/label" not in _windows.numbers(got) and "steptrace/step" not in _windows.numbers(got)
+
+
+def test_wandb_named_before_its_run_is_said_in_one_line(capsys):
+    pytest.importorskip("wandb")
+    steptrace.Tracer(print_at_exit=False).log_to("wandb")
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said == ["steptrace warning: log_to('wandb'): no run to log to (call wandb.init() first); no windows go there"]
 
 
 def test_log_to_names_what_it_cannot_log_to():

@@ -172,14 +172,7 @@ void device_join::join(std::uint64_t before) {
   std::uint64_t keep_from = newest_ > retain_ns ? newest_ - retain_ns : 0;
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     if (it->end < before) {
-      if (in_gap(*it)) {
-        ++totals.uncovered;
-        recent_.uncovered += recent_on;
-      } else {
-        const step_device_view v = view(*it);
-        totals.add(v);
-        if (recent_on) recent_.add(v);
-      }
+      add_view(totals, *it, recent_on ? &recent_ : nullptr);
       it = waiting_.erase(it);
     } else {
       keep_from = std::min(keep_from, it->begin);
@@ -215,12 +208,15 @@ bool device_join::in_gap(const waiting& w) const {
   return false;
 }
 
-void device_join::add_view(device_aggregate& to, const waiting& w) const {
+void device_join::add_view(device_aggregate& to, const waiting& w, device_aggregate* also) const {
   if (in_gap(w)) {
     ++to.uncovered;
-  } else {
-    to.add(view(w));
+    if (also) ++also->uncovered;
+    return;
   }
+  const step_device_view v = view(w);  // viewed once, whoever adds it
+  to.add(v);
+  if (also) also->add(v);
 }
 
 std::optional<gpu_stats> device_join::take_recent() {

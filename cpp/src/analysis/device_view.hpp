@@ -121,7 +121,7 @@ class device_join {
   step_device_view view(const waiting& w) const;
   void count_in(const track& t, const waiting& w, step_device_view& v) const;
   bool in_gap(const waiting& w) const;
-  void add_view(device_aggregate& to, const waiting& w) const;
+  void add_view(device_aggregate& to, const waiting& w, device_aggregate* also = nullptr) const;
   void let_go(std::uint64_t before);
   std::deque<waiting> waiting_;
   device_aggregate recent_;

@@ -58,8 +58,9 @@ void tracer_impl::sample_rss(std::unique_lock<std::mutex>& lock, bool now) {
 }
 
 void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock) {
-  if (!live_on() || forked.load()) return;
-  if (device_join* device = totals.device()) device->recent_on = true;  // its steps from now on
+  const bool on = live_on() && !forked.load();
+  if (device_join* device = totals.device()) device->recent_on = on;  // the windows' device view, while they are made
+  if (!on) return;
   const auto now = std::chrono::steady_clock::now();
   const double now_s = std::chrono::duration<double>(now.time_since_epoch()).count();
   if (live_origin_s < 0) {  // the first pass with the view on starts its first window
