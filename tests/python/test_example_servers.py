@@ -9,6 +9,7 @@ import statistics
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -37,6 +38,14 @@ def _get(port: int, path: str) -> str:
         return r.read().decode()
 
 
+def _counts(text: str) -> tuple:
+    """(requests, batches) counted, from a /metrics scrape."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    samples = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples if not s.labels}
+    return samples["server_steps_total"], samples["server_batches_total"]
+
+
 def _serve_under_load(command: list) -> dict:
     """Starts the server, sends CLIENTS x PER_CLIENT concurrent /infer requests, scrapes /metrics
     twice, stops it; returns what each part gave."""
@@ -60,7 +69,16 @@ def _serve_under_load(command: list) -> dict:
             c.start()
         for c in clients:
             c.join()
-        scrapes = [_get(port, "/metrics"), _get(port, "/metrics")]
+        # A batch step ends just after its replies are out: under load the last one can still be
+        # running when its clients have their replies. Scrape until two in a row, 0.5 s apart,
+        # agree (at most 20 s).
+        scrapes = [_get(port, "/metrics")]
+        for _ in range(40):
+            time.sleep(0.5)
+            scrapes.append(_get(port, "/metrics"))
+            if _counts(scrapes[-1]) == _counts(scrapes[-2]):
+                break
+        scrapes = scrapes[-2:]
         _get(port, "/quit")
         out, err = proc.communicate(timeout=60)
     finally:
@@ -74,8 +92,6 @@ def _serve_under_load(command: list) -> dict:
 
 def _check(result: dict, calls: dict) -> None:
     """calls: each phase's calls per request."""
-    from prometheus_client.parser import text_string_to_metric_families
-
     n = CLIENTS * PER_CLIENT
     replies = [r.split() for r in result["replies"]]
     assert len(replies) == n and all(r[0] == "ok" for r in replies)
@@ -99,10 +115,7 @@ def _check(result: dict, calls: dict) -> None:
         got = d["phases"][name]["p50_ms"]
         assert 0.95 * low - 0.02 <= got <= 1.05 * high + 0.02, (name, got, low, statistics.median(truth), high)
     # Two scrapes read the same counts, which are the run's.
-    counts = []
-    for text in result["scrapes"]:
-        samples = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples if not s.labels}
-        counts.append((samples["server_steps_total"], samples["server_batches_total"]))
+    counts = [_counts(text) for text in result["scrapes"]]
     assert counts[0] == counts[1] == (d["steps"], b["batches"])
     assert "queue" in result["table"] and "batch" in result["table"]
 
