@@ -3,7 +3,8 @@ as plain processes with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT set.
 
     python ranks_job.py SCENARIO STEPS DELAY_MS OUT_DIR
 
-Scenarios: balanced; slow_input (rank 1 waits DELAY_MS for each batch); slow_backward (the last
+Scenarios: balanced (every rank waits DELAY_MS for each batch: the same step everywhere, long
+enough that a busy machine's uneven CPU share is well inside the straggler rule's margin); slow_input (rank 1 waits DELAY_MS for each batch); slow_backward (the last
 rank spends DELAY_MS more in backward); turns (rank step % world is slow in input: every rank
 waits in most steps); crash (the last rank dies with os._exit at step 8, rank 1 raises at
 step 8: the others' next all-reduce fails); idle_last / idle_first (the last rank / rank 0
@@ -70,7 +71,8 @@ for p in model.parameters():
 
 def batches():
     for i in range(steps):
-        slow = (scenario == "slow_input" and rank == 1) or (scenario == "turns" and i % world == rank)
+        slow = (scenario == "balanced" or (scenario == "slow_input" and rank == 1)
+                or (scenario == "turns" and i % world == rank))
         if slow:
             time.sleep(delay)
         yield torch.randn(32, 128)
