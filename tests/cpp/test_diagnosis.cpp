@@ -103,7 +103,7 @@ namespace {
 
 // A summary with a device view: the GPU busy `busy` of step time, its idle time spread over the
 // host phases as given (shares of the idle time), kernels holding half their time under
-// `kernel_us`.
+// `kernel_us` and half of them (by count) as long or longer.
 summary with_device(std::map<std::string, double> shares, double busy, double kernel_us,
                     std::vector<std::pair<std::string, double>> idle = {}) {
   summary s = with_shares(std::move(shares));
@@ -111,7 +111,7 @@ summary with_device(std::map<std::string, double> shares, double busy, double ke
   s.gpu->steps_viewed = s.steps;
   s.gpu->busy_share = busy;
   s.gpu->kernel_time_median_us = kernel_us;
-  s.gpu->kernel_median_us = 2;
+  s.gpu->kernel_median_us = kernel_us;
   s.gpu->kernels_per_step = 200;
   s.gpu->idle_by_phase = std::move(idle);
   return s;
@@ -164,17 +164,36 @@ TEST_CASE("a saturated GPU is COMPUTE-BOUND even when the host blocks in syncs",
         "WAIT-HEAVY");
 }
 
-TEST_CASE("LAUNCH-BOUND judges kernels by time, not by a count median", "[diagnosis][gpu]") {
-  const double us = default_thresholds.launch_kernel_us;
+TEST_CASE("LAUNCH-BOUND: short kernels by time, or by count while the GPU idles most of the step", "[diagnosis][gpu]") {
+  const auto& t = default_thresholds;
+  const double us = t.launch_kernel_us;
   CHECK(diagnose(with_device({{"compute", 0.9}}, 0.2, us, {{"compute", 1}})).label == "LAUNCH-BOUND");
-  CHECK(diagnose(with_device({{"compute", 0.9}}, 0.2, us + 0.1, {{"compute", 1}})).label == "BALANCED");
-  // many 2 us kernels by count (the optimizer's), the time in long ones: not launch-bound
-  summary resnet = with_device({{"compute", 0.9}}, 0.4, 360, {{"compute", 1}});
+  // longer than launch_kernel_us by time, and by count longer than the host's 45 us per kernel
+  summary longer = with_device({{"compute", 0.9}}, 0.2, us + 0.1, {{"compute", 1}});
+  longer.gpu->kernel_median_us = 46;
+  CHECK(diagnose(longer).label == "BALANCED");
+  // many 2 us kernels by count (an optimizer's), the time in long ones, the GPU busy most of the
+  // step (ResNet-50's shape, 77% busy): not launch-bound, whatever the idle time in `compute`
+  summary resnet = with_device({{"compute", 0.9}}, t.device_busy_share, 360, {{"compute", 1}});
   resnet.gpu->kernel_median_us = 2;
-  CHECK(diagnose(resnet).label == "BALANCED");
+  CHECK(diagnose(resnet).label == "COMPUTE-BOUND");
+  // the same kernels with the GPU idle most of the step (a compiled graph launching thousands of
+  // short kernels between a few long ones): the count decides
+  summary compiled = with_device({{"compute", 0.9}}, t.device_busy_share - below, 650, {{"compute", 1}});
+  compiled.gpu->kernel_median_us = 21.6;  // under the host's own 45 us per kernel
+  CHECK(diagnose(compiled).label == "LAUNCH-BOUND");
+  compiled.gpu->kernel_median_us = 46;  // longer than the host takes per launch
+  CHECK(diagnose(compiled).label != "LAUNCH-BOUND");
+  // a host that spends longer than launch_host_us per kernel is doing CPU work, not launching
+  summary cpu_work = with_device({{"compute", 0.9}}, 0.2, 5, {{"compute", 1}});
+  cpu_work.gpu->kernels_per_step = 1e3 * 0.9 * cpu_work.step_ms.mean / (t.launch_host_us + 1);
+  CHECK(diagnose(cpu_work).label == "BALANCED");
   const auto d = diagnose(with_device({{"compute", 0.9}}, 0.2, 5, {{"compute", 1}}));
-  CHECK_THAT(d.evidence, Catch::Matchers::Contains("200 kernels a step that hold half their time in kernels under 5.0 us"));
-  CHECK_THAT(d.advice.at(0), Catch::Matchers::Contains("CUDA graphs"));
+  CHECK_THAT(d.evidence, Catch::Matchers::Contains("launching 200 kernels a step with a median of 5.0 us"));
+  CHECK_THAT(d.advice.at(0), Catch::Matchers::Contains("CUDA graphs replay a step's 200 launches"));
+  summary amd = with_device({{"compute", 0.9}}, 0.2, 5, {{"compute", 1}});
+  amd.facts.emplace_back("gpu.amd", "1");
+  CHECK_THAT(diagnose(amd).advice.at(0), Catch::Matchers::Contains("HIP graphs"));
 }
 
 TEST_CASE("INPUT-BOUND cites where the GPU was idle", "[diagnosis][gpu]") {

@@ -106,7 +106,7 @@ TEST_CASE("a trace without steps: ranges the user names, else the whole trace as
              Catch::Matchers::Contains(f.path + ": no step: the trace has no host range named \"no_such_range\""));
 }
 
-TEST_CASE("a collective on another thread covering a main-thread gap is wait", "[profiler]") {
+TEST_CASE("a CPU collective on another thread covering a main-thread gap is `collective`, inside wait", "[profiler]") {
   trace_text t;  // gloo: the fast rank's all-reduce waits for the slow one on gloo's thread
   for (int i = 0; i < 2; ++i) {
     const double at = i * 100;
@@ -117,7 +117,10 @@ TEST_CASE("a collective on another thread covering a main-thread gap is wait", "
   }
   const summary s = read_profiler_trace(temp_file(t.json()).path);
   CHECK(s.steps == 2);
-  CHECK(phase_mean(s, "wait") == Approx(0.060).margin(1e-9));
+  CHECK(phase_mean(s, "collective") == Approx(0.060).margin(1e-9));
+  REQUIRE(s.phase("collective") != nullptr);
+  CHECK(s.phase("collective")->parent == "wait");
+  CHECK(s.phase("wait")->inclusive_ms.mean == Approx(0.060).margin(1e-9));
   CHECK(phase_mean(s, "compute") == Approx(0.025).margin(1e-9));
   CHECK(phase_mean(s, "other") == Approx(0.015).margin(1e-9));
 }

@@ -31,21 +31,41 @@ inline bool occupies_device(const device_record& r) {
          r.kind == device_activity::untraced;
 }
 
+// Time set aside inside a step (tracer::begin_exclude; a trace's one-time initialisation) lies
+// between its host segments, which otherwise tile the window: in no step, so neither busy nor
+// idle time of it. Only gaps before or between segments count (a capped list may end early).
+inline std::vector<interval> set_aside_gaps(std::uint64_t begin, const std::vector<host_segment>& segments) {
+  std::vector<interval> gaps;
+  std::uint64_t at = begin;
+  for (const host_segment& s : segments) {
+    if (s.begin > at) gaps.push_back({at, s.begin});
+    at = std::max(at, s.end);
+  }
+  return gaps;
+}
+
 // Busy and idle time of the window [begin, end) from the device's busy intervals [first, last):
-// sorted, disjoint, possibly reaching outside the window. Idle gaps are cut along the host phases.
+// sorted, disjoint, possibly reaching outside the window. Idle gaps are cut along the host phases;
+// time set aside is taken out of the window and of the busy time.
 template <class It>
 void busy_and_idle(step_device_view& v, std::uint64_t begin, std::uint64_t end, It first, It last,
                    const std::vector<host_segment>& segments) {
-  std::size_t cursor = 0;
+  const std::vector<interval> aside = set_aside_gaps(begin, segments);
+  std::size_t cursor = 0, g = 0;
   std::uint64_t at = begin;
   for (It b = first; b != last && b->begin < end; ++b) {
     if (b->end <= begin) continue;
     const std::uint64_t lo = std::max(b->begin, begin), hi = std::min(b->end, end);
     v.busy += hi - lo;
+    while (g < aside.size() && aside[g].end <= lo) ++g;
+    for (std::size_t k = g; k < aside.size() && aside[k].begin < hi; ++k) {
+      v.busy -= std::min(hi, aside[k].end) - std::max(lo, aside[k].begin);
+    }
     if (lo > at) attribute({at, lo}, segments, cursor, v.idle_by_phase);
     at = hi;
   }
   if (end > at) attribute({at, end}, segments, cursor, v.idle_by_phase);
+  for (const interval& x : aside) v.window -= std::min(x.end, end) - std::min(x.begin, end);
 }
 
 // Whether a record belongs to a step with these streams (empty: every stream).

@@ -27,8 +27,27 @@ trace_device find_device(const trace_events& t) {
     if (d.present && e.pid == d.pid && e.cat == event_cat::memcpy && e.correlation != 0) {
       d.copy_by_correlation[e.correlation] = copy_of(t.names[e.name]);
     }
+    if (d.present && e.pid == d.pid && is_device_work(e.cat) && e.dur > 0) d.busy.push_back({e.ts, e.ts + e.dur});
   }
+  std::sort(d.busy.begin(), d.busy.end(), [](const step_interval& a, const step_interval& b) { return a.begin < b.begin; });
+  std::vector<step_interval> merged;
+  for (const step_interval& s : d.busy) {
+    if (!merged.empty() && s.begin <= merged.back().end) {
+      merged.back().end = std::max(merged.back().end, s.end);
+    } else {
+      merged.push_back(s);
+    }
+  }
+  d.busy = std::move(merged);
   return d;
+}
+
+std::uint64_t busy_within(const trace_device& d, std::uint64_t begin, std::uint64_t end) {
+  auto it = std::lower_bound(d.busy.begin(), d.busy.end(), begin,
+                             [](const step_interval& x, std::uint64_t t) { return x.end <= t; });
+  std::uint64_t covered = 0;
+  for (; it != d.busy.end() && it->begin < end; ++it) covered += std::min(it->end, end) - std::max(it->begin, begin);
+  return covered;
 }
 
 device_reading read_device(const trace_events& t, const trace_device& device, std::uint32_t pid,
@@ -91,11 +110,14 @@ std::vector<step_interval> untraced_busy(const trace_events& t, const trace_devi
                                          const std::vector<device_record>& records, step_interval step) {
   std::vector<step_interval> out;
   if (!device.present) return out;
-  // The launches made inside the step, by correlation: when each began.
+  // The launches made inside the step, by correlation: from when each can be evidence. A call that
+  // waits on the stream (a pageable copy runs inside it) from when it began; any other from when it
+  // returned: a launch that itself blocked (a first call loading its module) is host time, and its
+  // kernel starting late after the call began says nothing of untraced device work.
   std::unordered_map<std::uint64_t, std::uint64_t> launched;
   for (const trace_event& e : t.events) {
     if (e.pid == pid && e.cat == event_cat::runtime && e.correlation != 0 && e.ts >= step.begin && e.ts < step.end) {
-      launched[e.correlation] = e.ts;
+      launched[e.correlation] = is_copy_call(t.names[e.name]) ? e.ts : e.ts + e.dur;
     }
   }
   // The traced busy union, to find the time before each late record in which nothing traced ran.

@@ -18,7 +18,11 @@ struct trace_device {
   bool present = false;          // the trace holds kernels
   std::uint32_t pid = 0;         // the device's pid: the one with the most kernels
   std::unordered_map<std::uint64_t, copy_kind> copy_by_correlation;  // its copies, by launch
+  std::vector<step_interval> busy;  // the union of its kernels, copies and memsets, in order
 };
+
+// How much of [begin, end) the device's traced work covers.
+std::uint64_t busy_within(const trace_device& d, std::uint64_t begin, std::uint64_t end);
 
 trace_device find_device(const trace_events& t);
 

@@ -38,10 +38,19 @@ inline bool is_input_op(std::string_view n) {
 
 inline bool is_item_op(std::string_view n) { return n == "aten::item" || n == "aten::_local_scalar_dense"; }
 
-// A collective on the host: the process group's own range (gloo, NCCL) or the c10d op. On a
-// thread other than the main one it is the host waiting for the other ranks.
+// A collective on the host: the process group's own range (gloo, NCCL) or the c10d op.
 inline bool is_collective(std::string_view n) {
   return starts_with(n, "gloo:") || starts_with(n, "nccl:") || starts_with(n, "c10d::") || n == "record_param_comms";
+}
+
+// A CPU-backend collective: the host itself blocks until the other ranks arrive. An NCCL/RCCL
+// range only enqueues device work (its waiting shows on the device).
+inline bool is_cpu_collective(std::string_view n) { return starts_with(n, "gloo:"); }
+
+// A runtime call that copies or sets memory: it may wait on the stream (a pageable copy runs
+// inside the call), so a long one is the device's time, never a one-time cost.
+inline bool is_copy_call(std::string_view n) {
+  return n.find("Memcpy") != std::string_view::npos || n.find("Memset") != std::string_view::npos;
 }
 
 inline bool is_nccl_kernel(std::string_view n) { return starts_with(n, "nccl"); }

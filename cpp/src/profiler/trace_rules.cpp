@@ -1,5 +1,7 @@
 #include "profiler/trace_rules.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -10,6 +12,7 @@
 #include "profiler/host_forest.hpp"
 #include "profiler/trace_device.hpp"
 #include "profiler/trace_names.hpp"
+#include "report/summary_facts.hpp"
 #include "steptrace/phase.hpp"
 
 namespace steptrace::detail {
@@ -17,6 +20,7 @@ namespace {
 
 constexpr std::uint32_t none = 0xffffffffu;
 constexpr std::size_t max_custom_phases = 64;  // record_function names a trace may add as phases
+constexpr std::uint64_t one_time_min_ns = 1'000'000;  // a runtime call blocking this long, device idle
 
 bool is_host_node(const trace_event& e) {
   return e.cat == event_cat::op || e.cat == event_cat::user_annotation || e.cat == event_cat::runtime;
@@ -46,12 +50,16 @@ class rules {
     if (out_.source == step_source::own_annotations) {
       emit_own();
     } else {
+      no_device_ = !device_.present;
+      collective_ = register_phase(collective_phase).value;
       categorise_all();
+      mark_one_time();
       build_fill();
       emit_steps();
     }
     collect_device();
     note_facts();
+    note_gaps();
     return std::move(out_);
   }
 
@@ -138,7 +146,8 @@ class rules {
     return id;
   }
 
-  // `main_thread`: a collective on another thread is the host waiting for the other ranks.
+  // `main_thread`: without a device view, a collective on another thread is the host waiting for
+  // the other ranks.
   std::uint32_t own_phase(const trace_event& e, bool main_thread) {
     const std::string_view n = name_of(e);
     if (e.cat == event_cat::runtime) {
@@ -152,7 +161,9 @@ class rules {
     }
     if (is_input_op(n)) return builtin::input.value;
     if (is_item_op(n)) return builtin::wait.value;
-    if (!main_thread && is_collective(n)) return builtin::wait.value;
+    // A CPU collective blocks the host on the other ranks; an NCCL range only enqueues (compute).
+    // Without any device, every collective is a CPU one.
+    if (is_cpu_collective(n) || (no_device_ && !main_thread && is_collective(n))) return collective_;
     if (e.cat == event_cat::user_annotation) {
       return starts_with(n, annotation_prefix) ? annotated_phase(n) : custom_phase(n);
     }
@@ -176,7 +187,7 @@ class rules {
     f.kind.resize(n);
     for (std::size_t i = 0; i < n; ++i) f.own[i] = own_phase(*f.node[i], main_thread);
     // Copy ops take the phase of the copies they launch: children come after their parents.
-    enum : std::uint8_t { found_h2d = 1, found_wait = 2 };
+    enum : std::uint8_t { found_h2d = 1, found_wait = 2, found_collective = 4 };
     std::vector<std::uint8_t> found(n, 0);
     for (std::size_t k = n; k-- > 0;) {
       const trace_event& e = *f.node[k];
@@ -184,14 +195,17 @@ class rules {
         if (f.own[k] == builtin::h2d.value) found[k] |= found_h2d;
         if (f.own[k] == builtin::wait.value) found[k] |= found_wait;
       }
-      if (f.own[k] == none && found[k] != 0 && is_copy_op(name_of(e))) {
+      if (f.own[k] == collective_) found[k] |= found_collective;
+      if (f.own[k] == none && (found[k] & found_collective) && is_collective(name_of(e))) {
+        f.own[k] = collective_;  // the c10d op or record_param_comms around a gloo range
+      } else if (f.own[k] == none && (found[k] & (found_h2d | found_wait)) && is_copy_op(name_of(e))) {
         f.own[k] = (found[k] & found_wait) ? builtin::wait.value : builtin::h2d.value;
       }
       if (f.parent[k] != forest::npos) found[f.parent[k]] |= found[k];
     }
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint32_t inherited = f.parent[i] != forest::npos ? f.kind[f.parent[i]] : builtin::compute.value;
-      f.kind[i] = f.own[i] != none && is_builtin(f.own[i]) ? f.own[i] : inherited;
+      f.kind[i] = f.own[i] != none && (is_builtin(f.own[i]) || f.own[i] == collective_) ? f.own[i] : inherited;
     }
   }
 
@@ -239,13 +253,104 @@ class rules {
 
   void push(std::uint64_t t, record_kind k, std::uint32_t id) { out_.records.push_back({t, id, k}); }
 
-  // Main-thread time in [x, y) with no node open: the other threads' phases, else `other`.
+  // One-time costs: runtime calls of the main thread in the first step (or window), neither a
+  // sync nor a copy, that block the host at least one_time_min_ns while the device runs nothing
+  // traced for most of the call: driver work a process does once (context creation, a first
+  // launch loading its module, a graph's first upload). A call whose name blocks like that in a
+  // later step too is no one-time cost: it is the step's. They are set aside as initialisation.
+  bool blocks_idle(const trace_event& e) const {
+    const std::string_view n = name_of(e);
+    if (e.cat != event_cat::runtime || e.dur < one_time_min_ns || is_sync(n) || is_copy_call(n)) return false;
+    if (e.correlation != 0 && device_.copy_by_correlation.count(e.correlation) != 0) return false;
+    return 2 * busy_within(device_, e.ts, e.ts + e.dur) < e.dur;
+  }
+
+  void mark_one_time() {
+    const forest& f = *main_;
+    one_time_.assign(f.node.size(), 0);
+    if (windows_.empty()) return;
+    const segment first = windows_.front();
+    std::unordered_map<std::string_view, bool> later;  // names that block in a later step
+    for (std::size_t i = 0; i < f.node.size(); ++i) {
+      if (f.begin[i] >= first.end && f.begin[i] < windows_.back().end && blocks_idle(*f.node[i])) later[name_of(*f.node[i])] = true;
+    }
+    std::vector<std::pair<std::uint64_t, std::string_view>> found;
+    for (std::size_t i = 0; i < f.node.size(); ++i) {
+      const trace_event& e = *f.node[i];
+      const std::uint64_t lo = std::max(f.begin[i], first.begin), hi = std::min(f.end[i], first.end);
+      if (hi <= lo || !blocks_idle(e) || later.count(name_of(e)) != 0) continue;
+      bool inside = false;  // an enclosing call already set aside holds it
+      for (std::size_t p = f.parent[i]; p != forest::npos && !inside; p = f.parent[p]) inside = one_time_[p] != 0;
+      if (inside) continue;
+      one_time_[i] = 1;
+      found.emplace_back(e.dur, name_of(e));
+    }
+    if (found.empty()) return;
+    one_time_id_ = register_phase(one_time_phase).value;
+    std::stable_sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    std::string said;
+    for (std::size_t k = 0; k < found.size() && k < 3; ++k) {
+      said += fmt::format("{}{} {}", k ? ", " : "", std::string(found[k].second), format_ms(static_cast<double>(found[k].first) / 1e6));
+    }
+    if (found.size() > 3) said += fmt::format(" and {} more", found.size() - 3);
+    out_.facts.emplace_back("trace.one_time_calls", said);
+  }
+
+  // The longest stretch outside every op in the counted steps, where it lay, and how many
+  // stretches of min_gap_ns or more a step has: the shape HOST-BOUND's advice reads.
+  void note_gaps() {
+    if (gaps_.empty() || !device_.present) return;
+    const std::size_t from = out_.warmup_steps < gaps_.size() ? out_.warmup_steps : 0;
+    const host_gaps* longest = nullptr;
+    std::uint64_t count = 0;
+    for (std::size_t k = from; k < gaps_.size(); ++k) {
+      count += gaps_[k].count;
+      if (longest == nullptr || gaps_[k].longest > longest->longest) longest = &gaps_[k];
+    }
+    if (longest == nullptr || longest->longest == 0) return;
+    const auto first_work = std::find_if(out_.device.begin(), out_.device.end(), [&](const device_record& r) {
+      return r.kind != device_activity::sync && r.kind != device_activity::untraced && r.start >= longest->step_begin;
+    });
+    const bool before = first_work == out_.device.end() || first_work->start >= longest->longest_begin + longest->longest;
+    out_.facts.emplace_back("trace.host_gap_longest_ms", fmt::format("{:.3f}", static_cast<double>(longest->longest) / 1e6));
+    out_.facts.emplace_back("trace.host_gap_longest_at_ms",
+                            fmt::format("{:.3f}", static_cast<double>(longest->longest_begin - longest->step_begin) / 1e6));
+    out_.facts.emplace_back("trace.host_gap_before_device", before ? "1" : "0");
+    out_.facts.emplace_back("trace.host_gaps_per_step",
+                            fmt::format("{:.1f}", static_cast<double>(count) / static_cast<double>(gaps_.size() - from)));
+  }
+
+  // A phase from another thread's tiling: a collective sits inside `wait`.
+  void push_filled(std::uint64_t a, std::uint64_t b, std::uint32_t phase) {
+    if (phase == collective_) push(a, record_kind::phase_begin, builtin::wait.value);
+    push(a, record_kind::phase_begin, phase);
+    push(b, record_kind::phase_end, phase);
+    if (phase == collective_) push(b, record_kind::phase_end, builtin::wait.value);
+  }
+
+  // Main-thread time in [x, y) with no node open: the other threads' phases, else `other` (the
+  // host running Python outside every op: its stretches are kept for the diagnosis).
   void emit_gap(std::uint64_t x, std::uint64_t y) {
     if (y <= x) return;
     auto it = std::lower_bound(fill_.begin(), fill_.end(), x, [](const segment& s, std::uint64_t t) { return s.end <= t; });
+    std::uint64_t at = x;
     for (; it != fill_.end() && it->begin < y; ++it) {
-      push(std::max(it->begin, x), record_kind::phase_begin, it->phase);
-      push(std::min(it->end, y), record_kind::phase_end, it->phase);
+      const std::uint64_t a = std::max(it->begin, x), b = std::min(it->end, y);
+      note_other(at, a);
+      push_filled(a, b, it->phase);
+      at = b;
+    }
+    note_other(at, y);
+  }
+
+  // A stretch of `other` in the current step.
+  void note_other(std::uint64_t a, std::uint64_t b) {
+    if (b <= a || gaps_.empty()) return;
+    host_gaps& g = gaps_.back();
+    if (b - a >= min_gap_ns) ++g.count;
+    if (b - a > g.longest) {
+      g.longest = b - a;
+      g.longest_begin = a;
     }
   }
 
@@ -255,6 +360,7 @@ class rules {
     std::vector<std::uint8_t> pushed(f.node.size(), 0);
     for (const segment& w : windows_) {
       const std::uint64_t a = w.begin, b = w.end;
+      gaps_.push_back({a, 0, 0, 0});
       push(a, record_kind::step_begin, 0);
       auto first = std::lower_bound(f.roots.begin(), f.roots.end(), a,
                                     [&](std::uint32_t r, std::uint64_t t) { return f.end[r] <= t; });
@@ -272,9 +378,18 @@ class rules {
                 emitted.push_back(id);
                 ++n;
               };
+              if (one_time_[i]) {  // set aside whole: its time is in no step
+                push(lo, record_kind::exclude_begin, one_time_id_);
+                pushed[i] = set_aside_mark;
+                return true;
+              }
               const std::uint32_t own = f.own[i];
               const std::uint32_t top = emitted.empty() ? none : emitted.back();
-              if (own != none && !is_builtin(own) && emitted.empty()) open(builtin::compute.value);
+              if (own == collective_ && top != builtin::wait.value && top != collective_) {
+                open(builtin::wait.value);
+              } else if (own != none && !is_builtin(own) && emitted.empty()) {
+                open(builtin::compute.value);
+              }
               if (own != none && own != top) {
                 open(own);
               } else if (own == none && emitted.empty()) {
@@ -285,6 +400,10 @@ class rules {
             },
             [&](std::uint32_t i) {
               const std::uint64_t hi = std::min(f.end[i], b);
+              if (pushed[i] == set_aside_mark) {
+                push(std::max(hi, std::max(f.begin[i], a)), record_kind::exclude_end, one_time_id_);
+                return;
+              }
               for (std::uint8_t k = 0; k < pushed[i]; ++k) {
                 push(hi, record_kind::phase_end, emitted.back());
                 emitted.pop_back();
@@ -360,6 +479,12 @@ class rules {
     }
     if (single && !multi) out_.facts.emplace_back("dataloader.num_workers", "0");
     if (multi && !single) out_.facts.emplace_back("dataloader.multiprocessing", "1");
+    for (const trace_event& e : t_.events) {  // a ROCm trace: HIP graphs, not CUDA graphs
+      if (e.pid == pid_ && e.cat == event_cat::runtime && starts_with(name_of(e), "hip")) {
+        out_.facts.emplace_back("gpu.amd", "1");
+        break;
+      }
+    }
     if (out_.has_device) {
       std::uint32_t device = 0;
       for (const device_record& r : out_.device) {
@@ -386,6 +511,16 @@ class rules {
   std::vector<forest> others_;
   std::vector<segment> fill_;
   std::unordered_map<std::string, std::uint32_t> custom_;
+  bool no_device_ = false;
+  std::uint32_t collective_ = none;     // the phase of a CPU collective, inside `wait`
+  std::vector<std::uint8_t> one_time_;  // by main-thread node: set aside as initialisation
+  std::uint32_t one_time_id_ = none;
+  static constexpr std::uint8_t set_aside_mark = 0xff;
+  static constexpr std::uint64_t min_gap_ns = 10'000;  // stretches counted toward the shape
+  struct host_gaps {
+    std::uint64_t step_begin, longest, longest_begin, count;
+  };
+  std::vector<host_gaps> gaps_;  // by step
 };
 
 }  // namespace

@@ -13,9 +13,10 @@
 
 namespace steptrace {
 const std::vector<std::string>& diagnosis_labels() {
+  // New labels are appended: a label's code (its place here) keeps its meaning for trackers.
   static const std::vector<std::string> labels = {"INPUT-BOUND",  "H2D-BOUND",     "WAIT-HEAVY",
                                                   "LAUNCH-BOUND", "COMPUTE-BOUND", "STRAGGLER",
-                                                  "BALANCED"};
+                                                  "BALANCED",     "HOST-BOUND",    "COMM-BOUND"};
   return labels;
 }
 }  // namespace steptrace
@@ -147,10 +148,11 @@ void cpu_findings(const summary& s, const diagnosis_thresholds& t, diagnosis& d)
 // run whose label is right is not told all is well with a quarter of each step in `input`.
 // `input` and `other` are shares of step time (with a device view: the GPU's idle time then).
 // Each finding carries its gain (report/gains.hpp).
-std::vector<finding> secondary_findings(const summary& s, const diagnosis_thresholds& t, double input, double other,
+std::vector<finding> secondary_findings(const summary& s, const diagnosis_thresholds& t, const cause_shares& c,
                                         const std::string& label) {
   std::vector<finding> out;
   const bool server = is_server_run(s);
+  const double input = c.input, other = c.other;
   if (label != "INPUT-BOUND" && input >= t.secondary_input_share) {
     const std::vector<std::string> loader = server ? std::vector<std::string>{} : input_advice(s, t);
     out.push_back({"input",
@@ -161,7 +163,13 @@ std::vector<finding> secondary_findings(const summary& s, const diagnosis_thresh
                                                 : loader.front()),
                    input, false});
   }
-  if (label != "WAIT-HEAVY" && other >= t.secondary_other_share) {
+  if (from_trace(s) && s.gpu && label != "HOST-BOUND" && other >= t.secondary_other_share) {
+    out.push_back({"other",
+                   fmt::format("also: the GPU idles {:.0f}% of each step while the host runs Python outside every op: "
+                               "see HOST-BOUND's advice (preprocessing off the loop's thread, torch.compile)",
+                               100 * other),
+                   other, false});
+  } else if (!from_trace(s) && label != "WAIT-HEAVY" && other >= t.secondary_other_share) {
     out.push_back({"other",
                    fmt::format("also: {:.0f}% of each {} is outside every phase (`other`): put the work between "
                                "phases ({}) in a phase, or in exclude() when it is not {}, to see what it costs",
@@ -170,7 +178,15 @@ std::vector<finding> secondary_findings(const summary& s, const diagnosis_thresh
                                server ? "serving" : "training"),
                    other, false});
   }
+  if (label != "COMM-BOUND" && c.comm >= t.secondary_other_share) {
+    out.push_back({"comm",
+                   fmt::format("also: collectives hold {:.0f}% of each step that no compute hides: overlap them with "
+                               "compute (DDP bucket_cap_mb, FSDP prefetch)",
+                               100 * c.comm),
+                   c.comm, false});
+  }
   for (const set_aside_stats& a : s.set_aside) {
+    if (a.name == one_time_phase) continue;  // once per process: named in the evidence, never advised on
     if (a.run_share >= t.secondary_set_aside_share) {
       out.push_back({a.name,
                      fmt::format("also: `{}` (set aside) takes {:.0f}% of the run: run it less often, or on fewer "
@@ -191,22 +207,26 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
                              s.warmup_steps, s.failed_steps);
     return d;
   }
-  const double input = group_share(s, "input"), h2d = group_share(s, "h2d");
+  const double input = group_share(s, "input");
   const double wait = group_share(s, "wait"), other = group_share(s, "other");
   const double compute = group_share(s, "compute");
   const bool device = s.gpu && s.gpu->steps_viewed > 0;
   const idle_groups idle = device ? idle_by_group(s) : idle_groups{};
+  const cause_shares c = cause_shares_of(s, t);
 
   struct candidate {
     const char* label;
     double share, threshold;
   };
   // The host rules weigh each phase's share of step time; with a device view, the GPU idle time
-  // that fell while the host was in it.
+  // that fell while the host was in it (report/gains.hpp: each is its cause's gain).
   const candidate candidates[] = {
-      {"INPUT-BOUND", device ? idle.input : input, device ? t.device_cause_share : t.input_share},
-      {"H2D-BOUND", device ? idle.h2d : h2d, device ? t.device_cause_share : t.h2d_share},
-      {"WAIT-HEAVY", device ? idle.wait + idle.other : wait + other, device ? t.device_cause_share : t.wait_share},
+      {"INPUT-BOUND", c.input, device ? t.device_cause_share : t.input_share},
+      {"H2D-BOUND", c.h2d, device ? t.device_cause_share : t.h2d_share},
+      {"WAIT-HEAVY", c.wait, device ? t.device_cause_share : t.wait_share},
+      {"HOST-BOUND", c.host, t.device_cause_share},
+      {"COMM-BOUND", c.comm, device ? t.device_cause_share : t.wait_share},
+      {"LAUNCH-BOUND", c.launch, t.device_cause_share},
   };
   const candidate* best = nullptr;
   const candidate* nearest = nullptr;  // the closest below its threshold, for a close call
@@ -223,8 +243,8 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     label = best->label;
   } else if (device) {
     label = busy >= t.device_busy_share ? "COMPUTE-BOUND"
-            : compute_idle_largest && s.gpu->kernel_time_median_us <= t.launch_kernel_us ? "LAUNCH-BOUND"
-                                                                                         : "BALANCED";
+            : compute_idle_largest && short_kernels(s, t) ? "LAUNCH-BOUND"
+                                                          : "BALANCED";
   } else {
     label = compute >= t.compute_share ? "COMPUTE-BOUND" : "BALANCED";
   }
@@ -241,9 +261,10 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
   const bool server = is_server_run(s);
   const std::string_view waits_for_data = server ? " Requests wait for their input." : " The training thread waits for data.";
   const std::string_view blocked = server && s.phase(queue_phase) ? "waiting in `queue` or `wait`" : "blocked in `wait`";
+  const bool trace = from_trace(s);
   auto device_cause = [&](std::string_view group, double share, double threshold) {
     return fmt::format("The GPU sat idle {:.1f}% of step time while the host was in `{}`{} (the rule fires at {:.0f}%).",
-                       100 * share, group, group == "wait" ? " or outside every phase" : "", 100 * threshold);
+                       100 * share, group, group == "wait" && !trace ? " or outside every phase" : "", 100 * threshold);
   };
   if (label == "INPUT-BOUND") {
     d.evidence = device ? device_cause("input", idle.input, t.device_cause_share) + idle_evidence(s, "input") + " " +
@@ -275,7 +296,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     d.advice.push_back("tensor.to(device, non_blocking=True) overlaps the copy with compute");
     d.advice.push_back("fewer, larger copies: move one collated batch, not many small tensors");
   } else if (label == "WAIT-HEAVY") {
-    d.evidence = device ? device_cause("wait", idle.wait + idle.other, t.device_cause_share) +
+    d.evidence = device ? device_cause("wait", c.wait, t.device_cause_share) +
                               fmt::format(" The host was {} {:.1f}% and outside every phase (`other`) "
                                           "{:.1f}% of step time.",
                                           blocked, 100 * wait, 100 * other)
@@ -290,18 +311,39 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
           "exclude(\"validation\") (Python) / scoped_exclude (C++) so they are set aside and reported apart",
       };
     }
-    if ((device ? idle.other > idle.wait : other > wait)) {
+    if (!trace && (device ? idle.other > idle.wait : other > wait)) {
       d.advice.push_back("most of it is untraced (`other`): wrap more of the step in phases");
     }
+  } else if (label == "HOST-BOUND") {
+    d.evidence = fmt::format("The GPU sat idle {:.1f}% of step time while the main thread ran Python outside every op "
+                             "(the rule fires at {:.0f}%); the host blocked in syncs {:.1f}% of the step.",
+                             100 * c.host, 100 * t.device_cause_share, 100 * wait) +
+                 close;
+    host_bound_advice(s, c, d);
+  } else if (label == "COMM-BOUND") {
+    d.evidence = comm_evidence(s, c, idle, t) + close;
+    d.advice = {
+        "overlap communication with compute: DDP starts each bucket's all-reduce during backward (tune "
+        "bucket_cap_mb, gradient_as_bucket_view=True); FSDP: backward_prefetch and forward_prefetch",
+        "fewer, larger collectives: accumulate gradients over micro-batches with model.no_sync() on all but the "
+        "last; activation checkpointing recomputes in backward and leaves less compute to hide communication",
+        "check the interconnect: NCCL_DEBUG=INFO names the transport (NVLink, InfiniBand, sockets)",
+    };
   } else if (label == "LAUNCH-BOUND") {
     d.evidence = fmt::format(
-        "The GPU is busy only {:.1f}% of the step and sits idle mostly while the host is in `compute` ({:.1f}% of "
-        "step time), running {:.0f} kernels a step that hold half their time in kernels under {:.1f} us: launch "
-        "overhead dominates.",
-        100 * busy, 100 * idle.compute, s.gpu->kernels_per_step, s.gpu->kernel_time_median_us);
+        "The GPU sat idle {:.1f}% of step time while the host was in `compute`, launching {:.0f} kernels a step "
+        "with a median of {:.1f} us (half the kernel time in kernels under {:.1f} us); the host spends {:.1f} us in "
+        "`compute` per kernel: launch overhead outruns the kernels.",
+        100 * idle.compute, s.gpu->kernels_per_step, s.gpu->kernel_median_us, s.gpu->kernel_time_median_us,
+        s.gpu->kernels_per_step > 0 ? 1e3 * mean_of(s, "compute") / s.gpu->kernels_per_step : 0.0);
+    d.evidence += close;
+    const bool amd = fact_bool(s, "gpu.amd").value_or(false);
     d.advice = {
-        "fewer, larger kernels: a larger batch, torch.compile (fusion), CUDA graphs",
-        "move Python-level loops over tensors into batched tensor operations",
+        fmt::format("{} graphs replay a step's {:.0f} launches as one: torch.compile(mode=\"reduce-overhead\"), "
+                    "or torch.cuda.graphs around a static-shape step",
+                    amd ? "HIP" : "CUDA", s.gpu->kernels_per_step),
+        "fewer, larger kernels: a larger batch, torch.compile (fusion), batched tensor operations instead of "
+        "Python loops over tensors",
     };
   } else if (label == "COMPUTE-BOUND") {
     if (device) {
@@ -339,9 +381,10 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
   } else if (device && compute_idle_largest) {
     d.evidence = fmt::format(
         "The GPU is busy only {:.1f}% of the step and idles mostly while the host is in `compute` ({:.1f}% of step "
-        "time), yet its kernels are not short (half the kernel time in kernels over {:.1f} us): the host-side work "
-        "in `compute` is what the GPU waits on.",
-        100 * busy, 100 * idle.compute, s.gpu->kernel_time_median_us);
+        "time), yet not for launches: half the kernel time is in kernels over {:.1f} us, and the host spends {:.1f} "
+        "us in `compute` per kernel it launches: the host-side work in `compute` is what the GPU waits on.",
+        100 * busy, 100 * idle.compute, s.gpu->kernel_time_median_us,
+        s.gpu->kernels_per_step > 0 ? 1e3 * mean_of(s, "compute") / s.gpu->kernels_per_step : 0.0);
     d.evidence += near_miss;
     d.advice = {"profile the host side of `compute` (Python overhead, CPU ops, host syncs inside the phase)"};
   } else {
@@ -353,8 +396,8 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     d.evidence += near_miss;
     d.advice = {fmt::format("no single cause stands out: start with the largest phase, `{}`", largest->name)};
   }
-  add_gains(s, secondary_findings(s, t, device ? idle.input : input, device ? idle.other : other, d.label),
-            device && compute_idle_largest, d);
+  one_time_evidence(s, d);
+  add_gains(s, secondary_findings(s, t, c, d.label), device && compute_idle_largest, d);
   if (server) advise_server(s, t, d);
   cpu_findings(s, t, d);  // first in the advice, under any label
   return d;

@@ -43,6 +43,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "report/summary_facts.hpp"
@@ -61,6 +62,10 @@ struct diagnosis_thresholds {
   double compute_share = 0.60;
   double device_busy_share = 0.60;
   double launch_kernel_us = 20.0;
+  // LAUNCH-BOUND also needs a host that spends at most this long in `compute` per kernel it
+  // launches: a launch costs the runtime 3-5 us and an eager op some 10-50 us of Python and
+  // dispatch; a host slower than this per kernel is doing other CPU work that graphs won't remove.
+  double launch_host_us = 200.0;
   // A deciding share within this of its threshold is reported as close (either side).
   double close_margin = 0.02;
   // INPUT-BOUND's advice: the CPU is saturated when the process and its workers ask for this
@@ -98,6 +103,13 @@ inline bool is_server_run(const summary& s) { return s.requests > 0 && 2 * s.req
 void advise_server(const summary& s, const diagnosis_thresholds& t, diagnosis& d);
 
 inline constexpr diagnosis_thresholds default_thresholds{};
+
+struct cause_shares;
+// The words of HOST-BOUND, COMM-BOUND and one-time initialisation (report/cause_words.cpp).
+void host_bound_advice(const summary& s, const cause_shares& c, diagnosis& d);
+std::string comm_evidence(const summary& s, const cause_shares& c, const idle_groups& idle,
+                          const diagnosis_thresholds& t);
+void one_time_evidence(const summary& s, diagnosis& d);
 
 diagnosis diagnose(const summary& s, const diagnosis_thresholds& t = default_thresholds);
 

@@ -5,18 +5,64 @@
 #include <algorithm>
 #include <cmath>
 
+#include "report/diagnosis.hpp"
 #include "report/summary_facts.hpp"
 
 namespace steptrace::detail {
 
+namespace {
+
+double phase_share(const summary& s, std::string_view name) {
+  const phase_stats* p = s.phase(name);
+  return p ? p->share : 0.0;
+}
+
+bool viewed(const summary& s) { return s.gpu && s.gpu->steps_viewed > 0; }
+
+// NCCL kernels' time no other kernel hides, of step time.
+double exposed_comm(const summary& s) {
+  return viewed(s) && s.step_ms.mean > 0 ? s.gpu->nccl.exposed_ms_per_step / s.step_ms.mean : 0.0;
+}
+
+}  // namespace
+
 double host_gain(const summary& s, std::string_view cause) {
-  if (!s.gpu || s.gpu->steps_viewed == 0) return group_share(s, cause);
+  if (!viewed(s)) {
+    if (cause == "comm") return phase_share(s, collective_phase);
+    if (cause == "wait") return std::max(0.0, group_share(s, "wait") - phase_share(s, collective_phase));
+    return group_share(s, cause);
+  }
   const idle_groups idle = idle_by_group(s);
   if (cause == "input") return idle.input;
   if (cause == "h2d") return idle.h2d;
-  if (cause == "wait") return idle.wait;
+  if (cause == "wait") return std::max(0.0, idle.wait - idle.collective);
   if (cause == "other") return idle.other;
+  if (cause == "comm") return exposed_comm(s) + idle.collective;
   return idle.compute;
+}
+
+bool short_kernels(const summary& s, const diagnosis_thresholds& t) {
+  if (!viewed(s) || s.gpu->kernels_per_step <= 0) return false;
+  const double host_us_per_kernel = 1e3 * mean_of(s, "compute") / s.gpu->kernels_per_step;
+  if (host_us_per_kernel > t.launch_host_us) return false;  // CPU work in the ops, not launches
+  if (s.gpu->kernel_time_median_us <= t.launch_kernel_us) return true;
+  if (s.gpu->busy_share >= t.device_busy_share) return false;  // long kernels hold the GPU most of the step
+  return s.gpu->kernel_median_us <= std::max(t.launch_kernel_us, host_us_per_kernel);
+}
+
+cause_shares cause_shares_of(const summary& s, const diagnosis_thresholds& t) {
+  cause_shares c;
+  const bool trace = from_trace(s);
+  c.input = host_gain(s, "input");
+  c.h2d = host_gain(s, "h2d");
+  c.other = host_gain(s, "other");
+  c.wait = host_gain(s, "wait") + (trace ? 0.0 : c.other);
+  c.comm = host_gain(s, "comm");
+  if (viewed(s)) {
+    c.host = trace ? c.other : 0.0;
+    c.launch = short_kernels(s, t) ? host_gain(s, "compute") : 0.0;
+  }
+  return c;
 }
 
 std::string gain_words(double gain, bool of_run) {
@@ -43,9 +89,12 @@ std::vector<std::pair<std::string, double>> label_causes(const summary& s, std::
   if (label == "H2D-BOUND") causes.emplace_back("h2d", host_gain(s, "h2d"));
   if (label == "WAIT-HEAVY") {
     for (const char* c : {"wait", "other"}) {
+      if (from_trace(s) && std::string_view(c) == "other") continue;  // a trace's `other` is HOST-BOUND's
       if (const double g = host_gain(s, c); g > 0) causes.emplace_back(c, g);
     }
   }
+  if (label == "HOST-BOUND") causes.emplace_back("other", host_gain(s, "other"));
+  if (label == "COMM-BOUND") causes.emplace_back("comm", host_gain(s, "comm"));
   if (label == "LAUNCH-BOUND" || (label == "BALANCED" && compute_idle)) causes.emplace_back("compute", host_gain(s, "compute"));
   return causes;
 }

@@ -32,8 +32,38 @@ struct finding {
 void add_gains(const summary& s, const std::vector<finding>& found, bool compute_idle, diagnosis& d);
 
 // The most removing host phase group `cause` (input, h2d, wait, other, compute) could save, of
-// step time.
+// step time; `comm`: the collectives' time no compute hides.
 double host_gain(const summary& s, std::string_view cause);
+
+struct diagnosis_thresholds;
+
+// Each cause's share of step time as the rules weigh it (with a device view: the GPU time it
+// cost), which is also its gain:
+//   input, h2d   GPU idle while the host was in them (host only: their shares)
+//   wait         GPU idle while the host blocked (syncs, blocking copies), CPU collectives left
+//                out; in a live run also time outside every phase (`other`: untraced, may be a
+//                wait); host only: the same as shares
+//   host         (a trace, with a device view) GPU idle while the host ran Python outside every
+//                op: `other` in a trace is never waiting
+//   comm         NCCL kernels' time no other kernel overlaps, plus GPU idle (host only: the
+//                time) while the host blocked in a CPU collective
+//   launch       GPU idle while the host was in `compute`, when its kernels are short
+//                (short_kernels)
+//   other        GPU idle (host only: the share) outside every phase, for the "also" line
+struct cause_shares {
+  double input = 0, h2d = 0, wait = 0, host = 0, comm = 0, launch = 0, other = 0;
+};
+cause_shares cause_shares_of(const summary& s, const diagnosis_thresholds& t);
+
+// Kernels too short for the host to keep the GPU fed, with a host that spends at most
+// launch_host_us in `compute` per kernel it launches: half the kernel time in kernels of at most
+// launch_kernel_us; or, with the GPU busy under device_busy_share, half the kernels (by count)
+// no longer than launch_kernel_us or than the host's own time per kernel (launch overhead
+// exceeds their run time).
+bool short_kernels(const summary& s, const diagnosis_thresholds& t);
+
+// Read from a torch.profiler trace: `other` is the host outside every op, not untraced time.
+inline bool from_trace(const summary& s) { return s.backend.host_clock == "trace"; }
 
 // " (up to 34% shorter steps)", or "... shorter run" for time set aside.
 std::string gain_words(double gain, bool of_run = false);

@@ -70,6 +70,7 @@ idle_groups idle_by_group(const summary& s) {
     const auto known = group_of.find(name);
     const std::string_view group = known == group_of.end() ? std::string_view(name) : known->second;
     const double x = idle * share;
+    if (name == collective_phase) g.collective += x;
     if (group == "input") {
       g.input += x;
     } else if (group == "h2d") {

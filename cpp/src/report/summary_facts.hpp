@@ -13,6 +13,12 @@ namespace steptrace::detail {
 
 // The phase a request waits in for a batch (or any stage): counted toward `wait`.
 inline constexpr std::string_view queue_phase = "queue";
+// The phase of the host blocked in a CPU-backend collective (gloo), inside `wait`: the
+// communication share of COMM-BOUND, never a sync.
+inline constexpr std::string_view collective_phase = "collective";
+// Time set aside as one-time initialisation (a trace's context creation, module loads): named,
+// never the subject of advice.
+inline constexpr std::string_view one_time_phase = "initialisation";
 
 // The built-in phase each phase counts toward (index-aligned with s.phases): itself if built-in,
 // else the nearest built-in it was opened inside; empty for a custom phase outside every one.
@@ -29,6 +35,7 @@ double mean_of(const summary& s, std::string_view name);
 // outside every built-in counts as compute). All 0 without a device view.
 struct idle_groups {
   double input = 0, h2d = 0, compute = 0, wait = 0, other = 0;
+  double collective = 0;  // of `wait`, the part in CPU collectives
 };
 idle_groups idle_by_group(const summary& s);
 

@@ -1,0 +1,73 @@
+// The words of the causes a trace shows best: the host outside every op (HOST-BOUND), collectives
+// no compute hides (COMM-BOUND) and one-time initialisation. Each names what it saw: the stretch,
+// the collectives' exposed time, the calls set aside.
+#include <fmt/format.h>
+
+#include <string>
+
+#include "report/diagnosis.hpp"
+#include "report/gains.hpp"
+
+namespace steptrace::detail {
+
+void host_bound_advice(const summary& s, const cause_shares& c, diagnosis& d) {
+  const double longest = fact_double(s, "trace.host_gap_longest_ms").value_or(0);
+  const double at = fact_double(s, "trace.host_gap_longest_at_ms").value_or(0);
+  const bool first = fact_bool(s, "trace.host_gap_before_device").value_or(false);
+  const double gaps = fact_double(s, "trace.host_gaps_per_step").value_or(0);
+  const double idle_ms = c.host * s.step_ms.mean;
+  // One stretch holding most of that idle time is work on the loop's thread (decoding, I/O,
+  // preprocessing); many short ones are the interpreter between ops.
+  if (longest > 0 && longest >= 0.5 * idle_ms) {
+    d.evidence += fmt::format(" One stretch outside every op holds most of it: {} ms, {}.", format_ms(longest),
+                              first ? "before the step's first kernel" : fmt::format("{} ms into the step", format_ms(at)));
+    d.advice = {
+        fmt::format("move the {} ms of Python {} off the loop's thread: decoding, I/O and preprocessing belong in "
+                    "DataLoader workers (or a background thread), tensor transforms on the GPU",
+                    format_ms(longest), first ? "before the first kernel" : "outside every op"),
+        "keep what runs between steps (tokenising, image processing, pipeline argument handling) off the critical "
+        "path: prepare the next input while the GPU runs this one",
+    };
+  } else {
+    d.evidence += fmt::format(" It is spread over many short gaps between ops ({:.0f} of 10 us or more a step, the "
+                              "longest {} ms): per-op Python overhead.",
+                              gaps, format_ms(longest));
+    d.advice = {
+        "cut per-op Python overhead: torch.compile fuses the ops and runs them from compiled code; CUDA graphs "
+        "(torch.compile(mode=\"reduce-overhead\")) replay them with one launch",
+        "larger batches give each op more work per launch; keep Python-side logic (hooks, small tensor math, "
+        "argument handling) out of the step",
+    };
+  }
+}
+
+std::string comm_evidence(const summary& s, const cause_shares& c, const idle_groups& idle,
+                          const diagnosis_thresholds& t) {
+  std::string out = fmt::format("Collectives cost {:.1f}% of step time that no compute hides (the rule fires at {:.0f}%):",
+                                100 * c.comm, 100 * (s.gpu && s.gpu->steps_viewed ? t.device_cause_share : t.wait_share));
+  if (s.gpu && s.gpu->nccl.kernels_per_step > 0) {
+    out += fmt::format(" {:.0f} NCCL kernels a step run {} ms, {} ms of it with no other kernel beside them",
+                       s.gpu->nccl.kernels_per_step, format_ms(s.gpu->nccl.ms_per_step),
+                       format_ms(s.gpu->nccl.exposed_ms_per_step));
+  }
+  const phase_stats* cpu = s.phase(collective_phase);
+  if (cpu && cpu->ms.mean > 0) {
+    out += fmt::format("{} the host blocks {} ms a step in CPU collectives (gloo)", s.gpu && s.gpu->nccl.kernels_per_step > 0 ? ";" : "",
+                       format_ms(cpu->ms.mean));
+    if (s.gpu && s.gpu->steps_viewed) out += fmt::format(", the GPU idle {:.1f}% of the step meanwhile", 100 * idle.collective);
+  }
+  return out + ".";
+}
+
+void one_time_evidence(const summary& s, diagnosis& d) {
+  for (const set_aside_stats& a : s.set_aside) {
+    if (a.name != one_time_phase) continue;
+    const std::string* calls = s.fact("trace.one_time_calls");
+    d.evidence += fmt::format(" Set aside as one-time initialisation, not advised on: {} ms ({}), {:.0f}% of the "
+                              "trace, work a process does once (context creation, module loading).",
+                              format_ms(a.total_ms), calls ? *calls : "runtime calls that blocked with the device idle",
+                              100 * a.run_share);
+  }
+}
+
+}  // namespace steptrace::detail
