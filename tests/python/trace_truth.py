@@ -54,17 +54,19 @@ def both(spans: List[Span], cut: List[Span]) -> List[Span]:
     return minus(spans, minus(spans, cut))
 
 
-def read(path, skip_first: bool = False) -> Dict[str, float]:
-    """Shares of the summed window time: busy, sync (host), idle_in_sync, dataloader (host),
-    idle_in_dataloader; and `windows` (count), `window_ms` (their mean). `skip_first`: leave the
-    first step out (a reader's judgement that its device ran work from before the trace)."""
+def span(e) -> Span:
+    return (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
+
+
+def events_of(path) -> list:
     opener = gzip.open if str(path).endswith(".gz") else open
     with opener(path, "rt") as f:
         doc = json.load(f)
-    events = [e for e in doc["traceEvents"] if e.get("ph") == "X" and "dur" in e]
-    span = lambda e: (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
-    gpu = collections.Counter(e["pid"] for e in events if e.get("cat") in ("kernel", "Kernel")).most_common(1)[0][0]
-    busy = union([span(e) for e in events if e["pid"] == gpu and e.get("cat") in DEVICE])
+    return [e for e in doc["traceEvents"] if e.get("ph") == "X" and "dur" in e]
+
+
+def main_and_windows(events, skip_first: bool = False):
+    """The main (pid, tid) and the step windows, as the module's docstring says."""
     steps = [e for e in events if str(e["name"]).startswith("ProfilerStep#") and e.get("cat") in ("cpu_op", "user_annotation", "Operator")]
     if steps:
         main = collections.Counter((e["pid"], e["tid"]) for e in steps).most_common(1)[0][0]
@@ -74,6 +76,17 @@ def read(path, skip_first: bool = False) -> Dict[str, float]:
         first = min(float(e["ts"]) for e in events if (e["pid"], e["tid"]) == main and e.get("cat") in HOST)
         last = max(span(e)[1] for e in events if e.get("cat") in DEVICE or (e["pid"] == main[0] and e.get("cat") in HOST))
         windows = [(first, last)]
+    return main, windows
+
+
+def read(path, skip_first: bool = False) -> Dict[str, float]:
+    """Shares of the summed window time: busy, sync (host), idle_in_sync, dataloader (host),
+    idle_in_dataloader; and `windows` (count), `window_ms` (their mean). `skip_first`: leave the
+    first step out (a reader's judgement that its device ran work from before the trace)."""
+    events = events_of(path)
+    gpu = collections.Counter(e["pid"] for e in events if e.get("cat") in ("kernel", "Kernel")).most_common(1)[0][0]
+    busy = union([span(e) for e in events if e["pid"] == gpu and e.get("cat") in DEVICE])
+    main, windows = main_and_windows(events, skip_first)
     syncs = union([span(e) for e in events if e["pid"] == main[0] and e.get("cat") in ("cuda_runtime", "cuda_driver", "Runtime")
                    and str(e["name"]).endswith("Synchronize")])
     fetches = union([span(e) for e in events if (e["pid"], e["tid"]) == main and str(e["name"]).startswith("enumerate(DataLoader)")])
@@ -90,3 +103,72 @@ def read(path, skip_first: bool = False) -> Dict[str, float]:
     out["windows"] = len(windows)
     out["window_ms"] = total["time"] / len(windows) / 1000
     return out
+
+
+def read_causes(path, skip_first: bool = False) -> Dict[str, float]:
+    """What the diagnosis's causes weigh, read the plain way, as shares of the summed window time:
+    `outside_ops` (the main thread in no host event of its process, on any of its threads, and the
+    GPU idle meanwhile), `longest_outside_ms` (the longest such stretch of the host, GPU idle or not),
+    `exposed_comm` (NCCL/RCCL kernels' time with no other kernel running), `gloo` (the host inside
+    gloo collectives), `idle` (the GPU idle); and per window `kernels`, `kernel_median_us` (by
+    count). Without device events the GPU figures are 0."""
+    events = events_of(path)
+    main, windows = main_and_windows(events, skip_first)
+    kernels_pid = collections.Counter(e["pid"] for e in events if e.get("cat") in ("kernel", "Kernel")).most_common(1)
+    gpu = kernels_pid[0][0] if kernels_pid else None
+    device = [e for e in events if e["pid"] == gpu and e.get("cat") in DEVICE]
+    busy = union([span(e) for e in device])
+    is_comm = lambda e: str(e["name"]).lower().startswith(("nccl", "rccl"))
+    comm = union([span(e) for e in device if e.get("cat") in ("kernel", "Kernel") and is_comm(e)])
+    other_kernels = union([span(e) for e in device if e.get("cat") in ("kernel", "Kernel") and not is_comm(e)])
+    host = union([span(e) for e in events if e["pid"] == main[0] and isinstance(e["tid"], int) and e["tid"] >= 0
+                  and e.get("cat") in HOST and not str(e["name"]).startswith("ProfilerStep#")])
+    gloo = union([span(e) for e in events if e["pid"] == main[0] and str(e["name"]).startswith("gloo:")])
+    total = collections.Counter()
+    longest = 0.0
+    durations: List[float] = []
+    for a, b in windows:
+        idle = minus([(a, b)], clip(busy, a, b))
+        outside = minus([(a, b)], clip(host, a, b))
+        longest = max([longest] + [y - x for x, y in outside])
+        total["time"] += b - a
+        total["idle"] += length(idle)
+        total["outside_ops"] += length(both(idle, outside))
+        total["exposed_comm"] += length(minus(clip(comm, a, b), other_kernels))
+        total["gloo"] += length(clip(gloo, a, b))
+        durations += [float(e["dur"]) for e in device if e.get("cat") in ("kernel", "Kernel") and a <= float(e["ts"]) < b]
+    out = {k: v / total["time"] for k, v in total.items() if k != "time"}
+    out["longest_outside_ms"] = longest / 1000
+    out["kernels"] = len(durations) / len(windows)
+    out["kernel_median_us"] = sorted(durations)[len(durations) // 2] if durations else 0.0
+    out["window_ms"] = total["time"] / len(windows) / 1000
+    return out
+
+
+ONE_TIME_MIN_US = 1000.0
+
+
+def one_time_calls(path) -> List[Tuple[str, float, float]]:
+    """Runtime calls of the main thread in the first window that are neither syncs nor copies, block
+    the host 1 ms or more while the device's kernels, copies and memsets cover under half of the
+    call, and whose name blocks like that in no later window: (name, ms, device busy ms during
+    it), longest first."""
+    events = events_of(path)
+    main, windows = main_and_windows(events)
+    kernels_pid = collections.Counter(e["pid"] for e in events if e.get("cat") in ("kernel", "Kernel")).most_common(1)
+    busy = union([span(e) for e in events if kernels_pid and e["pid"] == kernels_pid[0][0] and e.get("cat") in DEVICE])
+
+    def blocks(e) -> bool:
+        name = str(e["name"])
+        if (e["pid"], e["tid"]) != main or e.get("cat") not in ("cuda_runtime", "Runtime", "cuda_driver"):
+            return False
+        if float(e["dur"]) < ONE_TIME_MIN_US or name.endswith("Synchronize") or "Memcpy" in name or "Memset" in name:
+            return False
+        a, b = span(e)
+        return 2 * length(clip(busy, a, b)) < b - a
+
+    first = windows[0]
+    later = {str(e["name"]) for e in events if blocks(e) and first[1] <= float(e["ts"]) < windows[-1][1]}
+    found = [(str(e["name"]), float(e["dur"]) / 1000, length(clip(busy, *span(e))) / 1000) for e in events
+             if blocks(e) and first[0] <= float(e["ts"]) < first[1] and str(e["name"]) not in later]
+    return sorted(found, key=lambda x: -x[1])
