@@ -4,19 +4,28 @@
 // time went. Each host cause is weighed by the GPU idle time that fell while the host was in it
 // (a custom phase counts toward the built-in it sits in), as a share of step time: its gain
 // (report/gains.hpp), the most removing it could save. The label follows the gains:
+// (each share is a cause_shares field, report/gains.hpp)
 //   INPUT-BOUND    GPU idle during `input` >= device_cause_share
 //   H2D-BOUND      GPU idle during `h2d` >= device_cause_share
-//   WAIT-HEAVY     GPU idle during `wait` + `other` >= device_cause_share
+//   WAIT-HEAVY     GPU idle while the host blocked (`wait` less CPU collectives; in a live run
+//                  also `other`) >= device_cause_share
+//   HOST-BOUND     (a trace) GPU idle while the host ran Python outside every op (`other`)
+//                  >= device_cause_share; its advice reads the shape (trace.host_gap_* facts)
+//   COMM-BOUND     NCCL kernels' time no other kernel overlaps, plus GPU idle in CPU collectives,
+//                  >= device_cause_share
+//   LAUNCH-BOUND   GPU idle during `compute` >= device_cause_share with short_kernels
 //   (several fire: the largest wins; ties go in the order above)
 //   COMPUTE-BOUND  none of those, and the GPU busy >= device_busy_share, whatever the host did
 //                  meanwhile, blocking syncs included: the host was waiting on the GPU
-//   LAUNCH-BOUND   none of those, the GPU idle mostly while the host was in `compute`, and short
-//                  kernels by time: half the kernel time in kernels <= launch_kernel_us
-//   BALANCED       none of the above
+//   LAUNCH-BOUND   none of those, the GPU idle mostly while the host was in `compute`, and
+//                  short_kernels
+//   BALANCED       none of the above (GPU idle mostly in `compute`: the host side of it)
 // Host-view rules (no device view), on shares of summed step time:
 //   INPUT-BOUND    input >= input_share
 //   H2D-BOUND      h2d >= h2d_share
-//   WAIT-HEAVY     wait + other >= wait_share (blocked in syncs, or untraced)
+//   WAIT-HEAVY     wait + other >= wait_share (blocked in syncs, or untraced; a trace's
+//                  `other` and CPU collectives left out)
+//   COMM-BOUND     the CPU collectives' (`collective`) share >= wait_share
 //   (several fire: the one with the largest share wins; ties go in the order above)
 //   COMPUTE-BOUND  none of those, and compute >= compute_share; with a device view, only if
 //                  the device is also busy >= device_busy_share of the step
