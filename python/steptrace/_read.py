@@ -42,6 +42,18 @@ def _load_file(name: str, step: Optional[str], shown: str = "") -> _core.Summary
         raise ValueError(f"{name}: step={step!r} names a range of a torch.profiler trace, and this is a summary")
     with open(name, "rb") as f:
         data = f.read(_MAX_SUMMARY_BYTES + 1)
+    if not data:
+        raise ValueError(f"{name}: the file is empty")
+    if data[:2] == b"\x1f\x8b":  # a gzip file: a summary or a trace inside, or nothing
+        import gzip
+        import io
+
+        try:  # bounded: a small file may unpack to gigabytes
+            data = gzip.GzipFile(fileobj=io.BytesIO(data)).read(_MAX_SUMMARY_BYTES + 1)
+        except (OSError, EOFError) as e:
+            raise ValueError(f"{name}: a damaged gzip file ({e})") from None
+        if not data:
+            raise ValueError(f"{name}: a gzip file of nothing (empty once decompressed)")
     if len(data) > _MAX_SUMMARY_BYTES:
         raise ValueError(f"{name}: larger than any steptrace summary ({_MAX_SUMMARY_BYTES >> 20} MB at most)")
     try:
@@ -49,7 +61,7 @@ def _load_file(name: str, step: Optional[str], shown: str = "") -> _core.Summary
     except UnicodeDecodeError as e:
         raise ValueError(f"{name}: not a steptrace summary: not UTF-8 text (byte {e.start})") from None
     except ValueError as e:
-        raise ValueError(f"{name}: {e}") from None
+        raise ValueError(f"{name}: {str(e).removeprefix('steptrace: ')}") from None
 
 
 def _load_stream(name: str, stream, step: Optional[str]) -> _core.Summary:

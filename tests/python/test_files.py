@@ -241,3 +241,21 @@ def test_mutated_real_summaries_raise_nothing_but_a_named_value_error(tmp_path):
         readable += 1
         str(s), s.to_dict(), s.to_trace(), s.to_html()  # what it accepted renders
     assert 0 < readable < 400
+
+
+def test_empty_files_and_broken_json_are_said_in_steptraces_own_words(tmp_path):
+    cases = {
+        "empty.json": (b"", "the file is empty"),
+        "nothing.json.gz": (gzip.compress(b""), "a gzip file of nothing"),
+        "blank.json": (b"  \n", "only white space"),
+        "cut.json": (b'{"schema": "steptrace.summary/1", "steps": ', "not valid JSON (at byte"),
+        "fields.json": (b'{"schema": "steptrace.summary/1"}', "malformed steptrace summary: no \""),
+    }
+    for name, (data, said) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(ValueError) as raised:
+            steptrace.load(path)
+        message = str(raised.value)
+        assert message.startswith(f"{path}: ") and said in message, message
+        assert "json.exception" not in message and "parse error" not in message and "steptrace: " not in message

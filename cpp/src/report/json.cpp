@@ -259,11 +259,15 @@ summary summary::from_json(std::string_view text) {
     throw std::invalid_argument("steptrace: not a steptrace summary: nested deeper than " +
                                 std::to_string(max_json_depth) + " levels");
   }
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    throw std::invalid_argument(text.empty() ? "steptrace: not a steptrace summary: the file is empty"
+                                             : "steptrace: not a steptrace summary: only white space");
+  }
   json_doc doc;
   try {
     doc = printable(json_doc::parse(text.begin(), text.end()));
   } catch (const json_doc::exception& e) {  // a syntax error, or a number out of range (1e400)
-    throw std::invalid_argument("steptrace: not a steptrace summary: not valid JSON (" + cut_reason(e.what()) + ")");
+    throw std::invalid_argument("steptrace: not a steptrace summary: not valid JSON (" + detail::json_words(e) + ")");
   }
   if (!doc.is_object() || !doc.contains("schema")) {
     throw std::invalid_argument("steptrace: not a steptrace summary: no \"schema\" field");
@@ -330,7 +334,7 @@ summary summary::from_json(std::string_view text) {
     }
     return s;
   } catch (const json_doc::exception& e) {
-    throw std::invalid_argument("steptrace: malformed steptrace summary: " + cut_reason(e.what()));
+    throw std::invalid_argument("steptrace: malformed steptrace summary: " + detail::json_words(e));
   } catch (const std::logic_error& e) {  // invalid_argument from the checks, out_of_range, length_error
     throw std::invalid_argument("steptrace: malformed steptrace summary: " + cut_reason(e.what()));
   }

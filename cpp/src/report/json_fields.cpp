@@ -81,6 +81,20 @@ json_doc printable(const json_doc& v) {
   return v;
 }
 
+std::string json_words(const nlohmann::json::exception& e) {
+  if (const auto* p = dynamic_cast<const nlohmann::json::parse_error*>(&e)) {
+    return "at byte " + std::to_string(p->byte);
+  }
+  const std::string what = e.what();
+  if (dynamic_cast<const nlohmann::json::out_of_range*>(&e) != nullptr) {
+    const auto a = what.find("key '"), b = a == std::string::npos ? a : what.find('\'', a + 5);
+    if (b != std::string::npos) return "no \"" + printable_utf8(what.substr(a + 5, b - a - 5)) + "\" field";
+    return "a value out of range";
+  }
+  if (dynamic_cast<const nlohmann::json::type_error*>(&e) != nullptr) return "a field of the wrong kind";
+  return "a value it cannot hold";
+}
+
 std::string cut_reason(std::string why) {
   if (why.size() > 160) why = why.substr(0, 157) + "...";
   return printable_utf8(why);

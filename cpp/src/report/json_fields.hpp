@@ -36,6 +36,9 @@ json_doc printable(const json_doc& v);
 // Why a file was refused, in one short line: nlohmann's "last read: '...'" can quote a whole
 // long string, and a name in a file may be any length.
 std::string cut_reason(std::string why);
+// A JSON library's exception in steptrace's own words (its text never reaches the user): where
+// the text stops being JSON, the field that is missing, or a field of the wrong kind.
+std::string json_words(const nlohmann::json::exception& e);
 
 // The rank and ranks sections (ranks_json.cpp).
 json_doc rank_json(const rank_info& r);
