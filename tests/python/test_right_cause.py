@@ -5,6 +5,7 @@ figure that decides, and to the label and first fix a user should read.
 
 Where each file comes from: tests/data/profiler_traces/README.md."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,63 @@ def test_healthy_and_input_bound_recordings_keep_their_labels():
                         ("resnet50_2021_num_workers_4.pt.trace.json.gz", "COMPUTE-BOUND"),
                         ("hta_trace_diff_test.json.gz", "COMPUTE-BOUND")]:
         assert steptrace.load(DATA / name).label == label, name
+
+
+def _late_rank_trace(rank: int, world: int, late_us: float, extra_input_us: float) -> dict:
+    """A rank's trace by hand, times in us: 4 steps of 40 ms, each a 3 ms fetch, a 15 ms kernel,
+    then an NCCL all-reduce that ends when the last rank's data is in. Every step of the late rank
+    begins `late_us` after the others' (it was late before the traced steps), and it fetches
+    `extra_input_us` longer."""
+    events, corr = [], 0
+
+    def x(cat, name, pid, tid, ts, dur, **args):
+        events.append({"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args})
+
+    for i in range(4):
+        base = 1_000_000 + i * 40_000
+        at = base + late_us
+        fetch = 3_000 + extra_input_us
+        x("user_annotation", f"ProfilerStep#{i}", 10, 10, at, 40_000)
+        x("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 10, 10, at, fetch)
+        launch = at + fetch + 10
+        done = base + LATE_US + 3_000 + LATE_INPUT_US + 10 + 12 + 15_100 + 500  # the late rank's data in
+        for name, start in (("gemm", launch + 20), ("ncclDevKernel_AllReduce_Sum_f32", launch + 12 + 15_100)):
+            corr += 1
+            x("cpu_op", "aten::mm" if name == "gemm" else "nccl:all_reduce", 10, 10, launch, 10)
+            x("cuda_runtime", "cudaLaunchKernel", 10, 10, launch + 2, 5, correlation=corr)
+            dur = 15_000 if name == "gemm" else done - start
+            x("kernel", name, 0, 7, start, dur, device=0, context=1, stream=7, correlation=corr)
+            launch += 12
+    return {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world},
+            "deviceProperties": [{"id": 0, "name": "Hand-made GPU"}], "traceEvents": events}
+
+
+LATE_US, LATE_INPUT_US = 7_500.0, 50.0
+
+
+def test_a_rank_that_starts_late_is_said_late_with_the_others_wait_as_its_gain(tmp_path):
+    # 8 ranks; rank 7 begins each traced step 7.5 ms after the others and fetches 0.05 ms longer:
+    # the others wait ~7.6 ms a step for it in the all-reduce. Its loader is not the cause.
+    for rank in range(8):
+        late = rank == 7
+        trace = _late_rank_trace(rank, 8, LATE_US if late else 0.0, LATE_INPUT_US if late else 0.0)
+        (tmp_path / f"rank{rank}.json").write_text(json.dumps(trace))
+    d = steptrace.load(tmp_path).to_dict()
+    straggler = d["ranks"]["straggler"]
+    assert d["diagnosis"]["label"] == "STRAGGLER" and straggler["rank"] == 7
+    assert straggler["late_ms"] == pytest.approx(LATE_US / 1000, abs=1e-6)
+    others_wait = (LATE_US + LATE_INPUT_US + 500) / 1000  # each other rank's all-reduce runs this long
+    assert straggler["others_wait_ms"] == pytest.approx(others_wait, abs=1e-6)
+    assert d["diagnosis"]["gains"] == {"rank 7": pytest.approx(others_wait / 40, abs=1e-6)}
+    first = d["diagnosis"]["advice"][0]
+    assert first.startswith("rank 7 starts 7.5 ms late") and "trace more steps" in first
+    assert "data loader" not in first.split("trace more steps")[0]
+    assert "late before the traced step" in d["diagnosis"]["evidence"]
+    # the same job with rank 7 on time but fetching 7.55 ms longer: its loader, not a late start
+    for rank in range(8):
+        slow = rank == 7
+        trace = _late_rank_trace(rank, 8, 0.0, LATE_US + LATE_INPUT_US if slow else 0.0)
+        (tmp_path / f"rank{rank}.json").write_text(json.dumps(trace))
+    d = steptrace.load(tmp_path).to_dict()
+    assert d["ranks"]["straggler"]["rank"] == 7 and "late_ms" not in d["ranks"]["straggler"]
+    assert d["ranks"]["straggler"]["phase"] == "input"

@@ -41,6 +41,9 @@ struct rank_row {
   double gain = 0;
   // Of ranks_view::steps_compared, the steps this rank was the slowest in (it waited least).
   std::uint64_t slowest_steps = 0;
+  // Read from a trace (its clock, microseconds): where its first counted step began, and where its
+  // first collective kernel (or gloo range) in it started. Empty otherwise.
+  std::optional<double> step_begin_us, first_collective_us;
 };
 
 // The rank the others wait for (see STRAGGLER in the diagnosis).
@@ -50,6 +53,9 @@ struct straggler_info {
   double excess_ms = 0;        // per step, in that phase, over the median of the others
   double own_wait_ms = 0;      // its own wait per step
   double others_wait_ms = 0;   // the median of the other ranks' wait per step
+  // From traces: how much later than the median of the others its first step began, when it also
+  // started its first collective last and that delay is more than its phase excess (0: not late).
+  double late_ms = 0;
 };
 
 struct ranks_view {

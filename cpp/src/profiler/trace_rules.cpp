@@ -60,6 +60,7 @@ class rules {
     collect_device();
     note_facts();
     note_gaps();
+    note_start();
     return std::move(out_);
   }
 
@@ -294,6 +295,29 @@ class rules {
     }
     if (found.size() > 3) said += fmt::format(" and {} more", found.size() - 3);
     out_.facts.emplace_back("trace.one_time_calls", said);
+  }
+
+  // Where the first counted step began and its first collective started, on the trace's clock: a
+  // job's ranks read side by side say which rank started late (report/ranks.cpp).
+  void note_start() {
+    if (windows_.size() <= out_.warmup_steps) return;
+    const segment first = windows_[out_.warmup_steps];
+    auto us = [](std::uint64_t ns) { return fmt::format("{}.{:03}", ns / 1000, ns % 1000); };
+    out_.facts.emplace_back("trace.step_begin_us", us(first.begin));
+    std::uint64_t collective = UINT64_MAX;
+    for (const device_record& r : out_.device) {
+      if (r.nccl && r.start >= first.begin && r.start < first.end) {
+        collective = r.start;
+        break;
+      }
+    }
+    for (const trace_event& e : t_.events) {
+      if (e.pid == pid_ && e.ts >= first.begin && e.ts < first.end && e.ts < collective &&
+          is_cpu_collective(name_of(e))) {
+        collective = e.ts;
+      }
+    }
+    if (collective != UINT64_MAX) out_.facts.emplace_back("trace.first_collective_us", us(collective));
   }
 
   // The longest stretch outside every op in the counted steps, where it lay, and how many

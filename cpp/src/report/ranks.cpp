@@ -8,6 +8,7 @@
 
 #include "report/diagnosis.hpp"
 #include "report/gains.hpp"
+#include "report/summary_facts.hpp"
 #include "steptrace/summary.hpp"
 
 namespace steptrace {
@@ -63,7 +64,22 @@ rank_row row_of(const rank_report& report) {
   if (s.gpu) r.device_busy_share = s.gpu->busy_share;
   r.label = s.diag.label;
   if (!s.diag.gains.empty()) r.gain_cause = s.diag.gains.front().first, r.gain = s.diag.gains.front().second;
+  r.step_begin_us = detail::fact_double(s, "trace.step_begin_us");
+  r.first_collective_us = detail::fact_double(s, "trace.first_collective_us");
   return r;
+}
+
+// How late `least` started against the others (ms), when every rank's trace says where its first
+// step began and `least` reached its first collective last; 0 otherwise.
+double late_start_ms(const std::vector<const rank_row*>& rows, const rank_row* least) {
+  if (!least->step_begin_us || !least->first_collective_us) return 0;
+  std::vector<double> begins;
+  for (const rank_row* r : rows) {
+    if (r == least) continue;
+    if (!r->step_begin_us || !r->first_collective_us || *r->first_collective_us > *least->first_collective_us) return 0;
+    begins.push_back(*r->step_begin_us);
+  }
+  return std::max(0.0, (*least->step_begin_us - median(begins)) / 1e3);
 }
 
 // Steps every rank kept a wait for: the k-th collective of one rank is the k-th of each. Each
@@ -119,6 +135,13 @@ std::optional<straggler_info> find_straggler(const ranks_view& view) {
     const double excess = phase_of(*least, phase) - median(others);
     if (excess > s.excess_ms) s.excess_ms = excess, s.phase = phase;
   }
+  // It began its step late and arrived last at the collectives: late before the traced step, by
+  // more than any phase of its own explains.
+  const double late = late_start_ms(rows, least);
+  if (late >= default_thresholds.straggler_gap_ms && late > s.excess_ms) {
+    s.late_ms = late;
+    return s;
+  }
   if (s.excess_ms <= 0) return std::nullopt;  // it does no more of its own work than the others: not what holds them
   return s;
 }
@@ -141,6 +164,21 @@ diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s) {
   const std::string others = n == 1 ? "the other rank waits" : fmt::format("the other {} ranks wait", n);
   diagnosis d;
   d.label = "STRAGGLER";
+  if (s.late_ms > 0) {
+    d.evidence = fmt::format(
+        "Rank {} begins its step {:.2f} ms after the others (median) and reaches the collectives last: it was late "
+        "before the traced step. It waits {:.2f} ms a step at the collectives while {} {:.2f} ms{} for it; no phase "
+        "of its own takes more than {:.2f} ms longer than the others'.",
+        s.rank, s.late_ms, s.own_wait_ms, others, s.others_wait_ms, n == 1 ? "" : " (median)", std::max(0.0, s.excess_ms));
+    d.advice = {
+        fmt::format("rank {} starts {:.1f} ms late and {} {:.1f} ms a step for it: trace more steps (a longer "
+                    "schedule, more active steps) to see what delays it before the step: the step before, its data "
+                    "loader, host work only it does (`if rank == {}:` logging, checkpoints)",
+                    s.rank, s.late_ms, others, s.others_wait_ms, s.rank),
+        "the fix on that rank speeds up every rank: the job runs at the pace of its slowest rank",
+    };
+    return d;
+  }
   d.evidence = fmt::format(
       "Rank {} waits {:.2f} ms a step at the collectives while {} {:.2f} ms{} for it. It spends {:.2f} ms a step "
       "more in `{}` than the median of the others.",
@@ -214,8 +252,10 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
   if (view.straggler) {
     out.diag = straggler_diagnosis(view, *view.straggler);
     // Every rank waits for the straggler: its excess over the median rank is what its fix can save.
+    // A late rank's fix saves the others' wait for it.
     const double step = out.step_ms.mean > 0 ? out.step_ms.mean : view.median_ms;
-    const double gain = step > 0 ? std::clamp(view.straggler->excess_ms / step, 0.0, 1.0) : 0.0;
+    const double saved = view.straggler->late_ms > 0 ? view.straggler->others_wait_ms : view.straggler->excess_ms;
+    const double gain = step > 0 ? std::clamp(saved / step, 0.0, 1.0) : 0.0;
     out.diag.gains = {{fmt::format("rank {}", view.straggler->rank), gain}};
     out.diag.advice.front() += detail::gain_words(gain);
   }
@@ -265,6 +305,9 @@ summary rank_digest(const summary& s) {
     d.phases.push_back(std::move(p));
   }
   if (s.gpu) d.gpu.emplace().busy_share = std::clamp(s.gpu->busy_share, 0.0, 1.0);
+  for (const char* key : {"trace.step_begin_us", "trace.first_collective_us"}) {  // a late start (traces)
+    if (const std::string* v = s.fact(key)) d.facts.emplace_back(key, *v);
+  }
   return d;
 }
 

@@ -62,6 +62,7 @@ json_doc ranks_json(const ranks_view& v) {
                  {"excess_ms", s->excess_ms},
                  {"own_wait_ms", s->own_wait_ms},
                  {"others_wait_ms", s->others_wait_ms}};
+    if (s->late_ms > 0) straggler["late_ms"] = s->late_ms;
   }
   return json_doc{{"world_size", v.world_size}, {"rows", rows},           {"missing", v.missing},
                   {"refused", refused_json(v.refused)},
@@ -122,6 +123,7 @@ ranks_view ranks_from(const json_doc& j) {
   if (const json_doc& s = j.at("straggler"); !s.is_null()) {
     v.straggler = straggler_info{rank_count_at(s, "rank"), s.at("phase").get<std::string>(), signed_at(s, "excess_ms"),
                                  number_at(s, "own_wait_ms"), number_at(s, "others_wait_ms")};
+    if (s.contains("late_ms")) v.straggler->late_ms = number_at(s, "late_ms");
   }
   return v;
 }
