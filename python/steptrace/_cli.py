@@ -76,8 +76,17 @@ def _sides(runs: List[str]) -> Tuple[List[str], List[str]]:
     return base, new
 
 
-def _side_name(paths: List[str]) -> str:
-    return os.path.basename(paths[0]) if len(paths) == 1 else f"{os.path.basename(paths[0])} +{len(paths) - 1}"
+def _side_name(paths: List[str], other: List[str]) -> str:
+    """A column head: the file's name; a folder's with a trailing slash; with the folder above it
+    when the other side's file has the same name (runs/a/run.json against runs/b/run.json)."""
+    def named(path: str, same: bool) -> str:
+        path = path.rstrip(os.sep) or path
+        name = os.path.basename(path) + (os.sep if os.path.isdir(path) else "")
+        return os.path.join(os.path.basename(os.path.dirname(os.path.abspath(path))), name) if same else name
+
+    same = named(paths[0], False) == named(other[0], False)
+    head = named(paths[0], same)
+    return head if len(paths) == 1 else f"{head} +{len(paths) - 1}"
 
 
 def _compare_runs(args: argparse.Namespace) -> int:
@@ -86,7 +95,7 @@ def _compare_runs(args: argparse.Namespace) -> int:
     if args.max_regression is not None and not 0 <= args.max_regression < float("inf"):  # nan fails too
         raise _Unusable(f"--max-regression must be a percentage of 0 or more, not {args.max_regression:g}")
     c = _compare.compare([s.to_dict() for s in a], [s.to_dict() for s in b], args.max_regression)
-    sys.stdout.write(_compare.render(c, _side_name(base), _side_name(new)))
+    sys.stdout.write(_compare.render(c, _side_name(base, new), _side_name(new, base)))
     return 1 if c.regressed else 0
 
 

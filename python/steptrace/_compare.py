@@ -11,7 +11,11 @@ of two standard errors:
   catches what no single run shows (another job on the machine, clocks, placement).
 Two standard errors of the difference make each figure's noise band. A regression fails the gate
 when either figure grew beyond both its band and the threshold; the verdict says which decided.
-Runs of fewer than MIN_STEPS steps are too short to tell.
+Runs of fewer than MIN_STEPS steps have no trustworthy percentiles: there the steps themselves are
+compared (each run's `series`, one point a step) by a rank test (Mann-Whitney U, exact for small
+sides): when one side's steps are slower than the other's with CONFIDENCE or more, that is the
+verdict, with the confidence reached (6 steps against 6 that do not overlap: 99.9%); else they are
+too short to tell.
 
 What a fix realised: for each cause the first side's diagnosis named with its gain (the most
 removing it could save), the step time the second side actually saved (its mean step against
@@ -27,6 +31,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from . import _core
 
 MIN_STEPS = 10
+CONFIDENCE = 0.95  # a short run's rank test decides from this confidence
 
 
 @dataclass
@@ -132,6 +137,71 @@ def _realised(a: Dict[str, Any], b: Dict[str, Any], noise: float) -> List[Realis
     return out
 
 
+def _steps_of(runs: Sequence[Dict[str, Any]]) -> Optional[List[float]]:
+    """Every step's time of the runs, from their series (one point a step); None where a run's
+    series holds several steps a point, or none."""
+    out: List[float] = []
+    for r in runs:
+        series = r.get("series") or {}
+        points = series.get("points") or []
+        if series.get("steps_per_point") != 1 or len(points) != r.get("steps"):
+            return None
+        out += [float(p["step_ms"]) for p in points]
+    return out
+
+
+def _u_tail(a: List[float], b: List[float]) -> float:
+    """One-sided p-value that b's steps are slower than a's by chance: P(U >= u) for the
+    Mann-Whitney U of b over a (pairs b > a, ties a half), exact by counting when the sides are
+    small, else the normal approximation."""
+    n, m = len(a), len(b)
+    u = sum((y > x) + 0.5 * (y == x) for x in a for y in b)
+    if n * m <= 400:
+        # ways[k][j][v]: orderings of k of a's and j of b's with U = v; by adding the largest item
+        ways = [[None] * (m + 1) for _ in range(n + 1)]
+        for k in range(n + 1):
+            for j in range(m + 1):
+                if k == 0 or j == 0:
+                    ways[k][j] = [1]
+                    continue
+                top_b = [0] * k + ways[k][j - 1]  # the largest is one of b's: above all k of a's
+                top_a = ways[k - 1][j]
+                size = max(len(top_b), len(top_a))
+                ways[k][j] = [(top_b[v] if v < len(top_b) else 0) + (top_a[v] if v < len(top_a) else 0) for v in range(size)]
+        dist = ways[n][m]
+        at = math.ceil(u - 1e-9)
+        return sum(dist[at:]) / sum(dist)
+    mu, sd = n * m / 2, math.sqrt(n * m * (n + m + 1) / 12)
+    return 0.5 * math.erfc((u - 0.5 - mu) / (sd * math.sqrt(2)))
+
+
+def _short_verdict(c: Comparison, a: Dict[str, Any], b: Dict[str, Any], a_steps: List[float], b_steps: List[float],
+                   max_regression_pct: Optional[float], too_short: str) -> None:
+    slower, faster = _u_tail(a_steps, b_steps), _u_tail(b_steps, a_steps)
+    changes = [(f"step {q}", (b["step_ms"][q] - a["step_ms"][q]) / a["step_ms"][q]) for q in ("p50", "mean")
+               if a["step_ms"][q] > 0]
+    said = "; ".join(f"{name} {100 * ch:+.1f}%" for name, ch in changes)
+    sides = f"{len(a_steps)} and {len(b_steps)} steps"
+    if min(slower, faster) > 1 - CONFIDENCE:
+        c.verdict = (f"{too_short}: {sides} overlap (rank test: {100 * (1 - min(slower, faster)):.0f}% confidence "
+                     f"of a difference, {100 * CONFIDENCE:.0f}% needed); {said}")
+        return
+    p = min(slower, faster)
+    beside = "every step" if p == 1 / math.comb(len(a_steps) + len(b_steps), len(a_steps)) else "the steps"
+    if slower < faster:
+        c.verdict = (f"slower: {said}; {beside} of the second side slower than the first's, over {sides} "
+                     f"(rank test: {100 * (1 - p):.1f}% confidence)")
+        if max_regression_pct is not None:
+            beyond = [name for name, ch in changes if 100 * ch > max_regression_pct]
+            c.regressed = bool(beyond)
+            c.verdict += (f", beyond --max-regression {max_regression_pct:g}%: regression, decided by the "
+                          f"{' and the '.join(beyond)}" if beyond else f", within --max-regression {max_regression_pct:g}%")
+    else:
+        c.verdict = (f"faster: {said}; {beside} of the second side faster than the first's, over {sides} "
+                     f"(rank test: {100 * (1 - p):.1f}% confidence)")
+    c.change = dict(changes).get("step p50")
+
+
 def compare(a_runs: Any, b_runs: Any, max_regression_pct: Optional[float]) -> Comparison:
     """`a_runs` and `b_runs`: a summary dict each, or a list of them (runs of the same command)."""
     a_runs = [a_runs] if isinstance(a_runs, dict) else list(a_runs)
@@ -161,7 +231,11 @@ def compare(a_runs: Any, b_runs: Any, max_regression_pct: Optional[float]) -> Co
     if short:
         runs = (f"{a['steps']} and {b['steps']} steps" if len(a_runs) == len(b_runs) == 1
                 else f"a run of {min(short)} steps")
-        c.verdict = f"too short to tell: {runs} (at least {MIN_STEPS} each are needed)"
+        a_steps, b_steps = _steps_of(a_runs), _steps_of(b_runs)
+        if a_steps and b_steps and sa["p50"] > 0 and sa["mean"] > 0:
+            _short_verdict(c, a, b, a_steps, b_steps, max_regression_pct, "too short to tell")
+        else:
+            c.verdict = f"too short to tell: {runs} (at least {MIN_STEPS} each are needed)"
         return c
     if sa["p50"] <= 0 or sa["mean"] <= 0:
         c.verdict = "cannot tell: the first side's step time is 0"
@@ -213,5 +287,7 @@ def render(c: Comparison, name_a: str, name_b: str) -> str:
             unit = "of the run per step" if r.of_run else "of step time"
             share = f", {100 * r.saved / r.bound:.0f}% of it" if r.bound > 0 and r.saved > 0 else ""
             flag = ("; more than its bound beyond the noise: something else changed too" if r.beyond else "")
-            lines.append(f"  {r.cause}: up to {100 * r.bound:.0f}% {unit}; realised {100 * r.saved:.0f}%{share}{flag}")
+            done = (f"realised {100 * r.saved:.0f}%{share}" if r.saved >= 0
+                    else f"nothing realised: steps {100 * -r.saved:.0f}% longer")
+            lines.append(f"  {r.cause}: up to {100 * r.bound:.0f}% {unit}; {done}{flag}")
     return "\n".join(lines) + "\n"

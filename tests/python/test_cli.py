@@ -116,3 +116,37 @@ def test_the_command_names_a_bad_file(tmp_path):
     assert unwritable.returncode == 2 and "dir.json: No such file or directory" in unwritable.stderr
     console = shutil.which("steptrace", path=os.path.dirname(sys.executable))
     assert console, "the console script is installed beside the interpreter"
+
+
+def _six_steps(step_ms, gains=None):
+    """A 6-step run's summary whose series holds each step's time (as a real short run's does)."""
+    d = _synthetic(steps=len(step_ms), p50=sorted(step_ms)[len(step_ms) // 2], p95=max(step_ms))
+    d["step_ms"]["mean"] = sum(step_ms) / len(step_ms)
+    template = d["series"]["points"][0]
+    d["series"]["steps_per_point"] = 1
+    d["series"]["points"] = [dict(template, first_step=i, steps=1, step_ms=v) for i, v in enumerate(step_ms)]
+    if gains:
+        d["diagnosis"]["gains"] = gains
+    return d
+
+
+def test_compare_judges_short_runs_by_a_rank_test_on_their_steps(tmp_path):
+    base = [10.1, 9.8, 10.4, 10.0, 9.9, 10.2]
+    slow = [v * 5.76 for v in base]  # +476%: no step of one overlaps the other
+    (tmp_path / "before").mkdir()
+    (tmp_path / "after").mkdir()
+    a = _write(tmp_path / "before" / "run.json", _six_steps(base, {"input": 0.3}))
+    b = _write(tmp_path / "after" / "run.json", _six_steps(slow))
+    out = cli("compare", a, b, "--max-regression", 10)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "slower: step p50 +476" in out.stdout and "regression" in out.stdout
+    assert "over 6 and 6 steps (rank test: 99.9% confidence)" in out.stdout  # 1 - 1/924: exact, one-sided
+    assert "realised -" not in out.stdout and "nothing realised: steps 476% longer" in out.stdout
+    head = out.stdout.splitlines()[0]  # same-named files: their folders tell them apart
+    assert "before/run.json" in head and "after/run.json" in head
+    faster = cli("compare", b, a, "--max-regression", 10)
+    assert faster.returncode == 0 and "faster:" in faster.stdout
+    # steps that overlap: no verdict from 6 steps
+    mixed = _write(tmp_path / "mixed.json", _six_steps([9.9, 10.3, 10.0, 10.1, 9.7, 10.5]))
+    tie = cli("compare", a, mixed, "--max-regression", 10)
+    assert tie.returncode == 0 and "too short to tell: 6 and 6 steps overlap (rank test:" in tie.stdout
