@@ -384,4 +384,5 @@ PYBIND11_MODULE(_core, m) {
   m.attr("H2D") = builtin::h2d.value;
   m.attr("COMPUTE") = builtin::compute.value;
   m.attr("WAIT") = builtin::wait.value;
+  m.attr("COLLECTIVE_PHASE") = std::string(collective_phase);
 }

@@ -1,5 +1,6 @@
 """The wait at DistributedDataParallel's gradient all-reduce, timed as the built-in `wait` phase
-of the default tracer, with no change to what DDP computes and no comm hook taken from the user.
+of the default tracer with the phase `collective` inside it (the host blocked on the other ranks:
+communication, which the diagnosis weighs as COMM-BOUND, not a sync), with no change to what DDP computes and no comm hook taken from the user.
 
 How: every DDP model gets a forward hook (``register_forward_hook``, beside any of the user's).
 It puts a gradient hook on the model's outputs; when backward starts (the first of them fires)
@@ -45,6 +46,8 @@ class _Backward:
         self.waits: Deque[float] = collections.deque(maxlen=WAITS_KEPT)
         self.measured = 0
         self.phase = _core.PhaseScope(_core.default_tracer(), _core.WAIT)  # host time only, no stream
+        # inside `wait`: the host blocked on the other ranks, communication rather than a sync
+        self.collective = _core.PhaseScope(_core.default_tracer(), _core.register_phase(_core.COLLECTIVE_PHASE))
 
 
 _state = _Backward()
@@ -112,6 +115,7 @@ def _after_forward(module: Any, inputs: Any, output: Any) -> None:
         return
     if _state.open:  # the last backward raised inside DDP's wait: its `wait` ends here, unmeasured
         _state.open = False
+        _state.collective.__exit__(None, None, None)
         _state.phase.__exit__(None, None, None)
     _state.armed = False
     _state.thread = threading.get_ident()
@@ -140,12 +144,14 @@ def _work_done() -> None:
     _state.open = True
     _state.began_ns = time.perf_counter_ns()
     _state.phase.__enter__()
+    _state.collective.__enter__()
     _engine().queue_callback(_wait_done)
 
 
 def _wait_done() -> None:
     if not _state.open:
         return
+    _state.collective.__exit__(None, None, None)
     _state.phase.__exit__(None, None, None)
     _state.open = False
     _state.armed = False

@@ -6,6 +6,7 @@ INPUT: int
 H2D: int
 COMPUTE: int
 WAIT: int
+COLLECTIVE_PHASE: str
 LABELS: List[str]
 
 class Summary:

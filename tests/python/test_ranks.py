@@ -146,7 +146,10 @@ def test_collective_wait_matches_ground_truth_on_every_rank(tmp_path):
             errors.append(abs(waits[0] - every[index]))
         assert statistics.median(errors) < 0.10 * expected, (rank, sorted(errors), expected)
         # And the mean: what steptrace reports is the same steps' sum, whatever outlier they hold.
-        measured = own["phases"]["wait"]["mean_ms"]
+        # `wait` holds the phase `collective` (the host blocked on the other ranks): the same span
+        assert own["phases"]["collective"]["parent"] == "wait"
+        assert own["phases"]["collective"]["calls"] == own["phases"]["wait"]["calls"]
+        measured = own["phases"]["wait"]["inclusive_ms"]["mean"]
         timeline_mean = statistics.mean(
             sum(p["end_ms"] - p["begin_ms"] for p in kept[i]["phases"] if p["name"] == "wait")
             for i in range(own["warmup_steps"], len(every)))

@@ -27,6 +27,10 @@ inline constexpr phase_id compute{3};
 inline constexpr phase_id wait{4};
 }  // namespace builtin
 
+// The phase, always opened inside `wait`, of the host blocked in a CPU-backend collective (gloo;
+// DDP's all-reduce on CPU): the diagnosis counts it as communication (COMM-BOUND), never a sync.
+inline constexpr std::string_view collective_phase = "collective";
+
 // Same name, same id; thread-safe; not for the hot path. Throws std::invalid_argument for an
 // empty name or the reserved name "other". Past 4096 distinct names, a new name shares one
 // phase labelled "(other names)", and every output says how many did. Any bytes are accepted:

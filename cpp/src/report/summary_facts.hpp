@@ -7,15 +7,14 @@
 #include <string_view>
 #include <vector>
 
+#include "steptrace/phase.hpp"
 #include "steptrace/summary.hpp"
 
 namespace steptrace::detail {
 
 // The phase a request waits in for a batch (or any stage): counted toward `wait`.
 inline constexpr std::string_view queue_phase = "queue";
-// The phase of the host blocked in a CPU-backend collective (gloo), inside `wait`: the
-// communication share of COMM-BOUND, never a sync.
-inline constexpr std::string_view collective_phase = "collective";
+using steptrace::collective_phase;  // the host in a CPU collective, inside `wait` (steptrace/phase.hpp)
 // Time set aside as one-time initialisation (a trace's context creation, module loads): named,
 // never the subject of advice.
 inline constexpr std::string_view one_time_phase = "initialisation";
