@@ -64,8 +64,8 @@ struct diagnosis {
   // The gain of each fix: for each cause the diagnosis names (the label's, each secondary
   // finding's), the most that removing it could save, an upper bound, as a fraction of step time
   // (of run time for time set aside). Keys are phase names (`input`, `h2d`, `wait`, `other`,
-  // `compute`), a set-aside name, or `rank N` (STRAGGLER). Largest first. COMPUTE-BOUND names no
-  // host gain.
+  // `compute`), `comm` (collectives no compute hides), a set-aside name, or `rank N` (STRAGGLER).
+  // Largest first. COMPUTE-BOUND names no host gain.
   std::vector<std::pair<std::string, double>> gains;
 };
 

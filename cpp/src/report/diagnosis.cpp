@@ -316,8 +316,9 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     }
   } else if (label == "HOST-BOUND") {
     d.evidence = fmt::format("The GPU sat idle {:.1f}% of step time while the main thread ran Python outside every op "
-                             "(the rule fires at {:.0f}%); the host blocked in syncs {:.1f}% of the step.",
-                             100 * c.host, 100 * t.device_cause_share, 100 * wait) +
+                             "(the rule fires at {:.0f}%); the host was blocked in `wait` (syncs, blocking copies) "
+                             "{:.1f}% of the step, the GPU idle only {:.1f}% of the step meanwhile.",
+                             100 * c.host, 100 * t.device_cause_share, 100 * wait, 100 * c.wait) +
                  close;
     host_bound_advice(s, c, d);
   } else if (label == "COMM-BOUND") {
