@@ -1,5 +1,5 @@
 // The words of the causes a trace shows best: the host outside every op (HOST-BOUND), collectives
-// no compute hides (COMM-BOUND) and one-time initialisation. Each names what it saw: the stretch,
+// no compute hides (COMM-BOUND), launches (LAUNCH-BOUND) and one-time initialisation. Each names what it saw: the stretch,
 // the collectives' exposed time, the calls set aside.
 #include <fmt/format.h>
 
@@ -57,6 +57,22 @@ std::string comm_evidence(const summary& s, const cause_shares& c, const idle_gr
     if (s.gpu && s.gpu->steps_viewed) out += fmt::format(", the GPU idle {:.1f}% of the step meanwhile", 100 * idle.collective);
   }
   return out + ".";
+}
+
+void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d) {
+  const double per_kernel = s.gpu->kernels_per_step > 0 ? 1e3 * mean_of(s, "compute") / s.gpu->kernels_per_step : 0.0;
+  d.evidence = fmt::format(
+      "The GPU sat idle {:.1f}% of step time while the host was in `compute`, launching {:.0f} kernels a step with a "
+      "median of {:.1f} us (half the kernel time in kernels under {:.1f} us); the host spends {:.1f} us in `compute` "
+      "per kernel: launch overhead outruns the kernels.",
+      100 * idle.compute, s.gpu->kernels_per_step, s.gpu->kernel_median_us, s.gpu->kernel_time_median_us, per_kernel);
+  d.advice = {
+      fmt::format("{} graphs replay a step's {:.0f} launches as one: torch.compile(mode=\"reduce-overhead\"), or "
+                  "torch.cuda.graphs around a static-shape step",
+                  fact_bool(s, "gpu.amd").value_or(false) ? "HIP" : "CUDA", s.gpu->kernels_per_step),
+      "fewer, larger kernels: a larger batch, torch.compile (fusion), batched tensor operations instead of Python "
+      "loops over tensors",
+  };
 }
 
 void one_time_evidence(const summary& s, diagnosis& d) {

@@ -296,13 +296,24 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     d.advice.push_back("tensor.to(device, non_blocking=True) overlaps the copy with compute");
     d.advice.push_back("fewer, larger copies: move one collated batch, not many small tensors");
   } else if (label == "WAIT-HEAVY") {
-    d.evidence = device ? device_cause("wait", c.wait, t.device_cause_share) +
-                              fmt::format(" The host was {} {:.1f}% and outside every phase (`other`) "
-                                          "{:.1f}% of step time.",
-                                          blocked, 100 * wait, 100 * other)
-                        : fmt::format("{:.1f}% of step time is {} ({:.1f}%) or outside every phase "
-                                      "(`other`, {:.1f}%); the rule fires at {:.0f}%.",
-                                      100 * (wait + other), blocked, 100 * wait, 100 * other, 100 * t.wait_share);
+    // Blocked time less CPU collectives (COMM-BOUND's); a trace's `other` is Python, not waiting.
+    const phase_stats* in_collective = s.phase(collective_phase);
+    const double blocked_share = wait - (in_collective ? in_collective->share : 0.0);
+    if (trace) {
+      d.evidence = device ? device_cause("wait", c.wait, t.device_cause_share) +
+                                fmt::format(" The host was {} {:.1f}% of step time.", blocked, 100 * blocked_share)
+                          : fmt::format("{:.1f}% of step time is {}; the rule fires at {:.0f}%.", 100 * blocked_share,
+                                        blocked, 100 * t.wait_share);
+    } else {
+      d.evidence = device ? device_cause("wait", c.wait, t.device_cause_share) +
+                                fmt::format(" The host was {} {:.1f}% and outside every phase (`other`) "
+                                            "{:.1f}% of step time.",
+                                            blocked, 100 * blocked_share, 100 * other)
+                          : fmt::format("{:.1f}% of step time is {} ({:.1f}%) or outside every phase "
+                                        "(`other`, {:.1f}%); the rule fires at {:.0f}%.",
+                                        100 * (blocked_share + other), blocked, 100 * blocked_share, 100 * other,
+                                        100 * t.wait_share);
+    }
     d.evidence += close;
     if (!server) {  // a server's wait advice is its own (server_advice.cpp)
       d.advice = {
@@ -331,21 +342,8 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
         "check the interconnect: NCCL_DEBUG=INFO names the transport (NVLink, InfiniBand, sockets)",
     };
   } else if (label == "LAUNCH-BOUND") {
-    d.evidence = fmt::format(
-        "The GPU sat idle {:.1f}% of step time while the host was in `compute`, launching {:.0f} kernels a step "
-        "with a median of {:.1f} us (half the kernel time in kernels under {:.1f} us); the host spends {:.1f} us in "
-        "`compute` per kernel: launch overhead outruns the kernels.",
-        100 * idle.compute, s.gpu->kernels_per_step, s.gpu->kernel_median_us, s.gpu->kernel_time_median_us,
-        s.gpu->kernels_per_step > 0 ? 1e3 * mean_of(s, "compute") / s.gpu->kernels_per_step : 0.0);
+    launch_bound_words(s, idle, d);
     d.evidence += close;
-    const bool amd = fact_bool(s, "gpu.amd").value_or(false);
-    d.advice = {
-        fmt::format("{} graphs replay a step's {:.0f} launches as one: torch.compile(mode=\"reduce-overhead\"), "
-                    "or torch.cuda.graphs around a static-shape step",
-                    amd ? "HIP" : "CUDA", s.gpu->kernels_per_step),
-        "fewer, larger kernels: a larger batch, torch.compile (fusion), batched tensor operations instead of "
-        "Python loops over tensors",
-    };
   } else if (label == "COMPUTE-BOUND") {
     if (device) {
       d.evidence = fmt::format("The GPU is busy {:.1f}% of the step (the rule fires at {:.0f}%), and no host phase "

@@ -114,10 +114,12 @@ void advise_server(const summary& s, const diagnosis_thresholds& t, diagnosis& d
 inline constexpr diagnosis_thresholds default_thresholds{};
 
 struct cause_shares;
-// The words of HOST-BOUND, COMM-BOUND and one-time initialisation (report/cause_words.cpp).
+// The words of HOST-BOUND, COMM-BOUND, LAUNCH-BOUND and one-time initialisation
+// (report/cause_words.cpp).
 void host_bound_advice(const summary& s, const cause_shares& c, diagnosis& d);
 std::string comm_evidence(const summary& s, const cause_shares& c, const idle_groups& idle,
                           const diagnosis_thresholds& t);
+void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d);
 void one_time_evidence(const summary& s, diagnosis& d);
 
 diagnosis diagnose(const summary& s, const diagnosis_thresholds& t = default_thresholds);
