@@ -1,7 +1,5 @@
 #include "profiler/trace_rules.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -11,6 +9,7 @@
 
 #include "profiler/host_forest.hpp"
 #include "profiler/trace_device.hpp"
+#include "profiler/trace_facts.hpp"
 #include "profiler/trace_names.hpp"
 #include "report/summary_facts.hpp"
 #include "steptrace/phase.hpp"
@@ -20,7 +19,6 @@ namespace {
 
 constexpr std::uint32_t none = 0xffffffffu;
 constexpr std::size_t max_custom_phases = 64;  // record_function names a trace may add as phases
-constexpr std::uint64_t one_time_min_ns = 1'000'000;  // a runtime call blocking this long, device idle
 
 bool is_host_node(const trace_event& e) {
   return e.cat == event_cat::op || e.cat == event_cat::user_annotation || e.cat == event_cat::runtime;
@@ -254,94 +252,29 @@ class rules {
 
   void push(std::uint64_t t, record_kind k, std::uint32_t id) { out_.records.push_back({t, id, k}); }
 
-  // One-time costs: runtime calls of the main thread in the first step (or window), neither a
-  // sync nor a copy, that block the host at least one_time_min_ns while the device runs nothing
-  // traced for most of the call: driver work a process does once (context creation, a first
-  // launch loading its module, a graph's first upload). A call whose name blocks like that in a
-  // later step too is no one-time cost: it is the step's. They are set aside as initialisation.
-  bool blocks_idle(const trace_event& e) const {
-    const std::string_view n = name_of(e);
-    if (e.cat != event_cat::runtime || e.dur < one_time_min_ns || is_sync(n) || is_copy_call(n)) return false;
-    if (e.correlation != 0 && device_.copy_by_correlation.count(e.correlation) != 0) return false;
-    return 2 * busy_within(device_, e.ts, e.ts + e.dur) < e.dur;
-  }
-
+  // One-time costs (profiler/trace_facts.hpp), set aside as initialisation.
   void mark_one_time() {
-    const forest& f = *main_;
-    one_time_.assign(f.node.size(), 0);
+    one_time_.assign(main_->node.size(), 0);
     if (windows_.empty()) return;
-    const segment first = windows_.front();
-    std::unordered_map<std::string_view, bool> later;  // names that block in a later step
-    for (std::size_t i = 0; i < f.node.size(); ++i) {
-      if (f.begin[i] >= first.end && f.begin[i] < windows_.back().end && blocks_idle(*f.node[i])) later[name_of(*f.node[i])] = true;
-    }
-    std::vector<std::pair<std::uint64_t, std::string_view>> found;
-    for (std::size_t i = 0; i < f.node.size(); ++i) {
-      const trace_event& e = *f.node[i];
-      const std::uint64_t lo = std::max(f.begin[i], first.begin), hi = std::min(f.end[i], first.end);
-      if (hi <= lo || !blocks_idle(e) || later.count(name_of(e)) != 0) continue;
-      bool inside = false;  // an enclosing call already set aside holds it
-      for (std::size_t p = f.parent[i]; p != forest::npos && !inside; p = f.parent[p]) inside = one_time_[p] != 0;
-      if (inside) continue;
-      one_time_[i] = 1;
-      found.emplace_back(e.dur, name_of(e));
-    }
-    if (found.empty()) return;
-    one_time_id_ = register_phase(one_time_phase).value;
-    std::stable_sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
     std::string said;
-    for (std::size_t k = 0; k < found.size() && k < 3; ++k) {
-      said += fmt::format("{}{} {}", k ? ", " : "", std::string(found[k].second), format_ms(static_cast<double>(found[k].first) / 1e6));
-    }
-    if (found.size() > 3) said += fmt::format(" and {} more", found.size() - 3);
+    one_time_ = one_time_costs(t_, *main_, device_, {windows_.front().begin, windows_.front().end},
+                               windows_.back().end, said);
+    if (said.empty()) return;
+    one_time_id_ = register_phase(one_time_phase).value;
     out_.facts.emplace_back("trace.one_time_calls", said);
   }
 
-  // Where the first counted step began and its first collective started, on the trace's clock: a
-  // job's ranks read side by side say which rank started late (report/ranks.cpp).
   void note_start() {
     if (windows_.size() <= out_.warmup_steps) return;
     const segment first = windows_[out_.warmup_steps];
-    auto us = [](std::uint64_t ns) { return fmt::format("{}.{:03}", ns / 1000, ns % 1000); };
-    out_.facts.emplace_back("trace.step_begin_us", us(first.begin));
-    std::uint64_t collective = UINT64_MAX;
-    for (const device_record& r : out_.device) {
-      if (r.nccl && r.start >= first.begin && r.start < first.end) {
-        collective = r.start;
-        break;
-      }
-    }
-    for (const trace_event& e : t_.events) {
-      if (e.pid == pid_ && e.ts >= first.begin && e.ts < first.end && e.ts < collective &&
-          is_cpu_collective(name_of(e))) {
-        collective = e.ts;
-      }
-    }
-    if (collective != UINT64_MAX) out_.facts.emplace_back("trace.first_collective_us", us(collective));
+    start_facts(t_, pid_, out_.device, {first.begin, first.end}, out_.facts);
   }
 
-  // The longest stretch outside every op in the counted steps, where it lay, and how many
-  // stretches of min_gap_ns or more a step has: the shape HOST-BOUND's advice reads.
   void note_gaps() {
-    if (gaps_.empty() || !device_.present) return;
+    if (!device_.present) return;
     const std::size_t from = out_.warmup_steps < gaps_.size() ? out_.warmup_steps : 0;
-    const host_gaps* longest = nullptr;
-    std::uint64_t count = 0;
-    for (std::size_t k = from; k < gaps_.size(); ++k) {
-      count += gaps_[k].count;
-      if (longest == nullptr || gaps_[k].longest > longest->longest) longest = &gaps_[k];
-    }
-    if (longest == nullptr || longest->longest == 0) return;
-    const auto first_work = std::find_if(out_.device.begin(), out_.device.end(), [&](const device_record& r) {
-      return r.kind != device_activity::sync && r.kind != device_activity::untraced && r.start >= longest->step_begin;
-    });
-    const bool before = first_work == out_.device.end() || first_work->start >= longest->longest_begin + longest->longest;
-    out_.facts.emplace_back("trace.host_gap_longest_ms", fmt::format("{:.3f}", static_cast<double>(longest->longest) / 1e6));
-    out_.facts.emplace_back("trace.host_gap_longest_at_ms",
-                            fmt::format("{:.3f}", static_cast<double>(longest->longest_begin - longest->step_begin) / 1e6));
-    out_.facts.emplace_back("trace.host_gap_before_device", before ? "1" : "0");
-    out_.facts.emplace_back("trace.host_gaps_per_step",
-                            fmt::format("{:.1f}", static_cast<double>(count) / static_cast<double>(gaps_.size() - from)));
+    host_gap_facts(std::vector<host_gaps>(gaps_.begin() + static_cast<std::ptrdiff_t>(from), gaps_.end()), out_.device,
+                   out_.facts);
   }
 
   // A phase from another thread's tiling: a collective sits inside `wait`.
@@ -540,10 +473,6 @@ class rules {
   std::vector<std::uint8_t> one_time_;  // by main-thread node: set aside as initialisation
   std::uint32_t one_time_id_ = none;
   static constexpr std::uint8_t set_aside_mark = 0xff;
-  static constexpr std::uint64_t min_gap_ns = 10'000;  // stretches counted toward the shape
-  struct host_gaps {
-    std::uint64_t step_begin, longest, longest_begin, count;
-  };
   std::vector<host_gaps> gaps_;  // by step
 };
 

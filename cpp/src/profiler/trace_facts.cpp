@@ -1,0 +1,94 @@
+#include "profiler/trace_facts.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string_view>
+#include <unordered_set>
+
+#include "profiler/trace_names.hpp"
+#include "steptrace/summary.hpp"
+
+namespace steptrace::detail {
+namespace {
+
+bool blocks_idle(const trace_events& t, const trace_device& device, const trace_event& e) {
+  const std::string_view n = t.names[e.name];
+  if (e.cat != event_cat::runtime || e.dur < one_time_min_ns || is_sync(n) || is_copy_call(n)) return false;
+  if (e.correlation != 0 && device.copy_by_correlation.count(e.correlation) != 0) return false;
+  return 2 * busy_within(device, e.ts, e.ts + e.dur) < e.dur;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& main, const trace_device& device,
+                                         step_interval first, std::uint64_t steps_end, std::string& said) {
+  std::vector<std::uint8_t> marks(main.node.size(), 0);
+  std::unordered_set<std::string_view> later;  // names that block so in a later step
+  for (std::size_t i = 0; i < main.node.size(); ++i) {
+    if (main.begin[i] >= first.end && main.begin[i] < steps_end && blocks_idle(t, device, *main.node[i])) {
+      later.insert(t.names[main.node[i]->name]);
+    }
+  }
+  std::vector<std::pair<std::uint64_t, std::string_view>> found;
+  for (std::size_t i = 0; i < main.node.size(); ++i) {
+    const trace_event& e = *main.node[i];
+    const std::string_view n = t.names[e.name];
+    if (std::min(main.end[i], first.end) <= std::max(main.begin[i], first.begin)) continue;  // not in the first step
+    if (!blocks_idle(t, device, e) || later.count(n) != 0) continue;
+    bool inside = false;
+    for (std::uint32_t p = main.parent[i]; p != forest::npos && !inside; p = main.parent[p]) inside = marks[p] != 0;
+    if (inside) continue;
+    marks[i] = 1;
+    found.emplace_back(e.dur, n);
+  }
+  std::stable_sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  said.clear();
+  for (std::size_t k = 0; k < found.size() && k < 3; ++k) {
+    said += fmt::format("{}{} {}", k ? ", " : "", found[k].second, format_ms(static_cast<double>(found[k].first) / 1e6));
+  }
+  if (found.size() > 3) said += fmt::format(" and {} more", found.size() - 3);
+  return marks;
+}
+
+void host_gap_facts(const std::vector<host_gaps>& steps, const std::vector<device_record>& device,
+                    std::vector<std::pair<std::string, std::string>>& facts) {
+  const host_gaps* longest = nullptr;
+  std::uint64_t count = 0;
+  for (const host_gaps& g : steps) {
+    count += g.count;
+    if (longest == nullptr || g.longest > longest->longest) longest = &g;
+  }
+  if (longest == nullptr || longest->longest == 0) return;
+  const auto first_work = std::find_if(device.begin(), device.end(), [&](const device_record& r) {
+    return r.kind != device_activity::sync && r.kind != device_activity::untraced && r.start >= longest->step_begin;
+  });
+  const bool before = first_work == device.end() || first_work->start >= longest->longest_begin + longest->longest;
+  auto ms = [](std::uint64_t ns) { return fmt::format("{:.3f}", static_cast<double>(ns) / 1e6); };
+  facts.emplace_back("trace.host_gap_longest_ms", ms(longest->longest));
+  facts.emplace_back("trace.host_gap_longest_at_ms", ms(longest->longest_begin - longest->step_begin));
+  facts.emplace_back("trace.host_gap_before_device", before ? "1" : "0");
+  facts.emplace_back("trace.host_gaps_per_step",
+                     fmt::format("{:.1f}", static_cast<double>(count) / static_cast<double>(steps.size())));
+}
+
+void start_facts(const trace_events& t, std::uint32_t pid, const std::vector<device_record>& device, step_interval first,
+                 std::vector<std::pair<std::string, std::string>>& facts) {
+  auto us = [](std::uint64_t ns) { return fmt::format("{}.{:03}", ns / 1000, ns % 1000); };
+  facts.emplace_back("trace.step_begin_us", us(first.begin));
+  std::uint64_t collective = UINT64_MAX;
+  for (const device_record& r : device) {
+    if (r.nccl && r.start >= first.begin && r.start < first.end) {
+      collective = r.start;
+      break;
+    }
+  }
+  for (const trace_event& e : t.events) {
+    if (e.pid == pid && e.ts >= first.begin && e.ts < first.end && e.ts < collective && is_cpu_collective(t.names[e.name])) {
+      collective = e.ts;
+    }
+  }
+  if (collective != UINT64_MAX) facts.emplace_back("trace.first_collective_us", us(collective));
+}
+
+}  // namespace steptrace::detail

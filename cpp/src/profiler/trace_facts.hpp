@@ -1,0 +1,47 @@
+// Internal (not public API): what a trace's rules note beside the records for the diagnosis
+// (docs/architecture.md, "Reading torch.profiler traces"): one-time costs to set aside, the host's
+// stretches outside every op (HOST-BOUND's shape), and where the first step and its first
+// collective began (a late rank in a job).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpu/device_record.hpp"
+#include "profiler/host_forest.hpp"
+#include "profiler/trace_device.hpp"
+#include "profiler/trace_events.hpp"
+
+namespace steptrace::detail {
+
+inline constexpr std::uint64_t one_time_min_ns = 1'000'000;  // a runtime call blocking this long, device idle
+
+// One-time costs: runtime calls of the main thread (`main`) in the first step (or window), neither
+// a sync nor a copy, that block the host at least one_time_min_ns while the device runs nothing
+// traced for most of the call: driver work a process does once (context creation, a first launch
+// loading its module, a graph's first upload). A call whose name blocks like that in a later step
+// (before `steps_end`) is no one-time cost: it is the step's. Returns a mark per node (a call
+// inside one already marked is not marked) and, in `said`, the longest three with their ms.
+std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& main, const trace_device& device,
+                                         step_interval first, std::uint64_t steps_end, std::string& said);
+
+// A step's stretches of `other` (the main thread outside every op): the longest, where it began,
+// and how many lasted min_gap_ns or more.
+struct host_gaps {
+  std::uint64_t step_begin, longest, longest_begin, count;
+};
+inline constexpr std::uint64_t min_gap_ns = 10'000;
+
+// trace.host_gap_longest_ms, _at_ms (from its step's start), _before_device (1: it ended before
+// the step's first device work) and trace.host_gaps_per_step, over the counted steps' gaps.
+void host_gap_facts(const std::vector<host_gaps>& steps, const std::vector<device_record>& device,
+                    std::vector<std::pair<std::string, std::string>>& facts);
+
+// trace.step_begin_us (the first counted step's begin) and trace.first_collective_us (its first
+// NCCL kernel or gloo range), on the trace's clock, exact to the nanosecond.
+void start_facts(const trace_events& t, std::uint32_t pid, const std::vector<device_record>& device, step_interval first,
+                 std::vector<std::pair<std::string, std::string>>& facts);
+
+}  // namespace steptrace::detail
