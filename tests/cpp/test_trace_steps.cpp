@@ -141,6 +141,9 @@ TEST_CASE("steptrace's own annotations in a trace give its exact steps and phase
   CHECK(s.steps == 3);  // no device, so no evidence of warm-up: every step counts
   CHECK(s.warmup_steps == 0);
   CHECK(s.step_ms.mean == Approx(0.050).margin(1e-9));  // the held fetch opens the step's window
+  // `other` keeps its live meaning there (outside every phase), not a trace's Python outside ops
+  REQUIRE(s.fact("trace.steps_from") != nullptr);
+  CHECK(*s.fact("trace.steps_from") == "annotations");
   CHECK(phase_mean(s, "input") == Approx(0.010).margin(1e-9));
   CHECK(phase_mean(s, "compute") == Approx(0.010).margin(1e-9));
   CHECK(phase_mean(s, "forward") == Approx(0.020).margin(1e-9));

@@ -111,6 +111,10 @@ summary summarise_trace(const trace_events& events, const trace_reading& reading
   out.errors.unbalanced_phases = builder.unbalanced();
   out.windows = reading.source == step_source::whole_trace;
   out.facts = reading.facts;
+  out.facts.emplace_back("trace.steps_from", reading.source == step_source::own_annotations ? "annotations"
+                                             : reading.source == step_source::named_range ? "named range"
+                                             : reading.source == step_source::profiler_steps ? "ProfilerStep"
+                                                                                            : "window");
   if (events.rank) {
     rank_info who;
     who.rank = *events.rank;

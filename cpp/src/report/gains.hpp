@@ -62,8 +62,12 @@ cause_shares cause_shares_of(const summary& s, const diagnosis_thresholds& t);
 // exceeds their run time).
 bool short_kernels(const summary& s, const diagnosis_thresholds& t);
 
-// Read from a torch.profiler trace: `other` is the host outside every op, not untraced time.
-inline bool from_trace(const summary& s) { return s.backend.host_clock == "trace"; }
+// Read from a torch.profiler trace by its ops: `other` is the host outside every op, not untraced
+// time (a trace of steptrace's own annotations keeps the live meaning: outside every phase).
+inline bool from_trace(const summary& s) {
+  const std::string* steps = s.fact("trace.steps_from");
+  return s.backend.host_clock == "trace" && (steps == nullptr || *steps != "annotations");
+}
 
 // " (up to 34% shorter steps)", or "... shorter run" for time set aside.
 std::string gain_words(double gain, bool of_run = false);
