@@ -124,12 +124,17 @@ def test_one_time_initialisation_is_set_aside_and_never_advised_on(name):
     assert d["gpu"]["busy_share"] == pytest.approx(busy_ms / d["step_ms"]["mean"], rel=0.01)
 
 
-def test_a_launch_that_blocked_is_no_warm_up_evidence():
-    # MI250 toy loop: the first hipLaunchKernel blocks the host 6.5 ms loading its module and its
-    # kernel starts right after the call returns: the first step counts, nothing is untraced
+def test_a_launch_that_blocked_is_no_warm_up_evidence_but_initialisation():
+    # MI250 toy loop: the first hipLaunchKernel (in autograd's backward thread) blocks the host
+    # 6.5 ms loading its module and its kernel starts right after the call returns: the first step
+    # counts, nothing is untraced, and the 6.5 ms are set aside as initialisation
     s, d, _ = load("hta_mi250_minitoy.json.gz")
     assert d["warmup_steps"] == 0
     assert "launched before the trace" not in d["backend"]["reason"]
+    calls = one_time_calls(DATA / "hta_mi250_minitoy.json.gz")
+    assert [name for name, _, _ in calls] == ["hipLaunchKernel"]
+    assert d["set_aside"]["initialisation"]["total_ms"] == pytest.approx(calls[0][1], rel=1e-6)
+    assert "hipLaunchKernel 6.543" in d["diagnosis"]["evidence"]
 
 
 def test_healthy_and_input_bound_recordings_keep_their_labels():

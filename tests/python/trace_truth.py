@@ -149,7 +149,7 @@ ONE_TIME_MIN_US = 1000.0
 
 
 def one_time_calls(path) -> List[Tuple[str, float, float]]:
-    """Runtime calls of the main thread in the first window that are neither syncs nor copies, block
+    """Runtime calls of the main process's threads in the first window that are neither syncs nor copies, block
     the host 1 ms or more while the device's kernels, copies and memsets cover under half of the
     call, and whose name blocks like that in no later window: (name, ms, device busy ms during
     it), longest first."""
@@ -160,7 +160,9 @@ def one_time_calls(path) -> List[Tuple[str, float, float]]:
 
     def blocks(e) -> bool:
         name = str(e["name"])
-        if (e["pid"], e["tid"]) != main or e.get("cat") not in ("cuda_runtime", "Runtime", "cuda_driver"):
+        if e["pid"] != main[0] or e.get("cat") not in ("cuda_runtime", "Runtime", "cuda_driver"):
+            return False
+        if isinstance(e["tid"], int) and e["tid"] < 0:
             return False
         if float(e["dur"]) < ONE_TIME_MIN_US or name.endswith("Synchronize") or "Memcpy" in name or "Memset" in name:
             return False
@@ -168,7 +170,7 @@ def one_time_calls(path) -> List[Tuple[str, float, float]]:
         return 2 * length(clip(busy, a, b)) < b - a
 
     first = windows[0]
-    later = {str(e["name"]) for e in events if blocks(e) and first[1] <= float(e["ts"]) < windows[-1][1]}
+    later = {(e["tid"], str(e["name"])) for e in events if blocks(e) and first[1] <= float(e["ts"]) < windows[-1][1]}
     found = [(str(e["name"]), float(e["dur"]) / 1000, length(clip(busy, *span(e))) / 1000) for e in events
-             if blocks(e) and first[0] <= float(e["ts"]) < first[1] and str(e["name"]) not in later]
+             if blocks(e) and first[0] <= float(e["ts"]) < first[1] and (e["tid"], str(e["name"])) not in later]
     return sorted(found, key=lambda x: -x[1])

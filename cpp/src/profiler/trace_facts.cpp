@@ -22,7 +22,8 @@ bool blocks_idle(const trace_events& t, const trace_device& device, const trace_
 }  // namespace
 
 std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& main, const trace_device& device,
-                                         step_interval first, std::uint64_t steps_end, std::string& said) {
+                                         step_interval first, std::uint64_t steps_end,
+                                         std::vector<std::pair<std::uint64_t, std::string_view>>& found) {
   std::vector<std::uint8_t> marks(main.node.size(), 0);
   std::unordered_set<std::string_view> later;  // names that block so in a later step
   for (std::size_t i = 0; i < main.node.size(); ++i) {
@@ -30,7 +31,6 @@ std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& ma
       later.insert(t.names[main.node[i]->name]);
     }
   }
-  std::vector<std::pair<std::uint64_t, std::string_view>> found;
   for (std::size_t i = 0; i < main.node.size(); ++i) {
     const trace_event& e = *main.node[i];
     const std::string_view n = t.names[e.name];
@@ -42,13 +42,17 @@ std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& ma
     marks[i] = 1;
     found.emplace_back(e.dur, n);
   }
+  return marks;
+}
+
+std::string one_time_said(std::vector<std::pair<std::uint64_t, std::string_view>> found) {
   std::stable_sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
-  said.clear();
+  std::string said;
   for (std::size_t k = 0; k < found.size() && k < 3; ++k) {
     said += fmt::format("{}{} {}", k ? ", " : "", found[k].second, format_ms(static_cast<double>(found[k].first) / 1e6));
   }
   if (found.size() > 3) said += fmt::format(" and {} more", found.size() - 3);
-  return marks;
+  return said;
 }
 
 void host_gap_facts(const std::vector<host_gaps>& steps, const std::vector<device_record>& device,

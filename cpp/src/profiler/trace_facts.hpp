@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -18,14 +19,18 @@ namespace steptrace::detail {
 
 inline constexpr std::uint64_t one_time_min_ns = 1'000'000;  // a runtime call blocking this long, device idle
 
-// One-time costs: runtime calls of the main thread (`main`) in the first step (or window), neither
+// One-time costs: runtime calls of a host thread (`nodes`) in the first step (or window), neither
 // a sync nor a copy, that block the host at least one_time_min_ns while the device runs nothing
 // traced for most of the call: driver work a process does once (context creation, a first launch
 // loading its module, a graph's first upload). A call whose name blocks like that in a later step
 // (before `steps_end`) is no one-time cost: it is the step's. Returns a mark per node (a call
-// inside one already marked is not marked) and, in `said`, the longest three with their ms.
-std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& main, const trace_device& device,
-                                         step_interval first, std::uint64_t steps_end, std::string& said);
+// inside one already marked is not marked) and adds each found (ns, name) to `found`.
+std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& nodes, const trace_device& device,
+                                         step_interval first, std::uint64_t steps_end,
+                                         std::vector<std::pair<std::uint64_t, std::string_view>>& found);
+// The longest three with their ms ("cudaDeviceGetStreamPriorityRange 29927, cudaFree 6009 and
+// 36 more"); empty when none was found.
+std::string one_time_said(std::vector<std::pair<std::uint64_t, std::string_view>> found);
 
 // A step's stretches of `other` (the main thread outside every op): the longest, where it began,
 // and how many lasted min_gap_ns or more.

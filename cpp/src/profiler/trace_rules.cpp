@@ -252,16 +252,24 @@ class rules {
 
   void push(std::uint64_t t, record_kind k, std::uint32_t id) { out_.records.push_back({t, id, k}); }
 
-  // One-time costs (profiler/trace_facts.hpp), set aside as initialisation.
+  // One-time costs (profiler/trace_facts.hpp), set aside as initialisation: on the main thread
+  // as they are walked; on another thread (a first launch in autograd's backward) as pieces of
+  // the tiling that fills the main thread's gaps.
   void mark_one_time() {
     one_time_.assign(main_->node.size(), 0);
     if (windows_.empty()) return;
-    std::string said;
-    one_time_ = one_time_costs(t_, *main_, device_, {windows_.front().begin, windows_.front().end},
-                               windows_.back().end, said);
-    if (said.empty()) return;
+    const step_interval first{windows_.front().begin, windows_.front().end};
+    std::vector<std::pair<std::uint64_t, std::string_view>> found;
+    one_time_ = one_time_costs(t_, *main_, device_, first, windows_.back().end, found);
+    for (forest& f : others_) {
+      const std::vector<std::uint8_t> marks = one_time_costs(t_, f, device_, first, windows_.back().end, found);
+      for (std::size_t i = 0; i < f.node.size(); ++i) {  // parents come before their children
+        if (marks[i] || (f.parent[i] != forest::npos && f.kind[f.parent[i]] == one_time_kind)) f.kind[i] = one_time_kind;
+      }
+    }
+    if (found.empty()) return;
     one_time_id_ = register_phase(one_time_phase).value;
-    out_.facts.emplace_back("trace.one_time_calls", said);
+    out_.facts.emplace_back("trace.one_time_calls", one_time_said(std::move(found)));
   }
 
   void note_start() {
@@ -279,6 +287,11 @@ class rules {
 
   // A phase from another thread's tiling: a collective sits inside `wait`.
   void push_filled(std::uint64_t a, std::uint64_t b, std::uint32_t phase) {
+    if (phase == one_time_kind) {  // another thread's one-time cost: set aside
+      push(a, record_kind::exclude_begin, one_time_id_);
+      push(b, record_kind::exclude_end, one_time_id_);
+      return;
+    }
     if (phase == collective_) push(a, record_kind::phase_begin, builtin::wait.value);
     push(a, record_kind::phase_begin, phase);
     push(b, record_kind::phase_end, phase);
@@ -473,6 +486,7 @@ class rules {
   std::vector<std::uint8_t> one_time_;  // by main-thread node: set aside as initialisation
   std::uint32_t one_time_id_ = none;
   static constexpr std::uint8_t set_aside_mark = 0xff;
+  static constexpr std::uint32_t one_time_kind = 0xfffffffeu;  // another thread's one-time cost, in the fill
   std::vector<host_gaps> gaps_;  // by step
 };
 
