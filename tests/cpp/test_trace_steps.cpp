@@ -125,6 +125,26 @@ TEST_CASE("a CPU collective on another thread covering a main-thread gap is `col
   CHECK(phase_mean(s, "other") == Approx(0.015).margin(1e-9));
 }
 
+TEST_CASE("an NCCL collective's host range on another thread only enqueues: compute, never wait", "[profiler]") {
+  trace_text t;  // the same shape as gloo's above, with a device: nccl:all_reduce launches a kernel
+  for (int i = 0; i < 2; ++i) {
+    const double at = i * 100;
+    t.add("user_annotation", "ProfilerStep#" + std::to_string(i), 1, at, 100);
+    t.add("cpu_op", "aten::mm", 1, at, 20);
+    t.add("cpu_op", "nccl:all_reduce", 3, at + 25, 60);
+    t.add("cuda_runtime", "cudaLaunchKernel", 3, at + 30, 5, "{\"correlation\": " + std::to_string(i + 1) + "}");
+    t.add("kernel", "ncclDevKernel_AllReduce_Sum_f32", 0, at + 36, 40, "{\"correlation\": " + std::to_string(i + 1) +
+          ", \"device\": 0, \"stream\": 7}", 0);
+    t.add("cpu_op", "aten::add_", 1, at + 90, 5);
+  }
+  const summary s = read_profiler_trace(temp_file(t.json()).path);
+  REQUIRE(s.steps == 2);
+  CHECK(s.phase("wait") == nullptr);
+  CHECK(s.phase("collective") == nullptr);
+  CHECK(phase_mean(s, "compute") == Approx(0.085).margin(1e-9));  // aten::mm, the NCCL range, aten::add_
+  CHECK(phase_mean(s, "other") == Approx(0.015).margin(1e-9));
+}
+
 TEST_CASE("steptrace's own annotations in a trace give its exact steps and phases, by the live rules", "[profiler]") {
   trace_text t;
   for (int i = 0; i < 3; ++i) {  // steps(loader): the fetch comes before the step opens

@@ -106,6 +106,38 @@ device_reading read_device(const trace_events& t, const trace_device& device, st
   return out;
 }
 
+void stretch_to_device_work(const trace_events& t, const trace_device& device, std::uint32_t pid,
+                            std::vector<step_interval>& steps) {
+  if (steps.empty()) return;
+  std::unordered_map<std::uint64_t, std::uint64_t> device_end;  // by correlation
+  for (const trace_event& e : t.events) {
+    if (device.present && e.pid == device.pid && e.correlation != 0 && is_device_work(e.cat)) {
+      auto& end = device_end[e.correlation];
+      end = std::max(end, e.ts + e.dur);
+    }
+  }
+  std::vector<std::uint64_t> launched_end(steps.size(), 0);
+  for (const trace_event& e : t.events) {
+    if (e.pid != pid || e.cat != event_cat::runtime || e.correlation == 0) continue;
+    const auto d = device_end.find(e.correlation);
+    if (d == device_end.end()) continue;
+    auto w = std::upper_bound(steps.begin(), steps.end(), e.ts,
+                              [](std::uint64_t at, const step_interval& x) { return at < x.begin; });
+    if (w == steps.begin()) continue;
+    --w;
+    if (e.ts + e.dur <= w->end) {
+      auto& end = launched_end[static_cast<std::size_t>(w - steps.begin())];
+      end = std::max(end, d->second);
+    }
+  }
+  std::uint64_t previous_end = steps.front().begin;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    steps[i].begin = std::max(previous_end, steps[i].begin);
+    steps[i].end = std::max({steps[i].end, launched_end[i], steps[i].begin});
+    previous_end = steps[i].end;
+  }
+}
+
 std::vector<step_interval> untraced_busy(const trace_events& t, const trace_device& device, std::uint32_t pid,
                                          const std::vector<device_record>& records, step_interval step) {
   std::vector<step_interval> out;

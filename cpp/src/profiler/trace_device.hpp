@@ -40,6 +40,12 @@ device_reading read_device(const trace_events& t, const trace_device& device, st
 // A device record that starts this long after its launch began, with no traced device work in
 // between, waited for work the trace does not hold (launched before the profiler started). From
 // the launch's beginning, not its return: a pageable copy's call returns after its copy ran.
+// The TensorBoard profiler plugin's windows (to compare with its figures): each step ends where
+// the device work launched inside it ends (if later), and starts where the step before ended (if
+// later). `steps` in order.
+void stretch_to_device_work(const trace_events& t, const trace_device& device, std::uint32_t pid,
+                            std::vector<step_interval>& steps);
+
 inline constexpr std::uint64_t untraced_wait_ns = 1'000'000;
 
 // The spans of `step` in which the device was busy with untraced work: before each record

@@ -21,6 +21,27 @@ bool blocks_idle(const trace_events& t, const trace_device& device, const trace_
 
 }  // namespace
 
+void setup_facts(const trace_events& t, std::uint32_t pid, const std::vector<device_record>& device,
+                 std::vector<std::pair<std::string, std::string>>& facts) {
+  bool single = false, multi = false, hip = false;
+  for (const trace_event& e : t.events) {
+    if (e.pid != pid) continue;
+    const std::string_view n = t.names[e.name];
+    hip = hip || (e.cat == event_cat::runtime && starts_with(n, "hip"));
+    if (!(e.cat == event_cat::op || e.cat == event_cat::user_annotation) || !is_input_op(n)) continue;
+    single = single || n.find("_SingleProcessDataLoaderIter") != std::string_view::npos;
+    multi = multi || n.find("_MultiProcessingDataLoaderIter") != std::string_view::npos;
+  }
+  if (single && !multi) facts.emplace_back("dataloader.num_workers", "0");
+  if (multi && !single) facts.emplace_back("dataloader.multiprocessing", "1");
+  if (hip) facts.emplace_back("gpu.amd", "1");  // HIP graphs, not CUDA graphs
+  const auto kernel = std::find_if(device.begin(), device.end(),
+                                   [](const device_record& r) { return r.kind == device_activity::kernel; });
+  if (kernel != device.end() && kernel->device < t.gpu_names.size() && !t.gpu_names[kernel->device].empty()) {
+    facts.emplace_back("gpu.name", t.gpu_names[kernel->device]);
+  }
+}
+
 std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& main, const trace_device& device,
                                          step_interval first, std::uint64_t steps_end,
                                          std::vector<std::pair<std::uint64_t, std::string_view>>& found) {

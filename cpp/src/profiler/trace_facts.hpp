@@ -17,6 +17,12 @@
 
 namespace steptrace::detail {
 
+// What the trace says of the setup: dataloader.num_workers=0 (`_SingleProcessDataLoaderIter`),
+// dataloader.multiprocessing (`_MultiProcessingDataLoaderIter`), gpu.amd (the runtime is `hip*`),
+// gpu.name (the device of the first kernel, from deviceProperties).
+void setup_facts(const trace_events& t, std::uint32_t pid, const std::vector<device_record>& device,
+                 std::vector<std::pair<std::string, std::string>>& facts);
+
 inline constexpr std::uint64_t one_time_min_ns = 1'000'000;  // a runtime call blocking this long, device idle
 
 // One-time costs: runtime calls of a host thread (`nodes`) in the first step (or window), neither

@@ -42,8 +42,9 @@ class rules {
     tid_ = choice.tid;
     device_ = find_device(t_);
     out_.has_device = device_.present;
-    for (const step_interval& s : choice.steps) windows_.push_back({s.begin, s.end, 0});
-    if (window_ == step_window::tensorboard_plugin) stretch_windows();
+    std::vector<step_interval> steps = choice.steps;
+    if (window_ == step_window::tensorboard_plugin) stretch_to_device_work(t_, device_, pid_, steps);
+    for (const step_interval& s : steps) windows_.push_back({s.begin, s.end, 0});
     collect_host_nodes();
     if (out_.source == step_source::own_annotations) {
       emit_own();
@@ -69,39 +70,6 @@ class rules {
   };
 
   std::string_view name_of(const trace_event& e) const { return t_.names[e.name]; }
-
-  // The plugin's windows: each step ends where the device work launched inside it ends (if
-  // later), and starts where the step before ended (if later).
-  void stretch_windows() {
-    std::unordered_map<std::uint64_t, std::uint64_t> device_end;  // by correlation
-    for (const trace_event& e : t_.events) {
-      if (device_.present && e.pid == device_.pid && e.correlation != 0 &&
-          (e.cat == event_cat::kernel || e.cat == event_cat::memcpy || e.cat == event_cat::memset)) {
-        auto& end = device_end[e.correlation];
-        end = std::max(end, e.ts + e.dur);
-      }
-    }
-    std::vector<std::uint64_t> launched_end(windows_.size(), 0);
-    for (const trace_event& e : t_.events) {
-      if (e.pid != pid_ || e.cat != event_cat::runtime || e.correlation == 0) continue;
-      const auto d = device_end.find(e.correlation);
-      if (d == device_end.end()) continue;
-      auto w = std::upper_bound(windows_.begin(), windows_.end(), e.ts,
-                                [](std::uint64_t t, const segment& x) { return t < x.begin; });
-      if (w == windows_.begin()) continue;
-      --w;
-      if (e.ts + e.dur <= w->end) {
-        auto& end = launched_end[static_cast<std::size_t>(w - windows_.begin())];
-        end = std::max(end, d->second);
-      }
-    }
-    std::uint64_t previous_end = windows_.front().begin;
-    for (std::size_t i = 0; i < windows_.size(); ++i) {
-      windows_[i].begin = std::max(previous_end, windows_[i].begin);
-      windows_[i].end = std::max({windows_[i].end, launched_end[i], windows_[i].begin});
-      previous_end = windows_[i].end;
-    }
-  }
 
   // The main pid's host nodes by thread; the step ranges themselves are not nodes.
   void collect_host_nodes() {
@@ -371,7 +339,7 @@ class rules {
             [&](std::uint32_t i) {
               const std::uint64_t hi = std::min(f.end[i], b);
               if (pushed[i] == set_aside_mark) {
-                push(std::max(hi, std::max(f.begin[i], a)), record_kind::exclude_end, one_time_id_);
+                push(hi, record_kind::exclude_end, one_time_id_);  // hi > lo: the walk entered it
                 return;
               }
               for (std::uint8_t k = 0; k < pushed[i]; ++k) {
@@ -438,36 +406,7 @@ class rules {
     }
   }
 
-  void note_facts() {
-    bool single = false, multi = false;
-    for (const trace_event& e : t_.events) {
-      if (e.pid != pid_ || !(e.cat == event_cat::op || e.cat == event_cat::user_annotation)) continue;
-      const std::string_view n = name_of(e);
-      if (!is_input_op(n)) continue;
-      single = single || n.find("_SingleProcessDataLoaderIter") != std::string_view::npos;
-      multi = multi || n.find("_MultiProcessingDataLoaderIter") != std::string_view::npos;
-    }
-    if (single && !multi) out_.facts.emplace_back("dataloader.num_workers", "0");
-    if (multi && !single) out_.facts.emplace_back("dataloader.multiprocessing", "1");
-    for (const trace_event& e : t_.events) {  // a ROCm trace: HIP graphs, not CUDA graphs
-      if (e.pid == pid_ && e.cat == event_cat::runtime && starts_with(name_of(e), "hip")) {
-        out_.facts.emplace_back("gpu.amd", "1");
-        break;
-      }
-    }
-    if (out_.has_device) {
-      std::uint32_t device = 0;
-      for (const device_record& r : out_.device) {
-        if (r.kind == device_activity::kernel) {
-          device = r.device;
-          break;
-        }
-      }
-      if (device < t_.gpu_names.size() && !t_.gpu_names[device].empty()) {
-        out_.facts.emplace_back("gpu.name", t_.gpu_names[device]);
-      }
-    }
-  }
+  void note_facts() { setup_facts(t_, pid_, out_.device, out_.facts); }
 
   const trace_events& t_;
   const std::string& name_;

@@ -60,12 +60,12 @@ std::string comm_evidence(const summary& s, const cause_shares& c, const idle_gr
 }
 
 void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d) {
-  const double per_kernel = s.gpu->kernels_per_step > 0 ? 1e3 * mean_of(s, "compute") / s.gpu->kernels_per_step : 0.0;
   d.evidence = fmt::format(
       "The GPU sat idle {:.1f}% of step time while the host was in `compute`, launching {:.0f} kernels a step with a "
       "median of {:.1f} us (half the kernel time in kernels under {:.1f} us); the host spends {:.1f} us in `compute` "
       "per kernel: launch overhead outruns the kernels.",
-      100 * idle.compute, s.gpu->kernels_per_step, s.gpu->kernel_median_us, s.gpu->kernel_time_median_us, per_kernel);
+      100 * idle.compute, s.gpu->kernels_per_step, s.gpu->kernel_median_us, s.gpu->kernel_time_median_us,
+      host_us_per_kernel(s));
   d.advice = {
       fmt::format("{} graphs replay a step's {:.0f} launches as one: torch.compile(mode=\"reduce-overhead\"), or "
                   "torch.cuda.graphs around a static-shape step",

@@ -383,7 +383,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
         "time), yet not for launches: half the kernel time is in kernels over {:.1f} us, and the host spends {:.1f} "
         "us in `compute` per kernel it launches: the host-side work in `compute` is what the GPU waits on.",
         100 * busy, 100 * idle.compute, s.gpu->kernel_time_median_us,
-        s.gpu->kernels_per_step > 0 ? 1e3 * mean_of(s, "compute") / s.gpu->kernels_per_step : 0.0);
+        host_us_per_kernel(s));
     d.evidence += near_miss;
     d.advice = {"profile the host side of `compute` (Python overhead, CPU ops, host syncs inside the phase)"};
   } else {

@@ -41,13 +41,17 @@ double host_gain(const summary& s, std::string_view cause) {
   return idle.compute;
 }
 
+double host_us_per_kernel(const summary& s) {
+  return viewed(s) && s.gpu->kernels_per_step > 0 ? 1e3 * mean_of(s, "compute") / s.gpu->kernels_per_step : 0.0;
+}
+
 bool short_kernels(const summary& s, const diagnosis_thresholds& t) {
   if (!viewed(s) || s.gpu->kernels_per_step <= 0) return false;
-  const double host_us_per_kernel = 1e3 * mean_of(s, "compute") / s.gpu->kernels_per_step;
-  if (host_us_per_kernel > t.launch_host_us) return false;  // CPU work in the ops, not launches
+  const double per_kernel = host_us_per_kernel(s);
+  if (per_kernel > t.launch_host_us) return false;  // CPU work in the ops, not launches
   if (s.gpu->kernel_time_median_us <= t.launch_kernel_us) return true;
   if (s.gpu->busy_share >= t.device_busy_share) return false;  // long kernels hold the GPU most of the step
-  return s.gpu->kernel_median_us <= std::max(t.launch_kernel_us, host_us_per_kernel);
+  return s.gpu->kernel_median_us <= std::max(t.launch_kernel_us, per_kernel);
 }
 
 cause_shares cause_shares_of(const summary& s, const diagnosis_thresholds& t) {
