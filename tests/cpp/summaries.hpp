@@ -33,4 +33,20 @@ inline summary with_facts(summary s, std::vector<std::pair<std::string, std::str
   return s;
 }
 
+// A summary with a device view: the GPU busy `busy` of step time, its idle time spread over the
+// host phases as given (shares of the idle time), kernels holding half their time under
+// `kernel_us` and half of them (by count) as long or longer.
+inline summary with_device(std::map<std::string, double> shares, double busy, double kernel_us,
+                    std::vector<std::pair<std::string, double>> idle = {}) {
+  summary s = with_shares(std::move(shares));
+  s.gpu = gpu_stats{};
+  s.gpu->steps_viewed = s.steps;
+  s.gpu->busy_share = busy;
+  s.gpu->kernel_time_median_us = kernel_us;
+  s.gpu->kernel_median_us = kernel_us;
+  s.gpu->kernels_per_step = 200;
+  s.gpu->idle_by_phase = std::move(idle);
+  return s;
+}
+
 }  // namespace steptrace::testing
