@@ -53,6 +53,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "report/summary_facts.hpp"
@@ -123,6 +124,12 @@ void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d)
 void one_time_evidence(const summary& s, diagnosis& d);
 
 diagnosis diagnose(const summary& s, const diagnosis_thresholds& t = default_thresholds);
+
+// Whether the process and its workers ask for cpu_demand_share of the cores or more.
+bool cpu_saturated(const summary& s, const diagnosis_thresholds& t);
+// INPUT-BOUND's advice, specific where the tracer knows the DataLoader's settings
+// (report/input_advice.cpp).
+std::vector<std::string> input_advice(const summary& s, const diagnosis_thresholds& t);
 
 // The DataLoader worker count the INPUT-BOUND advice suggests on a machine with `cpus` usable
 // cores: half of them, at least 2 and at most 8, never above the core count ("start near 4").
