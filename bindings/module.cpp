@@ -372,9 +372,12 @@ PYBIND11_MODULE(_core, m) {
         try {
           py::gil_scoped_release unlocked;
           write_file(path, text);
-        } catch (const std::system_error& e) {  // OSError(errno, strerror, path): FileNotFoundError & co.
+        } catch (const std::system_error& e) {  // OSError(errno, why, path): FileNotFoundError & co.
+          // what() is "PATH: why": the errno's words, or why a planted link or file was refused
           const int code = e.code().value();
-          PyErr_SetObject(PyExc_OSError, py::make_tuple(code, std::strerror(code), path).ptr());
+          const std::string what = e.what(), head = path + ": ";
+          const std::string why = what.rfind(head, 0) == 0 ? what.substr(head.size()) : std::strerror(code);
+          PyErr_SetObject(PyExc_OSError, py::make_tuple(code, why, path).ptr());
           throw py::error_already_set();
         }
       },

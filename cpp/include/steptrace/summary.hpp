@@ -228,8 +228,10 @@ STEPTRACE_API std::string printable_text(std::string_view text);
 
 // Writes `text` to `path` whole or not at all, as steptrace writes its own files: a short
 // temporary beside it (`.steptrace-PID-N.tmp`), renamed over it; temporaries left in that folder
-// by processes that no longer exist are removed first. Throws std::system_error (the errno;
-// what() names the path), having left nothing behind; a path holding a NUL byte gets EINVAL.
+// by processes that no longer exist are removed first. A file replaced keeps its mode. A symbolic
+// link or file at `path` that another user may have planted (not yours or root's, in a folder
+// others can write) is refused with EPERM, what() saying why. Throws std::system_error (the
+// errno; what() is "PATH: why"), having left nothing behind; a NUL in the path gets EINVAL.
 STEPTRACE_API void write_file(const std::string& path, std::string_view text);
 
 // What one rank sends to rank 0: its summary, and the time it waited at each of its last

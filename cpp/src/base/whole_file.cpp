@@ -9,8 +9,10 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <system_error>
 
+#include "base/output_path.hpp"
 #include "base/quiet_write.hpp"
 
 namespace steptrace::detail {
@@ -60,10 +62,18 @@ int remove_stale_temporaries(const std::string& folder) noexcept {
 
 namespace {
 
+// Opens what is at `path` for writing without waiting: a FIFO nobody reads is an error (ENXIO),
+// never a program hung at exit; the descriptor then blocks as usual.
+int open_now(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags | O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0666);
+  if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
 // A target that is not a regular file (a device, a FIFO, /dev/stdout) is written in place: it
 // cannot be replaced by a rename, and holds no file to leave half-written.
 void write_in_place(const std::string& path, std::string_view text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  const int fd = open_now(path, 0);
   if (fd < 0) fail(errno, path);
   const bool written = write_all(fd, text);
   const int write_error = errno;
@@ -76,26 +86,19 @@ void write_in_place(const std::string& path, std::string_view text) {
 void write_whole_file(const std::string& given, std::string_view text) {
   if (given.find('\0') != std::string::npos) fail(EINVAL, "a path holding a NUL byte");
   if (given.empty()) fail(ENOENT, given);
-  std::string path = given;
-  struct stat info;
-  if (::lstat(path.c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {  // write where the link points
-    if (char* target = ::realpath(path.c_str(), nullptr)) {
-      path = target;
-      std::free(target);
-    }
-  }
-  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
-    if (S_ISDIR(info.st_mode)) fail(EISDIR, given);
-    return write_in_place(path, text);
-  }
-  const std::size_t slash = path.rfind('/');
-  const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const output_target target = resolve_output(given);
+  if (target.in_place) return write_in_place(given, text);
+  const std::string folder = folder_of(target.path);
   remove_stale_temporaries(folder);
   static std::atomic<unsigned> serial{0};
   const std::string tmp = folder + "/" + std::string(prefix) + std::to_string(::getpid()) + "-" +
                           std::to_string(serial.fetch_add(1)) + std::string(suffix);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
   if (fd < 0) fail(errno, given);
+  if (target.exists) {  // the file replaced keeps its owner (where allowed) and its mode
+    (void)::fchown(fd, target.info.st_uid, target.info.st_gid);
+    (void)::fchmod(fd, target.info.st_mode & 0777);
+  }
   const bool written = write_all(fd, text);
   const int write_error = errno;
   if (::close(fd) != 0 || !written) {
@@ -103,17 +106,31 @@ void write_whole_file(const std::string& given, std::string_view text) {
     ::unlink(tmp.c_str());
     fail(code, given);
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (::rename(tmp.c_str(), target.path.c_str()) != 0) {
     const int code = errno;
     ::unlink(tmp.c_str());
     fail(code, given);
   }
 }
 
-int append_whole_line(const std::string& path, std::string_view line) noexcept {
-  if (path.find('\0') != std::string::npos) return EINVAL;
-  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) return errno;
+int append_whole_line(const std::string& path, std::string_view line, std::string* why) noexcept {
+  const auto failed = [why](int code, std::string reason = {}) {
+    if (why != nullptr) *why = reason.empty() ? std::strerror(code) : std::move(reason);
+    return code;
+  };
+  if (path.find('\0') != std::string::npos) return failed(EINVAL);
+  int fd = -1;
+  try {
+    const output_target target = resolve_output(path);
+    fd = target.in_place ? open_now(path, O_APPEND) : open_now(target.path, O_APPEND | O_CREAT | O_NOFOLLOW);
+  } catch (const refused_output& e) {
+    return failed(EPERM, e.reason());
+  } catch (const std::system_error& e) {
+    return failed(e.code().value());
+  } catch (...) {
+    return failed(ENOMEM);
+  }
+  if (fd < 0) return failed(errno);
   const off_t before = ::lseek(fd, 0, SEEK_END);
   int code = 0;
   if (!write_all(fd, line)) {
@@ -121,7 +138,7 @@ int append_whole_line(const std::string& path, std::string_view line) noexcept {
     if (before >= 0) (void)::ftruncate(fd, before);  // a regular file: back to whole lines
   }
   ::close(fd);
-  return code;
+  return code == 0 ? 0 : failed(code);
 }
 
 }  // namespace steptrace::detail

@@ -12,14 +12,17 @@ namespace steptrace::detail {
 
 // Writes `text` to `path` whole or not at all. Throws std::system_error (the errno, and the path
 // in what()) when it cannot, having left nothing behind; a path holding a NUL byte is refused
-// the same way (EINVAL). A symbolic link is written through; a target that is no regular file
-// (a device, a FIFO, /dev/stdout) is written in place, as it cannot be replaced.
+// the same way (EINVAL). A link or file planted by another user is refused (refused_output, in
+// base/output_path.hpp); a link of yours is written through; a target that is no regular file
+// (a device, a FIFO, /dev/stdout) is written in place, as it cannot be replaced, and a FIFO
+// nobody reads is an error, not a wait. A file replaced keeps its mode (and owner, where allowed).
 void write_whole_file(const std::string& path, std::string_view text);
 
 // Appends `line` to `path` (created if missing) whole or not at all: a write cut short (a full
-// disk) is truncated away, so the file stays whole lines. 0, or the errno of what failed. Never
-// raises SIGPIPE (a FIFO whose reader left).
-int append_whole_line(const std::string& path, std::string_view line) noexcept;
+// disk) is truncated away, so the file stays whole lines. 0, or the errno of what failed, with
+// `why` (when given) set to words saying it (a planted link: EPERM and the reason). Never raises
+// SIGPIPE (a FIFO whose reader left). The path is held to the same rules as write_whole_file.
+int append_whole_line(const std::string& path, std::string_view line, std::string* why = nullptr) noexcept;
 
 // Removes, in `folder`, the temporaries of write_whole_file whose process is gone. How many.
 int remove_stale_temporaries(const std::string& folder) noexcept;

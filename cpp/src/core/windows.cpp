@@ -86,9 +86,10 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock) {
       write_stderr(line);
     }
     if (!jsonl.empty()) {
-      if (const int code = append_whole_line(jsonl, summary_json_line(w) + "\n"); code != 0 && !jsonl_failed) {
+      std::string why;
+      if (const int code = append_whole_line(jsonl, summary_json_line(w) + "\n", &why); code != 0 && !jsonl_failed) {
         jsonl_failed = true;  // once: it would repeat every window; later windows are still tried
-        log(log_level::error, "could not append a live window to " + jsonl + ": " + std::strerror(code) +
+        log(log_level::error, "could not append a live window to " + jsonl + ": " + why +
                                   " (the file keeps whole lines; said once)");
       }
     }

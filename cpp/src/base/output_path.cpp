@@ -1,0 +1,80 @@
+#include "base/output_path.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace steptrace::detail {
+namespace {
+
+constexpr int max_links = 40;  // as the kernel's own limit on a path's links
+
+[[noreturn]] void fail(int code, const std::string& path) {
+  throw std::system_error(code, std::generic_category(), path);
+}
+
+bool anyone_may_write(const struct stat& folder) { return (folder.st_mode & S_IWOTH) != 0; }
+
+// Why the symbolic link at `path` (lstat `link`) must not be followed; empty when it may be.
+std::string untrusted_link(const std::string& path, const struct stat& link) {
+  struct stat folder {};
+  if (::stat(folder_of(path).c_str(), &folder) == 0 && anyone_may_write(folder) && (folder.st_mode & S_ISVTX) == 0) {
+    return "a symbolic link in a folder anyone can change (world-writable, no sticky bit): not written through";
+  }
+  if (link.st_uid != ::geteuid() && link.st_uid != 0) {
+    return "a symbolic link owned by another user (uid " + std::to_string(link.st_uid) +
+           "): not written through; remove it, or name the file it points to";
+  }
+  return {};
+}
+
+// Why the file at `path` (lstat `file`, no link) must not be replaced or written; empty when it may be.
+std::string untrusted_file(const std::string& path, const struct stat& file) {
+  struct stat folder {};
+  if (::stat(folder_of(path).c_str(), &folder) != 0 || !anyone_may_write(folder)) return {};
+  if (file.st_uid == ::geteuid() || file.st_uid == folder.st_uid) return {};
+  return "owned by another user (uid " + std::to_string(file.st_uid) +
+         ") in a folder anyone can write: not replaced; remove it, or write elsewhere";
+}
+
+}  // namespace
+
+refused_output::refused_output(const std::string& path, std::string reason)
+    : std::system_error(EPERM, std::generic_category(), path), reason_(std::move(reason)), what_(path + ": " + reason_) {}
+
+std::string folder_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+output_target resolve_output(const std::string& given) {
+  output_target out;
+  out.path = given;
+  for (int hops = 0;; ++hops) {
+    struct stat at {};
+    if (::lstat(out.path.c_str(), &at) != 0) break;  // nothing there (or a magic link's target, /proc/self/fd/1)
+    if (!S_ISLNK(at.st_mode)) {
+      out.exists = true;
+      out.info = at;
+      break;
+    }
+    if (std::string why = untrusted_link(out.path, at); !why.empty()) throw refused_output(given, why);
+    if (hops == max_links) fail(ELOOP, given);
+    std::string target(static_cast<std::size_t>(at.st_size > 0 ? at.st_size : 255) + 1, '\0');
+    const ssize_t n = ::readlink(out.path.c_str(), target.data(), target.size());
+    if (n < 0) fail(errno, given);
+    target.resize(static_cast<std::size_t>(n));
+    out.path = target.front() == '/' ? target : folder_of(out.path) + "/" + target;
+  }
+  struct stat followed {};
+  if (::stat(given.c_str(), &followed) == 0) {
+    if (S_ISDIR(followed.st_mode)) fail(EISDIR, given);
+    out.in_place = !S_ISREG(followed.st_mode);
+  }
+  if (out.exists) {
+    if (std::string why = untrusted_file(out.path, out.info); !why.empty()) throw refused_output(given, why);
+  }
+  return out;
+}
+
+}  // namespace steptrace::detail
