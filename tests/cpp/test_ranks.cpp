@@ -249,6 +249,28 @@ TEST_CASE("a combined summary survives JSON, and its table shows every rank", "[
   CHECK_THAT(table, Contains("STRAGGLER"));
 }
 
+TEST_CASE("a world a file claims is bounded: missing ranks are counted, listed up to a bound, and survive JSON", "[ranks]") {
+  auto reports = job({{{"compute", 10}}, {{"compute", 10}}});
+  const summary all = combine_ranks(reports, max_world_size, 7.5);
+  CHECK(all.ranks->missing_count == max_world_size - 2);
+  CHECK(all.ranks->missing.size() == missing_listed);
+  CHECK(all.ranks->missing.front() == 2);
+  const std::string table = all.table();
+  CHECK_THAT(table, Contains("missing: ranks 2, 3, 4,") && Contains("(1048574 in all)"));
+  CHECK(table.size() < 8000);  // a line, not 1 M numbers
+  const std::string json = all.json();
+  CHECK(json.size() < 64 * 1024);
+  const summary back = summary::from_json(json);
+  CHECK(back.ranks->missing_count == max_world_size - 2);
+  CHECK(back.ranks->missing == all.ranks->missing);
+  CHECK_THROWS_WITH(combine_ranks(reports, max_world_size + 1, 7.5), Contains("more than steptrace reads"));
+  std::string forged = json;
+  const std::string world = "\"world_size\": " + std::to_string(max_world_size);
+  REQUIRE(forged.find(world) != std::string::npos);
+  forged.replace(forged.find(world), world.size(), "\"world_size\": 4294967294");
+  CHECK_THROWS_WITH(summary::from_json(forged), Contains("more than the ranks steptrace reads"));
+}
+
 TEST_CASE("combine_ranks refuses reports it cannot place", "[ranks]") {
   auto reports = job({{{"compute", 10}}, {{"compute", 10}}});
   CHECK_THROWS_WITH(combine_ranks(reports, 1, 30), Contains("rank 1 in a world of 1"));

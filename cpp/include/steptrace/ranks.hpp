@@ -9,6 +9,7 @@
 // "Many ranks"). combine_ranks lives in steptrace/summary.hpp beside the summary it returns.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -16,6 +17,12 @@
 #include <vector>
 
 namespace steptrace {
+
+// The most ranks a job may claim (a file, a gather): 2^20. A file that claims more is refused,
+// so that what a file says cannot size what steptrace allocates.
+inline constexpr std::uint32_t max_world_size = 1u << 20;
+// Of a job's missing ranks, how many are listed by number (all are counted).
+inline constexpr std::size_t missing_listed = 1000;
 
 // Which process of the job a summary is from.
 struct rank_info {
@@ -61,7 +68,8 @@ struct straggler_info {
 struct ranks_view {
   std::uint32_t world_size = 0;
   std::vector<rank_row> rows;          // the ranks gathered, by rank
-  std::vector<std::uint32_t> missing;  // ranks whose summary did not arrive
+  std::vector<std::uint32_t> missing;  // ranks whose summary did not arrive: the first missing_listed
+  std::uint32_t missing_count = 0;     // all of them
   // Ranks whose summary arrived but was refused (its figures did not hold together), with why.
   std::vector<std::pair<std::uint32_t, std::string>> refused;
   double timeout_s = 0;                // how long rank 0 waited for them

@@ -119,6 +119,11 @@ summary summarise_trace(const trace_events& events, const trace_reading& reading
     rank_info who;
     who.rank = *events.rank;
     who.world_size = events.world_size.value_or(*events.rank + 1);
+    if (who.world_size > max_world_size || who.rank >= max_world_size) {
+      throw std::invalid_argument(path + ": its distributedInfo claims rank " + std::to_string(who.rank) + " of " +
+                                  std::to_string(who.world_size) + ", more ranks than steptrace reads (" +
+                                  std::to_string(max_world_size) + " at most)");
+    }
     if (who.rank < who.world_size) out.rank = who;
   }
   out.backend.cuda = reading.has_device;

@@ -202,6 +202,10 @@ diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s) {
 
 summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t world_size, double timeout_s,
                       bool from_files, const std::vector<std::pair<std::uint32_t, std::string>>& refused) {
+  if (world_size > max_world_size) {
+    throw std::invalid_argument(fmt::format("a world of {} ranks is more than steptrace reads ({} at most)", world_size,
+                                            max_world_size));
+  }
   std::vector<const rank_report*> sorted;
   for (const rank_report& r : reports) {
     if (!r.s.rank) throw std::invalid_argument("combine_ranks: a summary has no rank (tracer::set_rank)");
@@ -231,7 +235,9 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
     }
   }
   for (std::uint32_t rank = 0; rank < world_size; ++rank) {
-    if (!seen[rank]) view.missing.push_back(rank);
+    if (seen[rank]) continue;
+    if (view.missing.size() < missing_listed) view.missing.push_back(rank);
+    ++view.missing_count;
   }
   std::vector<double> own_work;
   for (const rank_row& r : view.rows) {

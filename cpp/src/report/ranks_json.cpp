@@ -8,9 +8,13 @@
 namespace steptrace::detail {
 namespace {
 
+// A rank or a world size: never past max_world_size, whatever the file claims.
 std::uint32_t rank_count_at(const json_doc& j, const char* key) {
   const std::uint64_t n = count_at(j, key);
-  if (n > UINT32_MAX) throw std::invalid_argument(std::string("\"") + key + "\" is too large");
+  if (n > max_world_size) {
+    throw std::invalid_argument(std::string("\"") + key + "\" is " + std::to_string(n) +
+                                ", more than the ranks steptrace reads (" + std::to_string(max_world_size) + " at most)");
+  }
   return static_cast<std::uint32_t>(n);
 }
 
@@ -64,7 +68,7 @@ json_doc ranks_json(const ranks_view& v) {
                  {"others_wait_ms", s->others_wait_ms}};
     if (s->late_ms > 0) straggler["late_ms"] = s->late_ms;
   }
-  return json_doc{{"world_size", v.world_size}, {"rows", rows},           {"missing", v.missing},
+  return json_doc{{"world_size", v.world_size}, {"rows", rows},           {"missing", v.missing}, {"missing_count", v.missing_count},
                   {"refused", refused_json(v.refused)},
                   {"timeout_s", v.timeout_s},   {"from_files", v.from_files}, {"steps_compared", v.steps_compared},
                   {"worst", {{"rank", v.worst_rank}, {"ms", v.worst_ms}, {"median_ms", v.median_ms}}},
@@ -101,7 +105,12 @@ ranks_view ranks_from(const json_doc& j) {
     if (!m.is_number_unsigned() || m.get<std::uint64_t>() >= v.world_size) {
       throw std::invalid_argument("a missing rank must be a rank of the world, not " + shown(m));
     }
+    if (v.missing.size() == missing_listed) throw std::invalid_argument("more missing ranks listed than a summary lists");
     v.missing.push_back(static_cast<std::uint32_t>(m.get<std::uint64_t>()));
+  }
+  v.missing_count = j.contains("missing_count") ? rank_count_at(j, "missing_count") : static_cast<std::uint32_t>(v.missing.size());
+  if (v.missing_count < v.missing.size() || v.missing_count > v.world_size) {
+    throw std::invalid_argument("\"missing_count\" is fewer than the missing ranks listed, or more than the world");
   }
   if (j.contains("refused")) {
     for (const json_doc& r : j.at("refused")) {

@@ -127,15 +127,17 @@ void rank_lines(const ranks_view& v, const std::function<void(std::string)>& lin
                      rank, why));
   }
   if (!v.missing.empty()) {
+    constexpr std::size_t named = 32;  // a line, not a page: the JSON lists more
     std::string which;
-    for (std::uint32_t r : v.missing) which += (which.empty() ? "" : ", ") + std::to_string(r);
+    for (std::size_t i = 0; i < v.missing.size() && i < named; ++i) which += (i ? ", " : "") + std::to_string(v.missing[i]);
+    if (v.missing_count > named) which += fmt::format(" ... ({} in all)", v.missing_count);
     if (v.from_files) {
       line(fmt::format("  missing: rank{} {}: no file among those read; the figures are over the others",
-                       v.missing.size() == 1 ? "" : "s", which));
+                       v.missing_count == 1 ? "" : "s", which));
     } else {
       line(fmt::format("  missing: rank{} {}: no summary arrived within {} s (it ended early, crashed, or is still "
                        "running); the figures are over the others",
-                       v.missing.size() == 1 ? "" : "s", which, ms(v.timeout_s)));
+                       v.missing_count == 1 ? "" : "s", which, ms(v.timeout_s)));
     }
   }
 }
