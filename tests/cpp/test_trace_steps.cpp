@@ -172,5 +172,35 @@ TEST_CASE("steptrace's own annotations in a trace give its exact steps and phase
   CHECK_FALSE(s.gpu);  // no device activity in the trace: host view only
   CHECK_THAT(s.backend.reason, Catch::Matchers::Contains("steptrace's own annotations"));
   CHECK_THAT(s.backend.reason, Catch::Matchers::Contains("no GPU activity"));
+
+  // the user's explicit choice wins over the annotations: each ProfilerStep range, 90 us long
+  const summary named = read_profiler_trace(f.path, {"ProfilerStep#1"});
+  CHECK(named.steps == 1);
+  CHECK(*named.fact("trace.steps_from") == "named range");
+  CHECK(named.step_ms.mean == Approx(0.090).margin(1e-9));
+}
+
+TEST_CASE("step ranges nested in or overlapping another are counted and said, never dropped silently", "[profiler]") {
+  trace_text nested;  // ten ProfilerSteps inside one long one: the long one is the step
+  nested.add("user_annotation", "ProfilerStep#0", 1, 0, 10000);
+  for (int i = 1; i <= 10; ++i) nested.add("user_annotation", "ProfilerStep#" + std::to_string(i), 1, i * 900.0, 800);
+  const summary one = read_profiler_trace(temp_file(nested.json()).path);
+  CHECK(one.steps == 1);
+  CHECK(one.errors.nested_steps == 10);
+  CHECK_THAT(one.backend.reason, Catch::Matchers::Contains("10 more step ranges nested in or overlapping another, left out"));
+  CHECK_THAT(one.table(), Catch::Matchers::Contains("10 nested steps ignored"));
+
+  trace_text overlapping;  // ten steps each starting before the last ends: every other one is kept
+  for (int i = 0; i < 10; ++i) overlapping.add("user_annotation", "ProfilerStep#" + std::to_string(i), 1, i * 100.0, 150);
+  const summary half = read_profiler_trace(temp_file(overlapping.json()).path);
+  CHECK(half.steps == 5);
+  CHECK(half.errors.nested_steps == 5);
+  CHECK(summary::from_json(half.json()).errors.nested_steps == 5);
+
+  trace_text clean;
+  for (int i = 0; i < 3; ++i) clean.add("user_annotation", "ProfilerStep#" + std::to_string(i), 1, i * 100.0, 100);
+  const summary none = read_profiler_trace(temp_file(clean.json()).path);
+  CHECK(none.errors.nested_steps == 0);
+  CHECK_THAT(none.backend.reason, !Catch::Matchers::Contains("left out ("));
 }
 

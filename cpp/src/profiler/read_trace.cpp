@@ -53,6 +53,10 @@ std::string steps_said(const trace_reading& r) {
 
 std::string backend_reason(const std::string& path, const trace_events& t, const trace_reading& r, const summary& s) {
   std::string reason = fmt::format("read from the torch.profiler trace {} ({})", path, steps_said(r));
+  if (r.steps_dropped) {
+    reason += fmt::format("; {} more step range{} nested in or overlapping another, left out (errors.nested_steps)",
+                          r.steps_dropped, r.steps_dropped == 1 ? "" : "s");
+  }
   if (const std::string* gpu = s.fact("gpu.name")) reason += fmt::format("; device: {}", *gpu);
   if (r.untraced_ns) {
     reason += r.warmup_steps
@@ -109,6 +113,7 @@ summary summarise_trace(const trace_events& events, const trace_reading& reading
   totals.fill(out, 1.0);
   timeline.fill(out.timeline, totals.run_begin(), 1.0, &same_ns);
   out.errors.unbalanced_phases = builder.unbalanced();
+  out.errors.nested_steps = reading.steps_dropped;
   out.windows = reading.source == step_source::whole_trace;
   out.facts = reading.facts;
   out.facts.emplace_back("trace.steps_from", reading.source == step_source::own_annotations ? "annotations"

@@ -38,6 +38,7 @@ class rules {
     out_.source = choice.source;
     out_.step_name = choice.source == step_source::named_range ? step_name_ : std::string();
     out_.steps = choice.steps.size();
+    out_.steps_dropped = choice.dropped;
     pid_ = choice.pid;
     tid_ = choice.tid;
     device_ = find_device(t_);

@@ -37,7 +37,11 @@ bool steps_of(const trace_events& t, Pick&& pick, step_choice& out) {
   }
   std::stable_sort(found.begin(), found.end(), [](const step_interval& a, const step_interval& b) { return a.begin < b.begin; });
   for (const step_interval& s : found) {
-    if (out.steps.empty() || s.begin >= out.steps.back().end) out.steps.push_back(s);
+    if (out.steps.empty() || s.begin >= out.steps.back().end) {
+      out.steps.push_back(s);
+    } else {
+      ++out.dropped;  // counted, and said in the summary's errors and backend reason
+    }
   }
   return true;
 }
@@ -65,15 +69,15 @@ void whole_trace(const trace_events& t, const std::string& file, step_choice& ou
 step_choice choose_steps(const trace_events& t, const std::string& file, const std::string& step_name) {
   step_choice out;
   const auto name_is = [&t](const trace_event& e, std::string_view n) { return t.names[e.name] == n; };
-  out.source = step_source::own_annotations;
-  if (steps_of(t, [&](const trace_event& e) { return e.cat == event_cat::user_annotation && name_is(e, own_step_name); }, out)) {
-    return out;
-  }
-  if (!step_name.empty()) {
+  if (!step_name.empty()) {  // the user's explicit choice comes before any the trace suggests
     out.source = step_source::named_range;
     if (steps_of(t, [&](const trace_event& e) { return is_host(e) && name_is(e, step_name); }, out)) return out;
     throw std::invalid_argument(file + ": no step: the trace has no host range named \"" +
                                 escaped_utf8(step_name).substr(0, 80) + "\"");
+  }
+  out.source = step_source::own_annotations;
+  if (steps_of(t, [&](const trace_event& e) { return e.cat == event_cat::user_annotation && name_is(e, own_step_name); }, out)) {
+    return out;
   }
   out.source = step_source::profiler_steps;
   if (steps_of(t, [&](const trace_event& e) { return is_host_op(e) && is_profiler_step(t.names[e.name]); }, out)) {

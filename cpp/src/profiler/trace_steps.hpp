@@ -1,7 +1,7 @@
 // Internal (not public API): which intervals of a torch.profiler trace are its steps, and which
 // host thread is the main one (docs/architecture.md, "Reading torch.profiler traces"), in order:
-// steptrace's own `steptrace:step` annotations; a range the user names; the ProfilerStep#N
-// ranges; else the whole trace as one window.
+// a range the user names (their explicit choice wins); steptrace's own `steptrace:step`
+// annotations; the ProfilerStep#N ranges; else the whole trace as one window.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +27,7 @@ struct step_choice {
   step_source source = step_source::profiler_steps;
   std::uint32_t pid = 0, tid = 0;     // the main thread (interned ids)
   std::vector<step_interval> steps;   // in time order, none nested in or overlapping another
+  std::uint64_t dropped = 0;          // ranges of the step's name nested in or overlapping a step kept
 };
 
 // `step_name`: the range the user named ("" for none). Throws std::invalid_argument naming
