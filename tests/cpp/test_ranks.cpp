@@ -158,7 +158,13 @@ TEST_CASE("a rank's device wait (a trace's exposed NCCL time) is its wait at the
   CHECK(all.ranks->straggler->rank == 1);
   CHECK(all.ranks->straggler->phase == "input");
   CHECK(all.ranks->straggler->excess_ms == Approx(11.5));
-  CHECK(all.ranks->rows[0].wait_ms == Approx(12));
+  // device time is a column of its own: the host phases still sum to the step (28 + 2 = 30 ms)
+  CHECK(all.ranks->rows[0].wait_ms == Approx(0).margin(1e-9));
+  CHECK(all.ranks->rows[0].device_wait_ms == Approx(12));
+  const rank_row& r0 = all.ranks->rows[0];
+  CHECK(r0.input_ms + r0.h2d_ms + r0.compute_ms + r0.wait_ms + r0.other_ms == Approx(r0.step_mean_ms));
+  CHECK(summary::from_json(all.json()).ranks->rows[0].device_wait_ms == Approx(12));
+  CHECK_THAT(all.table(), Contains("GPU wait") && Contains("outside `wait` and GPU wait"));
   CHECK(all.ranks->from_files);
   CHECK(summary::from_json(all.json()).ranks->from_files);
   // the gain of the straggler's fix: its excess over the median rank, of the step; and each row's

@@ -40,6 +40,9 @@ struct rank_row {
   std::uint64_t steps = 0;
   double step_mean_ms = 0, step_p50_ms = 0, step_p95_ms = 0;
   double input_ms = 0, h2d_ms = 0, compute_ms = 0, wait_ms = 0, other_ms = 0;
+  // From traces: per step, the NCCL kernels' time no other kernel hid (rank_report::device_wait_ms).
+  // Device time, so a column of its own: it overlaps the host phases and is never added to them.
+  double device_wait_ms = 0;
   std::optional<double> device_busy_share;  // with a device view
   std::string label;                        // that rank's own diagnosis
   // The gain from fixing that rank's own first cause (its diagnosis's largest), of its step time;

@@ -242,7 +242,8 @@ struct rank_report {
   std::uint64_t collectives = 0;
   // Per step, the time the rank waited for the others on the device rather than on the host:
   // from a trace, its NCCL kernels' time that no other kernel hid (a fast rank's all-reduce runs
-  // long waiting for the slow rank's data). Added to its `wait`.
+  // long waiting for the slow rank's data). Its row's own column; with the host `wait`, what the
+  // straggler rule counts as the rank's wait at the collectives.
   double device_wait_ms = 0;
 };
 

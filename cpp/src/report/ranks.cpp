@@ -51,6 +51,9 @@ auto& phase_of(Row& r, std::string_view phase) {
   return r.other_ms;
 }
 
+// A rank's wait at the collectives a step: on the host and, from a trace, on the device.
+double collective_wait(const rank_row& r) { return r.wait_ms + r.device_wait_ms; }
+
 rank_row row_of(const rank_report& report) {
   const summary& s = report.s;
   rank_row r;
@@ -60,7 +63,7 @@ rank_row row_of(const rank_report& report) {
   r.step_p50_ms = s.step_ms.p50;
   r.step_p95_ms = s.step_ms.p95;
   for (const char* p : {"input", "h2d", "compute", "wait", "other"}) phase_of(r, p) = row_share(s, p) * s.step_ms.mean;
-  if (std::isfinite(report.device_wait_ms) && report.device_wait_ms > 0) r.wait_ms += report.device_wait_ms;
+  if (std::isfinite(report.device_wait_ms) && report.device_wait_ms > 0) r.device_wait_ms = report.device_wait_ms;
   if (s.gpu) r.device_busy_share = s.gpu->busy_share;
   r.label = s.diag.label;
   if (!s.diag.gains.empty()) r.gain_cause = s.diag.gains.front().first, r.gain = s.diag.gains.front().second;
@@ -112,15 +115,15 @@ std::optional<straggler_info> find_straggler(const ranks_view& view) {
   }
   if (rows.size() < 2) return std::nullopt;
   const rank_row* least = *std::min_element(rows.begin(), rows.end(),
-                                            [](const rank_row* a, const rank_row* b) { return a->wait_ms < b->wait_ms; });
+                                            [](const rank_row* a, const rank_row* b) { return collective_wait(*a) < collective_wait(*b); });
   std::vector<double> others_wait, steps;
   for (const rank_row* r : rows) {
     steps.push_back(r->step_mean_ms);
-    if (r != least) others_wait.push_back(r->wait_ms);
+    if (r != least) others_wait.push_back(collective_wait(*r));
   }
   straggler_info s;
   s.rank = least->who.rank;
-  s.own_wait_ms = least->wait_ms;
+  s.own_wait_ms = collective_wait(*least);
   s.others_wait_ms = median(others_wait);
   const double gap = s.others_wait_ms - s.own_wait_ms;
   if (gap < default_thresholds.straggler_gap_share * median(steps) || gap < default_thresholds.straggler_gap_ms) {
@@ -242,7 +245,7 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
   std::vector<double> own_work;
   for (const rank_row& r : view.rows) {
     if (r.steps == 0) continue;  // a rank that recorded nothing is neither the worst nor the median
-    own_work.push_back(r.step_mean_ms - r.wait_ms);
+    own_work.push_back(std::max(0.0, r.step_mean_ms - collective_wait(r)));
     if (own_work.size() == 1 || own_work.back() > view.worst_ms) view.worst_rank = r.who.rank, view.worst_ms = own_work.back();
   }
   view.median_ms = median(own_work);

@@ -53,6 +53,7 @@ json_doc ranks_json(const ranks_view& v) {
     row["step_ms"] = {{"mean", r.step_mean_ms}, {"p50", r.step_p50_ms}, {"p95", r.step_p95_ms}};
     row["phase_ms"] = {{"input", r.input_ms}, {"h2d", r.h2d_ms}, {"compute", r.compute_ms}, {"wait", r.wait_ms},
                        {"other", r.other_ms}};
+    if (r.device_wait_ms > 0) row["device_wait_ms"] = r.device_wait_ms;
     row["device_busy_share"] = r.device_busy_share ? json_doc(*r.device_busy_share) : json_doc(nullptr);
     row["label"] = r.label.empty() ? json_doc(nullptr) : json_doc(r.label);
     row["slowest_steps"] = r.slowest_steps;
@@ -92,6 +93,7 @@ ranks_view ranks_from(const json_doc& j) {
     r.compute_ms = number_at(p, "compute");
     r.wait_ms = number_at(p, "wait");
     r.other_ms = number_at(p, "other");
+    if (row.contains("device_wait_ms")) r.device_wait_ms = number_at(row, "device_wait_ms");
     if (!row.at("device_busy_share").is_null()) r.device_busy_share = number_at(row, "device_busy_share");
     if (!row.at("label").is_null()) r.label = row.at("label").get<std::string>();
     r.slowest_steps = count_at(row, "slowest_steps");

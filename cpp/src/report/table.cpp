@@ -101,22 +101,25 @@ void rank_lines(const ranks_view& v, const std::function<void(std::string)>& lin
   line("");
   line(fmt::format("ranks      {} of {} {}; per step, mean ms of each phase with the phases inside it",
                    v.rows.size(), v.world_size, v.from_files ? "read from files" : "gathered"));
-  line(fmt::format("  {:>5}  {:<16}{:>7}{:>10}{:>9}{:>9}{:>9}{:>9}{:>9}{:>10}{:>9}  {:<14}{}", "rank", "host", "steps",
-                   "step p50", "input", "h2d", "compute", "wait", "other", "GPU busy", "slowest", "label",
-                   "gain of its first fix"));
+  // From traces, the NCCL time no kernel hid: device time, beside the host phases, never in them.
+  const bool device_wait = std::any_of(v.rows.begin(), v.rows.end(), [](const rank_row& r) { return r.device_wait_ms > 0; });
+  line(fmt::format("  {:>5}  {:<16}{:>7}{:>10}{:>9}{:>9}{:>9}{:>9}{:>9}{}{:>10}{:>9}  {:<14}{}", "rank", "host", "steps",
+                   "step p50", "input", "h2d", "compute", "wait", "other", device_wait ? fmt::format("{:>10}", "GPU wait") : "",
+                   "GPU busy", "slowest", "label", "gain of its first fix"));
   for (const rank_row& r : v.rows) {
     const std::string busy = r.device_busy_share ? fmt::format("{:.0f}%", 100 * *r.device_busy_share) : "-";
     const std::string slowest = v.steps_compared ? std::to_string(r.slowest_steps) : "-";
     const std::string gain = r.gain_cause.empty() ? "-" : fmt::format("up to {:.0f}%, `{}`", 100 * r.gain, r.gain_cause);
-    line(fmt::format("  {:>5}  {:<16}{:>7}{:>10}{:>9}{:>9}{:>9}{:>9}{:>9}{:>10}{:>9}  {:<14}{}", r.who.rank,
+    line(fmt::format("  {:>5}  {:<16}{:>7}{:>10}{:>9}{:>9}{:>9}{:>9}{:>9}{}{:>10}{:>9}  {:<14}{}", r.who.rank,
                      cut(r.who.host, 15), r.steps, ms(r.step_p50_ms), ms(r.input_ms), ms(r.h2d_ms),
-                     ms(r.compute_ms), ms(r.wait_ms), ms(r.other_ms), busy, slowest, r.label.empty() ? "-" : r.label,
-                     gain));
+                     ms(r.compute_ms), ms(r.wait_ms), ms(r.other_ms),
+                     device_wait ? fmt::format("{:>10}", ms(r.device_wait_ms)) : "", busy, slowest,
+                     r.label.empty() ? "-" : r.label, gain));
   }
   const auto with_steps = std::count_if(v.rows.begin(), v.rows.end(), [](const rank_row& r) { return r.steps > 0; });
   if (with_steps >= 2) {  // ranks with no steps are rows, never the worst or the median
-    line(fmt::format("  worst rank {}: {} ms a step outside `wait`; the median rank {} ms{}", v.worst_rank,
-                     ms(v.worst_ms), ms(v.median_ms),
+    line(fmt::format("  worst rank {}: {} ms a step outside `wait`{}; the median rank {} ms{}", v.worst_rank,
+                     ms(v.worst_ms), device_wait ? " and GPU wait" : "", ms(v.median_ms),
                      v.steps_compared ? fmt::format(" (`slowest`: of the last {} steps, those it waited least in)",
                                                     v.steps_compared)
                                       : std::string()));
