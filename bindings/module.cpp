@@ -367,6 +367,12 @@ PYBIND11_MODULE(_core, m) {
       },
       py::arg("path"), py::arg("step") = "", py::arg("name") = "", py::call_guard<py::gil_scoped_release>());
   m.def(
+      "read_file",
+      [](const std::string& path, const std::string& step, const std::string& name) {
+        return read_file(path, {step, name});
+      },
+      py::arg("path"), py::arg("step") = "", py::arg("name") = "", py::call_guard<py::gil_scoped_release>());
+  m.def(
       "write_file",
       [](const std::string& path, const std::string& text) {
         try {
@@ -377,7 +383,9 @@ PYBIND11_MODULE(_core, m) {
           const int code = e.code().value();
           const std::string what = e.what(), head = path + ": ";
           const std::string why = what.rfind(head, 0) == 0 ? what.substr(head.size()) : std::strerror(code);
-          PyErr_SetObject(PyExc_OSError, py::make_tuple(code, why, path).ptr());
+          // the path as Python spells names (bytes outside UTF-8 as surrogates), never a decode error
+          const py::object name = py::reinterpret_steal<py::object>(PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size())));
+          PyErr_SetObject(PyExc_OSError, py::make_tuple(code, why, name).ptr());
           throw py::error_already_set();
         }
       },

@@ -45,7 +45,7 @@ class Summary:
         or not at all (as every file steptrace writes)."""
         text = self._core.json()
         if path is not None:
-            _core.write_file(os.fspath(path), text + "\n")
+            _core.write_file(os.fsencode(path), text + "\n")
         else:
             self._shown()  # the text itself, to print or send: shown; a file written is not
         return text
@@ -56,7 +56,7 @@ class Summary:
         flagged), a track per stream with device activity and the idle gaps. Also written to ``path``."""
         text = self._core.trace()
         if path is not None:
-            _core.write_file(os.fspath(path), text + "\n")
+            _core.write_file(os.fsencode(path), text + "\n")
         return text
 
     def to_html(self, path: Union[str, "os.PathLike[str]", None] = None, title: str = "steptrace report") -> str:
@@ -66,7 +66,7 @@ class Summary:
 
         text = _html.render(self.to_dict(), str(self), _html.idle_gaps(self._core.trace()), title)
         if path is not None:
-            _core.write_file(os.fspath(path), text)
+            _core.write_file(os.fsencode(path), text)
         return text
 
     def prometheus(self, prefix: str = "steptrace") -> str:

@@ -116,8 +116,13 @@ def test_a_gpu_job_names_its_straggler_from_the_nccl_kernels_exposed_time(tmp_pa
     d = steptrace.load(folder).to_dict()
     ranks = d["ranks"]
     assert ranks["missing"] == [3]  # distributedInfo says a world of 4
-    rows = {r["rank"]: r["phase_ms"] for r in ranks["rows"]}
-    assert rows[0]["wait"] == pytest.approx(12.5, abs=0.01) and rows[1]["wait"] == pytest.approx(0.5, abs=0.01)
+    rows = {r["rank"]: r for r in ranks["rows"]}
+    # the exposed NCCL time is the rank's GPU wait, a column beside its host phases (no host waits)
+    assert rows[0]["device_wait_ms"] == pytest.approx(12.5, abs=0.01)
+    assert rows[1]["device_wait_ms"] == pytest.approx(0.5, abs=0.01)
+    for r in rows.values():
+        assert r["phase_ms"]["wait"] == pytest.approx(0, abs=0.01)
+        assert sum(r["phase_ms"].values()) == pytest.approx(r["step_ms"]["mean"], rel=1e-6)
     assert ranks["straggler"]["rank"] == 1 and ranks["straggler"]["phase"] == "input"
     assert ranks["straggler"]["excess_ms"] == pytest.approx(12, abs=0.01)
     assert "no file among those read" in str(steptrace.load(folder))

@@ -28,8 +28,15 @@ struct trace_options {
 };
 
 // Throws std::invalid_argument, naming the file and the problem, for a file that cannot be
-// read, is not JSON or not a Chrome trace, is cut short, holds no host events, or lacks the
-// range `options.step` names.
+// read, is not JSON or not a Chrome trace, is cut short, holds no host events, holds more than
+// 10,000,000 events the reader keeps, inflates past 16 GiB, or lacks the range `options.step` names.
 STEPTRACE_API summary read_profiler_trace(const std::string& path, const trace_options& options = {});
+
+// A saved summary (summary::json()) or a torch.profiler trace, told apart by the document's
+// top-level keys ("schema" or "traceEvents", however far in), plain or gzip, from a file or a
+// pipe, read once as it comes. A summary is at most 256 MB; a trace's bounds are those of
+// read_profiler_trace (10,000,000 events kept, 16 GiB inflated). Throws std::invalid_argument
+// naming the file and the problem in either reader's words; `options.step` on a summary is one.
+STEPTRACE_API summary read_file(const std::string& path, const trace_options& options = {});
 
 }  // namespace steptrace

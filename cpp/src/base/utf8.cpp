@@ -93,3 +93,16 @@ std::string escaped_utf8(std::string_view text) { return escaped(text, true); }
 std::string escaped_controls(std::string_view text) { return escaped(text, false); }
 
 }  // namespace steptrace::detail
+
+namespace steptrace::detail {
+
+std::size_t first_invalid_utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = sequence_length(text, i);
+    if (n == 0) return i;
+    i += n;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace steptrace::detail

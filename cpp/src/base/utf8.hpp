@@ -20,4 +20,7 @@ std::string escaped_utf8(std::string_view text);
 // comes back unchanged; a crafted one cannot reach a terminal as an escape sequence).
 std::string escaped_controls(std::string_view text);
 
+// Where `text` stops being valid UTF-8 (a byte offset), or npos when it is valid throughout.
+std::size_t first_invalid_utf8(std::string_view text);
+
 }  // namespace steptrace::detail

@@ -54,19 +54,30 @@ class gzip_source final : public byte_source {
         z_.next_in = reinterpret_cast<Bytef*>(in_.data());
         z_.avail_in = static_cast<uInt>(got);
       }
-      if (member_done_) {  // another member follows the one that ended
-        if (inflateReset(&z_) != Z_OK) fail(path_, "zlib could not restart");
-        member_done_ = false;
+      if (member_done_) {  // another member may follow the one that ended: its magic bytes, or nothing
+        next_member();
+        continue;
       }
       const int rc = inflate(&z_, Z_NO_FLUSH);
       if (rc == Z_STREAM_END) {
         member_done_ = true;
+      } else if (rc == Z_DATA_ERROR && z_.msg != nullptr && std::strstr(z_.msg, "check") != nullptr) {
+        fail(path_, std::string("a damaged gzip file: its ") +
+                        (std::strstr(z_.msg, "length") ? "length" : "checksum (CRC)") +
+                        " does not match its data (" + z_.msg + ")");
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
-        fail(path_, std::string("is not a valid gzip file (") + (z_.msg ? z_.msg : "inflate failed") + ")");
+        fail(path_, std::string("a damaged gzip file (") + (z_.msg ? z_.msg : "inflate failed") + ")");
       }
+    }
+    inflated_ += n - z_.avail_out;
+    if (inflated_ > max_inflated_bytes) {
+      fail(path_, "a gzip file that inflates to more than " + std::to_string(max_inflated_bytes >> 30) +
+                      " GiB, more than steptrace reads");
     }
     return n - z_.avail_out;
   }
+
+  bool compressed() const override { return true; }
 
  private:
   std::unique_ptr<byte_source> raw_;
@@ -74,6 +85,19 @@ class gzip_source final : public byte_source {
   std::vector<char> in_;
   z_stream z_;
   bool member_done_ = false;
+  std::uint64_t inflated_ = 0;
+
+  // After a member's end, with input at hand: starts the next member, or passes over the zeros
+  // some tools pad with. Anything else is bytes that are not gzip: an error.
+  void next_member() {
+    if (z_.next_in[0] == 0x1f) {
+      if (inflateReset(&z_) != Z_OK) fail(path_, "zlib could not restart");
+      member_done_ = false;
+      return;
+    }
+    while (z_.avail_in > 0 && z_.next_in[0] == 0) ++z_.next_in, --z_.avail_in;
+    if (z_.avail_in > 0) fail(path_, "bytes after the end of its gzip data that are not another gzip member");
+  }
 };
 
 // Hands back bytes already read, then the rest of the source.
@@ -120,6 +144,10 @@ std::unique_ptr<byte_source> open_trace_file(const std::string& path, const std:
     return std::make_unique<gzip_source>(std::move(plain), shown);
   }
   return plain;
+}
+
+std::unique_ptr<byte_source> prefixed(std::string prefix, std::unique_ptr<byte_source> rest) {
+  return std::make_unique<prefixed_source>(std::move(prefix), std::move(rest));
 }
 
 std::unique_ptr<byte_source> bytes_of(std::string text) {

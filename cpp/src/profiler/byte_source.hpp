@@ -16,14 +16,25 @@ class byte_source {
   // Up to `n` bytes into `buf`; 0 only at the end. Throws std::invalid_argument (naming the
   // file) when the file cannot be read or its gzip stream is damaged or cut short.
   virtual std::size_t read(char* buf, std::size_t n) = 0;
+  // Whether the bytes are inflated from gzip (for messages: "a gzip file of nothing").
+  virtual bool compressed() const { return false; }
 };
 
-// Opens `path` for reading: a regular file or a pipe (`<(zcat run.json.gz)`), read once. Throws
-// std::invalid_argument naming it (as `name`, when given) when it cannot be opened or is neither
-// (a directory, a device such as /dev/zero).
+// The most a gzip file may inflate to (16 GiB): a small file that would unpack to more is refused
+// as it passes the bound, whatever it holds, so that what a file claims cannot set the time spent.
+inline constexpr std::uint64_t max_inflated_bytes = std::uint64_t{16} << 30;
+
+// Opens `path` for reading: a regular file or a pipe (`<(zcat run.json.gz)`, `-`'s
+// /dev/stdin), read once, as it comes. Throws std::invalid_argument naming it (as `name`, when
+// given) when it cannot be opened or is neither (a directory, a device such as /dev/zero). A
+// gzip stream's problems are named as such: cut short, a bad checksum or length, bytes after
+// its end that are no further gzip member, more than max_inflated_bytes.
 std::unique_ptr<byte_source> open_trace_file(const std::string& path, const std::string& name = "");
 
 // The bytes of a string (tests).
 std::unique_ptr<byte_source> bytes_of(std::string text);
+
+// `prefix`, then the rest of `rest`: bytes already read from a source handed back in front of it.
+std::unique_ptr<byte_source> prefixed(std::string prefix, std::unique_ptr<byte_source> rest);
 
 }  // namespace steptrace::detail

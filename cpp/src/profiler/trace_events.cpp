@@ -268,6 +268,10 @@ class event_reader {
     if (!ts_ok) return problem("`" + name + "` has a timestamp that is not a non-negative number: " + shorten(bad_ts_));
     if (!dur_ok) return problem("`" + name + "` has a duration that is not a non-negative number: " + shorten(bad_dur_));
     if (e.ts > UINT64_MAX - e.dur) return problem("`" + name + "` ends past the end of time");
+    if (out_.events.size() == max_trace_events) {
+      in_.fail("more than 10,000,000 events: more than steptrace reads; profile fewer steps (the schedule's "
+               "active=) or export one step range");
+    }
     out_.events.push_back(e);
   }
 

@@ -36,6 +36,11 @@ struct trace_event {
   bool tid_negative = false;  // Kineto's pseudo-threads (runtime pollers)
 };
 
+// The most events a trace may hold for the reader to keep (ops, ranges, runtime calls, device
+// activity; other events are skipped unkept): what is kept is 64 bytes an event, so this bounds
+// a trace's memory near 1 GB whatever the file. A profile of a few steps holds far fewer.
+inline constexpr std::size_t max_trace_events = 10'000'000;
+
 struct trace_events {
   std::vector<trace_event> events;  // in file order
   std::vector<std::string> names;   // event names, interned

@@ -1,0 +1,116 @@
+// read_file(): a saved summary or a torch.profiler trace, told apart by the document's top-level
+// keys however far into the file they come, read in one pass from a file or a pipe (never copied
+// whole). docs/architecture.md, "Reading files".
+#include <stdexcept>
+#include <string>
+
+#include "base/utf8.hpp"
+#include "profiler/byte_source.hpp"
+#include "profiler/json_scanner.hpp"
+#include "profiler/trace_events.hpp"
+#include "profiler/trace_rules.hpp"
+#include "profiler/trace_summary.hpp"
+#include "steptrace/profiler_trace.hpp"
+
+namespace steptrace {
+namespace detail {
+namespace {
+
+constexpr std::size_t max_summary_bytes = std::size_t{256} << 20;  // a 1,024-step timeline is ~18 MB
+
+// Hands on the bytes of `source` and keeps a copy of each, up to max_summary_bytes: what was
+// read while deciding is given back in front of the rest for the reader that follows.
+class keeping_source final : public byte_source {
+ public:
+  explicit keeping_source(byte_source& source, const std::string& name) : source_(source), name_(name) {}
+  std::size_t read(char* buf, std::size_t n) override {
+    const std::size_t got = source_.read(buf, n);
+    if (kept_.size() + got > max_summary_bytes) {
+      throw std::invalid_argument(name_ + ": more than " + std::to_string(max_summary_bytes >> 20) +
+                                  " MB before its traceEvents (or its end): neither a trace steptrace reads nor a summary");
+    }
+    kept_.append(buf, got);
+    return got;
+  }
+  bool compressed() const override { return source_.compressed(); }
+  std::string& kept() { return kept_; }
+
+ private:
+  byte_source& source_;
+  const std::string& name_;
+  std::string kept_;
+};
+
+enum class kind { trace, summary };
+
+// By the top-level keys: "traceEvents" (or a bare array) is a trace, "schema" a summary, the
+// first of them met deciding. A document with neither, or that is not JSON, goes to the summary
+// reader, which names what is wrong in its own words; one with a Kineto key (schemaVersion,
+// deviceProperties) to the trace reader, which says it lacks traceEvents.
+kind decide(byte_source& source, const std::string& name) {
+  json_scanner probe(source, name);
+  try {
+    const auto first = probe.peek();
+    if (first == json_scanner::kind::array) return kind::trace;
+    if (first != json_scanner::kind::object) return kind::summary;
+    probe.enter_object();
+    bool kineto = false;
+    std::string_view key;
+    while (probe.next_key(key)) {
+      if (key == "traceEvents") return kind::trace;
+      if (key == "schema") return kind::summary;
+      kineto = kineto || key == "schemaVersion" || key == "deviceProperties" || key == "distributedInfo";
+      probe.skip_value();
+    }
+    return kineto ? kind::trace : kind::summary;
+  } catch (const std::invalid_argument&) {
+    return kind::summary;  // not JSON: the summary reader says where, in steptrace's words
+  }
+}
+
+summary read_summary_text(byte_source& source, std::string text, const std::string& name, const trace_options& options) {
+  char chunk[1 << 16];
+  while (const std::size_t got = source.read(chunk, sizeof chunk)) {
+    if (text.size() + got > max_summary_bytes) {
+      throw std::invalid_argument(name + ": larger than any steptrace summary (" + std::to_string(max_summary_bytes >> 20) +
+                                  " MB at most), and not a trace (no traceEvents)");
+    }
+    text.append(chunk, got);
+  }
+  if (text.empty()) {
+    throw std::invalid_argument(name + (source.compressed() ? ": a gzip file of nothing (empty once decompressed)"
+                                                            : ": the file is empty"));
+  }
+  if (!options.step.empty()) {
+    throw std::invalid_argument(name + ": --step " + escaped_utf8(options.step).substr(0, 80) +
+                                " names a range of a torch.profiler trace, and this is a summary");
+  }
+  if (const std::size_t bad = first_invalid_utf8(text); bad != std::string::npos) {
+    throw std::invalid_argument(name + ": not a steptrace summary: not UTF-8 text (byte " + std::to_string(bad) + ")");
+  }
+  try {
+    return summary::from_json(text);
+  } catch (const std::invalid_argument& e) {
+    std::string what = e.what();
+    if (what.rfind("steptrace: ", 0) == 0) what.erase(0, 11);
+    throw std::invalid_argument(name + ": " + what);
+  }
+}
+
+}  // namespace
+}  // namespace detail
+
+summary read_file(const std::string& path, const trace_options& options) {
+  using namespace detail;
+  const std::string& name = options.name.empty() ? path : options.name;
+  std::unique_ptr<byte_source> source = open_trace_file(path, name);
+  keeping_source keeping(*source, name);
+  const kind k = decide(keeping, name);
+  std::string head = std::move(keeping.kept());
+  if (k == kind::summary) return read_summary_text(*source, std::move(head), name, options);
+  const auto whole = prefixed(std::move(head), std::move(source));
+  const trace_events events = read_trace_events(*whole, name);
+  return summarise_trace(events, apply_trace_rules(events, name, step_window::profiler_step, options.step), name);
+}
+
+}  // namespace steptrace
