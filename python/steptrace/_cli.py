@@ -20,6 +20,7 @@ from typing import List, Optional, Tuple
 
 from . import _compare
 from ._log import printable
+from ._read import shown
 
 
 class _Unusable(Exception):
@@ -35,7 +36,7 @@ def _load(paths, step: Optional[str] = None):
     except (ValueError, RuntimeError) as e:  # not a summary or trace: the message names the file
         raise _Unusable(str(e)) from None
     except OSError as e:
-        raise _Unusable(f"{e.filename or paths}: {e.strerror or e}") from None
+        raise _Unusable(f"{shown(e.filename) if isinstance(e.filename, str) else paths}: {e.strerror or e}") from None
 
 
 def _write(path: str, write) -> None:
@@ -43,16 +44,45 @@ def _write(path: str, write) -> None:
     try:
         write(path)
     except OSError as e:
-        raise _Unusable(f"cannot write {path}: {e.strerror or e}") from None
+        raise _Unusable(f"cannot write {shown(path)}: {e.strerror or e}") from None
 
 
 def _beside(path: str, suffix: str) -> str:
     if path == "-" or path.startswith("/dev/fd/") or path.startswith("/proc/"):  # a pipe: name it here
         return "steptrace" + suffix
-    base = path.rstrip(os.sep) or path  # a folder of ranks: beside it
-    for ending in (".gz", ".json"):
+    base = path.rstrip(os.sep) or path
+    for ending in (".gz", ".json", ".trace", ".pt"):  # rank0.pt.trace.json.gz -> rank0
         base = base[: -len(ending)] if base.endswith(ending) else base
     return base + suffix
+
+
+def _default_output(paths: List[str], suffix: str) -> str:
+    """Beside the one file read; for a job (a folder, several files, a glob), beside the folder
+    holding its files, never inside it, where it would be one more rank file."""
+    from ._load import expand
+
+    names = expand(paths)
+    if len(names) == 1 and not os.path.isdir(names[0]):
+        return _beside(names[0], suffix)
+    folder = names[0] if len(names) == 1 else os.path.commonpath([os.path.dirname(os.path.abspath(n)) for n in names])
+    return _beside(os.path.abspath(folder), suffix)
+
+
+def _output(args: argparse.Namespace, suffix: str) -> str:
+    """Where `trace` or `report` writes: -o, else the default; never over a file it reads."""
+    from ._load import expand, rank_files
+    from ._read import shown
+
+    out = args.output or _default_output(args.paths, suffix)
+    if out == "-" or not os.path.exists(out):
+        return out
+    for name in expand(args.paths):
+        inputs = rank_files(name) if name != "-" and os.path.isdir(name) else [name]
+        for read in inputs:
+            if read != "-" and os.path.exists(read) and os.path.samefile(read, out):
+                raise _Unusable(f"{shown(out)}: is {'the file' if read == name else 'a rank file'} being read "
+                                f"({shown(read)}); steptrace does not write over its input: name another -o")
+    return out
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -85,7 +115,7 @@ def _side_name(paths: List[str], other: List[str]) -> str:
         return os.path.join(os.path.basename(os.path.dirname(os.path.abspath(path))), name) if same else name
 
     same = named(paths[0], False) == named(other[0], False)
-    head = named(paths[0], same)
+    head = shown(named(paths[0], same))
     return head if len(paths) == 1 else f"{head} +{len(paths) - 1}"
 
 
@@ -100,20 +130,20 @@ def _compare_runs(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
+    out = _output(args, ".trace.json")
     s = _load(args.paths, args.step)
-    out = args.output or _beside(args.paths[0], ".trace.json")
     _write(out, s.to_trace)
     kept = len(s.to_dict().get("timeline", {}).get("steps", []))
-    print(f"wrote {out}: {kept} steps; open it in Perfetto UI or chrome://tracing")
+    print(f"wrote {printable(shown(out))}: {kept} steps; open it in Perfetto UI or chrome://tracing")
     return 0
 
 
 def _report(args: argparse.Namespace) -> int:
+    out = _output(args, ".html")
     s = _load(args.paths, args.step)
-    out = args.output or _beside(args.paths[0], ".html")
-    title = os.path.basename(args.paths[0].rstrip(os.sep)) + (f" +{len(args.paths) - 1}" if len(args.paths) > 1 else "")
+    title = os.path.basename(shown(args.paths[0]).rstrip(os.sep)) + (f" +{len(args.paths) - 1}" if len(args.paths) > 1 else "")
     _write(out, lambda path: s.to_html(path, title=f"steptrace: {title}"))
-    print(f"wrote {out}")
+    print(f"wrote {printable(shown(out))}")
     return 0
 
 
@@ -159,7 +189,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"steptrace: {printable(str(e))}", file=sys.stderr)
         return 2
     except OSError as e:
-        print(f"steptrace: {printable(f'{e.filename}: {e.strerror or e}')}", file=sys.stderr)
+        where = shown(e.filename) if isinstance(e.filename, str) else e.filename
+        print(f"steptrace: {printable(f'{where}: {e.strerror or e}')}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `steptrace show run.json | head`
         return 0

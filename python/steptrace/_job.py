@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, List, Optional, Tuple
 
 from . import _core
-from ._read import read_one
+from ._read import read_one, shown
 
 
 def _cores() -> int:
@@ -33,7 +33,7 @@ def _ranked(read: List[Tuple[str, Any]]) -> Tuple[List[Tuple[str, Any]], int]:
     for name, s in read:
         if s.rank is not None:
             if s.rank in taken:
-                raise ValueError(f"{taken[s.rank]} and {name} are both rank {s.rank}: give one job's files")
+                raise ValueError(f"{shown(taken[s.rank])} and {shown(name)} are both rank {s.rank}: give one job's files")
             taken[s.rank] = name
     world = max([len(read)] + [s.world_size for _, s in read if s.world_size is not None] +
                 [s.rank + 1 for _, s in read if s.rank is not None])
@@ -45,8 +45,12 @@ def _ranked(read: List[Tuple[str, Any]]) -> Tuple[List[Tuple[str, Any]], int]:
 def load_job(names: List[str], step: Optional[str] = None) -> Any:
     """The job's summary (a ``_core.Summary``): the lowest rank's own figures, a row per rank,
     the ranks with no file, the worst rank and STRAGGLER."""
-    if len(names) != len(set(os.path.realpath(n) for n in names)):
-        raise ValueError("the same file is given twice: give each rank's file once")
+    seen = {}
+    for n in names:  # a link and its target, or a path given twice
+        real = os.path.realpath(n)
+        if real in seen:
+            raise ValueError(f"{shown(seen[real])} and {shown(n)} are the same file given twice: give each rank's file once")
+        seen[real] = n
     workers = min(len(names), _cores())
     if workers > 1:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="steptrace-read") as pool:
@@ -56,8 +60,11 @@ def load_job(names: List[str], step: Optional[str] = None) -> Any:
     ranked, world = _ranked(read)
     ranked.sort(key=lambda item: item[1].rank)
     reports = []
-    for i, (_, s) in enumerate(ranked):
+    for i, (name, s) in enumerate(ranked):
         device_wait = s.nccl_exposed_ms
         # The lowest rank's summary is the job's own table; of the others, what a row reads.
-        reports.append((s if i == 0 else _core.rank_digest(s), [], 0, device_wait))
+        try:
+            reports.append((s if i == 0 else _core.rank_digest(s), [], 0, device_wait))
+        except ValueError as e:  # its figures do not hold together: the file is named
+            raise ValueError(f"{shown(name)}: {str(e).removeprefix('steptrace: ')}") from None
     return _core.combine_ranks(reports, world, 0.0, True)

@@ -10,7 +10,7 @@ from typing import List, Optional, Sequence, Union
 
 from ._summary import Summary
 from ._job import load_job
-from ._read import read_one
+from ._read import read_one, shown
 
 _RANK_FILE_ENDINGS = (".json", ".json.gz")
 
@@ -24,7 +24,7 @@ def rank_files(folder: str) -> List[str]:
         if entry.name.endswith(_RANK_FILE_ENDINGS) and entry.is_file():
             names.append(entry.path)
     if not names:
-        raise ValueError(f"{folder}: a folder, and not one of rank traces: it holds no .json or .json.gz files")
+        raise ValueError(f"{shown(folder)}: a folder, and not one of rank traces: it holds no .json or .json.gz files")
     return sorted(names, key=natural_key)
 
 
@@ -43,7 +43,7 @@ def expand(paths: Sequence[PathArg]) -> List[str]:
         if name != "-" and not os.path.lexists(name) and glob.has_magic(name):
             found = sorted(glob.glob(name), key=natural_key)
             if not found:
-                raise ValueError(f"{name}: no file matches")
+                raise ValueError(f"{shown(name)}: no file matches")
             out.extend(found)
         else:
             out.append(name)

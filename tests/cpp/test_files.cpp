@@ -116,6 +116,31 @@ TEST_CASE("from_json: control characters in a file's names come back escaped, re
   CHECK(back.phase(R"(files.load\tshard\\x)") != nullptr);
 }
 
+TEST_CASE("from_json: figures that cannot hold together are refused, named, before any is shown", "[files]") {
+  tracer t(testing::quiet());
+  const phase_id decode = register_phase("files.decode");
+  for (int i = 0; i < 5; ++i) {
+    scoped_step s(t);
+    scoped_phase p(t, decode);
+  }
+  const summary s = t.summary();
+  REQUIRE(s.phases.size() >= 2);
+  CHECK_NOTHROW(summary::from_json(s.json()));
+  const auto forged = [&](auto&& change) {
+    summary f = s;
+    change(f);
+    return f.json();
+  };
+  CHECK_THROWS_WITH(summary::from_json(forged([](summary& f) { f.phases[0].share = 0.9, f.phases[1].share = 0.9; })),
+                    Contains("shares sum to 1.800, not 1"));
+  CHECK_THROWS_WITH(summary::from_json(forged([](summary& f) { f.step_ms.p50 = 9, f.step_ms.p95 = 5, f.step_ms.max = 1; })),
+                    Contains("step_ms: p50 9 p95 5") && Contains("not in order"));
+  CHECK_THROWS_WITH(summary::from_json(forged([](summary& f) { f.phases[0].ms.p99 = f.phases[0].ms.max + 1; })),
+                    Contains("not in order"));
+  CHECK_THROWS_WITH(summary::from_json(forged([](summary& f) { f.diag.label = "ALL-GOOD"; })),
+                    Contains("ALL-GOOD is none of steptrace's labels"));
+}
+
 TEST_CASE("from_json: seeded mutations of a real summary never escape as anything but invalid_argument", "[files]") {
   const std::string json = a_summary_json();
   std::mt19937 rng(20261124);

@@ -329,9 +329,7 @@ summary summary::from_json(std::string_view text) {
     if (doc.contains("host_memory")) s.host_memory = detail::host_memory_from(doc.at("host_memory"));
     if (doc.contains("series")) s.series = detail::series_from(doc.at("series"));
     if (doc.contains("timeline")) s.timeline = detail::timeline_from(doc.at("timeline"));
-    for (const phase_stats& p : s.phases) {
-      if (p.share > 1.000001) throw std::invalid_argument("phase \"" + p.name + "\" has a share above 1");
-    }
+    detail::check_figures(s);
     return s;
   } catch (const json_doc::exception& e) {
     throw std::invalid_argument("steptrace: malformed steptrace summary: " + detail::json_words(e));

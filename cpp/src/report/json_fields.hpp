@@ -40,6 +40,11 @@ std::string cut_reason(std::string why);
 // the text stops being JSON, the field that is missing, or a field of the wrong kind.
 std::string json_words(const nlohmann::json::exception& e);
 
+// Throws std::invalid_argument when a summary read from a file does not hold together: shares
+// above 1 or not summing to 1, percentiles out of order (p50 <= p95 <= p99 <= max, mean <= max),
+// a label that is none of diagnosis_labels() (json_checks.cpp).
+void check_figures(const summary& s);
+
 // The rank and ranks sections (ranks_json.cpp).
 json_doc rank_json(const rank_info& r);
 rank_info rank_from(const json_doc& j);
