@@ -64,7 +64,8 @@ class Summary:
         run, the slowest steps, time set aside). Also written to ``path``."""
         from . import _html
 
-        text = _html.render(self.to_dict(), str(self), _html.idle_gaps(self._core.trace()), title)
+        drawn = self._core.drawn()  # what the page draws: its cost is bounded whatever the file held
+        text = _html.render(json.loads(drawn.json()), str(self), _html.idle_gaps(drawn.trace()), title)
         if path is not None:
             _core.write_file(os.fsencode(path), text)
         return text
@@ -86,4 +87,5 @@ class Summary:
         same as ``to_html``, as one element sized for a cell."""
         from . import _html
 
-        return _html.fragment(self.to_dict(), self._core.table(), _html.idle_gaps(self._core.trace()))
+        drawn = self._core.drawn()
+        return _html.fragment(json.loads(drawn.json()), self._core.table(), _html.idle_gaps(drawn.trace()))

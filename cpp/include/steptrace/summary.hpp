@@ -204,6 +204,10 @@ class STEPTRACE_API summary {
   // The timeline as Chrome trace event JSON (Perfetto UI, chrome://tracing): a track per thread
   // with its steps and phases, a track per stream with device activity and idle gaps.
   std::string trace() const;
+  // A copy cut to what a report draws, whatever the summary read: of the timeline, the `steps`
+  // slowest kept steps, each with at most 256 phase spans and 256 device records (the rest
+  // counted as dropped), and no set-aside list; the series and every figure unchanged.
+  summary drawn(std::size_t steps = 8) const;
   // The figures in the Prometheus text exposition format (0.0.4), names under `prefix`.
   std::string prometheus(std::string_view prefix = "steptrace") const;
   // Reads what json() wrote. Throws std::invalid_argument on anything else.

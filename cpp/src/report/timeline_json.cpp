@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "analysis/step_series.hpp"
 #include "report/json_fields.hpp"
 
 namespace steptrace::detail {
@@ -127,6 +128,10 @@ step_series series_from(const json_doc& j) {
     o.steps = count_at(p, "steps");
     o.step_ms = number_at(p, "step_ms");
     o.phase_ms = p.at("phase_ms").get<std::vector<double>>();
+    if (s.points.size() > step_series_builder::max_points) {
+      throw std::invalid_argument("a series of more than " + std::to_string(step_series_builder::max_points) +
+                                  " points, more than steptrace writes");
+    }
     if (o.phase_ms.size() != s.phases.size()) {
       throw std::invalid_argument("a series point has " + std::to_string(o.phase_ms.size()) + " phase times for " +
                                   std::to_string(s.phases.size()) + " phases");
