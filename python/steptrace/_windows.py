@@ -3,7 +3,8 @@ and the Lightning / Hugging Face callbacks stand on.
 
 One daemon thread per tracer waits on the core's window queue (without the GIL) and calls each
 listener there, never on the training thread. The core keeps the latest two windows: a listener
-that falls behind loses the oldest, and a call that raises loses its window; both are counted in
+that falls behind loses the oldest, and a call that raises (anything, SystemExit too) loses its
+window; both are counted in
 the summary's errors (``windows_dropped``, ``window_calls_failed``), the first failure said once.
 Windows come every ``live`` seconds, or every 10 s when ``live`` is 0 (docs/architecture.md,
 "Windows").
@@ -11,10 +12,13 @@ Windows come every ``live`` seconds, or every 10 s when ``live`` is 0 (docs/arch
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import json
 import os
+import sys
 import threading
+import weakref
 from typing import Any, Callable, Dict, List, Optional
 
 from . import _core, _log
@@ -62,26 +66,34 @@ def numbers(window: Dict[str, Any]) -> Dict[str, float]:
 
 
 class Listeners:
-    """The listeners of one tracer and the thread that calls them."""
+    """The listeners of one tracer and the thread that calls them. It holds its tracer weakly: a
+    tracer dropped by the program is freed, and its window thread ends with it."""
 
     def __init__(self, core: _core.Tracer) -> None:
-        self._core = core
+        self._core = weakref.ref(core)
         self._calls: List[Callable[[Dict[str, Any]], Any]] = []
         self._lock = threading.Lock()
         self._thread: Optional[threading.Thread] = None
         self._stopping = False
         self._failure_said = False
-        atexit.register(self.stop)  # before the tracer's own exit report (atexit runs last first)
+        self._forked = False  # a forked child's copy: its tracer gives no windows, so no thread
+        global _stop_registered
+        if not _stop_registered:  # at the first, after the exit report's: atexit runs last first
+            _stop_registered = True
+            atexit.register(_stop_all)
+        _live.add(self)
 
     def add(self, fn: Callable[[Dict[str, Any]], Any]) -> None:
         if not callable(fn):
             raise TypeError(f"steptrace.on_window: expected a function of one window, got {type(fn).__name__}")
+        core = self._core()
         with self._lock:
             self._calls.append(fn)
-            if self._thread is None or not self._thread.is_alive():
+            if core is not None and not self._forked and (self._thread is None or not self._thread.is_alive()):
                 self._stopping = False
-                self._core.listen_windows()
-                self._thread = threading.Thread(target=self._run, name="steptrace-windows", daemon=True)
+                core.listen_windows()
+                self._thread = threading.Thread(target=self._run, args=(os.getpid(),), name="steptrace-windows",
+                                                daemon=True)
                 self._thread.start()
 
     def remove(self, fn: Callable[[Dict[str, Any]], Any]) -> None:
@@ -94,52 +106,107 @@ class Listeners:
         with self._lock:
             self._stopping = True
             thread, self._thread = self._thread, None
-        self._core.stop_listening()
+        core = self._core()
+        if core is not None:
+            core.stop_listening()
         if thread is not None and thread is not threading.current_thread():
             thread.join(_JOIN_S)
 
-    def _run(self) -> None:
-        while not self._stopping:
-            got = self._core.next_window(_WAIT_S)
+    def _run(self, pid: int) -> None:
+        # Ends when stopped, when its tracer is freed, or in a child forked by a listener (the
+        # child's copy of this loop must not go on: the core's forked copy gives no windows).
+        while not self._stopping and os.getpid() == pid:
+            core = self._core()
+            if core is None:
+                return
+            got = core.next_window(_WAIT_S)
             if got is None:
                 continue
             summary, step, at_s = got
             window = figures(json.loads(summary.json()), step, at_s)
+            del core, summary  # the tracer stays the program's to free while listeners run
             with self._lock:
                 calls = list(self._calls)
             for fn in calls:
-                try:
-                    fn(dict(window))
-                except Exception as e:  # the loop goes on: counted, said once
-                    self._core.count_window_failure()
-                    if not self._failure_said:
-                        self._failure_said = True
-                        _log.say(
-                            f"a window listener ({getattr(fn, '__qualname__', fn)!s}) raised "
-                            f"{type(e).__name__}: {e}; its windows are counted as failed in the summary "
-                            "(said once)"
-                        )
+                self._call(fn, window, pid)
+                if os.getpid() != pid or self._stopping:
+                    return
+
+    def _call(self, fn: Callable[[Dict[str, Any]], Any], window: Dict[str, Any], pid: int) -> None:
+        """One listener's call: whatever it raises, even SystemExit or KeyboardInterrupt, is
+        counted and the loop goes on; a KeyboardInterrupt goes on to the main thread, as Python
+        sends Ctrl-C there. In a child the listener forked, this thread is all the child has: it
+        ends as the listener left it (sys.exit's status; 1, with the traceback, for anything
+        else raised), never in a window loop of its own."""
+        try:
+            fn(dict(window))
+        except BaseException as e:
+            if os.getpid() != pid:
+                _end_child(e)
+            core = self._core()
+            if core is not None:
+                core.count_window_failure()
+            if isinstance(e, KeyboardInterrupt):
+                _thread.interrupt_main()
+            if not self._failure_said:
+                self._failure_said = True
+                _log.say(
+                    f"a window listener ({getattr(fn, '__qualname__', fn)!s}) raised "
+                    f"{type(e).__name__}: {e}; its windows are counted as failed in the summary "
+                    "(said once)"
+                )
 
     def after_fork(self) -> None:
-        """In a forked child: no thread was copied, and the tracer there records nothing."""
+        """In a forked child: no thread was copied (or the copy is the listener that forked, and
+        ends after it), and the tracer there records nothing, so no thread starts there."""
+        self._forked = True
         self._thread = None
         self._calls = []
         self._lock = threading.Lock()
 
 
-_by_tracer: Dict[int, Listeners] = {}
+def _end_child(e: BaseException) -> None:
+    """A child forked by a listener ends with what its listener raised, as a program's main
+    thread would (a thread's SystemExit would otherwise be swallowed, the status lost)."""
+    import traceback
+
+    if isinstance(e, SystemExit):
+        code = e.code
+        if code is not None and not isinstance(code, int):
+            print(code, file=sys.stderr)
+        status = code if isinstance(code, int) else (0 if code is None else 1)
+    else:
+        traceback.print_exception(type(e), e, e.__traceback__)
+        status = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(status & 0xFF)
+
+
+_by_tracer: "weakref.WeakKeyDictionary[_core.Tracer, Listeners]" = weakref.WeakKeyDictionary()
+_live: "weakref.WeakSet[Listeners]" = weakref.WeakSet()
+_stop_registered = False
 
 
 def listeners(core: _core.Tracer) -> Listeners:
     """The one Listeners object of a tracer."""
-    key = id(core)
-    if key not in _by_tracer:
-        _by_tracer[key] = Listeners(core)
-    return _by_tracer[key]
+    found = _by_tracer.get(core)
+    if found is None:
+        found = _by_tracer[core] = Listeners(core)
+    return found
+
+
+def _stop_all() -> None:
+    """At exit, before the tracers' own exit reports."""
+    for each in list(_live):
+        each.stop()
 
 
 def _forget_in_child() -> None:
-    for each in _by_tracer.values():
+    for each in list(_live):
         each.after_fork()
 
 
