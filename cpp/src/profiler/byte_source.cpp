@@ -34,8 +34,8 @@ class file_source final : public byte_source {
 // Inflates gzip members one after another (a concatenated .gz is one stream of bytes).
 class gzip_source final : public byte_source {
  public:
-  gzip_source(std::unique_ptr<byte_source> raw, std::string path)
-      : raw_(std::move(raw)), path_(std::move(path)), in_(1 << 20) {
+  gzip_source(std::unique_ptr<byte_source> raw, std::string path, std::uint64_t limit)
+      : raw_(std::move(raw)), path_(std::move(path)), in_(1 << 20), limit_(limit) {
     std::memset(&z_, 0, sizeof z_);
     if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) fail(path_, "zlib could not start");
   }
@@ -70,9 +70,9 @@ class gzip_source final : public byte_source {
       }
     }
     inflated_ += n - z_.avail_out;
-    if (inflated_ > max_inflated_bytes) {
-      fail(path_, "a gzip file that inflates to more than " + std::to_string(max_inflated_bytes >> 30) +
-                      " GiB, more than steptrace reads");
+    if (inflated_ > limit_) {
+      fail(path_, "a gzip file that inflates to more than " + std::to_string(limit_) +
+                      " bytes, more than steptrace reads (" + std::to_string(max_inflated_bytes >> 30) + " GiB)");
     }
     return n - z_.avail_out;
   }
@@ -85,7 +85,7 @@ class gzip_source final : public byte_source {
   std::vector<char> in_;
   z_stream z_;
   bool member_done_ = false;
-  std::uint64_t inflated_ = 0;
+  std::uint64_t inflated_ = 0, limit_;
 
   // After a member's end, with input at hand: starts the next member, or passes over the zeros
   // some tools pad with. Anything else is bytes that are not gzip: an error.
@@ -123,7 +123,8 @@ class prefixed_source final : public byte_source {
 
 }  // namespace
 
-std::unique_ptr<byte_source> open_trace_file(const std::string& path, const std::string& name) {
+std::unique_ptr<byte_source> open_trace_file(const std::string& path, const std::string& name,
+                                             std::uint64_t inflated_limit) {
   const std::string& shown = name.empty() ? path : name;
   if (path.find('\0') != std::string::npos) fail("<path>", "a file name cannot hold a NUL byte");
   struct stat st{};
@@ -141,7 +142,7 @@ std::unique_ptr<byte_source> open_trace_file(const std::string& path, const std:
   }
   auto plain = std::make_unique<prefixed_source>(std::string(magic, got), std::move(raw));
   if (got == 2 && static_cast<unsigned char>(magic[0]) == 0x1f && static_cast<unsigned char>(magic[1]) == 0x8b) {
-    return std::make_unique<gzip_source>(std::move(plain), shown);
+    return std::make_unique<gzip_source>(std::move(plain), shown, inflated_limit);
   }
   return plain;
 }

@@ -29,7 +29,9 @@ inline constexpr std::uint64_t max_inflated_bytes = std::uint64_t{16} << 30;
 // given) when it cannot be opened or is neither (a directory, a device such as /dev/zero). A
 // gzip stream's problems are named as such: cut short, a bad checksum or length, bytes after
 // its end that are no further gzip member, more than max_inflated_bytes.
-std::unique_ptr<byte_source> open_trace_file(const std::string& path, const std::string& name = "");
+// `inflated_limit`: max_inflated_bytes, or less (tests).
+std::unique_ptr<byte_source> open_trace_file(const std::string& path, const std::string& name = "",
+                                             std::uint64_t inflated_limit = max_inflated_bytes);
 
 // The bytes of a string (tests).
 std::unique_ptr<byte_source> bytes_of(std::string text);

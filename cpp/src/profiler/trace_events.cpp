@@ -124,7 +124,8 @@ bool category_of(std::string_view cat, event_cat& out) {
 
 class event_reader {
  public:
-  event_reader(json_scanner& in, trace_events& out) : in_(in), out_(out), names_(out.names), ids_(out.ids) {}
+  event_reader(json_scanner& in, trace_events& out, std::size_t limit)
+      : in_(in), out_(out), names_(out.names), ids_(out.ids), limit_(limit) {}
 
   void read_events() {
     in_.enter_array();
@@ -268,9 +269,9 @@ class event_reader {
     if (!ts_ok) return problem("`" + name + "` has a timestamp that is not a non-negative number: " + shorten(bad_ts_));
     if (!dur_ok) return problem("`" + name + "` has a duration that is not a non-negative number: " + shorten(bad_dur_));
     if (e.ts > UINT64_MAX - e.dur) return problem("`" + name + "` ends past the end of time");
-    if (out_.events.size() == max_trace_events) {
-      in_.fail("more than 10,000,000 events: more than steptrace reads; profile fewer steps (the schedule's "
-               "active=) or export one step range");
+    if (out_.events.size() == limit_) {
+      in_.fail("more than " + std::to_string(limit_) + " events, more than steptrace reads (" +
+               std::to_string(max_trace_events) + "); profile fewer steps (the schedule's active=) or export one step range");
     }
     out_.events.push_back(e);
   }
@@ -293,17 +294,18 @@ class event_reader {
   json_scanner& in_;
   trace_events& out_;
   interner names_, ids_;
+  std::size_t limit_;
   const std::string empty_;
   std::string bad_ts_, bad_dur_;
 };
 
 }  // namespace
 
-trace_events read_trace_events(byte_source& source, const std::string& name) {
+trace_events read_trace_events(byte_source& source, const std::string& name, std::size_t event_limit) {
   trace_events out;
   out.names.emplace_back("");  // id 0: no name
   json_scanner in(source, name);
-  event_reader reader(in, out);
+  event_reader reader(in, out, event_limit);
   bool saw_events = false;
   const auto first = in.peek();
   if (first == json_scanner::kind::end) throw std::invalid_argument(name + ": the file is empty");

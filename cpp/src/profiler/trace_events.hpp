@@ -54,7 +54,8 @@ struct trace_events {
 
 // Reads a whole trace. Throws std::invalid_argument naming `name` when the text is not JSON,
 // not a Chrome trace (no traceEvents), or is cut short.
-trace_events read_trace_events(byte_source& source, const std::string& name);
+// `event_limit`: max_trace_events, or less (tests).
+trace_events read_trace_events(byte_source& source, const std::string& name, std::size_t event_limit = max_trace_events);
 
 // "1623142623460172", "1712345678901234.567", "1.5e3": microseconds as decimal text, to integer
 // nanoseconds without going through a double. False for text that is not a finite, non-negative

@@ -1,0 +1,143 @@
+// Files from outside, read as the hostile ones come: gzip problems named as such (cut short, a
+// bad checksum or length, bytes after its end), inflation and events bounded with a refusal
+// naming the bound, and the one reader (read_file) deciding summary or trace by the top-level
+// keys however far in, from a file or a pipe read as it comes.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <string>
+
+#include "profiler/byte_source.hpp"
+#include "profiler/trace_events.hpp"
+#include "steptrace/profiler_trace.hpp"
+#include "steptrace/steptrace.hpp"
+#include "helpers.hpp"
+#include "trace_files.hpp"
+
+using namespace steptrace;
+using namespace steptrace::testing;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string gzip(const std::string& text) {
+  z_stream z{};
+  REQUIRE(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+  std::string out(deflateBound(&z, text.size()) + 32, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  REQUIRE(deflate(&z, Z_FINISH) == Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+std::string all_of(detail::byte_source& s) {
+  std::string out;
+  char buf[4096];
+  while (const std::size_t n = s.read(buf, sizeof buf)) out.append(buf, n);
+  return out;
+}
+
+std::string read_through(const std::string& bytes, std::uint64_t limit = detail::max_inflated_bytes) {
+  const temp_file f(bytes, ".json.gz");
+  const auto source = detail::open_trace_file(f.path, "run.json.gz", limit);
+  return all_of(*source);
+}
+
+std::string a_trace(int steps) {
+  trace_text t;
+  for (int i = 0; i < steps; ++i) {
+    t.add("user_annotation", "ProfilerStep#" + std::to_string(i), 1, i * 100.0, 90);
+    t.add("cpu_op", "aten::mm", 1, i * 100.0 + 10, 50);
+  }
+  return t.json();
+}
+
+std::string a_summary() {
+  tracer t(quiet());
+  const phase_id decode = register_phase("traceEvents");  // a phase named as a trace's key
+  for (int i = 0; i < 3; ++i) {
+    scoped_step s(t);
+    scoped_phase p(t, decode);
+  }
+  return t.summary().json();
+}
+
+}  // namespace
+
+TEST_CASE("gzip: each problem is named as a gzip problem; padding and further members are read", "[files]") {
+  const std::string text = a_trace(3), z = gzip(text);
+  CHECK(read_through(z) == text);
+  CHECK(read_through(z + gzip("\n")) == text + "\n");           // two members: one stream of bytes
+  CHECK(read_through(z + std::string(512, '\0')) == text);       // zeros some tools pad with
+  CHECK_THROWS_WITH(read_through(z.substr(0, z.size() / 2)), Contains("run.json.gz: the gzip stream ends early"));
+  std::string crc = z;
+  crc[crc.size() - 8] ^= 0x55;  // the CRC-32 of the trailer
+  CHECK_THROWS_WITH(read_through(crc), Contains("run.json.gz: a damaged gzip file: its checksum (CRC) does not match"));
+  std::string length = z;
+  length[length.size() - 4] ^= 0x01;  // the length of the trailer
+  CHECK_THROWS_WITH(read_through(length), Contains("its length does not match"));
+  CHECK_THROWS_WITH(read_through(z + "trailing text"), Contains("bytes after the end of its gzip data"));
+  CHECK_THROWS_WITH(read_through(z, 100), Contains("inflates to more than 100 bytes, more than steptrace reads (16 GiB)"));
+}
+
+TEST_CASE("a trace's kept events are bounded, with the bound named", "[files]") {
+  const std::string text = a_trace(20);  // 40 events kept
+  CHECK(detail::read_trace_events(*detail::bytes_of(text), "t.json", 40).events.size() == 40);
+  CHECK_THROWS_WITH(detail::read_trace_events(*detail::bytes_of(text), "t.json", 39),
+                    Contains("t.json") && Contains("more than 39 events, more than steptrace reads (10000000)"));
+}
+
+TEST_CASE("read_file: a summary or a trace by the top-level keys, however far in; gzipped summaries too", "[files]") {
+  const std::string summary_text = a_summary();
+  const temp_file plain(summary_text);
+  const summary s = steptrace::read_file(plain.path);
+  CHECK(s.steps == 3);
+  CHECK(s.phase("traceEvents") != nullptr);  // a summary with a phase named traceEvents is a summary
+  const temp_file zipped(gzip(summary_text), ".json.gz");
+  CHECK(steptrace::read_file(zipped.path).steps == 3);
+  CHECK_THROWS_WITH(steptrace::read_file(plain.path, {"execute_model", ""}), Contains("names a range of a torch.profiler trace, and this is a summary"));
+
+  // a valid trace whose traceEvents come after 200 KB of other keys is a trace
+  std::string far = a_trace(4);
+  REQUIRE(far.front() == '{');
+  far.insert(1, "\"otherData\": {\"notes\": \"" + std::string(200 * 1024, 'n') + "\"}, ");
+  const summary t = steptrace::read_file(temp_file(far).path);
+  CHECK(t.steps == 4);
+  CHECK(steptrace::read_file(temp_file(gzip(far), ".json.gz").path).steps == 4);
+
+  CHECK_THROWS_WITH(steptrace::read_file(temp_file("").path, {"", "empty.json"}), Contains("empty.json: the file is empty"));
+  CHECK_THROWS_WITH(steptrace::read_file(temp_file(gzip(""), ".json.gz").path, {"", "nothing.json.gz"}),
+                    Contains("nothing.json.gz: a gzip file of nothing"));
+  CHECK_THROWS_WITH(steptrace::read_file(temp_file("{\"schemaVersion\": 1}").path, {"", "k.json"}),
+                    Contains("k.json: not a Chrome trace (no traceEvents array)"));
+  CHECK_THROWS_WITH(steptrace::read_file(temp_file("{\"a\": \"\xff\"}").path, {"", "b.json"}), Contains("b.json: not a steptrace summary: not UTF-8 text (byte 7)"));
+}
+
+TEST_CASE("read_file: a pipe is read as it comes, never copied aside", "[files]") {
+  const std::string text = a_trace(5), path = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+                                               "/steptrace-fifo-" + std::to_string(::getpid());
+  ::unlink(path.c_str());
+  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+  const pid_t writer = ::fork();
+  if (writer == 0) {
+    const int fd = ::open(path.c_str(), O_WRONLY);
+    const std::string z = gzip(text);
+    const bool ok = fd >= 0 && ::write(fd, z.data(), z.size()) == static_cast<ssize_t>(z.size());
+    std::_Exit(ok ? 0 : 1);
+  }
+  const summary s = steptrace::read_file(path, {"", "<pipe>"});
+  int status = 0;
+  ::waitpid(writer, &status, 0);
+  ::unlink(path.c_str());
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(s.steps == 5);
+}
