@@ -120,11 +120,12 @@ class Listeners:
             if core is None:
                 return
             got = core.next_window(_WAIT_S)
+            del core  # held only while waiting: the tracer stays the program's to free
             if got is None:
                 continue
             summary, step, at_s = got
             window = figures(json.loads(summary.json()), step, at_s)
-            del core, summary  # the tracer stays the program's to free while listeners run
+            del got, summary
             with self._lock:
                 calls = list(self._calls)
             for fn in calls:

@@ -24,7 +24,13 @@ class keeping_source final : public byte_source {
  public:
   explicit keeping_source(byte_source& source, const std::string& name) : source_(source), name_(name) {}
   std::size_t read(char* buf, std::size_t n) override {
-    const std::size_t got = source_.read(buf, n);
+    std::size_t got = 0;
+    try {
+      got = source_.read(buf, n);
+    } catch (...) {
+      failed_ = true;  // the file itself (a damaged gzip stream), not its JSON: never a summary's error
+      throw;
+    }
     if (kept_.size() + got > max_summary_bytes) {
       throw std::invalid_argument(name_ + ": more than " + std::to_string(max_summary_bytes >> 20) +
                                   " MB before its traceEvents (or its end): neither a trace steptrace reads nor a summary");
@@ -34,8 +40,10 @@ class keeping_source final : public byte_source {
   }
   bool compressed() const override { return source_.compressed(); }
   std::string& kept() { return kept_; }
+  bool failed() const { return failed_; }
 
  private:
+  bool failed_ = false;
   byte_source& source_;
   const std::string& name_;
   std::string kept_;
@@ -47,7 +55,7 @@ enum class kind { trace, summary };
 // first of them met deciding. A document with neither, or that is not JSON, goes to the summary
 // reader, which names what is wrong in its own words; one with a Kineto key (schemaVersion,
 // deviceProperties) to the trace reader, which says it lacks traceEvents.
-kind decide(byte_source& source, const std::string& name) {
+kind decide(keeping_source& source, const std::string& name) {
   json_scanner probe(source, name);
   try {
     const auto first = probe.peek();
@@ -64,7 +72,8 @@ kind decide(byte_source& source, const std::string& name) {
     }
     return kineto ? kind::trace : kind::summary;
   } catch (const std::invalid_argument&) {
-    return kind::summary;  // not JSON: the summary reader says where, in steptrace's words
+    if (source.failed()) throw;  // the bytes could not be read: that is the error
+    return kind::summary;        // not JSON: the summary reader says where, in steptrace's words
   }
 }
 
