@@ -114,6 +114,24 @@ TEST_CASE("outputs: a link another user planted in a shared folder is refused, t
   fs::remove_all(home);
 }
 
+TEST_CASE("outputs: a temporary's name taken in advance is passed over; a hard link in a shared folder is refused", "[files]") {
+  const fs::path shared = fresh_folder("taken", 01777), home = fresh_folder("home3", 0700);
+  put(home / "target", "kept\n");
+  for (int n = 0; n < 200; ++n) {  // every name this process could pick next, as links to the target
+    fs::create_symlink(home / "target", shared / (".steptrace-" + std::to_string(::getpid()) + "-" + std::to_string(n) + ".tmp"));
+  }
+  write_file((shared / "a.json").string(), "a\n");  // the name is random: none of them is picked
+  write_file((shared / "b.json").string(), "b\n");
+  CHECK(read_all(shared / "b.json") == "b\n");
+  CHECK(read_all(home / "target") == "kept\n");
+  put(home / "other", "other\n");
+  fs::create_hard_link(home / "other", shared / "live.jsonl");
+  refused(shared / "live.jsonl", "a file with 2 hard links in a folder anyone can write");
+  CHECK(read_all(home / "other") == "other\n");
+  fs::remove_all(shared);
+  fs::remove_all(home);
+}
+
 TEST_CASE("outputs: a link in a folder anyone can change (no sticky bit) is refused, even one's own", "[files]") {
   const fs::path open_dir = fresh_folder("open", 0777), home = fresh_folder("home2", 0700);
   put(home / "target.json", "kept\n");

@@ -97,7 +97,7 @@ def test_compare_takes_several_runs_a_side_and_their_spread(tmp_path):
     assert alone.returncode == 1 and "one run a side" in alone.stdout
     # Consistent runs, +20%: a regression, whatever the number of runs.
     steady_a = [_write(tmp_path / f"sa{i}.json", _synthetic(p50=10 + 0.1 * i)) for i in range(3)]
-    steady_b = [_write(tmp_path / f"sb{i}.json", _synthetic(p50=12 + 0.1 * i)) for i in range(3)]
+    steady_b = [_write(tmp_path / f"sb{i}.json", _synthetic(p50=12 + 0.1 * i, p95=13.2 + 0.1 * i)) for i in range(3)]
     steady = cli("compare", *steady_a, "vs", *steady_b, "--max-regression", 10)
     assert steady.returncode == 1, steady.stdout
     assert "decided by the step p50 and the step mean" in steady.stdout

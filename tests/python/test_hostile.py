@@ -341,3 +341,29 @@ def test_a_dropped_tracer_with_a_listener_is_freed_with_its_threads(run_python):
               sum(th.name == "steptrace-windows" for th in threading.enumerate()))
         """)
     assert proc.stdout.split() == ["alive", "0", "threads", "0", "0"], proc.stdout + proc.stderr
+
+
+def test_seeded_random_byte_names_and_links_are_read_and_written(tmp_path):
+    """Names of any bytes but '/' and NUL, as inputs, outputs and links to outputs: each read and
+    written, never a crash; an output through one's own link lands on its target."""
+    import random
+
+    rng = random.Random(38)
+    folder = os.fsencode(tmp_path)
+    trace = json.dumps(trace_of(3))
+    for i in range(40):
+        def name() -> bytes:
+            return bytes(rng.choice([b for b in range(1, 256) if b != ord("/")]) for _ in range(rng.randint(1, 24)))
+
+        src = os.path.join(folder, b"in%d-" % i + name() + b".json")
+        with open(src, "w") as f:
+            f.write(trace)
+        s = steptrace.load(os.fsdecode(src))
+        assert s.steps == 3
+        target = os.path.join(folder, b"out%d-" % i + name())
+        link = os.path.join(folder, b"link%d-" % i + name())
+        os.symlink(target, link)
+        s.to_trace(os.fsdecode(link))
+        with open(target) as written:
+            assert os.path.islink(link) and json.load(written)["traceEvents"]
+    assert not [n for n in os.listdir(folder) if n.startswith(b".steptrace-")]

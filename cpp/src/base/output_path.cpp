@@ -32,6 +32,10 @@ std::string untrusted_link(const std::string& path, const struct stat& link) {
 std::string untrusted_file(const std::string& path, const struct stat& file) {
   struct stat folder {};
   if (::stat(folder_of(path).c_str(), &folder) != 0 || !anyone_may_write(folder)) return {};
+  if (S_ISREG(file.st_mode) && file.st_nlink > 1) {  // appending would write into the file it is linked to
+    return "a file with " + std::to_string(file.st_nlink) +
+           " hard links in a folder anyone can write: not written; remove it, or write elsewhere";
+  }
   if (file.st_uid == ::geteuid() || file.st_uid == folder.st_uid) return {};
   return "owned by another user (uid " + std::to_string(file.st_uid) +
          ") in a folder anyone can write: not replaced; remove it, or write elsewhere";

@@ -6,7 +6,8 @@
 //     sit in a world-writable folder without the sticky bit (where anyone could swap it);
 //     each link of a chain is held to this;
 //   - a file, FIFO or device already at the path, in a world-writable folder, is replaced or
-//     written only when it is yours or the folder owner's (the kernel's protected_regular rule).
+//     written only when it is yours or the folder owner's (the kernel's protected_regular rule)
+//     and, a regular file, has no other hard link (an append would reach the file linked to).
 // Anything else is refused, with why, and nothing is written.
 #pragma once
 

@@ -6,10 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <cstdint>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <system_error>
 
 #include "base/output_path.hpp"
@@ -90,10 +91,16 @@ void write_whole_file(const std::string& given, std::string_view text) {
   if (target.in_place) return write_in_place(given, text);
   const std::string folder = folder_of(target.path);
   remove_stale_temporaries(folder);
-  static std::atomic<unsigned> serial{0};
-  const std::string tmp = folder + "/" + std::string(prefix) + std::to_string(::getpid()) + "-" +
-                          std::to_string(serial.fetch_add(1)) + std::string(suffix);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  // The name's number is random, so nobody can plant it in advance; one taken all the same is passed over.
+  std::random_device random;
+  std::string tmp;
+  int fd = -1;
+  for (int tries = 0; fd < 0 && tries < 100; ++tries) {
+    const std::uint64_t n = (std::uint64_t{random()} << 32) | random();
+    tmp = folder + "/" + std::string(prefix) + std::to_string(::getpid()) + "-" + std::to_string(n) + std::string(suffix);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) fail(errno, given);
   if (target.exists) {  // the file replaced keeps its owner (where allowed) and its mode
     (void)::fchown(fd, target.info.st_uid, target.info.st_gid);

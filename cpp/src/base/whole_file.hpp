@@ -1,6 +1,6 @@
 // Internal (not public API): files steptrace writes (the summary JSON, the trace, the HTML
 // report) are whole or absent, and the lines it appends (JSON lines) whole or absent. The text goes to a temporary file beside the target, named
-// `.steptrace-PID-N.tmp` (short whatever the target's name), which is then renamed over it. A
+// `.steptrace-PID-N.tmp`, N random (short whatever the target's name), which is then renamed over it. A
 // process killed meanwhile leaves its temporary behind: the next write into that folder, from
 // any process, removes the temporaries of processes that no longer exist.
 #pragma once
