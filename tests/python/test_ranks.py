@@ -239,7 +239,7 @@ def test_rank_0_refuses_a_rank_summary_that_does_not_hold_together(tracer):
     doc = json.loads(tracer._core.summary().json())
     doc["phases"]["compute"]["share"] = 0.9
     doc["phases"]["other"]["share"] = 0.9  # each in range, together 1.8
-    with pytest.raises(ValueError, match="rank 1: phase shares sum to 1.8"):
+    with pytest.raises(ValueError, match="the phases. shares sum to 1.800, not 1"):
         _core.rank_digest(_core.Summary.from_json(json.dumps(doc)))
 
 
@@ -276,10 +276,10 @@ def test_a_refused_rank_is_named_as_refused_with_why_not_as_missing(tracer):
     job = _ranks.Job(0, 2, Store())
     refused = []
     reports = [(own.with_rank(0, 2), [], 0)] + _ranks._collect(job, "p/", 1.0, refused)
-    assert refused and refused[0][0] == 1 and "phase shares sum to 1.8" in refused[0][1]
+    assert refused and refused[0][0] == 1 and "shares sum to 1.800" in refused[0][1]
     combined = _core.combine_ranks(reports, 2, 1.0, False, refused)
     table = combined.table()
-    assert "refused: rank 1: its summary arrived but did not hold together (ValueError: rank 1: phase shares" in table
+    assert "refused: rank 1: its summary arrived but did not hold together (ValueError: steptrace: malformed steptrace summary: the phases' shares sum to 1.800" in table
     assert "missing" not in table
     assert json.loads(combined.json())["ranks"]["refused"][0]["rank"] == 1
 
