@@ -48,15 +48,19 @@ def one_line_error(proc: subprocess.CompletedProcess, *said: str) -> str:
     return err
 
 
-@pytest.fixture
-def summary_file(tmp_path, tracer):
+def write_summary(tracer, path, phase: str = "decode"):
+    """Three steps of `tracer`, each with `phase`, saved to `path`."""
     for _ in range(3):
         with tracer.step():
-            with tracer.phase("decode"):
+            with tracer.phase(phase):
                 pass
-    path = tmp_path / "run.json"
     tracer.summary().to_json(path)
     return path
+
+
+@pytest.fixture
+def summary_file(tmp_path, tracer):
+    return write_summary(tracer, tmp_path / "run.json")
 
 
 # --- 1. writes never follow a link or replace a file another user may have planted ---------------
@@ -220,12 +224,7 @@ def test_names_that_are_not_utf8_are_read_written_and_shown_escaped(tmp_path):
 # --- 8 and 9. decided by the top-level keys; gzip problems named --------------------------------
 
 def test_content_is_decided_by_the_top_level_keys_however_far(tmp_path, tracer):
-    for _ in range(3):
-        with tracer.step():
-            with tracer.phase("traceEvents"):
-                pass
-    named = tmp_path / "named.json"
-    tracer.summary().to_json(named)
+    named = write_summary(tracer, tmp_path / "named.json", phase="traceEvents")
     assert steptrace.load(named).steps == 3
     far = trace_of(4)
     far = {"otherData": {"notes": "n" * 100_000}, **far}
