@@ -27,6 +27,7 @@ from . import _core, _log
 BUILT_IN = ("input", "h2d", "compute", "wait", "other")
 _WAIT_S = 0.5  # how often the thread looks up from its wait to see whether it should stop
 _JOIN_S = 1.0  # how long exit waits for a listener's call in progress
+_LAST_S = 10.0  # how long exit waits for the listeners' calls on the run's last window (a tracker's upload)
 
 
 def figures(summary: Dict[str, Any], step: int, at_s: float) -> Dict[str, Any]:
@@ -77,6 +78,8 @@ class Listeners:
         self._stopping = False
         self._failure_said = False
         self._forked = False  # a forked child's copy: its tracer gives no windows, so no thread
+        self._draining = False  # at exit: the windows queued are called, then the thread ends
+        self.delivered = 0  # windows handed to the listeners
         global _stop_registered
         if not _stop_registered:  # at the first, after the exit report's: atexit runs last first
             _stop_registered = True
@@ -101,6 +104,22 @@ class Listeners:
             if fn in self._calls:
                 self._calls.remove(fn)
 
+    def finish(self) -> None:
+        """At the end of the run: the window in progress goes to every listener (however short;
+        the last seconds of every run, and a run shorter than one window), then the thread ends.
+        A run that sent no window says why, in one line."""
+        core = self._core()
+        thread = self._thread
+        if core is not None and thread is not None and thread.is_alive() and not self._forked:
+            core.end_live()
+            del core
+            self._draining = True
+            thread.join(_LAST_S)
+            if self.delivered == 0 and self._calls:
+                _log.say("no window reached the listeners (log_to, on_window): the run counted no step "
+                         "(steps in warm-up are not counted: warmup_steps)")
+        self.stop()
+
     def stop(self) -> None:
         """No more windows: the thread ends once a call in progress returns (waited for briefly)."""
         with self._lock:
@@ -119,10 +138,13 @@ class Listeners:
             core = self._core()
             if core is None:
                 return
-            got = core.next_window(_WAIT_S)
+            got = core.next_window(0 if self._draining else _WAIT_S)
             del core  # held only while waiting: the tracer stays the program's to free
             if got is None:
+                if self._draining:
+                    return  # the last window was called: nothing more comes
                 continue
+            self.delivered += 1
             summary, step, at_s = got
             window = figures(json.loads(summary.json()), step, at_s)
             del got, summary
@@ -201,9 +223,9 @@ def listeners(core: _core.Tracer) -> Listeners:
 
 
 def _stop_all() -> None:
-    """At exit, before the tracers' own exit reports."""
+    """At exit, before the tracers' own exit reports: each run's last window to its listeners."""
     for each in list(_live):
-        each.stop()
+        each.finish()
 
 
 def _forget_in_child() -> None:

@@ -122,3 +122,35 @@ TEST_CASE("stop_listening wakes a waiting listener at once and queues nothing mo
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(60));  // not the 120 s timeout
   CHECK_FALSE(t.next_window(0));
 }
+
+TEST_CASE("end_live: the window in progress goes out however short, with every step since the last; then none", "[listeners]") {
+  const std::string jsonl = (fs::temp_directory_path() / ("steptrace-last-" + std::to_string(::getpid()) + ".jsonl")).string();
+  fs::remove(jsonl);
+  config c = testing::quiet();  // no `live`: windows every 10 s, longer than this run
+  c.jsonl_path = jsonl;
+  tracer t(c);
+  t.listen_windows();
+  for (int i = 0; i < 7; ++i) {  // far shorter than a window
+    scoped_step s(t);
+  }
+  CHECK_FALSE(t.next_window(0));  // no window yet: the run is 10 s short of one
+  t.end_live();
+  const std::optional<live_window> last = t.next_window(0);
+  REQUIRE(last);
+  CHECK(last->figures.steps == 7);  // no warm-up in the quiet config: every step is counted
+  CHECK(last->step == 7);
+  CHECK(lines_in(jsonl) == 1);
+  t.end_live();  // once only
+  {
+    scoped_step s(t);
+  }
+  CHECK_FALSE(t.next_window(1.2));
+  CHECK(lines_in(jsonl) == 1);
+  CHECK(t.summary().steps == 8);  // the whole run is untouched
+  fs::remove(jsonl);
+
+  tracer empty(testing::quiet());  // no counted step since the last window: nothing goes out
+  empty.listen_windows();
+  empty.end_live();
+  CHECK_FALSE(empty.next_window(0));
+}

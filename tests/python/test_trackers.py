@@ -259,3 +259,41 @@ json.dump({{"before": before, "after": len(got)}}, open({str(out)!r}, "w"))
     )
     counts = json.loads(out.read_text())
     assert counts["after"] > counts["before"] >= 1
+
+
+def test_a_runs_last_window_reaches_listeners_before_the_table_and_live_lines_stop(run_python, tmp_path):
+    """No `live` set: windows every 10 s, and a run of 0.3 s. Its one window (all its counted
+    steps) reaches on_window and the JSONL at exit, before the table; with live=1 the last
+    partial window is the last line, before the table, and nothing follows it."""
+    proc = run_python(LOOP + """
+steptrace.on_window(lambda w: print("window", w["steps"], file=sys.stderr, flush=True))
+took = loop(0.3)
+print(len(took) - 5, file=sys.stderr)  # the counted steps: all but the 5 of warm-up
+""", env={"STEPTRACE_JSONL": str(tmp_path / "w.jsonl")})
+    lines = proc.stderr.splitlines()
+    counted = int(lines[0])
+    assert lines[1] == f"window {counted}", proc.stderr
+    assert "steptrace summary" in lines[2] and lines[3].startswith(f"{counted} steps"), proc.stderr  # then the table
+    assert [w["steps"] for w in jsonl_windows(tmp_path / "w.jsonl")] == [counted]
+    proc = run_python(LOOP + "loop(1.6)\n", env={"STEPTRACE_LIVE": "1"})
+    lines = proc.stderr.splitlines()
+    live = [i for i, line in enumerate(lines) if line.startswith("steptrace live")]
+    table = next(i for i, line in enumerate(lines) if " steps (" in line)
+    assert live and live[-1] < table, proc.stderr  # no live line after the table
+    # the windows, the last one partial, hold the run's counted steps between them (but those
+    # before the first collector pass, when the first window starts: a few at most); without
+    # the last window, its ~0.6 s (~190 steps) would be missing
+    in_windows = sum(int(lines[i].split(": ")[1].split()[0]) for i in live)
+    counted = int(lines[table].split()[0])
+    assert counted - 5 <= in_windows <= counted, proc.stderr
+
+
+def test_a_listener_that_got_no_window_says_why_in_one_line(run_python):
+    proc = run_python(LOOP + """
+steptrace.on_window(lambda w: None)
+for _ in range(3):  # all warm-up: nothing counted
+    with steptrace.step():
+        pass
+""")
+    said = [line for line in proc.stderr.splitlines() if "no window reached the listeners" in line]
+    assert len(said) == 1 and "warmup_steps" in said[0], proc.stderr

@@ -117,6 +117,11 @@ class STEPTRACE_API tracer {
   std::optional<live_window> next_window(double timeout_s);
   void stop_listening();
   void count_window_failure() noexcept;  // a listener failed on a window (errors.window_calls_failed)
+  // The end of the live view, at the end of a run (exit_report calls it first; the Python package
+  // before its listeners stop): the window in progress, if it holds a counted step, goes out as
+  // every window does (the live line, jsonl_path, the listeners' queue), however short, so a
+  // run's last seconds and a run shorter than one period reach them. No window or line after it.
+  void end_live();
   // Forgets every recorded step and phase; warm-up starts again. A step open on another thread
   // at that moment is not counted, and leaves no error behind.
   void reset();

@@ -50,6 +50,7 @@ std::string tracer::exit_report(const exit_finish& finish) {
       cfg = impl_->cfg;
       shown = impl_->shown_steps;
     }
+    end_live();  // the run's last window, before the table
     ::steptrace::summary s = collect_summary(false);
     const std::uint64_t recorded = s.steps + s.warmup_steps + s.failed_steps;
     // A rank of a job hands even an empty summary to `finish`: rank 0 must hear at once that it

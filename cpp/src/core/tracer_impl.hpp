@@ -127,8 +127,11 @@ class tracer_impl {
   summary window_of(aggregate& from, bool restart = true);  // under `mutex`: its figures; restart: it starts afresh
   void finish_window(summary& w) const;  // without the lock: backend, misuse counts, diagnosis
   void sample_rss(std::unique_lock<std::mutex>& lock, bool now);  // reads /proc without the lock
-  void live_tick(std::unique_lock<std::mutex>& lock);  // the collector, each pass
-  bool live_on() const noexcept { return cfg.live > 0 || !cfg.jsonl_path.empty() || listening; }
+  // The collector, each pass; `last`: the window in progress now, whatever its length, if it
+  // holds a counted step, and the live view ends (tracer::end_live).
+  void live_tick(std::unique_lock<std::mutex>& lock, bool last = false);
+  bool live_on() const noexcept { return !live_ended && (cfg.live > 0 || !cfg.jsonl_path.empty() || listening); }
+  bool live_ended = false;  // tracer::end_live: the last window went; no line or window after it
   std::chrono::steady_clock::time_point live_last{}, rss_last{};
   std::uint64_t rss_steps = 0;  // steps_ended at the last RSS sample
   double live_origin_s = -1;    // steady seconds at the first live window's start

@@ -2,6 +2,8 @@
 // (tracer::window()) and for the live view (options `live`, `jsonl_path`), both beside the
 // whole-run totals, which they never change. And the process's resident memory at step ends.
 // See docs/architecture.md, "Windows".
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -57,21 +59,24 @@ void tracer_impl::sample_rss(std::unique_lock<std::mutex>& lock, bool now) {
   live_totals.note_rss(bytes);
 }
 
-void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock) {
+void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
   const bool on = live_on() && !forked.load();
-  if (device_join* device = totals.device()) device->recent_on = on;  // the windows' device view, while they are made
+  if (device_join* device = totals.device()) device->recent_on = on && !last;  // the windows' device view, while they are made
   if (!on) return;
+  if (last) live_ended = true;  // whatever follows: no window, no line after this one
   const auto now = std::chrono::steady_clock::now();
   const double now_s = std::chrono::duration<double>(now.time_since_epoch()).count();
-  if (live_origin_s < 0) {  // the first pass with the view on starts its first window
+  if (live_origin_s < 0 && !last) {  // the first pass with the view on starts its first window
     live_origin_s = now_s;
     live_last = now;
     live_totals.clear();
     if (device_join* device = totals.device()) device->take_recent();  // views from before the view began
     return;
   }
+  if (live_origin_s < 0) live_origin_s = now_s;  // the last window is the first: it began with the run
   const auto period = std::chrono::seconds(cfg.live > 0 ? cfg.live : 10);
-  if (now - live_last < period) return;
+  if (!last && now - live_last < period) return;
+  if (last && live_totals.steps() == 0) return;  // nothing counted since the last window: none to send
   live_last = now;
   summary w = window_of(live_totals);
   if (device_join* device = totals.device()) w.gpu = device->take_recent();  // the steps viewed since
@@ -178,6 +183,16 @@ void tracer::stop_listening() {
     impl_->queued.clear();
   }
   impl_->window_queued.notify_all();
+}
+
+void tracer::end_live() {
+  if (impl_->forked.load() || impl_->creator_pid != getpid()) return;  // before any lock
+  std::unique_lock<std::mutex> lock(impl_->mutex);
+  if (impl_->live_ended) return;
+  impl_->drain_all_locked();  // the steps that ended since the collector's last pass
+  impl_->harvest_events();
+  impl_->live_tick(lock, true);
+  impl_->live_ended = true;
 }
 
 void tracer::count_window_failure() noexcept { impl_->window_calls_failed.fetch_add(1, std::memory_order_relaxed); }
