@@ -124,8 +124,8 @@ bool category_of(std::string_view cat, event_cat& out) {
 
 class event_reader {
  public:
-  event_reader(json_scanner& in, trace_events& out, std::size_t limit)
-      : in_(in), out_(out), names_(out.names), ids_(out.ids), limit_(limit) {}
+  event_reader(json_scanner& in, trace_events& out, std::size_t limit, const std::string& name)
+      : in_(in), out_(out), names_(out.names), ids_(out.ids), limit_(limit), name_(name) {}
 
   void read_events() {
     in_.enter_array();
@@ -270,8 +270,9 @@ class event_reader {
     if (!dur_ok) return problem("`" + name + "` has a duration that is not a non-negative number: " + shorten(bad_dur_));
     if (e.ts > UINT64_MAX - e.dur) return problem("`" + name + "` ends past the end of time");
     if (out_.events.size() == limit_) {
-      in_.fail("more than " + std::to_string(limit_) + " events, more than steptrace reads (" +
-               std::to_string(max_trace_events) + "); profile fewer steps (the schedule's active=) or export one step range");
+      throw std::invalid_argument(name_ + ": more than " + std::to_string(limit_) + " events, more than steptrace reads (" +
+                                  std::to_string(max_trace_events) + ", at byte " + std::to_string(in_.offset()) +
+                                  "); profile fewer steps (the schedule's active=) or export one step range");
     }
     out_.events.push_back(e);
   }
@@ -295,6 +296,7 @@ class event_reader {
   trace_events& out_;
   interner names_, ids_;
   std::size_t limit_;
+  const std::string& name_;
   const std::string empty_;
   std::string bad_ts_, bad_dur_;
 };
@@ -305,7 +307,7 @@ trace_events read_trace_events(byte_source& source, const std::string& name, std
   trace_events out;
   out.names.emplace_back("");  // id 0: no name
   json_scanner in(source, name);
-  event_reader reader(in, out, event_limit);
+  event_reader reader(in, out, event_limit, name);
   bool saw_events = false;
   const auto first = in.peek();
   if (first == json_scanner::kind::end) throw std::invalid_argument(name + ": the file is empty");
