@@ -30,7 +30,8 @@ void open_step(tracer& t, const stream_arg& stream) {
   if ((stream ? t.begin_step(stream_ptr(stream)) : t.begin_step()) == step_open::nested) {
     PyErr_SetString(step_error,
                     "steptrace: a step is already open on this thread; steps do not nest (use "
-                    "steptrace.phase() for the inner scope)");
+                    "steptrace.phase() for the inner scope; a `for item in steptrace.steps(...)` loop "
+                    "already opens one step per item)");
     throw py::error_already_set();
   }
 }

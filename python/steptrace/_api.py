@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
+import os
 import sys
 import weakref
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar
 
-from . import _annotate, _collective, _core, _loop, _paths, _profiler, _ranks, _trackers, _windows
+from . import _annotate, _collective, _core, _log, _loop, _paths, _profiler, _ranks, _trackers, _windows
 from ._allocator import note_allocator
 from ._loader_facts import tell_settings
 from ._options import OPTIONS, _option_text, _option_value
@@ -139,6 +141,7 @@ class Tracer:
         self._excludes: Dict[str, _ExcludeScope] = {}
         self._feeding: Any = None  # weakref to the loader whose fetches feed the steps
         self._shown_recorded = -1  # steps recorded when the program last printed a summary's table or JSON
+        self._asked = False  # step() was called: at exit, a run with nothing recorded says why
 
     def step(self, fn: Optional[F] = None, *, stream: Any = None, batch: Optional[int] = None) -> Any:
         """One iteration of your loop, or one request: ``with tracer.step():`` or ``@tracer.step``.
@@ -151,6 +154,7 @@ class Tracer:
         on one event loop, and phases opened in the task, on either side of an ``await``, are
         its own. ``batch=n``: this step serves n requests as one batch (a server's GPU worker);
         batches are counted apart from requests, with their sizes."""
+        self._asked = True
         if fn is not None and inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
@@ -182,6 +186,8 @@ class Tracer:
         ``stream`` (a CUDA stream: an int handle or an object with ``.cuda_stream``, such as
         ``torch.cuda.Stream``) also times the phase on the device with CUDA events. Where torch
         has initialised CUDA, a phase defaults to torch's current stream."""
+        if _forked.child:
+            _forked.say_phase()
         if stream is None:
             torch = _modules.get("torch")  # never imported here: only used if the program did
             if torch is None or not torch.cuda.is_initialized():
@@ -303,6 +309,39 @@ class Tracer:
     def set_fact(self, key: str, value: Any) -> None:
         """Tells the diagnosis about the setup (integrations use ``dataloader.num_workers`` ...)."""
         self._core.set_fact(key, str(value))
+
+
+class _Forked:
+    """Whether this process is a forked child (a DataLoader worker with fork): its tracers record
+    nothing, so a phase opened there is said, once."""
+
+    child = False
+    said = False
+
+    def say_phase(self) -> None:
+        if not self.said:
+            self.said = True
+            _log.say("a phase opened in a forked process (a DataLoader worker?) is not collected: the worker's "
+                     "tracer records nothing. steps(loader) times each fetch in the parent as `input`; or make a "
+                     "Tracer in the worker for its own steps")
+
+
+_forked = _Forked()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: setattr(_forked, "child", True))
+
+
+def unused_scopes_said(tracer: "Tracer", own: Any) -> None:
+    """At exit: a run that called step() or phase() but recorded nothing (no step, no phase
+    outside a step) was most likely calling them bare (``steptrace.step()``, not ``with
+    steptrace.step():``): said in one line."""
+    if own.recorded or _forked.child or not (tracer._asked or tracer._phases):
+        return
+    if not json.loads(own.json()).get("unscoped_phases"):
+        called = "step()" if tracer._asked else "phase()"
+        _log.say(f"steptrace.{called} was called but nothing was recorded: it is a context manager or a "
+                 f"decorator (`with steptrace.{called[:-2]}(...):`, `@steptrace.{called[:-2]}`); called bare it "
+                 "does nothing")
 
 
 _default = Tracer._wrap(_core.default_tracer())

@@ -150,6 +150,9 @@ def _report(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="steptrace", description="Read steptrace summaries (the JSON of json_path or "
                                 "Summary.to_json) and torch.profiler traces (.json or .json.gz).")
+    from . import __version__
+
+    p.add_argument("--version", action="version", version=f"steptrace {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="command")
     paths_help = ("a summary or trace (- for standard input), or a job: a folder of rank files, several files, "
                   "or a quoted glob")

@@ -110,6 +110,8 @@ def _report_at_exit() -> None:
             if text:
                 sys.stderr.write(text)
                 sys.stderr.flush()
+            else:
+                _api.unused_scopes_said(_api._default, core.summary())
     except KeyboardInterrupt:
         _log.say("the exit report was interrupted (Ctrl-C twice)")
         return

@@ -1,0 +1,62 @@
+"""Misuse that used to be silent now says one line: step() or phase() called without `with`, a
+phase in a forked DataLoader worker, a step opened inside a steps() loop; and the version."""
+
+import steptrace
+
+from conftest import cli
+
+
+def test_a_bare_step_or_phase_call_says_so_once_at_exit(run_python):
+    for call in ("step()", "phase('decode')"):
+        proc = run_python(f"""
+import steptrace
+for _ in range(10):
+    steptrace.{call}  # no `with`: nothing is recorded
+""")
+        said = [line for line in proc.stderr.splitlines() if "was called but nothing was recorded" in line]
+        assert len(said) == 1 and "with steptrace." in said[0], proc.stderr
+    used = run_python("""
+import steptrace
+for _ in range(3):
+    with steptrace.step():
+        pass
+""")
+    assert "was called but nothing was recorded" not in used.stderr
+
+
+def test_a_phase_in_a_forked_worker_says_once_that_it_is_not_collected(run_python):
+    proc = run_python("""
+import os, steptrace
+pid = os.fork()
+if pid == 0:
+    for _ in range(5):
+        with steptrace.phase("decode"):
+            pass
+    os._exit(0)
+os.waitpid(pid, 0)
+""")
+    said = [line for line in proc.stderr.splitlines() if "forked process" in line]
+    assert len(said) == 1 and "not collected" in said[0], proc.stderr
+
+
+def test_a_step_inside_a_steps_loop_names_the_loop(tracer):
+    import pytest
+
+    with pytest.raises(steptrace.StepError, match=r"steptrace.steps\(...\)` loop already opens one step per item"):
+        for _ in tracer.steps(range(2)):
+            with tracer.step():
+                pass
+
+
+def test_the_version_is_there():
+    proc = cli("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"steptrace {steptrace.__version__}"
+
+
+def test_phases_used_outside_any_step_are_not_called_bare(run_python):
+    proc = run_python("""
+import steptrace
+with steptrace.phase("setup"):  # a phase outside every step: recorded, though no step is
+    pass
+""")
+    assert "was called but nothing was recorded" not in proc.stderr, proc.stderr
