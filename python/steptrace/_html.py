@@ -182,7 +182,7 @@ def _set_aside(summary: Dict[str, Any]) -> str:
 
 _STYLE = """
 body { font: 14px system-ui, sans-serif; margin: 24px; color: #222; max-width: 960px; }
-pre { background: #f6f6f6; padding: 12px; font-size: 12px; white-space: pre-wrap; overflow-wrap: anywhere; }
+pre { background: #f6f6f6; padding: 12px; font: 12px ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace; white-space: pre; overflow-x: auto; }
 .header { color: #444; }
 h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; }
 .label { display: inline-block; padding: 2px 8px; background: #222; color: #fff; border-radius: 3px; }

@@ -31,6 +31,9 @@ def test_a_summary_displays_as_its_report_in_a_notebook_and_its_table_in_a_repl(
         for rule in filter(None, (r.strip() for r in style.split("}"))):
             selectors = rule.split("{")[0]
             assert all(sel.strip().startswith("div.steptrace-report") for sel in selectors.split(",")), rule
+        # the table keeps its columns whatever the notebook's own font: monospace, never wrapped
+        pre = next(r for r in style.split("}") if r.strip().startswith("div.steptrace-report pre"))
+        assert "monospace" in pre and "white-space: pre;" in pre, pre
         assert repr(s) == s._core.table()  # the REPL shows the table
     assert "What each fix can save" in steptrace.load(TRACE)._repr_html_()
     assert re.search(r"INPUT-BOUND", steptrace.load(TRACE)._repr_html_())
