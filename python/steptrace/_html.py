@@ -208,10 +208,10 @@ def _header(summary: Dict[str, Any]) -> str:
     threads = summary.get("threads", 0)
     if summary.get("windows"):  # a trace without steps: its window, diagnosed as a step
         parts = [f"{steps} window{'' if steps == 1 else 's'} of a trace without steps (the whole trace)",
-                 (f"{wall_s:.1f} s" if wall_s >= 10 else f"{_ms(wall_s * 1000)} ms") + " long"]
+                 f"{_ms(wall_s)} s long"]
     else:
         parts = [f"{steps} steps on {threads} thread{'' if threads == 1 else 's'}",
-                 (f"{wall_s:.1f} s" if wall_s >= 10 else f"{_ms(wall_s * 1000)} ms") + " of wall time"]
+                 f"{_ms(wall_s)} s of wall time"]  # as the table writes it
     if wall_s > 0 and steps and not summary.get("windows"):
         parts.append(f"{steps / wall_s:.1f} steps/s")
     rank = summary.get("rank")

@@ -60,3 +60,14 @@ with steptrace.phase("setup"):  # a phase outside every step: recorded, though n
     pass
 """)
     assert "was called but nothing was recorded" not in proc.stderr, proc.stderr
+
+
+def test_the_reports_header_writes_the_wall_time_as_the_table_does(tracer):
+    import re
+
+    for _ in range(3):
+        with tracer.step():
+            pass
+    s = tracer.summary()
+    in_table = re.search(r"([\d.]+) s of wall time", str(s)).group(1)
+    assert f"{in_table} s of wall time" in s.to_html()
