@@ -73,15 +73,18 @@ def _output(args: argparse.Namespace, suffix: str) -> str:
     from ._load import expand, rank_files
     from ._read import shown
 
-    out = args.output or _default_output(args.paths, suffix)
-    if out == "-" or not os.path.exists(out):
-        return out
-    for name in expand(args.paths):
-        inputs = rank_files(name) if name != "-" and os.path.isdir(name) else [name]
-        for read in inputs:
-            if read != "-" and os.path.exists(read) and os.path.samefile(read, out):
-                raise _Unusable(f"{shown(out)}: is {'the file' if read == name else 'a rank file'} being read "
-                                f"({shown(read)}); steptrace does not write over its input: name another -o")
+    try:
+        out = args.output or _default_output(args.paths, suffix)
+        if out == "-" or not os.path.exists(out):
+            return out
+        names = expand(args.paths)
+        inputs = [r for name in names for r in (rank_files(name) if name != "-" and os.path.isdir(name) else [name])]
+    except ValueError as e:  # no file matches a glob, a folder of no rank files: named as the reader names them
+        raise _Unusable(str(e)) from None
+    for read in inputs:
+        if read != "-" and os.path.exists(read) and os.path.samefile(read, out):
+            raise _Unusable(f"{shown(out)}: is {'the file' if read in names else 'a rank file'} being read "
+                            f"({shown(read)}); steptrace does not write over its input: name another -o")
     return out
 
 

@@ -124,6 +124,10 @@ def test_an_output_over_its_own_input_is_refused(tmp_path, summary_file):
     write_trace(runs / "rank0.json", distributedInfo={"rank": 0, "world_size": 2})
     write_trace(runs / "rank1.json", distributedInfo={"rank": 1, "world_size": 2})
     one_line_error(cli("trace", runs, "-o", runs / "rank1.json"), "is a rank file being read", "rank1.json")
+    # a glob that names no file, or a folder of no rank files, is named as the reader names it
+    one_line_error(cli("report", tmp_path / "nothing*.json"), "nothing*.json: no file matches")
+    (tmp_path / "empty").mkdir()
+    one_line_error(cli("trace", tmp_path / "empty", "-o", summary_file), "holds no .json or .json.gz files")
 
 
 def test_a_jobs_default_output_goes_beside_its_folder_never_into_it(tmp_path):
