@@ -93,6 +93,15 @@ TEST_CASE("outputs: a link another user planted in a shared folder is refused, t
     refused(mine, "owned by another user");
     CHECK(read_all(home / "secret") == "secret\n");
   }
+  SECTION("a folder on the way that is another user's link is held to the same rule") {
+    const fs::path runs = shared / "runs";
+    fs::create_directory_symlink(home, runs);  // /tmp/runs -> the victim's folder
+    REQUIRE(::lchown(runs.c_str(), someone_else, someone_else) == 0);
+    refused(runs / "secret", "the folder " + runs.string() + " on its path is a symbolic link owned by another user");
+    refused(runs / "new.json", "on its path is a symbolic link owned by another user");
+    CHECK(read_all(home / "secret") == "secret\n");
+    CHECK_FALSE(fs::exists(home / "new.json"));
+  }
   SECTION("a file or a FIFO another user left there is neither replaced nor written") {
     put(shared / "left.json", "theirs\n", 0666);
     REQUIRE(::chown((shared / "left.json").c_str(), someone_else, someone_else) == 0);

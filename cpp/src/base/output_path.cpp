@@ -41,6 +41,22 @@ std::string untrusted_file(const std::string& path, const struct stat& file) {
          ") in a folder anyone can write: not replaced; remove it, or write elsewhere";
 }
 
+// Each folder on the way to `path` that is a symbolic link is held to the same rule as a link at
+// the path itself (`/tmp/runs` planted as a link to another user's folder).
+void check_folders(const std::string& given, const std::string& path) {
+  const std::string folder = folder_of(path);
+  for (std::size_t end = folder.find('/', 1);; end = folder.find('/', end + 1)) {
+    const std::string prefix = folder.substr(0, end);
+    struct stat at {};
+    if (!prefix.empty() && prefix != "." && ::lstat(prefix.c_str(), &at) == 0 && S_ISLNK(at.st_mode)) {
+      if (std::string why = untrusted_link(prefix, at); !why.empty()) {
+        throw refused_output(given, "the folder " + prefix + " on its path is " + why);
+      }
+    }
+    if (end == std::string::npos) break;
+  }
+}
+
 }  // namespace
 
 refused_output::refused_output(const std::string& path, std::string reason)
@@ -70,6 +86,7 @@ output_target resolve_output(const std::string& given) {
     target.resize(static_cast<std::size_t>(n));
     out.path = target.front() == '/' ? target : folder_of(out.path) + "/" + target;
   }
+  check_folders(given, out.path);
   struct stat followed {};
   if (::stat(given.c_str(), &followed) == 0) {
     if (S_ISDIR(followed.st_mode)) fail(EISDIR, given);

@@ -4,7 +4,7 @@
 // link or a file of their own at it. So:
 //   - a symbolic link is followed only when it is yours or root's (`/dev/stdout`) and it does not
 //     sit in a world-writable folder without the sticky bit (where anyone could swap it);
-//     each link of a chain is held to this;
+//     each link of a chain is held to this, and so is each folder on the way that is a link;
 //   - a file, FIFO or device already at the path, in a world-writable folder, is replaced or
 //     written only when it is yours or the folder owner's (the kernel's protected_regular rule)
 //     and, a regular file, has no other hard link (an append would reach the file linked to).
