@@ -335,8 +335,8 @@ def unused_scopes_said(tracer: "Tracer", own: Any) -> None:
     """At exit: a run that called step() or phase() but recorded nothing (no step, no phase
     outside a step) was most likely calling them bare (``steptrace.step()``, not ``with
     steptrace.step():``): said in one line."""
-    if own.recorded or _forked.child or not (tracer._asked or tracer._phases):
-        return
+    if own.recorded or _forked.child or not (tracer._asked or tracer._phases) or not tracer.options()["enabled"]:
+        return  # STEPTRACE_DISABLE: nothing is recorded by design
     if not json.loads(own.json()).get("unscoped_phases"):
         called = "step()" if tracer._asked else "phase()"
         _log.say(f"steptrace.{called} was called but nothing was recorded: it is a context manager or a "
