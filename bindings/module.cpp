@@ -364,12 +364,6 @@ PYBIND11_MODULE(_core, m) {
   m.def("reclaim_cupti", &steptrace::reclaim_cupti);
   m.def("cupti_holder", &steptrace::cupti_holder);
   m.def(
-      "read_profiler_trace",
-      [](const std::string& path, const std::string& step, const std::string& name) {
-        return read_profiler_trace(path, {step, name});
-      },
-      py::arg("path"), py::arg("step") = "", py::arg("name") = "", py::call_guard<py::gil_scoped_release>());
-  m.def(
       "read_file",
       [](const std::string& path, const std::string& step, const std::string& name) {
         return read_file(path, {step, name});

@@ -201,6 +201,14 @@ TEST_CASE("step ranges nested in or overlapping another are counted and said, ne
   for (int i = 0; i < 3; ++i) clean.add("user_annotation", "ProfilerStep#" + std::to_string(i), 1, i * 100.0, 100);
   const summary none = read_profiler_trace(temp_file(clean.json()).path);
   CHECK(none.errors.nested_steps == 0);
+
+  trace_text window;  // no steps: nested ops only choose the main thread, and none is a step left out
+  window.add("cpu_op", "aten::linear", 1, 0, 100);
+  window.add("cpu_op", "aten::addmm", 1, 10, 50);
+  window.add("cpu_op", "aten::linear", 1, 200, 100);
+  const summary whole = read_profiler_trace(temp_file(window.json()).path);
+  CHECK(whole.windows);
+  CHECK(whole.errors.nested_steps == 0);
   CHECK_THAT(none.backend.reason, !Catch::Matchers::Contains("left out ("));
 }
 
