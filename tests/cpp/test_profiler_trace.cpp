@@ -352,6 +352,7 @@ TEST_CASE("a broken or wrong file gets a clear message naming the file and the p
     CHECK_THAT(s.backend.reason, Catch::Matchers::Contains("2 events left out (`aten::bad` has a duration that is not a non-negative number: NaN)"));
     trace_text only;
     only.add("user_annotation", "ProfilerStep#1", 1, 0, 100);
+    only.add("cpu_op", "aten::mm", 1, 10, 50);
     only.events += ",\n{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#2\", \"pid\": 100, \"tid\": 1, \"ts\": 150, \"dur\": NaN}";
     const summary alone = read_profiler_trace(temp_file(only.json()).path);
     CHECK(alone.steps == 1);  // a trace's only step counts
@@ -366,6 +367,7 @@ TEST_CASE("a broken or wrong file gets a clear message naming the file and the p
   SECTION("a step with no device activity is counted and said") {
     trace_text t = two_steps();
     t.add("user_annotation", "ProfilerStep#3", 1, 2300, 100);
+    t.add("cpu_op", "aten::relu", 1, 2310, 20);  // host work, and nothing on the device
     const summary s = read_profiler_trace(temp_file(t.json()).path);
     CHECK(s.steps == 2);
     CHECK(s.gpu->busy_ms.mean == Approx(0.0215).margin(1e-9));  // 43 us and 0 us

@@ -183,6 +183,7 @@ TEST_CASE("steptrace's own annotations in a trace give its exact steps and phase
 TEST_CASE("step ranges nested in or overlapping another are counted and said, never dropped silently", "[profiler]") {
   trace_text nested;  // ten ProfilerSteps inside one long one: the long one is the step
   nested.add("user_annotation", "ProfilerStep#0", 1, 0, 10000);
+  nested.add("cpu_op", "aten::mm", 1, 100, 50);
   for (int i = 1; i <= 10; ++i) nested.add("user_annotation", "ProfilerStep#" + std::to_string(i), 1, i * 900.0, 800);
   const summary one = read_profiler_trace(temp_file(nested.json()).path);
   CHECK(one.steps == 1);
@@ -191,7 +192,10 @@ TEST_CASE("step ranges nested in or overlapping another are counted and said, ne
   CHECK_THAT(one.table(), Catch::Matchers::Contains("10 nested steps ignored"));
 
   trace_text overlapping;  // ten steps each starting before the last ends: every other one is kept
-  for (int i = 0; i < 10; ++i) overlapping.add("user_annotation", "ProfilerStep#" + std::to_string(i), 1, i * 100.0, 150);
+  for (int i = 0; i < 10; ++i) {
+    overlapping.add("user_annotation", "ProfilerStep#" + std::to_string(i), 1, i * 100.0, 150);
+    overlapping.add("cpu_op", "aten::mm", 1, i * 100.0 + 10, 20);
+  }
   const summary half = read_profiler_trace(temp_file(overlapping.json()).path);
   CHECK(half.steps == 5);
   CHECK(half.errors.nested_steps == 5);
@@ -212,3 +216,38 @@ TEST_CASE("step ranges nested in or overlapping another are counted and said, ne
   CHECK_THAT(none.backend.reason, !Catch::Matchers::Contains("left out ("));
 }
 
+
+TEST_CASE("the profiler's closing stub is no step: a trace of stubs alone has nothing to diagnose", "[profiler]") {
+  // The range the last prof.step() opens and the profiler's exit closes holds no op and starts no
+  // device work (a real tensorboard_trace_handler cycle: ProfilerStep#11, 27 us, nothing inside).
+  trace_text t;
+  for (int i = 0; i < 3; ++i) {
+    const double at = i * 1000.0;
+    t.add("user_annotation", "ProfilerStep#" + std::to_string(i), 1, at, 1000);
+    t.add("cpu_op", "aten::mm", 1, at + 100, 300);
+    t.add("cuda_runtime", "cudaLaunchKernel", 1, at + 200, 10, corr(i + 1));
+    t.add("kernel", "gemm", 7, at + 250, 600, device_args(i + 1), 0);
+  }
+  t.add("user_annotation", "ProfilerStep#3", 1, 3000, 37);
+  const summary s = read_profiler_trace(temp_file(t.json()).path);
+  CHECK(s.steps + s.warmup_steps == 3);
+  CHECK(s.step_ms.max == Approx(1.0).margin(1e-9));  // never the 37 us stub
+  CHECK_THAT(s.backend.reason, Catch::Matchers::Contains("1 ProfilerStep range holding no op and no device work"));
+
+  // A ProfilerStep with only a runtime call or only device work starting inside is a step.
+  trace_text busy;
+  busy.add("user_annotation", "ProfilerStep#0", 1, 0, 1000);
+  busy.add("cuda_runtime", "cudaStreamSynchronize", 1, 10, 900);
+  busy.add("user_annotation", "ProfilerStep#1", 1, 1000, 1000);
+  busy.add("kernel", "gemm", 7, 1100, 600, device_args(9), 0);
+  CHECK(read_profiler_trace(temp_file(busy.json()).path).steps == 2);
+
+  trace_text stub;  // the last cycle of a repeating schedule: the stub alone
+  stub.add("user_annotation", "ProfilerStep#11", 1, 0, 37);
+  const summary alone = read_profiler_trace(temp_file(stub.json()).path);
+  CHECK(alone.steps == 0);
+  CHECK(alone.diag.label.empty());
+  CHECK(alone.diag.gains.empty());
+  CHECK_THAT(alone.table(), Catch::Matchers::Contains("nothing to break down"));
+  CHECK_THAT(alone.table(), !Catch::Matchers::Contains("WAIT-HEAVY"));
+}

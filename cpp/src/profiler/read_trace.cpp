@@ -57,6 +57,10 @@ std::string backend_reason(const std::string& path, const trace_events& t, const
     reason += fmt::format("; {} more step range{} nested in or overlapping another, left out (errors.nested_steps)",
                           r.steps_dropped, r.steps_dropped == 1 ? "" : "s");
   }
+  if (r.stub_steps) {
+    reason += fmt::format("; {} ProfilerStep range{} holding no op and no device work (the profiler's closing stub) left out",
+                          r.stub_steps, r.stub_steps == 1 ? "" : "s");
+  }
   if (const std::string* gpu = s.fact("gpu.name")) reason += fmt::format("; device: {}", *gpu);
   if (r.untraced_ns) {
     reason += r.warmup_steps

@@ -39,6 +39,7 @@ class rules {
     out_.step_name = choice.source == step_source::named_range ? step_name_ : std::string();
     out_.steps = choice.steps.size();
     out_.steps_dropped = choice.dropped;
+    out_.stub_steps = choice.stubs;
     pid_ = choice.pid;
     tid_ = choice.tid;
     device_ = find_device(t_);

@@ -36,6 +36,7 @@ struct trace_reading {
   std::string step_name;               // the range the user named, for a named_range source
   std::uint64_t steps = 0;             // steps found (windows for a whole_trace source)
   std::uint64_t steps_dropped = 0;     // step ranges nested in or overlapping a step kept
+  std::uint64_t stub_steps = 0;        // ProfilerStep ranges holding nothing (trace_steps.hpp)
   std::uint32_t warmup_steps = 0;      // 1 when the first step is left out (by evidence), else 0
   std::uint64_t untraced_ns = 0;       // of the first step: busy with work launched before the trace
   std::uint64_t steps_without_device = 0;

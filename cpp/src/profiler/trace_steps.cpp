@@ -15,6 +15,9 @@ using thread_key = std::pair<std::uint32_t, std::uint32_t>;  // (pid, tid)
 
 bool is_host_op(const trace_event& e) { return e.cat == event_cat::op || e.cat == event_cat::user_annotation; }
 bool is_host(const trace_event& e) { return is_host_op(e) || e.cat == event_cat::runtime; }
+bool is_device(const trace_event& e) {
+  return e.cat == event_cat::kernel || e.cat == event_cat::memcpy || e.cat == event_cat::memset;
+}
 
 // The thread with the most events that `pick` takes (the first such thread on a tie), and those
 // events as steps: in time order, one nested in or overlapping an earlier one dropped.
@@ -58,11 +61,31 @@ void whole_trace(const trace_events& t, const std::string& file, step_choice& ou
     if (e.pid == out.pid && e.tid == out.tid && is_host(e)) begin = std::min(begin, e.ts);
   }
   for (const trace_event& e : t.events) {
-    const bool device = e.cat == event_cat::kernel || e.cat == event_cat::memcpy || e.cat == event_cat::memset;
-    if ((device || (e.pid == out.pid && is_host(e))) && e.ts + e.dur > begin) end = std::max(end, e.ts + e.dur);
+    if ((is_device(e) || (e.pid == out.pid && is_host(e))) && e.ts + e.dur > begin) end = std::max(end, e.ts + e.dur);
   }
   out.steps.assign(1, {begin, std::max(begin, end)});
   out.dropped = 0;  // the ops only chose the main thread: no step range was left out
+}
+
+// Leaves out the steps inside which nothing starts: no host event of the process but the step
+// ranges themselves, and no device activity.
+void drop_stubs(const trace_events& t, step_choice& out) {
+  std::vector<bool> holds(out.steps.size(), false);
+  for (const trace_event& e : t.events) {
+    const bool host = e.pid == out.pid && is_host(e) && !is_profiler_step(t.names[e.name]);
+    if (!host && !is_device(e)) continue;
+    auto it = std::upper_bound(out.steps.begin(), out.steps.end(), e.ts,
+                               [](std::uint64_t ts, const step_interval& s) { return ts < s.begin; });
+    if (it == out.steps.begin()) continue;
+    --it;
+    if (e.ts < it->end) holds[static_cast<std::size_t>(it - out.steps.begin())] = true;
+  }
+  std::vector<step_interval> kept;
+  for (std::size_t i = 0; i < out.steps.size(); ++i) {
+    if (holds[i]) kept.push_back(out.steps[i]);
+  }
+  out.stubs = out.steps.size() - kept.size();
+  out.steps = std::move(kept);
 }
 
 }  // namespace
@@ -82,6 +105,7 @@ step_choice choose_steps(const trace_events& t, const std::string& file, const s
   }
   out.source = step_source::profiler_steps;
   if (steps_of(t, [&](const trace_event& e) { return is_host_op(e) && is_profiler_step(t.names[e.name]); }, out)) {
+    drop_stubs(t, out);
     return out;
   }
   out.source = step_source::whole_trace;

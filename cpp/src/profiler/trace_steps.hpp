@@ -28,8 +28,12 @@ struct step_choice {
   std::uint32_t pid = 0, tid = 0;     // the main thread (interned ids)
   std::vector<step_interval> steps;   // in time order, none nested in or overlapping another
   std::uint64_t dropped = 0;          // ranges of the step's name nested in or overlapping a step kept
+  std::uint64_t stubs = 0;            // ProfilerStep ranges holding nothing, left out (below)
 };
 
+// A ProfilerStep#N range inside which the process ran no op, range or runtime call and the device
+// started nothing is the profiler's stub (the range the last `prof.step()` opens, closed at exit):
+// not a step. A trace whose ranges are all stubs has no steps, and nothing to diagnose.
 // `step_name`: the range the user named ("" for none). Throws std::invalid_argument naming
 // `file` when a named range does not occur, or when the trace has no host events at all.
 step_choice choose_steps(const trace_events& t, const std::string& file, const std::string& step_name);
