@@ -200,6 +200,10 @@ PYBIND11_MODULE(_core, m) {
         return py::str(s.diag.label);
       })
       .def_readonly("steps", &summary::steps)
+      .def("fact", [](const summary& s, const std::string& key) -> py::object {
+        const std::string* v = s.fact(key);
+        return v ? py::object(py::str(*v)) : py::object(py::none());
+      }, py::arg("key"))
       .def_property_readonly("recorded",  // every step it saw: counted, warm-up and failed
                              [](const summary& s) { return s.steps + s.warmup_steps + s.failed_steps; })
       .def_property_readonly("rank", [](const summary& s) -> py::object {
@@ -216,7 +220,8 @@ PYBIND11_MODULE(_core, m) {
       .def(  // a copy that says it is rank `rank` of `world_size` (a rank file that does not say)
           "with_rank",
           [](summary s, std::uint32_t rank, std::uint32_t world_size) {
-            s.rank = rank_info{rank, world_size, -1, {}, {}};
+            const std::string* host = s.fact("trace.host");  // a trace's host_name
+            s.rank = rank_info{rank, world_size, -1, host ? *host : std::string(), {}};
             return s;
           },
           py::arg("rank"), py::arg("world_size"))
@@ -369,6 +374,10 @@ PYBIND11_MODULE(_core, m) {
         return read_file(path, {step, name});
       },
       py::arg("path"), py::arg("step") = "", py::arg("name") = "", py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "read_cycles",
+      [](const std::vector<std::string>& paths, const std::string& step) { return read_profiler_cycles(paths, {step, ""}); },
+      py::arg("paths"), py::arg("step") = "", py::call_guard<py::gil_scoped_release>());
   m.def(
       "write_file",
       [](const std::string& path, const std::string& text) {

@@ -3,6 +3,10 @@ paths or a glob. Each file is read as the rank it names (a trace's ``distributed
 summary's rank), else as the next rank in file order, and the job view is built by the same
 ``combine_ranks`` as a live gather (docs/architecture.md, "Many ranks").
 
+Trace files one process wrote (the same pid, ``host_name`` and rank: a repeating schedule's
+``tensorboard_trace_handler`` cycles) are that process's cycles, read as one run by the core's
+``read_cycles``: all of a folder's files one process's is one run, never a job of ranks.
+
 Files are read in parallel on the available cores (the trace reader releases the GIL); what is
 kept of a rank is its summary, never its trace. In a trace a rank's wait at the collectives is
 its host ``wait`` (a collective on another thread is ``wait``) plus its NCCL kernels' time that no
@@ -42,6 +46,31 @@ def _ranked(read: List[Tuple[str, Any]]) -> Tuple[List[Tuple[str, Any]], int]:
     return out, world
 
 
+def _writer(s: Any) -> Optional[Tuple[Optional[str], str, Optional[int]]]:
+    """Who wrote a trace: (host_name, pid, rank); None for a saved summary."""
+    pid = s.fact("trace.pid")
+    return None if pid is None else (s.fact("trace.host"), pid, s.rank)
+
+
+def _by_process(read: List[Tuple[str, Any]], step: Optional[str]) -> List[Tuple[str, Any]]:
+    """One entry per process: a process's several trace files (its cycles) read as one run,
+    named by its first file. Files whose times overlap are no one process's cycles: kept apart."""
+    groups: dict = {}
+    for name, s in read:
+        key = _writer(s)
+        groups.setdefault(key if key is not None else ("file", name), []).append((name, s))
+    out = []
+    for files in groups.values():
+        if len(files) > 1:
+            try:
+                files = [(files[0][0], _core.read_cycles([os.fsencode(n) for n, _ in files], step or ""))]
+            except ValueError as e:
+                if "not cycles of one process" not in str(e):
+                    raise
+        out.extend(files)
+    return out
+
+
 def load_job(names: List[str], step: Optional[str] = None) -> Any:
     """The job's summary (a ``_core.Summary``): the lowest rank's own figures, a row per rank,
     the ranks with no file, the worst rank and STRAGGLER."""
@@ -57,6 +86,9 @@ def load_job(names: List[str], step: Optional[str] = None) -> Any:
             read = list(zip(names, pool.map(lambda n: read_one(n, step), names)))
     else:
         read = [(n, read_one(n, step)) for n in names]
+    read = _by_process(read, step)
+    if len(read) == 1:  # one process's cycles: one run
+        return read[0][1]
     ranked, world = _ranked(read)
     ranked.sort(key=lambda item: item[1].rank)
     reports = []

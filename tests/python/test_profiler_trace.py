@@ -144,3 +144,63 @@ def test_a_trace_without_steptrace_uses_the_op_rules(tmp_path):
     # no DataLoader op names the 20 ms sleeps: they are time in no op, `other`; the spins are ops
     assert read["phases"]["other"]["mean_ms"] >= 18
     assert read["phases"]["compute"]["mean_ms"] >= 5
+
+
+_CYCLES = """
+import sys, torch, torch.profiler as tp
+m = torch.nn.Linear(128, 128)
+with tp.profile(schedule=tp.schedule(wait=1, warmup=1, active=2, repeat=int(sys.argv[2])),
+                on_trace_ready=tp.tensorboard_trace_handler(sys.argv[1])) as p:
+    for i in range(int(sys.argv[3])):
+        m(torch.randn(32, 128)).sum().backward()
+        p.step()
+"""
+
+
+def _profiler_steps(folder: Path) -> list:
+    """Each file's ProfilerStep durations in ms, read straight from the JSON (the truth), less the
+    closing stubs: ranges inside which no op began."""
+    out = []
+    for f in sorted(folder.iterdir()):
+        events = [e for e in json.loads(f.read_text())["traceEvents"] if e.get("ph") == "X"]
+        for s in (e for e in events if e["name"].startswith("ProfilerStep#")):
+            inside = [e for e in events if e is not s and s["ts"] <= e["ts"] < s["ts"] + s["dur"]]
+            if inside:
+                out.append(s["dur"] / 1e3)
+    return out
+
+
+def test_a_tensorboard_trace_handler_folder_of_cycles_is_one_run(tmp_path):
+    # 5 cycles of 2 active steps, the last one ended by the loop's end: its second step a stub
+    folder = tmp_path / "tb"
+    subprocess.run([sys.executable, "-c", _CYCLES, str(folder), "5", "19"], check=True, capture_output=True, timeout=300)
+    assert len(list(folder.iterdir())) == 5
+    truth = _profiler_steps(folder)
+    s = steptrace.load(folder)
+    d = s.to_dict()
+    assert "ranks" not in d and s.rank is None  # one process, never 5 ranks
+    assert s.steps + d["warmup_steps"] == len(truth) == 9
+    assert [c["steps"] + c["warmup_steps"] for c in d["cycles"]] == [2, 2, 2, 2, 1]
+    if d["warmup_steps"] == 0:  # host-only traces show no warm-up evidence: every step counts
+        assert d["step_ms"]["mean"] == pytest.approx(sum(truth) / len(truth), abs=0.002)
+        assert d["step_ms"]["max"] == pytest.approx(max(truth), abs=0.001)
+    assert "closing stub" in d["backend"]["reason"]
+    shown = cli("show", folder)
+    assert shown.returncode == 0, shown.stderr
+    assert "cycles     5 torch.profiler cycles of one process" in shown.stdout
+    assert "rank" not in shown.stdout.split("cycles")[0]  # no "rank 0 of 5", no ranks table
+
+
+def test_two_processes_cycles_in_one_folder_are_two_ranks_of_their_cycles(tmp_path):
+    folder = tmp_path / "tb"
+    for _ in range(2):  # two processes, one folder: each its own pid
+        subprocess.run([sys.executable, "-c", _CYCLES, str(folder), "3", "12"], check=True, capture_output=True, timeout=300)
+    assert len(list(folder.iterdir())) == 6
+    d = steptrace.load(folder).to_dict()
+    rows = d["ranks"]["rows"]
+    assert len(rows) == 2 and [r["steps"] for r in rows] == [6, 6]
+    # a copy of one cycle is the same process at the same time: no cycle of it, a rank of its own
+    one = sorted(folder.iterdir())[0]
+    shutil.copy(one, tmp_path / "copy.json")
+    pair = steptrace.load([one, tmp_path / "copy.json"]).to_dict()
+    assert len(pair["ranks"]["rows"]) == 2 and "cycles" not in pair

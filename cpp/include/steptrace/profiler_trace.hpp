@@ -13,6 +13,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "steptrace/export.hpp"
 #include "steptrace/summary.hpp"
@@ -31,6 +32,14 @@ struct trace_options {
 // read, is not JSON or not a Chrome trace, is cut short, holds no host events, holds more than
 // 10,000,000 events the reader keeps, inflates past 16 GiB, or lacks the range `options.step` names.
 STEPTRACE_API summary read_profiler_trace(const std::string& path, const trace_options& options = {});
+
+// One process's profiler cycles as one run: the files a repeating schedule's
+// tensorboard_trace_handler writes, one per cycle. Each cycle keeps its own warm-up by evidence;
+// the summary is of every cycle's steps together, and summary::cycles holds each cycle read
+// alone, in time order. Throws std::invalid_argument naming the files when they are not one
+// process's (another pid, host_name or distributedInfo rank) or their times overlap, and as
+// read_profiler_trace does for a file it cannot read.
+STEPTRACE_API summary read_profiler_cycles(const std::vector<std::string>& paths, const trace_options& options = {});
 
 // A saved summary (summary::json()) or a torch.profiler trace, told apart by the document's
 // top-level keys ("schema" or "traceEvents", however far in), plain or gzip, from a file or a

@@ -57,6 +57,15 @@ struct set_aside_stats {
   double run_share = 0;  // of run_ms
 };
 
+// One cycle of a torch.profiler run read as one (read_profiler_cycles): a file of a repeating
+// schedule's tensorboard_trace_handler folder, read alone.
+struct cycle_row {
+  std::string file;
+  std::uint64_t steps = 0, warmup_steps = 0;
+  double step_mean_ms = 0, step_p50_ms = 0;
+  std::string label;  // "" with no steps
+};
+
 struct diagnosis {
   std::string label;                // one of diagnosis_labels(); empty when there were no steps
   std::string evidence;             // one sentence
@@ -187,6 +196,9 @@ class STEPTRACE_API summary {
   // In a summary combined on rank 0 (combine_ranks): every rank's row, the missing ranks and
   // the straggler. The rest of the summary is rank 0's own.
   std::optional<ranks_view> ranks;
+  // Read from one process's profiler cycles (read_profiler_cycles): the rest of the summary is of
+  // every cycle's steps together; these are the cycles read alone, in time order.
+  std::vector<cycle_row> cycles;
   // The flight recorder: raw intervals of each thread's recent and slowest steps (empty in a
   // window). The whole run as a series for charts, and the host's resident memory at step ends.
   timeline_view timeline;

@@ -105,6 +105,11 @@ class step_builder {
   // The memory now serves another thread: a new number, its own warm-up, nothing carried over.
   void rebind(std::uint32_t thread, std::uint32_t warmup_steps);
   void set_warmup(std::uint32_t steps) noexcept { warmup_ = steps; }
+  // Another part of the thread's records follows, after finish() (a profiler run's next cycle):
+  // its first `warmup_steps` steps are warm-up; the step numbers go on.
+  void next_part(std::uint32_t warmup_steps) noexcept {
+    warmup_ = static_cast<std::uint32_t>(finished_ - batches_finished_) + warmup_steps;
+  }
   // Host segments are only read by the device view: without one, they are not built.
   void keep_segments(bool on) noexcept { keep_segments_ = on; }
   // A trace read from a file may hold steps of many thousands of phase changes, all needed for

@@ -90,44 +90,56 @@ std::string backend_reason(const std::string& path, const trace_events& t, const
   return reason;
 }
 
-}  // namespace
-
-summary summarise_trace(const trace_events& events, const trace_reading& reading, const std::string& path) {
-
-  aggregate totals;
-  totals.set_tick_clock(&same_ns);
-  if (reading.has_device) {
-    totals.enable_device();
-    totals.device()->add_records(reading.device);  // before the steps: every step finds its records
-  }
-  flight_recorder timeline;
-  trace_sink sink(totals, timeline);
-  step_builder builder(reading.warmup_steps, 0);  // warm-up by evidence (trace_rules.hpp)
-  builder.set_max_segments(SIZE_MAX);
-  builder.keep_segments(reading.has_device);
-  builder.keep_spans(true);
-  builder.consume(reading.records.data(), reading.records.data() + reading.records.size(), sink);
-  builder.finish(sink);
-  if (device_join* device = totals.device()) {
-    device->join(UINT64_MAX);
-    timeline.attach_device(*device, UINT64_MAX, &same_ns);
+// Each reading's steps and device records, in time order, through one aggregate and flight
+// recorder: a reading's own warm-up (by evidence), its device records joined before the next.
+class trace_run {
+ public:
+  explicit trace_run(bool device) {
+    totals_.set_tick_clock(&same_ns);
+    if (device) totals_.enable_device();
+    builder_.set_max_segments(SIZE_MAX);
+    builder_.keep_segments(device);
+    builder_.keep_spans(true);
   }
 
-  summary out;
-  totals.fill(out, 1.0);
-  timeline.fill(out.timeline, totals.run_begin(), 1.0, &same_ns);
-  out.errors.unbalanced_phases = builder.unbalanced();
-  out.errors.nested_steps = reading.steps_dropped;
+  void add(const trace_reading& r) {
+    device_join* device = totals_.device();
+    if (device && r.has_device) device->add_records(r.device);  // before the steps: each finds its records
+    builder_.next_part(r.warmup_steps);  // warm-up by evidence (trace_rules.hpp), the step numbers go on
+    builder_.consume(r.records.data(), r.records.data() + r.records.size(), sink_);
+    builder_.finish(sink_);
+    if (device) {
+      device->join(UINT64_MAX);
+      timeline_.attach_device(*device, UINT64_MAX, &same_ns);
+    }
+  }
+
+  summary finish() {
+    summary out;
+    totals_.fill(out, 1.0);
+    timeline_.fill(out.timeline, totals_.run_begin(), 1.0, &same_ns);
+    out.errors.unbalanced_phases = builder_.unbalanced();
+    return out;
+  }
+
+ private:
+  aggregate totals_;
+  flight_recorder timeline_;
+  trace_sink sink_{totals_, timeline_};
+  step_builder builder_{0, 0};  // one thread: the main one, cycle after cycle
+};
+
+// The summary's rank (distributedInfo) and source, shared by a trace and a run of cycles.
+void complete_trace(summary& out, const trace_events& events, const trace_reading& reading, const std::string& path) {
+  out.errors.nested_steps += reading.steps_dropped;
   out.windows = reading.source == step_source::whole_trace;
   out.facts = reading.facts;
-  out.facts.emplace_back("trace.steps_from", reading.source == step_source::own_annotations ? "annotations"
-                                             : reading.source == step_source::named_range ? "named range"
-                                             : reading.source == step_source::profiler_steps ? "ProfilerStep"
-                                                                                            : "window");
+  out.facts.emplace_back("trace.steps_from", steps_from(reading.source));
   if (events.rank) {
     rank_info who;
     who.rank = *events.rank;
     who.world_size = events.world_size.value_or(*events.rank + 1);
+    who.host = escaped_utf8(events.host);
     if (who.world_size > max_world_size || who.rank >= max_world_size) {
       throw std::invalid_argument(path + ": its distributedInfo claims rank " + std::to_string(who.rank) + " of " +
                                   std::to_string(who.world_size) + ", more ranks than steptrace reads (" +
@@ -138,6 +150,28 @@ summary summarise_trace(const trace_events& events, const trace_reading& reading
   out.backend.cuda = reading.has_device;
   out.backend.cupti = reading.has_device;
   out.backend.host_clock = "trace";
+}
+
+}  // namespace
+
+summary summarise_readings(const std::vector<const trace_reading*>& readings) {
+  bool device = false;
+  for (const trace_reading* r : readings) device = device || r->has_device;
+  trace_run run(device);
+  for (const trace_reading* r : readings) run.add(*r);
+  return run.finish();
+}
+
+const char* steps_from(step_source s) {
+  return s == step_source::own_annotations ? "annotations"
+         : s == step_source::named_range   ? "named range"
+         : s == step_source::profiler_steps ? "ProfilerStep"
+                                            : "window";
+}
+
+summary summarise_trace(const trace_events& events, const trace_reading& reading, const std::string& path) {
+  summary out = summarise_readings({&reading});
+  complete_trace(out, events, reading, path);
   out.backend.reason = backend_reason(path, events, reading, out);
   complete(out);
   return out;

@@ -325,6 +325,8 @@ trace_events read_trace_events(byte_source& source, const std::string& name, std
         reader.read_device_properties();
       } else if (key == "distributedInfo") {
         reader.read_distributed_info();
+      } else if (key == "host_name" && in.peek() == json_scanner::kind::string) {
+        out.host = std::string(in.read_string().substr(0, 255));
       } else {
         in.skip_value();
       }

@@ -48,6 +48,7 @@ struct trace_events {
   std::vector<std::string> gpu_names;  // deviceProperties, by position
   std::optional<std::uint32_t> rank, world_size;  // distributedInfo
   std::string distributed_backend;
+  std::string host;  // host_name (newer traces), cut to 255 bytes; "" when absent
   std::uint64_t skipped_events = 0;  // events with a bad field, left out (see `problems`)
   std::vector<std::string> problems;  // the first few, for the message
 };

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "base/utf8.hpp"
 #include "profiler/trace_names.hpp"
 #include "steptrace/summary.hpp"
 
@@ -40,6 +41,8 @@ void setup_facts(const trace_events& t, std::uint32_t pid, const std::vector<dev
   if (kernel != device.end() && kernel->device < t.gpu_names.size() && !t.gpu_names[kernel->device].empty()) {
     facts.emplace_back("gpu.name", t.gpu_names[kernel->device]);
   }
+  if (pid < t.ids.size()) facts.emplace_back("trace.pid", escaped_utf8(t.ids[pid]));
+  if (!t.host.empty()) facts.emplace_back("trace.host", escaped_utf8(t.host));
 }
 
 std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& main, const trace_device& device,

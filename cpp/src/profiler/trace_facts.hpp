@@ -19,7 +19,8 @@ namespace steptrace::detail {
 
 // What the trace says of the setup: dataloader.num_workers=0 (`_SingleProcessDataLoaderIter`),
 // dataloader.multiprocessing (`_MultiProcessingDataLoaderIter`), gpu.amd (the runtime is `hip*`),
-// gpu.name (the device of the first kernel, from deviceProperties).
+// gpu.name (the device of the first kernel, from deviceProperties); trace.pid (the main pid as
+// written) and trace.host (host_name), which tell one process's cycle files apart from ranks'.
 void setup_facts(const trace_events& t, std::uint32_t pid, const std::vector<device_record>& device,
                  std::vector<std::pair<std::string, std::string>>& facts);
 

@@ -3,12 +3,19 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "profiler/trace_events.hpp"
 #include "profiler/trace_rules.hpp"
 #include "steptrace/summary.hpp"
 
 namespace steptrace::detail {
+
+// The readings' steps through one aggregate and flight recorder, in the order given, each with its
+// own warm-up: the figures, timeline and unbalanced phases; the rest is the caller's to fill.
+summary summarise_readings(const std::vector<const trace_reading*>& readings);
+// What trace.steps_from says of a source: "annotations", "named range", "ProfilerStep", "window".
+const char* steps_from(step_source s);
 
 summary summarise_trace(const trace_events& events, const trace_reading& reading, const std::string& path);
 

@@ -239,6 +239,7 @@ std::string summary::json() const {
   };
   if (rank) doc["rank"] = rank_json(*rank);
   if (ranks) doc["ranks"] = ranks_json(*ranks);
+  if (!cycles.empty()) doc["cycles"] = detail::cycles_json(cycles);
   if (step_device_ms) {
     doc["step_device_ms"] = stat_json(*step_device_ms);  // per step, from CUDA events
     doc["step_device_steps"] = step_device_steps;
@@ -326,6 +327,7 @@ summary summary::from_json(std::string_view text) {
     for (const auto& [key, value] : doc.at("facts").items()) s.facts.emplace_back(key, value.get<std::string>());
     if (doc.contains("rank")) s.rank = rank_from(doc.at("rank"));
     if (doc.contains("ranks")) s.ranks = ranks_from(doc.at("ranks"));
+    if (doc.contains("cycles")) s.cycles = detail::cycles_from(doc.at("cycles"));
     if (doc.contains("host_memory")) s.host_memory = detail::host_memory_from(doc.at("host_memory"));
     if (doc.contains("series")) s.series = detail::series_from(doc.at("series"));
     if (doc.contains("timeline")) s.timeline = detail::timeline_from(doc.at("timeline"));

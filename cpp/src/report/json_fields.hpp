@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "steptrace/summary.hpp"
 
@@ -50,6 +51,10 @@ json_doc rank_json(const rank_info& r);
 rank_info rank_from(const json_doc& j);
 json_doc ranks_json(const ranks_view& v);
 ranks_view ranks_from(const json_doc& j);
+
+// The cycles section (cycles.cpp).
+json_doc cycles_json(const std::vector<cycle_row>& cycles);
+std::vector<cycle_row> cycles_from(const json_doc& j);
 
 // The timeline, series and host memory sections (timeline_json.cpp).
 json_doc timeline_json(const timeline_view& t);

@@ -1,7 +1,9 @@
 // Internal (not public API): what the report layer adds to measured numbers.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "steptrace/summary.hpp"
 
@@ -11,6 +13,8 @@ namespace steptrace::detail {
 void complete(summary& s);
 // summary::json() on one line (a JSON Lines record).
 std::string summary_json_line(const summary& s);
+// The table's section on a profiler run's cycles, a line at a time (cycles.cpp).
+void cycle_lines(const std::vector<cycle_row>& cycles, const std::function<void(std::string)>& line);
 // The live view's line for one window: steps, step p50/p95, the largest phases, the label.
 std::string live_line(const summary& window, double at_s);
 

@@ -358,6 +358,7 @@ std::string summary::table() const {
          value("cpu.workers_cores_waiting"), cpus ? *cpus : "?");
   }
   if (ranks) rank_lines(*ranks, [&](const std::string& text) { line("{}", text); });
+  if (!cycles.empty()) detail::cycle_lines(cycles, [&](const std::string& text) { line("{}", text); });
   line("");
   line("{:<11}{}", "diagnosis", diag.label.empty() ? "-" : diag.label);
   line("{:<11}{}", "", diag.evidence);
