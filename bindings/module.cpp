@@ -274,6 +274,7 @@ PYBIND11_MODULE(_core, m) {
           py::arg("timeout_s"))
       .def("stop_listening", &tracer::stop_listening, py::call_guard<py::gil_scoped_release>())
       .def("end_live", &tracer::end_live, py::call_guard<py::gil_scoped_release>())
+      .def("open_steps", &tracer::open_steps, py::call_guard<py::gil_scoped_release>())
       .def("count_window_failure", &tracer::count_window_failure)
       .def("reset", &tracer::reset)
       .def("set_rank",

@@ -337,6 +337,8 @@ def unused_scopes_said(tracer: "Tracer", own: Any) -> None:
     steptrace.step():``): said in one line."""
     if own.recorded or _forked.child or not (tracer._asked or tracer._phases) or not tracer.options()["enabled"]:
         return  # STEPTRACE_DISABLE: nothing is recorded by design
+    if tracer._core.open_steps():
+        return  # entered and never left: the exit report has said so
     if not json.loads(own.json()).get("unscoped_phases"):
         called = "step()" if tracer._asked else "phase()"
         _log.say(f"steptrace.{called} was called but nothing was recorded: it is a context manager or a "

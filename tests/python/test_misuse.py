@@ -71,3 +71,21 @@ def test_the_reports_header_writes_the_wall_time_as_the_table_does(tracer):
     s = tracer.summary()
     in_table = re.search(r"([\d.]+) s of wall time", str(s)).group(1)
     assert f"{in_table} s of wall time" in s.to_html()
+
+
+def test_a_step_left_open_at_exit_says_so_and_always_prints_the_table(run_python):
+    left_open = """
+import steptrace
+for _ in range(4):
+    with steptrace.step():
+        pass
+steptrace.step().__enter__()  # entered, never left
+"""
+    proc = run_python(left_open)
+    said = [line for line in proc.stderr.splitlines() if "still open at exit" in line]
+    assert len(said) == 1 and "a step was" in said[0] and "not counted" in said[0], proc.stderr
+    assert "was called but nothing was recorded" not in proc.stderr  # it was entered: no "bare" hint
+    alone = run_python("import steptrace\nsteptrace.step().__enter__()\n", env={"STEPTRACE_PRINT_AT_EXIT": "always"})
+    assert "still open at exit" in alone.stderr and "no steps counted" in alone.stderr, alone.stderr
+    closed = run_python(left_open.replace("steptrace.step().__enter__()", "pass"))
+    assert "still open" not in closed.stderr

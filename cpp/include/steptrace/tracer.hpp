@@ -134,6 +134,9 @@ class STEPTRACE_API tracer {
   // one (the Python package gathers the ranks there).
   using exit_finish = std::function<std::pair<::steptrace::summary, bool>(const ::steptrace::summary&, bool)>;
   std::string exit_report(const exit_finish& finish);
+  // Steps begun and not ended now, on every thread (the records so far are drained first). At
+  // exit, exit_report says in one line how many were never ended (they are not counted).
+  std::uint64_t open_steps();
   // Says once, as an error line on stderr, that a nested step was ignored (scoped_step's only
   // way to tell; Python raises StepError instead).
   void warn_nested_step() const noexcept;

@@ -120,6 +120,8 @@ class step_builder {
   // Its steps are requests': each a block of records of its own, from any thread.
   void set_requests(bool on) noexcept { requests_ = on; }
   std::uint32_t thread() const noexcept { return thread_; }
+  // A step has begun and not ended (of the records consumed so far).
+  bool in_step() const noexcept { return in_step_; }
   std::uint64_t unbalanced() const noexcept { return unbalanced_; }
   // Event pairs of phases ended since the last call (the caller harvests their device time).
   std::vector<event_pair>& event_pairs() noexcept { return event_pairs_; }

@@ -1,5 +1,7 @@
 // Process-wide things: the default tracer and its report at exit (table and JSON file), the
 // once-only nested-step message, the usable core count, the GPU library search path.
+#include <fmt/format.h>
+
 #include <sched.h>
 #include <unistd.h>
 
@@ -53,6 +55,13 @@ std::string tracer::exit_report(const exit_finish& finish) {
     end_live();  // the run's last window, before the table
     ::steptrace::summary s = collect_summary(false);
     const std::uint64_t recorded = s.steps + s.warmup_steps + s.failed_steps;
+    if (const std::uint64_t open = open_steps(); open != 0) {
+      detail::log(detail::log_level::warn,
+                  fmt::format("{} still open at exit (entered, never left): not counted; end each step before the "
+                              "program ends (`with steptrace.step():`, or a scoped_step that leaves its scope)",
+                              open == 1 ? std::string("a step was") : std::to_string(open) + " steps were"));
+      if (recorded == 0 && cfg.print_at_exit == exit_print::always && !s.rank) return s.table();
+    }
     // A rank of a job hands even an empty summary to `finish`: rank 0 must hear at once that it
     // has nothing (rather than wait out the gather), and a rank 0 with no steps of its own
     // still reports the others.
@@ -93,6 +102,14 @@ std::string tracer::exit_report(const exit_finish& finish) {
     detail::log(detail::log_level::error, std::string("no report at exit: ") + e.what());
   }
   return {};
+}
+
+std::uint64_t tracer::open_steps() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->drain_all_locked();
+  std::uint64_t open = 0;
+  for (const auto& t : impl_->threads) open += t->builder.in_step() ? 1 : 0;
+  return open;
 }
 
 void tracer::warn_nested_step() const noexcept {
