@@ -78,6 +78,18 @@ def _pct(a: float, b: float) -> str:
     return f"{100 * (b - a) / a:+.1f}%"
 
 
+# A phase under this share of the step on both sides changes by noise-sized amounts that read as
+# +100% or +1229%: its change is said in ms instead.
+SMALL_PHASE = 0.01
+
+
+def _phase_change(ma: float, mb: float, step_a: float, step_b: float) -> str:
+    shares = [m / step for m, step in ((ma, step_a), (mb, step_b)) if step > 0]
+    if ma == mb or not shares or max(shares) >= SMALL_PHASE:
+        return _pct(ma, mb)
+    return f"{'+' if mb > ma else '-'}{_ms(abs(mb - ma))} (under {100 * SMALL_PHASE:.0f}% of a step)"
+
+
 def _sigma(step_ms: Dict[str, float]) -> float:
     return max(step_ms["p95"] - step_ms["p50"], 0.0) / 1.645
 
@@ -219,7 +231,8 @@ def compare(a_runs: Any, b_runs: Any, max_regression_pct: Optional[float]) -> Co
         pa, pb = a["phases"].get(name), b["phases"].get(name)
         ma = pa["mean_ms"] if pa else 0.0
         mb = pb["mean_ms"] if pb else 0.0
-        c.rows.append((f"{name} (mean)", _ms(ma) if pa else "-", _ms(mb) if pb else "-", _pct(ma, mb)))
+        c.rows.append((f"{name} (mean)", _ms(ma) if pa else "-", _ms(mb) if pb else "-",
+                       _phase_change(ma, mb, sa["mean"], sb["mean"])))
     la = (a.get("diagnosis") or {}).get("label") or "-"
     lb = (b.get("diagnosis") or {}).get("label") or "-"
     c.rows.append(("label", la, lb, "" if la == lb else "changed"))

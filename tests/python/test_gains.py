@@ -150,3 +150,17 @@ def test_real_fixes_realise_at_most_their_bound_and_the_largest_bound_is_the_lar
         results[name] = (bound, realised)
     # the workers fix names the largest bound, and realised the most
     assert max(results, key=lambda n: results[n][0]) == max(results, key=lambda n: results[n][1]) == "workers"
+
+
+def test_compare_says_a_small_phase_change_in_ms_not_percent():
+    """A phase under 1% of the step on both sides: +0.012 ms, never +1229%; a large one stays in %."""
+    from steptrace import _compare
+
+    a, b = _run(100, {}), _run(100, {})
+    a["phases"] = {"wait": {"mean_ms": 0.001}, "compute": {"mean_ms": 50.0}}
+    b["phases"] = {"wait": {"mean_ms": 0.0133}, "compute": {"mean_ms": 60.0}}
+    rows = {what: change for what, _, _, change in _compare.compare(a, b, None).rows}
+    assert rows["wait (mean)"] == "+0.012 ms (under 1% of a step)"
+    assert rows["compute (mean)"] == "+20.0%"
+    b["phases"]["wait"]["mean_ms"] = 2.0  # 2% of the step on one side: a real change, in %
+    assert _compare.compare(a, b, None).rows[-3][3].endswith("%")
