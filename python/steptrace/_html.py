@@ -9,24 +9,24 @@ it idled in), and the time set aside (also marked on the chart).
 
 import html
 import json
+import zlib
 from typing import Any, Dict, List, Sequence
 
 from ._core import format_ms as _ms  # the table's rule for times: never an exponent
 
-# One colour per phase, in the order the series lists them (`other` is always grey).
-_PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f"]
-_OTHER = "#bab0ac"
+# One colour per phase in every report: the built-in phases fixed, a custom phase by its name, so
+# `compute` is the same green in every report, whatever else the run had.
+_BUILT_IN = {"input": "#f28e2b", "h2d": "#edc948", "compute": "#59a14f", "wait": "#e15759",
+             "collective": "#ff9da7", "other": "#bab0ac"}
+_CUSTOM = ["#4e79a7", "#76b7b2", "#b07aa1", "#9c755f", "#86bcb6", "#d37295", "#a0cbe8", "#8cd17d", "#499894"]
+
+
+def colour(name: str) -> str:
+    return _BUILT_IN.get(name) or _CUSTOM[zlib.crc32(name.encode("utf-8", "surrogatepass")) % len(_CUSTOM)]
 
 
 def _colours(names: Sequence[str]) -> Dict[str, str]:
-    out, i = {}, 0
-    for name in names:
-        if name == "other":
-            out[name] = _OTHER
-        else:
-            out[name] = _PALETTE[i % len(_PALETTE)]
-            i += 1
-    return out
+    return {name: colour(name) for name in names}
 
 
 def _legend(colours: Dict[str, str]) -> str:
@@ -75,10 +75,10 @@ def _series_chart(series: Dict[str, Any], colours: Dict[str, str], offset: int =
             parts.append(f'<rect class="bar" x="{x:.2f}" y="{y:.2f}" width="{max(bar - 0.5, 0.5):.2f}" '
                          f'height="{h:.2f}" fill="{colours[name]}"><title>{html.escape(title)}; '
                          f'{html.escape(name)} {_ms(ms)} ms</title></rect>')
-    for k in range(5):  # ticks along the steps: each at the first step of the bar under it
-        i = min(len(points) - 1, round(k * (len(points) - 1) / 4))
+    ticks = sorted({min(len(points) - 1, round(k * (len(points) - 1) / 4)) for k in range(5)})
+    for i in ticks:  # ticks along the steps: each at the first step of the bar under it, each bar once
         x = left + (i + 0.5) * bar
-        anchor = "start" if k == 0 else "end" if k == 4 else "middle"
+        anchor = "middle" if len(ticks) == 1 else "start" if i == ticks[0] else "end" if i == ticks[-1] else "middle"
         parts.append(f'<line class="tick" x1="{x:.1f}" x2="{x:.1f}" y1="{height}" y2="{height + 4}" stroke="#555"/>'
                      f'<text x="{x:.1f}" y="{height + 16}" text-anchor="{anchor}">{points[i]["first_step"] + offset}</text>')
     marked = 0
@@ -130,8 +130,18 @@ def idle_gaps(trace: str) -> Dict[tuple, List[tuple]]:
     return out
 
 
-def _slowest(timeline: Dict[str, Any], colours: Dict[str, str], idle: Dict[tuple, List[tuple]], limit: int = 8) -> str:
-    steps = sorted((s for s in timeline.get("steps", []) if s["slowest"]), key=lambda s: -s["step_ms"])[:limit]
+def _window_bar(summary: Dict[str, Any], colours: Dict[str, str]) -> str:
+    """A window's phases as one bar, each with its ms: one bar of a chart over steps says nothing."""
+    phases = [(n, p["mean_ms"]) for n, p in (summary.get("phases") or {}).items() if p.get("mean_ms", 0) > 0]
+    total = sum(ms for _, ms in phases) or 1.0
+    cells = "".join(f'<span style="width:{100 * ms / total:.2f}%;background:{colours.get(n) or colour(n)}" '
+                    f'title="{html.escape(n)} {_ms(ms)} ms">{html.escape(n)} {_ms(ms)} ms</span>' for n, ms in phases)
+    return f'<div class="window-bar">{cells}</div><p class="note">the whole window, by the phase the host was in.</p>'
+
+
+def _slowest(timeline: Dict[str, Any], colours: Dict[str, str], idle: Dict[tuple, List[tuple]], limit: int = 8,
+             window: bool = False) -> str:
+    steps = sorted((s for s in timeline.get("steps", []) if s["slowest"] or window), key=lambda s: -s["step_ms"])[:limit]
     if not steps:
         return "<p>The flight recorder kept no slowest steps.</p>"
     width = 600
@@ -139,18 +149,20 @@ def _slowest(timeline: Dict[str, Any], colours: Dict[str, str], idle: Dict[tuple
     rows: List[str] = []
     with_device = any(s.get("device") is not None for s in steps)
 
-    def span(a: float, b: float, s: Dict[str, Any], style: str, title: str) -> str:
+    def span(a: float, b: float, s: Dict[str, Any], style: str, title: str, label: str = "") -> str:
         x = width * (a - s["begin_ms"]) / longest
         w = width * (b - a) / longest
-        return f'<span style="left:{x:.1f}px;width:{max(w, 1):.1f}px;{style}" title="{html.escape(title)}"></span>'
+        shown = html.escape(label) if label and w >= 8 * len(label) else ""  # printed where it fits: no hover needed
+        return f'<span style="left:{x:.1f}px;width:{max(w, 1):.1f}px;{style}" title="{html.escape(title)}">{shown}</span>'
 
     for s in steps:
         track = f'<div class="track" style="width:{width * (s["end_ms"] - s["begin_ms"]) / longest:.1f}px">'
         cells = [track]
         for p in s["phases"]:
             if p["depth"] == 0:
-                cells.append(span(p["begin_ms"], p["end_ms"], s, f"background:{colours.get(p['name'], _PALETTE[-1])}",
-                                  f"{p['name']} {_ms(p['end_ms'] - p['begin_ms'])} ms"))
+                cells.append(span(p["begin_ms"], p["end_ms"], s, f"background:{colours.get(p['name']) or colour(p['name'])}",
+                                  f"{p['name']} {_ms(p['end_ms'] - p['begin_ms'])} ms",
+                                  f"{_ms(p['end_ms'] - p['begin_ms'])} ms"))
         cells.append("</div>")
         if s.get("device") is not None:  # the GPU beside it: busy dark, idle in the host phase's colour
             cells.append(track.replace('class="track"', 'class="track gpu"'))
@@ -158,14 +170,16 @@ def _slowest(timeline: Dict[str, Any], colours: Dict[str, str], idle: Dict[tuple
                 if d["kind"] not in ("sync", "memory"):
                     cells.append(span(d["begin_ms"], d["end_ms"], s, "background:#333", f"GPU busy: {d['kind']}"))
             for a, b, name in idle.get((s["thread"], s["index"]), []):
-                cells.append(span(a, b, s, f"background:{colours.get(name, _OTHER)};opacity:0.45",
+                cells.append(span(a, b, s, f"background:{colours.get(name) or colour(name)};opacity:0.45",
                                   f"GPU idle while the host was in {name}: {_ms(b - a)} ms"))
             cells.append("</div>")
-        rows.append(f'<tr><td class="nowrap">thread {s["thread"]}, step {s["index"]}</td><td class="num">{_ms(s["step_ms"])} ms</td>'
+        which = "the window" if window else f'thread {s["thread"]}, step {s["index"]}'
+        rows.append(f'<tr><td class="nowrap">{which}</td><td class="num">{_ms(s["step_ms"])} ms</td>'
                     f'<td>{"".join(cells)}</td></tr>')
-    what = ("phases (outermost), along the step; below, the GPU: busy dark, idle in the colour of the host phase "
-            "it idled in" if with_device else "phases (outermost), along the step")
-    return (f'<table class="steps"><tr><th>step</th><th>time</th><th>{what}</th></tr>' + "".join(rows) + "</table>")
+    unit = "window" if window else "step"
+    what = (f"phases (outermost), along the {unit}; below, the GPU: busy dark, idle in the colour of the host phase "
+            f"it idled in" if with_device else f"phases (outermost), along the {unit}")
+    return (f'<table class="steps"><tr><th>{unit}</th><th>time</th><th>{what}</th></tr>' + "".join(rows) + "</table>")
 
 
 def _set_aside(summary: Dict[str, Any]) -> str:
@@ -194,7 +208,8 @@ table { border-collapse: collapse; } td, th { padding: 3px 10px 3px 0; text-alig
 .track { position: relative; height: 14px; background: #eee; }
 .track.gpu { height: 8px; margin-top: 2px; background: #fff; }
 .gain { height: 12px; background: #e15759; }
-.track span { position: absolute; top: 0; height: 14px; }
+.window-bar { display: flex; height: 22px; width: 900px; } .window-bar span { font-size: 11px; line-height: 22px; color: #fff; overflow: hidden; white-space: nowrap; text-indent: 4px; }
+.track span { position: absolute; top: 0; height: 14px; font-size: 10px; line-height: 14px; color: #fff; overflow: hidden; white-space: nowrap; text-indent: 3px; }
 .track.gpu span { height: 8px; }
 """
 
@@ -255,6 +270,7 @@ def render(summary: Dict[str, Any], table: str, idle: Dict[tuple, List[tuple]], 
     diag = summary.get("diagnosis") or {}
     series = summary.get("series") or {}
     colours = _colours(series.get("phases") or [p for p in summary.get("phases", {})])
+    window = bool(summary.get("windows"))  # a trace without steps: its window, never "per step"
     advice = "".join(f"<li>{html.escape(a)}</li>" for a in diag.get("advice") or [])
     header = _header(summary)
     memory = summary.get("host_memory")
@@ -268,12 +284,12 @@ def render(summary: Dict[str, Any], table: str, idle: Dict[tuple, List[tuple]], 
 <p><span class="label">{html.escape(diag.get("label") or "no steps")}</span> {html.escape(diag.get("evidence") or "")}</p>
 <ol>{advice}</ol>
 {_gains(summary)}
-<h2>Time per step in each phase, over the run</h2>
+<h2>{"Time in each phase of the window" if window else "Time per step in each phase, over the run"}</h2>
 {_legend(colours)}
-{_series_chart(series, colours, _step_offset(summary))}
+{_window_bar(summary, colours) if window else _series_chart(series, colours, _step_offset(summary))}
 {memory_line}
-<h2>The slowest steps</h2>
-{_slowest(summary.get("timeline") or {}, colours, idle)}
+<h2>{"The window along its time" if window else "The slowest steps"}</h2>
+{_slowest(summary.get("timeline") or {}, colours, idle, window=window)}
 <h2>Set aside</h2>
 {_set_aside(summary)}
 <h2>The summary</h2>

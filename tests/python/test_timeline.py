@@ -256,3 +256,35 @@ def test_time_set_aside_is_in_the_series_point_that_follows_it_and_marked_on_the
     assert len(marks) == 2
     assert "between the end of step 19 and the end of step 20" in marks[0]
     assert "▼ marks time set aside" in text
+
+
+def test_one_colour_per_phase_in_every_report_and_a_window_reads_as_a_window(tmp_path):
+    from steptrace import _html
+
+    # two runs whose phases come in different orders: each phase keeps its colour
+    a = _html._colours(["input", "compute", "decode", "other"])
+    b = _html._colours(["decode", "wait", "compute", "augment", "input", "other"])
+    for name in ("input", "compute", "decode", "other"):
+        assert a[name] == b[name]
+    assert len({a["input"], a["compute"], b["wait"], a["other"]}) == 4
+
+    # a trace without steps: one window, never "per step", one tick, its phases with their ms
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1000 + 100 * i, "dur": 80}
+              for i in range(5)]
+    trace = tmp_path / "window.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    s = steptrace.load(trace)
+    text = s.to_html()
+    assert "Time per step" not in text and "The slowest steps" not in text
+    assert "Time in each phase of the window" in text
+    assert re.search(r'class="window-bar"><span[^>]*>compute 0\.400 ms</span>', text), text
+    assert "slowest step:" not in str(s) and "the window is kept with its phases" in str(s)
+
+
+def test_the_slowest_steps_print_their_phases_ms_where_they_fit(outlier_run):
+    d, slow_ms = outlier_run
+    text = steptrace.load(d / "run.json").to_html()
+    slowest = text[text.index("<h2>The slowest steps</h2>"):]
+    labels = re.findall(r'title="compute ([0-9.]+) ms">([0-9.]+) ms</span>', slowest)
+    assert labels and all(title == shown for title, shown in labels)  # visible, no hover needed
+    assert max(float(ms) for _, ms in labels) == pytest.approx(slow_ms, rel=0.05)

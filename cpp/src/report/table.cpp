@@ -220,7 +220,7 @@ std::string summary::table() const {
     const auto rows = tree_order(phases);
     std::size_t width = narrowest;
     for (const auto& [p, depth] : rows) width = std::max(width, std::min(widest, 2 * depth + text_width(p->name) + 2));
-    line("{:<{}}{:>9}{:>10}{:>10}{:>10}{:>10}{:>10}{:>8}", "phase", width, "calls", "mean ms", "p50", "p95", "p99",
+    line("{:<{}}{:>9}{:>10}{:>10}{:>10}{:>10}{:>10}{:>8}", "phase", width, "all calls", "mean ms", "p50", "p95", "p99",
          "max", "share");
     double total = 0;
     std::vector<const phase_stats*> parents;
@@ -307,7 +307,10 @@ std::string summary::table() const {
          "memory", host_memory->peak_mb, host_memory->last_mb - host_memory->first_mb, host_memory->first_mb,
          host_memory->last_mb);
   }
-  if (const timeline_step* worst = slowest_kept(timeline); worst != nullptr && steps > 0) {
+  if (windows && !timeline.steps.empty()) {
+    line("{:<11}the window is kept with its phases ({} ms): `steptrace trace` draws it", "timeline",
+         ms(timeline.steps.front().step_ms));
+  } else if (const timeline_step* worst = slowest_kept(timeline); worst != nullptr && steps > 0) {
     line("{:<11}slowest step: {} of thread {}, {} ms ({:.1f}x the p50), kept with its phases; {} steps kept in all",
          "timeline", worst->index, worst->thread, ms(worst->step_ms),
          step_ms.p50 > 0 ? worst->step_ms / step_ms.p50 : 0.0, timeline.steps.size());
