@@ -9,8 +9,13 @@ from ._api import OPTIONS
 def options_markdown() -> str:
     rows = ["| option | environment | default | meaning |", "| --- | --- | --- | --- |"]
     for name, (env, kind, default, doc) in OPTIONS.items():
-        shown = f"`{default}`" if default else "none"
-        rows.append(f"| `{name}` | `{env}` | {shown} | {doc} |")
+        if kind == "bool":  # on/off, never a bare 1 beside a variable that turns it off
+            shown = "on" if default == "1" else "off"
+        else:
+            shown = f"`{default}`" if default else "none"
+        # the one variable that says the opposite of its option (enabled): which value does what
+        variable = f"`{env}=1` turns it off" if kind == "bool" and env.endswith("_DISABLE") else f"`{env}`"
+        rows.append(f"| `{name}` | {variable} | {shown} | {doc} |")
     return "\n".join(rows)
 
 
