@@ -66,9 +66,19 @@ setup_torch() {
 
 install_steptrace() {  # incremental: the CMake build under build/py is reused
   say "building and installing steptrace into .venv"
-  quietly "building steptrace" "$PY" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps . ||
-    true
-  "$PY" -c "import steptrace" || { echo "steptrace did not install" >&2; exit 1; }
+  mkdir -p "$ROOT/build"
+  local log status=0
+  log="$(mktemp "$ROOT/build/install.XXXXXX.log")"
+  # -v lets the build's own [files done/total] lines into the log, so the progress line has them
+  with_progress "$log" "building steptrace" "$PY" -m pip install -v --disable-pip-version-check --no-build-isolation \
+    --no-deps . || status=$?
+  if [ "$status" -ne 0 ] || ! "$PY" -c "import steptrace" 2>/dev/null; then
+    grep -v "^WARNING: Location" "$log" | tail -60 >&2
+    rm -f "$log"
+    echo "steptrace did not install" >&2
+    exit 1
+  fi
+  rm -f "$log"
 }
 
 # CUDA 12 CUPTI headers (from the nvidia-cuda-cupti-cu12 wheel, headers only) in .venv/cupti-VERSION,
@@ -117,7 +127,7 @@ with_progress() {  # with_progress LOG WHAT command...
     waited=$((waited + 1))
     if ((waited % 30 == 0)); then
       local done_total
-      done_total=$(grep -oE '^\[[0-9]+/[0-9]+\]' "$log" | tail -1 || true)
+      done_total=$(grep -oE '^ *\[[0-9]+/[0-9]+\]' "$log" | tail -1 | tr -d ' ' || true)  # pip -v indents
       say "  $what: ${done_total:+$done_total files, }${waited}s"
     fi
   done
