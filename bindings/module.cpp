@@ -192,6 +192,7 @@ PYBIND11_MODULE(_core, m) {
       .def("table", &summary::table)
       .def("json", &summary::json)
       .def("trace", &summary::trace)
+      .def("kernels_table", &summary::kernels_table)
       .def("drawn", &summary::drawn, py::arg("steps") = 8)
       .def("prometheus", &summary::prometheus, py::arg("prefix") = "steptrace")
       .def("path_for", &summary::path_for, py::arg("path"))

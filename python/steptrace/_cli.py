@@ -90,6 +90,9 @@ def _output(args: argparse.Namespace, suffix: str) -> str:
 
 def _show(args: argparse.Namespace) -> int:
     s = _load(args.paths, args.step)
+    if args.kernels and not args.json:
+        sys.stdout.write(s.kernels_table())
+        return 0
     sys.stdout.write(json.dumps(s.to_dict(), indent=2) + "\n" if args.json else str(s))
     return 0
 
@@ -165,6 +168,8 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("paths", nargs="+", metavar="PATH", help=paths_help)
     show.add_argument("--step", metavar="NAME", help=step_help)
     show.add_argument("--json", action="store_true", help="the summary's JSON instead of the table")
+    show.add_argument("--kernels", action="store_true",
+                      help="the device's time by kernel, by the op that launched it and by kind (traces with a GPU)")
     show.set_defaults(run=_show)
     cmp = sub.add_parser("compare", help="runs side by side; exit 1 when step time regressed beyond a threshold")
     cmp.add_argument("runs", nargs="+", metavar="RUN",

@@ -70,6 +70,11 @@ class Summary:
             _core.write_file(os.fsencode(path), text)
         return text
 
+    def kernels_table(self) -> str:
+        """The device's time per step by kernel, by the op that launched it and by kind, each row
+        (from a trace with a GPU; one line saying why otherwise)."""
+        return self._core.kernels_table()
+
     def prometheus(self, prefix: str = "steptrace") -> str:
         """The figures in the Prometheus text format, metric names under ``prefix``."""
         return self._core.prometheus(prefix)

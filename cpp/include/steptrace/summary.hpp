@@ -115,6 +115,38 @@ struct nccl_stats {
   double exposed_ms_per_step = 0;  // of it, the time no other kernel overlapped
 };
 
+// What the device's time went to, by kernel, by the op that launched it and by kind (gemm,
+// convolution, attention, elementwise, reduction, copy, memset, collective, other), over the
+// counted steps. Kernels past the distinct-name bound are folded into one row, "(other kernels)".
+struct kernel_row {
+  std::string name;           // as the trace names it (the table shortens it, the JSON keeps it whole)
+  std::string kind;
+  double calls_per_step = 0, ms_per_step = 0;
+  double busy_share = 0;      // of the device records' summed time (kernels, copies, memsets)
+  double median_us = 0;       // a call's median duration, within 9%
+  bool tensor_core = false;   // its name says it runs on tensor cores
+};
+struct op_row {  // the innermost host op around each launch (aten::conv2d, a record_function range)
+  std::string name;
+  double kernels_per_step = 0, ms_per_step = 0, busy_share = 0;
+};
+struct kind_row {
+  std::string kind;
+  double ms_per_step = 0, busy_share = 0;
+};
+struct kernel_stats {
+  std::vector<kernel_row> kernels;  // most time first: the first max_rows
+  std::vector<op_row> ops;          // most time first: the first max_rows
+  std::vector<kind_row> kinds;      // most time first
+  double ms_per_step = 0;           // every record's time (not their union: overlapping records add)
+  // Of the GEMM and convolution time whose kernel names tell (gemm_named_share of it), the share
+  // on tensor cores.
+  double gemm_tensor_core_share = 0, gemm_named_share = 0;
+  std::uint64_t names = 0;          // distinct kernel names kept (at most 4096)
+  std::uint64_t calls_folded = 0;   // kernel calls whose name came past that bound: "(other kernels)"
+  static constexpr std::size_t max_rows = 50;
+};
+
 struct gpu_stats {
   // A step's own streams are those its phases (or the step) were given; a step given none is
   // viewed on every stream of every device (steps_all_streams of them).
@@ -139,6 +171,7 @@ struct gpu_stats {
   std::uint64_t steps_viewed = 0;
   std::uint64_t steps_without_records = 0;
   std::uint64_t steps_all_streams = 0;  // viewed steps that named no stream
+  std::optional<kernel_stats> kernels;  // from traces: kernels by name, op and kind
 };
 
 struct error_counts {
@@ -206,6 +239,9 @@ class STEPTRACE_API summary {
   std::optional<host_memory_stats> host_memory;
 
   const phase_stats* phase(std::string_view name) const noexcept;
+  // Every kernel, op and kind row of gpu->kernels as a table (`steptrace show --kernels`); one
+  // line saying why when there are none.
+  std::string kernels_table() const;
   const std::string* fact(std::string_view key) const noexcept;
   // Where this rank writes a file named by a path option (json_path, trace_path, html_path):
   // `{rank}` becomes its rank (0 in a lone process); empty when it writes none (in a job, only

@@ -108,6 +108,7 @@ class trace_run {
     builder_.next_part(r.warmup_steps);  // warm-up by evidence (trace_rules.hpp), the step numbers go on
     builder_.consume(r.records.data(), r.records.data() + r.records.size(), sink_);
     builder_.finish(sink_);
+    kernels_.merge(r.kernels);
     if (device) {
       device->join(UINT64_MAX);
       timeline_.attach_device(*device, UINT64_MAX, &same_ns);
@@ -119,6 +120,7 @@ class trace_run {
     totals_.fill(out, 1.0);
     timeline_.fill(out.timeline, totals_.run_begin(), 1.0, &same_ns);
     out.errors.unbalanced_phases = builder_.unbalanced();
+    if (out.gpu && !kernels_.empty()) out.gpu->kernels = kernels_.stats(out.steps);
     return out;
   }
 
@@ -127,6 +129,7 @@ class trace_run {
   flight_recorder timeline_;
   trace_sink sink_{totals_, timeline_};
   step_builder builder_{0, 0};  // one thread: the main one, cycle after cycle
+  kernel_table kernels_;
 };
 
 // The summary's rank (distributedInfo) and source, shared by a trace and a run of cycles.

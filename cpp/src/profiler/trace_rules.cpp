@@ -10,6 +10,7 @@
 #include "profiler/host_forest.hpp"
 #include "profiler/trace_device.hpp"
 #include "profiler/trace_facts.hpp"
+#include "profiler/trace_kernels.hpp"
 #include "profiler/trace_names.hpp"
 #include "report/summary_facts.hpp"
 #include "steptrace/phase.hpp"
@@ -394,8 +395,9 @@ class rules {
     out_.steps_without_device = d.steps_without_device;
     if (steps.empty()) return;
     const std::vector<step_interval> untraced = untraced_busy(t_, device_, pid_, out_.device, steps.front());
+    out_.warmup_steps = !untraced.empty() && steps.size() > 1 ? 1 : 0;
+    out_.kernels = read_kernels(t_, device_, pid_, {steps.begin() + out_.warmup_steps, steps.end()});
     if (untraced.empty()) return;
-    out_.warmup_steps = steps.size() > 1 ? 1 : 0;
     for (const step_interval& s : untraced) {
       device_record r;
       r.kind = device_activity::untraced;

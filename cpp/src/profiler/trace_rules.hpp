@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/kernel_table.hpp"
 #include "gpu/device_record.hpp"
 #include "profiler/trace_events.hpp"
 #include "profiler/trace_steps.hpp"
@@ -43,6 +44,7 @@ struct trace_reading {
   std::uint64_t kernels_without_launch = 0;  // a sampled trace: kernels whose launch is absent
   std::uint64_t custom_phases_folded = 0;    // record_function names past the cap, folded in
   std::vector<std::pair<std::string, std::string>> facts;
+  kernel_table kernels;  // the counted steps' device time by kernel, op and kind (trace_kernels.hpp)
 };
 
 // A step's window: the step's range itself; or, to compare with the TensorBoard profiler

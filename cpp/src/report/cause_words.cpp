@@ -1,5 +1,5 @@
 // The words of the causes a trace shows best: the host outside every op (HOST-BOUND), collectives
-// no compute hides (COMM-BOUND), launches (LAUNCH-BOUND) and one-time initialisation. Each names what it saw: the stretch,
+// no compute hides (COMM-BOUND), launches (LAUNCH-BOUND), one-time initialisation and COMPUTE-BOUND's kernels. Each names what it saw: the stretch,
 // the collectives' exposed time, the calls set aside.
 #include <fmt/format.h>
 
@@ -84,6 +84,44 @@ void one_time_evidence(const summary& s, diagnosis& d) {
                               format_ms(a.total_ms), calls ? *calls : "runtime calls that blocked with the device idle",
                               100 * a.run_share);
   }
+}
+
+}  // namespace steptrace::detail
+
+namespace steptrace::detail {
+
+std::string compute_target(const summary& s) {
+  if (!s.gpu || !s.gpu->kernels) return {};
+  const kernel_stats& k = *s.gpu->kernels;
+  const op_row* op = nullptr;  // the op holding the most device time, not a catch-all row
+  for (const op_row& r : k.ops) {
+    if (r.name != "(no op)" && r.name != "(other ops)") {
+      op = &r;
+      break;
+    }
+  }
+  if (op == nullptr || k.kinds.empty()) return {};
+  std::string text = fmt::format("start with `{}`: {:.0f}% of the GPU's time; by kind, {} kernels take {:.0f}%",
+                                 op->name, 100 * op->busy_share, k.kinds.front().kind, 100 * k.kinds.front().busy_share);
+  double matrix = 0;
+  for (const kind_row& r : k.kinds) {
+    if (r.kind == "gemm" || r.kind == "convolution") matrix += r.busy_share;
+  }
+  // Matrix work worth moving, mostly off the tensor cores: lower precision would put it there.
+  if (matrix >= 0.2 && k.gemm_named_share >= 0.5 && k.gemm_tensor_core_share < 0.5) {
+    // Tensor cores before Ampere (Volta, Turing) take fp16 only: no bf16, no TF32.
+    const std::string* gpu = s.fact("gpu.name");
+    bool fp16_only = false;
+    for (const char* older : {"V100", "T4", "TITAN V", "RTX 20", "Quadro RTX"}) {
+      fp16_only = fp16_only || (gpu != nullptr && gpu->find(older) != std::string::npos);
+    }
+    text += fmt::format("; {:.0f}% of the GEMM and convolution time is not on tensor cores: {} would use them",
+                        100 * (1 - k.gemm_tensor_core_share),
+                        fp16_only ? "fp16 autocast (torch.autocast(\"cuda\", dtype=torch.float16), with a GradScaler)"
+                                  : "bf16 autocast, or TF32 (torch.backends.cuda.matmul.allow_tf32 and "
+                                    "torch.backends.cudnn.allow_tf32)");
+  }
+  return text;
 }
 
 }  // namespace steptrace::detail

@@ -302,7 +302,13 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     // The pipeline keeps up unless `input` holds a secondary share (said under the label then).
     const std::string keeps_up =
         (device ? idle.input : input) >= t.secondary_input_share ? "" : "the pipeline keeps up; ";
-    if (s.backend.cuda || device) {
+    if (const std::string target = compute_target(s); device && !target.empty()) {
+      d.advice = {
+          keeps_up + target,
+          "speed up the model: mixed precision (bf16, TF32), fused kernels, torch.compile",
+          "check the batch size against device memory",
+      };
+    } else if (s.backend.cuda || device) {
       d.advice = {
           keeps_up + "speed up the model: mixed precision (bf16, TF32), fused kernels, torch.compile",
           "check the batch size against device memory",

@@ -122,6 +122,9 @@ std::string comm_evidence(const summary& s, const cause_shares& c, const idle_gr
                           const diagnosis_thresholds& t);
 void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d);
 void one_time_evidence(const summary& s, diagnosis& d);
+// COMPUTE-BOUND's first target with kernel figures (a trace's): the op holding the most device
+// time, the largest kind, and GEMM time off the tensor cores; empty without them.
+std::string compute_target(const summary& s);
 
 diagnosis diagnose(const summary& s, const diagnosis_thresholds& t = default_thresholds);
 

@@ -62,7 +62,7 @@ copy_stats copies_from(const json_doc& j) {
 json_doc gpu_json(const gpu_stats& g) {
   json_doc idle = json_doc::object();
   for (const auto& [phase, share] : g.idle_by_phase) idle[phase] = share;
-  return json_doc{{"busy_ms", stat_json(g.busy_ms)},
+  json_doc out{{"busy_ms", stat_json(g.busy_ms)},
                   {"idle_ms", stat_json(g.idle_ms)},
                   {"busy_share", g.busy_share},
                   {"device_busy_share", g.device_busy_share},
@@ -83,6 +83,8 @@ json_doc gpu_json(const gpu_stats& g) {
                   {"steps_viewed", g.steps_viewed},
                   {"steps_without_records", g.steps_without_records},
                   {"steps_all_streams", g.steps_all_streams}};
+  if (g.kernels) out["kernels"] = detail::kernels_json(*g.kernels);
+  return out;
 }
 
 gpu_stats gpu_from(const json_doc& j) {
@@ -106,6 +108,7 @@ gpu_stats gpu_from(const json_doc& j) {
   if (j.contains("steps_all_streams")) g.steps_all_streams = count_at(j, "steps_all_streams");
   if (j.contains("memory")) g.memory = memory_from(j.at("memory"));
   if (j.contains("kernel_time_median_us")) g.kernel_time_median_us = number_at(j, "kernel_time_median_us");
+  if (j.contains("kernels")) g.kernels = detail::kernels_from(j.at("kernels"));
   if (j.contains("nccl")) {
     const json_doc& n = j.at("nccl");
     g.nccl = nccl_stats{number_at(n, "kernels_per_step"), number_at(n, "ms_per_step"), number_at(n, "exposed_ms_per_step")};

@@ -52,6 +52,10 @@ rank_info rank_from(const json_doc& j);
 json_doc ranks_json(const ranks_view& v);
 ranks_view ranks_from(const json_doc& j);
 
+// The device's kernels, ops and kinds (kernels.cpp).
+json_doc kernels_json(const kernel_stats& k);
+kernel_stats kernels_from(const json_doc& j);
+
 // The cycles section (cycles.cpp).
 json_doc cycles_json(const std::vector<cycle_row>& cycles);
 std::vector<cycle_row> cycles_from(const json_doc& j);

@@ -15,6 +15,8 @@ void complete(summary& s);
 std::string summary_json_line(const summary& s);
 // The table's section on a profiler run's cycles, a line at a time (cycles.cpp).
 void cycle_lines(const std::vector<cycle_row>& cycles, const std::function<void(std::string)>& line);
+// The table's device block lines on kernels, ops and kinds (kernels.cpp).
+void kernel_lines(const kernel_stats& k, const std::function<void(std::string)>& line);
 // The live view's line for one window: steps, step p50/p95, the largest phases, the label.
 std::string live_line(const summary& window, double at_s);
 

@@ -262,6 +262,7 @@ std::string summary::table() const {
          "{:.1f} per step, {} ms blocked",
          "", g.kernels_per_step, g.kernel_median_us, g.kernel_time_median_us, g.syncs_per_step,
          ms(g.sync_ms_per_step));
+    if (g.kernels) detail::kernel_lines(*g.kernels, [&](const std::string& text) { line("{}", text); });
     if (g.nccl.kernels_per_step > 0) {
       line("{:<11}NCCL kernels {:.1f} per step, {} ms per step, {} ms of it exposed (no other kernel overlapping)", "",
            g.nccl.kernels_per_step, ms(g.nccl.ms_per_step), ms(g.nccl.exposed_ms_per_step));

@@ -1,0 +1,197 @@
+#include "analysis/kernel_table.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+namespace steptrace::detail {
+namespace {
+
+bool has(std::string_view name, std::string_view part) { return name.find(part) != std::string_view::npos; }
+
+// The kinds, first match wins: a flash-attention kernel is attention though it runs MMAs, a
+// cuDNN implicit-GEMM convolution is a convolution.
+struct kind_rule {
+  const char* kind;
+  std::initializer_list<std::string_view> parts;
+};
+const kind_rule kernel_kinds[] = {
+    {"collective", {"nccl", "rccl", "AllReduce", "AllGather", "ReduceScatter", "SendRecv"}},
+    {"attention", {"flash", "fmha", "attention", "Attention", "_attn", "sdpa", "mha_"}},
+    {"convolution", {"conv", "Conv", "cudnn::detail::", "dgrad", "wgrad", "winograd", "implicit_gemm"}},
+    {"gemm", {"gemm", "Gemm", "GEMM", "gemv", "cutlass", "cublas", "xmma", "wgmma", "matmul", "_mma", "hmma",
+              "h884", "s884", "h1688", "s1688", "h16816", "s16816", "i8816", "Kernel2"}},
+    {"reduction", {"reduce", "Reduce", "softmax", "Softmax", "norm", "Norm", "bn_fw", "bn_bw", "cub::", "scan",
+                   "argmax", "topk"}},
+    {"elementwise", {"elementwise", "Elementwise", "vectorized", "unrolled", "pointwise", "triton_poi", "fill",
+                     "copy_kernel", "index", "Index", "cat_", "CatArray", "where", "cast"}},
+};
+
+}  // namespace
+
+std::string_view kernel_kind(std::string_view name) {
+  for (const kind_rule& rule : kernel_kinds) {
+    for (std::string_view part : rule.parts) {
+      if (has(name, part)) return rule.kind;
+    }
+  }
+  return "other";
+}
+
+bool on_tensor_cores(std::string_view name) {
+  for (std::string_view part : {"tensorop", "xmma", "wgmma", "hmma", "imma", "_mma", "h884", "s884", "h1688", "s1688",
+                                "h16816", "s16816", "i8816", "tf32", "bf16_", "_bf16", "fp16_s"}) {
+    if (has(name, part)) return true;
+  }
+  return false;
+}
+
+bool off_tensor_cores(std::string_view name) {
+  for (std::string_view part : {"sgemm", "dgemm", "scudnn", "engine<float", "gemv"}) {
+    if (has(name, part)) return true;
+  }
+  return false;
+}
+
+std::string short_kernel_name(std::string_view name, std::size_t width) {
+  std::string out;
+  int angle = 0;
+  std::size_t angle_text = 0;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (c == '(' && angle == 0) {
+      if (name.compare(i, 21, "(anonymous namespace)") == 0) {
+        i += 20;
+        if (name.compare(i + 1, 2, "::") == 0) i += 2;
+        continue;
+      }
+      if (!out.empty()) break;  // the parameters; a name that opens with '(' is no C++ signature
+    }
+    if (c == '<') ++angle;
+    if (angle > 0 && ++angle_text > width) {
+      if (c == '>' && --angle == 0) out += "…>";
+      continue;
+    }
+    if (c == '>') --angle;
+    out += c;
+  }
+  if (out.rfind("void ", 0) == 0) out.erase(0, 5);
+  return out;
+}
+
+std::size_t kernel_table::duration_bucket(std::uint64_t ns) noexcept {
+  if (ns <= 1) return 0;
+  const double b = std::log2(static_cast<double>(ns)) * 8;
+  return std::min(duration_buckets - 1, static_cast<std::size_t>(b));
+}
+
+kernel_table::kernel_entry& kernel_table::entry_for(std::string_view name) {
+  if (auto it = kernels_.find(std::string(name)); it != kernels_.end()) return it->second;
+  if (kernels_.size() < max_names) return kernels_[std::string(name)];
+  return kernels_[folded_kernels];  // past the bound: one row, counted (it may take one slot more)
+}
+
+void kernel_table::add_kernel(std::string_view name, std::string_view op, std::uint64_t ns) {
+  kernel_entry& e = entry_for(name);
+  if (kernels_.count(std::string(name)) == 0) ++calls_folded_;
+  ++e.calls;
+  e.ns += ns;
+  ++e.durations[duration_bucket(ns)];
+  const std::string op_name = op.empty() ? std::string("(no op)") : std::string(op);
+  auto it = ops_.find(op_name);
+  if (it == ops_.end()) it = ops_.size() < max_ops ? ops_.emplace(op_name, op_entry{}).first : ops_.emplace(folded_ops, op_entry{}).first;
+  ++it->second.kernels;
+  it->second.ns += ns;
+  const std::string_view kind = kernel_kind(name);
+  kinds_[std::string(kind)] += ns;
+  if (kind == "gemm" || kind == "convolution") {
+    matrix_ns_ += ns;
+    if (on_tensor_cores(name)) {
+      tensor_ns_ += ns;
+    } else if (off_tensor_cores(name)) {
+      off_ns_ += ns;
+    }
+  }
+  total_ns_ += ns;
+}
+
+void kernel_table::add_transfer(bool memset, std::uint64_t ns) {
+  kinds_[memset ? "memset" : "copy"] += ns;
+  total_ns_ += ns;
+}
+
+void kernel_table::merge(const kernel_table& other) {
+  for (const auto& [name, e] : other.kernels_) {
+    const bool kept = kernels_.count(name) != 0 || kernels_.size() < max_names;
+    kernel_entry& mine = kept ? kernels_[name] : kernels_[folded_kernels];
+    if (!kept) calls_folded_ += e.calls;
+    mine.calls += e.calls;
+    mine.ns += e.ns;
+    for (std::size_t i = 0; i < duration_buckets; ++i) mine.durations[i] += e.durations[i];
+  }
+  for (const auto& [name, e] : other.ops_) {
+    op_entry& mine = ops_.count(name) != 0 || ops_.size() < max_ops ? ops_[name] : ops_[folded_ops];
+    mine.kernels += e.kernels;
+    mine.ns += e.ns;
+  }
+  for (const auto& [kind, ns] : other.kinds_) kinds_[kind] += ns;
+  total_ns_ += other.total_ns_;
+  tensor_ns_ += other.tensor_ns_;
+  off_ns_ += other.off_ns_;
+  matrix_ns_ += other.matrix_ns_;
+  calls_folded_ += other.calls_folded_;
+}
+
+kernel_stats kernel_table::stats(std::uint64_t steps) const {
+  kernel_stats out;
+  if (steps == 0 || total_ns_ == 0) return out;
+  const double per_step = 1e-6 / static_cast<double>(steps), total = static_cast<double>(total_ns_);
+  out.ms_per_step = total * per_step;
+  const std::uint64_t named = tensor_ns_ + off_ns_;
+  out.gemm_tensor_core_share = named ? static_cast<double>(tensor_ns_) / static_cast<double>(named) : 0.0;
+  out.gemm_named_share = matrix_ns_ ? static_cast<double>(named) / static_cast<double>(matrix_ns_) : 0.0;
+  out.names = kernels_.size() - kernels_.count(folded_kernels);
+  out.calls_folded = calls_folded_;
+  std::vector<std::pair<const std::string*, const kernel_entry*>> by_time;
+  for (const auto& [name, e] : kernels_) by_time.emplace_back(&name, &e);
+  std::sort(by_time.begin(), by_time.end(), [](const auto& a, const auto& b) {
+    return a.second->ns != b.second->ns ? a.second->ns > b.second->ns : *a.first < *b.first;
+  });
+  for (const auto& [name, e] : by_time) {
+    if (out.kernels.size() == kernel_stats::max_rows) break;
+    kernel_row row;
+    row.name = *name;
+    row.kind = *name == folded_kernels ? "other" : std::string(kernel_kind(*name));
+    row.calls_per_step = static_cast<double>(e->calls) / static_cast<double>(steps);
+    row.ms_per_step = static_cast<double>(e->ns) * per_step;
+    row.busy_share = static_cast<double>(e->ns) / total;
+    row.tensor_core = *name != folded_kernels && on_tensor_cores(*name);
+    std::uint64_t seen = 0;  // the median call's bucket, at its geometric middle
+    for (std::size_t i = 0; i < duration_buckets; ++i) {
+      seen += e->durations[i];
+      if (2 * seen >= e->calls) {
+        row.median_us = std::exp2((static_cast<double>(i) + 0.5) / 8) / 1e3;
+        break;
+      }
+    }
+    out.kernels.push_back(std::move(row));
+  }
+  std::vector<std::pair<const std::string*, const op_entry*>> ops;
+  for (const auto& [name, e] : ops_) ops.emplace_back(&name, &e);
+  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) {
+    return a.second->ns != b.second->ns ? a.second->ns > b.second->ns : *a.first < *b.first;
+  });
+  for (const auto& [name, e] : ops) {
+    if (out.ops.size() == kernel_stats::max_rows) break;
+    out.ops.push_back({*name, static_cast<double>(e->kernels) / static_cast<double>(steps),
+                       static_cast<double>(e->ns) * per_step, static_cast<double>(e->ns) / total});
+  }
+  for (const auto& [kind, ns] : kinds_) out.kinds.push_back({kind, static_cast<double>(ns) * per_step, static_cast<double>(ns) / total});
+  std::sort(out.kinds.begin(), out.kinds.end(), [](const kind_row& a, const kind_row& b) {
+    return a.ms_per_step != b.ms_per_step ? a.ms_per_step > b.ms_per_step : a.kind < b.kind;
+  });
+  return out;
+}
+
+}  // namespace steptrace::detail

@@ -1,0 +1,21 @@
+// Internal (not public API): a trace's device time by kernel, by the op that launched it and by
+// kind, over the counted steps (docs/architecture.md, "Kernels and ops").
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "analysis/kernel_table.hpp"
+#include "profiler/trace_device.hpp"
+#include "profiler/trace_events.hpp"
+#include "profiler/trace_steps.hpp"
+
+namespace steptrace::detail {
+
+// The kernels, copies and memsets of `device` that start in one of `counted` (in order), each
+// kernel with the innermost host op (an op or a record_function range, not a step range) open
+// around its launch on the launching thread of `pid`, found by the launch's correlation.
+kernel_table read_kernels(const trace_events& t, const trace_device& device, std::uint32_t pid,
+                          const std::vector<step_interval>& counted);
+
+}  // namespace steptrace::detail
