@@ -58,3 +58,16 @@ def png_pixels(path):
         rows.append([tuple(line[x:x + 3]) for x in range(0, stride, bpp)])
         prev = line
     return width, height, rows
+
+
+def measured(page, script, out):
+    """What `script` (JavaScript ending in an expression's text put into document.title) finds in
+    a copy of the HTML file `page` laid out by headless Chromium: the report itself runs no
+    script, so the test adds its own to a copy, written to `out`."""
+    text = page.read_text()
+    out.write_text(text.replace("</body>", f"<script>document.title = (() => {{ {script} }})();</script></body>"))
+    proc = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+                           "--dump-dom", out.as_uri()], capture_output=True, text=True, timeout=120)
+    start = proc.stdout.find("<title>")
+    assert start >= 0, proc.stderr
+    return proc.stdout[start + len("<title>"):proc.stdout.index("</title>", start)]

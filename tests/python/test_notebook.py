@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import steptrace
-from screenshots import needs_chromium, screenshot
+from screenshots import measured, needs_chromium, screenshot
 from steptrace import _html
 
 TRACE = Path(__file__).resolve().parent.parent / "data" / "profiler_traces" / "resnet50_num_workers_0.pt.trace.json.gz"
@@ -91,6 +91,17 @@ def test_a_notebook_run_headless_shows_the_report_and_chromium_draws_it(tmp_path
     drawn = {tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)) for c in colours.values()}
     painted = sum(1 for row in rows for px in row if px in drawn)
     assert painted > 2000, f"the chart is not in the screenshot ({painted} pixels in its colours)"
+    # The table keeps its columns under JupyterLab's own CSS (nbconvert's page carries it): ten
+    # i's as wide as ten W's in the report's text box, and its lines never wrap.
+    laid_out = measured(tmp_path / "explore.html", """
+        const pre = document.querySelector('div.steptrace-report pre');
+        const narrow = document.createElement('span'); narrow.textContent = 'iiiiiiiiii'; pre.appendChild(narrow);
+        const wide = document.createElement('span'); wide.textContent = 'WWWWWWWWWW'; pre.appendChild(wide);
+        return [narrow.getBoundingClientRect().width, wide.getBoundingClientRect().width,
+                getComputedStyle(pre).whiteSpace].join(' ');""", tmp_path / "measured.html")
+    narrow, wide, wrap = laid_out.split()
+    assert float(narrow) == pytest.approx(float(wide), rel=0.01) and float(narrow) > 0, laid_out
+    assert wrap == "pre", laid_out
     keep = os.environ.get("STEPTRACE_KEEP_SCREENSHOT")  # docs/notebook.png is made this way
     if keep:
         shutil.copy(shot, keep)
