@@ -376,6 +376,7 @@ PYBIND11_MODULE(_core, m) {
         return read_file(path, {step, name});
       },
       py::arg("path"), py::arg("step") = "", py::arg("name") = "", py::call_guard<py::gil_scoped_release>());
+  m.def("short_kernel_name", &short_kernel_name, py::arg("name"));
   m.def(
       "read_cycles",
       [](const std::vector<std::string>& paths, const std::string& step) { return read_profiler_cycles(paths, {step, ""}); },

@@ -17,6 +17,11 @@ sides): when one side's steps are slower than the other's with CONFIDENCE or mor
 verdict, with the confidence reached (6 steps against 6 that do not overlap: 99.9%); else they are
 too short to tell.
 
+What moved on the device: with kernel figures on every run (traces with a GPU), the kernels and
+the ops whose time per step changed most, each side's value the mean of its runs'; a change
+larger than the mean step's noise band (in ms) is beyond the noise. A name missing from a side
+whose list is complete is 0 there ("new", "gone"); missing from a full list (the first 50), unknown.
+
 What a fix realised: for each cause the first side's diagnosis named with its gain (the most
 removing it could save), the step time the second side actually saved (its mean step against
 the first's; run time per step for time set aside), and the share of the bound that is. A saving
@@ -52,6 +57,60 @@ class Comparison:
     verdict: str = ""
     regressed: bool = False  # beyond the threshold and the noise: the gate fails
     realised: List["Realised"] = field(default_factory=list)
+    moved: List["Moved"] = field(default_factory=list)
+    moved_noise_ms: float = 0.0
+
+
+@dataclass
+class Moved:
+    """A kernel or op's device time per step on each side (None: gone, or new), and whether the
+    change is beyond the noise."""
+
+    what: str  # "kernel" or "op"
+    name: str
+    a_ms: Optional[float]
+    b_ms: Optional[float]
+    beyond: bool
+
+
+MOVED_ROWS = 5  # the kernels, and the ops, that moved most
+FULL_LIST = 50  # a summary lists the first 50 kernels and ops (kernel_stats::max_rows)
+
+
+def _device_times(runs: Sequence[Dict[str, Any]], what: str) -> Optional[Tuple[Dict[str, float], bool]]:
+    """{name: ms per step} over a side's runs (the mean of theirs), and whether each list was
+    complete; None when a run has no kernel figures."""
+    per_run = []
+    complete = True
+    for r in runs:
+        k = (r.get("gpu") or {}).get("kernels")
+        if not k:
+            return None
+        rows = k["kernels" if what == "kernel" else "ops"]
+        complete = complete and len(rows) < FULL_LIST
+        per_run.append({row["name"]: row["ms_per_step"] for row in rows})
+    names = dict.fromkeys(n for r in per_run for n in r)
+    return {n: statistics.fmean(r.get(n, 0.0) for r in per_run) for n in names}, complete
+
+
+def _moved(a_runs: Sequence[Dict[str, Any]], b_runs: Sequence[Dict[str, Any]], noise_ms: float) -> List[Moved]:
+    out: List[Moved] = []
+    for what in ("kernel", "op"):
+        a, b = _device_times(a_runs, what), _device_times(b_runs, what)
+        if a is None or b is None:
+            return []
+        (ta, a_complete), (tb, b_complete) = a, b
+        rows = []
+        for name in dict.fromkeys(list(ta) + list(tb)):
+            va = ta.get(name, 0.0 if a_complete else None)
+            vb = tb.get(name, 0.0 if b_complete else None)
+            if va is None or vb is None:
+                continue  # below a full list's last row on one side: its change is unknown
+            rows.append(Moved(what, name, va if name in ta else None, vb if name in tb else None,
+                              abs(vb - va) > noise_ms))
+        rows.sort(key=lambda m: -abs((m.b_ms or 0.0) - (m.a_ms or 0.0)))
+        out.extend(rows[:MOVED_ROWS])
+    return out
 
 
 @dataclass
@@ -64,6 +123,11 @@ class Realised:
     saved: float  # fraction actually saved
     of_run: bool
     beyond: bool
+
+
+def short_name(kernel: str) -> str:
+    """A kernel's name as the table shortens it (no return type, no parameters)."""
+    return _core.short_kernel_name(kernel)
 
 
 def _ms(v: float) -> str:
@@ -240,6 +304,8 @@ def compare(a_runs: Any, b_runs: Any, max_regression_pct: Optional[float]) -> Co
     if sa["mean"] > 0:
         mean_noise = 2 * math.hypot(_error(a_runs, "mean"), _error(b_runs, "mean")) / sa["mean"]
         c.realised = _realised(a, b, mean_noise)
+        c.moved_noise_ms = mean_noise * sa["mean"]
+        c.moved = _moved(a_runs, b_runs, c.moved_noise_ms)
     short = [r["steps"] for r in a_runs + b_runs if r["steps"] < MIN_STEPS]
     if short:
         runs = (f"{a['steps']} and {b['steps']} steps" if len(a_runs) == len(b_runs) == 1
@@ -293,6 +359,17 @@ def render(c: Comparison, name_a: str, name_b: str) -> str:
         lines.append(f"{what:<16}{va:>{width}}  {vb:>{width}}  {ch}")
     lines.append("")
     lines.append(c.verdict)
+    if c.moved:
+        lines.append("")
+        lines.append(f"what moved on the device, per step (the kernels and ops that changed most; the mean step's "
+                     f"noise ±{_ms(c.moved_noise_ms)}):")
+        for m in c.moved:
+            a_ms, b_ms = m.a_ms or 0.0, m.b_ms or 0.0
+            change = ("new" if m.a_ms is None else "gone" if m.b_ms is None
+                      else f"{'+' if b_ms >= a_ms else '-'}{_ms(abs(b_ms - a_ms))} ({_pct(a_ms, b_ms)})")
+            note = "" if m.beyond else "  within the noise"
+            name = short_name(m.name) if m.what == "kernel" else m.name
+            lines.append(f"  {m.what:<7}{_ms(a_ms):>12} -> {_ms(b_ms):<12}{change:<24}{name}{note}")
     if c.realised:
         lines.append("")
         lines.append(f"what the fixes realised (the causes {name_a} named, the most each could save, and what {name_b} saved):")

@@ -28,9 +28,9 @@ TEST_CASE("kinds and tensor cores are read from kernel names", "[kernels]") {
   CHECK(on_tensor_cores("volta_h884gemm_128x128_ldg8_nn"));
   CHECK(on_tensor_cores("cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4"));
   CHECK_FALSE(on_tensor_cores("volta_sgemm_128x64_nn"));
-  CHECK(short_kernel_name("void at::native::(anonymous namespace)::f<float, 4>(int, float*)") == "at::native::f<float, 4>");
-  CHECK(short_kernel_name("volta_sgemm_128x64_nn") == "volta_sgemm_128x64_nn");
-  CHECK(short_kernel_name("(no op)") == "(no op)");
+  CHECK(detail::short_kernel_name("void at::native::(anonymous namespace)::f<float, 4>(int, float*)") == "at::native::f<float, 4>");
+  CHECK(detail::short_kernel_name("volta_sgemm_128x64_nn") == "volta_sgemm_128x64_nn");
+  CHECK(detail::short_kernel_name("(no op)") == "(no op)");
   CHECK(off_tensor_cores("volta_sgemm_128x64_nn"));
 }
 

@@ -102,3 +102,41 @@ def test_an_h100_trace_on_tensor_cores_gets_no_precision_advice():
     d = steptrace.load(DATA / "tracelens_h100_qwen1.5-0.5b.json.gz").to_dict()
     assert d["gpu"]["kernels"]["gemm_tensor_core_share"] > 0.99  # its sm90 GEMMs' names say so
     assert not any("tensor cores" in a for a in d["diagnosis"]["advice"])
+
+
+def test_compare_of_the_two_resnet_recordings_moves_input_and_no_kernel():
+    """Same model, num_workers 0 then 4: `input` moves, no kernel beyond the noise."""
+    from steptrace import _compare
+
+    a = steptrace.load(DATA / "resnet50_num_workers_0.pt.trace.json.gz").to_dict()
+    b = steptrace.load(DATA / "resnet50_num_workers_4.pt.trace.json.gz").to_dict()
+    c = _compare.compare(a, b, None)
+    assert c.moved and not any(m.beyond for m in c.moved if m.what == "kernel")
+    rows = {what: change for what, _, _, change in c.rows}
+    assert rows["input (mean)"].startswith("-")
+    assert "what moved on the device" in _compare.render(c, "nw0", "nw4")
+
+
+def test_compare_names_the_kernel_a_model_change_replaced(tmp_path):
+    """Hand-made device views: a step whose GEMM became a tensor-core GEMM shows both moving."""
+    from steptrace import _compare
+
+    def run(kernels):
+        rows = [{"name": n, "kind": "gemm", "calls_per_step": 1, "ms_per_step": ms, "busy_share": 0.5,
+                 "median_us": ms * 1e3, "tensor_core": "h884" in n} for n, ms in kernels]
+        step = {"mean": 10.0, "p50": 10.0, "p95": 10.1, "p99": 10.1, "max": 10.2}
+        return {"steps": 200, "step_ms": step, "phases": {}, "diagnosis": {"label": "COMPUTE-BOUND", "gains": {}},
+                "gpu": {"kernels": {"kernels": rows, "ops": [{"name": "aten::mm", "kernels_per_step": 1,
+                                                              "ms_per_step": sum(ms for _, ms in kernels),
+                                                              "busy_share": 1.0}]}}}
+
+    before = run([("volta_sgemm_128x64_nn", 6.0), ("elementwise_kernel", 1.0)])
+    after = run([("volta_h884gemm_128x128_nn", 2.0), ("elementwise_kernel", 1.0)])
+    c = _compare.compare(before, after, None)
+    moved = {(m.what, m.name): m for m in c.moved}
+    assert moved[("kernel", "volta_sgemm_128x64_nn")].b_ms is None  # gone
+    assert moved[("kernel", "volta_h884gemm_128x128_nn")].a_ms is None  # new
+    assert moved[("op", "aten::mm")].beyond and moved[("op", "aten::mm")].b_ms == 3.0
+    assert not moved[("kernel", "elementwise_kernel")].beyond
+    text = _compare.render(c, "fp32", "fp16")
+    assert "gone" in text and "new" in text and "-4.000 ms (-57.1%)" in text

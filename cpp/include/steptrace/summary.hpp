@@ -126,6 +126,10 @@ struct kernel_row {
   double median_us = 0;       // a call's median duration, within 9%
   bool tensor_core = false;   // its name says it runs on tensor cores
 };
+// A kernel's name as the table shows it: no return type, no parameters, no anonymous
+// namespaces, long template arguments cut.
+STEPTRACE_API std::string short_kernel_name(const std::string& name);
+
 struct op_row {  // the innermost host op around each launch (aten::conv2d, a record_function range)
   std::string name;
   double kernels_per_step = 0, ms_per_step = 0, busy_share = 0;

@@ -104,6 +104,8 @@ void kernel_lines(const kernel_stats& k, const std::function<void(std::string)>&
 
 }  // namespace detail
 
+std::string short_kernel_name(const std::string& name) { return detail::short_kernel_name(name); }
+
 std::string summary::kernels_table() const {
   if (!gpu || !gpu->kernels) return "no kernel figures: the summary holds no device view from a trace\n";
   const kernel_stats& k = *gpu->kernels;
