@@ -59,8 +59,8 @@ setup_torch() {
   if [ "${1:-}" = "--integrations" ]; then
     need_python_packages "torch==2.13.0" lightning transformers accelerate
     # The trackers log_to and the callbacks write to, read back by their own readers; a notebook
-    # run headless (MLflow's client alone: the tests use its file store).
-    need_python_packages tensorboard wandb mlflow-skinny:mlflow nbconvert ipykernel
+    # run headless (MLflow's client, with what its default sqlite store needs).
+    need_python_packages tensorboard wandb mlflow-skinny:mlflow sqlalchemy alembic nbconvert ipykernel
   fi
 }
 

@@ -1,5 +1,5 @@
-"""Text for the README made from the definitions themselves, so the docs cannot drift:
-``python -m steptrace._docs`` prints the options table the README holds between its markers."""
+"""Text for the reference (docs/) made from the definitions themselves, so the docs cannot drift:
+``python -m steptrace._docs`` prints the options table docs/python.md holds between its markers."""
 
 from __future__ import annotations
 

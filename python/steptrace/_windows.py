@@ -31,7 +31,7 @@ _LAST_S = 10.0  # how long exit waits for the listeners' calls on the run's last
 
 
 def figures(summary: Dict[str, Any], step: int, at_s: float) -> Dict[str, Any]:
-    """A window's figures as listeners and trackers get them (the README's "Trackers" lists the
+    """A window's figures as listeners and trackers get them (docs/python.md, "Trackers and notebooks", lists the
     keys): numbers, but for ``label`` and ``gain_cause``, which are text or None."""
     out: Dict[str, Any] = {"step": step, "at_s": at_s, "steps": summary["steps"]}
     if summary["steps"]:

@@ -286,7 +286,7 @@ def test_the_readme_options_table_is_the_option_table():
 
     from steptrace._docs import options_markdown
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "python.md").read_text(encoding="utf-8")
     block = readme.split("<!-- options: begin")[1].split("<!-- options: end -->")[0]
     assert block.split("-->", 1)[1].strip() == options_markdown()
 

@@ -6,7 +6,7 @@
 //   steptrace::tracer t(c);
 //
 // The same table drives config::set, config::from_env, the error texts, Python's
-// configure()/options() and the option list in the README.
+// configure()/options() and the option list in docs/python.md.
 #pragma once
 
 #include <cstdint>

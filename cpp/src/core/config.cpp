@@ -1,6 +1,6 @@
 // The option table: each option's name, environment variable, value rule, default and meaning,
 // defined here once. config::set / get / from_env, the error texts, Python's configure() and
-// options(), and the README's option list all read it.
+// options(), and the option list in docs/python.md all read it.
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
