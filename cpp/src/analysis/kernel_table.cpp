@@ -28,6 +28,17 @@ const kind_rule kernel_kinds[] = {
                      "copy_kernel", "index", "Index", "cat_", "CatArray", "where", "cast"}},
 };
 
+// A table's entries, most time first (then by name: the order never depends on the hash).
+template <class Entry>
+std::vector<std::pair<const std::string*, const Entry*>> by_time(const std::unordered_map<std::string, Entry>& table) {
+  std::vector<std::pair<const std::string*, const Entry*>> out;
+  for (const auto& [name, e] : table) out.emplace_back(&name, &e);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.second->ns != b.second->ns ? a.second->ns > b.second->ns : *a.first < *b.first;
+  });
+  return out;
+}
+
 }  // namespace
 
 std::string_view kernel_kind(std::string_view name) {
@@ -153,12 +164,7 @@ kernel_stats kernel_table::stats(std::uint64_t steps) const {
   out.gemm_named_share = matrix_ns_ ? static_cast<double>(named) / static_cast<double>(matrix_ns_) : 0.0;
   out.names = kernels_.size() - kernels_.count(folded_kernels);
   out.calls_folded = calls_folded_;
-  std::vector<std::pair<const std::string*, const kernel_entry*>> by_time;
-  for (const auto& [name, e] : kernels_) by_time.emplace_back(&name, &e);
-  std::sort(by_time.begin(), by_time.end(), [](const auto& a, const auto& b) {
-    return a.second->ns != b.second->ns ? a.second->ns > b.second->ns : *a.first < *b.first;
-  });
-  for (const auto& [name, e] : by_time) {
+  for (const auto& [name, e] : by_time(kernels_)) {
     if (out.kernels.size() == kernel_stats::max_rows) break;
     kernel_row row;
     row.name = *name;
@@ -177,12 +183,7 @@ kernel_stats kernel_table::stats(std::uint64_t steps) const {
     }
     out.kernels.push_back(std::move(row));
   }
-  std::vector<std::pair<const std::string*, const op_entry*>> ops;
-  for (const auto& [name, e] : ops_) ops.emplace_back(&name, &e);
-  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) {
-    return a.second->ns != b.second->ns ? a.second->ns > b.second->ns : *a.first < *b.first;
-  });
-  for (const auto& [name, e] : ops) {
+  for (const auto& [name, e] : by_time(ops_)) {
     if (out.ops.size() == kernel_stats::max_rows) break;
     out.ops.push_back({*name, static_cast<double>(e->kernels) / static_cast<double>(steps),
                        static_cast<double>(e->ns) * per_step, static_cast<double>(e->ns) / total});
