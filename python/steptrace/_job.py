@@ -46,10 +46,14 @@ def _ranked(read: List[Tuple[str, Any]]) -> Tuple[List[Tuple[str, Any]], int]:
     return out, world
 
 
-def _writer(s: Any) -> Optional[Tuple[Optional[str], str, Optional[int]]]:
-    """Who wrote a trace: (host_name, pid, rank); None for a saved summary."""
+def _writer(name: str, s: Any) -> Optional[Tuple[Optional[str], str, Optional[int]]]:
+    """Who wrote a trace: (host_name, pid, rank); None for a saved summary, and for a pipe or
+    standard input, which the cycles' second reading could not read again (it would wait for a
+    writer that is gone)."""
     pid = s.fact("trace.pid")
-    return None if pid is None else (s.fact("trace.host"), pid, s.rank)
+    if pid is None or name == "-" or not os.path.isfile(name):
+        return None
+    return (s.fact("trace.host"), pid, s.rank)
 
 
 def _by_process(read: List[Tuple[str, Any]], step: Optional[str]) -> List[Tuple[str, Any]]:
@@ -57,7 +61,7 @@ def _by_process(read: List[Tuple[str, Any]], step: Optional[str]) -> List[Tuple[
     named by its first file. Files whose times overlap are no one process's cycles: kept apart."""
     groups: dict = {}
     for name, s in read:
-        key = _writer(s)
+        key = _writer(name, s)
         groups.setdefault(key if key is not None else ("file", name), []).append((name, s))
     out = []
     for files in groups.values():

@@ -204,3 +204,24 @@ def test_two_processes_cycles_in_one_folder_are_two_ranks_of_their_cycles(tmp_pa
     shutil.copy(one, tmp_path / "copy.json")
     pair = steptrace.load([one, tmp_path / "copy.json"]).to_dict()
     assert len(pair["ranks"]["rows"]) == 2 and "cycles" not in pair
+
+
+def test_cycles_given_as_pipes_are_read_once_each_never_waited_on(tmp_path):
+    """Pipes cannot be read a second time: two cycles of one process given as FIFOs are two runs
+    of a job, read at once, never a wait on a writer that is gone."""
+    import os
+    import threading
+
+    folder = tmp_path / "tb"
+    subprocess.run([sys.executable, "-c", _CYCLES, str(folder), "2", "9"], check=True, capture_output=True, timeout=300)
+    files = sorted(folder.iterdir())
+    pipes = []
+    for i, f in enumerate(files):
+        pipe = tmp_path / f"cycle{i}.json"
+        os.mkfifo(pipe)
+        threading.Thread(target=lambda p=pipe, f=f: p.write_bytes(f.read_bytes()), daemon=True).start()
+        pipes.append(pipe)
+    proc = cli("show", *pipes)
+    assert proc.returncode == 0, proc.stderr
+    assert "ranks      2 of 2 read from files" in proc.stdout
+    assert "cycles of one process" not in proc.stdout
