@@ -21,6 +21,7 @@ TEST_CASE("kinds and tensor cores are read from kernel names", "[kernels]") {
   CHECK(kernel_kind("void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1, false, true, true>(int)") == "convolution");
   CHECK(kernel_kind("sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16_kernel") == "gemm");
   CHECK(kernel_kind("volta_sgemm_128x64_nn") == "gemm");
+  CHECK(kernel_kind("Cijk_Alik_Bljk_SB_Bias_AS_SAV_UserArgs_MT32x32x16_MI16x16x1_SN_LDSB0") == "gemm");  // ROCm's Tensile
   CHECK(kernel_kind("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>(at::native::ReduceOp<float>)") == "reduction");
   CHECK(kernel_kind("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)") == "elementwise");
   CHECK(kernel_kind("my_own_kernel") == "other");

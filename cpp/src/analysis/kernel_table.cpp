@@ -21,7 +21,7 @@ const kind_rule kernel_kinds[] = {
     {"attention", {"flash", "fmha", "attention", "Attention", "_attn", "sdpa", "mha_"}},
     {"convolution", {"conv", "Conv", "cudnn::detail::", "dgrad", "wgrad", "winograd", "implicit_gemm"}},
     {"gemm", {"gemm", "Gemm", "GEMM", "gemv", "cutlass", "cublas", "xmma", "wgmma", "matmul", "_mma", "hmma",
-              "h884", "s884", "h1688", "s1688", "h16816", "s16816", "i8816", "Kernel2"}},
+              "h884", "s884", "h1688", "s1688", "h16816", "s16816", "i8816", "Kernel2", "Cijk_"}},
     {"reduction", {"reduce", "Reduce", "softmax", "Softmax", "norm", "Norm", "bn_fw", "bn_bw", "cub::", "scan",
                    "argmax", "topk"}},
     {"elementwise", {"elementwise", "Elementwise", "vectorized", "unrolled", "pointwise", "triton_poi", "fill",
