@@ -6,9 +6,7 @@
 
 #include <map>
 #include <optional>
-#include <cstring>
 #include <string>
-#include <system_error>
 #include <thread>
 #include <tuple>
 
@@ -17,6 +15,8 @@
 
 namespace py = pybind11;
 using namespace steptrace;
+
+void bind_files(py::module_& m);  // files.cpp
 
 namespace {
 
@@ -370,35 +370,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("yield_cupti", &steptrace::yield_cupti, py::arg("holder"));
   m.def("reclaim_cupti", &steptrace::reclaim_cupti);
   m.def("cupti_holder", &steptrace::cupti_holder);
-  m.def(
-      "read_file",
-      [](const std::string& path, const std::string& step, const std::string& name) {
-        return read_file(path, {step, name});
-      },
-      py::arg("path"), py::arg("step") = "", py::arg("name") = "", py::call_guard<py::gil_scoped_release>());
-  m.def("short_kernel_name", &short_kernel_name, py::arg("name"));
-  m.def(
-      "read_cycles",
-      [](const std::vector<std::string>& paths, const std::string& step) { return read_profiler_cycles(paths, {step, ""}); },
-      py::arg("paths"), py::arg("step") = "", py::call_guard<py::gil_scoped_release>());
-  m.def(
-      "write_file",
-      [](const std::string& path, const std::string& text) {
-        try {
-          py::gil_scoped_release unlocked;
-          write_file(path, text);
-        } catch (const std::system_error& e) {  // OSError(errno, why, path): FileNotFoundError & co.
-          // what() is "PATH: why": the errno's words, or why a planted link or file was refused
-          const int code = e.code().value();
-          const std::string what = e.what(), head = path + ": ";
-          const std::string why = what.rfind(head, 0) == 0 ? what.substr(head.size()) : std::strerror(code);
-          // the path as Python spells names (bytes outside UTF-8 as surrogates), never a decode error
-          const py::object name = py::reinterpret_steal<py::object>(PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size())));
-          PyErr_SetObject(PyExc_OSError, py::make_tuple(code, why, name).ptr());
-          throw py::error_already_set();
-        }
-      },
-      py::arg("path"), py::arg("text"));
+  bind_files(m);  // files.cpp
   m.def("register_phase", [](const std::string& name) { return register_phase(name).value; }, py::arg("name"));
   m.attr("INPUT") = builtin::input.value;
   m.attr("H2D") = builtin::h2d.value;

@@ -1,0 +1,47 @@
+// steptrace._core's files: a summary or a trace read (read_file, read_cycles), a file written
+// whole (write_file, its refusals as OSError), a kernel name shortened. Conversions only.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "steptrace/profiler_trace.hpp"
+#include "steptrace/steptrace.hpp"
+
+namespace py = pybind11;
+using namespace steptrace;
+
+void bind_files(py::module_& m) {
+  m.def(
+      "read_file",
+      [](const std::string& path, const std::string& step, const std::string& name) {
+        return read_file(path, {step, name});
+      },
+      py::arg("path"), py::arg("step") = "", py::arg("name") = "", py::call_guard<py::gil_scoped_release>());
+  m.def("short_kernel_name", &short_kernel_name, py::arg("name"));
+  m.def(
+      "read_cycles",
+      [](const std::vector<std::string>& paths, const std::string& step) { return read_profiler_cycles(paths, {step, ""}); },
+      py::arg("paths"), py::arg("step") = "", py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "write_file",
+      [](const std::string& path, const std::string& text) {
+        try {
+          py::gil_scoped_release unlocked;
+          write_file(path, text);
+        } catch (const std::system_error& e) {  // OSError(errno, why, path): FileNotFoundError & co.
+          // what() is "PATH: why": the errno's words, or why a planted link or file was refused
+          const int code = e.code().value();
+          const std::string what = e.what(), head = path + ": ";
+          const std::string why = what.rfind(head, 0) == 0 ? what.substr(head.size()) : std::strerror(code);
+          // the path as Python spells names (bytes outside UTF-8 as surrogates), never a decode error
+          const py::object name = py::reinterpret_steal<py::object>(PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size())));
+          PyErr_SetObject(PyExc_OSError, py::make_tuple(code, why, name).ptr());
+          throw py::error_already_set();
+        }
+      },
+      py::arg("path"), py::arg("text"));
+}
