@@ -233,6 +233,26 @@ fake_record kernel_record(std::uint64_t start, std::uint64_t end, std::uint32_t 
   return r;
 }
 
+fake_record named_kernel_record(std::uint64_t start, std::uint64_t end, const char* name, std::uint32_t correlation,
+                                std::uint32_t stream, std::uint32_t device) {
+  fake_record r = kernel_record(start, end, stream, device);
+  auto& k = *reinterpret_cast<detail::cupti_records::kernel*>(r.bytes);
+  k.name = name;
+  k.correlationId = correlation;
+  return r;
+}
+
+fake_record launch_record(std::uint64_t start, std::uint64_t end, std::uint32_t correlation) {
+  fake_record r;
+  auto& a = *reinterpret_cast<detail::cupti_records::api*>(r.bytes);
+  a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  a.cbid = 211;  // cudaLaunchKernel_v7000
+  a.start = start;
+  a.end = end;
+  a.correlationId = correlation;
+  return r;
+}
+
 fake_record memory_record(std::uint64_t at, std::uint64_t bytes, bool freed, std::uint32_t device) {
   fake_record r;
   auto& m = *reinterpret_cast<detail::cupti_records::memory*>(r.bytes);

@@ -30,6 +30,12 @@ struct fake_record {
 };
 // Device n has CUPTI context id n + 1; stream is CUPTI's id (fake_gpu::stream_id).
 fake_record kernel_record(std::uint64_t start, std::uint64_t end, std::uint32_t stream = 7, std::uint32_t device = 0);
+// A kernel with a name (a string that outlives the records, as CUPTI's do) and the correlation id
+// of the call that launched it.
+fake_record named_kernel_record(std::uint64_t start, std::uint64_t end, const char* name, std::uint32_t correlation,
+                                std::uint32_t stream = 7, std::uint32_t device = 0);
+// A runtime API call (cudaLaunchKernel) on the host over [start, end) with that correlation id.
+fake_record launch_record(std::uint64_t start, std::uint64_t end, std::uint32_t correlation);
 // Device memory allocated (or, with `freed`, released) at `at` on that device.
 fake_record memory_record(std::uint64_t at, std::uint64_t bytes, bool freed, std::uint32_t device = 0);
 // A blocking synchronisation: a context synchronise (no stream) unless `stream` is given.

@@ -155,7 +155,7 @@ TEST_CASE("steptrace hands CUPTI to a profiler and takes it back after, in eithe
     CHECK(gpu.other_tool_records() == 3);
     detail::reclaim_cupti();
     CHECK(gpu.steptrace_has_callbacks());
-    CHECK(gpu.kinds_enabled() == 5);
+    CHECK(gpu.kinds_enabled() == 7);
     for (int i = 0; i < 2; ++i) kernel_in(gpu, one_step(t));
     const summary s = t.summary();
     REQUIRE(s.gpu.has_value());

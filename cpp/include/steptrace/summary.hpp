@@ -175,7 +175,9 @@ struct gpu_stats {
   std::uint64_t steps_viewed = 0;
   std::uint64_t steps_without_records = 0;
   std::uint64_t steps_all_streams = 0;  // viewed steps that named no stream
-  std::optional<kernel_stats> kernels;  // from traces: kernels by name, op and kind
+  // Kernels by name, the op around each launch (live: the phase) and kind: from traces, and live
+  // from CUPTI records (docs/architecture.md, "Kernels and ops").
+  std::optional<kernel_stats> kernels;
 };
 
 struct error_counts {

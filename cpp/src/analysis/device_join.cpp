@@ -86,7 +86,7 @@ void device_join::add_records(const std::vector<device_record>& records) {
 void device_join::count_in(const track& t, const waiting& w, step_device_view& v) const {
   auto first = std::lower_bound(t.records.begin(), t.records.end(), w.begin,
                                 [](const device_record& r, std::uint64_t at) { return r.start < at; });
-  for (auto r = first; r != t.records.end() && r->start < w.end; ++r) count(v, *r);
+  for (auto r = first; r != t.records.end() && r->start < w.end; ++r) count(v, *r, w.segments);
 }
 
 step_device_view device_join::view(const waiting& w) const {

@@ -19,8 +19,9 @@ struct interval {
 void attribute(interval idle, const std::vector<host_segment>& segments, std::size_t& cursor,
                std::vector<std::uint64_t>& out);
 
-// Counts a record that starts in the step: kernels, copies by direction, syncs, memory.
-void count(step_device_view& v, const device_record& r);
+// Counts a record that starts in the step: kernels, copies by direction, syncs, memory. A named
+// kernel is listed with the phase of `segments` (the step's) in which it was launched.
+void count(step_device_view& v, const device_record& r, const std::vector<host_segment>& segments);
 
 // The step's peak device memory above its start, from its allocations and releases in time order.
 void memory_peak(step_device_view& v);

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "analysis/device_spans.hpp"
+#include "record/kernel_names.hpp"
 #include "steptrace/phase.hpp"
 
 namespace steptrace::detail {
@@ -21,11 +22,26 @@ void attribute(interval idle, const std::vector<host_segment>& segments, std::si
   }
 }
 
-void count(step_device_view& v, const device_record& r) {
+namespace {
+
+// The phase of the step's host segment in which `at` falls (segments tile the step's window in
+// time order), launched_outside when none holds it.
+std::uint32_t phase_at(std::uint64_t at, const std::vector<host_segment>& segments) {
+  if (at == 0) return step_device_view::launch_not_seen;
+  auto s = std::upper_bound(segments.begin(), segments.end(), at,
+                            [](std::uint64_t t, const host_segment& x) { return t < x.begin; });
+  if (s == segments.begin() || at >= std::prev(s)->end) return step_device_view::launched_outside;
+  return std::prev(s)->phase;
+}
+
+}  // namespace
+
+void count(step_device_view& v, const device_record& r, const std::vector<host_segment>& segments) {
   switch (r.kind) {
     case device_activity::kernel:
       ++v.kernels;
       v.kernel_ns.push_back(r.end - r.start);
+      if (r.name != 0) v.kernel_calls.push_back({r.name, phase_at(r.launched, segments), r.end - r.start});
       if (r.nccl) {
         ++v.nccl_kernels;
         v.nccl_ns += r.end - r.start;
@@ -33,6 +49,7 @@ void count(step_device_view& v, const device_record& r) {
       }
       break;
     case device_activity::memcpy:
+      v.copy_ns += r.end - r.start;
       if (r.copy == copy_kind::h2d) {
         v.h2d_bytes += r.bytes;
         v.h2d_pageable_bytes += r.pageable ? r.bytes : 0;
@@ -59,7 +76,10 @@ void count(step_device_view& v, const device_record& r) {
       v.mem_ops.emplace_back(r.start, r.freed ? -static_cast<std::int64_t>(r.bytes) : static_cast<std::int64_t>(r.bytes));
       break;
     case device_activity::memset:
+      v.memset_ns += r.end - r.start;
+      break;
     case device_activity::untraced:
+    case device_activity::launch:
       break;
   }
 }
@@ -76,6 +96,17 @@ void memory_peak(step_device_view& v) {
 
 using namespace spans;
 
+namespace {
+
+// The kernel table's op for a live kernel: the phase open on the host when it was launched.
+std::string launch_phase(std::uint32_t phase) {
+  if (phase == step_device_view::launch_not_seen) return "(launch not seen)";
+  if (phase == step_device_view::launched_outside) return "(launched outside the step's phases)";
+  return phase_label(phase_id{phase});
+}
+
+}  // namespace
+
 step_device_view view_step(std::uint64_t begin, std::uint64_t end, const std::vector<host_segment>& segments,
                            const std::vector<device_record>& records, const std::vector<stream_key>& streams) {
   step_device_view v;
@@ -89,7 +120,7 @@ step_device_view view_step(std::uint64_t begin, std::uint64_t end, const std::ve
     const bool own = in_scope(r, streams);
     if (own && r.kind == device_activity::kernel && !r.nccl) extend(compute[r.context], r.start, r.end);
     if (r.start >= end) continue;
-    if (own && r.start >= begin) count(v, r);
+    if (own && r.start >= begin) count(v, r, segments);
     if (!occupies_device(r) || r.end <= begin) continue;
     if (own) extend(busy, r.start, r.end);
     if (on_devices_of(r, streams)) extend(device, r.start, r.end);
@@ -112,6 +143,11 @@ void device_aggregate::add(const step_device_view& v) {
   if (v.idle_by_phase.size() > idle_by_phase_.size()) idle_by_phase_.resize(v.idle_by_phase.size(), 0);
   for (std::size_t i = 0; i < v.idle_by_phase.size(); ++i) idle_by_phase_[i] += v.idle_by_phase[i];
   for (std::uint64_t k : v.kernel_ns) kernel_.add(k);
+  if (!v.kernel_calls.empty()) {
+    for (const auto& k : v.kernel_calls) kernel_table_.add_kernel(kernel_name(k.name), launch_phase(k.phase), k.ns);
+    if (v.copy_ns) kernel_table_.add_transfer(false, v.copy_ns);
+    if (v.memset_ns) kernel_table_.add_transfer(true, v.memset_ns);
+  }
   totals_.nccl_kernels += v.nccl_kernels;
   totals_.nccl_ns += v.nccl_ns;
   totals_.nccl_exposed_ns += v.nccl_exposed_ns;
@@ -180,6 +216,7 @@ void device_aggregate::fill(gpu_stats& out) const {
   out.memory.step_peak_mb_p50 = mb(static_cast<double>(mem_peak_.quantile(0.5)));
   out.memory.step_peak_mb_p95 = mb(static_cast<double>(mem_peak_.quantile(0.95)));
   out.memory.step_peak_mb_max = mb(static_cast<double>(mem_peak_.max()));
+  if (!kernel_table_.empty()) out.kernels = kernel_table_.stats(steps_);
   out.incomplete_records = incomplete;
   out.dropped_records = dropped;
   out.steps_viewed = steps_;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "analysis/histogram.hpp"
+#include "analysis/kernel_table.hpp"
 #include "analysis/step_builder.hpp"
 #include "gpu/device_record.hpp"
 #include "steptrace/summary.hpp"
@@ -35,6 +36,16 @@ struct step_device_view {
   std::uint64_t syncs = 0, sync_ns = 0;
   std::uint64_t kernels = 0;
   std::vector<std::uint64_t> kernel_ns;
+  // Named kernels (live CUPTI records carry names; a trace's kernels are added up apart, in
+  // profiler/trace_kernels.cpp) with the host phase open when each was launched, for the kernel
+  // table; and the time of every copy and memset, for its kinds.
+  struct kernel_call {
+    std::uint32_t name, phase;  // phase: a phase id, or launch_not_seen / launched_outside
+    std::uint64_t ns;
+  };
+  static constexpr std::uint32_t launch_not_seen = 0xffffffffu, launched_outside = 0xfffffffeu;
+  std::vector<kernel_call> kernel_calls;
+  std::uint64_t copy_ns = 0, memset_ns = 0;
   // NCCL kernels (counted among the kernels too): their time, and the part of it no other kernel
   // of their context overlaps (the communication compute does not hide).
   std::uint64_t nccl_kernels = 0, nccl_ns = 0, nccl_exposed_ns = 0;
@@ -62,6 +73,7 @@ class device_aggregate {
 
  private:
   histogram busy_, idle_, kernel_, mem_peak_;
+  kernel_table kernel_table_;  // named kernels by name, launching phase and kind
   std::uint64_t steps_ = 0, busy_total_ = 0, idle_total_ = 0, device_busy_total_ = 0, all_streams_ = 0;
   std::vector<std::uint64_t> idle_by_phase_;
   step_device_view totals_;

@@ -98,14 +98,21 @@ std::size_t kernel_table::duration_bucket(std::uint64_t ns) noexcept {
 }
 
 kernel_table::kernel_entry& kernel_table::entry_for(std::string_view name) {
-  if (auto it = kernels_.find(std::string(name)); it != kernels_.end()) return it->second;
-  if (kernels_.size() < max_names) return kernels_[std::string(name)];
-  return kernels_[folded_kernels];  // past the bound: one row, counted (it may take one slot more)
+  std::string key(name);
+  if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
+  if (kernels_.size() >= max_names) {  // past the bound: one row, counted (it may take one slot more)
+    ++calls_folded_;
+    return kernels_[folded_kernels];
+  }
+  kernel_entry& e = kernels_[std::move(key)];
+  e.kind = kernel_kind(name);
+  e.tensor = on_tensor_cores(name);
+  e.off = off_tensor_cores(name);
+  return e;
 }
 
 void kernel_table::add_kernel(std::string_view name, std::string_view op, std::uint64_t ns) {
   kernel_entry& e = entry_for(name);
-  if (kernels_.count(std::string(name)) == 0) ++calls_folded_;
   ++e.calls;
   e.ns += ns;
   ++e.durations[duration_bucket(ns)];
@@ -114,13 +121,14 @@ void kernel_table::add_kernel(std::string_view name, std::string_view op, std::u
   if (it == ops_.end()) it = ops_.size() < max_ops ? ops_.emplace(op_name, op_entry{}).first : ops_.emplace(folded_ops, op_entry{}).first;
   ++it->second.kernels;
   it->second.ns += ns;
-  const std::string_view kind = kernel_kind(name);
+  const bool folded = e.kind.empty();  // the folded row's kind and tensor cores are each call's
+  const std::string_view kind = folded ? kernel_kind(name) : e.kind;
   kinds_[std::string(kind)] += ns;
   if (kind == "gemm" || kind == "convolution") {
     matrix_ns_ += ns;
-    if (on_tensor_cores(name)) {
+    if (folded ? on_tensor_cores(name) : e.tensor) {
       tensor_ns_ += ns;
-    } else if (off_tensor_cores(name)) {
+    } else if (folded ? off_tensor_cores(name) : e.off) {
       off_ns_ += ns;
     }
   }
@@ -137,6 +145,11 @@ void kernel_table::merge(const kernel_table& other) {
     const bool kept = kernels_.count(name) != 0 || kernels_.size() < max_names;
     kernel_entry& mine = kept ? kernels_[name] : kernels_[folded_kernels];
     if (!kept) calls_folded_ += e.calls;
+    if (kept && name != folded_kernels) {
+      mine.kind = e.kind;
+      mine.tensor = e.tensor;
+      mine.off = e.off;
+    }
     mine.calls += e.calls;
     mine.ns += e.ns;
     for (std::size_t i = 0; i < duration_buckets; ++i) mine.durations[i] += e.durations[i];

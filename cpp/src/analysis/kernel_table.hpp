@@ -47,6 +47,8 @@ class kernel_table {
   // A call's duration on a log scale, 8 buckets a power of two (within 9%), 1 ns to 2^40 ns.
   static constexpr std::size_t duration_buckets = 320;
   struct kernel_entry {
+    std::string_view kind;  // from the name, found once (kernel_kinds' strings are static)
+    bool tensor = false, off = false;
     std::uint64_t calls = 0, ns = 0;
     std::array<std::uint32_t, duration_buckets> durations{};
   };

@@ -2,9 +2,11 @@
 // activity.hpp.
 #include "gpu/activity.hpp"
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <iterator>
+#include <mutex>
 #include <vector>
 
 #include "gpu/cupti_decode.hpp"
@@ -18,11 +20,14 @@ namespace {
 std::atomic<const cupti_functions*> g_api{nullptr};
 std::atomic<record_store*> g_store{nullptr};
 
-// CONCURRENT_KERNEL, never KERNEL: KERNEL serialises every kernel launch. MEMORY2 (device memory
-// per step) is the last, and optional: a CUPTI that refuses it alone still gives the rest.
+// CONCURRENT_KERNEL, never KERNEL: KERNEL serialises every kernel launch. The rest are optional: a
+// CUPTI that refuses them still gives the kernels, copies and syncs. MEMORY2: device memory per
+// step; RUNTIME and DRIVER: the launch calls, whose start gives each kernel the host phase that
+// launched it (the per-phase kernel table; Triton launches through the driver).
 constexpr CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                        CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-                                        CUPTI_ACTIVITY_KIND_MEMORY2};
+                                        CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                        CUPTI_ACTIVITY_KIND_MEMORY2,           CUPTI_ACTIVITY_KIND_RUNTIME,
+                                        CUPTI_ACTIVITY_KIND_DRIVER};
 constexpr std::size_t required_kinds = 4;
 
 std::string result_text(const cupti_functions& api, CUptiResult r) {
@@ -33,6 +38,30 @@ std::string result_text(const cupti_functions& api, CUptiResult r) {
 
 // CUPTI stamps device activity with this: the same clock as every host record, in ns.
 std::uint64_t CUPTIAPI host_timestamp() { return host_clock::to_monotonic_ns(host_clock::now()); }
+
+// When each recent API call began, by correlation id (ids rise by one per call): a kernel record
+// looks its launch up here. Direct-mapped, so bounded, with no allocation; an entry a later call
+// took over, or a launch whose record comes in a later buffer than its kernel's, is not found and
+// the kernel's launch stays unknown (0).
+class launch_times {
+ public:
+  void put(std::uint32_t correlation, std::uint64_t start) {
+    slots_[correlation % slots_.size()] = {correlation, start};
+  }
+  std::uint64_t find(std::uint32_t correlation) const {
+    const slot& s = slots_[correlation % slots_.size()];
+    return s.correlation == correlation ? s.start : 0;
+  }
+
+ private:
+  struct slot {
+    std::uint32_t correlation = 0;
+    std::uint64_t start = 0;
+  };
+  std::array<slot, 1u << 16> slots_{};
+};
+std::mutex g_launch_mutex;  // buffer_completed runs on CUPTI's thread and on flushing threads
+launch_times g_launches;
 
 void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
   *max_records = 0;
@@ -49,12 +78,25 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uin
   std::vector<device_record> records;
   std::uint64_t incomplete = 0;
   CUpti_Activity* activity = nullptr;
-  while (buffer != nullptr && valid > 0 && api->next_record(buffer, valid, &activity) == CUPTI_SUCCESS) {
-    device_record r;
-    switch (decode(*activity, r)) {
-      case decoded::ok: records.push_back(r); break;
-      case decoded::incomplete: ++incomplete; break;
-      case decoded::ignored: break;
+  {
+    std::lock_guard<std::mutex> lock(g_launch_mutex);
+    while (buffer != nullptr && valid > 0 && api->next_record(buffer, valid, &activity) == CUPTI_SUCCESS) {
+      device_record r;
+      switch (decode(*activity, r)) {
+        case decoded::ok:
+          if (r.kind == device_activity::launch) {
+            g_launches.put(r.correlation, r.start);
+          } else {
+            records.push_back(r);
+          }
+          break;
+        case decoded::incomplete: ++incomplete; break;
+        case decoded::ignored: break;
+      }
+    }
+    // A launch call's record may follow its kernel's in the buffer: look up once all are in.
+    for (device_record& r : records) {
+      if (r.kind == device_activity::kernel && r.correlation != 0) r.launched = g_launches.find(r.correlation);
     }
   }
   std::size_t dropped = 0;

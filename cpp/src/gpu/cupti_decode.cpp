@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "gpu/cupti_records.hpp"
+#include "record/kernel_names.hpp"
 
 namespace steptrace::detail {
 namespace {
@@ -14,6 +15,7 @@ using memcpy_record = cupti_records::memcpy;
 using memset_record = cupti_records::memset;
 using sync_record = cupti_records::sync;
 using memory_record = cupti_records::memory;
+using api_record = cupti_records::api;
 
 // The host waited for the device. Stream-wait-event orders two streams without stopping the
 // host, and the event and stream queries newer CUPTI reports (steptrace's own collector makes
@@ -54,6 +56,8 @@ decoded decode(const CUpti_Activity& activity, device_record& out) noexcept {
       out.context = k.contextId;
       out.stream = k.streamId;
       out.nccl = k.name != nullptr && std::strncmp(k.name, "nccl", 4) == 0;  // a collective: counted apart
+      out.name = intern_kernel_name(k.name);
+      out.correlation = k.correlationId;
       return timed(out, k.start, k.end);
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -100,6 +104,15 @@ decoded decode(const CUpti_Activity& activity, device_record& out) noexcept {
       out.context = m.contextId;
       out.stream = no_stream;  // the device's, whichever stream an asynchronous one was ordered on
       return timed(out, m.timestamp, m.timestamp);
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      const auto& a = reinterpret_cast<const api_record&>(activity);
+      out.kind = device_activity::launch;
+      out.correlation = a.correlationId;
+      out.start = a.start;
+      out.end = a.end;
+      return a.start != 0 ? decoded::ok : decoded::ignored;  // a call, not device work: never incomplete
     }
     default:
       return decoded::ignored;

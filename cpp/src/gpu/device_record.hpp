@@ -9,7 +9,9 @@ namespace steptrace::detail {
 // stream-ordered pools), a point in time (start == end) that names no stream.
 // untraced: a span in which a profiler's trace shows the device busy with work the trace does not
 // hold (launched before the profiler started): busy time, and nothing else.
-enum class device_activity : std::uint8_t { kernel, memcpy, memset, sync, memory, untraced };
+// launch: a runtime or driver API call (its host start and end): only read to give kernels their
+// launch time (gpu/activity.cpp), never stored.
+enum class device_activity : std::uint8_t { kernel, memcpy, memset, sync, memory, untraced, launch };
 // The streams one thread can name for its steps' device view (gpu/stream_ids.hpp).
 inline constexpr std::uint32_t max_thread_streams = 64;
 
@@ -34,6 +36,9 @@ struct device_record {
   std::uint32_t device = 0;   // unknown (0) for syncs
   std::uint32_t context = 0;  // CUPTI's context id
   std::uint32_t stream = no_stream;
+  std::uint32_t name = 0;         // kernel: its interned name (record/kernel_names.hpp), 0 if none
+  std::uint32_t correlation = 0;  // kernel, launch: CUPTI's id joining a kernel to its launch call
+  std::uint64_t launched = 0;     // kernel: host time its launch call began, 0 if not seen
   std::uint64_t start = 0, end = 0;  // host clock, nanoseconds (host_clock::to_monotonic_ns scale)
   std::uint64_t bytes = 0;           // memcpy, memset, memory
 };
