@@ -105,3 +105,51 @@ TEST_CASE("kernel names past the bound fold into one row, counted, in bounded me
   table.merge(other);
   CHECK(table.stats(10).calls_folded == 100000 - kernel_table::max_names + 1);
 }
+
+TEST_CASE("LAUNCH-BOUND names the ops launching the most short kernels", "[kernels][diagnosis]") {
+  // Steps of 1 ms of host ops, each launching one kernel that runs at once: 40 `aten::add_` of
+  // 20 us launching a 4 us kernel, then 20 `aten::mul_` of 9 us launching a 6 us kernel, then one
+  // `aten::mm` of 20 us launching a 60 us GEMM (not short). The GPU idles most of the step while
+  // the host is in those ops: launch overhead.
+  trace_text t;
+  int c = 0;
+  const int steps = 4;
+  for (int i = 0; i < steps; ++i) {
+    double at = i * 1000.0;
+    t.add("user_annotation", "ProfilerStep#" + std::to_string(i), 1, at, 1000);
+    auto op = [&](const char* name, double host_us, const char* kernel, double kernel_us) {
+      t.add("cpu_op", name, 1, at, host_us);
+      t.add("cuda_runtime", "cudaLaunchKernel", 1, at + 1, 2, corr(++c));
+      t.add("kernel", kernel, 7, at + 3, kernel_us, device_args(c), 0);
+      at += host_us;
+    };
+    for (int k = 0; k < 40; ++k) op("aten::add_", 20, "void at::native::vectorized_elementwise_kernel<4, add>(int)", 4);
+    for (int k = 0; k < 20; ++k) op("aten::mul_", 9, "void at::native::vectorized_elementwise_kernel<4, mul>(int)", 6);
+    op("aten::mm", 20, "ampere_sgemm_64x64_nn", 60);
+  }
+  const summary s = read_profiler_trace(temp_file(t.json()).path);
+  REQUIRE(s.gpu);
+  REQUIRE(s.gpu->kernels);
+  // Counted over the steps the reading kept (warm-up by evidence may set the first aside).
+  const kernel_stats& k = *s.gpu->kernels;
+  auto op_row_of = [&](const std::string& name) -> const op_row& {
+    for (const op_row& r : k.ops) {
+      if (r.name == name) return r;
+    }
+    FAIL("no op row " << name);
+    throw;
+  };
+  CHECK(op_row_of("aten::add_").short_kernels_per_step == Approx(40));
+  CHECK(op_row_of("aten::mul_").short_kernels_per_step == Approx(20));
+  CHECK(op_row_of("aten::mm").short_kernels_per_step == Approx(0));
+  CHECK(op_row_of("aten::mm").kernels_per_step == Approx(1));
+  REQUIRE(s.diag.label == "LAUNCH-BOUND");
+  CHECK_THAT(s.diag.evidence,
+             Catch::Matchers::Contains("of at most 20 us come from `aten::add_` (40 a step), `aten::mul_` (20)."));
+  CHECK_THAT(s.diag.evidence, !Catch::Matchers::Contains("`aten::mm`"));
+  bool advised = false;
+  for (const std::string& a : s.diag.advice) advised = advised || a.find("start where the launches come from") != std::string::npos;
+  CHECK(advised);
+  const summary back = summary::from_json(s.json());
+  CHECK(back.gpu->kernels->ops.front().short_kernels_per_step == k.ops.front().short_kernels_per_step);
+}

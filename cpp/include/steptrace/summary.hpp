@@ -130,9 +130,13 @@ struct kernel_row {
 // namespaces, long template arguments cut.
 STEPTRACE_API std::string short_kernel_name(const std::string& name);
 
+// A kernel this short or shorter runs for less than its launch costs the host (an eager op's
+// dispatch and launch): LAUNCH-BOUND's measure, and the kernel table's short kernels.
+inline constexpr double short_kernel_us = 20.0;
 struct op_row {  // the innermost host op around each launch (aten::conv2d, a record_function range)
   std::string name;
   double kernels_per_step = 0, ms_per_step = 0, busy_share = 0;
+  double short_kernels_per_step = 0;  // of its kernels, those of at most short_kernel_us
 };
 struct kind_row {
   std::string kind;
@@ -140,7 +144,8 @@ struct kind_row {
 };
 struct kernel_stats {
   std::vector<kernel_row> kernels;  // most time first: the first max_rows
-  std::vector<op_row> ops;          // most time first: the first max_rows
+  std::vector<op_row> ops;          // most time first: the first max_rows, then up to short_op_rows
+                                    // more launching the most short kernels
   std::vector<kind_row> kinds;      // most time first
   double ms_per_step = 0;           // every record's time (not their union: overlapping records add)
   // Of the GEMM and convolution time whose kernel names tell (gemm_named_share of it), the share
@@ -148,7 +153,7 @@ struct kernel_stats {
   double gemm_tensor_core_share = 0, gemm_named_share = 0;
   std::uint64_t names = 0;          // distinct kernel names kept (at most 4096)
   std::uint64_t calls_folded = 0;   // kernel calls whose name came past that bound: "(other kernels)"
-  static constexpr std::size_t max_rows = 50;
+  static constexpr std::size_t max_rows = 50, short_op_rows = 5;
 };
 
 struct gpu_stats {

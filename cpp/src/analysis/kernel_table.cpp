@@ -121,6 +121,7 @@ void kernel_table::add_kernel(std::string_view name, std::string_view op, std::u
   if (it == ops_.end()) it = ops_.size() < max_ops ? ops_.emplace(op_name, op_entry{}).first : ops_.emplace(folded_ops, op_entry{}).first;
   ++it->second.kernels;
   it->second.ns += ns;
+  if (static_cast<double>(ns) <= short_kernel_us * 1e3) ++it->second.short_kernels;
   const bool folded = e.kind.empty();  // the folded row's kind and tensor cores are each call's
   const std::string_view kind = folded ? kernel_kind(name) : e.kind;
   kinds_[std::string(kind)] += ns;
@@ -158,6 +159,7 @@ void kernel_table::merge(const kernel_table& other) {
     op_entry& mine = ops_.count(name) != 0 || ops_.size() < max_ops ? ops_[name] : ops_[folded_ops];
     mine.kernels += e.kernels;
     mine.ns += e.ns;
+    mine.short_kernels += e.short_kernels;
   }
   for (const auto& [kind, ns] : other.kinds_) kinds_[kind] += ns;
   total_ns_ += other.total_ns_;
@@ -196,10 +198,23 @@ kernel_stats kernel_table::stats(std::uint64_t steps) const {
     }
     out.kernels.push_back(std::move(row));
   }
-  for (const auto& [name, e] : by_time(ops_)) {
-    if (out.ops.size() == kernel_stats::max_rows) break;
-    out.ops.push_back({*name, static_cast<double>(e->kernels) / static_cast<double>(steps),
-                       static_cast<double>(e->ns) * per_step, static_cast<double>(e->ns) / total});
+  // The ops with the most time, and past them the few launching the most short kernels (little
+  // time, many launches: LAUNCH-BOUND names them).
+  auto op_out = [&](const std::string& name, const op_entry& e) {
+    out.ops.push_back({name, static_cast<double>(e.kernels) / static_cast<double>(steps),
+                       static_cast<double>(e.ns) * per_step, static_cast<double>(e.ns) / total,
+                       static_cast<double>(e.short_kernels) / static_cast<double>(steps)});
+  };
+  const auto ops = by_time(ops_);
+  for (std::size_t i = 0; i < ops.size() && i < kernel_stats::max_rows; ++i) op_out(*ops[i].first, *ops[i].second);
+  if (ops.size() > kernel_stats::max_rows) {
+    auto rest = std::vector(ops.begin() + kernel_stats::max_rows, ops.end());
+    const std::size_t n = std::min<std::size_t>(kernel_stats::short_op_rows, rest.size());
+    std::partial_sort(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(n), rest.end(), [](const auto& a, const auto& b) {
+      return a.second->short_kernels != b.second->short_kernels ? a.second->short_kernels > b.second->short_kernels
+                                                                : *a.first < *b.first;
+    });
+    for (std::size_t i = 0; i < n && rest[i].second->short_kernels > 0; ++i) op_out(*rest[i].first, *rest[i].second);
   }
   for (const auto& [kind, ns] : kinds_) out.kinds.push_back({kind, static_cast<double>(ns) * per_step, static_cast<double>(ns) / total});
   std::sort(out.kinds.begin(), out.kinds.end(), [](const kind_row& a, const kind_row& b) {

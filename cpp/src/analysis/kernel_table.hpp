@@ -53,7 +53,7 @@ class kernel_table {
     std::array<std::uint32_t, duration_buckets> durations{};
   };
   struct op_entry {
-    std::uint64_t kernels = 0, ns = 0;
+    std::uint64_t kernels = 0, ns = 0, short_kernels = 0;
   };
   kernel_entry& entry_for(std::string_view name);
   static std::size_t duration_bucket(std::uint64_t ns) noexcept;

@@ -3,7 +3,9 @@
 // the collectives' exposed time, the calls set aside.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "report/diagnosis.hpp"
 #include "report/gains.hpp"
@@ -59,6 +61,24 @@ std::string comm_evidence(const summary& s, const cause_shares& c, const idle_gr
   return out + ".";
 }
 
+// "`aten::add_` (410 a step), `aten::mul_` (205)": the three named ops launching the most kernels
+// of at most short_kernel_us each, from the kernel table; "" without one.
+std::string short_kernel_sources(const summary& s) {
+  if (!s.gpu || !s.gpu->kernels) return {};
+  std::vector<const op_row*> ops;
+  for (const op_row& r : s.gpu->kernels->ops) {
+    if (r.short_kernels_per_step >= 1 && !r.name.empty() && r.name.front() != '(') ops.push_back(&r);
+  }
+  std::stable_sort(ops.begin(), ops.end(), [](const op_row* a, const op_row* b) {
+    return a->short_kernels_per_step > b->short_kernels_per_step;
+  });
+  std::string out;
+  for (std::size_t i = 0; i < ops.size() && i < 3; ++i) {
+    out += fmt::format("{}`{}` ({:.0f}{})", i ? ", " : "", ops[i]->name, ops[i]->short_kernels_per_step, i ? "" : " a step");
+  }
+  return out;
+}
+
 void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d) {
   d.evidence = fmt::format(
       "The GPU sat idle {:.1f}% of step time while the host was in `compute`, launching {:.0f} kernels a step with a "
@@ -66,6 +86,10 @@ void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d)
       "per kernel: launch overhead outruns the kernels.",
       100 * idle.compute, s.gpu->kernels_per_step, s.gpu->kernel_median_us, s.gpu->kernel_time_median_us,
       host_us_per_kernel(s));
+  const std::string sources = short_kernel_sources(s);
+  if (!sources.empty()) {
+    d.evidence += fmt::format(" Most kernels of at most {:.0f} us come from {}.", short_kernel_us, sources);
+  }
   d.advice = {
       fmt::format("{} graphs replay a step's {:.0f} launches as one: torch.compile(mode=\"reduce-overhead\"), or "
                   "torch.cuda.graphs around a static-shape step",
@@ -73,6 +97,11 @@ void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d)
       "fewer, larger kernels: a larger batch, torch.compile (fusion), batched tensor operations instead of Python "
       "loops over tensors",
   };
+  if (!sources.empty()) {
+    d.advice.push_back("start where the launches come from, " + sources +
+                       ": fuse them (torch.compile), or batch them (torch._foreach_* ops; an optimizer's foreach=True "
+                       "or fused=True)");
+  }
 }
 
 void one_time_evidence(const summary& s, diagnosis& d) {

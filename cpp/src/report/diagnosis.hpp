@@ -71,7 +71,7 @@ struct diagnosis_thresholds {
   double wait_share = 0.30;
   double compute_share = 0.60;
   double device_busy_share = 0.60;
-  double launch_kernel_us = 20.0;
+  double launch_kernel_us = short_kernel_us;
   // LAUNCH-BOUND also needs a host that spends at most this long in `compute` per kernel it
   // launches: a launch costs the runtime 3-5 us and an eager op some 10-50 us of Python and
   // dispatch; a host slower than this per kernel is doing other CPU work that graphs won't remove.
