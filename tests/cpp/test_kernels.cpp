@@ -145,10 +145,10 @@ TEST_CASE("LAUNCH-BOUND names the ops launching the most short kernels", "[kerne
   CHECK(op_row_of("aten::mm").kernels_per_step == Approx(1));
   REQUIRE(s.diag.label == "LAUNCH-BOUND");
   CHECK_THAT(s.diag.evidence,
-             Catch::Matchers::Contains("of at most 20 us come from `aten::add_` (40 a step), `aten::mul_` (20)."));
+             Catch::Matchers::Contains("launching the most kernels of at most 20 us: `aten::add_` (40 a step), `aten::mul_` (20)."));
   CHECK_THAT(s.diag.evidence, !Catch::Matchers::Contains("`aten::mm`"));
   bool advised = false;
-  for (const std::string& a : s.diag.advice) advised = advised || a.find("start where the launches come from") != std::string::npos;
+  for (const std::string& a : s.diag.advice) advised = advised || a.find("fewer, larger kernels, starting where the short ones come from (`aten::add_` (40 a step)") != std::string::npos;
   CHECK(advised);
   const summary back = summary::from_json(s.json());
   CHECK(back.gpu->kernels->ops.front().short_kernels_per_step == k.ops.front().short_kernels_per_step);

@@ -88,20 +88,16 @@ void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d)
       host_us_per_kernel(s));
   const std::string sources = short_kernel_sources(s);
   if (!sources.empty()) {
-    d.evidence += fmt::format(" Most kernels of at most {:.0f} us come from {}.", short_kernel_us, sources);
+    d.evidence += fmt::format(" The ops launching the most kernels of at most {:.0f} us: {}.", short_kernel_us, sources);
   }
   d.advice = {
       fmt::format("{} graphs replay a step's {:.0f} launches as one: torch.compile(mode=\"reduce-overhead\"), or "
                   "torch.cuda.graphs around a static-shape step",
                   fact_bool(s, "gpu.amd").value_or(false) ? "HIP" : "CUDA", s.gpu->kernels_per_step),
-      "fewer, larger kernels: a larger batch, torch.compile (fusion), batched tensor operations instead of Python "
-      "loops over tensors",
+      fmt::format("fewer, larger kernels{}: a larger batch, torch.compile (fusion), batched tensor operations "
+                  "instead of Python loops over tensors",
+                  sources.empty() ? "" : ", starting where the short ones come from (" + sources + ")"),
   };
-  if (!sources.empty()) {
-    d.advice.push_back("start where the launches come from, " + sources +
-                       ": fuse them (torch.compile), or batch them (torch._foreach_* ops; an optimizer's foreach=True "
-                       "or fused=True)");
-  }
 }
 
 void one_time_evidence(const summary& s, diagnosis& d) {
