@@ -22,6 +22,7 @@ void bind_files(py::module_& m) {
       },
       py::arg("path"), py::arg("step") = "", py::arg("name") = "", py::call_guard<py::gil_scoped_release>());
   m.def("short_kernel_name", &short_kernel_name, py::arg("name"));
+  m.attr("SHORT_KERNEL_US") = short_kernel_us;
   m.def(
       "read_cycles",
       [](const std::vector<std::string>& paths, const std::string& step) { return read_profiler_cycles(paths, {step, ""}); },

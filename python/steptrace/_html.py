@@ -4,7 +4,8 @@ The table and the diagnosis as the terminal shows them, a bar per cause with the
 could save, a stacked chart of each phase's time per step over the whole run (the summary's
 ``series``), the slowest steps the flight recorder kept, each drawn along its own time axis with
 the GPU beside it where there is a device view (busy, and idle in the colour of the host phase
-it idled in), and the time set aside (also marked on the chart).
+it idled in), what the GPU spent its time on (sorted bars by kernel, by launching op and by kind,
+where the summary has a kernel table), and the time set aside (also marked on the chart).
 """
 
 import html
@@ -12,6 +13,7 @@ import json
 import zlib
 from typing import Any, Dict, List, Sequence
 
+from ._core import SHORT_KERNEL_US, short_kernel_name
 from ._core import format_ms as _ms  # the table's rule for times: never an exponent
 
 # One colour per phase in every report: the built-in phases fixed, a custom phase by its name, so
@@ -100,6 +102,49 @@ def _series_chart(series: Dict[str, Any], colours: Dict[str, str], offset: int =
     if marked:
         note += "; ▼ marks time set aside (validation, checkpoints, ...) in the bar's steps or just before them"
     return "".join(parts) + f'<p class="note">{note}; hover a bar or a mark for its figures.</p>'
+
+
+# A colour per kernel kind, for the kernel chart (kinds are named in cpp/src/analysis/kernel_table.cpp).
+_KINDS = {"gemm": "#4e79a7", "convolution": "#59a14f", "attention": "#b07aa1", "elementwise": "#f28e2b",
+          "reduction": "#edc948", "collective": "#ff9da7", "copy": "#76b7b2", "memset": "#9c755f", "other": "#bab0ac"}
+
+
+def _bars(rows: List[tuple], scale: float) -> str:
+    """Sorted horizontal bars: (label, colour, ms per step, share, hover text) each."""
+    out = []
+    for label, fill, ms, share, hover in rows:
+        out.append(f'<tr title="{html.escape(hover)}"><td class="kname">{html.escape(label)}</td>'
+                   f'<td><div class="kbar" style="width:{max(1.0, 300 * share / scale):.1f}px;background:{fill}"></div></td>'
+                   f'<td class="num nowrap">{_ms(ms)} ms</td><td class="num">{100 * share:.1f}%</td></tr>')
+    return '<table class="kernels">' + "".join(out) + "</table>"
+
+
+def _kernels(summary: Dict[str, Any], limit: int = 10) -> str:
+    """What the GPU spent its time on: the kernels, the ops (live: the phases) that launched them
+    and the kinds, each sorted by device time per step."""
+    k = (summary.get("gpu") or {}).get("kernels")
+    if not k or not k.get("kernels"):
+        return ""
+    kernels = k["kernels"][:limit]
+    scale = max(r["busy_share"] for r in kernels)
+    rows = [(short_kernel_name(r["name"]), _KINDS.get(r["kind"], _KINDS["other"]), r["ms_per_step"], r["busy_share"],
+             f'{r["name"]}: {r["kind"]}, {r["calls_per_step"]:.1f} calls a step, median {r["median_us"]:.1f} us'
+             + (", tensor cores" if r.get("tensor_core") else "")) for r in kernels]
+    ops = k.get("ops", [])[:limit]
+    op_rows = [(r["name"], "#8c8c8c", r["ms_per_step"], r["busy_share"],
+                f'{r["name"]}: {r["kernels_per_step"]:.1f} kernels a step, '
+                f'{r.get("short_kernels_per_step", 0):.1f} of at most {SHORT_KERNEL_US:.0f} us') for r in ops]
+    kind_rows = [(r["kind"], _KINDS.get(r["kind"], _KINDS["other"]), r["ms_per_step"], r["busy_share"], r["kind"])
+                 for r in k.get("kinds", [])]
+    tensor = ""
+    if k.get("gemm_named_share", 0) > 0:
+        tensor = (f'; {100 * k["gemm_tensor_core_share"]:.0f}% of the GEMM and convolution time on tensor cores '
+                  f'(of the {100 * k["gemm_named_share"]:.0f}% whose kernel names tell)')
+    return (f'<h2>What the GPU spent its time on</h2><p class="note">Per step, of {_ms(k["ms_per_step"])} ms of '
+            f'kernels, copies and memsets{tensor}; hover a bar for its calls. <code>steptrace show --kernels</code> '
+            f'lists them all.</p><h3>By kernel</h3>{_bars(rows, scale)}'
+            + (f'<h3>By the op that launched them</h3>{_bars(op_rows, max(r[3] for r in op_rows))}' if op_rows else "")
+            + (f'<h3>By kind</h3>{_bars(kind_rows, max(r[3] for r in kind_rows))}' if kind_rows else ""))
 
 
 def _gains(summary: Dict[str, Any]) -> str:
@@ -208,6 +253,9 @@ table { border-collapse: collapse; } td, th { padding: 3px 10px 3px 0; text-alig
 .track { position: relative; height: 14px; background: #eee; }
 .track.gpu { height: 8px; margin-top: 2px; background: #fff; }
 .gain { height: 12px; background: #e15759; }
+h3 { font-size: 14px; margin: 14px 0 4px; }
+.kernels td.kname { max-width: 420px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; font: 12px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+.kbar { height: 12px; }
 .window-bar { display: flex; height: 22px; width: 900px; } .window-bar span { font-size: 11px; line-height: 22px; color: #fff; overflow: hidden; white-space: nowrap; text-indent: 4px; }
 .track span { position: absolute; top: 0; height: 14px; font-size: 10px; line-height: 14px; color: #fff; overflow: hidden; white-space: nowrap; text-indent: 3px; }
 .track.gpu span { height: 8px; }
@@ -288,6 +336,7 @@ def render(summary: Dict[str, Any], table: str, idle: Dict[tuple, List[tuple]], 
 {_legend(colours)}
 {_window_bar(summary, colours) if window else _series_chart(series, colours, _step_offset(summary))}
 {memory_line}
+{_kernels(summary)}
 <h2>{"The window along its time" if window else "The slowest steps"}</h2>
 {_slowest(summary.get("timeline") or {}, colours, idle, window=window)}
 <h2>Set aside</h2>

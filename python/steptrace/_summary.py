@@ -61,7 +61,7 @@ class Summary:
 
     def to_html(self, path: Union[str, "os.PathLike[str]", None] = None, title: str = "steptrace report") -> str:
         """A self-contained HTML report (the table, the diagnosis, a chart of the phases over the
-        run, the slowest steps, time set aside). Also written to ``path``."""
+        run, the slowest steps, the kernels with a device view, time set aside). Also written to ``path``."""
         from . import _html
 
         drawn = self._core.drawn()  # what the page draws: its cost is bounded whatever the file held

@@ -59,14 +59,18 @@ def independent(path: Path, warmup: int):
 
     by_kernel = collections.defaultdict(lambda: [0, 0.0])
     by_op = collections.Counter()
+    short = collections.Counter()  # kernels of at most 20 us, by op
     for e in kernels:
         if e["pid"] != device or not counted(e["ts"]):
             continue
         by_kernel[e["name"]][0] += 1
         by_kernel[e["name"]][1] += e["dur"] / 1e3
         launch = launches.get(e.get("args", {}).get("correlation"))
-        by_op[op_of(launch) if launch else "(no op)"] += e["dur"] / 1e3
+        op = op_of(launch) if launch else "(no op)"
+        by_op[op] += e["dur"] / 1e3
+        short[op] += e["dur"] <= 20
     n = len(windows)
+    independent.short = {k: c / n for k, c in short.items()}
     return ({k: (c / n, ms / n) for k, (c, ms) in by_kernel.items()}, {k: ms / n for k, ms in by_op.items()})
 
 
@@ -83,6 +87,23 @@ def test_kernels_and_ops_equal_an_independent_reading(name):
     top_ops = sorted(ops.items(), key=lambda kv: -kv[1])[:5]
     for row, (op, ms) in zip(k["ops"], top_ops):
         assert (row["name"], row["ms_per_step"]) == (op, pytest.approx(ms, abs=1e-6))
+    for row in k["ops"]:  # short kernels by op (those LAUNCH-BOUND names)
+        if not row["name"].startswith("(other"):
+            assert row["short_kernels_per_step"] == pytest.approx(independent.short.get(row["name"], 0))
+
+
+def test_launch_bound_names_the_ops_launching_most_short_kernels():
+    """An H100 image classifier, eager: its short kernels' sources, counted independently."""
+    path = DATA / "tracelens_h100_falconsai.json.gz"
+    d = steptrace.load(path).to_dict()
+    assert d["diagnosis"]["label"] == "LAUNCH-BOUND"
+    ops = independent(path, d["warmup_steps"])[1]
+    # most short kernels first; a tie goes to the op with more device time
+    top = sorted(((n, c) for n, c in independent.short.items() if not n.startswith("(")),
+                 key=lambda kv: (-kv[1], -ops[kv[0]]))[:3]
+    named = ", ".join(f"`{n}` ({c:.0f}{' a step' if i == 0 else ''})" for i, (n, c) in enumerate(top))
+    assert f"the most kernels of at most 20 us: {named}." in d["diagnosis"]["evidence"]
+    assert f"starting where the short ones come from ({named})" in d["diagnosis"]["advice"][1]
 
 
 def test_a_v100_fp32_resnet_names_its_convolutions_and_fp16_for_the_tensor_cores():
@@ -115,6 +136,38 @@ def test_compare_of_the_two_resnet_recordings_moves_input_and_no_kernel():
     rows = {what: change for what, _, _, change in c.rows}
     assert rows["input (mean)"].startswith("-")
     assert "what moved on the device" in _compare.render(c, "nw0", "nw4")
+
+
+def test_compare_of_a_changed_model_names_the_ops_that_moved():
+    """HTA's trace_diff pair: the test run dropped `aten::bmm` and cut `aten::mm`; compare names
+    both with the figures an independent reading gives."""
+    from steptrace import _compare
+
+    paths = [DATA / "hta_trace_diff_control.json.gz", DATA / "hta_trace_diff_test.json.gz"]
+    a, b = (steptrace.load(p).to_dict() for p in paths)
+    ops_a, ops_b = (independent(p, d["warmup_steps"])[1] for p, d in zip(paths, (a, b)))
+    assert "aten::bmm" in ops_a and "aten::bmm" not in ops_b
+    moved = {(m.what, m.name): m for m in _compare.compare(a, b, None).moved}
+    bmm, mm = moved[("op", "aten::bmm")], moved[("op", "aten::mm")]
+    assert bmm.b_ms is None and bmm.a_ms == pytest.approx(ops_a["aten::bmm"], abs=1e-3)
+    assert (mm.a_ms, mm.b_ms) == (pytest.approx(ops_a["aten::mm"], abs=1e-3), pytest.approx(ops_b["aten::mm"], abs=1e-3))
+    assert mm.b_ms < mm.a_ms / 2
+
+
+def test_the_html_report_draws_the_kernels_sorted():
+    import re
+
+    s = steptrace.load(DATA / "resnet50_num_workers_4.pt.trace.json.gz")
+    page = s.to_html()
+    k = s.to_dict()["gpu"]["kernels"]
+    assert "What the GPU spent its time on" in page
+    section = page[page.index("<h3>By kernel</h3>"):page.index("<h3>By the op that launched them</h3>")]
+    widths = [float(w) for w in re.findall(r'class="kbar" style="width:([0-9.]+)px', section)]
+    assert len(widths) == 10 and widths == sorted(widths, reverse=True) and widths[0] == 300.0
+    import html as html_lib
+
+    first = re.search(r'<td class="kname">(.*?)</td>', section).group(1)
+    assert html_lib.unescape(first) == steptrace._core.short_kernel_name(k["kernels"][0]["name"])
 
 
 def test_compare_names_the_kernel_a_model_change_replaced(tmp_path):

@@ -62,7 +62,8 @@ std::string comm_evidence(const summary& s, const cause_shares& c, const idle_gr
 }
 
 // "`aten::add_` (410 a step), `aten::mul_` (205)": the three named ops launching the most kernels
-// of at most short_kernel_us each, from the kernel table; "" without one.
+// of at most short_kernel_us each (a tie: the one with more device time, the table's order), from
+// the kernel table; "" without one.
 std::string short_kernel_sources(const summary& s) {
   if (!s.gpu || !s.gpu->kernels) return {};
   std::vector<const op_row*> ops;
