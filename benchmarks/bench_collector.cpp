@@ -2,8 +2,10 @@
 // a recording thread runs 2000 steps/s (four phases each) while a "CUPTI" thread delivers
 // 200,000 kernel records/s on four streams, as CUPTI's own flush thread would. Printed side by
 // side: the collector thread's CPU, the recording thread's own cost of steptrace, and the CUPTI
-// thread's decoding, each as a share of one core. Then the same second of steps and records
-// viewed the incremental way and by rescanning every record per step (the old way).
+// thread's decoding, each as a share of one core; once with unnamed kernels and once with named
+// kernels and their launch records (the live kernel table), side by side. Then the same second of
+// steps and records viewed the incremental way and by rescanning every record per step (the old
+// way), and the incremental way with named kernels.
 #include <pthread.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -18,6 +20,7 @@
 
 #include "../tests/cpp/fake_gpu.hpp"
 #include "analysis/device_view.hpp"
+#include "record/kernel_names.hpp"
 #include "gpu/activity.hpp"
 #include "record/clock.hpp"
 #include "steptrace/steptrace.hpp"
@@ -62,7 +65,20 @@ double recording_cost_ns() {
   return (thread_cpu_s() - start) * 1e9 / n;
 }
 
-void live() {
+// 50 kernel names of the lengths real ones have (CUPTI's strings outlive their records).
+const std::vector<std::string>& bench_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (int i = 0; i < 50; ++i) {
+      out.push_back("void at::native::vectorized_elementwise_kernel<4, at::native::BenchFunctor" + std::to_string(i) +
+                    "<float>, at::detail::Array<char*, 3>>(int, at::native::BenchFunctor<float>, at::detail::Array<char*, 3>)");
+    }
+    return out;
+  }();
+  return names;
+}
+
+void live(bool named) {
   const double recording_ns_per_step = recording_cost_ns();
   steptrace::testing::fake_gpu gpu;
   config cfg;
@@ -93,7 +109,7 @@ void live() {
   std::thread cupti([&] {  // every 10 ms, the last 10 ms of kernels, flushed as CUPTI's thread would
     const double start = thread_cpu_s();
     std::vector<steptrace::testing::fake_record> batch;
-    std::uint64_t last = now_ns();
+    std::uint64_t last = now_ns(), correlation = 0;
     while (!stop.load(std::memory_order_relaxed)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       const std::uint64_t now = now_ns();
@@ -101,7 +117,14 @@ void live() {
       batch.clear();
       for (std::uint64_t i = 0; i < n; ++i) {
         const std::uint64_t at = last + (now - last) * i / std::max<std::uint64_t>(n, 1);
-        batch.push_back(steptrace::testing::kernel_record(at, at + 4'000, 1 + static_cast<std::uint32_t>(i % 4)));
+        const auto stream = 1 + static_cast<std::uint32_t>(i % 4);
+        if (!named) {
+          batch.push_back(steptrace::testing::kernel_record(at, at + 4'000, stream));
+          continue;
+        }
+        const auto corr = static_cast<std::uint32_t>(++correlation);
+        batch.push_back(steptrace::testing::launch_record(at > 5'000 ? at - 5'000 : at, at, corr));
+        batch.push_back(steptrace::testing::named_kernel_record(at, at + 4'000, bench_names()[i % 50].c_str(), corr, stream));
       }
       for (std::size_t i = 0; i < batch.size(); i += 4000) {
         gpu.emit(std::vector<steptrace::testing::fake_record>(batch.begin() + i,
@@ -120,8 +143,12 @@ void live() {
   const double main_cpu = thread_cpu_s() - main_cpu_before;
   const double collector_cpu = process_cpu_s() - process_before - recording_cpu - cupti_cpu - main_cpu;
   const summary s = t.summary();
-  std::printf("live, %.1f s: %d steps/s of 4 phases, %d kernel records/s on 4 streams (fake CUPTI)\n", wall,
-              steps_per_s, kernels_per_s);
+  std::printf("live, %.1f s: %d steps/s of 4 phases, %d %s kernel records/s on 4 streams (fake CUPTI)\n", wall,
+              steps_per_s, kernels_per_s, named ? "named (50 names, each with its launch record)" : "unnamed");
+  if (named) {
+    std::printf("  kernel table: %zu names, %s\n", s.gpu && s.gpu->kernels ? s.gpu->kernels->kernels.size() : 0,
+                s.gpu && s.gpu->kernels && !s.gpu->kernels->ops.empty() ? s.gpu->kernels->ops.front().name.c_str() : "(none)");
+  }
   std::printf("  backend: %s\n", s.backend.reason.c_str());
   std::printf("  steps counted %llu, kernels per step %.1f (sent %d)\n", static_cast<unsigned long long>(s.steps),
               s.gpu ? s.gpu->kernels_per_step : 0.0, kernels_per_s / steps_per_s);
@@ -142,6 +169,11 @@ void analysis_only() {
     r.stream = 1 + i % 4;
     records.push_back(r);
   }
+  std::vector<detail::device_record> named = records;  // the same, with names and launch times
+  for (std::size_t i = 0; i < named.size(); ++i) {
+    named[i].name = detail::intern_kernel_name(bench_names()[i % 50].c_str());
+    named[i].launched = named[i].start > 2'000 ? named[i].start - 2'000 : 1;
+  }
   std::vector<detail::host_segment> segments;
   auto segs = [&](std::uint64_t b) {
     segments = {{b, b + 50'000, builtin::input.value}, {b + 50'000, b + 100'000, builtin::h2d.value},
@@ -157,7 +189,20 @@ void analysis_only() {
                                                         records.begin() + std::min(records.size(), i + 4096)));
   }
   join.join(UINT64_MAX);
+  gpu_stats unnamed_out;
+  join.fill(unnamed_out);
   const double incremental = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::shuffle(named.begin(), named.end(), rng);
+  const auto tn = std::chrono::steady_clock::now();
+  detail::device_join named_join;
+  for (int s = 0; s < steps_per_s; ++s) named_join.add_step(s * 500'000ull, s * 500'000ull + 500'000, segs(s * 500'000ull));
+  for (std::size_t i = 0; i < named.size(); i += 4096) {
+    named_join.add_records(std::vector<detail::device_record>(named.begin() + i, named.begin() + std::min(named.size(), i + 4096)));
+  }
+  named_join.join(UINT64_MAX);
+  gpu_stats named_out;
+  named_join.fill(named_out);
+  const double with_names = std::chrono::duration<double>(std::chrono::steady_clock::now() - tn).count();
   std::sort(records.begin(), records.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
   const auto t1 = std::chrono::steady_clock::now();
   detail::device_aggregate old;
@@ -166,12 +211,16 @@ void analysis_only() {
   std::printf("analysis of one second (2000 steps, 200,000 records, 1 s retained):\n");
   std::printf("  incremental join   %8.2f ms\n  full rescan (old)  %8.2f ms   (%.0fx; the old way retained up to 10 s, so up to 10x more)\n",
               incremental * 1e3, rescan * 1e3, rescan / incremental);
+  std::printf("  incremental join, named kernels and the kernel table %8.2f ms   (%.2fx the unnamed; %zu kernel rows)\n",
+              with_names * 1e3, with_names / incremental, named_out.kernels ? named_out.kernels->kernels.size() : 0);
 }
 
 }  // namespace
 
 int main() {
-  live();
+  live(false);
+  std::printf("\n");
+  live(true);
   std::printf("\n");
   analysis_only();
 }

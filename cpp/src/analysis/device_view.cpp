@@ -144,7 +144,21 @@ void device_aggregate::add(const step_device_view& v) {
   for (std::size_t i = 0; i < v.idle_by_phase.size(); ++i) idle_by_phase_[i] += v.idle_by_phase[i];
   for (std::uint64_t k : v.kernel_ns) kernel_.add(k);
   if (!v.kernel_calls.empty()) {
-    for (const auto& k : v.kernel_calls) kernel_table_.add_kernel(kernel_name(k.name), launch_phase(k.phase), k.ns);
+    // By kernel and phase, each group added at once: a name is looked up once a step, not per call.
+    auto calls = v.kernel_calls;
+    std::sort(calls.begin(), calls.end(), [](const auto& a, const auto& b) {
+      return a.name != b.name ? a.name < b.name : a.phase < b.phase;
+    });
+    std::vector<std::uint64_t> durations;
+    for (std::size_t i = 0; i < calls.size();) {
+      durations.clear();
+      std::size_t j = i;
+      for (; j < calls.size() && calls[j].name == calls[i].name && calls[j].phase == calls[i].phase; ++j) {
+        durations.push_back(calls[j].ns);
+      }
+      kernel_table_.add_kernels(kernel_name(calls[i].name), launch_phase(calls[i].phase), durations.data(), durations.size());
+      i = j;
+    }
     if (v.copy_ns) kernel_table_.add_transfer(false, v.copy_ns);
     if (v.memset_ns) kernel_table_.add_transfer(true, v.memset_ns);
   }

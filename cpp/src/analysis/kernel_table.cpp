@@ -97,11 +97,11 @@ std::size_t kernel_table::duration_bucket(std::uint64_t ns) noexcept {
   return std::min(duration_buckets - 1, static_cast<std::size_t>(b));
 }
 
-kernel_table::kernel_entry& kernel_table::entry_for(std::string_view name) {
+kernel_table::kernel_entry& kernel_table::entry_for(std::string_view name, std::size_t calls) {
   std::string key(name);
   if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
   if (kernels_.size() >= max_names) {  // past the bound: one row, counted (it may take one slot more)
-    ++calls_folded_;
+    calls_folded_ += calls;
     return kernels_[folded_kernels];
   }
   kernel_entry& e = kernels_[std::move(key)];
@@ -112,16 +112,26 @@ kernel_table::kernel_entry& kernel_table::entry_for(std::string_view name) {
 }
 
 void kernel_table::add_kernel(std::string_view name, std::string_view op, std::uint64_t ns) {
-  kernel_entry& e = entry_for(name);
-  ++e.calls;
+  add_kernels(name, op, &ns, 1);
+}
+
+void kernel_table::add_kernels(std::string_view name, std::string_view op, const std::uint64_t* durations, std::size_t n) {
+  if (n == 0) return;
+  kernel_entry& e = entry_for(name, n);
+  std::uint64_t ns = 0, short_calls = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ns += durations[i];
+    ++e.durations[duration_bucket(durations[i])];
+    short_calls += static_cast<double>(durations[i]) <= short_kernel_us * 1e3 ? 1 : 0;
+  }
+  e.calls += n;
   e.ns += ns;
-  ++e.durations[duration_bucket(ns)];
   const std::string op_name = op.empty() ? std::string("(no op)") : std::string(op);
   auto it = ops_.find(op_name);
   if (it == ops_.end()) it = ops_.size() < max_ops ? ops_.emplace(op_name, op_entry{}).first : ops_.emplace(folded_ops, op_entry{}).first;
-  ++it->second.kernels;
+  it->second.kernels += n;
   it->second.ns += ns;
-  if (static_cast<double>(ns) <= short_kernel_us * 1e3) ++it->second.short_kernels;
+  it->second.short_kernels += short_calls;
   const bool folded = e.kind.empty();  // the folded row's kind and tensor cores are each call's
   const std::string_view kind = folded ? kernel_kind(name) : e.kind;
   kinds_[std::string(kind)] += ns;

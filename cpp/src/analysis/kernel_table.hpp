@@ -36,6 +36,8 @@ class kernel_table {
 
   // A kernel of `ns` launched inside `op` ("" when no op was open around the launch).
   void add_kernel(std::string_view name, std::string_view op, std::uint64_t ns);
+  // n calls of one kernel in one op at once (one lookup of each): `durations` in ns.
+  void add_kernels(std::string_view name, std::string_view op, const std::uint64_t* durations, std::size_t n);
   // A copy or a memset: its kind's time only.
   void add_transfer(bool memset, std::uint64_t ns);
   void merge(const kernel_table& other);
@@ -55,7 +57,7 @@ class kernel_table {
   struct op_entry {
     std::uint64_t kernels = 0, ns = 0, short_kernels = 0;
   };
-  kernel_entry& entry_for(std::string_view name);
+  kernel_entry& entry_for(std::string_view name, std::size_t calls);
   static std::size_t duration_bucket(std::uint64_t ns) noexcept;
 
   std::unordered_map<std::string, kernel_entry> kernels_;
