@@ -2,16 +2,21 @@
 step and phase is also a ``record_function`` range named ``steptrace:step`` or
 ``steptrace:<phase>``, so ``steptrace show`` reads the trace with the exact phases instead of
 op-name rules. Outside a session nothing is added: the scopes' ``__enter__``/``__exit__`` are the
-C++ ones, and the annotating versions are put on their classes only while a session runs."""
+C++ ones, and the annotating versions are put on their classes only while a session runs.
+
+``hook`` (a capture armed, ``_capture``): called with "begin" before each step opens and "end"
+after it closes, on the loop's thread; the annotating versions are on the classes while it is
+set, and annotate only while a session runs."""
 
 from __future__ import annotations
 
 import threading
-from typing import Any, List, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 PREFIX = "steptrace:"
 _local = threading.local()
 active = False  # read by the steps() loop, which opens its step and fetch without scopes
+hook: Optional[Callable[[str], None]] = None  # read by the steps() loop too, once a step
 _classes: List[type] = []
 
 
@@ -49,13 +54,19 @@ def _annotated(cls: type) -> Tuple[Any, Any]:
     base = super(cls, cls)
 
     def __enter__(self: Any) -> Any:
+        if self._steptrace_step and hook is not None:
+            hook("begin")
         base.__enter__(self)  # type: ignore[misc]
-        begin(self, self._steptrace_annotation)
+        if active:
+            begin(self, self._steptrace_annotation)
         return self
 
     def __exit__(self: Any, *exc: Any) -> Any:
         end(self)
-        return base.__exit__(self, *exc)  # type: ignore[misc]
+        result = base.__exit__(self, *exc)  # type: ignore[misc]
+        if self._steptrace_step and hook is not None:
+            hook("end")
+        return result
 
     return __enter__, __exit__
 
@@ -65,19 +76,42 @@ def register(cls: type) -> None:
     _classes.append(cls)
 
 
-def start() -> None:
-    """A profiler session starts: scopes annotate from now on."""
-    global active
-    active = True
+def _install() -> None:
     for cls in _classes:
         cls.__enter__, cls.__exit__ = _annotated(cls)  # type: ignore[method-assign]
 
 
-def stop() -> None:
-    """The session stopped: the scopes are the C++ ones again."""
-    global active
-    active = False
+def _uninstall() -> None:
     for cls in _classes:
         for name in ("__enter__", "__exit__"):
             if name in cls.__dict__:
                 delattr(cls, name)
+
+
+def arm(fn: Callable[[str], None]) -> None:
+    """Calls ``fn`` at each step's start and end from now on (a capture is armed)."""
+    global hook
+    hook = fn
+    _install()
+
+
+def disarm() -> None:
+    global hook
+    hook = None
+    if not active:
+        _uninstall()
+
+
+def start() -> None:
+    """A profiler session starts: scopes annotate from now on."""
+    global active
+    active = True
+    _install()
+
+
+def stop() -> None:
+    """The session stopped: the scopes are the C++ ones again (unless a capture is armed)."""
+    global active
+    active = False
+    if hook is None:
+        _uninstall()

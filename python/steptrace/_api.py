@@ -10,7 +10,7 @@ import sys
 import weakref
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar
 
-from . import _annotate, _collective, _core, _log, _loop, _paths, _profiler, _ranks, _trackers, _windows
+from . import _annotate, _capture, _collective, _core, _log, _loop, _paths, _profiler, _ranks, _trackers, _windows
 from ._allocator import note_allocator
 from ._loader_facts import tell_settings
 from ._options import OPTIONS, _option_text, _option_value
@@ -51,6 +51,7 @@ class _Decorates:
 
 class _StepScope(_Decorates, _core.StepScope):
     _steptrace_annotation = "step"  # its range's name in a torch.profiler trace (_annotate)
+    _steptrace_step = True  # a step: an armed capture's hook runs around it (_annotate.hook)
 
 
 class _RequestStepScope(_Decorates, _core.RequestStepScope):
@@ -58,6 +59,7 @@ class _RequestStepScope(_Decorates, _core.RequestStepScope):
     thread, so any number are open on one event loop and phases follow them across awaits."""
 
     _steptrace_annotation = "step"
+    _steptrace_step = True
 
 
 class _BatchStep(_Decorates):
@@ -92,6 +94,7 @@ def _in_event_loop() -> bool:
 
 class _PhaseScope(_Decorates, _core.PhaseScope):
     _steptrace_annotation = ""  # set per scope: the phase's name
+    _steptrace_step = False
 
 
 _annotate.register(_StepScope)
@@ -301,6 +304,17 @@ class Tracer:
 
         An unknown option or a bad value raises ValueError naming it; nothing is changed then."""
         self._core.configure({key: _option_text(key, value) for key, value in options.items()})
+        if "capture" in options:
+            _capture.of(self).configure(self.options()["capture"])
+
+    def capture(self, steps: Optional[int] = None) -> bool:
+        """Captures the next ``steps`` steps (``capture_steps``, 5) with torch.profiler, from the
+        next step's start: the trace goes to ``capture_dir``, and steptrace reads it back and says
+        its diagnosis in one block (also in ``summary().to_dict()["captures"]``). False when a
+        capture is already armed or running, or the run has had ``capture_max``."""
+        if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool) or steps < 1):
+            raise ValueError(f"steptrace: capture(steps=...) takes a positive int, not {steps!r}")
+        return _capture.of(self).request("on demand: capture()", steps)
 
     def options(self) -> Dict[str, Any]:
         """Every option's current value."""
@@ -365,6 +379,9 @@ log_to = _default.log_to
 metrics = _default.metrics
 reset = _default.reset
 configure = _default.configure
+capture = _default.capture
+if os.environ.get("STEPTRACE_CAPTURE"):  # the core read it; the triggers are Python's
+    _capture.of(_default).configure(_default.options()["capture"])
 
 
 _core.set_gpu_library_dirs(_paths.cupti_dirs())

@@ -21,6 +21,9 @@ def steps(core: Any, iterable: Iterable[T], handle: Optional[int]) -> Iterator[T
     annotated = False  # a torch.profiler session records: steps and fetches are ranges in its trace
     try:
         while True:
+            hook = _annotate.hook  # a capture armed: told when this step begins and ends
+            if hook is not None:
+                hook("begin")
             annotated = _annotate.active  # read once a step
             guard.fetch_begins()
             if annotated and time_input:
@@ -28,6 +31,8 @@ def steps(core: Any, iterable: Iterable[T], handle: Optional[int]) -> Iterator[T
             try:
                 item = next(it)
             except StopIteration:
+                if hook is not None:
+                    hook("stop")  # no step after all: a capture in flight ends with the steps it has
                 return
             if annotated and time_input:
                 _annotate.end(it)
@@ -38,6 +43,8 @@ def steps(core: Any, iterable: Iterable[T], handle: Optional[int]) -> Iterator[T
             if annotated:
                 _annotate.end(core)
             guard.step_ends()
+            if hook is not None:
+                hook("end")
     except GeneratorExit:
         raise  # the loop was left: its open step ends as completed
     except BaseException:

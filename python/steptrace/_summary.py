@@ -37,13 +37,20 @@ class Summary:
         after a gather, ``to_dict()["ranks"]`` has every rank's row."""
         return self._core.rank
 
+    def _captures(self) -> list:
+        capturer = getattr(self._tracer, "_capturer", None)
+        return list(capturer.done) if capturer is not None else []
+
     def to_dict(self) -> Dict[str, Any]:
-        return json.loads(self._core.json())
+        out = json.loads(self._core.json())
+        if self._captures():
+            out["captures"] = self._captures()
+        return out
 
     def to_json(self, path: Union[str, "os.PathLike[str]", None] = None) -> str:
         """The summary as JSON (schema ``steptrace.summary/1``), also written to ``path``, whole
         or not at all (as every file steptrace writes)."""
-        text = self._core.json()
+        text = self._core.json() if not self._captures() else json.dumps(self.to_dict())
         if path is not None:
             _core.write_file(os.fsencode(path), text + "\n")
         else:

@@ -86,4 +86,8 @@ def test_every_block_of_the_guide_runs_and_shows_what_it_says(tmp_path):
     # 5: the V100 sample, as the design reads it: INPUT-BOUND with a device view
     shown = next(p.stdout for line, p in ran if line.startswith("steptrace show"))
     assert "diagnosis  INPUT-BOUND" in shown and "device     busy" in shown
-    assert len(ran) == 4 + has_tensorboard  # every command line of the guide was run
+    # 6: the capture on demand: five steps kept, read back as the loop reads (INPUT-BOUND)
+    captured = next(p.stderr for line, p in ran if line == "python capture.py")
+    assert "captured steps 0-4: INPUT-BOUND" in captured, captured
+    assert (tmp_path / "steptrace-captures" / "first-rank0-step0.pt.trace.json.gz").is_file()
+    assert len(ran) == 5 + has_tensorboard  # every command line of the guide was run

@@ -41,6 +41,39 @@ std::uint32_t parse_uint(std::string_view v, std::uint32_t max) {
 
 const char* bool_text(bool b) { return b ? "1" : "0"; }
 
+// The capture triggers: comma-separated, each `slow` or `slow=F` (F > 1: a window's step p95 over
+// F times the run's baseline), `label`, `signal` (SIGUSR2) or `file=PATH` (a file touched there).
+// What each does is Python's (steptrace/_capture.py); here only which words are known.
+std::string parse_capture(std::string_view v) {
+  std::size_t at = 0;
+  while (at < v.size()) {
+    std::size_t comma = v.find(',', at);
+    if (comma == std::string_view::npos) comma = v.size();
+    std::string_view item = v.substr(at, comma - at);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    const std::size_t eq = item.find('=');
+    const std::string_view word = item.substr(0, eq), arg = eq == std::string_view::npos ? "" : item.substr(eq + 1);
+    bool ok = false;
+    if (word == "slow") {
+      char* end = nullptr;
+      const std::string number(arg);
+      const double f = arg.empty() ? 2.0 : std::strtod(number.c_str(), &end);
+      ok = (arg.empty() || (end != nullptr && *end == '\0')) && f > 1.0 && f < 1e6;
+    } else if (word == "label" || word == "signal") {
+      ok = eq == std::string_view::npos;
+    } else if (word == "file") {
+      ok = !arg.empty() && arg.find('\0') == std::string_view::npos;
+    }
+    if (!ok) {
+      throw std::invalid_argument("expected triggers separated by commas: slow, slow=F (F > 1), label, signal, "
+                                  "file=PATH; not '" + std::string(item) + "'");
+    }
+    at = comma + 1;
+  }
+  return std::string(v);
+}
+
 std::string parse_path(std::string_view v) {
   if (v.find('\0') != std::string_view::npos) {  // the C library would stop there: another file
     throw std::invalid_argument("a path cannot hold a NUL byte");
@@ -158,6 +191,28 @@ const std::vector<option>& options() {
         "without it"},
        [](config& c, std::string_view v) { c.jsonl_path = parse_path(v); },
        [](const config& c) { return c.jsonl_path; }},
+      {{"capture", "STEPTRACE_CAPTURE", false, "text", "",
+        "Python: capture on trouble, a torch.profiler trace of capture_steps steps read back and diagnosed, when a "
+        "trigger fires: `slow` (a window's step p95 over 2x the run's baseline; `slow=1.5` sets the factor), "
+        "`label` (the live label changes), `signal` (SIGUSR2), `file=PATH` (a file touched there); comma-separated "
+        "(\"\": none; `steptrace.capture()` captures on demand whatever this says)"},
+       [](config& c, std::string_view v) { c.capture = parse_capture(v); },
+       [](const config& c) { return c.capture; }},
+      {{"capture_steps", "STEPTRACE_CAPTURE_STEPS", false, "uint", "5",
+        "Python: the steps each capture records (1 to 1000)"},
+       [](config& c, std::string_view v) {
+         c.capture_steps = parse_uint(v, 1000);
+         if (c.capture_steps == 0) throw std::invalid_argument("expected 1 to 1000");
+       },
+       [](const config& c) { return std::to_string(c.capture_steps); }},
+      {{"capture_dir", "STEPTRACE_CAPTURE_DIR", false, "path", "steptrace-captures",
+        "Python: where captures are written, `<run>-rank<r>-step<s>.pt.trace.json.gz`"},
+       [](config& c, std::string_view v) { c.capture_dir = parse_path(v); },
+       [](const config& c) { return c.capture_dir; }},
+      {{"capture_max", "STEPTRACE_CAPTURE_MAX", false, "uint", "3",
+        "Python: captures per run at most (at most 100); after each, the next trigger waits 3 windows"},
+       [](config& c, std::string_view v) { c.capture_max = parse_uint(v, 100); },
+       [](const config& c) { return std::to_string(c.capture_max); }},
   };
   return table;
 }

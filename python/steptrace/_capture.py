@@ -1,0 +1,236 @@
+"""Capture on trouble: when the run turns bad, a torch.profiler trace of just the next few steps,
+read back by steptrace and diagnosed (docs/python.md, "Capture on trouble").
+
+    steptrace.configure(capture="slow,label,signal", live=10)   # or STEPTRACE_CAPTURE=slow
+    steptrace.capture(steps=5)                                  # or now, from the code
+
+Triggers are weighed on steptrace's window thread, once a window, never on the loop's: ``slow``
+(a window's step p95 over F times the run's baseline: the median p95 of its first stable windows,
+the first one left out as warm-up; once per slow stretch), ``label`` (the live label changes), ``file=PATH`` (a file
+touched there), ``signal`` (SIGUSR2). A trigger only arms the capture: the profiler starts on the
+loop's own thread at the next step's start (``_annotate.hook``; the loop pays nothing until then),
+records ``capture_steps`` steps with steptrace's annotations, and stops. The trace is written to
+``capture_dir`` as ``<run>-rank<r>-step<s>.pt.trace.json.gz``, read back, and its diagnosis said
+in one block. At most ``capture_max`` captures a run, the next trigger waits ``COOL_DOWN``
+windows after each, and none while another torch.profiler session runs (said once).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import signal
+import statistics
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+from . import _annotate, _log
+
+COOL_DOWN = 3  # windows a trigger waits after a capture ends
+BASELINE_WINDOWS = 3  # stable windows (after the first) whose median step p95 is the baseline
+SLOW_FACTOR = 2.0  # `slow` alone: a window's p95 over this many times the baseline
+
+
+def parse(spec: str) -> Dict[str, Any]:
+    """The triggers of a ``capture`` option the core has already checked: {"slow": F, "label":
+    True, "signal": True, "file": PATH}."""
+    out: Dict[str, Any] = {}
+    for item in (i.strip() for i in spec.split(",")):
+        if not item:
+            continue
+        word, _, arg = item.partition("=")
+        out[word] = float(arg) if word == "slow" and arg else SLOW_FACTOR if word == "slow" else arg or True
+    return out
+
+
+class Capturer:
+    """One tracer's captures: its triggers, the capture in flight, and those done."""
+
+    def __init__(self, tracer: Any) -> None:
+        self._tracer = tracer
+        self._lock = threading.RLock()  # RLock: a SIGUSR2 handler runs on the thread it interrupts
+        self.triggers: Dict[str, Any] = {}
+        self.done: List[Dict[str, Any]] = []
+        self._pending: Optional[Dict[str, Any]] = None
+        self._running: Optional[Dict[str, Any]] = None
+        self._p95s: List[float] = []  # the first windows' step p95, for the baseline
+        self._slow = False  # the last window was slow: `slow` fires once per slow stretch
+        self._label: Optional[str] = None
+        self._cool = 0
+        self._file_seen: Optional[float] = None
+        self._listening = False
+        self._said_busy = False
+        self._said_limit = False
+
+    # -- triggers --------------------------------------------------------------------------
+
+    def configure(self, spec: str) -> None:
+        with self._lock:
+            self.triggers = parse(spec)
+            path = self.triggers.get("file")
+            self._file_seen = _mtime(path) if path else None
+        if self.triggers.get("signal") and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGUSR2, lambda *_: self.request("signal SIGUSR2"))
+        if self.triggers and not self._listening:
+            self._listening = True
+            self._tracer.on_window(self.on_window)
+
+    def on_window(self, window: Dict[str, Any]) -> None:
+        """Weighs the triggers on one live window (steptrace's window thread)."""
+        with self._lock:
+            if self._cool > 0:
+                self._cool -= 1
+            p95, label = window.get("step_p95_ms"), window.get("label")
+            reason = None
+            factor = self.triggers.get("slow")
+            if factor and p95:
+                if len(self._p95s) <= BASELINE_WINDOWS:  # the first window is warm-up: left out
+                    self._p95s.append(p95)
+                else:
+                    base = statistics.median(self._p95s[1:])
+                    slow = p95 > factor * base
+                    if slow and not self._slow:
+                        reason = f"slow: step p95 {p95:.3g} ms, over {factor:g}x the baseline {base:.3g} ms"
+                    self._slow = slow
+            if self.triggers.get("label") and label:
+                if self._label and label != self._label and reason is None:
+                    reason = f"label: {self._label} -> {label}"
+                self._label = label
+            path = self.triggers.get("file")
+            if path and reason is None:
+                seen = _mtime(path)
+                if seen is not None and (self._file_seen is None or seen > self._file_seen):
+                    reason = f"file {path} touched"
+                self._file_seen = seen if seen is not None else self._file_seen
+            if reason and self._cool == 0:
+                self.request(reason)
+
+    def request(self, reason: str, steps: Optional[int] = None) -> bool:
+        """Arms a capture of ``steps`` steps (capture_steps) from the next step's start: whether it did."""
+        with self._lock:
+            if self._pending or self._running:
+                return False
+            if len(self.done) >= int(self._tracer.options()["capture_max"]):
+                if not self._said_limit:
+                    self._said_limit = True
+                    _log.say(f"capture: {reason}, but this run has had its {len(self.done)} captures (capture_max)")
+                return False
+            n = int(steps if steps is not None else self._tracer.options()["capture_steps"])
+            if n < 1:
+                raise ValueError(f"steptrace: capture(steps=...) takes a positive int, not {steps!r}")
+            self._pending = {"reason": reason, "steps": n}
+            _annotate.arm(self._at_step)
+            return True
+
+    # -- the capture, on the loop's thread --------------------------------------------------
+
+    def _at_step(self, where: str) -> None:
+        with self._lock:
+            if where == "begin" and self._pending is not None and self._running is None:
+                self._start(self._pending)
+                self._pending = None
+            elif where == "end" and self._running is not None:
+                self._running["left"] -= 1
+                if self._running["left"] == 0:
+                    self._finish()
+            elif where == "stop" and self._running is not None:  # the loop ended first
+                self._running["steps"] -= self._running["left"]
+                self._finish()
+
+    def _start(self, pending: Dict[str, Any]) -> None:
+        if _annotate.active:  # another torch.profiler session holds the process's profiler
+            if not self._said_busy:
+                self._said_busy = True
+                _log.say(f"capture: {pending['reason']}, but a torch.profiler session is running: no capture")
+            _annotate.disarm()
+            return
+        try:
+            import torch
+            from torch.profiler import ProfilerActivity, profile
+
+            activities = [ProfilerActivity.CPU]
+            if torch.cuda.is_available() and torch.cuda.is_initialized():
+                activities.append(ProfilerActivity.CUDA)
+            prof = profile(activities=activities)
+            started = time.perf_counter()
+            prof.__enter__()
+        except Exception as e:  # no torch, or a profiler that will not start: said, never raised
+            _log.say(f"capture: {pending['reason']}, but torch.profiler could not start ({e!r})")
+            _annotate.disarm()
+            return
+        first = self._tracer._core.summary().recorded  # steps seen so far: this one's index
+        self._running = dict(pending, prof=prof, left=pending["steps"], first=first, started=started)
+
+    def _finish(self) -> None:
+        run, self._running = self._running, None
+        _annotate.disarm()
+        assert run is not None
+        reason, first, n = run["reason"], run["first"], run["steps"]
+        try:
+            run["prof"].__exit__(None, None, None)
+            path = self._write(run["prof"], first)
+            from ._load import load
+
+            summary = load(path).to_dict()
+        except Exception as e:
+            _log.say(f"capture of steps {first}-{first + n - 1} ({reason}) failed: {e!r}")
+            return
+        finally:
+            self._cool = COOL_DOWN
+        diag = summary.get("diagnosis") or {}
+        record = {"reason": reason, "first_step": first, "last_step": first + n - 1, "steps": n,
+                  "rank": _rank(), "label": diag.get("label"), "evidence": diag.get("evidence", ""),
+                  "advice": (diag.get("advice") or [""])[0], "path": path,
+                  "cost_s": round(time.perf_counter() - run["started"], 3)}
+        self.done.append(record)
+        sys.stderr.write(block(record))
+        sys.stderr.flush()
+
+    def _write(self, prof: Any, first: int) -> str:
+        folder = self._tracer.options()["capture_dir"] or "."
+        os.makedirs(folder, exist_ok=True)
+        run = os.path.splitext(os.path.basename(sys.argv[0] or "run"))[0] or "run"
+        path = os.path.join(folder, f"{run}-rank{_rank()}-step{first}.pt.trace.json.gz")
+        raw = path[:-3] + ".tmp"
+        prof.export_chrome_trace(raw)
+        with open(raw, "rb") as src, gzip.open(path + ".tmp", "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        os.replace(path + ".tmp", path)
+        os.remove(raw)
+        return path
+
+
+def block(c: Dict[str, Any]) -> str:
+    """The capture's lines on stderr."""
+    rank = f" on rank {c['rank']}" if c["rank"] else ""
+    return (f"── steptrace capture ({c['reason']})\n"
+            f"captured steps {c['first_step']}-{c['last_step']}{rank}: {c['label'] or 'no steps read'}\n"
+            + (f"  {c['evidence']}\n" if c["evidence"] else "")
+            + (f"  try first: {c['advice']}\n" if c["advice"] else "")
+            + f"  trace: {c['path']} (torch.profiler's cost: {c['cost_s']:.2f} s for these steps, writing included)\n")
+
+
+def _mtime(path: str) -> Optional[float]:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def _rank() -> int:
+    dist = sys.modules.get("torch.distributed")
+    try:
+        return int(dist.get_rank()) if dist is not None and dist.is_available() and dist.is_initialized() else 0
+    except Exception:
+        return 0
+
+
+def of(tracer: Any) -> Capturer:
+    """The tracer's capturer, made at first use."""
+    c = getattr(tracer, "_capturer", None)
+    if c is None:
+        c = tracer._capturer = Capturer(tracer)
+    return c

@@ -1,0 +1,152 @@
+"""Capture on trouble with real torch.profiler on the CPU: the steps captured are the ones that
+turned bad (their indices, held against the loop's own count), the capture is read back and
+diagnosed, each on-demand path captures once, the limit and the cool-down hold, and a run with no
+trouble writes nothing. Steps slow down by a sleep in the loader 6x longer than the whole fast
+step: the bounds separate slow from fast whatever the machine's load."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import steptrace  # noqa: E402
+
+FAST_S, SLOW_S = 0.004, 0.030
+
+
+def loop(tracer, n, slow_from=None, at_step=None):
+    """n steps of a loader (sleeping FAST_S, or SLOW_S from step slow_from) and a small compute
+    phase; at_step(i) runs inside step i. Returns the steps' indices as the loop counts them."""
+    def loader():
+        for i in range(n):
+            time.sleep(SLOW_S if slow_from is not None and i >= slow_from else FAST_S)
+            yield i
+
+    x = torch.randn(64, 64)
+    for i in tracer.steps(loader()):
+        with tracer.phase("compute"):
+            x = (x @ x).tanh_()
+        if at_step is not None:
+            at_step(i)
+
+
+def quiet(tmp_path, **options):
+    return steptrace.Tracer(warmup_steps=0, print_at_exit="never", capture_dir=str(tmp_path / "caps"), **options)
+
+
+def test_a_loader_that_slows_down_is_captured_on_its_slow_steps(tmp_path, capfd):
+    t = quiet(tmp_path, live=1, capture="slow")
+    slow_from = 1200  # about 5 s of fast steps: the first window is warm-up, the next three the baseline
+    loop(t, slow_from + 200, slow_from=slow_from)
+    t.configure(live=0)  # no more window lines from this tracer
+    captures = t.summary().to_dict().get("captures") or []
+    assert len(captures) == 1, captures  # once per slow stretch, however long it lasts
+    c = captures[0]
+    per_window = int(1.0 / SLOW_S) + 1
+    # within one window of the change (two, for a window boundary), and only slow steps
+    assert slow_from <= c["first_step"] <= slow_from + 2 * per_window, c
+    assert c["last_step"] == c["first_step"] + 4 and c["steps"] == 5
+    assert c["label"] == "INPUT-BOUND" and c["reason"].startswith("slow: step p95")
+    read = steptrace.load(c["path"]).to_dict()
+    assert read["steps"] + read["warmup_steps"] == 5
+    assert read["step_ms"]["p50"] >= 1e3 * SLOW_S  # every captured step a slow one
+    assert os.path.basename(c["path"]) == f"{os.path.basename(sys.argv[0]).rsplit('.', 1)[0] or 'run'}-rank0-step{c['first_step']}.pt.trace.json.gz"
+    err = capfd.readouterr().err
+    assert f"captured steps {c['first_step']}-{c['last_step']}: INPUT-BOUND" in err and c["path"] in err
+
+
+def test_a_run_with_no_trouble_writes_nothing(tmp_path):
+    t = quiet(tmp_path, live=1, capture="slow,label")
+    loop(t, 1100)  # about 4.5 s: four windows and more
+    t.configure(live=0)
+    assert "captures" not in t.summary().to_dict()
+    assert not (tmp_path / "caps").exists()
+
+
+def test_capture_on_demand_records_the_next_steps(tmp_path):
+    t = quiet(tmp_path, capture_steps=3)
+    asked = {}
+
+    def at_step(i):
+        if i == 10:
+            asked["ok"] = t.capture()
+            asked["again"] = t.capture()  # one is armed already
+        if i == 30:
+            asked["third"] = t.capture(steps=2)
+
+    loop(t, 60, at_step=at_step)
+    caps = t.summary().to_dict()["captures"]
+    assert asked == {"ok": True, "again": False, "third": True}
+    assert [(c["first_step"], c["last_step"]) for c in caps] == [(11, 13), (31, 32)]
+    assert all(c["reason"] == "on demand: capture()" for c in caps)
+    with pytest.raises(ValueError, match="positive int"):
+        t.capture(steps=0)
+
+
+def test_the_limit_holds(tmp_path, capfd):
+    t = quiet(tmp_path, capture_steps=1, capture_max=2)
+    got = []
+    loop(t, 40, at_step=lambda i: got.append(t.capture()) if i % 10 == 0 else None)
+    assert got == [True, True, False, False]
+    assert len(t.summary().to_dict()["captures"]) == 2
+    assert capfd.readouterr().err.count("has had its 2 captures (capture_max)") == 1
+
+
+def test_a_running_profiler_session_is_left_alone(tmp_path, capfd):
+    from torch.profiler import ProfilerActivity, profile
+
+    t = quiet(tmp_path)
+    with profile(activities=[ProfilerActivity.CPU]):
+        loop(t, 20, at_step=lambda i: t.capture() if i in (3, 9) else None)
+    assert "captures" not in t.summary().to_dict()
+    assert capfd.readouterr().err.count("a torch.profiler session is running: no capture") == 1
+
+
+def test_a_bad_trigger_is_refused_by_name(tmp_path):
+    with pytest.raises(ValueError, match="capture.*'fast'"):
+        quiet(tmp_path, capture="slow,fast")
+    with pytest.raises(ValueError, match="capture.*'slow=0.5'"):
+        quiet(tmp_path, capture="slow=0.5")
+
+
+def _program(tmp_path, body):
+    path = tmp_path / "prog.py"
+    path.write_text(textwrap.dedent(body))
+    return subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, STEPTRACE_PRINT_AT_EXIT="never"))
+
+
+LOOP = """
+    import os, signal, time, torch, steptrace
+    t = steptrace.default_tracer()
+    t.configure(warmup_steps=0, capture_steps=2)
+    x = torch.randn(64, 64)
+    for i in t.steps(range(STEPS)):
+        time.sleep(0.005)
+        with t.phase("compute"):
+            x = (x @ x).tanh_()
+        ACT
+    print("CAPTURES", [(c["first_step"], c["reason"]) for c in t.summary().to_dict().get("captures", [])])
+"""
+
+
+def test_a_signal_captures_once(tmp_path):
+    body = LOOP.replace("STEPS", "40").replace("ACT", "if i == 10: os.kill(os.getpid(), signal.SIGUSR2)")
+    r = _program(tmp_path, body.replace("capture_steps=2)", "capture_steps=2, capture='signal')"))
+    assert r.returncode == 0, r.stderr
+    assert "CAPTURES [(11, 'signal SIGUSR2')]" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_touched_file_captures_once(tmp_path):
+    flag = tmp_path / "capture-now"
+    act = f"if i == 150: open({str(flag)!r}, 'w').close()"
+    body = LOOP.replace("STEPS", "700").replace("ACT", act)
+    r = _program(tmp_path, body.replace("capture_steps=2)", f"capture_steps=2, live=1, capture='file={flag}')"))
+    assert r.returncode == 0, r.stderr
+    got = eval(r.stdout.split("CAPTURES ", 1)[1])
+    assert len(got) == 1 and got[0][1] == f"file {flag} touched" and got[0][0] > 150, r.stdout
