@@ -16,7 +16,8 @@ from typing import Any, Callable, List, Optional, Tuple
 PREFIX = "steptrace:"
 _local = threading.local()
 active = False  # read by the steps() loop, which opens its step and fetch without scopes
-hook: Optional[Callable[[str], None]] = None  # read by the steps() loop too, once a step
+hook: Optional[Callable[[str], None]] = None
+watched = False  # active or hook: the one flag the steps() loop reads on its fast path
 _classes: List[type] = []
 
 
@@ -90,28 +91,31 @@ def _uninstall() -> None:
 
 def arm(fn: Callable[[str], None]) -> None:
     """Calls ``fn`` at each step's start and end from now on (a capture is armed)."""
-    global hook
+    global hook, watched
     hook = fn
+    watched = True
     _install()
 
 
 def disarm() -> None:
-    global hook
+    global hook, watched
     hook = None
+    watched = active
     if not active:
         _uninstall()
 
 
 def start() -> None:
     """A profiler session starts: scopes annotate from now on."""
-    global active
-    active = True
+    global active, watched
+    active = watched = True
     _install()
 
 
 def stop() -> None:
     """The session stopped: the scopes are the C++ ones again (unless a capture is armed)."""
-    global active
+    global active, watched
     active = False
+    watched = hook is not None
     if hook is None:
         _uninstall()

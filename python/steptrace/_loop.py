@@ -21,10 +21,20 @@ def steps(core: Any, iterable: Iterable[T], handle: Optional[int]) -> Iterator[T
     annotated = False  # a torch.profiler session records: steps and fetches are ranges in its trace
     try:
         while True:
+            if not _annotate.watched:  # read once a step: no profiler session, no capture armed
+                guard.fetch_begins()
+                try:
+                    item = next(it)
+                except StopIteration:
+                    return
+                guard.step_begins()  # StepError if a step is open: then this loop has nothing open
+                yield item
+                guard.step_ends()
+                continue
             hook = _annotate.hook  # a capture armed: told when this step begins and ends
             if hook is not None:
                 hook("begin")
-            annotated = _annotate.active  # read once a step
+            annotated = _annotate.active
             guard.fetch_begins()
             if annotated and time_input:
                 _annotate.begin(it, "input")
@@ -36,7 +46,7 @@ def steps(core: Any, iterable: Iterable[T], handle: Optional[int]) -> Iterator[T
                 return
             if annotated and time_input:
                 _annotate.end(it)
-            guard.step_begins()  # StepError if a step is open: then this loop has nothing open
+            guard.step_begins()
             if annotated:
                 _annotate.begin(core, "step")
             yield item

@@ -294,13 +294,39 @@ def live_kernel_table() -> None:
           f"median step off {off * 1e6:.1f} us, on {on * 1e6:.1f} us: {on / off:.3f}x (<= 1.10)")
 
 
+def capture_on_gpu() -> None:
+    import tempfile
+
+    a = torch.randn(2048, 2048, device="cuda")
+    with tempfile.TemporaryDirectory() as folder:
+        tracer = steptrace.Tracer(warmup_steps=0, print_at_exit="never", capture_dir=folder, capture_steps=3)
+        for i in tracer.steps(range(20)):
+            if i == 5:
+                tracer.capture()
+            with tracer.phase("compute"):
+                for _ in range(4):
+                    b = torch.mm(a, a)
+                b.sum().item()
+        torch.cuda.synchronize()
+        d = tracer.summary().to_dict()
+        caps = d.get("captures") or []
+        read = steptrace.load(caps[0]["path"]).to_dict() if caps else {}
+        rg, g = read.get("gpu") or {}, d.get("gpu") or {}
+        ok = (len(caps) == 1 and caps[0]["first_step"] == 6 and rg.get("kernels_per_step", 0) >= 4
+              and g.get("steps_without_records") == 3)
+        check("a capture on CUDA work is read back with device records", ok,
+              f"captures {[(c['first_step'], c['label']) for c in caps]}; read back: kernels/step "
+              f"{rg.get('kernels_per_step')}, busy {rg.get('busy_share')}; live: steps without records "
+              f"{g.get('steps_without_records')} (3 expected)")
+
+
 def main() -> int:
     if not torch.cuda.is_available():
         print("check cuda available: FAIL torch.cuda.is_available() is False")
         return 1
     torch.cuda.init()
     for run in (profiler_orders, graph_capture, compile_reduce_overhead, collector_load, allocator_memory,
-                live_window_device_view, trace_read_back, live_kernel_table):
+                live_window_device_view, trace_read_back, live_kernel_table, capture_on_gpu):
         try:
             run()
         except Exception as e:
