@@ -6,7 +6,8 @@ read back by steptrace and diagnosed (docs/python.md, "Capture on trouble").
 
 Triggers are weighed on steptrace's window thread, once a window, never on the loop's: ``slow``
 (a window's step p95 over F times the run's baseline: the median p95 of its first stable windows,
-the first one left out as warm-up; once per slow stretch), ``label`` (the live label changes), ``file=PATH`` (a file
+the first one left out as warm-up; once per slow stretch), ``label`` (the live label changes and
+holds for two windows), ``file=PATH`` (a file
 touched there), ``signal`` (SIGUSR2). A trigger only arms the capture: the profiler starts on the
 loop's own thread at the next step's start (``_annotate.hook``; the loop pays nothing until then),
 records ``capture_steps`` steps with steptrace's annotations, and stops. The trace is written to
@@ -25,6 +26,7 @@ import statistics
 import sys
 import threading
 import time
+import weakref
 from typing import Any, Dict, List, Optional
 
 from . import _annotate, _log
@@ -58,7 +60,8 @@ class Capturer:
         self._running: Optional[Dict[str, Any]] = None
         self._p95s: List[float] = []  # the first windows' step p95, for the baseline
         self._slow = False  # the last window was slow: `slow` fires once per slow stretch
-        self._label: Optional[str] = None
+        self._label: Optional[str] = None  # the settled label
+        self._last_label: Optional[str] = None  # the last window's
         self._cool = 0
         self._file_seen: Optional[float] = None
         self._listening = False
@@ -96,9 +99,12 @@ class Capturer:
                         reason = f"slow: step p95 {p95:.3g} ms, over {factor:g}x the baseline {base:.3g} ms"
                     self._slow = slow
             if self.triggers.get("label") and label:
-                if self._label and label != self._label and reason is None:
-                    reason = f"label: {self._label} -> {label}"
-                self._label = label
+                # a label settles when two windows in a row give it: one window's flicker is no change
+                if label == self._last_label and label != self._label:
+                    if self._label and reason is None:
+                        reason = f"label: {self._label} -> {label}"
+                    self._label = label
+                self._last_label = label
             path = self.triggers.get("file")
             if path and reason is None:
                 seen = _mtime(path)
@@ -136,9 +142,17 @@ class Capturer:
                 self._running["left"] -= 1
                 if self._running["left"] == 0:
                     self._finish()
-            elif where == "stop" and self._running is not None:  # the loop ended first
+            elif where in ("stop", "left") and self._running is not None:  # the loop (or the program) ended first
+                if where == "left":  # the loop was left inside a step, which ended with it
+                    self._running["left"] -= 1
                 self._running["steps"] -= self._running["left"]
-                self._finish()
+                if self._running["steps"] > 0:
+                    self._finish()
+                else:  # not one step finished: nothing to read
+                    run, self._running = self._running, None
+                    _annotate.disarm()
+                    run["prof"].__exit__(None, None, None)
+
 
     def _start(self, pending: Dict[str, Any]) -> None:
         if _annotate.active:  # another torch.profiler session holds the process's profiler
@@ -181,7 +195,7 @@ class Capturer:
         finally:
             self._cool = COOL_DOWN
         diag = summary.get("diagnosis") or {}
-        record = {"reason": reason, "first_step": first, "last_step": first + n - 1, "steps": n,
+        record = {"reason": reason, "first_step": first, "last_step": first + max(n, 1) - 1, "steps": n,
                   "rank": _rank(), "label": diag.get("label"), "evidence": diag.get("evidence", ""),
                   "advice": (diag.get("advice") or [""])[0], "path": path,
                   "cost_s": round(time.perf_counter() - run["started"], 3)}
@@ -192,7 +206,11 @@ class Capturer:
     def _write(self, prof: Any, first: int) -> str:
         folder = self._tracer.options()["capture_dir"] or "."
         os.makedirs(folder, exist_ok=True)
-        run = os.path.splitext(os.path.basename(sys.argv[0] or "run"))[0] or "run"
+        script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else "run"
+        run = os.path.splitext(os.path.basename(script))[0]
+        if run == "__main__":  # python -m package: the package's name
+            run = os.path.basename(os.path.dirname(script))
+        run = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in run) or "run"
         path = os.path.join(folder, f"{run}-rank{_rank()}-step{first}.pt.trace.json.gz")
         raw = path[:-3] + ".tmp"
         prof.export_chrome_trace(raw)
@@ -228,9 +246,22 @@ def _rank() -> int:
         return 0
 
 
+_all: "weakref.WeakSet[Capturer]" = weakref.WeakSet()
+
+
 def of(tracer: Any) -> Capturer:
     """The tracer's capturer, made at first use."""
     c = getattr(tracer, "_capturer", None)
     if c is None:
         c = tracer._capturer = Capturer(tracer)
+        _all.add(c)
     return c
+
+
+def finish_all() -> None:
+    """At exit: a capture still recording is written with the steps it finished."""
+    for c in list(_all):
+        try:
+            c._at_step("stop")
+        except Exception:  # never turn a clean exit into a failing one
+            pass

@@ -7,7 +7,7 @@ import atexit
 import sys
 from typing import Any
 
-from . import _api, _core, _log, _ranks
+from . import _api, _capture, _core, _log, _ranks
 from ._allocator import note_allocator
 
 
@@ -100,6 +100,7 @@ def _report_at_exit() -> None:
         except Exception:
             pass
         return
+    _capture.finish_all()  # a capture still recording: written with the steps it has, before the report
     held = _CtrlCHeld()
     try:
         with held:

@@ -19,6 +19,7 @@ def steps(core: Any, iterable: Iterable[T], handle: Optional[int]) -> Iterator[T
     guard = _core.LoopGuard(core, handle, time_input)
     failed = False
     annotated = False  # a torch.profiler session records: steps and fetches are ranges in its trace
+    in_step = False  # a step opened on the slow path is open
     try:
         while True:
             if not _annotate.watched:  # read once a step: no profiler session, no capture armed
@@ -41,18 +42,18 @@ def steps(core: Any, iterable: Iterable[T], handle: Optional[int]) -> Iterator[T
             try:
                 item = next(it)
             except StopIteration:
-                if hook is not None:
-                    hook("stop")  # no step after all: a capture in flight ends with the steps it has
                 return
             if annotated and time_input:
                 _annotate.end(it)
             guard.step_begins()
+            in_step = True
             if annotated:
                 _annotate.begin(core, "step")
             yield item
             if annotated:
                 _annotate.end(core)
             guard.step_ends()
+            in_step = False
             if hook is not None:
                 hook("end")
     except GeneratorExit:
@@ -65,3 +66,6 @@ def steps(core: Any, iterable: Iterable[T], handle: Optional[int]) -> Iterator[T
             _annotate.end(core)
             _annotate.end(it)
         guard.close(failed)
+        hook = _annotate.hook
+        if hook is not None:  # the loop ended or was left: a capture in flight ends with the steps it has
+            hook("left" if in_step else "stop")  # the step open when it was left has ended too

@@ -194,7 +194,7 @@ const std::vector<option>& options() {
       {{"capture", "STEPTRACE_CAPTURE", false, "text", "",
         "Python: capture on trouble, a torch.profiler trace of capture_steps steps read back and diagnosed, when a "
         "trigger fires: `slow` (a window's step p95 over 2x the run's baseline; `slow=1.5` sets the factor), "
-        "`label` (the live label changes), `signal` (SIGUSR2), `file=PATH` (a file touched there); comma-separated "
+        "`label` (the live label changes and holds two windows), `signal` (SIGUSR2), `file=PATH` (a file touched there); comma-separated "
         "(\"\": none; `steptrace.capture()` captures on demand whatever this says)"},
        [](config& c, std::string_view v) { c.capture = parse_capture(v); },
        [](const config& c) { return c.capture; }},
