@@ -19,6 +19,7 @@ windows after each, and none while another torch.profiler session runs (said onc
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import signal
@@ -56,6 +57,7 @@ class Capturer:
         self._lock = threading.RLock()  # RLock: a SIGUSR2 handler runs on the thread it interrupts
         self.triggers: Dict[str, Any] = {}
         self.done: List[Dict[str, Any]] = []
+        self._unsent: List[Dict[str, Any]] = []  # done, not yet in a live window
         self._pending: Optional[Dict[str, Any]] = None
         self._running: Optional[Dict[str, Any]] = None
         self._p95s: List[float] = []  # the first windows' step p95, for the baseline
@@ -200,8 +202,30 @@ class Capturer:
                   "advice": (diag.get("advice") or [""])[0], "path": path,
                   "cost_s": round(time.perf_counter() - run["started"], 3)}
         self.done.append(record)
+        self._unsent.append(record)
         sys.stderr.write(block(record))
         sys.stderr.flush()
+        self._to_jsonl(record)
+
+    def _to_jsonl(self, record: Dict[str, Any]) -> None:
+        """The live JSONL gets the capture as a line of its own: {"capture": {...}}."""
+        path = self._tracer.options()["jsonl_path"]
+        if not path:
+            return
+        try:
+            with open(path.replace("{rank}", str(_rank())), "a", encoding="utf-8") as f:
+                f.write(json.dumps({"capture": record}) + "\n")  # one write: a whole line
+        except OSError as e:
+            _log.say(f"capture: could not add it to {path}: {e}")
+
+    def window_fields(self) -> Dict[str, Any]:
+        """For the next live window (listeners, trackers): the newest capture since the last."""
+        with self._lock:
+            if not self._unsent:
+                return {}
+            c, self._unsent = self._unsent[-1], []
+        return {"capture_first_step": c["first_step"], "capture_label": c["label"], "capture_path": c["path"],
+                "capture_reason": c["reason"]}
 
     def _write(self, prof: Any, first: int) -> str:
         folder = self._tracer.options()["capture_dir"] or "."
@@ -256,6 +280,14 @@ def of(tracer: Any) -> Capturer:
         c = tracer._capturer = Capturer(tracer)
         _all.add(c)
     return c
+
+
+def window_fields(core: Any) -> Dict[str, Any]:
+    """The capture fields for a live window of the tracer whose core is ``core``."""
+    for c in list(_all):
+        if c._tracer._core is core:
+            return c.window_fields()
+    return {}
 
 
 def finish_all() -> None:

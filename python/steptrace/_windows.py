@@ -21,7 +21,7 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, List, Optional
 
-from . import _core, _log
+from . import _capture, _core, _log
 
 # The built-in phases a window reports by name, whatever else the loop records.
 BUILT_IN = ("input", "h2d", "compute", "wait", "other")
@@ -147,6 +147,7 @@ class Listeners:
             self.delivered += 1
             summary, step, at_s = got
             window = figures(json.loads(summary.json()), step, at_s)
+            window.update(_capture.window_fields(self._core()))  # a capture that ended since the last window
             del got, summary
             with self._lock:
                 calls = list(self._calls)

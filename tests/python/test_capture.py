@@ -4,6 +4,7 @@ diagnosed, each on-demand path captures once, the limit and the cool-down hold, 
 trouble writes nothing. Steps slow down by a sleep in the loader 6x longer than the whole fast
 step: the bounds separate slow from fast whatever the machine's load."""
 
+import json
 import os
 import signal
 import subprocess
@@ -40,7 +41,9 @@ def quiet(tmp_path, **options):
 
 
 def test_a_loader_that_slows_down_is_captured_on_its_slow_steps(tmp_path, capfd):
-    t = quiet(tmp_path, live=1, capture="slow")
+    t = quiet(tmp_path, live=1, capture="slow", jsonl_path=str(tmp_path / "live.jsonl"))
+    windows = []
+    t.on_window(windows.append)
     slow_from = 1200  # about 5 s of fast steps: the first window is warm-up, the next three the baseline
     loop(t, slow_from + 200, slow_from=slow_from)
     t.configure(live=0)  # no more window lines from this tracer
@@ -58,6 +61,12 @@ def test_a_loader_that_slows_down_is_captured_on_its_slow_steps(tmp_path, capfd)
     assert os.path.basename(c["path"]).endswith(f"-rank0-step{c['first_step']}.pt.trace.json.gz")
     err = capfd.readouterr().err
     assert f"captured steps {c['first_step']}-{c['last_step']}: INPUT-BOUND" in err and c["path"] in err
+    # the next live window tells listeners and trackers; the live JSONL has it as a line of its own
+    told = [w for w in windows if "capture_first_step" in w]
+    assert len(told) == 1 and told[0]["capture_path"] == c["path"] and told[0]["capture_label"] == "INPUT-BOUND"
+    assert "steptrace/capture_first_step" in steptrace._windows.numbers(told[0])
+    lines = [json.loads(line) for line in (tmp_path / "live.jsonl").read_text().splitlines()]
+    assert [line["capture"] for line in lines if "capture" in line] == [c]
 
 
 def test_a_run_with_no_trouble_writes_nothing(tmp_path):
