@@ -35,6 +35,10 @@ from . import _annotate, _log
 COOL_DOWN = 3  # windows a trigger waits after a capture ends
 BASELINE_WINDOWS = 3  # stable windows (after the first) whose median step p95 is the baseline
 SLOW_FACTOR = 2.0  # `slow` alone: a window's p95 over this many times the baseline
+# `straggler`: a rank whose steps' own work (step p50 less its `wait`) is over this many times the
+# other ranks' median, and by at least STRAGGLER_MS a step
+STRAGGLER_FACTOR, STRAGGLER_MS = 1.5, 5.0
+PLAN_KEY = "steptrace/capture/plan"  # rank 0's choice, in torch.distributed's store
 
 
 def parse(spec: str) -> Dict[str, Any]:
@@ -69,6 +73,10 @@ class Capturer:
         self._listening = False
         self._said_busy = False
         self._said_limit = False
+        self._said_store = False
+        self._planned = 0  # straggler plans made (rank 0)
+        self._plan_seen = 0  # the last plan this rank read
+        self._index: Optional[int] = None  # the index of the step beginning, while a capture waits for one
 
     # -- triggers --------------------------------------------------------------------------
 
@@ -115,9 +123,53 @@ class Capturer:
                 self._file_seen = seen if seen is not None else self._file_seen
             if reason and self._cool == 0:
                 self.request(reason)
+        if self.triggers.get("straggler"):
+            try:
+                self._job_window(window)
+            except Exception as e:  # a store gone (a rank died): said once, the run goes on
+                if not self._said_store:
+                    self._said_store = True
+                    _log.say(f"capture: the straggler trigger cannot reach torch.distributed's store ({e!r})")
 
-    def request(self, reason: str, steps: Optional[int] = None) -> bool:
-        """Arms a capture of ``steps`` steps (capture_steps) from the next step's start: whether it did."""
+    def _job_window(self, window: Dict[str, Any]) -> None:
+        """Each rank publishes its steps' own work; rank 0 names a straggler and a median rank and
+        the step all will begin the capture at; each rank named arms its capture for that step."""
+        from . import _ranks
+
+        job = _ranks.notice(self._tracer._core)
+        if job is None or job.world_size < 2 or not window.get("steps"):
+            return
+        work = (window.get("step_p50_ms") or 0.0) - (window.get("wait_ms") or 0.0)
+        job.store.set(f"steptrace/capture/work/{job.rank}", json.dumps(work))
+        if job.rank == 0 and self._cool == 0 and self._planned < int(self._tracer.options()["capture_max"]):
+            works = {}
+            for r in range(job.world_size):
+                key = f"steptrace/capture/work/{r}"
+                if job.store.check([key]):
+                    works[r] = float(json.loads(job.store.get(key)))
+            if len(works) == job.world_size:
+                slow = max(works, key=lambda r: (works[r], -r))
+                others = sorted((w, r) for r, w in works.items() if r != slow)
+                median, median_rank = others[(len(others) - 1) // 2]
+                if works[slow] > STRAGGLER_FACTOR * median and works[slow] - median > STRAGGLER_MS:
+                    self._planned += 1
+                    self._cool = COOL_DOWN + 2  # the plan's own capture, then the usual wait
+                    at = int(window.get("step", 0)) + max(10, 2 * int(window["steps"]))
+                    plan = {"id": self._planned, "step": at, "ranks": [slow, median_rank],
+                            "reason": f"straggler: rank {slow} works {works[slow]:.3g} ms a step, the median rank "
+                                      f"{median_rank} {median:.3g} ms"}
+                    job.store.set(PLAN_KEY, json.dumps(plan))
+        if job.store.check([PLAN_KEY]):
+            plan = json.loads(job.store.get(PLAN_KEY))
+            if plan["id"] != self._plan_seen:
+                self._plan_seen = plan["id"]
+                if job.rank in plan["ranks"]:
+                    role = "the straggler" if job.rank == plan["ranks"][0] else "a median rank, for contrast"
+                    self.request(f"{plan['reason']}; rank {job.rank} is {role}", at=plan["step"])
+
+    def request(self, reason: str, steps: Optional[int] = None, at: Optional[int] = None) -> bool:
+        """Arms a capture of ``steps`` steps (capture_steps) from the next step's start (or from
+        step ``at``, as the loop counts from 0): whether it did."""
         with self._lock:
             if self._pending or self._running:
                 return False
@@ -129,7 +181,8 @@ class Capturer:
             n = int(steps if steps is not None else self._tracer.options()["capture_steps"])
             if n < 1:
                 raise ValueError(f"steptrace: capture(steps=...) takes a positive int, not {steps!r}")
-            self._pending = {"reason": reason, "steps": n}
+            self._pending = {"reason": reason, "steps": n, "at": at}
+            self._index = None
             _annotate.arm(self._at_step)
             return True
 
@@ -138,6 +191,16 @@ class Capturer:
     def _at_step(self, where: str) -> None:
         with self._lock:
             if where == "begin" and self._pending is not None and self._running is None:
+                at = self._pending["at"]
+                if at is not None:  # a step agreed with the other ranks: counted to it
+                    self._index = self._tracer._core.summary().recorded if self._index is None else self._index + 1
+                    if self._index < at:
+                        return
+                    if self._index > at:
+                        _log.say(f"capture: {self._pending['reason']}, but this rank was past step {at} already")
+                        self._pending = None
+                        _annotate.disarm()
+                        return
                 self._start(self._pending)
                 self._pending = None
             elif where == "end" and self._running is not None:

@@ -197,3 +197,38 @@ def test_a_label_change_is_captured(tmp_path):
     assert len(caps) == 1, caps
     assert caps[0]["reason"].startswith("label: ") and caps[0]["reason"].endswith("-> INPUT-BOUND"), caps
     assert caps[0]["label"] == "INPUT-BOUND"
+
+
+def test_a_straggler_is_captured_with_a_median_rank_on_the_same_steps(tmp_path):
+    """3 ranks (gloo), rank 2 slowed in `compute`: captures on rank 2 and one median rank, of the
+    same steps, and compare of the two traces names `compute`."""
+    import socket
+
+    from steptrace import _compare
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    job = os.path.join(os.path.dirname(__file__), "capture_job.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
+    procs = [subprocess.Popen([sys.executable, job, "2", "220", str(tmp_path)], cwd=tmp_path,
+                              env={**env, "OMP_NUM_THREADS": "1", "RANK": str(r), "WORLD_SIZE": "3",
+                                   "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(3)]
+    outs = [p.communicate(timeout=240) for p in procs]
+    caps = {}
+    for r in range(3):
+        path = tmp_path / f"captures-{r}.json"
+        assert path.exists(), outs[r][1][-2000:]
+        caps[r] = json.loads(path.read_text())
+    assert len(caps[2]) == 1, (caps, outs[2][1][-2000:])
+    median = [r for r in (0, 1) if caps[r]]
+    assert len(median) == 1 and len(caps[median[0]]) == 1, caps
+    slow, mid = caps[2][0], caps[median[0]][0]
+    assert slow["first_step"] == mid["first_step"] and slow["last_step"] == mid["last_step"]
+    assert "the straggler" in slow["reason"] and "a median rank" in mid["reason"]
+    assert slow["reason"].startswith("straggler: rank 2 works")
+    a, b = steptrace.load(mid["path"]).to_dict(), steptrace.load(slow["path"]).to_dict()
+    assert b["phases"]["compute"]["mean_ms"] > 5 * a["phases"]["compute"]["mean_ms"]
+    rows = {what: change for what, _, _, change in _compare.compare(a, b, None).rows}
+    assert rows["compute (mean)"].startswith("+"), rows

@@ -42,7 +42,8 @@ std::uint32_t parse_uint(std::string_view v, std::uint32_t max) {
 const char* bool_text(bool b) { return b ? "1" : "0"; }
 
 // The capture triggers: comma-separated, each `slow` or `slow=F` (F > 1: a window's step p95 over
-// F times the run's baseline), `label`, `signal` (SIGUSR2) or `file=PATH` (a file touched there).
+// F times the run's baseline), `label`, `straggler`, `signal` (SIGUSR2) or `file=PATH` (a file
+// touched there).
 // What each does is Python's (steptrace/_capture.py); here only which words are known.
 std::string parse_capture(std::string_view v) {
   std::size_t at = 0;
@@ -60,14 +61,14 @@ std::string parse_capture(std::string_view v) {
       const std::string number(arg);
       const double f = arg.empty() ? 2.0 : std::strtod(number.c_str(), &end);
       ok = (arg.empty() || (end != nullptr && *end == '\0')) && f > 1.0 && f < 1e6;
-    } else if (word == "label" || word == "signal") {
+    } else if (word == "label" || word == "signal" || word == "straggler") {
       ok = eq == std::string_view::npos;
     } else if (word == "file") {
       ok = !arg.empty() && arg.find('\0') == std::string_view::npos;
     }
     if (!ok) {
-      throw std::invalid_argument("expected triggers separated by commas: slow, slow=F (F > 1), label, signal, "
-                                  "file=PATH; not '" + std::string(item) + "'");
+      throw std::invalid_argument("expected triggers separated by commas: slow, slow=F (F > 1), label, straggler, "
+                                  "signal, file=PATH; not '" + std::string(item) + "'");
     }
     at = comma + 1;
   }
@@ -194,7 +195,9 @@ const std::vector<option>& options() {
       {{"capture", "STEPTRACE_CAPTURE", false, "text", "",
         "Python: capture on trouble, a torch.profiler trace of capture_steps steps read back and diagnosed, when a "
         "trigger fires: `slow` (a window's step p95 over 2x the run's baseline; `slow=1.5` sets the factor), "
-        "`label` (the live label changes and holds two windows), `signal` (SIGUSR2), `file=PATH` (a file touched there); comma-separated "
+        "`label` (the live label changes and holds two windows), `straggler` (under torch.distributed: a rank "
+        "whose steps' own work is 1.5x the others' median, captured with a median rank on the same steps), "
+        "`signal` (SIGUSR2), `file=PATH` (a file touched there); comma-separated "
         "(\"\": none; `steptrace.capture()` captures on demand whatever this says)"},
        [](config& c, std::string_view v) { c.capture = parse_capture(v); },
        [](const config& c) { return c.capture; }},
