@@ -66,6 +66,7 @@ class Capturer:
         self._running: Optional[Dict[str, Any]] = None
         self._p95s: List[float] = []  # the first windows' step p95, for the baseline
         self._slow = False  # the last window was slow: `slow` fires once per slow stretch
+        self._phase_over = False  # the last window's phase share was over its bound
         self._label: Optional[str] = None  # the settled label
         self._last_label: Optional[str] = None  # the last window's
         self._cool = 0
@@ -115,6 +116,14 @@ class Capturer:
                         reason = f"label: {self._label} -> {label}"
                     self._label = label
                 self._last_label = label
+            bound = self.triggers.get("phase")
+            if bound and reason is None:  # "input>0.3": fires as the share crosses it, once per crossing
+                name, _, share = bound.partition(">")
+                now = window.get(f"{name}_share")
+                over = now is not None and now > float(share)
+                if over and not self._phase_over:
+                    reason = f"phase: `{name}` {100 * now:.1f}% of the step, over {100 * float(share):.0f}%"
+                self._phase_over = over if now is not None else self._phase_over
             path = self.triggers.get("file")
             if path and reason is None:
                 seen = _mtime(path)

@@ -121,6 +121,9 @@ def test_a_bad_trigger_is_refused_by_name(tmp_path):
         quiet(tmp_path, capture="slow,fast")
     with pytest.raises(ValueError, match="capture.*'slow=0.5'"):
         quiet(tmp_path, capture="slow=0.5")
+    for bad in ("phase=decode>0.3", "phase=input>2", "phase=input"):
+        with pytest.raises(ValueError, match=f"capture.*'{bad}'"):
+            quiet(tmp_path, capture=bad)
 
 
 def _program(tmp_path, body):
@@ -174,9 +177,11 @@ def test_a_loop_left_early_writes_the_steps_it_captured(tmp_path):
     assert read["warmup_steps"] + read["steps"] == 3
 
 
-def test_a_label_change_is_captured(tmp_path):
-    """Compute-heavy steps, then steps whose loader sleeps: the live label changes once."""
-    t = quiet(tmp_path, live=1, capture="label")
+@pytest.mark.parametrize("trigger, reason", [("label", "label: "), ("phase=input>0.5", "phase: `input` ")])
+def test_a_label_change_or_a_phase_share_crossing_is_captured(tmp_path, trigger, reason):
+    """Compute-heavy steps, then steps whose loader sleeps: the live label changes once, and
+    `input`'s share crosses one half once."""
+    t = quiet(tmp_path, live=1, capture=trigger)
     x = torch.randn(192, 192)
 
     def loader():
@@ -195,7 +200,9 @@ def test_a_label_change_is_captured(tmp_path):
     t.configure(live=0)
     caps = t.summary().to_dict().get("captures") or []
     assert len(caps) == 1, caps
-    assert caps[0]["reason"].startswith("label: ") and caps[0]["reason"].endswith("-> INPUT-BOUND"), caps
+    assert caps[0]["reason"].startswith(reason), caps
+    if trigger == "label":
+        assert caps[0]["reason"].endswith("-> INPUT-BOUND"), caps
     assert caps[0]["label"] == "INPUT-BOUND"
 
 

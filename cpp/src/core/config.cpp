@@ -42,8 +42,8 @@ std::uint32_t parse_uint(std::string_view v, std::uint32_t max) {
 const char* bool_text(bool b) { return b ? "1" : "0"; }
 
 // The capture triggers: comma-separated, each `slow` or `slow=F` (F > 1: a window's step p95 over
-// F times the run's baseline), `label`, `straggler`, `signal` (SIGUSR2) or `file=PATH` (a file
-// touched there).
+// F times the run's baseline), `label`, `straggler`, `phase=NAME>SHARE`, `signal` (SIGUSR2) or
+// `file=PATH` (a file touched there).
 // What each does is Python's (steptrace/_capture.py); here only which words are known.
 std::string parse_capture(std::string_view v) {
   std::size_t at = 0;
@@ -65,10 +65,19 @@ std::string parse_capture(std::string_view v) {
       ok = eq == std::string_view::npos;
     } else if (word == "file") {
       ok = !arg.empty() && arg.find('\0') == std::string_view::npos;
+    } else if (word == "phase") {  // phase=NAME>SHARE: a built-in phase's share of the step over SHARE
+      const std::size_t gt = arg.find('>');
+      const std::string share(gt == std::string_view::npos ? "" : arg.substr(gt + 1));
+      char* end = nullptr;
+      const double f = share.empty() ? 0 : std::strtod(share.c_str(), &end);
+      const std::string_view name = arg.substr(0, gt);
+      ok = (name == "input" || name == "h2d" || name == "compute" || name == "wait" || name == "other") &&
+           end != nullptr && *end == '\0' && f > 0 && f < 1;
     }
     if (!ok) {
       throw std::invalid_argument("expected triggers separated by commas: slow, slow=F (F > 1), label, straggler, "
-                                  "signal, file=PATH; not '" + std::string(item) + "'");
+                                  "phase=NAME>SHARE (a built-in phase, 0 < SHARE < 1), signal, file=PATH; not '" +
+                                  std::string(item) + "'");
     }
     at = comma + 1;
   }
@@ -197,7 +206,8 @@ const std::vector<option>& options() {
         "trigger fires: `slow` (a window's step p95 over 2x the run's baseline; `slow=1.5` sets the factor), "
         "`label` (the live label changes and holds two windows), `straggler` (under torch.distributed: a rank "
         "whose steps' own work is 1.5x the others' median, captured with a median rank on the same steps), "
-        "`signal` (SIGUSR2), `file=PATH` (a file touched there); comma-separated "
+        "`phase=input>0.3` (a built-in phase's share of the step crosses the bound), `signal` (SIGUSR2), "
+        "`file=PATH` (a file touched there); comma-separated "
         "(\"\": none; `steptrace.capture()` captures on demand whatever this says)"},
        [](config& c, std::string_view v) { c.capture = parse_capture(v); },
        [](const config& c) { return c.capture; }},
