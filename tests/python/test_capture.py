@@ -239,3 +239,36 @@ def test_a_straggler_is_captured_with_a_median_rank_on_the_same_steps(tmp_path):
     assert b["phases"]["compute"]["mean_ms"] > 5 * a["phases"]["compute"]["mean_ms"]
     rows = {what: change for what, _, _, change in _compare.compare(a, b, None).rows}
     assert rows["compute (mean)"].startswith("+"), rows
+
+
+def test_the_cool_down_holds(tmp_path):
+    """Synthetic windows (no clock): after a capture, a trigger waits COOL_DOWN windows."""
+    from steptrace import _capture
+
+    class FakeTracer:
+        def options(self):
+            return {"capture_max": 3, "capture_steps": 5}
+
+        def on_window(self, fn):
+            pass
+
+    flag = tmp_path / "flag"
+    c = _capture.Capturer(FakeTracer())
+    c.configure(f"file={flag}")
+    asked = []
+
+    def request(reason, steps=None, at=None):  # a capture that ends at once, as _finish leaves it
+        asked.append(reason)
+        c._cool = _capture.COOL_DOWN
+        return True
+
+    c.request = request
+    window = {"steps": 10, "step_p95_ms": 1.0, "label": "BALANCED"}
+    touched = []
+    for n in range(8):
+        flag.touch()
+        os.utime(flag, (1000 + n, 1000 + n))  # a later time each window: each window sees a touch
+        c.on_window(window)
+        touched.append(len(asked))
+    # captured at window 0; windows 1-2 wait (the 3rd after the capture is free), then again
+    assert touched == [1, 1, 1, 2, 2, 2, 3, 3], touched
