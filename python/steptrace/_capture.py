@@ -87,7 +87,15 @@ class Capturer:
             path = self.triggers.get("file")
             self._file_seen = _mtime(path) if path else None
         if self.triggers.get("signal") and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGUSR2, lambda *_: self.request("signal SIGUSR2"))
+            before = signal.getsignal(signal.SIGUSR2)
+
+            def on_signal(signum: int, frame: Any) -> None:  # the program's own handler still runs
+                self.request("signal SIGUSR2")
+                if callable(before) and getattr(before, "_steptrace", False) is False:
+                    before(signum, frame)
+
+            on_signal._steptrace = True  # type: ignore[attr-defined]
+            signal.signal(signal.SIGUSR2, on_signal)
         if self.triggers and not self._listening:
             self._listening = True
             self._tracer.on_window(self.on_window)

@@ -272,3 +272,30 @@ def test_the_cool_down_holds(tmp_path):
         touched.append(len(asked))
     # captured at window 0; windows 1-2 wait (the 3rd after the capture is free), then again
     assert touched == [1, 1, 1, 2, 2, 2, 3, 3], touched
+
+
+def test_a_program_s_own_sigusr2_handler_still_runs(tmp_path):
+    body = LOOP.replace("STEPS", "40").replace("ACT", "if i == 10: os.kill(os.getpid(), signal.SIGUSR2)")
+    body = body.replace("t = steptrace.default_tracer()", "t = steptrace.default_tracer()\n"
+                        "    got = []\n    signal.signal(signal.SIGUSR2, lambda *a: got.append('mine'))")
+    body = body.replace('    print("CAPTURES"', '    print("MINE", got)\n    print("CAPTURES"')
+    r = _program(tmp_path, body.replace("capture_steps=2)", "capture_steps=2, capture='signal')"))
+    assert r.returncode == 0, r.stderr
+    assert "MINE ['mine']" in r.stdout and "CAPTURES [(11, 'signal SIGUSR2')]" in r.stdout, r.stdout + r.stderr
+
+
+def test_without_torch_a_capture_is_said_and_nothing_breaks(tmp_path):
+    r = _program(tmp_path, """
+        import sys
+        sys.modules["torch"] = None  # as in a process without torch
+        import steptrace
+        t = steptrace.default_tracer()
+        t.configure(warmup_steps=0)
+        for i in t.steps(range(10)):
+            if i == 2:
+                print("ASKED", t.capture())
+        print("CAPTURES", t.summary().to_dict().get("captures", []), "STEPS", t.summary().steps)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "ASKED True" in r.stdout and "CAPTURES [] STEPS 10" in r.stdout, r.stdout
+    assert r.stderr.count("torch.profiler could not start") == 1, r.stderr
