@@ -299,3 +299,18 @@ def test_without_torch_a_capture_is_said_and_nothing_breaks(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "ASKED True" in r.stdout and "CAPTURES [] STEPS 10" in r.stdout, r.stdout
     assert r.stderr.count("torch.profiler could not start") == 1, r.stderr
+
+
+def test_a_loop_of_with_step_blocks_is_captured_too(tmp_path):
+    t = quiet(tmp_path, capture_steps=2)
+    x = torch.randn(64, 64)
+    for i in range(12):
+        with t.step():
+            if i == 3:
+                assert t.capture()
+            with t.phase("compute"):
+                x = (x @ x).tanh_()
+    caps = t.summary().to_dict()["captures"]
+    assert [(c["first_step"], c["last_step"]) for c in caps] == [(4, 5)]
+    read = steptrace.load(caps[0]["path"]).to_dict()
+    assert read["warmup_steps"] + read["steps"] == 2 and "compute" in read["phases"]
