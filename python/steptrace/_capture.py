@@ -76,6 +76,8 @@ class Capturer:
         self._said_limit = False
         self._said_store = False
         self._planned = 0  # straggler plans made (rank 0)
+        self._straggler: Optional[int] = None  # rank 0: the rank last captured as the straggler
+        self._calm = 0  # rank 0: windows in a row with no straggler
         self._plan_seen = 0  # the last plan this rank read
         self._index: Optional[int] = None  # the index of the step beginning, while a capture waits for one
 
@@ -158,7 +160,7 @@ class Capturer:
             return
         work = (window.get("step_p50_ms") or 0.0) - (window.get("wait_ms") or 0.0)
         job.store.set(f"steptrace/capture/work/{job.rank}", json.dumps(work))
-        if job.rank == 0 and self._cool == 0 and self._planned < int(self._tracer.options()["capture_max"]):
+        if job.rank == 0 and self._planned < int(self._tracer.options()["capture_max"]):
             works = {}
             for r in range(job.world_size):
                 key = f"steptrace/capture/work/{r}"
@@ -168,7 +170,15 @@ class Capturer:
                 slow = max(works, key=lambda r: (works[r], -r))
                 others = sorted((w, r) for r, w in works.items() if r != slow)
                 median, median_rank = others[(len(others) - 1) // 2]
-                if works[slow] > STRAGGLER_FACTOR * median and works[slow] - median > STRAGGLER_MS:
+                lagging = works[slow] > STRAGGLER_FACTOR * median and works[slow] - median > STRAGGLER_MS
+                # once per straggler: again only after COOL_DOWN windows in a row without one
+                self._calm = 0 if lagging else self._calm + 1
+                if self._calm >= COOL_DOWN:
+                    self._straggler = None
+                new = lagging and slow != self._straggler
+                if lagging:
+                    self._straggler = slow
+                if new:
                     self._planned += 1
                     self._cool = COOL_DOWN + 2  # the plan's own capture, then the usual wait
                     at = int(window.get("step", 0)) + max(10, 2 * int(window["steps"]))
