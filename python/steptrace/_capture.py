@@ -5,7 +5,9 @@ read back by steptrace and diagnosed (docs/python.md, "Capture on trouble").
     steptrace.capture(steps=5)                                  # or now, from the code
 
 Triggers are weighed on steptrace's window thread, once a window, never on the loop's: ``slow``
-(a window's step p95 over F times the run's baseline: the median p95 of its first stable windows,
+(a window's step p95 and p50 both over F times the run's baselines, the medians of its first
+stable windows' p95 and p50: a p95 alone moves with preemption on a busy machine, measured at 2.1-2.3x
+with nothing changed under two CPU burners;
 the first one left out as warm-up; once per slow stretch), ``label`` (the live label changes and
 holds for two windows), ``file=PATH`` (a file
 touched there), ``signal`` (SIGUSR2). A trigger only arms the capture: the profiler starts on the
@@ -25,6 +27,7 @@ import shutil
 import signal
 import statistics
 import sys
+import tempfile
 import threading
 import time
 import weakref
@@ -33,8 +36,8 @@ from typing import Any, Dict, List, Optional
 from . import _annotate, _log
 
 COOL_DOWN = 3  # windows a trigger waits after a capture ends
-BASELINE_WINDOWS = 3  # stable windows (after the first) whose median step p95 is the baseline
-SLOW_FACTOR = 2.0  # `slow` alone: a window's p95 over this many times the baseline
+BASELINE_WINDOWS = 3  # stable windows (after the first) whose median step p95 and p50 are the baselines
+SLOW_FACTOR = 2.0  # `slow` alone: a window's p95 and p50 over this many times their baselines
 # `straggler`: a rank whose steps' own work (step p50 less its `wait`) is over this many times the
 # other ranks' median, and by at least STRAGGLER_MS a step
 STRAGGLER_FACTOR, STRAGGLER_MS = 1.5, 5.0
@@ -64,8 +67,9 @@ class Capturer:
         self._unsent: List[Dict[str, Any]] = []  # done, not yet in a live window
         self._pending: Optional[Dict[str, Any]] = None
         self._running: Optional[Dict[str, Any]] = None
-        self._p95s: List[float] = []  # the first windows' step p95, for the baseline
-        self._slow = False  # the last window was slow: `slow` fires once per slow stretch
+        self._base: List[tuple] = []  # the first windows' step (p50, p95), for the baselines
+        self._slow = False  # inside a slow stretch: `slow` fires once per stretch
+        self._calm_windows = 0  # windows in a row not slow
         self._phase_over = False  # the last window's phase share was over its bound
         self._label: Optional[str] = None  # the settled label
         self._last_label: Optional[str] = None  # the last window's
@@ -107,18 +111,23 @@ class Capturer:
         with self._lock:
             if self._cool > 0:
                 self._cool -= 1
-            p95, label = window.get("step_p95_ms"), window.get("label")
+            p50, p95, label = window.get("step_p50_ms"), window.get("step_p95_ms"), window.get("label")
             reason = None
             factor = self.triggers.get("slow")
-            if factor and p95:
-                if len(self._p95s) <= BASELINE_WINDOWS:  # the first window is warm-up: left out
-                    self._p95s.append(p95)
+            if factor and p95 and p50:
+                if len(self._base) <= BASELINE_WINDOWS:  # the first window is warm-up: left out
+                    self._base.append((p50, p95))
                 else:
-                    base = statistics.median(self._p95s[1:])
-                    slow = p95 > factor * base
+                    base50 = statistics.median(b[0] for b in self._base[1:])
+                    base = statistics.median(b[1] for b in self._base[1:])
+                    slow = p95 > factor * base and p50 > factor * base50
+                    # a slow stretch ends after COOL_DOWN windows in a row that are not slow: one
+                    # quick window inside it (a preempted machine's noise) starts no second capture
+                    self._calm_windows = 0 if slow else self._calm_windows + 1
                     if slow and not self._slow:
-                        reason = f"slow: step p95 {p95:.3g} ms, over {factor:g}x the baseline {base:.3g} ms"
-                    self._slow = slow
+                        reason = (f"slow: step p95 {p95:.3g} ms, over {factor:g}x the baseline {base:.3g} ms "
+                                  f"(p50 {p50:.3g} ms against {base50:.3g})")
+                    self._slow = slow or (self._slow and self._calm_windows < COOL_DOWN)
             if self.triggers.get("label") and label:
                 # a label settles when two windows in a row give it: one window's flicker is no change
                 if label == self._last_label and label != self._label:
@@ -302,9 +311,13 @@ class Capturer:
         path = self._tracer.options()["jsonl_path"]
         if not path:
             return
-        try:
-            with open(path.replace("{rank}", str(_rank())), "a", encoding="utf-8") as f:
-                f.write(json.dumps({"capture": record}) + "\n")  # one write: a whole line
+        try:  # as the core appends its windows: never through a symlink, one write a whole line
+            fd = os.open(path.replace("{rank}", str(_rank())),
+                         os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+            try:
+                os.write(fd, (json.dumps({"capture": record}) + "\n").encode("utf-8"))
+            finally:
+                os.close(fd)
         except OSError as e:
             _log.say(f"capture: could not add it to {path}: {e}")
 
@@ -326,12 +339,23 @@ class Capturer:
             run = os.path.basename(os.path.dirname(script))
         run = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in run) or "run"
         path = os.path.join(folder, f"{run}-rank{_rank()}-step{first}.pt.trace.json.gz")
-        raw = path[:-3] + ".tmp"
-        prof.export_chrome_trace(raw)
-        with open(raw, "rb") as src, gzip.open(path + ".tmp", "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        os.replace(path + ".tmp", path)
-        os.remove(raw)
+        # Temporary files made new (O_EXCL: nothing planted at a guessable name is followed), the
+        # gzip renamed into place whole.
+        fd_raw, raw = tempfile.mkstemp(dir=folder, suffix=".json.tmp")
+        fd_gz, packed = tempfile.mkstemp(dir=folder, suffix=".gz.tmp")
+        os.close(fd_raw)
+        try:
+            prof.export_chrome_trace(raw)
+            with open(raw, "rb") as src, os.fdopen(fd_gz, "wb") as out, gzip.GzipFile(fileobj=out, mode="wb") as dst:
+                fd_gz = -1  # the file object owns it now
+                shutil.copyfileobj(src, dst)
+            os.replace(packed, path)
+        finally:
+            if fd_gz >= 0:
+                os.close(fd_gz)
+            for leftover in (raw, packed):
+                if os.path.exists(leftover):
+                    os.remove(leftover)
         return path
 
 

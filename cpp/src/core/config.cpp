@@ -41,7 +41,7 @@ std::uint32_t parse_uint(std::string_view v, std::uint32_t max) {
 
 const char* bool_text(bool b) { return b ? "1" : "0"; }
 
-// The capture triggers: comma-separated, each `slow` or `slow=F` (F > 1: a window's step p95 over
+// The capture triggers: comma-separated, each `slow` or `slow=F` (F > 1: a window's step p95 and p50 over
 // F times the run's baseline), `label`, `straggler`, `phase=NAME>SHARE`, `signal` (SIGUSR2) or
 // `file=PATH` (a file touched there).
 // What each does is Python's (steptrace/_capture.py); here only which words are known.
@@ -203,7 +203,7 @@ const std::vector<option>& options() {
        [](const config& c) { return c.jsonl_path; }},
       {{"capture", "STEPTRACE_CAPTURE", false, "text", "",
         "Python: capture on trouble, a torch.profiler trace of capture_steps steps read back and diagnosed, when a "
-        "trigger fires: `slow` (a window's step p95 over 2x the run's baseline; `slow=1.5` sets the factor), "
+        "trigger fires: `slow` (a window's step p95 and p50 over 2x the run's baselines; `slow=1.5` sets the factor), "
         "`label` (the live label changes and holds two windows), `straggler` (under torch.distributed: a rank "
         "whose steps' own work is 1.5x the others' median, captured with a median rank on the same steps), "
         "`phase=input>0.3` (a built-in phase's share of the step crosses the bound), `signal` (SIGUSR2), "
