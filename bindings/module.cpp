@@ -10,6 +10,7 @@
 #include <thread>
 #include <tuple>
 
+#include "steptrace/capture.hpp"
 #include "steptrace/profiler_trace.hpp"
 #include "steptrace/steptrace.hpp"
 
@@ -277,6 +278,8 @@ PYBIND11_MODULE(_core, m) {
       .def("end_live", &tracer::end_live, py::call_guard<py::gil_scoped_release>())
       .def("open_steps", &tracer::open_steps, py::call_guard<py::gil_scoped_release>())
       .def("count_window_failure", &tracer::count_window_failure)
+      .def("capture", &tracer::capture, py::arg("steps") = 0, py::arg("reason") = "on demand: capture()")
+      .def("capture_triggers_elsewhere", &tracer::capture_triggers_elsewhere)
       .def("reset", &tracer::reset)
       .def("set_rank",
            [](tracer& t, std::uint32_t rank, std::uint32_t world_size, std::int64_t local_rank, const std::string& host,
@@ -362,6 +365,32 @@ PYBIND11_MODULE(_core, m) {
       py::arg("refused") = std::vector<std::pair<std::uint32_t, std::string>>{});
   m.def("rank_digest", &rank_digest, py::arg("summary"));
   m.def("format_ms", &format_ms, py::arg("ms"));
+  py::class_<capture_rule>(m, "CaptureRule")  // capture.hpp: the triggers Python's window thread weighs
+      .def(py::init<std::string_view>(), py::arg("spec"))
+      .def("weigh", &capture_rule::weigh, py::arg("step_p50_ms"), py::arg("step_p95_ms"), py::arg("label"),
+           py::arg("phase_share"))
+      .def("cool", &capture_rule::cool, py::arg("windows") = capture_rule::cool_down)
+      .def("has", &capture_rule::has, py::arg("trigger"))
+      .def_property_readonly("phase", &capture_rule::phase);
+  m.attr("CAPTURE_COOL_DOWN") = capture_rule::cool_down;
+  m.def(
+      "capture_block",  // the capture's lines, from its record as Summary.to_dict() gives it
+      [](const py::dict& c) {
+        capture_record r;
+        r.reason = c["reason"].cast<std::string>();
+        r.first_step = c["first_step"].cast<std::uint64_t>();
+        r.last_step = c["last_step"].cast<std::uint64_t>();
+        r.steps = c["steps"].cast<std::uint64_t>();
+        r.rank = c["rank"].cast<std::uint32_t>();
+        r.label = c["label"].is_none() ? "" : c["label"].cast<std::string>();
+        r.evidence = c["evidence"].cast<std::string>();
+        r.advice = c["advice"].cast<std::string>();
+        r.path = c["path"].cast<std::string>();
+        r.cost_s = c["cost_s"].cast<double>();
+        r.tool = c["tool"].cast<std::string>();
+        return capture_block(r);
+      },
+      py::arg("record"));
   m.def("printable_text", &printable_text, py::arg("text"));
   m.attr("LABELS") = diagnosis_labels();
   m.def("suggested_loader_workers", &suggested_loader_workers);

@@ -135,6 +135,7 @@ class Tracer:
 
     def _init(self, core: _core.Tracer) -> None:
         self._core = core
+        core.capture_triggers_elsewhere()  # Python weighs them (_capture.py): torch.profiler, the job's store
         self._gather = _ranks.Gather(core, "default" if core is _core.default_tracer() else f"tracer{Tracer._made}")
         Tracer._made += 1
         self._step = _StepScope(core)
@@ -308,7 +309,8 @@ class Tracer:
             _capture.of(self).configure(self.options()["capture"])
 
     def capture(self, steps: Optional[int] = None) -> bool:
-        """Captures the next ``steps`` steps (``capture_steps``, 5) with torch.profiler, from the
+        """Captures the next ``steps`` steps (``capture_steps``, 5) with torch.profiler (without
+        torch, steptrace's own records of them), from the
         next step's start: the trace goes to ``capture_dir``, and steptrace reads it back and says
         its diagnosis in one block (also in ``summary().to_dict()["captures"]``). False when a
         capture is already armed or running, or the run has had ``capture_max``."""

@@ -1,21 +1,20 @@
-"""Capture on trouble: when the run turns bad, a torch.profiler trace of just the next few steps,
-read back by steptrace and diagnosed (docs/python.md, "Capture on trouble").
+"""Capture on trouble: when the run turns bad, a profiler trace of just the next few steps, read
+back by steptrace and diagnosed (docs/python.md, "Capture on trouble").
 
     steptrace.configure(capture="slow,label,signal", live=10)   # or STEPTRACE_CAPTURE=slow
     steptrace.capture(steps=5)                                  # or now, from the code
 
-Triggers are weighed on steptrace's window thread, once a window, never on the loop's: ``slow``
-(a window's step p95 and p50 both over F times the run's baselines, the medians of its first
-stable windows' p95 and p50: a p95 alone moves with preemption on a busy machine, measured at 2.1-2.3x
-with nothing changed under two CPU burners;
-the first one left out as warm-up; once per slow stretch), ``label`` (the live label changes and
-holds for two windows), ``file=PATH`` (a file
-touched there), ``signal`` (SIGUSR2). A trigger only arms the capture: the profiler starts on the
-loop's own thread at the next step's start (``_annotate.hook``; the loop pays nothing until then),
-records ``capture_steps`` steps with steptrace's annotations, and stops. The trace is written to
-``capture_dir`` as ``<run>-rank<r>-step<s>.pt.trace.json.gz``, read back, and its diagnosis said
-in one block. At most ``capture_max`` captures a run, the next trigger waits ``COOL_DOWN``
-windows after each, and none while another torch.profiler session runs (said once).
+The triggers are the core's rule (``_core.CaptureRule``, steptrace/capture.hpp: ``slow``, ``label``,
+``phase=``, ``file=``), weighed here on steptrace's window thread, once a window, never on the
+loop's; ``straggler`` (through torch.distributed's store) and ``signal`` (SIGUSR2) are this
+module's. A trigger only arms the capture: where the program has imported torch, torch.profiler
+starts on the loop's own thread at the next step's start (``_annotate.hook``; the loop pays
+nothing until then), records ``capture_steps`` steps with steptrace's annotations, and stops;
+the trace is written to ``capture_dir`` as ``<run>-rank<r>-step<s>.pt.trace.json.gz``, read back,
+and its diagnosis said in one block. Without torch the core captures those steps itself (its
+flight recorder's records, a Chrome trace). At most ``capture_max`` captures a run, the next
+trigger waits ``COOL_DOWN`` windows after each, and none while another torch.profiler session
+runs (said once).
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ import json
 import os
 import shutil
 import signal
-import statistics
 import sys
 import tempfile
 import threading
@@ -33,27 +31,13 @@ import time
 import weakref
 from typing import Any, Dict, List, Optional
 
-from . import _annotate, _log
+from . import _annotate, _core, _log
 
-COOL_DOWN = 3  # windows a trigger waits after a capture ends
-BASELINE_WINDOWS = 3  # stable windows (after the first) whose median step p95 and p50 are the baselines
-SLOW_FACTOR = 2.0  # `slow` alone: a window's p95 and p50 over this many times their baselines
+COOL_DOWN = _core.CAPTURE_COOL_DOWN  # windows a trigger waits after a capture ends
 # `straggler`: a rank whose steps' own work (step p50 less its `wait`) is over this many times the
 # other ranks' median, and by at least STRAGGLER_MS a step
 STRAGGLER_FACTOR, STRAGGLER_MS = 1.5, 5.0
 PLAN_KEY = "steptrace/capture/plan"  # rank 0's choice, in torch.distributed's store
-
-
-def parse(spec: str) -> Dict[str, Any]:
-    """The triggers of a ``capture`` option the core has already checked: {"slow": F, "label":
-    True, "signal": True, "file": PATH}."""
-    out: Dict[str, Any] = {}
-    for item in (i.strip() for i in spec.split(",")):
-        if not item:
-            continue
-        word, _, arg = item.partition("=")
-        out[word] = float(arg) if word == "slow" and arg else SLOW_FACTOR if word == "slow" else arg or True
-    return out
 
 
 class Capturer:
@@ -62,19 +46,11 @@ class Capturer:
     def __init__(self, tracer: Any) -> None:
         self._tracer = tracer
         self._lock = threading.RLock()  # RLock: a SIGUSR2 handler runs on the thread it interrupts
-        self.triggers: Dict[str, Any] = {}
+        self._rule: Optional[Any] = None  # _core.CaptureRule of the `capture` option
         self.done: List[Dict[str, Any]] = []
         self._unsent: List[Dict[str, Any]] = []  # done, not yet in a live window
         self._pending: Optional[Dict[str, Any]] = None
         self._running: Optional[Dict[str, Any]] = None
-        self._base: List[tuple] = []  # the first windows' step (p50, p95), for the baselines
-        self._slow = False  # inside a slow stretch: `slow` fires once per stretch
-        self._calm_windows = 0  # windows in a row not slow
-        self._phase_over = False  # the last window's phase share was over its bound
-        self._label: Optional[str] = None  # the settled label
-        self._last_label: Optional[str] = None  # the last window's
-        self._cool = 0
-        self._file_seen: Optional[float] = None
         self._listening = False
         self._said_busy = False
         self._said_limit = False
@@ -89,10 +65,8 @@ class Capturer:
 
     def configure(self, spec: str) -> None:
         with self._lock:
-            self.triggers = parse(spec)
-            path = self.triggers.get("file")
-            self._file_seen = _mtime(path) if path else None
-        if self.triggers.get("signal") and threading.current_thread() is threading.main_thread():
+            self._rule = _core.CaptureRule(spec) if spec else None
+        if self._has("signal") and threading.current_thread() is threading.main_thread():
             before = signal.getsignal(signal.SIGUSR2)
 
             def on_signal(signum: int, frame: Any) -> None:  # the program's own handler still runs
@@ -102,56 +76,22 @@ class Capturer:
 
             on_signal._steptrace = True  # type: ignore[attr-defined]
             signal.signal(signal.SIGUSR2, on_signal)
-        if self.triggers and not self._listening:
+        if self._rule is not None and not self._listening:
             self._listening = True
             self._tracer.on_window(self.on_window)
 
     def on_window(self, window: Dict[str, Any]) -> None:
         """Weighs the triggers on one live window (steptrace's window thread)."""
         with self._lock:
-            if self._cool > 0:
-                self._cool -= 1
-            p50, p95, label = window.get("step_p50_ms"), window.get("step_p95_ms"), window.get("label")
-            reason = None
-            factor = self.triggers.get("slow")
-            if factor and p95 and p50:
-                if len(self._base) <= BASELINE_WINDOWS:  # the first window is warm-up: left out
-                    self._base.append((p50, p95))
-                else:
-                    base50 = statistics.median(b[0] for b in self._base[1:])
-                    base = statistics.median(b[1] for b in self._base[1:])
-                    slow = p95 > factor * base and p50 > factor * base50
-                    # a slow stretch ends after COOL_DOWN windows in a row that are not slow: one
-                    # quick window inside it (a preempted machine's noise) starts no second capture
-                    self._calm_windows = 0 if slow else self._calm_windows + 1
-                    if slow and not self._slow:
-                        reason = (f"slow: step p95 {p95:.3g} ms, over {factor:g}x the baseline {base:.3g} ms "
-                                  f"(p50 {p50:.3g} ms against {base50:.3g})")
-                    self._slow = slow or (self._slow and self._calm_windows < COOL_DOWN)
-            if self.triggers.get("label") and label:
-                # a label settles when two windows in a row give it: one window's flicker is no change
-                if label == self._last_label and label != self._label:
-                    if self._label and reason is None:
-                        reason = f"label: {self._label} -> {label}"
-                    self._label = label
-                self._last_label = label
-            bound = self.triggers.get("phase")
-            if bound and reason is None:  # "input>0.3": fires as the share crosses it, once per crossing
-                name, _, share = bound.partition(">")
-                now = window.get(f"{name}_share")
-                over = now is not None and now > float(share)
-                if over and not self._phase_over:
-                    reason = f"phase: `{name}` {100 * now:.1f}% of the step, over {100 * float(share):.0f}%"
-                self._phase_over = over if now is not None else self._phase_over
-            path = self.triggers.get("file")
-            if path and reason is None:
-                seen = _mtime(path)
-                if seen is not None and (self._file_seen is None or seen > self._file_seen):
-                    reason = f"file {path} touched"
-                self._file_seen = seen if seen is not None else self._file_seen
-            if reason and self._cool == 0:
+            rule = self._rule
+            if rule is None:
+                return
+            share = window.get(f"{rule.phase}_share") if rule.phase else None
+            reason = rule.weigh(window.get("step_p50_ms") or 0.0, window.get("step_p95_ms") or 0.0,
+                                window.get("label") or "", float("nan") if share is None else float(share))
+            if reason:
                 self.request(reason)
-        if self.triggers.get("straggler"):
+        if self._has("straggler"):
             try:
                 self._job_window(window)
             except Exception as e:  # a store gone (a rank died): said once, the run goes on
@@ -189,7 +129,7 @@ class Capturer:
                     self._straggler = slow
                 if new:
                     self._planned += 1
-                    self._cool = COOL_DOWN + 2  # the plan's own capture, then the usual wait
+                    self._cool(COOL_DOWN + 2)  # the plan's own capture, then the usual wait
                     at = int(window.get("step", 0)) + max(10, 2 * int(window["steps"]))
                     plan = {"id": self._planned, "step": at, "ranks": [slow, median_rank],
                             "reason": f"straggler: rank {slow} works {works[slow]:.3g} ms a step, the median rank "
@@ -202,6 +142,13 @@ class Capturer:
                 if job.rank in plan["ranks"]:
                     role = "the straggler" if job.rank == plan["ranks"][0] else "a median rank, for contrast"
                     self.request(f"{plan['reason']}; rank {job.rank} is {role}", at=plan["step"])
+
+    def _has(self, trigger: str) -> bool:
+        return self._rule is not None and self._rule.has(trigger)
+
+    def _cool(self, windows: int = COOL_DOWN) -> None:
+        if self._rule is not None:
+            self._rule.cool(windows)
 
     def request(self, reason: str, steps: Optional[int] = None, at: Optional[int] = None) -> bool:
         """Arms a capture of ``steps`` steps (capture_steps) from the next step's start (or from
@@ -217,6 +164,8 @@ class Capturer:
             n = int(steps if steps is not None else self._tracer.options()["capture_steps"])
             if n < 1:
                 raise ValueError(f"steptrace: capture(steps=...) takes a positive int, not {steps!r}")
+            if sys.modules.get("torch") is None:  # a program without torch: the core's own capture
+                return bool(self._tracer._core.capture(n, reason))
             self._pending = {"reason": reason, "steps": n, "at": at}
             self._index = None
             _annotate.arm(self._at_step)
@@ -294,12 +243,12 @@ class Capturer:
             _log.say(f"capture of steps {first}-{first + n - 1} ({reason}) failed: {e!r}")
             return
         finally:
-            self._cool = COOL_DOWN
+            self._cool()
         diag = summary.get("diagnosis") or {}
         record = {"reason": reason, "first_step": first, "last_step": first + max(n, 1) - 1, "steps": n,
                   "rank": _rank(), "label": diag.get("label"), "evidence": diag.get("evidence", ""),
                   "advice": (diag.get("advice") or [""])[0], "path": path,
-                  "cost_s": round(time.perf_counter() - run["started"], 3)}
+                  "cost_s": round(time.perf_counter() - run["started"], 3), "tool": "torch.profiler"}
         self.done.append(record)
         self._unsent.append(record)
         sys.stderr.write(block(record))
@@ -324,11 +273,8 @@ class Capturer:
     def window_fields(self) -> Dict[str, Any]:
         """For the next live window (listeners, trackers): the newest capture since the last."""
         with self._lock:
-            if not self._unsent:
-                return {}
-            c, self._unsent = self._unsent[-1], []
-        return {"capture_first_step": c["first_step"], "capture_label": c["label"], "capture_path": c["path"],
-                "capture_reason": c["reason"]}
+            unsent, self._unsent = self._unsent, []
+        return fields(unsent)
 
     def _write(self, prof: Any, first: int) -> str:
         folder = self._tracer.options()["capture_dir"] or "."
@@ -360,20 +306,17 @@ class Capturer:
 
 
 def block(c: Dict[str, Any]) -> str:
-    """The capture's lines on stderr."""
-    rank = f" on rank {c['rank']}" if c["rank"] else ""
-    return (f"── steptrace capture ({c['reason']})\n"
-            f"captured steps {c['first_step']}-{c['last_step']}{rank}: {c['label'] or 'no steps read'}\n"
-            + (f"  {c['evidence']}\n" if c["evidence"] else "")
-            + (f"  try first: {c['advice']}\n" if c["advice"] else "")
-            + f"  trace: {c['path']} (torch.profiler's cost: {c['cost_s']:.2f} s for these steps, writing included)\n")
+    """The capture's lines on stderr (the core's words, whoever captured)."""
+    return str(_core.capture_block(c))
 
 
-def _mtime(path: str) -> Optional[float]:
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return None
+def fields(captures: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """A live window's capture keys: the newest of ``captures`` (those since the last window)."""
+    if not captures:
+        return {}
+    c = captures[-1]
+    return {"capture_first_step": c["first_step"], "capture_label": c["label"], "capture_path": c["path"],
+            "capture_reason": c["reason"]}
 
 
 def _rank() -> int:

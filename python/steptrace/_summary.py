@@ -42,9 +42,9 @@ class Summary:
         return list(capturer.done) if capturer is not None else []
 
     def to_dict(self) -> Dict[str, Any]:
-        out = json.loads(self._core.json())
+        out = json.loads(self._core.json())  # the core's own captures (a program without torch) are in it
         if self._captures():
-            out["captures"] = self._captures()
+            out["captures"] = out.get("captures", []) + self._captures()
         return out
 
     def to_json(self, path: Union[str, "os.PathLike[str]", None] = None) -> str:

@@ -53,6 +53,7 @@ def figures(summary: Dict[str, Any], step: int, at_s: float) -> Dict[str, Any]:
     if gains:
         cause = max(gains, key=gains.get)
         out["gain_cause"], out["gain_share"] = cause, gains[cause]
+    out.update(_capture.fields(summary.get("captures") or []))  # the core's captures since the last window
     return out
 
 

@@ -320,13 +320,46 @@ def capture_on_gpu() -> None:
               f"{g.get('steps_without_records')} (3 expected)")
 
 
+def own_capture_on_gpu() -> None:
+    """The core's own capture (a program without torch.profiler takes it): the steps' kernels are
+    in its Chrome trace, each inside its step's window, and their count is the known 4 a step."""
+    import json
+    import tempfile
+
+    a = torch.randn(2048, 2048, device="cuda")
+    with tempfile.TemporaryDirectory() as folder:
+        tracer = steptrace.Tracer(warmup_steps=0, print_at_exit="never", capture_dir=folder, capture_steps=3)
+        for i in tracer.steps(range(20)):
+            if i == 5:
+                tracer._core.capture(3, "gpu check")
+            with tracer.phase("compute"):
+                for _ in range(4):
+                    b = torch.mm(a, a)
+                b.sum().item()
+        torch.cuda.synchronize()
+        caps = []
+        for _ in range(400):  # written once the device records of its steps have come (a few seconds)
+            caps = tracer.summary().to_dict().get("captures") or []
+            if caps:
+                break
+            time.sleep(0.025)
+        events = json.load(open(caps[0]["path"]))["traceEvents"] if caps else []
+        steps = [e for e in events if e.get("cat") == "step"]
+        gemms = [e for e in events if e.get("cat") == "device" and e.get("name") == "kernel"]
+        inside = all(any(s["ts"] <= k["ts"] <= s["ts"] + s["dur"] for s in steps) for k in gemms)
+        ok = len(caps) == 1 and caps[0]["tool"] == "steptrace" and len(steps) == 3 and len(gemms) >= 12 and inside
+        check("the core's own capture on CUDA work holds the steps' kernels", ok,
+              f"captures {[(c['first_step'], c['label'], c['tool']) for c in caps]}; steps {len(steps)}, "
+              f"kernels {len(gemms)} (at least 12: 4 GEMMs and a sum a step), all inside a step: {inside}")
+
+
 def main() -> int:
     if not torch.cuda.is_available():
         print("check cuda available: FAIL torch.cuda.is_available() is False")
         return 1
     torch.cuda.init()
     for run in (profiler_orders, graph_capture, compile_reduce_overhead, collector_load, allocator_memory,
-                live_window_device_view, trace_read_back, live_kernel_table, capture_on_gpu):
+                live_window_device_view, trace_read_back, live_kernel_table, capture_on_gpu, own_capture_on_gpu):
         try:
             run()
         except Exception as e:

@@ -41,7 +41,7 @@ struct STEPTRACE_API config {
   std::string html_path;                 // Python: the HTML report, written at exit
   std::uint32_t live = 0;                // seconds between live window lines on stderr (0: none)
   std::string jsonl_path;                // one JSON object per live window appended here
-  // Python: capture on trouble (a torch.profiler trace of the steps that turned bad).
+  // Capture on trouble (capture.hpp): a trace of the steps after a window turned bad.
   std::string capture;                      // the triggers, comma-separated ("" none): slow[=F], label, signal, file=PATH
   std::uint32_t capture_steps = 5;          // steps each capture records
   std::string capture_dir = "steptrace-captures";

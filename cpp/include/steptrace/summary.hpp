@@ -204,6 +204,18 @@ struct batch_stats {
   double busy_share = 0;              // time inside batches / first batch start to last batch end
 };
 
+// One capture on trouble (capture.hpp): the steps it kept, why, and what they say alone.
+struct capture_record {
+  std::string reason;                            // the trigger's words
+  std::uint64_t first_step = 0, last_step = 0;   // the thread's step indices (warm-up and failed ones included)
+  std::uint64_t steps = 0;                       // steps captured (fewer than asked when the run ended first)
+  std::uint32_t rank = 0;
+  std::string label, evidence, advice;           // the diagnosis of those steps alone; advice: the first fix
+  std::string path;                              // the trace written
+  double cost_s = 0;                             // the capture's own time (torch.profiler's, or writing it)
+  std::string tool;                              // "torch.profiler" or "steptrace" (the flight recorder's records)
+};
+
 class STEPTRACE_API summary {
  public:
   std::uint64_t steps = 0;          // counted steps (completed, past warm-up)
@@ -248,6 +260,8 @@ class STEPTRACE_API summary {
   timeline_view timeline;
   step_series series;
   std::optional<host_memory_stats> host_memory;
+  // Captures on trouble: the run's so far; in a live window, those that ended since the last.
+  std::vector<capture_record> captures;
 
   const phase_stats* phase(std::string_view name) const noexcept;
   // Every kernel, op and kind row of gpu->kernels as a table (`steptrace show --kernels`); one

@@ -122,6 +122,15 @@ class STEPTRACE_API tracer {
   // every window does (the live line, jsonl_path, the listeners' queue), however short, so a
   // run's last seconds and a run shorter than one period reach them. No window or line after it.
   void end_live();
+  // Capture on trouble (capture.hpp): keeps the next `steps` steps (0: capture_steps) that begin
+  // from now whole, writes them to capture_dir as a Chrome trace and says their diagnosis in a
+  // block on stderr (also summary().captures, jsonl_path and the next live window). False when
+  // one is already armed, or the run has had capture_max. The `capture` option's triggers arm
+  // it the same way, weighed by the collector on each live window (the view turns on with them).
+  bool capture(std::uint32_t steps = 0, std::string_view reason = "on demand: capture()");
+  // For a binding that weighs the triggers itself (Python: torch.profiler, the job's store): the
+  // collector never weighs them nor handles SIGUSR2; capture() still works.
+  void capture_triggers_elsewhere();
   // Forgets every recorded step and phase; warm-up starts again. A step open on another thread
   // at that moment is not counted, and leaves no error behind.
   void reset();

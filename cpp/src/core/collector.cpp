@@ -49,6 +49,7 @@ void tracer_impl::collect_loop() {
     }
     sample_rss(lock, false);
     live_tick(lock);
+    capture_tick(lock);
     const std::uint64_t now_self_drains = producer_drains.load(std::memory_order_relaxed);
     if (now_self_drains != self_drains) {
       interval = fastest;  // a thread filled its ring: recording resumed faster than we polled
@@ -87,6 +88,7 @@ class step_fanout final : public step_sink {
     if (windows_) impl_.window_totals.on_step(s);
     if (live_) impl_.live_totals.on_step(s);
     impl_.timeline.on_step(s);
+    if (impl_.capture.armed) impl_.capture_step(s);
     ++impl_.steps_ended;
   }
   void on_unscoped(std::uint32_t id, std::uint64_t ticks) override {
@@ -99,6 +101,7 @@ class step_fanout final : public step_sink {
     if (windows_) impl_.window_totals.on_set_aside(id, begin, end);
     if (live_) impl_.live_totals.on_set_aside(id, begin, end);
     impl_.timeline.on_set_aside(thread_, id, begin, end);
+    if (impl_.capture.armed) impl_.capture_set_aside(thread_, id, begin, end);
   }
 
  private:
@@ -229,6 +232,7 @@ void tracer_impl::read_device(device_flush how) {
   const std::uint64_t before = how == device_flush::forced ? UINT64_MAX : (settled > 1'000'000'000 ? settled - 1'000'000'000 : 0);
   device->join(before);
   timeline.attach_device(*device, before, &host_clock::to_monotonic_ns);
+  capture_device(*device, before);
 }
 
 }  // namespace steptrace::detail

@@ -44,7 +44,8 @@ const char* bool_text(bool b) { return b ? "1" : "0"; }
 // The capture triggers: comma-separated, each `slow` or `slow=F` (F > 1: a window's step p95 and p50 over
 // F times the run's baseline), `label`, `straggler`, `phase=NAME>SHARE`, `signal` (SIGUSR2) or
 // `file=PATH` (a file touched there).
-// What each does is Python's (steptrace/_capture.py); here only which words are known.
+// What each does is capture_rule's (core/capture_rule.cpp) and, for straggler and signal in Python,
+// steptrace/_capture.py's; here only which words are known.
 std::string parse_capture(std::string_view v) {
   std::size_t at = 0;
   while (at < v.size()) {
@@ -202,7 +203,8 @@ const std::vector<option>& options() {
        [](config& c, std::string_view v) { c.jsonl_path = parse_path(v); },
        [](const config& c) { return c.jsonl_path; }},
       {{"capture", "STEPTRACE_CAPTURE", false, "text", "",
-        "Python: capture on trouble, a torch.profiler trace of capture_steps steps read back and diagnosed, when a "
+        "capture on trouble: a trace of the next capture_steps steps, diagnosed alone (torch.profiler's where "
+        "the program imported torch, else steptrace's own records of them), when a "
         "trigger fires: `slow` (a window's step p95 and p50 over 2x the run's baselines; `slow=1.5` sets the factor), "
         "`label` (the live label changes and holds two windows), `straggler` (under torch.distributed: a rank "
         "whose steps' own work is 1.5x the others' median, captured with a median rank on the same steps), "
@@ -212,18 +214,19 @@ const std::vector<option>& options() {
        [](config& c, std::string_view v) { c.capture = parse_capture(v); },
        [](const config& c) { return c.capture; }},
       {{"capture_steps", "STEPTRACE_CAPTURE_STEPS", false, "uint", "5",
-        "Python: the steps each capture records (1 to 1000)"},
+        "the steps each capture records (1 to 1000)"},
        [](config& c, std::string_view v) {
          c.capture_steps = parse_uint(v, 1000);
          if (c.capture_steps == 0) throw std::invalid_argument("expected 1 to 1000");
        },
        [](const config& c) { return std::to_string(c.capture_steps); }},
       {{"capture_dir", "STEPTRACE_CAPTURE_DIR", false, "path", "steptrace-captures",
-        "Python: where captures are written, `<run>-rank<r>-step<s>.pt.trace.json.gz`"},
+        "where captures are written: `<run>-rank<r>-step<s>.pt.trace.json.gz` (torch.profiler's), "
+        "`<program>-rank<r>-step<s>.trace.json` (steptrace's)"},
        [](config& c, std::string_view v) { c.capture_dir = parse_path(v); },
        [](const config& c) { return c.capture_dir; }},
       {{"capture_max", "STEPTRACE_CAPTURE_MAX", false, "uint", "3",
-        "Python: captures per run at most (at most 100); after each, the next trigger waits 3 windows"},
+        "captures per run at most (at most 100); after each, the next trigger waits 3 windows"},
        [](config& c, std::string_view v) { c.capture_max = parse_uint(v, 100); },
        [](const config& c) { return std::to_string(c.capture_max); }},
   };

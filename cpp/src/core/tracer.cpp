@@ -82,7 +82,9 @@ void tracer::configure(const config& cfg) {
   if (impl_->forked.load()) return;  // a forked child's copy records nothing, whatever is asked
   detail::set_log_level(detail::parse_log_level(cfg.log_level));
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  const bool capture_changed = impl_->cfg.capture != cfg.capture || !impl_->capture.rule;
   impl_->cfg = cfg;
+  if (capture_changed) impl_->capture_configured();
   impl_->timeline.configure(cfg.timeline_recent, cfg.timeline_slowest);
   for (auto& t : impl_->threads) {
     t->builder.set_warmup(cfg.warmup_steps);
@@ -193,6 +195,7 @@ summary tracer::collect_summary(bool shown) const {
     if (impl_->batches.steps() > 0) impl_->batches.fill_batches(out.batches.emplace(), host_clock::ns_per_tick());
     out.facts = impl_->facts;
     out.rank = impl_->rank;
+    out.captures = impl_->capture.done;
     if (shown) impl_->shown_steps = out.steps + out.warmup_steps + out.failed_steps;
   }
   add_cpu_facts(out, impl_->cpu_so_far());

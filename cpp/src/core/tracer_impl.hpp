@@ -19,6 +19,7 @@
 #include "analysis/flight_recorder.hpp"
 #include "analysis/recent_window.hpp"
 #include "analysis/step_builder.hpp"
+#include "core/capture.hpp"
 #include "core/stream_events.hpp"
 #include "core/thread_binding.hpp"
 #include "gpu/backend.hpp"
@@ -130,7 +131,9 @@ class tracer_impl {
   // The collector, each pass; `last`: the window in progress now, whatever its length, if it
   // holds a counted step, and the live view ends (tracer::end_live).
   void live_tick(std::unique_lock<std::mutex>& lock, bool last = false);
-  bool live_on() const noexcept { return !live_ended && (cfg.live > 0 || !cfg.jsonl_path.empty() || listening); }
+  bool live_on() const noexcept {
+    return !live_ended && (cfg.live > 0 || !cfg.jsonl_path.empty() || listening || (!cfg.capture.empty() && !capture.elsewhere));
+  }
   bool live_ended = false;  // tracer::end_live: the last window went; no line or window after it
   std::chrono::steady_clock::time_point live_last{}, rss_last{};
   std::uint64_t rss_steps = 0;  // steps_ended at the last RSS sample
@@ -141,6 +144,18 @@ class tracer_impl {
   std::deque<live_window> queued;
   std::condition_variable window_queued;
   std::atomic<std::uint64_t> windows_dropped{0}, window_calls_failed{0};
+
+  // capture.cpp: captures on trouble, all under `mutex`.
+  capture_state capture;
+  void capture_configured();  // the options changed: the rule anew, the SIGUSR2 handler
+  bool arm_capture(std::string reason, std::uint32_t steps);  // 0 steps: capture_steps; whether it armed
+  void capture_step(const built_step& s);                    // the fan-out, while armed
+  void capture_set_aside(std::uint32_t thread, std::uint32_t id, std::uint64_t begin, std::uint64_t end);
+  void capture_device(const device_join& join, std::uint64_t settled_ns);  // read_device, after the join
+  std::string weigh_capture(const summary& w);  // the rule on a live window: the reason to capture, or ""
+  // The collector, each pass: SIGUSR2, and a capture that has its steps written and said (the
+  // lock let go meanwhile). `last`: the run ends; a capture with steps is written with those.
+  void capture_tick(std::unique_lock<std::mutex>& lock, bool last = false);
 
   std::thread collector;
   int collector_pid = 0;

@@ -80,6 +80,8 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
   live_last = now;
   summary w = window_of(live_totals);
   if (device_join* device = totals.device()) w.gpu = device->take_recent();  // the steps viewed since
+  w.captures.assign(capture.done.begin() + static_cast<std::ptrdiff_t>(capture.sent), capture.done.end());
+  capture.sent = capture.done.size();  // a window carries the captures that ended since the last
   const std::string jsonl = cfg.jsonl_path;
   const bool print = cfg.live > 0;
   const std::uint64_t step = steps_ended;
@@ -102,6 +104,10 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
     log(log_level::error, std::string("live view: ") + e.what());
   }
   lock.lock();
+  if (!last) {  // the rule, once a window: it arms a capture from the next step
+    const std::string reason = weigh_capture(w);
+    if (!reason.empty()) arm_capture(reason, 0);
+  }
   if (listening && !listening_stopped) {
     if (queued.size() == tracer::queued_windows) {  // the listener fell behind: it loses the oldest
       queued.pop_front();
@@ -192,6 +198,7 @@ void tracer::end_live() {
   impl_->drain_all_locked();  // the steps that ended since the collector's last pass
   impl_->harvest_events();
   impl_->live_tick(lock, true);
+  impl_->capture_tick(lock, true);  // a capture still recording: written with the steps it has
   impl_->live_ended = true;
 }
 

@@ -248,6 +248,7 @@ std::string summary::json() const {
     doc["step_device_steps"] = step_device_steps;
   }
   if (host_memory) doc["host_memory"] = detail::host_memory_json(*host_memory);
+  if (!captures.empty()) doc["captures"] = detail::captures_json(captures);
   if (!series.points.empty()) doc["series"] = detail::series_json(series);
   if (!timeline.steps.empty() || !timeline.set_aside.empty()) doc["timeline"] = detail::timeline_json(timeline);
   // Names are valid UTF-8 (the registry sees to it); a byte that is not still never throws.
@@ -332,6 +333,7 @@ summary summary::from_json(std::string_view text) {
     if (doc.contains("ranks")) s.ranks = ranks_from(doc.at("ranks"));
     if (doc.contains("cycles")) s.cycles = detail::cycles_from(doc.at("cycles"));
     if (doc.contains("host_memory")) s.host_memory = detail::host_memory_from(doc.at("host_memory"));
+    if (doc.contains("captures")) s.captures = detail::captures_from(doc.at("captures"));
     if (doc.contains("series")) s.series = detail::series_from(doc.at("series"));
     if (doc.contains("timeline")) s.timeline = detail::timeline_from(doc.at("timeline"));
     detail::check_figures(s);

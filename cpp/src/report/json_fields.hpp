@@ -68,4 +68,8 @@ step_series series_from(const json_doc& j);
 json_doc host_memory_json(const host_memory_stats& m);
 host_memory_stats host_memory_from(const json_doc& j);
 
+// Captures on trouble (captures_json.cpp).
+json_doc captures_json(const std::vector<capture_record>& captures);
+std::vector<capture_record> captures_from(const json_doc& j);
+
 }  // namespace steptrace::detail

@@ -1,0 +1,201 @@
+// Captures on trouble in a C++ program (steptrace/capture.hpp): armed by the rule on a live
+// window, by SIGUSR2 or by tracer::capture; fed the steps that begin after that by the fan-out;
+// written by the collector as a Chrome trace of those steps with their diagnosis alone. See
+// docs/architecture.md, "Capture on trouble".
+#include <errno.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <system_error>
+
+#include "base/log.hpp"
+#include "base/quiet_write.hpp"
+#include "base/whole_file.hpp"
+#include "core/tracer_impl.hpp"
+#include "report/json_fields.hpp"
+#include "report/report.hpp"
+#include "steptrace/tracer.hpp"
+
+extern char* program_invocation_short_name;  // glibc
+
+namespace steptrace {
+namespace detail {
+namespace {
+
+constexpr auto device_wait = std::chrono::seconds(5);  // at most, for the device records of the steps kept
+
+// SIGUSR2 arms a capture: the handler only sets this; the collector looks each pass.
+std::atomic<bool> signalled{false};
+struct sigaction before_usr2 {};
+
+void on_usr2(int sig, siginfo_t* info, void* context) {
+  signalled.store(true, std::memory_order_relaxed);
+  // The program's own handler still runs.
+  if (before_usr2.sa_flags & SA_SIGINFO) {
+    if (before_usr2.sa_sigaction != nullptr) before_usr2.sa_sigaction(sig, info, context);
+  } else if (before_usr2.sa_handler != SIG_DFL && before_usr2.sa_handler != SIG_IGN && before_usr2.sa_handler != nullptr) {
+    before_usr2.sa_handler(sig);
+  }
+}
+
+void install_usr2() {
+  static std::atomic<bool> done{false};
+  if (done.exchange(true)) return;
+  struct sigaction now {};
+  now.sa_sigaction = &on_usr2;
+  now.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&now.sa_mask);
+  sigaction(SIGUSR2, &now, &before_usr2);
+}
+
+std::string safe_name(std::string name) {
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  }
+  return name.empty() ? "run" : name;
+}
+
+}  // namespace
+
+bool tracer_impl::arm_capture(std::string reason, std::uint32_t steps) {
+  if (capture.armed) return false;
+  if (capture.done.size() >= cfg.capture_max) {
+    if (!capture.said_limit) {
+      capture.said_limit = true;
+      log(log_level::warn, "capture: " + reason + ", but this run has had its " + std::to_string(capture.done.size()) +
+                               " captures (capture_max)");
+    }
+    return false;
+  }
+  capture.armed = true;
+  capture.complete = capture.device_ready = false;
+  capture.reason = std::move(reason);
+  capture.steps = steps != 0 ? steps : cfg.capture_steps;
+  capture.seen = 0;
+  capture.armed_at = host_clock::now();
+  capture.kept.configure(capture.steps, 0);
+  capture.kept.clear();
+  capture.totals.clear();
+  for (auto& t : threads) t->builder.keep_spans(true);  // phase calls, even with the timeline off
+  if (requests) requests->keep_spans(true);
+  return true;
+}
+
+void tracer_impl::capture_step(const built_step& s) {
+  if (s.begin < capture.armed_at || capture.complete) return;
+  built_step whole = s;  // the steps chosen are read as they are: warm-up or not
+  whole.warmup = false;
+  if (capture.seen == 0) capture.first_index = s.index;
+  capture.last_index = s.index;
+  capture.last_end = std::max(capture.last_end, s.end);
+  capture.kept.on_step(whole);
+  capture.totals.on_step(whole);
+  if (++capture.seen == capture.steps) {
+    capture.complete = true;
+    capture.complete_at = std::chrono::steady_clock::now();
+  }
+}
+
+void tracer_impl::capture_set_aside(std::uint32_t thread, std::uint32_t id, std::uint64_t begin, std::uint64_t end) {
+  if (begin < capture.armed_at || capture.complete) return;
+  capture.kept.on_set_aside(thread, id, begin, end);
+  capture.totals.on_set_aside(id, begin, end);
+}
+
+void tracer_impl::capture_device(const device_join& join, std::uint64_t settled_ns) {
+  if (!capture.armed || capture.seen == 0) return;
+  capture.kept.attach_device(join, settled_ns, &host_clock::to_monotonic_ns);
+  if (capture.complete && settled_ns >= host_clock::to_monotonic_ns(capture.last_end)) capture.device_ready = true;
+}
+
+std::string tracer_impl::weigh_capture(const summary& w) {
+  if (capture.elsewhere || !capture.rule) return {};
+  double share = std::numeric_limits<double>::quiet_NaN();
+  if (!capture.rule->phase().empty()) {
+    if (const phase_stats* p = w.phase(capture.rule->phase())) share = p->share;
+  }
+  return capture.rule->weigh(w.steps ? w.step_ms.p50 : 0, w.steps ? w.step_ms.p95 : 0, w.diag.label, share);
+}
+
+void tracer_impl::capture_configured() {
+  capture.rule.reset();
+  if (capture.elsewhere || cfg.capture.empty()) return;
+  capture.rule.emplace(cfg.capture);  // the triggers start afresh with the words
+  if (capture.rule->has("signal")) install_usr2();  // before configure returns: a signal sent next is ours
+}
+
+void tracer_impl::capture_tick(std::unique_lock<std::mutex>& lock, bool last) {
+  if (signalled.exchange(false, std::memory_order_relaxed) && !capture.elsewhere) arm_capture("signal SIGUSR2", 0);
+  if (!capture.armed) return;
+  const bool device = totals.device() != nullptr;
+  const bool waited = std::chrono::steady_clock::now() - capture.complete_at > device_wait;
+  if (!(capture.complete && (!device || capture.device_ready || waited)) && !(last && capture.seen > 0)) {
+    if (last) capture.armed = false;  // the run ended before one step was captured: nothing to say
+    return;
+  }
+  const auto started = std::chrono::steady_clock::now();
+  capture_record record;
+  record.reason = capture.reason;
+  record.first_step = capture.first_index;
+  record.last_step = capture.last_index;
+  record.steps = capture.seen;
+  record.rank = rank ? rank->rank : 0;
+  record.tool = "steptrace";
+  summary s;
+  capture.totals.fill(s, host_clock::ns_per_tick());
+  capture.kept.fill(s.timeline, totals.run_begin(), host_clock::ns_per_tick(), &host_clock::to_monotonic_ns);
+  s.facts = facts;
+  s.rank = rank;
+  const std::string folder = cfg.capture_dir.empty() ? "." : cfg.capture_dir;
+  const std::string jsonl = cfg.jsonl_path;
+  capture.armed = false;
+  for (auto& t : threads) t->builder.keep_spans(timeline.enabled());
+  if (requests) requests->keep_spans(timeline.enabled());
+  lock.unlock();  // the diagnosis, the trace and the files without the tracer lock
+  try {
+    finish_window(s);
+    record.label = s.diag.label;
+    record.evidence = s.diag.evidence;
+    record.advice = s.diag.advice.empty() ? "" : s.diag.advice.front();
+    ::mkdir(folder.c_str(), 0777);  // one level, as the other path options; an error shows at the write
+    record.path = folder + "/" + safe_name(program_invocation_short_name ? program_invocation_short_name : "run") +
+                  "-rank" + std::to_string(record.rank) + "-step" + std::to_string(record.first_step) + ".trace.json";
+    write_file(record.path, s.trace());
+    record.cost_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    write_stderr(capture_block(record));
+    if (!jsonl.empty()) {  // the live JSONL gets it as a line of its own: {"capture": {...}}
+      const json_doc line = {{"capture", captures_json({record}).at(0)}};
+      append_whole_line(jsonl, line.dump(-1, ' ', false, json_doc::error_handler_t::replace) + "\n");
+    }
+  } catch (const std::exception& e) {
+    log(log_level::error, "capture of steps " + std::to_string(record.first_step) + "-" +
+                              std::to_string(record.last_step) + " (" + record.reason + ") failed: " + e.what());
+    lock.lock();
+    if (capture.rule) capture.rule->cool();
+    return;
+  }
+  lock.lock();
+  capture.done.push_back(std::move(record));
+  if (capture.rule) capture.rule->cool();
+}
+
+}  // namespace detail
+
+bool tracer::capture(std::uint32_t steps, std::string_view reason) {
+  if (impl_->forked.load()) return false;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->arm_capture(std::string(reason), steps);
+}
+
+void tracer::capture_triggers_elsewhere() {
+  if (impl_->forked.load()) return;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->capture.elsewhere = true;
+}
+
+}  // namespace steptrace
