@@ -263,21 +263,37 @@ PYBIND11_MODULE(_core, m) {
       .def("metrics", &tracer::metrics)
       .def("listen_windows", &tracer::listen_windows)
       .def(
-          "next_window",  // (summary, step, at_s) or None; waits without the GIL
-          [](tracer& t, double timeout_s) -> std::optional<std::tuple<summary, std::uint64_t, double>> {
+          "next_window",  // (summary, step, at_s, slot) or None; waits without the GIL
+          [](tracer& t, double timeout_s) -> std::optional<std::tuple<summary, std::uint64_t, double, std::int64_t>> {
             std::optional<live_window> w;
             {
               py::gil_scoped_release unlocked;
               w = t.next_window(timeout_s);
             }
             if (!w) return std::nullopt;
-            return std::make_tuple(std::move(w->figures), w->step, w->at_s);
+            return std::make_tuple(std::move(w->figures), w->step, w->at_s, w->slot);
           },
           py::arg("timeout_s"))
       .def("stop_listening", &tracer::stop_listening, py::call_guard<py::gil_scoped_release>())
       .def("end_live", &tracer::end_live, py::call_guard<py::gil_scoped_release>())
       .def("open_steps", &tracer::open_steps, py::call_guard<py::gil_scoped_release>())
       .def("count_window_failure", &tracer::count_window_failure)
+      .def(
+          "note_rank_window",  // straggler: window_straggler's dict or None; the straggler's count as a dict
+          [](tracer& t, const py::object& straggler, std::vector<std::uint32_t> late, std::vector<std::uint32_t> missing) {
+            std::optional<straggler_info> s;
+            if (!straggler.is_none()) {
+              s.emplace();
+              s->rank = straggler["rank"].cast<std::uint32_t>();
+              s->phase = straggler["phase"].cast<std::string>();
+            }
+            const rank_window_count c = t.note_rank_window(s, std::move(late), std::move(missing));
+            py::dict out;
+            out["rank"] = c.rank, out["windows"] = c.windows, out["first_window"] = c.first_window;
+            out["phase"] = c.phase;
+            return out;
+          },
+          py::arg("straggler"), py::arg("late"), py::arg("missing"))
       .def("capture", &tracer::capture, py::arg("steps") = 0, py::arg("reason") = "on demand: capture()")
       .def("capture_triggers_elsewhere", &tracer::capture_triggers_elsewhere)
       .def("reset", &tracer::reset)
@@ -364,6 +380,18 @@ PYBIND11_MODULE(_core, m) {
       py::arg("reports"), py::arg("world_size"), py::arg("timeout_s"), py::arg("from_files") = false,
       py::arg("refused") = std::vector<std::pair<std::uint32_t, std::string>>{});
   m.def("rank_digest", &rank_digest, py::arg("summary"));
+  m.def("live_row_json", &live_row_json, py::arg("window"));
+  m.def(
+      "window_straggler",  // a dict, or None
+      [](const std::vector<std::string>& rows) -> py::object {
+        const std::optional<straggler_info> s = window_straggler(rows);
+        if (!s) return py::none();
+        py::dict out;
+        out["rank"] = s->rank, out["phase"] = s->phase, out["excess_ms"] = s->excess_ms;
+        out["own_wait_ms"] = s->own_wait_ms, out["others_wait_ms"] = s->others_wait_ms;
+        return std::move(out);
+      },
+      py::arg("rows"));
   m.def("format_ms", &format_ms, py::arg("ms"));
   py::class_<capture_rule>(m, "CaptureRule")  // capture.hpp: the triggers Python's window thread weighs
       .def(py::init<std::string_view>(), py::arg("spec"))

@@ -10,7 +10,7 @@ import sys
 import weakref
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar
 
-from . import _annotate, _capture, _collective, _core, _log, _loop, _paths, _profiler, _ranks, _trackers, _windows
+from . import _annotate, _capture, _collective, _core, _live_ranks, _log, _loop, _paths, _profiler, _ranks, _trackers, _windows
 from ._allocator import note_allocator
 from ._loader_facts import tell_settings
 from ._options import OPTIONS, _option_text, _option_value
@@ -233,7 +233,7 @@ class Tracer:
         exception propagates unchanged and that step counts as failed. Whatever happens, nothing
         stays open on the thread. ``stream``: as for ``step``."""
         handle = None if stream is None else _stream_handle(stream)
-        _ranks.notice(self._core)
+        _live_ranks.start(self._core)  # under a job with the live view: the rank windows (it notices the rank)
         feeds = getattr(iterable, "_steptrace_feeds_steps", None)
         if feeds is not None:
             feeds()  # this loader's settings are the ones the advice describes

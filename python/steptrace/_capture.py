@@ -257,18 +257,7 @@ class Capturer:
 
     def _to_jsonl(self, record: Dict[str, Any]) -> None:
         """The live JSONL gets the capture as a line of its own: {"capture": {...}}."""
-        path = self._tracer.options()["jsonl_path"]
-        if not path:
-            return
-        try:  # as the core appends its windows: never through a symlink, one write a whole line
-            fd = os.open(path.replace("{rank}", str(_rank())),
-                         os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
-            try:
-                os.write(fd, (json.dumps({"capture": record}) + "\n").encode("utf-8"))
-            finally:
-                os.close(fd)
-        except OSError as e:
-            _log.say(f"capture: could not add it to {path}: {e}")
+        _log.to_jsonl(self._tracer.options()["jsonl_path"], _rank(), {"capture": record}, "capture")
 
     def window_fields(self) -> Dict[str, Any]:
         """For the next live window (listeners, trackers): the newest capture since the last."""

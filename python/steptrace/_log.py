@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+from typing import Any, Dict
 
 from . import _core
 
@@ -22,3 +25,19 @@ def say(text: str) -> None:
         sys.stderr.flush()
     except Exception:  # a closed stderr at exit: the message is lost, nothing else
         pass
+
+
+def to_jsonl(path: str, rank: int, record: Dict[str, Any], what: str) -> None:
+    """A line of its own in the live JSONL (``jsonl_path``, ``{rank}`` filled in), as the core
+    appends its windows: never through a symbolic link, one write a whole line. A failure is said."""
+    if not path:
+        return
+    try:
+        fd = os.open(path.replace("{rank}", str(rank)),
+                     os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        try:
+            os.write(fd, (json.dumps(record) + "\n").encode("utf-8"))
+        finally:
+            os.close(fd)
+    except OSError as e:
+        say(f"{what}: could not add it to {path}: {e}")

@@ -21,7 +21,7 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, List, Optional
 
-from . import _capture, _core, _log
+from . import _capture, _core, _live_ranks, _log
 
 # The built-in phases a window reports by name, whatever else the loop records.
 BUILT_IN = ("input", "h2d", "compute", "wait", "other")
@@ -100,6 +100,12 @@ class Listeners:
                                                 daemon=True)
                 self._thread.start()
 
+    def add_once(self, fn: Callable[[Dict[str, Any]], Any]) -> None:
+        with self._lock:
+            if fn in self._calls:
+                return
+        self.add(fn)
+
     def remove(self, fn: Callable[[Dict[str, Any]], Any]) -> None:
         with self._lock:
             if fn in self._calls:
@@ -146,8 +152,9 @@ class Listeners:
                     return  # the last window was called: nothing more comes
                 continue
             self.delivered += 1
-            summary, step, at_s = got
+            summary, step, at_s, slot = got
             window = figures(json.loads(summary.json()), step, at_s)
+            _live_ranks.window(self._core(), summary, window, slot)  # a job's rank windows: rank 0 adds its verdict
             window.update(_capture.window_fields(self._core()))  # a capture that ended since the last window
             del got, summary
             with self._lock:

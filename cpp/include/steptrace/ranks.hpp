@@ -86,4 +86,24 @@ struct ranks_view {
   std::optional<straggler_info> straggler;
 };
 
+// Live rank windows (the Python package under torch.distributed with the live view on): each
+// window every rank sends its row (live_row_json) through the job's store, and rank 0 names the
+// window's straggler among the rows that are new (window_straggler, the STRAGGLER rule) and keeps
+// the count here (tracer::note_rank_window).
+struct rank_window_count {
+  std::uint32_t rank = 0;
+  std::uint64_t windows = 0;                        // windows it was the straggler in
+  std::uint64_t first_window = 0, last_window = 0;  // the first and the last of those (from 0)
+  std::string phase;                                // the phase it was named by most often
+};
+struct live_ranks_view {
+  std::uint64_t windows = 0;               // windows judged
+  std::optional<std::uint32_t> straggler;  // the latest window's
+  // The latest window's: ranks with no new row for one window (late) or for missing_windows in a
+  // row (missing, a rank that died or hangs); neither is waited for.
+  std::vector<std::uint32_t> late, missing;
+  std::vector<rank_window_count> counts;   // by rank: each rank named at least once
+};
+inline constexpr std::uint32_t missing_windows = 3;
+
 }  // namespace steptrace

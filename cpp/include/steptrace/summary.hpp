@@ -260,6 +260,8 @@ class STEPTRACE_API summary {
   timeline_view timeline;
   step_series series;
   std::optional<host_memory_stats> host_memory;
+  // Rank 0 of a job with live rank windows: how often each rank was a window's straggler.
+  std::optional<live_ranks_view> live_ranks;
   // Captures on trouble: the run's so far; in a live window, those that ended since the last.
   std::vector<capture_record> captures;
 
@@ -292,6 +294,10 @@ struct live_window {
   summary figures;        // the window's statistics, as the live line and the JSONL show them
   std::uint64_t step = 0;  // steps ended so far, of every kind: the loop's step count
   double at_s = 0;         // seconds since the first live window began
+  // Windows end at the wall clock's multiples of the period (system_clock / period): the slot this
+  // one covers, the same on every process of a job for the same instants (the first window, and
+  // the run's last, cover part of theirs).
+  std::int64_t slot = 0;
 };
 
 // Milliseconds as steptrace prints them everywhere (table, diagnosis, reports): about four
@@ -344,5 +350,16 @@ STEPTRACE_API summary rank_digest(const summary& s);
 STEPTRACE_API summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t world_size,
                                     double timeout_s, bool from_files = false,
                                     const std::vector<std::pair<std::uint32_t, std::string>>& refused = {});
+
+// Live rank windows (ranks.hpp). A rank's row of one live window, as JSON (a few hundred bytes:
+// its rank, steps, step times and built-in phases): what it sends rank 0 each window.
+// Throws std::invalid_argument when the window has no rank.
+STEPTRACE_API std::string live_row_json(const summary& window);
+// Rank 0: the straggler among the rows of one window (the STRAGGLER rule of combine_ranks, on the
+// window's figures), or none. Throws std::invalid_argument naming a row that is not one.
+STEPTRACE_API std::optional<straggler_info> window_straggler(const std::vector<std::string>& rows);
+// "chronic" (the straggler in at least 3 windows and in half of those since it first was),
+// "one-off" (once), or "intermittent".
+STEPTRACE_API std::string straggler_pattern(const rank_window_count& c, std::uint64_t windows);
 
 }  // namespace steptrace

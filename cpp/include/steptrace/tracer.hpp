@@ -131,6 +131,11 @@ class STEPTRACE_API tracer {
   // For a binding that weighs the triggers itself (Python: torch.profiler, the job's store): the
   // collector never weighs them nor handles SIGUSR2; capture() still works.
   void capture_triggers_elsewhere();
+  // Rank 0 of a job with live rank windows (the Python package judges each window's straggler
+  // with window_straggler): counts one window, its straggler (none: none) and the ranks late or
+  // missing in it; summary().live_ranks and metrics() have the count. The straggler's count now.
+  rank_window_count note_rank_window(const std::optional<straggler_info>& straggler,
+                                     std::vector<std::uint32_t> late, std::vector<std::uint32_t> missing);
   // Forgets every recorded step and phase; warm-up starts again. A step open on another thread
   // at that moment is not counted, and leaves no error behind.
   void reset();

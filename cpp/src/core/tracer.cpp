@@ -196,6 +196,7 @@ summary tracer::collect_summary(bool shown) const {
     out.facts = impl_->facts;
     out.rank = impl_->rank;
     out.captures = impl_->capture.done;
+    out.live_ranks = impl_->live_ranks;
     if (shown) impl_->shown_steps = out.steps + out.warmup_steps + out.failed_steps;
   }
   add_cpu_facts(out, impl_->cpu_so_far());
@@ -265,6 +266,8 @@ void tracer::reset() {
   impl_->window_totals.clear();
   impl_->live_totals.clear();
   impl_->timeline.clear();
+  impl_->live_ranks.reset();
+  impl_->live_rank_phases.clear();
   impl_->start_device_reading();
   impl_->nested_steps.store(0, std::memory_order_relaxed);
   impl_->shown_steps = UINT64_MAX;

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -138,12 +139,17 @@ class tracer_impl {
   std::chrono::steady_clock::time_point live_last{}, rss_last{};
   std::uint64_t rss_steps = 0;  // steps_ended at the last RSS sample
   double live_origin_s = -1;    // steady seconds at the first live window's start
+  std::int64_t live_slot = 0;   // the wall clock's period slot the live window in progress covers
   bool jsonl_failed = false;    // an append to jsonl_path failed (said once)
   // Listeners (tracer::listen_windows): the latest live windows, under `mutex`.
   bool listening = false, listening_stopped = false;
   std::deque<live_window> queued;
   std::condition_variable window_queued;
   std::atomic<std::uint64_t> windows_dropped{0}, window_calls_failed{0};
+
+  // rank_windows.cpp: rank 0's count of each live window's straggler (under `mutex`).
+  std::optional<live_ranks_view> live_ranks;
+  std::map<std::uint32_t, std::map<std::string, std::uint64_t>> live_rank_phases;  // by rank: windows by phase
 
   // capture.cpp: captures on trouble, all under `mutex`.
   capture_state capture;

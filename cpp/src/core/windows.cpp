@@ -66,18 +66,24 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
   if (last) live_ended = true;  // whatever follows: no window, no line after this one
   const auto now = std::chrono::steady_clock::now();
   const double now_s = std::chrono::duration<double>(now.time_since_epoch()).count();
+  // Windows end on the wall clock's multiples of the period, so every rank of a job (one clock,
+  // or clocks kept in step) cuts its windows at the same instants: rank 0 compares like with like.
+  const auto period = std::chrono::seconds(cfg.live > 0 ? cfg.live : 10);
+  const std::int64_t slot = std::chrono::system_clock::now().time_since_epoch() / period;
   if (live_origin_s < 0 && !last) {  // the first pass with the view on starts its first window
     live_origin_s = now_s;
     live_last = now;
+    live_slot = slot;
     live_totals.clear();
     if (device_join* device = totals.device()) device->take_recent();  // views from before the view began
     return;
   }
-  if (live_origin_s < 0) live_origin_s = now_s;  // the last window is the first: it began with the run
-  const auto period = std::chrono::seconds(cfg.live > 0 ? cfg.live : 10);
-  if (!last && now - live_last < period) return;
+  if (live_origin_s < 0) live_origin_s = now_s, live_slot = slot;  // the last window is the first: it began with the run
+  if (!last && slot == live_slot) return;
   if (last && live_totals.steps() == 0) return;  // nothing counted since the last window: none to send
+  const std::int64_t covered = live_slot;  // the slot this window covers (the last one: to now)
   live_last = now;
+  live_slot = slot;
   summary w = window_of(live_totals);
   if (device_join* device = totals.device()) w.gpu = device->take_recent();  // the steps viewed since
   w.captures.assign(capture.done.begin() + static_cast<std::ptrdiff_t>(capture.sent), capture.done.end());
@@ -113,7 +119,7 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
       queued.pop_front();
       windows_dropped.fetch_add(1, std::memory_order_relaxed);
     }
-    queued.push_back({std::move(w), step, now_s - live_origin_s});
+    queued.push_back({std::move(w), step, now_s - live_origin_s, covered});
     window_queued.notify_all();
   }
 }
@@ -155,6 +161,7 @@ summary tracer::window() {
 summary tracer::metrics() const {
   return read_under_lock(*impl_, [&](std::unique_lock<std::mutex>&, ::steptrace::summary& out) {
     out = impl_->window_of(impl_->totals, false);  // counts and sums since the start
+    out.live_ranks = impl_->live_ranks;
     const double ns_per_tick = detail::host_clock::ns_per_tick();
     const std::uint64_t now = detail::host_clock::now();
     const auto window = static_cast<std::uint64_t>(quantile_window_s * 1e9 / ns_per_tick);

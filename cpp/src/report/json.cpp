@@ -249,6 +249,7 @@ std::string summary::json() const {
   }
   if (host_memory) doc["host_memory"] = detail::host_memory_json(*host_memory);
   if (!captures.empty()) doc["captures"] = detail::captures_json(captures);
+  if (live_ranks) doc["live_ranks"] = detail::live_ranks_json(*live_ranks);
   if (!series.points.empty()) doc["series"] = detail::series_json(series);
   if (!timeline.steps.empty() || !timeline.set_aside.empty()) doc["timeline"] = detail::timeline_json(timeline);
   // Names are valid UTF-8 (the registry sees to it); a byte that is not still never throws.
@@ -334,6 +335,7 @@ summary summary::from_json(std::string_view text) {
     if (doc.contains("cycles")) s.cycles = detail::cycles_from(doc.at("cycles"));
     if (doc.contains("host_memory")) s.host_memory = detail::host_memory_from(doc.at("host_memory"));
     if (doc.contains("captures")) s.captures = detail::captures_from(doc.at("captures"));
+    if (doc.contains("live_ranks")) s.live_ranks = detail::live_ranks_from(doc.at("live_ranks"));
     if (doc.contains("series")) s.series = detail::series_from(doc.at("series"));
     if (doc.contains("timeline")) s.timeline = detail::timeline_from(doc.at("timeline"));
     detail::check_figures(s);

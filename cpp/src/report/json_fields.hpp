@@ -68,6 +68,12 @@ step_series series_from(const json_doc& j);
 json_doc host_memory_json(const host_memory_stats& m);
 host_memory_stats host_memory_from(const json_doc& j);
 
+// One rank's row, and live rank windows (ranks_json.cpp).
+json_doc row_json(const rank_row& r);
+rank_row row_from(const json_doc& j);
+json_doc live_ranks_json(const live_ranks_view& v);
+live_ranks_view live_ranks_from(const json_doc& j);
+
 // Captures on trouble (captures_json.cpp).
 json_doc captures_json(const std::vector<capture_record>& captures);
 std::vector<capture_record> captures_from(const json_doc& j);

@@ -126,6 +126,16 @@ std::string summary::prometheus(std::string_view prefix) const {
     w.family("host_resident_peak_bytes", "gauge", "The highest resident memory sampled at step ends.");
     w.sample("host_resident_peak_bytes", "", host_memory->peak_mb * 1024 * 1024);
   }
+  if (live_ranks) {
+    w.family("straggler_rank", "gauge", "The rank the latest live window named the straggler; -1: none.");
+    w.sample("straggler_rank", "", live_ranks->straggler ? static_cast<double>(*live_ranks->straggler) : -1.0);
+    w.family("rank_windows_total", "counter", "Live rank windows judged.");
+    w.sample("rank_windows_total", "", static_cast<double>(live_ranks->windows));
+    w.family("rank_slowest_windows", "counter", "Live windows each rank was the straggler in.");
+    for (const rank_window_count& c : live_ranks->counts) {
+      w.sample("rank_slowest_windows", "straggler=\"" + std::to_string(c.rank) + "\"", static_cast<double>(c.windows));
+    }
+  }
   return w.text();
 }
 

@@ -8,6 +8,8 @@
 
 #include "report/diagnosis.hpp"
 #include "report/gains.hpp"
+#include "report/json_fields.hpp"
+#include "report/report.hpp"
 #include "report/summary_facts.hpp"
 #include "steptrace/summary.hpp"
 
@@ -201,7 +203,46 @@ diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s) {
   return d;
 }
 
+// What the live windows add to the job's diagnosis at exit: how often its straggler lagged, and
+// whether that is its node (chronic) or a stall (one-off); or, with no straggler at exit, the
+// ranks the windows named.
+void add_live_words(diagnosis& d, const live_ranks_view& live, const std::optional<straggler_info>& straggler) {
+  const rank_window_count* named = nullptr;
+  for (const rank_window_count& c : live.counts) {
+    if (straggler && c.rank == straggler->rank) named = &c;
+  }
+  if (straggler && named != nullptr && !d.advice.empty()) {
+    const std::string pattern = straggler_pattern(*named, live.windows);
+    d.evidence += " Live windows: " + detail::live_rank_words(*named, live.windows) + ".";
+    if (pattern == "chronic") {
+      d.advice.front() += fmt::format(
+          "; it lagged in {} of the {} windows since it first did: a chronic straggler, so look at its node first "
+          "(another job on it, a throttled or failing GPU, its storage or network link): the same rank on another "
+          "node tells the node from its data",
+          named->windows, live.windows - named->first_window);
+    } else if (pattern == "one-off") {
+      d.advice.front() += fmt::format(
+          "; it lagged in one live window only (window {}): a transient stall (a checkpoint, a collection pause, "
+          "another job's burst) rather than a steady cost: if it does not come back, there is nothing to change "
+          "in the loop",
+          named->first_window);
+    }
+    return;
+  }
+  if (!live.counts.empty()) {
+    std::string words;
+    for (const rank_window_count& c : live.counts) words += (words.empty() ? "" : "; ") + detail::live_rank_words(c, live.windows);
+    d.evidence += " Live windows named a straggler: " + words + ".";
+  }
+}
+
 }  // namespace
+
+std::string detail::live_rank_words(const rank_window_count& c, std::uint64_t windows) {
+  const std::string pattern = straggler_pattern(c, windows);
+  if (c.windows == 1) return fmt::format("rank {} once, window {} ({}): {}", c.rank, c.first_window, c.phase, pattern);
+  return fmt::format("rank {} slowest in {} of {} windows ({}): {}", c.rank, c.windows, windows, c.phase, pattern);
+}
 
 summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t world_size, double timeout_s,
                       bool from_files, const std::vector<std::pair<std::uint32_t, std::string>>& refused) {
@@ -260,6 +301,7 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
   }
   if (view.straggler) {
     out.diag = straggler_diagnosis(view, *view.straggler);
+    if (out.live_ranks) add_live_words(out.diag, *out.live_ranks, view.straggler);  // chronic or one-off
     // Every rank waits for the straggler: its excess over the median rank is what its fix can save.
     // A late rank's fix saves the others' wait for it.
     const double step = out.step_ms.mean > 0 ? out.step_ms.mean : view.median_ms;
@@ -268,8 +310,32 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
     out.diag.gains = {{fmt::format("rank {}", view.straggler->rank), gain}};
     out.diag.advice.front() += detail::gain_words(gain);
   }
+  if (out.live_ranks && !view.straggler) add_live_words(out.diag, *out.live_ranks, view.straggler);
   out.ranks = std::move(view);
   return out;
+}
+
+std::string live_row_json(const summary& window) {
+  if (!window.rank) throw std::invalid_argument("live_row_json: the window has no rank (tracer::set_rank)");
+  return detail::row_json(row_of({window, {}, 0, 0})).dump(-1, ' ', false, detail::json_doc::error_handler_t::replace);
+}
+
+std::optional<straggler_info> window_straggler(const std::vector<std::string>& rows) {
+  ranks_view view;
+  for (const std::string& text : rows) {
+    try {
+      view.rows.push_back(detail::row_from(detail::json_doc::parse(text)));
+    } catch (const std::exception& e) {
+      throw std::invalid_argument("window_straggler: a row that is not one (" + detail::cut_reason(e.what()) + ")");
+    }
+  }
+  return find_straggler(view);
+}
+
+std::string straggler_pattern(const rank_window_count& c, std::uint64_t windows) {
+  if (c.windows <= 1) return "one-off";
+  const std::uint64_t since = windows > c.first_window ? windows - c.first_window : 1;  // windows since it first was
+  return c.windows >= 3 && 2 * c.windows >= since ? "chronic" : "intermittent";
 }
 
 summary rank_digest(const summary& s) {

@@ -45,21 +45,90 @@ rank_info rank_from(const json_doc& j) {
   return r;
 }
 
+json_doc row_json(const rank_row& r) {
+  json_doc row = rank_json(r.who);
+  row["steps"] = r.steps;
+  row["step_ms"] = {{"mean", r.step_mean_ms}, {"p50", r.step_p50_ms}, {"p95", r.step_p95_ms}};
+  row["phase_ms"] = {{"input", r.input_ms}, {"h2d", r.h2d_ms}, {"compute", r.compute_ms}, {"wait", r.wait_ms},
+                     {"other", r.other_ms}};
+  if (r.device_wait_ms > 0) row["device_wait_ms"] = r.device_wait_ms;
+  row["device_busy_share"] = r.device_busy_share ? json_doc(*r.device_busy_share) : json_doc(nullptr);
+  row["label"] = r.label.empty() ? json_doc(nullptr) : json_doc(r.label);
+  row["slowest_steps"] = r.slowest_steps;
+  row["gain"] = r.gain_cause.empty() ? json_doc(nullptr) : json_doc{{"cause", r.gain_cause}, {"share", r.gain}};
+  return row;
+}
+
+rank_row row_from(const json_doc& row) {
+  rank_row r;
+  r.who = rank_from(row);
+  r.steps = count_at(row, "steps");
+  const json_doc& step = row.at("step_ms");
+  r.step_mean_ms = number_at(step, "mean");
+  r.step_p50_ms = number_at(step, "p50");
+  r.step_p95_ms = number_at(step, "p95");
+  const json_doc& p = row.at("phase_ms");
+  r.input_ms = number_at(p, "input");
+  r.h2d_ms = number_at(p, "h2d");
+  r.compute_ms = number_at(p, "compute");
+  r.wait_ms = number_at(p, "wait");
+  r.other_ms = number_at(p, "other");
+  if (row.contains("device_wait_ms")) r.device_wait_ms = number_at(row, "device_wait_ms");
+  if (!row.at("device_busy_share").is_null()) r.device_busy_share = number_at(row, "device_busy_share");
+  if (!row.at("label").is_null()) r.label = row.at("label").get<std::string>();
+  r.slowest_steps = count_at(row, "slowest_steps");
+  if (row.contains("gain") && !row.at("gain").is_null()) {
+    r.gain_cause = row.at("gain").at("cause").get<std::string>();
+    r.gain = number_at(row.at("gain"), "share");
+  }
+  return r;
+}
+
+json_doc live_ranks_json(const live_ranks_view& v) {
+  json_doc counts = json_doc::array();
+  for (const rank_window_count& c : v.counts) {
+    counts.push_back({{"rank", c.rank}, {"windows", c.windows}, {"first_window", c.first_window},
+                      {"last_window", c.last_window}, {"phase", c.phase}, {"pattern", straggler_pattern(c, v.windows)}});
+  }
+  return {{"windows", v.windows},
+          {"straggler", v.straggler ? json_doc(*v.straggler) : json_doc(nullptr)},
+          {"late", v.late},
+          {"missing", v.missing},
+          {"counts", counts}};
+}
+
+live_ranks_view live_ranks_from(const json_doc& j) {
+  live_ranks_view v;
+  v.windows = count_at(j, "windows");
+  if (!j.at("straggler").is_null()) v.straggler = static_cast<std::uint32_t>(count_at(j, "straggler"));
+  for (const char* key : {"late", "missing"}) {
+    const json_doc& list = j.at(key);
+    if (!list.is_array() || list.size() > missing_listed) throw std::invalid_argument(std::string(key) + ": a list of ranks");
+    for (const json_doc& r : list) {
+      if (!r.is_number_unsigned() || r.get<std::uint64_t>() >= max_world_size) throw std::invalid_argument(std::string(key) + ": not a rank");
+      (std::string_view(key) == "late" ? v.late : v.missing).push_back(static_cast<std::uint32_t>(r.get<std::uint64_t>()));
+    }
+  }
+  const json_doc& counts = j.at("counts");
+  if (!counts.is_array() || counts.size() > max_world_size) throw std::invalid_argument("counts: a list of ranks");
+  for (const json_doc& c : counts) {
+    rank_window_count r;
+    r.rank = rank_count_at(c, "rank");
+    r.windows = count_at(c, "windows");
+    r.first_window = count_at(c, "first_window");
+    r.last_window = count_at(c, "last_window");
+    r.phase = c.at("phase").get<std::string>();
+    if (r.windows == 0 || r.windows > v.windows || r.first_window > r.last_window || r.last_window >= v.windows) {
+      throw std::invalid_argument("a rank's straggler windows do not fit the windows judged");
+    }
+    v.counts.push_back(std::move(r));
+  }
+  return v;
+}
+
 json_doc ranks_json(const ranks_view& v) {
   json_doc rows = json_doc::array();
-  for (const rank_row& r : v.rows) {
-    json_doc row = rank_json(r.who);
-    row["steps"] = r.steps;
-    row["step_ms"] = {{"mean", r.step_mean_ms}, {"p50", r.step_p50_ms}, {"p95", r.step_p95_ms}};
-    row["phase_ms"] = {{"input", r.input_ms}, {"h2d", r.h2d_ms}, {"compute", r.compute_ms}, {"wait", r.wait_ms},
-                       {"other", r.other_ms}};
-    if (r.device_wait_ms > 0) row["device_wait_ms"] = r.device_wait_ms;
-    row["device_busy_share"] = r.device_busy_share ? json_doc(*r.device_busy_share) : json_doc(nullptr);
-    row["label"] = r.label.empty() ? json_doc(nullptr) : json_doc(r.label);
-    row["slowest_steps"] = r.slowest_steps;
-    row["gain"] = r.gain_cause.empty() ? json_doc(nullptr) : json_doc{{"cause", r.gain_cause}, {"share", r.gain}};
-    rows.push_back(std::move(row));
-  }
+  for (const rank_row& r : v.rows) rows.push_back(row_json(r));
   json_doc straggler(nullptr);
   if (const auto& s = v.straggler) {
     straggler = {{"rank", s->rank},
@@ -79,30 +148,7 @@ json_doc ranks_json(const ranks_view& v) {
 ranks_view ranks_from(const json_doc& j) {
   ranks_view v;
   v.world_size = rank_count_at(j, "world_size");
-  for (const json_doc& row : j.at("rows")) {
-    rank_row r;
-    r.who = rank_from(row);
-    r.steps = count_at(row, "steps");
-    const json_doc& step = row.at("step_ms");
-    r.step_mean_ms = number_at(step, "mean");
-    r.step_p50_ms = number_at(step, "p50");
-    r.step_p95_ms = number_at(step, "p95");
-    const json_doc& p = row.at("phase_ms");
-    r.input_ms = number_at(p, "input");
-    r.h2d_ms = number_at(p, "h2d");
-    r.compute_ms = number_at(p, "compute");
-    r.wait_ms = number_at(p, "wait");
-    r.other_ms = number_at(p, "other");
-    if (row.contains("device_wait_ms")) r.device_wait_ms = number_at(row, "device_wait_ms");
-    if (!row.at("device_busy_share").is_null()) r.device_busy_share = number_at(row, "device_busy_share");
-    if (!row.at("label").is_null()) r.label = row.at("label").get<std::string>();
-    r.slowest_steps = count_at(row, "slowest_steps");
-    if (row.contains("gain") && !row.at("gain").is_null()) {
-      r.gain_cause = row.at("gain").at("cause").get<std::string>();
-      r.gain = number_at(row.at("gain"), "share");
-    }
-    v.rows.push_back(std::move(r));
-  }
+  for (const json_doc& row : j.at("rows")) v.rows.push_back(row_from(row));
   for (const json_doc& m : j.at("missing")) {
     if (!m.is_number_unsigned() || m.get<std::uint64_t>() >= v.world_size) {
       throw std::invalid_argument("a missing rank must be a rank of the world, not " + shown(m));

@@ -17,6 +17,9 @@ std::string summary_json_line(const summary& s);
 void cycle_lines(const std::vector<cycle_row>& cycles, const std::function<void(std::string)>& line);
 // The table's device block lines on kernels, ops and kinds (kernels.cpp).
 void kernel_lines(const kernel_stats& k, const std::function<void(std::string)>& line);
+// Live rank windows (ranks.cpp): "rank 17 slowest in 41 of 48 windows (input): chronic", "rank 3
+// once, window 12 (wait): one-off".
+std::string live_rank_words(const rank_window_count& c, std::uint64_t windows);
 // The live view's line for one window: steps, step p50/p95, the largest phases, the label.
 std::string live_line(const summary& window, double at_s);
 

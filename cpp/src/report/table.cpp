@@ -145,6 +145,18 @@ void rank_lines(const ranks_view& v, const std::function<void(std::string)>& lin
   }
 }
 
+// Live rank windows: each rank named a window's straggler, how often, and what that looks like.
+void live_rank_lines(const live_ranks_view& v, const std::function<void(std::string)>& line) {
+  if (v.windows == 0) return;
+  line(fmt::format("  live windows: {} judged; {}", v.windows, v.counts.empty() ? "no straggler in any" : "stragglers:"));
+  constexpr std::size_t listed = 8;  // the ranks named most often; the JSON has all
+  std::vector<const rank_window_count*> most;
+  for (const rank_window_count& c : v.counts) most.push_back(&c);
+  std::stable_sort(most.begin(), most.end(), [](auto* a, auto* b) { return a->windows > b->windows; });
+  for (std::size_t i = 0; i < most.size() && i < listed; ++i) line("    " + detail::live_rank_words(*most[i], v.windows));
+  if (most.size() > listed) line(fmt::format("    ... {} ranks in all", most.size()));
+}
+
 }  // namespace
 
 namespace detail {
@@ -362,6 +374,7 @@ std::string summary::table() const {
          value("cpu.workers_cores_waiting"), cpus ? *cpus : "?");
   }
   if (ranks) rank_lines(*ranks, [&](const std::string& text) { line("{}", text); });
+  if (live_ranks) live_rank_lines(*live_ranks, [&](const std::string& text) { line("{}", text); });
   if (!cycles.empty()) detail::cycle_lines(cycles, [&](const std::string& text) { line("{}", text); });
   line("");
   line("{:<11}{}", "diagnosis", diag.label.empty() ? "-" : diag.label);

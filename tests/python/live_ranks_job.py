@@ -1,0 +1,50 @@
+"""One rank of a 4-rank gloo job for tests/python/test_live_ranks.py, with live windows of 1 s.
+
+    python live_ranks_job.py MODE OUT_DIR
+
+MODE chronic: rank 2's `input` takes 25 ms more a step from 3 s on. oneoff: rank 1's `input`
+stalls 2.5 s once, at 3.5 s. killed: no collectives, and rank 3 leaves at 2.5 s. Rank 0 ends the
+run at 9 s (8 s when killed), telling the others through the all-reduce every step already does.
+Each rank appends its live windows to OUT_DIR/live-RANK.jsonl; rank 0 prints the exit table.
+"""
+
+import itertools
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+import steptrace
+
+mode, out_dir = sys.argv[1], sys.argv[2]
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.set_num_threads(1)
+steptrace.configure(warmup_steps=0, live=1, gather_timeout_s=3, jsonl_path=os.path.join(out_dir, f"live-{rank}.jsonl"))
+start = time.monotonic()
+stop = torch.zeros(1)
+stalled = False
+for i in steptrace.steps(itertools.count()):
+    now = time.monotonic() - start
+    with steptrace.phase("input"):
+        time.sleep(0.001)
+        if mode == "chronic" and rank == 2 and now > 3:
+            time.sleep(0.025)
+        if mode == "oneoff" and rank == 1 and now > 3.5 and not stalled:
+            stalled = True
+            time.sleep(2.5)
+    with steptrace.phase("compute"):
+        time.sleep(0.003)
+    if mode == "killed":
+        if rank == 3 and now > 2.5:
+            os._exit(0)  # as a crash: no exit report, no gather
+        if now > 8:
+            break
+        continue
+    with steptrace.phase("wait"):
+        stop[0] = 1.0 if rank == 0 and now > 9 else 0.0
+        dist.all_reduce(stop)
+    if stop[0] > 0:
+        break

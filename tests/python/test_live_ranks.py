@@ -1,0 +1,72 @@
+"""Live rank windows on a real 4-process gloo job: rank 0 names the straggler window by window,
+tells a chronic straggler from a one-off stall at exit, and names a rank that died as missing
+without waiting for it. The truth is the job itself (tests/python/live_ranks_job.py): which rank it
+slows, when, and which it kills."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+
+JOB = os.path.join(os.path.dirname(__file__), "live_ranks_job.py")
+
+
+def run_job(tmp_path, mode):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
+    procs = [subprocess.Popen([sys.executable, JOB, mode, str(tmp_path)], cwd=tmp_path,
+                              env={**env, "OMP_NUM_THREADS": "1", "RANK": str(r), "WORLD_SIZE": "4",
+                                   "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(4)]
+    outs = [p.communicate(timeout=240) for p in procs]
+    records = []
+    path = tmp_path / "live-0.jsonl"
+    if path.exists():
+        records = [json.loads(line)["ranks"] for line in path.read_text().splitlines() if line.startswith('{"ranks"')]
+    return outs, records
+
+
+def verdicts(stderr):
+    return [line for line in stderr.splitlines() if line.startswith("steptrace ranks")]
+
+
+def test_a_rank_that_slows_is_named_every_window_from_then_on_and_chronic_at_exit(tmp_path):
+    outs, records = run_job(tmp_path, "chronic")
+    err = outs[0][1]
+    lines = verdicts(err)
+    named = [r["straggler"]["rank"] if r["straggler"] else None for r in records]
+    assert 2 in named, (named, err[-3000:])
+    first = named.index(2)
+    # From its first window on, rank 2 is the window's straggler (the run's last window, cut short
+    # by the end, left out).
+    assert all(n == 2 for n in named[first:-1]), named
+    assert first >= 1, named  # the first windows were before the slowdown (3 s in)
+    assert records[first]["straggler"]["phase"] == "input", records[first]
+    assert any("rank 2 is the straggler (`input`" in line for line in lines), lines
+    assert "slowest in" in err and ": chronic" in err, err[-3000:]
+    assert "look at its node first" in err, err[-3000:]
+
+
+def test_a_rank_stalled_once_is_a_one_off(tmp_path):
+    outs, records = run_job(tmp_path, "oneoff")
+    err = outs[0][1]
+    named = [r["straggler"]["rank"] for r in records if r["straggler"]]
+    assert named.count(1) == 1, (named, err[-3000:])
+    assert "rank 1 once, window" in err and "(input): one-off" in err, err[-3000:]
+
+
+def test_a_rank_killed_mid_run_is_missing_and_no_window_waits_for_it(tmp_path):
+    outs, records = run_job(tmp_path, "killed")
+    assert records, outs[0][1][-3000:]
+    assert any(r["missing"] == [3] for r in records), records
+    assert not any(3 in r["missing"] for r in records[:2]), records  # alive for the first 2.5 s
+    # Rank 0's windows kept their period: its slots come one after the other, none skipped.
+    slots = [r["slot"] for r in records]
+    assert slots == list(range(slots[0], slots[0] + len(slots))), slots
