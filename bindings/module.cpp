@@ -380,7 +380,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("reports"), py::arg("world_size"), py::arg("timeout_s"), py::arg("from_files") = false,
       py::arg("refused") = std::vector<std::pair<std::uint32_t, std::string>>{});
   m.def("rank_digest", &rank_digest, py::arg("summary"));
-  m.def("live_row_json", &live_row_json, py::arg("window"));
+  m.def("live_row", &live_row, py::arg("window"));
   m.def(
       "window_straggler",  // a dict, or None
       [](const std::vector<std::string>& rows) -> py::object {

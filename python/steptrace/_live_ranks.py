@@ -2,8 +2,8 @@
 
 Live windows end at the wall clock's multiples of the period on every process (the core's
 ``slot``), so the ranks' windows cover the same instants. Each window, every rank puts its row of
-the window (``_core.live_row_json``: its rank, steps, step times and built-in phases, a few hundred
-bytes) with the slot under one of its two keys in torch.distributed's store (by the slot's parity),
+the window (``_core.live_row``: its rank, steps, step times and built-in phases, a line of about
+100 bytes) with the slot under one of its two keys in torch.distributed's store (by the slot's parity),
 and returns. At its window of slot s, rank 0 judges slot s-1, which every rank wrote a period ago:
 it reads every rank's key of that parity in one batch (``multi_get``; each key made beforehand
 with ``compare_set``, so the read never waits for a rank that has not written), and names the
@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional
 from . import _core, _log, _ranks
 
 MISSING_WINDOWS = 3  # windows in a row without a new row: missing (ranks.hpp's missing_windows)
-_EMPTY = "x {}"  # a key made by rank 0 before its rank wrote: no slot, no row
+_EMPTY = "x "  # a key made by rank 0 before its rank wrote: no slot, no row
 
 
 class LiveRanks:
@@ -51,7 +51,7 @@ class LiveRanks:
                 _log.say(f"live rank windows: torch.distributed's store cannot be reached ({type(e).__name__}: {e})")
 
     def _window(self, core: Any, job: Any, summary: Any, window: Dict[str, Any], slot: int) -> None:
-        own = _core.live_row_json(summary) if window.get("steps") else "{}"
+        own = _core.live_row(summary) if window.get("steps") else ""
         # Two keys a rank, by the slot's parity: rank 0 reads the slot before while each rank
         # writes the one just ended.
         job.store.set(key(job.rank, slot), f"{slot} {own}")
@@ -67,14 +67,14 @@ class LiveRanks:
             for k in keys:
                 job.store.compare_set(k, "", _EMPTY)  # a rank's own row, if already there, stays
             self.made[judged % 2] = True
-        rows: List[str] = [mine[1]] if mine[1] != "{}" else []
+        rows: List[str] = [mine[1]] if mine[1] else []
         late: List[int] = []
         missing: List[int] = []
         for r, value in zip(others, job.store.multi_get(keys)):
             slot_text, _, row = value.decode("utf-8", "replace").partition(" ")
             if slot_text.lstrip("-").isdigit() and int(slot_text) == judged:
                 self.stale[r] = 0
-                if row != "{}":
+                if row:
                     rows.append(row)
                 continue
             self.stale[r] = self.stale.get(r, 0) + 1

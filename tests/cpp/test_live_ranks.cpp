@@ -37,7 +37,7 @@ std::vector<std::string> rows(const std::vector<std::pair<double, double>>& work
   for (const auto& [i, c] : work) slowest = std::max(slowest, i + c);
   std::vector<std::string> out;
   for (std::uint32_t r = 0; r < work.size(); ++r) {
-    out.push_back(live_row_json(window_of(r, static_cast<std::uint32_t>(work.size()), work[r].first, work[r].second, slowest)));
+    out.push_back(live_row(window_of(r, static_cast<std::uint32_t>(work.size()), work[r].first, work[r].second, slowest)));
   }
   return out;
 }
@@ -53,10 +53,10 @@ TEST_CASE("a window's straggler among the rows is combine_ranks's on the same su
   CHECK(got->others_wait_ms == Approx(10.2));
   CHECK_FALSE(window_straggler(rows({{1, 20}, {1, 20}, {1, 20}, {1, 20}})));  // balanced
   CHECK_FALSE(window_straggler(rows({{1, 20}})));                            // one row
-  CHECK(live_row_json(window_of(0, 2, 1, 20, 21)).size() < 600);            // what a rank sends a window
+  CHECK(live_row(window_of(0, 2, 1, 20, 21)).size() < 600);            // what a rank sends a window
   CHECK_THROWS_WITH(window_straggler({"{\"rank\": 1}"}), Contains("a row that is not one"));
   summary no_rank;
-  CHECK_THROWS_AS(live_row_json(no_rank), std::invalid_argument);
+  CHECK_THROWS_AS(live_row(no_rank), std::invalid_argument);
 }
 
 TEST_CASE("chronic, one-off, intermittent", "[live_ranks]") {

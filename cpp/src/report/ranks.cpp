@@ -315,16 +315,57 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
   return out;
 }
 
-std::string live_row_json(const summary& window) {
-  if (!window.rank) throw std::invalid_argument("live_row_json: the window has no rank (tracer::set_rank)");
-  return detail::row_json(row_of({window, {}, 0, 0})).dump(-1, ' ', false, detail::json_doc::error_handler_t::replace);
+std::string live_row(const summary& window) {
+  if (!window.rank) throw std::invalid_argument("live_row: the window has no rank (tracer::set_rank)");
+  const rank_row r = row_of({window, {}, 0, 0});
+  return fmt::format("r1 {} {} {} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g}", r.who.rank,
+                     r.who.world_size, r.steps, r.step_mean_ms, r.step_p50_ms, r.step_p95_ms, r.input_ms, r.h2d_ms,
+                     r.compute_ms, r.wait_ms, r.other_ms, r.device_wait_ms);
 }
+
+namespace {
+
+// A row as live_row wrote it: its version, then 3 counts and 9 finite, non-negative numbers.
+rank_row live_row_from(const std::string& text) {
+  const char* at = text.c_str();
+  if (text.compare(0, 3, "r1 ") != 0) throw std::invalid_argument("not a live row (r1 ...)");
+  at += 3;
+  auto count = [&]() {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(at, &end, 10);
+    if (end == at || v > max_world_size * 1000ULL * 1000ULL) throw std::invalid_argument("a count that is not one");
+    at = end;
+    return static_cast<std::uint64_t>(v);
+  };
+  auto number = [&]() {
+    char* end = nullptr;
+    const double v = std::strtod(at, &end);
+    if (end == at || !std::isfinite(v) || v < 0) throw std::invalid_argument("a time that is not a finite, non-negative number");
+    at = end;
+    return v;
+  };
+  rank_row r;
+  r.who.rank = static_cast<std::uint32_t>(count());
+  r.who.world_size = static_cast<std::uint32_t>(count());
+  if (r.who.world_size == 0 || r.who.world_size > max_world_size || r.who.rank >= r.who.world_size) {
+    throw std::invalid_argument("a rank outside its world");
+  }
+  r.steps = count();
+  for (double* v : {&r.step_mean_ms, &r.step_p50_ms, &r.step_p95_ms, &r.input_ms, &r.h2d_ms, &r.compute_ms, &r.wait_ms,
+                    &r.other_ms, &r.device_wait_ms}) {
+    *v = number();
+  }
+  if (*at != '\0') throw std::invalid_argument("more than a row");
+  return r;
+}
+
+}  // namespace
 
 std::optional<straggler_info> window_straggler(const std::vector<std::string>& rows) {
   ranks_view view;
   for (const std::string& text : rows) {
     try {
-      view.rows.push_back(detail::row_from(detail::json_doc::parse(text)));
+      view.rows.push_back(live_row_from(text));
     } catch (const std::exception& e) {
       throw std::invalid_argument("window_straggler: a row that is not one (" + detail::cut_reason(e.what()) + ")");
     }
