@@ -389,6 +389,7 @@ PYBIND11_MODULE(_core, m) {
         py::dict out;
         out["rank"] = s->rank, out["phase"] = s->phase, out["excess_ms"] = s->excess_ms;
         out["own_wait_ms"] = s->own_wait_ms, out["others_wait_ms"] = s->others_wait_ms;
+        out["median_rank"] = s->median_rank;
         return std::move(out);
       },
       py::arg("rows"));

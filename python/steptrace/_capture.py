@@ -34,9 +34,6 @@ from typing import Any, Dict, List, Optional
 from . import _annotate, _core, _log
 
 COOL_DOWN = _core.CAPTURE_COOL_DOWN  # windows a trigger waits after a capture ends
-# `straggler`: a rank whose steps' own work (step p50 less its `wait`) is over this many times the
-# other ranks' median, and by at least STRAGGLER_MS a step
-STRAGGLER_FACTOR, STRAGGLER_MS = 1.5, 5.0
 PLAN_KEY = "steptrace/capture/plan"  # rank 0's choice, in torch.distributed's store
 
 
@@ -100,41 +97,34 @@ class Capturer:
                     _log.say(f"capture: the straggler trigger cannot reach torch.distributed's store ({e!r})")
 
     def _job_window(self, window: Dict[str, Any]) -> None:
-        """Each rank publishes its steps' own work; rank 0 names a straggler and a median rank and
-        the step all will begin the capture at; each rank named arms its capture for that step."""
+        """Rank 0 plans a capture when the live rank windows (``_live_ranks``: the STRAGGLER rule
+        on every rank's window) name a new straggler: it and the median rank, from the same step;
+        each rank named arms its capture for that step."""
         from . import _ranks
 
         job = _ranks.notice(self._tracer._core)
-        if job is None or job.world_size < 2 or not window.get("steps"):
+        if job is None or job.world_size < 2:
             return
-        work = (window.get("step_p50_ms") or 0.0) - (window.get("wait_ms") or 0.0)
-        job.store.set(f"steptrace/capture/work/{job.rank}", json.dumps(work))
-        if job.rank == 0 and self._planned < int(self._tracer.options()["capture_max"]):
-            works = {}
-            for r in range(job.world_size):
-                key = f"steptrace/capture/work/{r}"
-                if job.store.check([key]):
-                    works[r] = float(json.loads(job.store.get(key)))
-            if len(works) == job.world_size:
-                slow = max(works, key=lambda r: (works[r], -r))
-                others = sorted((w, r) for r, w in works.items() if r != slow)
-                median, median_rank = others[(len(others) - 1) // 2]
-                lagging = works[slow] > STRAGGLER_FACTOR * median and works[slow] - median > STRAGGLER_MS
-                # once per straggler: again only after COOL_DOWN windows in a row without one
-                self._calm = 0 if lagging else self._calm + 1
-                if self._calm >= COOL_DOWN:
-                    self._straggler = None
-                new = lagging and slow != self._straggler
-                if lagging:
-                    self._straggler = slow
-                if new:
-                    self._planned += 1
-                    self._cool(COOL_DOWN + 2)  # the plan's own capture, then the usual wait
-                    at = int(window.get("step", 0)) + max(10, 2 * int(window["steps"]))
-                    plan = {"id": self._planned, "step": at, "ranks": [slow, median_rank],
-                            "reason": f"straggler: rank {slow} works {works[slow]:.3g} ms a step, the median rank "
-                                      f"{median_rank} {median:.3g} ms"}
-                    job.store.set(PLAN_KEY, json.dumps(plan))
+        if job.rank == 0 and "straggler_rank" in window and self._planned < int(self._tracer.options()["capture_max"]):
+            slow = int(window["straggler_rank"])
+            lagging = slow >= 0
+            # once per straggler: again only after COOL_DOWN windows in a row without one
+            self._calm = 0 if lagging else self._calm + 1
+            if self._calm >= COOL_DOWN:
+                self._straggler = None
+            new = lagging and slow != self._straggler
+            if lagging:
+                self._straggler = slow
+            if new:
+                self._planned += 1
+                self._cool(COOL_DOWN + 2)  # the plan's own capture, then the usual wait
+                at = int(window.get("step", 0)) + max(10, 2 * int(window.get("steps") or 0))
+                median_rank = int(window["straggler_median_rank"])
+                plan = {"id": self._planned, "step": at, "ranks": [slow, median_rank],
+                        "reason": f"straggler: rank {slow}, `{window['straggler_phase']}` "
+                                  f"+{_core.format_ms(window['straggler_excess_ms'])} ms a step over the median "
+                                  f"rank {median_rank}"}
+                job.store.set(PLAN_KEY, json.dumps(plan))
         if job.store.check([PLAN_KEY]):
             plan = json.loads(job.store.get(PLAN_KEY))
             if plan["id"] != self._plan_seen:

@@ -85,6 +85,7 @@ class LiveRanks:
         window["ranks_late"], window["ranks_missing"] = len(late), len(missing)
         if straggler:
             window["straggler_excess_ms"] = straggler["excess_ms"]
+            window["straggler_phase"], window["straggler_median_rank"] = straggler["phase"], straggler["median_rank"]
         options = core.options()
         record = {"slot": judged, "rows": len(rows), "straggler": straggler, "late": late, "missing": missing,
                   "straggler_windows": count["windows"] if straggler else 0}
@@ -139,12 +140,13 @@ def _nothing(window: Dict[str, Any]) -> None:
 
 def start(core: Any) -> None:
     """A loop starts: under a job of 2 ranks or more with the live view on (``live`` or
-    ``jsonl_path``), the window thread runs, so every window reaches rank 0."""
+    ``jsonl_path``) or the ``straggler`` capture trigger (which is this verdict), the window
+    thread runs, so every window reaches rank 0."""
     job = _ranks.notice(core)
     if job is None or job.world_size < 2:
         return
     options = core.options()
-    if int(options["live"]) > 0 or options["jsonl_path"]:
+    if int(options["live"]) > 0 or options["jsonl_path"] or "straggler" in options["capture"]:
         from . import _windows
 
         _windows.listeners(core).add_once(_nothing)

@@ -238,7 +238,7 @@ def test_a_straggler_is_captured_with_a_median_rank_on_the_same_steps(tmp_path):
     slow, mid = caps[2][0], caps[median[0]][0]
     assert slow["first_step"] == mid["first_step"] and slow["last_step"] == mid["last_step"]
     assert "the straggler" in slow["reason"] and "a median rank" in mid["reason"]
-    assert slow["reason"].startswith("straggler: rank 2 works")
+    assert slow["reason"].startswith("straggler: rank 2, `compute` +"), slow["reason"]
     a, b = steptrace.load(mid["path"]).to_dict(), steptrace.load(slow["path"]).to_dict()
     assert b["phases"]["compute"]["mean_ms"] > 5 * a["phases"]["compute"]["mean_ms"]
     rows = {what: change for what, _, _, change in _compare.compare(a, b, None).rows}

@@ -66,6 +66,9 @@ struct straggler_info {
   // From traces: how much later than the median of the others its first step began, when it also
   // started its first collective last and that delay is more than its phase excess (0: not late).
   double late_ms = 0;
+  // Of the other ranks, the one whose own work a step (step less its wait) is the median: the
+  // rank to hold the straggler's figures against (a capture of both, for `compare`).
+  std::uint32_t median_rank = 0;
 };
 
 struct ranks_view {

@@ -206,8 +206,8 @@ const std::vector<option>& options() {
         "capture on trouble: a trace of the next capture_steps steps, diagnosed alone (torch.profiler's where "
         "the program imported torch, else steptrace's own records of them), when a "
         "trigger fires: `slow` (a window's step p95 and p50 over 2x the run's baselines; `slow=1.5` sets the factor), "
-        "`label` (the live label changes and holds two windows), `straggler` (under torch.distributed: a rank "
-        "whose steps' own work is 1.5x the others' median, captured with a median rank on the same steps), "
+        "`label` (the live label changes and holds two windows), `straggler` (under torch.distributed: the live "
+        "rank windows name a new straggler, captured with the median rank on the same steps), "
         "`phase=input>0.3` (a built-in phase's share of the step crosses the bound), `signal` (SIGUSR2), "
         "`file=PATH` (a file touched there); comma-separated "
         "(\"\": none; `steptrace.capture()` captures on demand whatever this says)"},

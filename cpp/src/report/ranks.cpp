@@ -125,6 +125,12 @@ std::optional<straggler_info> find_straggler(const ranks_view& view) {
   }
   straggler_info s;
   s.rank = least->who.rank;
+  std::vector<std::pair<double, std::uint32_t>> others_work;
+  for (const rank_row* r : rows) {
+    if (r != least) others_work.emplace_back(r->step_mean_ms - collective_wait(*r), r->who.rank);
+  }
+  std::sort(others_work.begin(), others_work.end());
+  s.median_rank = others_work[(others_work.size() - 1) / 2].second;
   s.own_wait_ms = collective_wait(*least);
   s.others_wait_ms = median(others_wait);
   const double gap = s.others_wait_ms - s.own_wait_ms;
