@@ -7,8 +7,8 @@ back by steptrace and diagnosed (docs/python.md, "Capture on trouble").
 The triggers are the core's rule (``_core.CaptureRule``, steptrace/capture.hpp: ``slow``, ``label``,
 ``phase=``, ``file=``), weighed here on steptrace's window thread, once a window, never on the
 loop's; ``straggler`` (through torch.distributed's store) and ``signal`` (SIGUSR2) are this
-module's. A trigger only arms the capture: where the program has imported torch, torch.profiler
-starts on the loop's own thread at the next step's start (``_annotate.hook``; the loop pays
+module's. A trigger only arms the capture: where the program has imported torch by the next step's
+start, torch.profiler starts on the loop's own thread there (``_annotate.hook``; the loop pays
 nothing until then), records ``capture_steps`` steps with steptrace's annotations, and stops;
 the trace is written to ``capture_dir`` as ``<run>-rank<r>-step<s>.pt.trace.json.gz``, read back,
 and its diagnosis said in one block. Without torch the core captures those steps itself (its
@@ -154,7 +154,7 @@ class Capturer:
             n = int(steps if steps is not None else self._tracer.options()["capture_steps"])
             if n < 1:
                 raise ValueError(f"steptrace: capture(steps=...) takes a positive int, not {steps!r}")
-            if sys.modules.get("torch") is None:  # a program without torch: the core's own capture
+            if _torch_absent():  # a process without torch: the core's own capture, from now
                 return bool(self._tracer._core.capture(n, reason))
             self._pending = {"reason": reason, "steps": n, "at": at}
             self._index = None
@@ -195,6 +195,10 @@ class Capturer:
 
 
     def _start(self, pending: Dict[str, Any]) -> None:
+        if sys.modules.get("torch") is None:  # the program has not imported torch: the core's capture, from this step
+            _annotate.disarm()
+            self._tracer._core.capture(pending["steps"], pending["reason"])
+            return
         if _annotate.active:  # another torch.profiler session holds the process's profiler
             if not self._said_busy:
                 self._said_busy = True
@@ -287,6 +291,18 @@ class Capturer:
 def block(c: Dict[str, Any]) -> str:
     """The capture's lines on stderr (the core's words, whoever captured)."""
     return str(_core.capture_block(c))
+
+
+def _torch_absent() -> bool:
+    """Torch cannot be imported here (not installed, or blocked): decided at once, not at the step."""
+    if "torch" in sys.modules:
+        return sys.modules["torch"] is None
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("torch") is None
+    except (ImportError, ValueError):
+        return True
 
 
 def fields(captures: List[Dict[str, Any]]) -> Dict[str, Any]:
