@@ -1,17 +1,33 @@
-"""Python `with steptrace.phase(...)` against a bare `with` block that reads
-time.perf_counter_ns() twice, side by side in one run (interleaved repeats, best of each).
-Target: steptrace <= 1.3x the bare block."""
+"""The Python API's cost a call, in paired rounds (benchmarks/paired.py): `with steptrace.phase(...)`
+enabled and disabled, and `steptrace.steps()` a step, against a trivial `with` (empty __enter__ and
+__exit__), a block timed by two perf_counter_ns() reads, and a bare `for` with a trivial `with`.
+Targets (issue "Cost that holds anywhere"), by thread CPU: enabled phase <= 1.0x the trivial
+`with`, disabled <= 0.3x, steps() <= 1.5x the bare loop. Usage:
+python benchmarks/bench_python.py [rounds] [n]"""
 
 import sys
-import time
-import timeit
 
 import steptrace
 
-perf_counter_ns = time.perf_counter_ns
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from paired import measure, report  # noqa: E402
+
+ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 15
+N = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
+perf_counter_ns = __import__("time").perf_counter_ns
 
 
-class BareTimer:
+class Trivial:
+    __slots__ = ()
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        pass
+
+
+class Timed:
     __slots__ = ("start", "elapsed")
 
     def __enter__(self):
@@ -21,29 +37,55 @@ class BareTimer:
         self.elapsed = perf_counter_ns() - self.start
 
 
-def bare():
-    with BareTimer():
-        pass
+trivial, timed = Trivial(), Timed()
+on = steptrace.Tracer(warmup_steps=0, print_at_exit="never")
+off = steptrace.Tracer(warmup_steps=0, print_at_exit="never", enabled=False)
 
 
-def traced(phase=steptrace.phase):
-    with phase("compute"):
-        pass
+def with_trivial(n):
+    for _ in range(n):
+        with trivial:
+            pass
 
 
-def main(n: int = 300_000, repeats: int = 7) -> None:
-    steptrace.configure(print_at_exit=False, warmup_steps=0)
-    best_bare = best_traced = float("inf")
-    with steptrace.step():
-        for _ in range(repeats):
-            best_bare = min(best_bare, timeit.timeit(bare, number=n) / n * 1e9)
-            best_traced = min(best_traced, timeit.timeit(traced, number=n) / n * 1e9)
-    ratio = best_traced / best_bare
-    print(f"python phase, {n} per repeat, best of {repeats}, Python {sys.version.split()[0]}")
-    print(f"  {'bare with-block, two perf_counter_ns()':<40} {best_bare:8.1f} ns")
-    print(f"  {'with steptrace.phase(...)':<40} {best_traced:8.1f} ns   {ratio:.2f}x the bare block "
-          f"(target <= 1.3x): {'met' if ratio <= 1.3 else 'MISSED'}")
+def with_timed(n):
+    for _ in range(n):
+        with timed:
+            pass
 
 
-if __name__ == "__main__":
-    main()
+def phase_on(n, phase=on.phase):
+    with on.step():
+        for _ in range(n):
+            with phase("compute"):
+                pass
+
+
+def phase_off(n, phase=off.phase):
+    for _ in range(n):
+        with phase("compute"):
+            pass
+
+
+def loop_bare(n):
+    for _ in range(n):
+        with trivial:
+            pass
+
+
+def loop_steps(n):
+    for _ in on.steps(range(n)):
+        with trivial:
+            pass
+
+
+phases = measure({"trivial with": with_trivial, "two perf_counter_ns()": with_timed,
+                  "with steptrace.phase(name), enabled": phase_on, "with steptrace.phase(name), disabled": phase_off},
+                 baseline="trivial with", n=N, rounds=ROUNDS)
+print(f"python phase, {N} calls a round, Python {sys.version.split()[0]}")
+print(report(phases, "trivial with", {"with steptrace.phase(name), enabled": 1.0,
+                                      "with steptrace.phase(name), disabled": 0.3}))
+loops = measure({"for + trivial with": loop_bare, "steptrace.steps() + trivial with": loop_steps},
+                baseline="for + trivial with", n=N // 4, rounds=ROUNDS)
+print(f"\nsteps(), {N // 4} items a round")
+print(report(loops, "for + trivial with", {"steptrace.steps() + trivial with": 1.5}))
