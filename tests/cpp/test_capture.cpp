@@ -163,7 +163,7 @@ TEST_CASE("a phase trigger captures the steps after the crossing, and the JSONL 
   while (std::chrono::steady_clock::now() < until) step(t, 0, 3), ++steps;  // compute only
   const std::uint64_t first_input = steps;
   std::vector<capture_record> got;
-  for (int i = 0; i < 800 && (got = t.summary().captures).empty(); ++i) step(t, 4, 0);  // input only
+  for (int i = 0; i < 2000 && (got = t.summary().captures).empty(); ++i) step(t, 4, 0);  // input only
   REQUIRE(got.size() == 1);
   CHECK(got[0].reason.rfind("phase: `input`", 0) == 0);
   CHECK(got[0].first_step >= first_input);
