@@ -233,7 +233,8 @@ class Tracer:
         exception propagates unchanged and that step counts as failed. Whatever happens, nothing
         stays open on the thread. ``stream``: as for ``step``."""
         handle = None if stream is None else _stream_handle(stream)
-        _live_ranks.start(self._core)  # under a job with the live view: the rank windows (it notices the rank)
+        if _live_ranks.wanted(self._core):  # under a job with the live view: the rank windows (it notices the rank)
+            _windows.listeners(self._core).add_once(_live_ranks.keep_running)
         feeds = getattr(iterable, "_steptrace_feeds_steps", None)
         if feeds is not None:
             feeds()  # this loader's settings are the ones the advice describes

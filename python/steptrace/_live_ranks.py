@@ -134,19 +134,16 @@ def window(core: Any, summary: Any, figures: Dict[str, Any], slot: int) -> None:
     found.window(core, summary, figures, slot)
 
 
-def _nothing(window: Dict[str, Any]) -> None:
+def keep_running(window: Dict[str, Any]) -> None:
     """A listener that keeps the window thread running for the rank windows alone."""
 
 
-def start(core: Any) -> None:
+def wanted(core: Any) -> bool:
     """A loop starts: under a job of 2 ranks or more with the live view on (``live`` or
     ``jsonl_path``) or the ``straggler`` capture trigger (which is this verdict), the window
-    thread runs, so every window reaches rank 0."""
+    thread must run (``keep_running``), so every window reaches rank 0. It notices the job."""
     job = _ranks.notice(core)
     if job is None or job.world_size < 2:
-        return
+        return False
     options = core.options()
-    if int(options["live"]) > 0 or options["jsonl_path"] or "straggler" in options["capture"]:
-        from . import _windows
-
-        _windows.listeners(core).add_once(_nothing)
+    return int(options["live"]) > 0 or bool(options["jsonl_path"]) or "straggler" in options["capture"]

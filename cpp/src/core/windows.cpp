@@ -74,12 +74,21 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
     live_origin_s = now_s;
     live_last = now;
     live_slot = slot;
+    // A first window shorter than half a period runs on to the next boundary: between half a
+    // period and one and a half, never a sliver.
+    const auto into = std::chrono::system_clock::now().time_since_epoch() - slot * period;
+    live_merge_first = into > period / 2;
     live_totals.clear();
     if (device_join* device = totals.device()) device->take_recent();  // views from before the view began
     return;
   }
   if (live_origin_s < 0) live_origin_s = now_s, live_slot = slot;  // the last window is the first: it began with the run
   if (!last && slot == live_slot) return;
+  if (!last && live_merge_first) {  // the short first slot joins the next one
+    live_merge_first = false;
+    live_slot = slot;
+    return;
+  }
   if (last && live_totals.steps() == 0) return;  // nothing counted since the last window: none to send
   const std::int64_t covered = live_slot;  // the slot this window covers (the last one: to now)
   live_last = now;
