@@ -194,7 +194,9 @@ def test_live_prints_about_one_line_a_second_and_appends_windows(run_python, tmp
         print(steptrace.summary().steps)
     """, env={"STEPTRACE_LIVE": "1", "STEPTRACE_JSONL": str(jsonl), "STEPTRACE_PRINT_AT_EXIT": "never"})
     lines = [l for l in proc.stderr.splitlines() if l.startswith("steptrace live")]
-    assert 4 <= len(lines) <= 6, proc.stderr
+    # Windows end on the wall clock's seconds: a first window that began late in its second is a
+    # short one, and the run's last, cut by its end, is another.
+    assert 4 <= len(lines) <= 7, proc.stderr
     assert "step p50" in lines[-1] and "compute" in lines[-1]
     windows = [json.loads(l) for l in jsonl.read_text().splitlines()]
     assert len(windows) == len(lines)

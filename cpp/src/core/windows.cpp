@@ -74,10 +74,9 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
     live_origin_s = now_s;
     live_last = now;
     live_slot = slot;
-    // A first window shorter than a quarter of a period runs on to the next boundary: between a
-    // quarter of a period and one and a quarter, never a sliver, and never long in coming.
-    const auto into = std::chrono::system_clock::now().time_since_epoch() - slot * period;
-    live_merge_first = into > period * 3 / 4;
+    // The first window ends at the first boundary, however soon: a listener never waits more
+    // than a period for its first window.
+    live_merge_first = false;
     live_totals.clear();
     if (device_join* device = totals.device()) device->take_recent();  // views from before the view began
     return;
