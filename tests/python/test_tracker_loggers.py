@@ -13,7 +13,7 @@ from torch.utils.data import Dataset  # noqa: E402
 import steptrace  # noqa: E402
 from steptrace.demo import _busy  # noqa: E402
 from test_integrations import RegressionModel  # noqa: E402  (its forward pass spins 10 ms)
-from tracker_files import jsonl_windows, tensorboard_scalars, truth  # noqa: E402
+from tracker_files import KEYS, holding, jsonl_windows, tensorboard_scalars, truth  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -44,10 +44,10 @@ def check_logged(scalars, lines, steps_seen, prefix=""):
     """Each window the logger holds is the JSONL's window of the same rank, at a step the trainer
     reached; windows superseded before the trainer logged are not there, the last may be late."""
     assert len(lines) >= 2
-    points = scalars[prefix + "steptrace/step_p50_ms"]
+    points = scalars[prefix + "steptrace/steps"]
     assert len(lines) - 1 <= len(points) <= len(lines), (len(points), len(lines))
-    for key in truth(lines[0]):
-        for (step, value), line in zip(scalars[prefix + key], lines):
+    for key in KEYS:
+        for (step, value), line in zip(scalars[prefix + key], holding(lines, key)):
             assert value == pytest.approx(truth(line)[key], rel=1e-6), key
             assert step in steps_seen
     steps = [step for step, _ in points]

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import steptrace
-from tracker_files import jsonl_windows, tensorboard_scalars, truth, wandb_history
+from tracker_files import KEYS, holding, jsonl_windows, tensorboard_scalars, truth, wandb_history
 
 LOOP = """
 import json, sys, time
@@ -33,7 +33,9 @@ def loop(seconds, each=None):
 def check_against_jsonl(points, lines, key="steptrace/step_p50_ms"):
     """Each window a tracker holds is the JSONL's window of the same rank; at most the last one is
     missing (its line is written before it reaches a listener), and one may follow them: the run's
-    last window, which reaches the listeners at exit, after the loop turned the JSONL off."""
+    last window, which reaches the listeners at exit, after the loop turned the JSONL off. Only
+    the windows whose figures include `key` are in its series."""
+    lines = holding(lines, key)
     assert len(lines) >= 2
     assert len(lines) - 1 <= len(points) <= len(lines) + 1, (len(points), len(lines))  # all, with the trackers
     for got, line in zip(points, lines):
@@ -56,8 +58,9 @@ json.dump({{"got": got, "loop_thread": __import__('threading').get_ident(), "thr
     result, lines = json.loads(out.read_text()), jsonl_windows(jsonl)
     got = result["got"]
     assert result["loop_thread"] not in result["threads"]  # never the loop's thread
-    for key in truth(lines[0]):
-        check_against_jsonl([w[key.split("/")[1]] for w in got], lines, key)
+    for key in KEYS:
+        name = key.split("/")[1]
+        check_against_jsonl([w[name] for w in got if name in w], lines, key)
     for w, line in zip(got, lines):
         assert w["label"] == line["diagnosis"]["label"]
     # The step axis is the loop's step count: what ended between two windows is the second one.
@@ -162,7 +165,7 @@ def three_trackers(tmp_path_factory):
 def test_tensorboard_summary_writer_holds_each_window(three_trackers):
     tmp, _, lines = three_trackers
     scalars = tensorboard_scalars(tmp / "tb")
-    for key in truth(lines[0]):
+    for key in KEYS:
         check_against_jsonl([value for _, value in scalars[key]], lines, key)
     steps = [step for step, _ in scalars["steptrace/step_p50_ms"]]
     assert steps == sorted(steps) and len(set(steps)) == len(steps)  # the loop's step count
@@ -172,9 +175,9 @@ def test_tensorboard_summary_writer_holds_each_window(three_trackers):
 
 def test_wandb_offline_run_holds_each_window(three_trackers):
     tmp, _, lines = three_trackers
-    rows = [row for row in wandb_history(tmp / "wandb") if "steptrace/step_p50_ms" in row]
-    for key in truth(lines[0]):
-        check_against_jsonl([row[key] for row in rows], lines, key)
+    rows = [row for row in wandb_history(tmp / "wandb") if "steptrace/steps" in row]
+    for key in KEYS:
+        check_against_jsonl([row[key] for row in rows if key in row], lines, key)
     assert [row["steptrace/label"] for row in rows] == [line["diagnosis"]["label"] for line in lines[: len(rows)]]
 
 
@@ -185,7 +188,7 @@ def test_mlflow_default_store_holds_each_window(three_trackers):
     tmp, run_id, lines = three_trackers
     assert (tmp / "mlflow.db").is_file()  # the store MLflow chose by itself
     client = mlflow.tracking.MlflowClient(tracking_uri=mlflow_default_store(tmp))
-    for key in truth(lines[0]):
+    for key in KEYS:
         history = sorted(client.get_metric_history(run_id, key), key=lambda m: m.step)
         check_against_jsonl([m.value for m in history], lines, key)
     assert client.get_run(run_id).data.tags["steptrace.label"] in steptrace.LABELS

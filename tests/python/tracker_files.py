@@ -12,19 +12,36 @@ def jsonl_windows(path):
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
+KEYS = (
+    "steptrace/steps",
+    "steptrace/step_p50_ms",
+    "steptrace/compute_ms",
+    "steptrace/compute_share",
+    "steptrace/input_share",
+    "steptrace/label_code",
+)
+
+
 def truth(line):
     """A window's figures read straight from its JSONL line: the keys the trackers hold, each
-    found in the summary's JSON by hand (not by steptrace's own mapping)."""
-    phases = line["phases"]
+    found in the summary's JSON by hand (not by steptrace's own mapping). A window without counted
+    steps (the first one may hold only warm-up steps: it ends at the first wall-clock boundary) has
+    its step count and label only; a window without a label has code 0 (docs/python.md)."""
     label = line["diagnosis"]["label"]
-    return {
-        "steptrace/steps": line["steps"],
-        "steptrace/step_p50_ms": line["step_ms"]["p50"],
-        "steptrace/compute_ms": phases["compute"]["mean_ms"],
-        "steptrace/compute_share": phases["compute"]["share"],
-        "steptrace/input_share": phases["input"]["share"],
-        "steptrace/label_code": steptrace.LABELS.index(label) + 1,
-    }
+    code = steptrace.LABELS.index(label) + 1 if label in steptrace.LABELS else 0
+    out = {"steptrace/steps": line["steps"], "steptrace/label_code": code}
+    if line["steps"]:
+        phases = line["phases"]
+        out["steptrace/step_p50_ms"] = line["step_ms"]["p50"]
+        out["steptrace/compute_ms"] = phases["compute"]["mean_ms"]
+        out["steptrace/compute_share"] = phases["compute"]["share"]
+        out["steptrace/input_share"] = phases["input"]["share"]
+    return out
+
+
+def holding(lines, key):
+    """The windows whose figures include `key`, in order: what a tracker's series of it holds."""
+    return [line for line in lines if key in truth(line)]
 
 
 def tensorboard_scalars(root):
