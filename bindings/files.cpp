@@ -1,5 +1,6 @@
 // steptrace._core's files: a summary or a trace read (read_file, read_cycles), a file written
-// whole (write_file, its refusals as OSError), a kernel name shortened. Conversions only.
+// whole (write_file, its refusals as OSError), a kernel name shortened, a job's timeline of slow
+// steps (JobTimeline). Conversions only.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -8,6 +9,7 @@
 #include <system_error>
 #include <vector>
 
+#include "steptrace/job_timeline.hpp"
 #include "steptrace/profiler_trace.hpp"
 #include "steptrace/steptrace.hpp"
 
@@ -45,4 +47,11 @@ void bind_files(py::module_& m) {
         }
       },
       py::arg("path"), py::arg("text"));
+  py::class_<job_timeline>(m, "JobTimeline")
+      .def(py::init<std::uint32_t>(), py::arg("slowest_per_rank") = 3)
+      .def("add", &job_timeline::add, py::arg("summary"))
+      .def("reference_rank", &job_timeline::reference_rank)
+      .def("wanted", &job_timeline::wanted)
+      .def("set_reference", &job_timeline::set_reference, py::arg("summary"))
+      .def("trace", &job_timeline::trace, py::call_guard<py::gil_scoped_release>());
 }

@@ -7,6 +7,7 @@ torch.profiler traces (``.json`` or ``.json.gz``, a pipe, ``-``) as if they were
     steptrace compare base.json new.json --max-regression 10   side by side; exit 1 on a regression
     steptrace compare base*.json vs new*.json --max-regression 10   several runs a side
     steptrace trace run.json -o trace.json           the timeline for Perfetto UI / chrome://tracing
+    steptrace trace traces/                          a job: each rank's slowest steps, aligned, in one file
     steptrace report run.json -o report.html         one self-contained HTML page
 
 Exit status: 0 done, 1 a regression beyond --max-regression, 2 bad usage or an unreadable file.
@@ -135,7 +136,35 @@ def _compare_runs(args: argparse.Namespace) -> int:
     return 1 if c.regressed else 0
 
 
+def _job_trace(args: argparse.Namespace, names: List[str]) -> int:
+    from . import _core
+    from ._job import job_trace
+
+    out = _output(args, ".trace.json")
+    try:
+        text, ranks, median = job_trace(names, args.step)
+    except (ValueError, RuntimeError) as e:
+        raise _Unusable(str(e)) from None
+    except OSError as e:
+        raise _Unusable(f"{shown(e.filename) if isinstance(e.filename, str) else names[0]}: {e.strerror or e}") from None
+    _write(out, lambda path: _core.write_file(os.fsencode(path), text + "\n"))
+    if median is None:
+        print(f"wrote {printable(shown(out))}: one process's run; open it in Perfetto UI or chrome://tracing")
+    else:
+        print(f"wrote {printable(shown(out))}: the slowest steps of {ranks} ranks beside the same steps on rank {median} "
+              "(the median), aligned on their collectives; open it in Perfetto UI or chrome://tracing")
+    return 0
+
+
 def _trace(args: argparse.Namespace) -> int:
+    from ._load import job_files
+
+    try:
+        names = job_files(args.paths)
+    except (ValueError, OSError) as e:
+        raise _Unusable(str(e)) from None
+    if names is not None:
+        return _job_trace(args, names)
     out = _output(args, ".trace.json")
     s = _load(args.paths, args.step)
     _write(out, s.to_trace)
@@ -179,7 +208,8 @@ def parser() -> argparse.ArgumentParser:
                           "noise within and between runs)")
     cmp.add_argument("--step", metavar="NAME", help=step_help)
     cmp.set_defaults(run=_compare_runs)
-    tr = sub.add_parser("trace", help="write the timeline as Chrome trace JSON (Perfetto UI, chrome://tracing)")
+    tr = sub.add_parser("trace", help="write the timeline as Chrome trace JSON (Perfetto UI, chrome://tracing); of "
+                        "a job, each rank's slowest steps and the median rank's same steps, aligned on the collectives")
     tr.add_argument("paths", nargs="+", metavar="PATH", help=paths_help)
     tr.add_argument("--step", metavar="NAME", help=step_help)
     tr.add_argument("-o", "--output", help="default: the first path's name with .trace.json")

@@ -75,9 +75,9 @@ def _by_process(read: List[Tuple[str, Any]], step: Optional[str]) -> List[Tuple[
     return out
 
 
-def load_job(names: List[str], step: Optional[str] = None) -> Any:
-    """The job's summary (a ``_core.Summary``): the lowest rank's own figures, a row per rank,
-    the ranks with no file, the worst rank and STRAGGLER."""
+def _read_ranks(names: List[str], step: Optional[str]) -> Tuple[List[Tuple[str, Any]], int]:
+    """Each file read, its cycles joined, and each with its rank, by rank; a world of 0 for one
+    process's cycles (one run, the only entry)."""
     seen = {}
     for n in names:  # a link and its target, or a path given twice
         real = os.path.realpath(n)
@@ -92,9 +92,18 @@ def load_job(names: List[str], step: Optional[str] = None) -> Any:
         read = [(n, read_one(n, step)) for n in names]
     read = _by_process(read, step)
     if len(read) == 1:  # one process's cycles: one run
-        return read[0][1]
+        return read, 0
     ranked, world = _ranked(read)
     ranked.sort(key=lambda item: item[1].rank)
+    return ranked, world
+
+
+def load_job(names: List[str], step: Optional[str] = None) -> Any:
+    """The job's summary (a ``_core.Summary``): the lowest rank's own figures, a row per rank,
+    the ranks with no file, the worst rank and STRAGGLER."""
+    ranked, world = _read_ranks(names, step)
+    if not world:
+        return ranked[0][1]
     reports = []
     for i, (name, s) in enumerate(ranked):
         device_wait = s.nccl_exposed_ms
@@ -104,3 +113,20 @@ def load_job(names: List[str], step: Optional[str] = None) -> Any:
         except ValueError as e:  # its figures do not hold together: the file is named
             raise ValueError(f"{shown(name)}: {str(e).removeprefix('steptrace: ')}") from None
     return _core.combine_ranks(reports, world, 0.0, True)
+
+
+def job_trace(names: List[str], step: Optional[str] = None, slowest_per_rank: int = 3) -> Tuple[str, int, Optional[int]]:
+    """One Chrome trace of the job's slow steps (``_core.JobTimeline``, docs/architecture.md, "Many
+    ranks"): each rank's slowest steps and the same steps on the median rank, aligned on their
+    collectives' ends. Returns (the trace, the ranks read, the median rank); one process's
+    cycles are one run, whose own timeline it is."""
+    ranked, world = _read_ranks(names, step)
+    if not world:
+        return ranked[0][1].trace(), 1, None
+    job = _core.JobTimeline(slowest_per_rank)
+    for name, s in ranked:
+        job.add(s)
+    median = job.reference_rank()
+    if median is not None:
+        job.set_reference(next(s for _, s in ranked if s.rank == median))
+    return job.trace(), len(ranked), median

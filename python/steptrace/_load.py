@@ -50,6 +50,22 @@ def expand(paths: Sequence[PathArg]) -> List[str]:
     return out
 
 
+def _named(path: Union[PathArg, Sequence[PathArg]]) -> List[str]:
+    names = expand([path]) if isinstance(path, (str, os.PathLike)) else expand(list(path))
+    if not names:
+        raise ValueError("load: no paths given")
+    return names
+
+
+def job_files(path: Union[PathArg, Sequence[PathArg]]) -> Optional[List[str]]:
+    """The rank files when `path` names a job (a folder of rank files, several paths, a glob of
+    several); None for one file."""
+    names = _named(path)
+    if len(names) == 1:
+        return rank_files(names[0]) if os.path.isdir(names[0]) else None
+    return names
+
+
 def load(path: Union[PathArg, Sequence[PathArg]], step: Optional[str] = None) -> Summary:
     """Reads a summary written by ``Summary.to_json`` (or the json_path option), or a
     torch.profiler trace (``export_chrome_trace``, ``tensorboard_trace_handler``; ``.json`` or
@@ -62,14 +78,7 @@ def load(path: Union[PathArg, Sequence[PathArg]], step: Optional[str] = None) ->
 
     ``step``: for a trace, a host range whose occurrences are the steps (``"execute_model"``, a
     ``record_function`` range); without it, a trace with no ``ProfilerStep#N`` is one window."""
-    if isinstance(path, (str, os.PathLike)):
-        names = expand([path])
-    else:
-        names = expand(list(path))
-        if not names:
-            raise ValueError("load: no paths given")
-    if len(names) == 1 and os.path.isdir(names[0]):
-        return Summary(load_job(rank_files(names[0]), step))
-    if len(names) == 1:
-        return Summary(read_one(names[0], step))
+    names = job_files(path)
+    if names is None:
+        return Summary(read_one(_named(path)[0], step))
     return Summary(load_job(names, step))

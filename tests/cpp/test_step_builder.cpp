@@ -1,5 +1,6 @@
 // The attribution rules on hand-made record streams with known answers.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -331,4 +332,40 @@ TEST_CASE("time set aside is in no step: the window skips it, and what runs insi
     CHECK(std::get<0>(sink.set_aside[0]) == val.value);
     CHECK(sink.steps.at(0).set_aside == 30);
   }
+}
+
+TEST_CASE("past 256 phase calls a step keeps its first 192 and its last 64, the middle counted", "[analysis][timeline]") {
+  struct spans_sink final : step_sink {
+    std::vector<phase_span> spans;
+    std::uint32_t dropped = 0;
+    void on_step(const built_step& s) override {
+      spans = s.spans;
+      dropped = s.spans_dropped;
+    }
+    void on_unscoped(std::uint32_t, std::uint64_t) override {}
+    void on_set_aside(std::uint32_t, std::uint64_t, std::uint64_t) override {}
+  } sink;
+  step_builder b(0, 0);
+  b.keep_spans(true);
+  std::vector<record> records = {step_begin(0)};
+  std::uint64_t t = 10;
+  for (int i = 0; i < 1000; ++i, t += 10) {  // call i runs [t, t + 5)
+    records.push_back(begin(compute, t));
+    records.push_back(end(compute, t + 5));
+  }
+  records.push_back(begin(wait, t));  // the collective at the step's end
+  records.push_back(end(wait, t + 50));
+  records.push_back(step_end(t + 60));
+  for (const auto& r : records) b.consume(r, sink);
+  REQUIRE(sink.spans.size() == step_builder::max_spans);
+  REQUIRE(sink.dropped == 1001 - step_builder::max_spans);
+  std::vector<std::uint64_t> begins;
+  for (const phase_span& s : sink.spans) begins.push_back(s.begin);
+  std::sort(begins.begin(), begins.end());
+  for (std::size_t i = 0; i < 192; ++i) REQUIRE(begins[i] == 10 + 10 * i);  // the first 192 calls
+  for (std::size_t i = 0; i < 63; ++i) REQUIRE(begins[192 + i] == 10 + 10 * (1000 - 63 + i));  // the last 63
+  REQUIRE(begins.back() == t);  // and the collective
+  const auto last = std::find_if(sink.spans.begin(), sink.spans.end(), [&](const phase_span& s) { return s.begin == t; });
+  REQUIRE(last->phase == wait.value);
+  REQUIRE(last->end == t + 50);
 }

@@ -31,6 +31,7 @@ struct timeline_device {
   std::uint32_t device = 0, context = 0, stream = 0;  // CUPTI's ids; stream UINT32_MAX: none (a sync)
   double begin_ms = 0, end_ms = 0;
   std::uint64_t bytes = 0;
+  bool collective = false;  // a kernel of a collective (NCCL): its end is shared by the ranks in it
 };
 
 struct timeline_step {
@@ -42,7 +43,7 @@ struct timeline_step {
   bool slowest = false;      // among the thread's slowest counted steps
   bool warmup = false, failed = false;
   std::vector<timeline_span> phases;     // by start; a call still open at the step's end ends there
-  std::uint32_t phases_dropped = 0;      // phase calls past the 256 kept
+  std::uint32_t phases_dropped = 0;      // phase calls left out: past 256, the first 192 and the last 64 are kept
   std::vector<timeline_span> set_aside;  // set-aside spans inside its window
   bool device_known = false;             // its device records were read (else `device` is empty)
   std::vector<timeline_device> device;   // by start

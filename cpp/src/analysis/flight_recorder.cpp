@@ -196,7 +196,7 @@ void flight_recorder::fill(timeline_view& out, std::uint64_t origin, double ns_p
       st.device_known = k.device_known;
       st.device_dropped = k.device_dropped;
       for (const device_record& r : k.device) {
-        st.device.push_back({kind_name(r), r.device, r.context, r.stream, device_ms(r.start), device_ms(r.end), r.bytes});
+        st.device.push_back({kind_name(r), r.device, r.context, r.stream, device_ms(r.start), device_ms(r.end), r.bytes, r.nccl});
       }
     }
     std::vector<aside> recent_aside(l->set_aside.begin(), l->set_aside.end());

@@ -59,6 +59,7 @@ void step_builder::clear_step() {
   segments_.clear();
   spans_.clear();
   spans_dropped_ = 0;
+  tail_next_ = 0;
   stream_mask_ = 0;
   stream_unknown_ = false;
   batch_ = 0;
@@ -235,11 +236,15 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
 
 void step_builder::add_span(const open_phase& p, std::uint64_t end, std::size_t depth) {
   if (!keep_spans_) return;
-  if (spans_.size() >= max_spans) {
+  phase_span* slot;
+  if (spans_.size() >= max_spans) {  // the ring of the latest: its oldest call is the one let go
     ++spans_dropped_;
-    return;
+    slot = &spans_[max_spans - tail_spans + tail_next_];
+    tail_next_ = (tail_next_ + 1) % tail_spans;
+  } else {
+    slot = &spans_.emplace_back();
   }
-  phase_span& s = spans_.emplace_back();
+  phase_span& s = *slot;
   s.begin = p.begin > begin_ ? p.begin : begin_;  // a phase opened before the step: from its start
   s.end = end;
   s.phase = p.id;

@@ -55,7 +55,7 @@ struct built_step {
   const std::vector<host_segment>& segments;   // in time order; at most max_segments_ (empty
                                                // unless the builder keeps segments)
   const std::vector<stream_key>& streams;      // the streams it worked on (empty: not known, or none)
-  const std::vector<phase_span>& spans;        // its phase calls, by end; at most max_spans (empty
+  const std::vector<phase_span>& spans;        // its phase calls; at most max_spans (empty
                                                // unless the builder keeps spans)
   std::uint32_t spans_dropped;                 // phase calls past max_spans
   std::uint32_t batch;                         // requests it served as one batch (0: not a batch)
@@ -84,6 +84,9 @@ class step_builder {
  public:
   static constexpr std::size_t default_max_segments = 4096;  // past this a step's last segment grows
   static constexpr std::size_t max_spans = 256;      // phase calls kept per step for the timeline
+  // Past max_spans, the last tail_spans slots hold the latest-ending calls (a ring): a step keeps
+  // its first and last calls, where a loop's input and its collectives are, and loses the middle.
+  static constexpr std::size_t tail_spans = 64;
 
   // A thread names at most this many streams: stream_scope records index its table of them.
   static constexpr std::uint32_t max_streams = max_thread_streams;
@@ -184,6 +187,7 @@ class step_builder {
   bool requests_ = false;
   std::uint32_t batch_ = 0;  // the open step's batch size
   std::uint32_t spans_dropped_ = 0;
+  std::size_t tail_next_ = 0;  // past max_spans: the ring slot the next call takes
   capture capture_ = capture::none;
   std::uint64_t begin_ = 0, last_ = 0, capture_end_ = 0;
   std::vector<open_phase> stack_;

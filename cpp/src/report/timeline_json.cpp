@@ -42,7 +42,8 @@ json_doc timeline_json(const timeline_view& t) {
                         {"stream", d.stream == UINT32_MAX ? json_doc(nullptr) : json_doc(d.stream)},
                         {"begin_ms", d.begin_ms},
                         {"end_ms", d.end_ms},
-                        {"bytes", d.bytes}});
+                        {"bytes", d.bytes},
+                        {"collective", d.collective}});
     }
     steps.push_back({{"thread", s.thread},
                      {"index", s.index},
@@ -96,7 +97,8 @@ timeline_view timeline_from(const json_doc& j) {
     if (st.device_known) {
       for (const json_doc& d : s.at("device")) {
         st.device.push_back({d.at("kind").get<std::string>(), id_at(d, "device"), id_at(d, "context"),
-                             id_at(d, "stream"), signed_at(d, "begin_ms"), signed_at(d, "end_ms"), count_at(d, "bytes")});
+                             id_at(d, "stream"), signed_at(d, "begin_ms"), signed_at(d, "end_ms"), count_at(d, "bytes"),
+                             d.value("collective", false)});
       }
     }
     st.device_dropped = id_at(s, "device_dropped");

@@ -1,4 +1,5 @@
-// summary::trace(): the timeline as Chrome trace event JSON (docs/architecture.md, "Timeline").
+// summary::trace(): the timeline as Chrome trace event JSON (docs/architecture.md, "Timeline"), and
+// the events of one rank's steps that the job's timeline (job_timeline.cpp) writes per rank.
 //
 // One process for the host (a track per thread: steps enclosing their phases; set-aside spans on
 // a track of their own beside it, since a set-aside span may cut across a phase) and one for the
@@ -13,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "report/json_fields.hpp"
+#include "report/trace_events.hpp"
 
 namespace steptrace {
 namespace {
@@ -121,31 +122,40 @@ void cut_along(const std::vector<segment>& segments, double begin, double end,
 
 }  // namespace
 
-std::string summary::trace() const {
-  const std::uint32_t r = rank ? rank->rank : 0;
-  const std::uint32_t host_pid = 1 + 2 * r, device_pid = 2 + 2 * r;
-  const std::string who = rank ? "rank " + std::to_string(r) + " " : "";
-  json_doc events = json_doc::array();
-  events.push_back(meta("process_name", host_pid, 0, "steptrace " + who + "host"));
-  events.push_back(meta("process_name", device_pid, 0, "steptrace " + who + "GPU"));
+namespace detail {
+
+void add_trace_events(const rank_tracks& tracks, const std::vector<const timeline_step*>& steps,
+                      const std::vector<timeline_set_aside>& set_aside, json_doc& events) {
+  const std::uint32_t host_pid = 1 + 2 * tracks.rank, device_pid = 2 + 2 * tracks.rank;
+  const double shift = tracks.shift_ms;
+  events.push_back(meta("process_name", host_pid, 0, "steptrace " + tracks.who + "host"));
+  events.push_back(meta("process_name", device_pid, 0, "steptrace " + tracks.who + "GPU"));
+  events.push_back(json_doc{{"name", "process_sort_index"}, {"ph", "M"}, {"pid", host_pid}, {"tid", 0},
+                            {"args", {{"sort_index", host_pid}}}});
+  events.push_back(json_doc{{"name", "process_sort_index"}, {"ph", "M"}, {"pid", device_pid}, {"tid", 0},
+                            {"args", {{"sort_index", device_pid}}}});
+  const auto at = [&](double host_ms) { return host_ms + shift; };
 
   std::set<std::uint32_t> threads, contexts;  // tracks to name (sets: a file may hold 100,000)
   std::set<std::pair<std::uint32_t, std::uint32_t>> streams;
   auto note = [](auto& set, auto x) { set.insert(x); };
-  for (const timeline_step& s : timeline.steps) {
+  for (const timeline_step* sp : steps) {
+    const timeline_step& s = *sp;
     note(threads, s.thread);
     std::string name = "step " + std::to_string(s.index);
     if (s.slowest) name += " (slowest)";
     if (s.warmup) name += " (warm-up)";
     if (s.failed) name += " (failed)";
-    json_doc step = slice(name, s.slowest ? "step,slowest" : "step", s.begin_ms, s.end_ms, host_pid, s.thread);
+    json_doc step = slice(name, s.slowest ? "step,slowest" : "step", at(s.begin_ms), at(s.end_ms), host_pid, s.thread);
     step["args"] = {{"step_ms", s.step_ms}, {"index", s.index}, {"slowest", s.slowest}, {"recent", s.recent},
                     {"warmup", s.warmup},   {"failed", s.failed}};
     if (s.phases_dropped) step["args"]["phases_dropped"] = s.phases_dropped;
     events.push_back(step);
-    for (const timeline_span& p : s.phases) events.push_back(slice(p.name, "phase", p.begin_ms, p.end_ms, host_pid, s.thread));
+    for (const timeline_span& p : s.phases) {
+      events.push_back(slice(p.name, "phase", at(p.begin_ms), at(p.end_ms), host_pid, s.thread));
+    }
     for (const timeline_span& a : s.set_aside) {
-      events.push_back(slice("set aside: " + a.name, "set aside", a.begin_ms, a.end_ms, host_pid, aside_track + s.thread));
+      events.push_back(slice("set aside: " + a.name, "set aside", at(a.begin_ms), at(a.end_ms), host_pid, aside_track + s.thread));
     }
     if (!s.device_known) continue;
     std::vector<interval> busy;
@@ -153,10 +163,11 @@ std::string summary::trace() const {
       json_doc e;
       if (d.stream == UINT32_MAX) {
         note(contexts, d.context);
-        e = slice(d.kind, "sync", d.begin_ms, d.end_ms, device_pid, sync_track + d.context);
+        e = slice(d.kind, "sync", at(d.begin_ms), at(d.end_ms), device_pid, sync_track + d.context);
       } else {
         note(streams, std::make_pair(d.context, d.stream));
-        e = slice(d.kind, "device", d.begin_ms, d.end_ms, device_pid, d.context * 65536u + d.stream);
+        e = slice(d.kind, d.collective ? "device,collective" : "device", at(d.begin_ms), at(d.end_ms), device_pid,
+                  d.context * 65536u + d.stream);
         if (d.kind != "sync") busy.push_back({std::max(d.begin_ms, s.begin_ms), std::min(d.end_ms, s.end_ms)});
       }
       if (d.bytes) e["args"] = {{"bytes", d.bytes}};
@@ -164,25 +175,25 @@ std::string summary::trace() const {
     }
     // Idle: the step's window less the union of what its streams did, cut along host phases.
     std::sort(busy.begin(), busy.end(), [](const interval& a, const interval& b) { return a.begin < b.begin; });
-    double at = s.begin_ms;
+    double from = s.begin_ms;
     std::vector<interval> idle;
     for (const interval& b : busy) {
       if (b.end <= b.begin) continue;
-      if (b.begin > at) idle.push_back({at, b.begin});
-      at = std::max(at, b.end);
+      if (b.begin > from) idle.push_back({from, b.begin});
+      from = std::max(from, b.end);
     }
-    if (s.end_ms > at) idle.push_back({at, s.end_ms});
+    if (s.end_ms > from) idle.push_back({from, s.end_ms});
     std::vector<std::pair<interval, std::string>> cut;
     const std::vector<segment> segments = phase_segments(s);
     for (const interval& g : idle) cut_along(segments, g.begin, g.end, cut);
     for (const auto& [g, phase] : cut) {
-      json_doc e = slice("GPU idle: " + phase, "idle", g.begin, g.end, device_pid, idle_track + s.thread);
+      json_doc e = slice("GPU idle: " + phase, "idle", at(g.begin), at(g.end), device_pid, idle_track + s.thread);
       e["args"] = {{"host_phase", phase}, {"step", s.index}, {"thread", s.thread}};
       events.push_back(e);
     }
   }
   std::map<std::uint32_t, std::vector<std::pair<double, double>>> step_windows;  // by thread, by start
-  for (const timeline_step& s : timeline.steps) step_windows[s.thread].emplace_back(s.begin_ms, s.end_ms);
+  for (const timeline_step* s : steps) step_windows[s->thread].emplace_back(s->begin_ms, s->end_ms);
   for (auto& [thread, windows] : step_windows) std::sort(windows.begin(), windows.end());
   const auto in_a_step = [&](const timeline_set_aside& a) {  // already drawn with its step
     const auto found = step_windows.find(a.thread);
@@ -192,10 +203,10 @@ std::string summary::trace() const {
     auto it = std::upper_bound(windows.begin(), windows.end(), std::make_pair(a.span.begin_ms, HUGE_VAL));
     return it != windows.begin() && a.span.end_ms <= std::prev(it)->second;
   };
-  for (const timeline_set_aside& a : timeline.set_aside) {
+  for (const timeline_set_aside& a : set_aside) {
     note(threads, a.thread);
     if (!in_a_step(a)) {
-      events.push_back(slice("set aside: " + a.span.name, "set aside", a.span.begin_ms, a.span.end_ms, host_pid,
+      events.push_back(slice("set aside: " + a.span.name, "set aside", at(a.span.begin_ms), at(a.span.end_ms), host_pid,
                              aside_track + a.thread));
     }
   }
@@ -213,6 +224,19 @@ std::string summary::trace() const {
   for (std::uint32_t c : contexts) {
     events.push_back(meta("thread_name", device_pid, sync_track + c, "context " + std::to_string(c) + " syncs"));
   }
+}
+
+}  // namespace detail
+
+std::string summary::trace() const {
+  detail::rank_tracks tracks;
+  tracks.rank = rank ? rank->rank : 0;
+  tracks.who = rank ? "rank " + std::to_string(tracks.rank) + " " : "";
+  std::vector<const timeline_step*> all;
+  all.reserve(timeline.steps.size());
+  for (const timeline_step& s : timeline.steps) all.push_back(&s);
+  json_doc events = json_doc::array();
+  detail::add_trace_events(tracks, all, timeline.set_aside, events);
   json_doc doc = {{"traceEvents", events},
                   {"displayTimeUnit", "ms"},
                   {"otherData",
