@@ -2,10 +2,11 @@
 
     python profiled_job.py OUT_DIR
 
-Ten steps a rank: 4 ms of compute (a matmul loop), then an all-reduce. Rank 2's step 6 computes
-300 ms more, so every rank's step 6 is slow, and the others wait for rank 2 at its all-reduce.
-Each rank writes OUT_DIR/rank<R>.pt.trace.json, and OUT_DIR/truth-<R>.json: the profiler's clock
-(µs) at each step's all-reduce end, read right after it returns.
+Eleven loop steps a rank, the first the profiler's warm-up, so the trace holds ProfilerStep#1-#10
+(steptrace's steps 0-9): 4 ms of compute (a matmul loop), then an all-reduce. Rank 2 sleeps 300 ms
+more before its all-reduce in loop step 7 (the trace's step 6), so every rank's step 6 is slow: the
+others wait for rank 2 at the all-reduce. Each rank writes OUT_DIR/rank<R>.pt.trace.json and
+OUT_DIR/truth-<R>.json: how long each traced step waited in its all-reduce, by perf_counter.
 """
 
 import json
@@ -30,14 +31,17 @@ def spin(s):
         x @ x
 
 
-ends = []
+waits = []
 with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=10, repeat=1)) as prof:
     for step in range(11):
-        spin(0.004 + (0.3 if rank == 2 and step == 7 else 0.0))
+        spin(0.004)
+        if rank == 2 and step == 7:
+            time.sleep(0.3)
+        t = time.perf_counter()
         dist.all_reduce(grad)
-        ends.append(time.time_ns() / 1e3)
+        waits.append((time.perf_counter() - t) * 1e3)
         prof.step()
 prof.export_chrome_trace(os.path.join(out_dir, f"rank{rank}.pt.trace.json"))
 with open(os.path.join(out_dir, f"truth-{rank}.json"), "w") as f:
-    json.dump(ends[1:], f)  # the active steps' all-reduce ends: ProfilerStep#1 .. #10
+    json.dump(waits[1:], f)  # the traced steps' all-reduce waits, ms: ProfilerStep#1 .. #10
 dist.destroy_process_group()

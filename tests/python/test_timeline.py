@@ -27,7 +27,7 @@ def check_trace(doc):
         assert isinstance(e["name"], str) and isinstance(e["pid"], int) and isinstance(e["tid"], int), e
         assert e["ph"] in ("M", "X"), e
         if e["ph"] == "M":
-            assert e["name"] in ("process_name", "thread_name", "thread_sort_index"), e
+            assert e["name"] in ("process_name", "process_sort_index", "thread_name", "thread_sort_index"), e
             continue
         assert isinstance(e["ts"], (int, float)) and e["dur"] >= 0, e
         tracks[(e["pid"], e["tid"])].append((e["ts"], e["ts"] + e["dur"]))
