@@ -106,3 +106,24 @@ def test_the_merged_file_is_a_chrome_trace_perfetto_can_open(job, tmp_path, caps
         if e["ph"] == "X":
             assert e["dur"] >= 0 and isinstance(e["ts"], (int, float)) and e["name"]
     assert doc["displayTimeUnit"] == "ms"
+
+
+def test_saved_summaries_of_the_ranks_give_the_same_file_as_their_traces(job, tmp_path, capsys):
+    """A job that saved each rank's summary (json_path on every rank) merges as its traces do: the
+    summary keeps the timeline, the rank and the collectives."""
+    import steptrace
+
+    traces, _ = job
+    saved = tmp_path / "summaries"
+    saved.mkdir()
+    for path in sorted(traces.iterdir()):
+        steptrace.load(str(path)).to_json(str(saved / (path.name.split(".")[0] + ".json")))
+    from_traces, _, _, _, _ = read_merged(traces, tmp_path, capsys)
+    from_saved, _, _, _, _ = read_merged(saved, tmp_path, capsys)
+    a, b = from_saved["otherData"], from_traces["otherData"]
+    assert (a["median_rank"], a["steps"], a["median_rank_lacks"]) == (b["median_rank"], b["steps"], b["median_rank_lacks"])
+    assert len(a["ranks"]) == len(b["ranks"])
+    for x, y in zip(a["ranks"], b["ranks"]):
+        assert (x["rank"], x["steps"], x["aligned_on"]) == (y["rank"], y["steps"], y["aligned_on"])
+        assert x["shift_ms"] == pytest.approx(y["shift_ms"], abs=1e-6)
+    assert len(from_saved["traceEvents"]) == len(from_traces["traceEvents"])
