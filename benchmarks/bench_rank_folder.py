@@ -1,5 +1,6 @@
-"""A folder of many small rank traces read as one job (``steptrace.load(folder)``): the reader's
-peak memory and time at 64, 256 and 1,024 ranks, each rank a torch.profiler-shaped trace of 20
+"""A folder of many small rank traces read as one job (``steptrace.load(folder)``), and merged
+into one timeline of the slow steps (``steptrace trace FOLDER``): peak memory, time and, for the
+timeline, the file's size, at 64, 256 and 1,024 ranks, each rank a torch.profiler-shaped trace of 20
 steps (ProfilerStep ranges, 12 ops a step, a gloo-style all-reduce range in each; rank N/2 slower).
 Each size is read in a fresh process; its peak resident memory is given above the same process
 before the read (interpreter, torch-free steptrace import), with the folder's size beside it.
@@ -26,6 +27,18 @@ r = s.get("ranks") or {}
 print(took, (peak - base) / 1024, len(r.get("rows", [])), (r.get("straggler") or {}).get("rank"), s["diagnosis"]["label"])
 """
 
+MERGE = """
+import resource, sys, time
+from steptrace._job import job_trace
+from steptrace._load import rank_files
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t = time.perf_counter()
+text, ranks, median = job_trace(rank_files(sys.argv[1]))
+took = time.perf_counter() - t
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(took, (peak - base) / 1024, len(text) / 2**20, ranks, median)
+"""
+
 
 def trace(rank, world):
     events, t = [], 0.0
@@ -46,7 +59,8 @@ def trace(rank, world):
             "traceEvents": events}
 
 
-print(f"{'ranks':>6} {'folder MB':>10} {'read s':>8} {'peak RSS above import, MB':>26} {'rows':>6} straggler label")
+print(f"{'ranks':>6} {'folder MB':>10} {'read s':>8} {'peak RSS above import, MB':>26} {'rows':>6} straggler label"
+      f"  | timeline: {'s':>5} {'peak MB':>8} {'file MB':>8} median")
 for world in SIZES:
     with tempfile.TemporaryDirectory() as folder:
         for r in range(world):
@@ -55,4 +69,7 @@ for world in SIZES:
         size = sum(os.path.getsize(os.path.join(folder, n)) for n in os.listdir(folder)) / 2**20
         out = subprocess.run([sys.executable, "-c", READ, folder], capture_output=True, text=True, check=True)
         took, peak, rows, straggler, label = out.stdout.split()
-        print(f"{world:>6} {size:>10.1f} {float(took):>8.2f} {float(peak):>26.1f} {rows:>6} {straggler} {label}", flush=True)
+        merged = subprocess.run([sys.executable, "-c", MERGE, folder], capture_output=True, text=True, check=True)
+        m_took, m_peak, m_size, _, median = merged.stdout.split()
+        print(f"{world:>6} {size:>10.1f} {float(took):>8.2f} {float(peak):>26.1f} {rows:>6} {straggler} {label}"
+              f"  | {float(m_took):>15.2f} {float(m_peak):>8.1f} {float(m_size):>8.2f} {median}", flush=True)
