@@ -127,3 +127,38 @@ def test_saved_summaries_of_the_ranks_give_the_same_file_as_their_traces(job, tm
         assert (x["rank"], x["steps"], x["aligned_on"]) == (y["rank"], y["steps"], y["aligned_on"])
         assert x["shift_ms"] == pytest.approx(y["shift_ms"], abs=1e-6)
     assert len(from_saved["traceEvents"]) == len(from_traces["traceEvents"])
+
+
+def test_eight_ranks_of_a_real_nccl_trace_align_on_their_all_reduce_kernels(tmp_path, capsys):
+    """Eight ranks made from a real A100 DDP trace with NCCL all-reduce kernels (HTA's, in
+    tests/data): rank r's first step begins 2r ms earlier, so its own times run 2r ms later than
+    rank 0's. Aligned on the all-reduce kernels' ends, rank r moves by 2(m - r) ms, m the median
+    rank: exactly, as the kernels are the same."""
+    import gzip
+
+    src = json.load(gzip.open(os.path.join(os.path.dirname(__file__), "..", "data", "profiler_traces",
+                                           "hta_nccl_data.json.gz")))
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    first = min((e for e in src["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")), key=lambda e: e["ts"])
+    for r in range(8):
+        doc = dict(src, distributedInfo=dict(src["distributedInfo"], rank=r, world_size=8))
+        doc["traceEvents"] = [dict(e, ts=e["ts"] - 2000 * r, dur=e["dur"] + 2000 * r) if e is first else e
+                              for e in src["traceEvents"]]
+        with gzip.open(traces / f"rank{r}.json.gz", "wt") as f:
+            json.dump(doc, f)
+    doc, steps, _, _, out = read_merged(traces, tmp_path, capsys)
+    other = doc["otherData"]
+    m = other["median_rank"]
+    assert other["ranks_read"] == 8 and len(other["ranks"]) == 8
+    for row in other["ranks"]:
+        if row["rank"] != m:
+            assert row["aligned_on"] == "collective kernels"
+            assert row["shift_ms"] == pytest.approx(2.0 * (m - row["rank"]), abs=1e-3)
+    # On the one timeline each rank's step 1 begins at the same instant (the copies are the same
+    # after their first step), and step 0 on rank r began 2r ms before rank 0's.
+    assert {round(steps[(r, 1)][0], 3) for r in range(8)} == {round(steps[(0, 1)][0], 3)}
+    for r in range(8):
+        assert steps[(0, 0)][0] - steps[(r, 0)][0] == pytest.approx(2.0 * r, abs=1e-3)
+    collective = [e for e in doc["traceEvents"] if e["ph"] == "X" and "collective" in e["cat"]]
+    assert {(e["pid"] - 2) // 2 for e in collective} == set(range(8))  # each rank's NCCL kernels are drawn

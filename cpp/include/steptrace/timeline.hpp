@@ -9,7 +9,7 @@
 // Times in the timeline are milliseconds from the run's first instant (the first step or
 // set-aside span, warm-up included). Bounded whatever the run's length: per thread, the most
 // recent `timeline_recent` steps and the `timeline_slowest` slowest counted ones, each with at
-// most 256 phase calls and 256 device records.
+// most 256 phase calls and 256 device records (and up to 64 collective kernels past them).
 #pragma once
 
 #include <cstdint>

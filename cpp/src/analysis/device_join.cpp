@@ -145,12 +145,20 @@ void device_join::records_in(std::uint64_t begin, std::uint64_t end, const std::
                              std::size_t cap, std::vector<device_record>& out, std::uint32_t& dropped) const {
   out.clear();
   dropped = 0;
+  std::size_t collectives = 0;  // kept past the cap
   auto take = [&](const track& t) {
     auto first = std::lower_bound(t.records.begin(), t.records.end(), begin,
                                   [](const device_record& r, std::uint64_t at) { return r.start < at; });
     for (auto r = first; r != t.records.end() && r->start < end; ++r) {
       if (r->kind == device_activity::memory) continue;
-      out.size() < cap ? out.push_back(*r) : void(++dropped);
+      if (out.size() < cap) {
+        out.push_back(*r);
+      } else if (r->nccl && collectives < collectives_past_cap) {
+        out.push_back(*r);
+        ++collectives;
+      } else {
+        ++dropped;
+      }
     }
   };
   if (streams.empty()) {

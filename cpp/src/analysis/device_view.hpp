@@ -105,7 +105,10 @@ class device_join {
   std::uint64_t newest_record_end() const noexcept { return newest_; }
   // The kernels, copies, memsets and syncs that start in [begin, end) on `streams` (empty: every
   // stream) and the syncs with no stream of their contexts, by start, for the timeline: at most
-  // `cap` (the rest counted in *dropped). Records still retained only: call it soon after join.
+  // `cap`, and past it up to collectives_past_cap collective (NCCL) kernels, which the job's
+  // timeline aligns ranks on (the rest counted in *dropped). Records still retained only: call it
+  // soon after join.
+  static constexpr std::size_t collectives_past_cap = 64;
   void records_in(std::uint64_t begin, std::uint64_t end, const std::vector<stream_key>& streams, std::size_t cap,
                   std::vector<device_record>& out, std::uint32_t& dropped) const;
 
