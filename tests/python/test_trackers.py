@@ -170,7 +170,7 @@ def test_tensorboard_summary_writer_holds_each_window(three_trackers):
     steps = [step for step, _ in scalars["steptrace/step_p50_ms"]]
     assert steps == sorted(steps) and len(set(steps)) == len(steps)  # the loop's step count
     labels = scalars["steptrace/label/text_summary"]
-    assert labels[0][1][0].decode() == lines[0]["diagnosis"]["label"]
+    assert labels[0][1][0].decode() == next(line["diagnosis"]["label"] for line in lines if line["diagnosis"]["label"])
 
 
 def test_wandb_offline_run_holds_each_window(three_trackers):
@@ -178,7 +178,12 @@ def test_wandb_offline_run_holds_each_window(three_trackers):
     rows = [row for row in wandb_history(tmp / "wandb") if "steptrace/steps" in row]
     for key in KEYS:
         check_against_jsonl([row[key] for row in rows if key in row], lines, key)
-    assert [row["steptrace/label"] for row in rows] == [line["diagnosis"]["label"] for line in lines[: len(rows)]]
+    # A window without a label (no counted steps) gives none; the run's last window may follow the
+    # JSONL's, or its last be missing.
+    got = [row["steptrace/label"] for row in rows if "steptrace/label" in row]
+    want = [line["diagnosis"]["label"] for line in lines if line["diagnosis"]["label"]]
+    n = min(len(got), len(want))
+    assert n >= 2 and got[:n] == want[:n]
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # SQLAlchemy 2.1 on MLflow's store queries
