@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 import weakref
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 from . import _annotate, _core, _log
 
@@ -53,8 +53,9 @@ class Capturer:
         self._said_limit = False
         self._said_store = False
         self._planned = 0  # straggler plans made (rank 0)
-        self._straggler: Optional[int] = None  # rank 0: the rank last captured as the straggler
+        self._captured: Set[int] = set()  # rank 0: the ranks captured as the straggler in this stretch
         self._calm = 0  # rank 0: windows in a row with no straggler
+        self._plan_cool = 0  # rank 0: windows before the next plan
         self._plan_seen = 0  # the last plan this rank read
         self._index: Optional[int] = None  # the index of the step beginning, while a capture waits for one
 
@@ -108,15 +109,23 @@ class Capturer:
         if job.rank == 0 and "straggler_rank" in window and self._planned < int(self._tracer.options()["capture_max"]):
             slow = int(window["straggler_rank"])
             lagging = slow >= 0
-            # once per straggler: again only after COOL_DOWN windows in a row without one
-            self._calm = 0 if lagging else self._calm + 1
-            if self._calm >= COOL_DOWN:
-                self._straggler = None
-            new = lagging and slow != self._straggler
-            if lagging:
-                self._straggler = slow
+            # Once per straggler a stretch: a rank is captured again only after COOL_DOWN windows in
+            # a row that were judged on every rank's row and named no straggler. The windows while
+            # a plan's capture runs, and the usual wait after it, neither plan nor count: a rank
+            # stalled by its own capture (torch.profiler takes seconds) is named meanwhile, or none.
+            self._plan_cool = max(0, self._plan_cool - 1)
+            if self._plan_cool == 0:
+                if lagging:
+                    self._calm = 0
+                elif not window.get("ranks_late") and not window.get("ranks_missing"):
+                    self._calm += 1
+                if self._calm >= COOL_DOWN:
+                    self._captured.clear()
+            new = lagging and slow not in self._captured and self._plan_cool == 0
             if new:
+                self._captured.add(slow)
                 self._planned += 1
+                self._plan_cool = COOL_DOWN + 2
                 self._cool(COOL_DOWN + 2)  # the plan's own capture, then the usual wait
                 at = int(window.get("step", 0)) + max(10, 2 * int(window.get("steps") or 0))
                 median_rank = int(window["straggler_median_rank"])
