@@ -28,16 +28,21 @@ class _Unusable(Exception):
     """A file that cannot be read, written or understood, or a bad argument: exit status 2."""
 
 
-def _load(paths, step: Optional[str] = None):
-    """One run: a file, a pipe, ``-``, or a job (a folder of rank files, several files, a glob)."""
-    from ._load import load
-
+def _reading(read, paths):
+    """read(), a file that cannot be read or understood becoming _Unusable, named."""
     try:
-        return load(paths, step=step)
+        return read()
     except (ValueError, RuntimeError) as e:  # not a summary or trace: the message names the file
         raise _Unusable(str(e)) from None
     except OSError as e:
         raise _Unusable(f"{shown(e.filename) if isinstance(e.filename, str) else paths}: {e.strerror or e}") from None
+
+
+def _load(paths, step: Optional[str] = None):
+    """One run: a file, a pipe, ``-``, or a job (a folder of rank files, several files, a glob)."""
+    from ._load import load
+
+    return _reading(lambda: load(paths, step=step), paths)
 
 
 def _write(path: str, write) -> None:
@@ -141,12 +146,7 @@ def _job_trace(args: argparse.Namespace, names: List[str]) -> int:
     from ._job import job_trace
 
     out = _output(args, ".trace.json")
-    try:
-        text, ranks, median = job_trace(names, args.step)
-    except (ValueError, RuntimeError) as e:
-        raise _Unusable(str(e)) from None
-    except OSError as e:
-        raise _Unusable(f"{shown(e.filename) if isinstance(e.filename, str) else names[0]}: {e.strerror or e}") from None
+    text, ranks, median = _reading(lambda: job_trace(names, args.step), names[0])
     _write(out, lambda path: _core.write_file(os.fsencode(path), text + "\n"))
     if median is None:
         print(f"wrote {printable(shown(out))}: one process's run; open it in Perfetto UI or chrome://tracing")
@@ -159,10 +159,7 @@ def _job_trace(args: argparse.Namespace, names: List[str]) -> int:
 def _trace(args: argparse.Namespace) -> int:
     from ._load import job_files
 
-    try:
-        names = job_files(args.paths)
-    except (ValueError, OSError) as e:
-        raise _Unusable(str(e)) from None
+    names = _reading(lambda: job_files(args.paths), args.paths)
     if names is not None:
         return _job_trace(args, names)
     out = _output(args, ".trace.json")

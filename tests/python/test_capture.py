@@ -1,7 +1,7 @@
 """Capture on trouble with real torch.profiler on the CPU: the steps captured are the ones that
 turned bad (their indices, held against the loop's own count), the capture is read back and
-diagnosed, each on-demand path captures once, the limit and the cool-down hold, and a run with no
-trouble writes nothing. Steps slow down by a loader's sleep 20x the fast one: with two CPU burners
+diagnosed, each on-demand path captures once, the limit holds (the cool-down and the straggler
+plans on synthetic windows: test_capture_plans.py), and a run with no trouble writes nothing. Steps slow down by a loader's sleep 20x the fast one: with two CPU burners
 beside the loop the fast steps' p95 reached 28-52 ms, so the slow ones must stand far above that."""
 
 import json
@@ -248,86 +248,6 @@ def test_a_straggler_is_captured_with_a_median_rank_on_the_same_steps(tmp_path):
     assert b["phases"]["compute"]["mean_ms"] > 5 * a["phases"]["compute"]["mean_ms"]
     rows = {what: change for what, _, _, change in _compare.compare(a, b, None).rows}
     assert rows["compute (mean)"].startswith("+"), rows
-
-
-def test_the_cool_down_holds(tmp_path):
-    """Synthetic windows (no clock): after a capture, a trigger waits COOL_DOWN windows."""
-    from steptrace import _capture
-
-    class FakeTracer:
-        def options(self):
-            return {"capture_max": 3, "capture_steps": 5}
-
-        def on_window(self, fn):
-            pass
-
-    flag = tmp_path / "flag"
-    c = _capture.Capturer(FakeTracer())
-    c.configure(f"file={flag}")
-    asked = []
-
-    def request(reason, steps=None, at=None):  # a capture that ends at once, as _finish leaves it
-        asked.append(reason)
-        c._cool()  # as _finish does
-        return True
-
-    c.request = request
-    window = {"steps": 10, "step_p95_ms": 1.0, "label": "BALANCED"}
-    touched = []
-    for n in range(8):
-        flag.touch()
-        os.utime(flag, (1000 + n, 1000 + n))  # a later time each window: each window sees a touch
-        c.on_window(window)
-        touched.append(len(asked))
-    # captured at window 0; windows 1-2 wait (the 3rd after the capture is free), then again
-    assert touched == [1, 1, 1, 2, 2, 2, 3, 3], touched
-
-
-def test_a_straggler_is_planned_once_a_stretch_and_not_for_a_rank_stalled_by_its_own_capture(monkeypatch):
-    """Rank 0's plans on synthetic windows (no clock, a dict for the store): rank 2 lags; during
-    the plan's capture the median rank 0 stalls and is named; rank 2 named again is the same
-    stretch; after COOL_DOWN windows without a straggler it is news again. (In CI, under load,
-    the median rank's torch.profiler capture took seconds and rank 2 was captured twice.)"""
-    from steptrace import _capture, _ranks
-
-    class Store:
-        def __init__(self):
-            self.data = {}
-
-        def set(self, key, value):
-            self.data[key] = value
-
-        def check(self, keys):
-            return all(k in self.data for k in keys)
-
-        def get(self, key):
-            return self.data[key].encode()
-
-    class FakeTracer:
-        _core = None
-
-        def options(self):
-            return {"capture_max": 10, "capture_steps": 5}
-
-    store = Store()
-    job = type("Job", (), {"rank": 0, "world_size": 3, "store": store})()
-    monkeypatch.setattr(_ranks, "notice", lambda core: job)
-    c = _capture.Capturer(FakeTracer())
-    c.request = lambda reason, steps=None, at=None: True
-    calm = [-1] * _capture.COOL_DOWN
-    # rank 2 named; during its plan's capture rank 0, then none (no calm: the capture's windows),
-    # then rank 2 again; then calm windows and rank 2: a new stretch
-    named = [2, 0, -1, -1, -1, 2, 2, 2, 2] + calm + [2]
-    ids = []
-    for straggler in named:
-        c._job_window({"step": 100, "steps": 10, "straggler_rank": straggler,
-                       **({"straggler_median_rank": 0 if straggler else 1, "straggler_phase": "compute",
-                           "straggler_excess_ms": 28.0} if straggler >= 0 else {})})
-        ids.append(json.loads(store.data[_capture.PLAN_KEY])["id"] if _capture.PLAN_KEY in store.data else 0)
-    # Plan 1 at once; rank 0 named while that plan's capture runs, and rank 2 again, plan nothing;
-    # a new stretch after the calm windows plans rank 2 again.
-    assert ids == [1] * (len(named) - 1) + [2], ids
-    assert json.loads(store.data[_capture.PLAN_KEY])["ranks"] == [2, 0]
 
 
 def test_a_program_s_own_sigusr2_handler_still_runs(tmp_path):
