@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "core/thread_binding.hpp"
+#include "fake_gpu.hpp"
 #include "helpers.hpp"
 #include "steptrace/steptrace.hpp"
 
@@ -119,6 +120,27 @@ TEST_CASE("a tracer made in a forked child records normally", "[faults][fork]") 
     if (own.summary().steps != 3) std::_Exit(3);
   });
   CHECK(status == 0);
+}
+
+TEST_CASE("a child forked after CUDA started is host-only and says why, never touching CUDA", "[faults][fork][gpu]") {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  SUCCEED("not under sanitizers");  // as above
+  return;
+#endif
+  steptrace::testing::fake_gpu gpu;
+  tracer parent(quiet());
+  { scoped_step step(parent); }  // the backend starts, with CUPTI
+  REQUIRE(parent.summary().backend.cupti);
+  const int status = in_child([] {
+    tracer own(quiet());
+    for (int i = 0; i < 3; ++i) scoped_step step(own);
+    const summary s = own.summary();
+    if (s.steps != 3) std::_Exit(3);
+    if (s.backend.cuda || s.backend.cupti || s.gpu) std::_Exit(4);
+    if (s.backend.reason.find("forked") == std::string::npos) std::_Exit(5);
+  });
+  CHECK(status == 0);
+  CHECK(parent.summary().backend.cupti);  // the parent keeps its own
 }
 
 namespace {

@@ -1,19 +1,12 @@
 // The backend on a machine without a GPU: it says why, and steptrace keeps running host-only.
 // On a GPU machine these checks are replaced by tests/gpu (scripts/gpu).
 #include <catch2/catch.hpp>
-#include <cstdlib>
 
 #include "gpu/backend.hpp"
 #include "helpers.hpp"
 #include "steptrace/steptrace.hpp"
 
 using namespace steptrace;
-
-namespace {
-
-bool has_driver() { return std::getenv("STEPTRACE_TEST_HAS_GPU") != nullptr; }
-
-}  // namespace
 
 TEST_CASE("without a driver the summary is host-only and says why", "[gpu]") {
   tracer t(steptrace::testing::quiet());
@@ -23,7 +16,7 @@ TEST_CASE("without a driver the summary is host-only and says why", "[gpu]") {
   }
   const summary s = t.summary();
   CHECK(s.steps == 3);
-  if (!has_driver()) {
+  if (!steptrace::testing::driver_here()) {
     CHECK(!s.backend.cuda);
     CHECK(!s.backend.cupti);
     CHECK_THAT(s.backend.reason, Catch::Matchers::Contains("host only: no NVIDIA driver"));
@@ -43,7 +36,7 @@ TEST_CASE("a step and a phase given the default stream record like plain ones wi
   CHECK(s.steps == 4);
   REQUIRE(s.phase("compute") != nullptr);
   CHECK(s.phase("compute")->calls == 4);
-  if (!has_driver()) {
+  if (!steptrace::testing::driver_here()) {
     CHECK_FALSE(s.step_device_ms.has_value());
     CHECK_FALSE(s.phase("compute")->device_ms.has_value());
   }

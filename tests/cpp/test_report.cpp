@@ -37,9 +37,11 @@ TEST_CASE("the JSON follows schema steptrace.summary/1", "[report]") {
   }
   CHECK(shares == Approx(1.0));
   CHECK(j["phases"].contains("other"));
-  CHECK(j["gpu"].is_null());
   CHECK(j["diagnosis"]["label"] == "INPUT-BOUND");
-  CHECK(j["backend"]["cuda"] == false);
+  if (!steptrace::testing::driver_here()) {  // on a GPU machine these steps have a device view
+    CHECK(j["gpu"].is_null());
+    CHECK(j["backend"]["cuda"] == false);
+  }
   CHECK(!j["backend"]["reason"].get<std::string>().empty());
 }
 

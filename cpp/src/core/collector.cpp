@@ -23,18 +23,22 @@ void tracer_impl::start_collector() {
 }
 
 void tracer_impl::collect_loop() {
-  // Polls faster while rings fill quickly, slower while they do not, between 0.1 and 50 ms;
-  // at once at the fastest when a thread had to drain its own.
+  // Polls faster while rings (or event pools) fill quickly, slower while they do not, between
+  // 0.1 and 50 ms; at once at the fastest when a thread had to drain its own ring or found its
+  // event pool full.
   constexpr auto fastest = std::chrono::microseconds(100);
   constexpr auto slowest = std::chrono::microseconds(50000);
   auto interval = std::chrono::microseconds(1000);
   std::uint64_t self_drains = producer_drains.load(std::memory_order_relaxed);
+  std::uint64_t pools_full = 0;  // the threads' event pools found full, as last read
   auto last_device_read = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mutex);
   while (!stopping) {
     wake.wait_for(lock, interval);
     if (stopping) break;
-    harvest_events();
+    // Event slots are freed only here, so a pool a quarter full of pairs not yet read back
+    // counts as a ring a quarter full.
+    std::uint64_t fullest = harvest_events();
     if (std::chrono::steady_clock::now() - last_device_read > std::chrono::seconds(1)) {
       read_device(device_flush::none);
       lock.unlock();  // /proc is read without the tracer lock
@@ -42,8 +46,9 @@ void tracer_impl::collect_loop() {
       lock.lock();
       last_device_read = std::chrono::steady_clock::now();
     }
-    std::uint64_t fullest = 0;
+    std::uint64_t now_pools_full = 0;
     for (auto& t : threads) {
+      now_pools_full += t->events.full.load(std::memory_order_relaxed);
       const std::uint64_t n = drain_locked(*t);
       fullest = std::max(fullest, n * 8 / t->records.capacity());  // in eighths of the ring
     }
@@ -51,14 +56,15 @@ void tracer_impl::collect_loop() {
     live_tick(lock);
     capture_tick(lock);
     const std::uint64_t now_self_drains = producer_drains.load(std::memory_order_relaxed);
-    if (now_self_drains != self_drains) {
-      interval = fastest;  // a thread filled its ring: recording resumed faster than we polled
+    if (now_self_drains != self_drains || now_pools_full != pools_full) {
+      interval = fastest;  // a thread filled its ring or pool: recording outran our polls
     } else if (fullest >= 2) {
       interval = std::max(interval / 2, fastest);
     } else if (fullest == 0) {
       interval = std::min(interval * 2, slowest);
     }
     self_drains = now_self_drains;
+    pools_full = now_pools_full;
   }
 }
 
@@ -151,8 +157,9 @@ void tracer_impl::drain_all_locked() {
   for (auto& t : threads) drain_locked(*t);
 }
 
-void tracer_impl::harvest_events() {
+std::uint64_t tracer_impl::harvest_events() {
   for (auto& t : threads) {
+    t->pairs_pending = 0;
     for (const event_pair& p : t->builder.event_pairs()) pending_events.push_back({t.get(), p});
     t->builder.event_pairs().clear();
   }
@@ -174,6 +181,9 @@ void tracer_impl::harvest_events() {
     return true;
   };
   pending_events.erase(std::remove_if(pending_events.begin(), pending_events.end(), done), pending_events.end());
+  std::uint32_t most = 0;
+  for (const pending_pair& p : pending_events) most = std::max(most, ++p.thread->pairs_pending);
+  return std::uint64_t{most} * 2 * 8 / event_pool::size;  // two slots a pair
 }
 
 void tracer_impl::sample_cpu() {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/tracer_impl.hpp"
+#include "gpu/backend.hpp"
 
 namespace steptrace::detail {
 
@@ -68,6 +69,7 @@ void on_fork_child() {
   new (g_live_mutex) std::mutex;  // the child has one thread: nobody else can be using it
   for (auto& [uid, impl] : live_tracers()) impl->forked.store(true);
   t_binding = {0, nullptr, nullptr};  // the next record takes the slow path, which refuses
+  forget_gpu_in_forked_child();      // a tracer made in the child is host-only if CUDA was started
 }
 
 thread_links& this_thread_links() {

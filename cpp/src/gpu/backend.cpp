@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <deque>
 #include <mutex>
+#include <new>
 
 #include "base/log.hpp"
 #include "gpu/activity.hpp"
@@ -31,6 +32,7 @@ struct backend {
   std::string holder;          // another tool holding CUPTI now ("" for none)
   std::string collecting_reason;
   std::deque<std::pair<std::uint64_t, std::uint64_t>> gaps;
+  bool forked_child = false;   // set once, single-threaded, by forget_gpu_in_forked_child
   bool fake = false;  // tests: the tables below instead of the real libraries
   cuda_driver fake_driver;
   cupti_functions fake_cupti;
@@ -139,6 +141,20 @@ void start_gpu_backend(bool use_cupti) noexcept {
 
 bool gpu_backend_started() noexcept { return state().started.load(std::memory_order_acquire); }
 
+void forget_gpu_in_forked_child() noexcept {
+  backend& b = state();
+  if (!b.started.load(std::memory_order_relaxed)) return;
+  // One thread alive: any lock may have been held by a thread the child does not have.
+  new (&b.start_mutex) std::mutex;
+  new (&b.mutex) std::mutex;
+  b.forked_child = true;
+  b.driver = cuda_driver{};
+  b.cupti = cupti_functions{};
+  b.collecting = false;
+  b.cupti_loaded = false;
+  b.status = {false, false, "host only: a process forked from one that had started CUDA cannot use it"};
+}
+
 gpu_status gpu_backend_status() {
   std::lock_guard<std::mutex> lock(state().mutex);
   return state().status;
@@ -196,7 +212,7 @@ std::string cupti_holder() {
   return state().holder;
 }
 
-std::uint64_t device_records_end() { return state().store->end(); }
+std::uint64_t device_records_end() { return state().forked_child ? 0 : state().store->end(); }
 
 void read_device_records(std::uint64_t& cursor, std::vector<device_record>& out, std::uint64_t& lost, device_flush how) {
   backend& b = state();
@@ -214,6 +230,7 @@ void read_device_records(std::uint64_t& cursor, std::vector<device_record>& out,
 }
 
 device_counts device_record_counts() {
+  if (state().forked_child) return {};
   const record_store::counts_t c = state().store->counts();
   return {c.incomplete, c.dropped};
 }

@@ -31,6 +31,10 @@ void set_gpu_library_dirs(std::vector<std::string> dirs);
 void start_gpu_backend(bool use_cupti) noexcept;
 bool gpu_backend_started() noexcept;
 gpu_status gpu_backend_status();
+// A forked child (the fork handler calls it, with one thread alive): a parent that had started the
+// backend leaves CUDA and CUPTI state the child cannot use (calls into it can hang), so the child
+// is host-only from here, and says why. A parent that never started it leaves the child free to.
+void forget_gpu_in_forked_child() noexcept;
 
 // none: what CUPTI's own periodic flush delivered; completed: every buffer whose records have
 // all finished (work still running comes later); forced: everything, unfinished records counted

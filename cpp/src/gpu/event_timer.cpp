@@ -82,7 +82,10 @@ std::uint32_t record_stream_event(thread_events& events, void* stream_handle, vo
   event_pool* pool = pool_for(d, events, context, index);
   if (pool == nullptr) return no_event;
   const std::uint32_t slot = pool->take();
-  if (slot == no_event) return no_event;
+  if (slot == no_event) {
+    events.full.store(events.full.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return no_event;
+  }
   if (const CUresult r = d.event_record(static_cast<CUevent>(pool->events[slot]), stream); r != CUDA_SUCCESS) {
     pool->release(slot);
     if (context_gone(r)) pool->retired = true;  // the next event in this context gets a new pool

@@ -28,7 +28,7 @@ namespace steptrace::detail {
 // `busy` is set by the thread that takes a slot and cleared by the collector once it has read
 // the time.
 struct event_pool {
-  static constexpr std::uint32_t size = 512;
+  static constexpr std::uint32_t size = 1024;  // 512 phases in flight or not yet read back
   void* events[size] = {};
   std::atomic<bool> busy[size] = {};
   void* context = nullptr;  // the CUDA context its events were made in
@@ -57,6 +57,9 @@ struct thread_events {
   std::uint32_t open[max_depth] = {};   // producer: begin ids of the open stream phases
   std::uint32_t depth = 0;              // producer
   std::uint32_t too_deep = 0;           // producer: stream phases open past max_depth (not timed)
+  // Producer writes, the collector reads: times a slot was wanted with every one in flight. The
+  // collector then polls at its fastest (a loop of short stream phases outran its reads).
+  std::atomic<std::uint64_t> full{0};
 
   const event_pool* pool_of(std::uint32_t id) const noexcept {
     return id != no_event && id / event_pool::size < max_pools ? pools[id / event_pool::size].get() : nullptr;
