@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "fake_gpu.hpp"
 #include "record/kernel_names.hpp"
@@ -106,6 +107,36 @@ TEST_CASE("live kernels: by name, by the phase that launched them, and by kind",
   CHECK(op_ms(k, "input") == Approx(0.01).margin(1e-9));
   CHECK(op_ms(k, "(launch not seen)") == Approx(0.2).margin(1e-9));
   CHECK(k.gemm_tensor_core_share == Approx(1.0));
+}
+
+TEST_CASE("live kernels run by a GPU steps behind its host stay their launching step's and phase's",
+          "[gpu][kernels]") {
+  // A loop with no sync: each step launches a GEMM in `forward` that runs during the next step,
+  // and the last step's after the run's last step. Found on an H100 (30 steps, no sync): the table
+  // named most kernels "launched outside the step's phases" and lost the last steps' ones.
+  fake_gpu gpu;
+  tracer t(steptrace::testing::quiet());
+  std::vector<stamps> steps;
+  for (int i = 0; i < 3; ++i) {
+    steps.push_back(one_step(t));
+    if (i == 0) REQUIRE(t.summary().backend.cupti);
+  }
+  std::vector<steptrace::testing::fake_record> records;
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    const std::uint64_t runs = i + 1 < 3 ? steps[i + 1].input : steps[i].end + 500'000;  // a step later
+    records.push_back(launch_record(steps[i].forward, steps[i].forward + 5'000, 50 + i));
+    records.push_back(named_kernel_record(runs, runs + 300'000, gemm, 50 + i));
+  }
+  gpu.emit(records);
+  const summary sum = t.summary();
+  REQUIRE(sum.gpu.has_value());
+  REQUIRE(sum.gpu->kernels.has_value());
+  const kernel_stats& k = *sum.gpu->kernels;
+  const kernel_row* g = row_of(k, gemm);
+  REQUIRE(g != nullptr);
+  CHECK(g->calls_per_step == Approx(1.0));  // 3 launched in 3 steps
+  CHECK(op_ms(k, "forward") == Approx(0.3).margin(1e-9));
+  CHECK(op_ms(k, "(launched outside the step's phases)") == -1);
 }
 
 TEST_CASE("live kernels: the table reaches the text table and the JSON, and reads back", "[gpu][kernels]") {

@@ -94,6 +94,7 @@ struct copy_stats {
   double ms_per_step = 0;         // device time spent copying
   double gb_per_s = 0;            // bytes / copy time
   double pageable_share = 0;      // of the bytes, the share whose host side was pageable memory
+  double exposed_ms_per_step = 0; // H2D only: copy time no kernel overlapped (the GPU computed nothing)
 };
 
 // The device view, present when a GPU backend measured the steps.

@@ -87,6 +87,15 @@ void device_join::count_in(const track& t, const waiting& w, step_device_view& v
   auto first = std::lower_bound(t.records.begin(), t.records.end(), w.begin,
                                 [](const device_record& r, std::uint64_t at) { return r.start < at; });
   for (auto r = first; r != t.records.end() && r->start < w.end; ++r) count(v, *r, w.segments);
+  // The kernel table's: kernels launched in the window, wherever they ran. Launched before their
+  // start, so none starts before the window; on one stream they run in launch order, so the first
+  // launched after the window ends the scan (launches not seen, 0, are skipped; a second past the
+  // window ends it too).
+  constexpr std::uint64_t lag_limit = 1'000'000'000;
+  for (auto r = first; r != t.records.end() && r->start < w.end + lag_limit; ++r) {
+    if (r->kind == device_activity::kernel && r->launched >= w.end) break;
+    list_launched(v, *r, w.begin, w.end, w.segments);
+  }
 }
 
 step_device_view device_join::view(const waiting& w) const {
@@ -105,7 +114,7 @@ step_device_view device_join::view(const waiting& w) const {
     busy_and_idle(v, w.begin, w.end, in_window(busy_), busy_.end(), w.segments);
     v.device_busy = v.busy;
     memory_peak(v);
-    nccl_exposure(v, compute_of);
+    exposure(v, compute_of);
     return v;
   }
   // The step's streams, the syncs of their contexts that name no stream, and the unions of both.
@@ -137,7 +146,7 @@ step_device_view device_join::view(const waiting& w) const {
   busy_and_idle(v, w.begin, w.end, own.begin(), own.end(), w.segments);
   v.device_busy = overlap(w.begin, w.end, whole.begin(), whole.end());
   memory_peak(v);
-  nccl_exposure(v, compute_of);
+  exposure(v, compute_of);
   return v;
 }
 

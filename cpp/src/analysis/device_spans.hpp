@@ -20,8 +20,14 @@ void attribute(interval idle, const std::vector<host_segment>& segments, std::si
                std::vector<std::uint64_t>& out);
 
 // Counts a record that starts in the step: kernels, copies by direction, syncs, memory. A named
-// kernel is listed with the phase of `segments` (the step's) in which it was launched.
+// kernel whose launch was not seen is listed for the kernel table here, by where it ran.
 void count(step_device_view& v, const device_record& r, const std::vector<host_segment>& segments);
+
+// Lists a named kernel launched in the step [begin, end), wherever it ran, for the kernel table,
+// with the phase of `segments` (the step's) in which it was launched. A loop that runs ahead of
+// its GPU has its kernels run in later steps: they are still the launching step's.
+void list_launched(step_device_view& v, const device_record& r, std::uint64_t begin, std::uint64_t end,
+                   const std::vector<host_segment>& segments);
 
 // The step's peak device memory above its start, from its allocations and releases in time order.
 void memory_peak(step_device_view& v);
@@ -106,20 +112,26 @@ std::uint64_t overlap(std::uint64_t begin, std::uint64_t end, It first, It last)
   return sum;
 }
 
-// NCCL time that no other kernel of its context overlaps. compute(context) gives that context's
-// union of other kernels (sorted, disjoint), or nullptr.
+// The time of `r` that no kernel of its context but NCCL's overlaps. compute(context) gives that
+// context's union of those kernels (sorted, disjoint), or nullptr.
 template <class Lookup>
-void nccl_exposure(step_device_view& v, Lookup&& compute) {
-  for (const device_record& r : v.nccl) {
-    std::uint64_t hidden = 0;
-    if (const auto* u = compute(r.context)) {
-      const auto from = std::lower_bound(u->begin(), u->end(), r.start,
-                                         [](const auto& x, std::uint64_t t) { return x.end <= t; });
-      hidden = overlap(r.start, r.end, from, u->end());
-    }
-    v.nccl_exposed_ns += (r.end - r.start) - hidden;
+std::uint64_t exposed(const device_record& r, Lookup& compute) {
+  std::uint64_t hidden = 0;
+  if (const auto* u = compute(r.context)) {
+    const auto from = std::lower_bound(u->begin(), u->end(), r.start,
+                                       [](const auto& x, std::uint64_t t) { return x.end <= t; });
+    hidden = overlap(r.start, r.end, from, u->end());
   }
+  return (r.end - r.start) - hidden;
+}
+
+// The step's NCCL kernels' and H2D copies' exposed time (no compute kernel hides it).
+template <class Lookup>
+void exposure(step_device_view& v, Lookup&& compute) {
+  for (const device_record& r : v.nccl) v.nccl_exposed_ns += exposed(r, compute);
   v.nccl.clear();
+  for (const device_record& r : v.h2d_copies) v.h2d_exposed_ns += exposed(r, compute);
+  v.h2d_copies.clear();
 }
 
 }  // namespace steptrace::detail::spans

@@ -36,12 +36,18 @@ std::uint32_t phase_at(std::uint64_t at, const std::vector<host_segment>& segmen
 
 }  // namespace
 
+void list_launched(step_device_view& v, const device_record& r, std::uint64_t begin, std::uint64_t end,
+                   const std::vector<host_segment>& segments) {
+  if (r.kind != device_activity::kernel || r.name == 0 || r.launched < begin || r.launched >= end) return;
+  v.kernel_calls.push_back({r.name, phase_at(r.launched, segments), r.end - r.start});
+}
+
 void count(step_device_view& v, const device_record& r, const std::vector<host_segment>& segments) {
   switch (r.kind) {
     case device_activity::kernel:
       ++v.kernels;
       v.kernel_ns.push_back(r.end - r.start);
-      if (r.name != 0) v.kernel_calls.push_back({r.name, phase_at(r.launched, segments), r.end - r.start});
+      if (r.name != 0 && r.launched == 0) v.kernel_calls.push_back({r.name, step_device_view::launch_not_seen, r.end - r.start});
       if (r.nccl) {
         ++v.nccl_kernels;
         v.nccl_ns += r.end - r.start;
@@ -54,6 +60,7 @@ void count(step_device_view& v, const device_record& r, const std::vector<host_s
         v.h2d_bytes += r.bytes;
         v.h2d_pageable_bytes += r.pageable ? r.bytes : 0;
         v.h2d_ns += r.end - r.start;
+        v.h2d_copies.push_back(r);
         ++v.h2d_count;
       } else if (r.copy == copy_kind::d2h) {
         v.d2h_bytes += r.bytes;
@@ -119,6 +126,7 @@ step_device_view view_step(std::uint64_t begin, std::uint64_t end, const std::ve
   for (const device_record& r : records) {
     const bool own = in_scope(r, streams);
     if (own && r.kind == device_activity::kernel && !r.nccl) extend(compute[r.context], r.start, r.end);
+    if (own) list_launched(v, r, begin, end, segments);
     if (r.start >= end) continue;
     if (own && r.start >= begin) count(v, r, segments);
     if (!occupies_device(r) || r.end <= begin) continue;
@@ -128,7 +136,7 @@ step_device_view view_step(std::uint64_t begin, std::uint64_t end, const std::ve
   busy_and_idle(v, begin, end, busy.begin(), busy.end(), segments);
   v.device_busy = overlap(begin, end, device.begin(), device.end());
   memory_peak(v);
-  nccl_exposure(v, [&](std::uint32_t c) { const auto it = compute.find(c); return it == compute.end() ? nullptr : &it->second; });
+  exposure(v, [&](std::uint32_t c) { const auto it = compute.find(c); return it == compute.end() ? nullptr : &it->second; });
   return v;
 }
 
@@ -168,6 +176,7 @@ void device_aggregate::add(const step_device_view& v) {
   totals_.h2d_bytes += v.h2d_bytes;
   totals_.h2d_pageable_bytes += v.h2d_pageable_bytes;
   totals_.h2d_ns += v.h2d_ns;
+  totals_.h2d_exposed_ns += v.h2d_exposed_ns;
   totals_.h2d_count += v.h2d_count;
   totals_.d2h_bytes += v.d2h_bytes;
   totals_.d2h_pageable_bytes += v.d2h_pageable_bytes;
@@ -213,6 +222,7 @@ void device_aggregate::fill(gpu_stats& out) const {
   std::stable_sort(out.idle_by_phase.begin(), out.idle_by_phase.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   out.h2d = copies(totals_.h2d_bytes, totals_.h2d_pageable_bytes, totals_.h2d_ns, totals_.h2d_count);
+  out.h2d.exposed_ms_per_step = ms(totals_.h2d_exposed_ns) * per_step;
   out.d2h = copies(totals_.d2h_bytes, totals_.d2h_pageable_bytes, totals_.d2h_ns, totals_.d2h_count);
   out.syncs_per_step = static_cast<double>(totals_.syncs) * per_step;
   out.sync_ms_per_step = ms(totals_.sync_ns) * per_step;

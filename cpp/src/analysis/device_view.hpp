@@ -32,6 +32,10 @@ struct step_device_view {
   bool all_streams = false;                       // it named no stream: busy is device-wide
   std::vector<std::uint64_t> idle_by_phase;       // ns, by phase id
   std::uint64_t h2d_bytes = 0, h2d_pageable_bytes = 0, h2d_ns = 0, h2d_count = 0;
+  // Host-to-device copy time no kernel of its context overlaps (the compute units wait on it),
+  // and the step's H2D copies until it is known.
+  std::uint64_t h2d_exposed_ns = 0;
+  std::vector<device_record> h2d_copies;
   std::uint64_t d2h_bytes = 0, d2h_pageable_bytes = 0, d2h_ns = 0, d2h_count = 0;
   std::uint64_t syncs = 0, sync_ns = 0;
   std::uint64_t kernels = 0;

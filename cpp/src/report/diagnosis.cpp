@@ -137,7 +137,25 @@ std::vector<finding> secondary_findings(const summary& s, const diagnosis_thresh
 
 }  // namespace
 
+bool ran_no_gpu_work(const gpu_stats& g) {
+  return g.steps_viewed > 0 && g.busy_ms.max == 0 && g.kernels_per_step == 0 && g.syncs_per_step == 0 &&
+         g.h2d.count == 0 && g.d2h.count == 0 && g.memory.allocations_per_step == 0;
+}
+
 diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
+  if (s.gpu && ran_no_gpu_work(*s.gpu)) {  // the host rules alone, and the reason said
+    summary host = s;
+    host.gpu.reset();
+    diagnosis d = diagnose(host, t);
+    const std::string host_only = " Host view only: no device measurements back this up.";
+    const std::string said = " The device view shows no GPU work in these steps (no kernels, copies or syncs).";
+    if (const auto at = d.evidence.find(host_only); at != std::string::npos) {
+      d.evidence.replace(at, host_only.size(), said);
+    } else {
+      d.evidence += said;
+    }
+    return d;
+  }
   diagnosis d;
   if (s.steps == 0) {
     d.evidence = fmt::format("No steps were counted ({} warm-up, {} failed), so there is nothing to diagnose.",
@@ -210,8 +228,15 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     d.evidence += close;
     if (!server) d.advice = input_advice(s, t);  // a server's input advice is its own (server_advice.cpp)
   } else if (label == "H2D-BOUND") {
-    d.evidence = device ? device_cause("h2d", idle.h2d, t.device_cause_share) + idle_evidence(s, "h2d")
-                        : phase_evidence(s, "h2d", t.h2d_share);
+    if (device && c.h2d - idle.h2d > 0.005) {  // copies the compute units waited through
+      d.evidence = fmt::format(
+          "The GPU computed nothing {:.1f}% of step time for host-to-device copies: idle {:.1f}% while the host was "
+          "in `h2d`, and copying with no kernel running {:.1f}% (the rule fires at {:.0f}%).",
+          100 * c.h2d, 100 * idle.h2d, 100 * (c.h2d - idle.h2d), 100 * t.device_cause_share);
+    } else {
+      d.evidence = device ? device_cause("h2d", idle.h2d, t.device_cause_share) + idle_evidence(s, "h2d")
+                          : phase_evidence(s, "h2d", t.h2d_share);
+    }
     const bool measured = s.gpu && s.gpu->h2d.count > 0;
     if (measured) {
       d.evidence += fmt::format(" {:.0f}% of the bytes copied to the device came from pageable memory.",

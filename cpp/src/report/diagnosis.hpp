@@ -6,7 +6,7 @@
 // (report/gains.hpp), the most removing it could save. The label follows the gains:
 // (each share is a cause_shares field, report/gains.hpp)
 //   INPUT-BOUND    GPU idle during `input` >= device_cause_share
-//   H2D-BOUND      GPU idle during `h2d` >= device_cause_share
+//   H2D-BOUND      GPU idle during `h2d`, plus H2D copy time no kernel overlaps, >= device_cause_share
 //   WAIT-HEAVY     GPU idle while the host blocked (`wait` less CPU collectives; in a live run
 //                  also `other`) >= device_cause_share
 //   HOST-BOUND     (a trace) GPU idle while the host ran Python outside every op (`other`)
@@ -33,6 +33,8 @@
 //                  and the median kernel <= launch_kernel_us: many tiny kernels
 //   BALANCED       none of the above
 // With a device view, the evidence also says how idle the GPU was and during which host phase.
+// A device view of steps that did no GPU work at all (ran_no_gpu_work: a CPU loop on a GPU
+// machine) counts as none: the host rules decide, and the evidence says why.
 //
 // Many ranks (combine_ranks, report/ranks.cpp), on per-step means of each rank:
 //   STRAGGLER      the rank that waits least at the collectives (the built-in `wait`) waits at
@@ -127,6 +129,10 @@ void one_time_evidence(const summary& s, diagnosis& d);
 std::string compute_target(const summary& s);
 
 diagnosis diagnose(const summary& s, const diagnosis_thresholds& t = default_thresholds);
+
+// CUPTI viewed the steps and they did nothing on a GPU: no kernel, copy, memset, sync or
+// allocation. Its zeros are no evidence of idle time (the table says so in one line instead).
+bool ran_no_gpu_work(const gpu_stats& g);
 
 // Whether the process and its workers ask for cpu_demand_share of the cores or more.
 bool cpu_saturated(const summary& s, const diagnosis_thresholds& t);

@@ -24,6 +24,12 @@ double exposed_comm(const summary& s) {
   return viewed(s) && s.step_ms.mean > 0 ? s.gpu->nccl.exposed_ms_per_step / s.step_ms.mean : 0.0;
 }
 
+// Host-to-device copy time no kernel hides, of step time: the device is busy copying but computes
+// nothing (a large pageable batch keeps it so through the whole `h2d` phase).
+double exposed_h2d(const summary& s) {
+  return viewed(s) && s.step_ms.mean > 0 ? std::min(1.0, s.gpu->h2d.exposed_ms_per_step / s.step_ms.mean) : 0.0;
+}
+
 }  // namespace
 
 double host_gain(const summary& s, std::string_view cause) {
@@ -34,7 +40,7 @@ double host_gain(const summary& s, std::string_view cause) {
   }
   const idle_groups idle = idle_by_group(s);
   if (cause == "input") return idle.input;
-  if (cause == "h2d") return idle.h2d;
+  if (cause == "h2d") return idle.h2d + exposed_h2d(s);
   if (cause == "wait") return std::max(0.0, idle.wait - idle.collective);
   if (cause == "other") return idle.other;
   if (cause == "comm") return exposed_comm(s) + idle.collective;

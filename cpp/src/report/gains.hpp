@@ -39,7 +39,8 @@ struct diagnosis_thresholds;
 
 // Each cause's share of step time as the rules weigh it (with a device view: the GPU time it
 // cost), which is also its gain:
-//   input, h2d   GPU idle while the host was in them (host only: their shares)
+//   input, h2d   GPU idle while the host was in them (host only: their shares); h2d also the
+//                H2D copy time no kernel overlaps (the device copies and computes nothing)
 //   wait         GPU idle while the host blocked (syncs, blocking copies), CPU collectives left
 //                out; in a live run also time outside every phase (`other`: untraced, may be a
 //                wait); host only: the same as shares

@@ -50,13 +50,15 @@ device_memory_stats memory_from(const json_doc& j) {
 
 json_doc copies_json(const copy_stats& c) {
   return json_doc{{"count", c.count},         {"bytes_per_step", c.bytes_per_step}, {"ms_per_step", c.ms_per_step},
-                  {"gb_per_s", c.gb_per_s},    {"pageable_share", c.pageable_share}};
+                  {"gb_per_s", c.gb_per_s},    {"pageable_share", c.pageable_share},
+                  {"exposed_ms_per_step", c.exposed_ms_per_step}};
 }
 
 copy_stats copies_from(const json_doc& j) {
   return copy_stats{count_at(j, "count"), number_at(j, "bytes_per_step"),
                     number_at(j, "ms_per_step"), number_at(j, "gb_per_s"),
-                    number_at(j, "pageable_share")};
+                    number_at(j, "pageable_share"),
+                    j.contains("exposed_ms_per_step") ? number_at(j, "exposed_ms_per_step") : 0.0};  // older: absent
 }
 
 json_doc gpu_json(const gpu_stats& g) {

@@ -251,7 +251,10 @@ std::string summary::table() const {
            step_ms.total > 0 ? 100 * p->inclusive_ms.total / step_ms.total : 0.0);
     }
   }
-  if (gpu && steps > 0) {
+  if (gpu && steps > 0 && detail::ran_no_gpu_work(*gpu)) {
+    line("");
+    line("device     no GPU work in the {} steps viewed: no kernels, copies, memsets or syncs", gpu->steps_viewed);
+  } else if (gpu && steps > 0) {
     const gpu_stats& g = *gpu;
     line("");
     line("device     busy {:.1f}% of step time: busy {} ms, idle {} ms per step (p95 idle {})", 100 * g.busy_share,
