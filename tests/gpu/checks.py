@@ -10,8 +10,7 @@
   gains included; a one-step profile (schedule active=1) counts its step
   a listener's live windows carry the GPU busy share the whole run has
   the live kernel table: known GEMMs and elementwise kernels by name, calls and launching phase;
-  the same loop's torch.profiler trace names the same top kernel; the cost of CUPTI's launch
-  records on a launch-heavy loop, steptrace on vs off side by side
+  the same loop's torch.profiler trace names the same top kernel
 """
 
 from __future__ import annotations
@@ -267,10 +266,11 @@ def trace_read_back() -> None:
 
 
 def live_kernel_table() -> None:
-    """Known work per step: 4 GEMMs launched in `forward`, 32 tiny adds in `optimizer`. The live
-    kernel table names them, counts their calls and gives each its launching phase; the median
-    step of a launch-heavy loop with steptrace on is held beside the same loop with it off."""
-    import statistics
+    """Known work per step: 4 GEMMs launched in `forward`, 32 tiny adds in `optimizer`, with no
+    sync, so the GPU runs steps behind the host. The live kernel table names them, counts their
+    calls and gives each its launching phase. (What the launch records cost is measured apart,
+    one process per mode: benchmarks/bench_gpu_overhead.py. Timed here, in one process, the "off"
+    side still paid for CUPTI, which stays on once a tracer started it.)"""
 
     a = torch.randn(2048, 2048, device="cuda")
     ps = [torch.randn(1024, device="cuda") for _ in range(32)]
@@ -293,23 +293,6 @@ def live_kernel_table() -> None:
     check("live kernel table: names, calls and launching phase", ok,
           f"top {top.get('name', '')[:60]!r} {top.get('kind')} {top.get('calls_per_step')} calls/step; ops "
           f"{ {n: (round(o['kernels_per_step'], 2), round(o.get('short_kernels_per_step', 0), 2)) for n, o in ops.items()} }")
-
-    def step_times(on: bool) -> float:
-        t = quiet() if on else steptrace.Tracer(enabled=False, print_at_exit="never")
-        times = []
-        for _ in range(200):
-            start = time.perf_counter()
-            with t.step(), t.phase("compute"):
-                for p in ps:
-                    p.mul_(1.0001)
-            times.append(time.perf_counter() - start)
-        torch.cuda.synchronize()
-        return statistics.median(times[20:])
-
-    pairs = [(step_times(False), step_times(True)) for _ in range(3)]
-    off, on = statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
-    check("launch records' cost on 32 launches a step", on / off <= 1.10,
-          f"median step off {off * 1e6:.1f} us, on {on * 1e6:.1f} us: {on / off:.3f}x (<= 1.10)")
 
 
 def capture_on_gpu() -> None:
