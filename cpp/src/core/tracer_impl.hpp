@@ -46,7 +46,7 @@ struct thread_state {
   std::uint32_t exclude_depth = 0;     // producer: set-aside spans open on the thread
   std::uint32_t step_exclude_depth = 0;  // producer: exclude_depth when the open step began
   thread_events events;                // producer makes its pools; the collector reads the slots its records name
-  std::uint32_t pairs_pending = 0;     // collector: this thread's event pairs not yet read back
+  std::uint32_t pairs_pending = 0;     // collector: this thread's event pairs held at the last harvest
   stream_table streams;                // producer appends; the builder reads the entries its records name
   alignas(64) step_builder builder;    // consumer (its own cache lines: written per record)
   std::uint32_t request_left = 0;      // consumer: records of a request block still to come
@@ -75,7 +75,7 @@ class tracer_impl {
   void start_device_reading();         // under `mutex`: from the records that come next
   device_counts device_base;           // under `mutex`: the backend's counts when reading started
   // Under `mutex`: device time of finished event pairs. Returns how full the fullest thread's
-  // event pool is with pairs not yet read back, in eighths.
+  // event pool was with pairs not yet read back, before this harvest, in eighths.
   std::uint64_t harvest_events();
 
   struct pending_pair {
