@@ -39,6 +39,7 @@ struct state_t {
   std::vector<fake_buffer> buffers;
   fake_gpu* owner = nullptr;
   std::set<int> enabled;
+  std::set<std::pair<int, CUpti_CallbackId>> apis;  // (0 runtime, 1 driver; callback id) chosen
   std::uint64_t other_records = 0;
   std::uint64_t stream_lookups = 0;
 };
@@ -154,6 +155,13 @@ CUptiResult disable(CUpti_ActivityKind kind) {
   st().enabled.erase(kind);
   return CUPTI_SUCCESS;
 }
+CUptiResult choose_api(int domain, CUpti_CallbackId id, uint8_t on) {
+  if (st().refuse) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  on ? (void)st().apis.insert({domain, id}) : (void)st().apis.erase({domain, id});
+  return CUPTI_SUCCESS;
+}
+CUptiResult enable_runtime_api(CUpti_CallbackId id, uint8_t on) { return choose_api(0, id, on); }
+CUptiResult enable_driver_api(CUpti_CallbackId id, uint8_t on) { return choose_api(1, id, on); }
 
 // The other tool's callbacks: its own buffers, its own count.
 void CUPTIAPI other_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -280,7 +288,7 @@ fake_record sync_record(std::uint64_t start, std::uint64_t end, std::uint32_t de
   return r;
 }
 
-fake_gpu::fake_gpu(bool with_cupti) {
+fake_gpu::fake_gpu(bool with_cupti, bool api_selection) {
   {
     std::lock_guard<std::mutex> lock(st().mutex);
     st().events.clear();
@@ -290,6 +298,7 @@ fake_gpu::fake_gpu(bool with_cupti) {
     st().buffers.clear();
     st().owner = this;
     st().enabled.clear();
+    st().apis.clear();
     st().other_records = 0;
     st().stream_lookups = 0;
     st().requested = nullptr;
@@ -319,6 +328,10 @@ fake_gpu::fake_gpu(bool with_cupti) {
   c.result_string = result_string;
   c.context_id = context_id;
   c.stream_id = stream_id_ex;
+  if (api_selection) {
+    c.enable_runtime_api = enable_runtime_api;
+    c.enable_driver_api = enable_driver_api;
+  }
   detail::use_gpu_tables_for_testing(d, with_cupti ? &c : nullptr);
 }
 
@@ -422,6 +435,8 @@ void fake_gpu::other_tool_stops() {
 std::uint64_t fake_gpu::other_tool_records() const { return st().other_records; }
 bool fake_gpu::steptrace_has_callbacks() const { return st().requested != nullptr && st().requested != other_requested; }
 int fake_gpu::kinds_enabled() const { return static_cast<int>(st().enabled.size()); }
+bool fake_gpu::kind_enabled(int kind) const { return st().enabled.count(kind) > 0; }
+int fake_gpu::apis_enabled() const { return static_cast<int>(st().apis.size()); }
 
 void fake_gpu::refuse_enable(bool on) {
   std::lock_guard<std::mutex> lock(st().mutex);

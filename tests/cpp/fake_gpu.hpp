@@ -44,7 +44,9 @@ fake_record sync_record(std::uint64_t start, std::uint64_t end, std::uint32_t de
 
 class fake_gpu {
  public:
-  explicit fake_gpu(bool with_cupti = true);
+  // api_selection: its CUPTI can record chosen API calls only (cuptiActivityEnableRuntimeApi and
+  // cuptiActivityEnableDriverApi, CUPTI 12.6 and later).
+  explicit fake_gpu(bool with_cupti = true, bool api_selection = false);
   ~fake_gpu();
   fake_gpu(const fake_gpu&) = delete;
   fake_gpu& operator=(const fake_gpu&) = delete;
@@ -78,6 +80,8 @@ class fake_gpu {
   std::uint64_t other_tool_records() const;  // records its callbacks received
   bool steptrace_has_callbacks() const;      // the registered callbacks are steptrace's
   int kinds_enabled() const;
+  bool kind_enabled(int kind) const;
+  int apis_enabled() const;          // runtime and driver calls chosen one by one
   std::uint64_t dropped = 0;         // reported by the next completed buffer
 };
 

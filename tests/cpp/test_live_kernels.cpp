@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fake_gpu.hpp"
+#include "gpu/backend.hpp"
 #include "record/kernel_names.hpp"
 #include "helpers.hpp"
 #include "steptrace/steptrace.hpp"
@@ -174,4 +175,34 @@ TEST_CASE("kernel names are interned once each, in bounded memory", "[gpu][kerne
   CHECK(detail::kernel_names_interned() == detail::max_kernel_names);
   CHECK(detail::kernel_name(last) == "(other kernels)");
   CHECK(before < detail::max_kernel_names);
+}
+
+TEST_CASE("where CUPTI can choose, only launch calls are recorded, and kernels keep their launching phase",
+          "[gpu][kernels][activity]") {
+  {
+    fake_gpu gpu(true, /*api_selection=*/true);
+    tracer t(steptrace::testing::quiet());
+    const stamps s = one_step(t);
+    REQUIRE(t.summary().backend.cupti);
+    CHECK_FALSE(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_RUNTIME));  // not every runtime call...
+    CHECK_FALSE(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_DRIVER));   // ...nor every driver call
+    CHECK(gpu.apis_enabled() == 23);                              // the launch calls, by id
+    gpu.emit({launch_record(s.forward, s.forward + 5'000, 9),
+              named_kernel_record(s.forward + 10'000, s.forward + 310'000, gemm, 9)});
+    const summary sum = t.summary();
+    REQUIRE(sum.gpu.has_value());
+    REQUIRE(sum.gpu->kernels.has_value());
+    CHECK(op_ms(*sum.gpu->kernels, "forward") == Approx(0.3).margin(1e-9));
+    detail::yield_cupti("torch.profiler");  // handed over: none recorded for steptrace
+    CHECK(gpu.apis_enabled() == 0);
+    detail::reclaim_cupti();
+    CHECK(gpu.apis_enabled() == 23);
+  }
+  fake_gpu older;  // a CUPTI that cannot choose: every runtime and driver call
+  tracer t(steptrace::testing::quiet());
+  one_step(t);
+  REQUIRE(t.summary().backend.cupti);
+  CHECK(older.kind_enabled(CUPTI_ACTIVITY_KIND_RUNTIME));
+  CHECK(older.kind_enabled(CUPTI_ACTIVITY_KIND_DRIVER));
+  CHECK(older.apis_enabled() == 0);
 }

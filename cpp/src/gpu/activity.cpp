@@ -22,13 +22,59 @@ std::atomic<record_store*> g_store{nullptr};
 
 // CONCURRENT_KERNEL, never KERNEL: KERNEL serialises every kernel launch. The rest are optional: a
 // CUPTI that refuses them still gives the kernels, copies and syncs. MEMORY2: device memory per
-// step; RUNTIME and DRIVER: the launch calls, whose start gives each kernel the host phase that
-// launched it (the per-phase kernel table; Triton launches through the driver).
+// step.
 constexpr CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                        CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-                                        CUPTI_ACTIVITY_KIND_MEMORY2,           CUPTI_ACTIVITY_KIND_RUNTIME,
-                                        CUPTI_ACTIVITY_KIND_DRIVER};
+                                        CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                        CUPTI_ACTIVITY_KIND_MEMORY2};
 constexpr std::size_t required_kinds = 4;
+
+// The launch calls, whose start gives each kernel the host phase that launched it (the per-phase
+// kernel table; Triton launches through the driver). Where CUPTI can choose (12.6 and later) only
+// these calls are recorded; else the RUNTIME and DRIVER kinds record every API call, and on an
+// H100 CUPTI's records then cost 8.6 us a kernel of a launch-bound loop (docs/cost.md).
+constexpr CUpti_CallbackId runtime_launches[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+};
+constexpr CUpti_CallbackId driver_launches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
+
+// Turns the launch calls' records on or off: the calls alone where CUPTI can choose them, else
+// every runtime and driver call. Optional, like MEMORY2: without them the kernel table has no
+// launching phases.
+void launch_records(const cupti_functions& api, bool on) {
+  const std::uint8_t flag = on ? 1 : 0;
+  if (api.enable_runtime_api != nullptr && api.enable_driver_api != nullptr) {
+    bool chosen = true;
+    for (CUpti_CallbackId id : runtime_launches) chosen = api.enable_runtime_api(id, flag) == CUPTI_SUCCESS && chosen;
+    for (CUpti_CallbackId id : driver_launches) chosen = api.enable_driver_api(id, flag) == CUPTI_SUCCESS && chosen;
+    if (chosen && on) return;
+  }
+  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER}) {
+    on ? api.enable(kind) : api.disable(kind);
+  }
+}
 
 std::string result_text(const cupti_functions& api, CUptiResult r) {
   const char* text = nullptr;
@@ -121,6 +167,7 @@ std::string start_activity(const cupti_functions& api, record_store& store) {
       return "CUPTI is held by another tool such as torch.profiler or Nsight (" + result_text(api, r) + ")";
     }
   }
+  launch_records(api, true);
   if (api.flush_period) api.flush_period(200);  // CUPTI's own thread hands over full buffers
   return "";
 }
@@ -130,6 +177,7 @@ void stop_activity() {
   if (api == nullptr) return;
   api->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   for (CUpti_ActivityKind kind : kinds) api->disable(kind);
+  launch_records(*api, false);
   if (api->flush_period) api->flush_period(0);  // the other tool flushes on its own schedule
 }
 

@@ -44,6 +44,9 @@ struct cupti_functions {
   decltype(&cuptiGetResultString) result_string = nullptr;
   decltype(&cuptiGetContextId) context_id = nullptr;    // optional: steps' own streams (gpu/stream_ids.hpp)
   decltype(&cuptiGetStreamIdEx) stream_id = nullptr;    // optional: likewise
+  // Optional (CUPTI 12.6 and later have them): records of chosen API calls only (gpu/activity.cpp).
+  decltype(&cuptiActivityEnableRuntimeApi) enable_runtime_api = nullptr;
+  decltype(&cuptiActivityEnableDriverApi) enable_driver_api = nullptr;
 
   bool complete() const noexcept {
     return enable && disable && register_callbacks && register_timestamp && flush_all && next_record && result_string;

@@ -95,6 +95,8 @@ bool load_cupti(cupti_functions& c, const std::vector<std::string>& extra_dirs, 
   resolve(lib, "cuptiGetResultString", c.result_string);
   resolve(lib, "cuptiGetContextId", c.context_id);
   resolve(lib, "cuptiGetStreamIdEx", c.stream_id);
+  resolve(lib, "cuptiActivityEnableRuntimeApi", c.enable_runtime_api);
+  resolve(lib, "cuptiActivityEnableDriverApi", c.enable_driver_api);
   if (!c.complete()) {
     why = loaded + " lacks the functions steptrace needs";
     c = cupti_functions{};
