@@ -26,6 +26,12 @@ struct run_builder {
     records.push_back({b, id.value, record_kind::phase_end});
   }
   void kernel(std::uint64_t a, std::uint64_t b) { add(device_activity::kernel, a, b); }
+  void h2d_copy(std::uint64_t a, std::uint64_t b, std::uint64_t bytes, bool pageable) {
+    device_record& copy = add(device_activity::memcpy, a, b);
+    copy.copy = copy_kind::h2d;
+    copy.pageable = pageable;
+    copy.bytes = bytes;
+  }
   device_record& add(device_activity kind, std::uint64_t a, std::uint64_t b) {
     device_record r;
     r.kind = kind;
@@ -75,10 +81,7 @@ TEST_CASE("live device view: H2D-BOUND when the GPU idles through pageable copie
   run_builder b;
   const summary s = b.run([&](std::uint64_t t) {
     b.phase(t, t + 3 * ms, builtin::h2d);
-    device_record& copy = b.add(device_activity::memcpy, t + 2500 * 1000, t + 3 * ms);
-    copy.copy = copy_kind::h2d;
-    copy.pageable = true;
-    copy.bytes = 1 << 20;
+    b.h2d_copy(t + 2500 * 1000, t + 3 * ms, 1 << 20, true);
     b.phase(t + 3 * ms, t + 10 * ms, builtin::compute);
     b.kernel(t + 3 * ms, t + 10 * ms);
   });
@@ -101,10 +104,7 @@ TEST_CASE("live device view: H2D-BOUND when a large pageable copy keeps the GPU 
   run_builder b;
   const summary s = b.run([&](std::uint64_t t) {
     b.phase(t, t + 7 * ms, builtin::h2d);
-    device_record& copy = b.add(device_activity::memcpy, t + 100 * 1000, t + 7 * ms);
-    copy.copy = copy_kind::h2d;
-    copy.pageable = true;
-    copy.bytes = 64 << 20;
+    b.h2d_copy(t + 100 * 1000, t + 7 * ms, 64 << 20, true);
     b.phase(t + 7 * ms, t + 10 * ms, builtin::compute);
     b.kernel(t + 7 * ms, t + 9900 * 1000);
   });
@@ -117,9 +117,7 @@ TEST_CASE("live device view: H2D-BOUND when a large pageable copy keeps the GPU 
   run_builder h;
   const summary hidden = h.run([&](std::uint64_t t) {
     h.phase(t, t + 7 * ms, builtin::h2d);
-    device_record& copy = h.add(device_activity::memcpy, t + 100 * 1000, t + 7 * ms);
-    copy.copy = copy_kind::h2d;
-    copy.bytes = 64 << 20;
+    h.h2d_copy(t + 100 * 1000, t + 7 * ms, 64 << 20, false);
     h.add(device_activity::kernel, t, t + 10 * ms).stream = 8;
   });
   REQUIRE(hidden.gpu.has_value());
