@@ -3,6 +3,7 @@
 // per label, the saturated GPU with a per-step sync among them.
 #include <catch2/catch.hpp>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "analysis/aggregate.hpp"
@@ -113,6 +114,15 @@ TEST_CASE("live device view: H2D-BOUND when a large pageable copy keeps the GPU 
   CHECK(s.diag.label == "H2D-BOUND");
   REQUIRE(s.diag.gains.size() == 1);
   CHECK(s.diag.gains[0].second == Approx(0.70).margin(1e-9));  // idle 0.1 ms, copying 6.9 ms, of 10
+  // The JSON carries it; a summary written before the field reads it as 0.
+  auto j = nlohmann::json::parse(s.json());
+  CHECK(j["gpu"]["h2d"]["exposed_ms_per_step"].get<double>() == Approx(6.9).margin(1e-9));
+  CHECK(summary::from_json(s.json()).gpu->h2d.exposed_ms_per_step == Approx(6.9).margin(1e-9));
+  j["gpu"]["h2d"].erase("exposed_ms_per_step");
+  const summary older = summary::from_json(j.dump());
+  REQUIRE(older.gpu.has_value());
+  CHECK(older.gpu->h2d.exposed_ms_per_step == 0);
+  CHECK(older.gpu->h2d.bytes_per_step == s.gpu->h2d.bytes_per_step);
   // The same copy hidden under a kernel on another stream is no cause.
   run_builder h;
   const summary hidden = h.run([&](std::uint64_t t) {

@@ -89,11 +89,12 @@ void device_join::count_in(const track& t, const waiting& w, step_device_view& v
   for (auto r = first; r != t.records.end() && r->start < w.end; ++r) count(v, *r, w.segments);
   // The kernel table's: kernels launched in the window, wherever they ran. Launched before their
   // start, so none starts before the window; on one stream they run in launch order, so the first
-  // launched after the window ends the scan (launches not seen, 0, are skipped; a second past the
-  // window ends it too).
+  // kernel past the window launched after it ends the scan, as does one past the window whose
+  // launch was not seen (without launch records that is the first kernel after the window, so the
+  // scan never reads ahead), or a second past the window.
   constexpr std::uint64_t lag_limit = 1'000'000'000;
   for (auto r = first; r != t.records.end() && r->start < w.end + lag_limit; ++r) {
-    if (r->kind == device_activity::kernel && r->launched >= w.end) break;
+    if (r->kind == device_activity::kernel && (r->launched >= w.end || (r->launched == 0 && r->start >= w.end))) break;
     list_launched(v, *r, w.begin, w.end, w.segments);
   }
 }

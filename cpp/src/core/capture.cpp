@@ -28,11 +28,10 @@ namespace detail {
 namespace {
 
 // The device records of the steps kept: taken as they come, with later work's (which marks them
-// settled); else, from a second after the last step, by asking CUPTI for its finished records
-// (a loop that stopped launching, or waits, brings no later work); written anyway after 5 s.
+// settled); else, a second after the last step, by asking CUPTI for its finished records (a loop
+// that stopped launching, or waits, brings no later work: the H100 run wrote such a capture after
+// a 5 s wait, with no device records).
 constexpr auto device_settle = std::chrono::seconds(1);
-constexpr auto device_flush_every = std::chrono::milliseconds(250);
-constexpr auto device_wait = std::chrono::seconds(5);
 
 // SIGUSR2 arms a capture: the handler only sets this; the collector looks each pass.
 std::atomic<bool> signalled{false};
@@ -139,16 +138,13 @@ void tracer_impl::capture_tick(std::unique_lock<std::mutex>& lock, bool last) {
   if (!capture.armed) return;
   const bool device = totals.device() != nullptr;
   const auto now = std::chrono::steady_clock::now();
-  if (capture.complete && device && !capture.device_ready && now - capture.complete_at > device_settle &&
-      now - capture.flushed_at > device_flush_every) {
-    capture.flushed_at = now;
+  if (capture.complete && device && !capture.device_ready && now - capture.complete_at > device_settle) {
     read_device(device_flush::completed);
     // Work of these steps still running a second after them is missed (a GPU that far behind).
     capture.kept.attach_device(*totals.device(), UINT64_MAX, &host_clock::to_monotonic_ns);
     capture.device_ready = true;
   }
-  const bool waited = now - capture.complete_at > device_wait;
-  if (!(capture.complete && (!device || capture.device_ready || waited)) && !(last && capture.seen > 0)) {
+  if (!(capture.complete && (!device || capture.device_ready)) && !(last && capture.seen > 0)) {
     if (last) capture.armed = false;  // the run ended before one step was captured: nothing to say
     return;
   }

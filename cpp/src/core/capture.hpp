@@ -29,7 +29,7 @@ struct capture_state {  // under tracer_impl::mutex
   std::uint32_t steps = 0, seen = 0;
   std::uint64_t armed_at = 0, last_end = 0;  // ticks
   std::uint64_t first_index = 0, last_index = 0;
-  std::chrono::steady_clock::time_point complete_at{}, flushed_at{};
+  std::chrono::steady_clock::time_point complete_at{};
   flight_recorder kept;  // those steps' raw intervals
   aggregate totals;      // and their figures, for the diagnosis of those steps alone
 

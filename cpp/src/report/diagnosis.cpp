@@ -137,6 +137,12 @@ std::vector<finding> secondary_findings(const summary& s, const diagnosis_thresh
 
 }  // namespace
 
+namespace {
+
+constexpr std::string_view host_view_only = " Host view only: no device measurements back this up.";
+
+}  // namespace
+
 bool ran_no_gpu_work(const gpu_stats& g) {
   return g.steps_viewed > 0 && g.busy_ms.max == 0 && g.kernels_per_step == 0 && g.syncs_per_step == 0 &&
          g.h2d.count == 0 && g.d2h.count == 0 && g.memory.allocations_per_step == 0;
@@ -147,10 +153,9 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     summary host = s;
     host.gpu.reset();
     diagnosis d = diagnose(host, t);
-    const std::string host_only = " Host view only: no device measurements back this up.";
-    const std::string said = " The device view shows no GPU work in these steps (no kernels, copies or syncs).";
-    if (const auto at = d.evidence.find(host_only); at != std::string::npos) {
-      d.evidence.replace(at, host_only.size(), said);
+    constexpr std::string_view said = " The device view shows no GPU work in these steps (no kernels, copies or syncs).";
+    if (const auto at = d.evidence.find(host_view_only); at != std::string::npos) {
+      d.evidence.replace(at, host_view_only.size(), said);
     } else {
       d.evidence += said;
     }
@@ -320,7 +325,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
       d.evidence += closeness(busy, t.device_busy_share, t);
     } else {
       d.evidence = phase_evidence(s, "compute", t.compute_share) +
-                   " Host view only: no device measurements back this up." +
+                   std::string(host_view_only) +
                    closeness(compute, t.compute_share, t);
     }
     d.evidence += near_miss;
