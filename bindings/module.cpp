@@ -13,28 +13,26 @@
 #include "steptrace/capture.hpp"
 #include "steptrace/profiler_trace.hpp"
 #include "steptrace/steptrace.hpp"
+#include "glue.hpp"
 
 namespace py = pybind11;
 using namespace steptrace;
 
-void bind_files(py::module_& m);  // files.cpp
+void bind_files(py::module_& m);   // files.cpp
+void bind_phases(py::module_& m);     // phases.cpp
+void bind_step_loop(py::module_& m);  // step_loop.cpp
 
-namespace {
+namespace steptrace::bindings {
 
 PyObject* step_error = nullptr;
 
-// A CUDA stream handle from Python: None asks for no device timing; 0 is the default stream.
-using stream_arg = std::optional<std::uintptr_t>;
-void* stream_ptr(const stream_arg& stream) { return reinterpret_cast<void*>(stream.value_or(0)); }
-
-void open_step(tracer& t, const stream_arg& stream) {
-  if ((stream ? t.begin_step(stream_ptr(stream)) : t.begin_step()) == step_open::nested) {
-    PyErr_SetString(step_error,
-                    "steptrace: a step is already open on this thread; steps do not nest (use "
-                    "steptrace.phase() for the inner scope; a `for item in steptrace.steps(...)` loop "
-                    "already opens one step per item)");
-    throw py::error_already_set();
-  }
+bool open_step(tracer& t, const stream_arg& stream) {
+  if ((stream ? t.begin_step(stream_ptr(stream)) : t.begin_step()) != step_open::nested) return true;
+  PyErr_SetString(step_error,
+                  "steptrace: a step is already open on this thread; steps do not nest (use "
+                  "steptrace.phase() for the inner scope; a `for item in steptrace.steps(...)` loop "
+                  "already opens one step per item)");
+  return false;
 }
 
 // The request of the running asyncio task (or any contextvars context): a step opened by
@@ -50,19 +48,63 @@ struct py_request {
   PyObject* token = nullptr;  // resets the context variable when the step ends
 };
 
-// The open request of the current context for tracer `t`; nullptr: none (use the thread's step).
-request* current_request(const tracer& t) {
+tracer* tracer_of(PyObject* obj) {
+  try {
+    return py::handle(obj).cast<tracer*>();
+  } catch (const py::cast_error&) {
+    PyErr_Format(PyExc_TypeError, "steptrace: expected a steptrace._core.Tracer, not %.100s", Py_TYPE(obj)->tp_name);
+    return nullptr;
+  }
+}
+
+bool stream_of(PyObject* obj, stream_arg* out) {
+  if (obj == nullptr || obj == Py_None) {
+    out->reset();
+    return true;
+  }
+  const unsigned long long v = PyLong_AsUnsignedLongLong(obj);
+  if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) return false;
+  *out = static_cast<std::uintptr_t>(v);
+  return true;
+}
+
+void intern_all(std::initializer_list<std::pair<PyObject**, const char*>> names) {
+  for (auto [slot, text] : names) {
+    *slot = PyUnicode_InternFromString(text);
+    if (*slot == nullptr) throw py::error_already_set();
+  }
+}
+
+bool current_request(const tracer& t, request** out) {
+  *out = nullptr;
   PyObject* value = nullptr;
-  if (PyContextVar_Get(request_var, nullptr, &value) < 0) throw py::error_already_set();
-  if (value == nullptr) return nullptr;
+  if (PyContextVar_Get(request_var, nullptr, &value) < 0) return false;
+  if (value == nullptr) return true;
   auto* held = static_cast<py_request*>(PyCapsule_GetPointer(value, request_capsule));
   Py_DECREF(value);  // the context still holds it
-  if (held == nullptr) throw py::error_already_set();
-  return held->owner == &t && held->r.open() ? &held->r : nullptr;
+  if (held == nullptr) return false;
+  if (held->owner == &t && held->r.open()) *out = &held->r;
+  return true;
+}
+
+}  // namespace steptrace::bindings
+
+namespace {
+
+using namespace steptrace::bindings;
+
+// The binding's throwing forms, for pybind11's functions.
+void open_step_or_throw(tracer& t, const stream_arg& stream) {
+  if (!open_step(t, stream)) throw py::error_already_set();
+}
+request* request_here(const tracer& t) {
+  request* r = nullptr;
+  if (!current_request(t, &r)) throw py::error_already_set();
+  return r;
 }
 
 void open_request(tracer& t) {
-  if (current_request(t) != nullptr) {
+  if (request_here(t) != nullptr) {
     PyErr_SetString(step_error,
                     "steptrace: a step is already open in this task; steps do not nest (use "
                     "steptrace.phase() for the inner scope)");
@@ -108,77 +150,9 @@ struct step_scope {
 struct request_step_scope {
   tracer* t;
 };
-struct phase_scope {
-  tracer* t;
-  phase_id id;
-  bool on_stream;
-  void* stream;  // with on_stream: a CUDA stream handle (nullptr: the default stream)
-};
-
 struct exclude_scope {
   tracer* t;
   phase_id id;
-};
-
-// What a steps() loop has open: its item's fetch (and its `input` phase) or its step. Each move
-// is one C++ call, so an interrupt (an exception from a Python signal handler) lands before or
-// after it, never between the tracer's state and this record of it. The loop's generator holds
-// the guard: when the generator goes (closed, finished or collected), whatever it left open is
-// closed here as failed, even where an interrupt cut the loop's own `finally` short, which
-// Python 3.9 and 3.10 allow between any two bytecodes. See docs/architecture.md, "Python loops".
-class loop_guard {
- public:
-  loop_guard(tracer& t, const stream_arg& stream, bool time_input) : t_(&t), stream_(stream), input_(time_input) {}
-  loop_guard(const loop_guard&) = delete;
-  loop_guard& operator=(const loop_guard&) = delete;
-  ~loop_guard() { close(true); }
-
-  void fetch_begins() {
-    if (input_) t_->begin_phase(builtin::input);
-    mark(fetching);
-  }
-  // The item came: the fetch ends and its step opens (StepError if one is open: then nothing is).
-  void step_begins() {
-    end_fetch();
-    open_step(*t_, stream_);
-    mark(in_step);
-  }
-  void step_ends() {
-    open_ = nothing;
-    t_->end_step(false);
-  }
-  // Ends what is open. A failed fetch is claimed by a failed step, so the step count sees it.
-  // Only on the thread that opened it: a tracer's state is per thread, and ending it from another
-  // thread would end that thread's own step.
-  void close(bool failed) {
-    if (open_ != nothing && thread_ != std::this_thread::get_id()) return;
-    if (open_ == fetching) {
-      end_fetch();
-      if (!failed) return;
-      const step_open opened = stream_ ? t_->begin_step(stream_ptr(stream_)) : t_->begin_step();
-      if (opened == step_open::opened) t_->end_step(true);
-    } else if (open_ == in_step) {
-      open_ = nothing;
-      t_->end_step(failed);
-    }
-  }
-
- private:
-  enum state { nothing, fetching, in_step };
-  void mark(state s) {
-    open_ = s;
-    thread_ = std::this_thread::get_id();
-  }
-  void end_fetch() {
-    open_ = nothing;
-    if (input_) t_->end_phase(builtin::input);
-  }
-
-  tracer* t_;
-  stream_arg stream_;
-  bool input_;  // the fetch is timed as `input` (not when an instrumented loader times its own)
-  state open_ = nothing;
-  std::thread::id thread_;
 };
 
 }  // namespace
@@ -245,7 +219,7 @@ PYBIND11_MODULE(_core, m) {
              return out;
            })
       .def_property_readonly("enabled", &tracer::enabled)
-      .def("begin_step", &open_step, py::arg("stream") = py::none())
+      .def("begin_step", &open_step_or_throw, py::arg("stream") = py::none())
       .def("end_step", &tracer::end_step, py::arg("failed") = false)
       .def("begin_phase", [](tracer& t, std::uint32_t id) { t.begin_phase(phase_id{id}); })
       .def("end_phase", [](tracer& t, std::uint32_t id) { t.end_phase(phase_id{id}); })
@@ -254,7 +228,7 @@ PYBIND11_MODULE(_core, m) {
       .def("set_fact", &tracer::set_fact, py::arg("key"), py::arg("value"))
       .def("set_batch_size",
            [](tracer& t, std::uint32_t requests) {
-             if (request* r = current_request(t)) return r->set_batch_size(requests);
+             if (request* r = request_here(t)) return r->set_batch_size(requests);
              t.set_batch_size(requests);
            },
            py::arg("requests"))
@@ -309,7 +283,7 @@ PYBIND11_MODULE(_core, m) {
   py::class_<step_scope>(m, "StepScope")
       .def(py::init([](tracer& t, const stream_arg& stream) { return step_scope{&t, stream}; }), py::arg("tracer"),
            py::arg("stream") = py::none(), py::keep_alive<1, 2>())
-      .def("__enter__", [](step_scope& s) { open_step(*s.t, s.stream); })
+      .def("__enter__", [](step_scope& s) { open_step_or_throw(*s.t, s.stream); })
       .def("__exit__", [](step_scope& s, py::handle type, py::handle, py::handle) {
         s.t->end_step(!type.is_none());
         return false;  // never swallow the user's exception
@@ -320,33 +294,6 @@ PYBIND11_MODULE(_core, m) {
       .def("__enter__", [](request_step_scope& s) { open_request(*s.t); })
       .def("__exit__", [](request_step_scope& s, py::handle type, py::handle, py::handle) {
         close_request(*s.t, !type.is_none());
-        return false;
-      });
-
-  py::class_<loop_guard>(m, "LoopGuard")
-      .def(py::init<tracer&, const stream_arg&, bool>(), py::arg("tracer"), py::arg("stream") = py::none(),
-           py::arg("time_input") = true, py::keep_alive<1, 2>())
-      .def("fetch_begins", &loop_guard::fetch_begins)
-      .def("step_begins", &loop_guard::step_begins)
-      .def("step_ends", &loop_guard::step_ends)
-      .def("close", &loop_guard::close, py::arg("failed"));
-
-  py::class_<phase_scope>(m, "PhaseScope")
-      .def(py::init([](tracer& t, std::uint32_t id, const stream_arg& stream) {
-             return phase_scope{&t, phase_id{id}, stream.has_value(), stream_ptr(stream)};
-           }),
-           py::arg("tracer"), py::arg("id"), py::arg("stream") = py::none(), py::keep_alive<1, 2>())
-      .def("__enter__",
-           [](phase_scope& p) {
-             if (request* r = current_request(*p.t)) return r->begin_phase(p.id);
-             p.on_stream ? p.t->begin_phase(p.id, p.stream) : p.t->begin_phase(p.id);
-           })
-      .def("__exit__", [](phase_scope& p, py::handle, py::handle, py::handle) {
-        if (request* r = current_request(*p.t)) {
-          r->end_phase(p.id);
-        } else {
-          p.on_stream ? p.t->end_phase(p.id, p.stream) : p.t->end_phase(p.id);
-        }
         return false;
       });
 
@@ -428,7 +375,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("yield_cupti", &steptrace::yield_cupti, py::arg("holder"));
   m.def("reclaim_cupti", &steptrace::reclaim_cupti);
   m.def("cupti_holder", &steptrace::cupti_holder);
-  bind_files(m);  // files.cpp
+  bind_files(m);   // files.cpp
+  bind_phases(m);     // phases.cpp
+  bind_step_loop(m);  // step_loop.cpp
   m.def("register_phase", [](const std::string& name) { return register_phase(name).value; }, py::arg("name"));
   m.attr("INPUT") = builtin::input.value;
   m.attr("H2D") = builtin::h2d.value;

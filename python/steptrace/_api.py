@@ -142,6 +142,9 @@ class Tracer:
         self._request_step = _RequestStepScope(core)
         self._steps_on: Dict[int, _StepScope] = {}  # by stream handle
         self._phases: Dict[Any, _PhaseScope] = {}  # by name, or by (name, stream handle)
+        # phase(name) in C: a name seen before is one dict lookup there, the rest comes here
+        self._phase_table = _core.Phases(core, functools.partial(Tracer.phase, self))
+        self.phase = self._phase_table.lookup  # type: ignore[method-assign]
         self._excludes: Dict[str, _ExcludeScope] = {}
         self._feeding: Any = None  # weakref to the loader whose fetches feed the steps
         self._shown_recorded = -1  # steps recorded when the program last printed a summary's table or JSON
@@ -189,7 +192,10 @@ class Tracer:
         Built-in names: input, h2d, compute, wait; any other name is a custom phase.
         ``stream`` (a CUDA stream: an int handle or an object with ``.cuda_stream``, such as
         ``torch.cuda.Stream``) also times the phase on the device with CUDA events. Where torch
-        has initialised CUDA, a phase defaults to torch's current stream."""
+        has initialised CUDA, a phase defaults to torch's current stream. A disabled tracer gives
+        a no-op that records nothing (a function it decorates records once the tracer is enabled)."""
+        if not isinstance(name, str):
+            raise TypeError(f"steptrace: a phase name must be a str, not {type(name).__name__}")
         if _forked.child:
             _forked.say_phase()
         if stream is None:
@@ -202,12 +208,12 @@ class Tracer:
         return scope if scope is not None else self._new_phase(name, handle)
 
     def _new_phase(self, name: str, handle: Optional[int]) -> _PhaseScope:
-        if not isinstance(name, str):
-            raise TypeError(f"steptrace: a phase name must be a str, not {type(name).__name__}")
         scope = _PhaseScope(self._core, _core.register_phase(name), handle)
         scope._steptrace_annotation = name
         if len(self._phases) < _MAX_CACHED_PHASES:  # names built from data must not grow it forever
             self._phases[name if handle is None else (name, handle)] = scope
+        if handle is None and type(name) is str:
+            self._phase_table.remember(name, scope)
         return scope
 
     def exclude(self, name: str) -> _ExcludeScope:
@@ -345,7 +351,11 @@ class _Forked:
 
 _forked = _Forked()
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=lambda: setattr(_forked, "child", True))
+    def _in_forked_child() -> None:
+        _forked.child = True
+        _core.phases_take_python_path()  # which says, once, that the child's phases are not collected
+
+    os.register_at_fork(after_in_child=_in_forked_child)
 
 
 def unused_scopes_said(tracer: "Tracer", own: Any) -> None:

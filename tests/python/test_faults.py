@@ -140,44 +140,52 @@ def test_a_ctrl_c_storm_around_steps_leaves_nothing_open(run_python):
     assert out["failed"] >= 1  # interrupts inside steptrace's part of the loop count as failed
 
 
-def test_a_loop_guard_that_goes_with_something_open_closes_it_as_failed(tracer):
-    """What steps() relies on where an interrupt cuts its `finally` short (Python 3.9 and 3.10):
-    when its generator goes, the guard it held closes whatever is still open."""
+def test_a_steps_loop_that_goes_with_something_open_closes_it(tracer):
+    """The steps() loop is a C object (_core.StepLoop): when it goes, whatever it has open ends,
+    a step as completed (the loop was left), and only on the thread that opened it."""
     from steptrace import _core
 
-    guard = _core.LoopGuard(tracer._core)
-    guard.fetch_begins()
-    guard.step_begins()
-    del guard  # a step open
+    loop = tracer.steps(range(10))
+    assert type(loop) is _core.StepLoop
+    next(loop)
+    del loop  # a step open: it ends as completed
     with tracer.step():  # no StepError: nothing was left open
         pass
-    guard = _core.LoopGuard(tracer._core)
-    guard.fetch_begins()
-    del guard  # a fetch open: its input ends, and a failed step claims it
-    guard = _core.LoopGuard(tracer._core)
-    guard.fetch_begins()
-    guard.step_begins()
-    guard.step_ends()
-    guard.close(True)
-    del guard  # closed: nothing more
-    # Closed on another thread (a generator dropped there): that thread's own step is left alone.
+
+    def failing():
+        yield 1
+        raise OSError("the loader broke")
+
+    loop = tracer.steps(failing())
+    next(loop)
+    with pytest.raises(OSError, match="the loader broke"):
+        next(loop)  # the fetch failed: a failed step claims it, the error is the user's
+    with pytest.raises(StopIteration):
+        next(loop)  # finished: nothing more
+    del loop
+    loop = tracer.steps(range(10))
+    next(loop)
+    loop.close()
+    loop.close()  # closed: nothing more
+    # Dropped on another thread: that thread's own step is left alone.
     import threading
 
-    guard = _core.LoopGuard(tracer._core, time_input=False)
-    guard.fetch_begins()
-    guard.step_begins()
+    loop = tracer.steps(range(10))
+    next(loop)
 
     def elsewhere():
         with tracer.step():
-            guard.close(True)
+            loop.close()
 
     other = threading.Thread(target=elsewhere)
     other.start()
     other.join()
-    guard.step_ends()
+    del loop  # the backstop, on the thread that opened it: what is still open ends as failed
+    with tracer.step():
+        pass
     d = tracer.summary().to_dict()
-    assert (d["steps"], d["failed_steps"]) == (4, 2)
-    assert d["phases"]["input"]["calls"] == 1  # counted steps only: the last loop's fetch
+    assert (d["steps"], d["failed_steps"]) == (6, 2)
+    assert d["phases"]["input"]["calls"] == 3  # completed steps only: the three loops' steps that ended well
     assert (d["errors"]["nested_steps"], d["errors"]["unbalanced_phases"]) == (0, 0)
 
 

@@ -1,0 +1,38 @@
+// What the binding files share: the StepError type, a CUDA stream argument, opening a step with
+// StepError for a nested one, and the asyncio request of the current context.
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <utility>
+
+#include "steptrace/steptrace.hpp"
+
+namespace steptrace::bindings {
+
+extern PyObject* step_error;  // steptrace.StepError
+
+// A CUDA stream handle from Python: None asks for no device timing; 0 is the default stream.
+using stream_arg = std::optional<std::uintptr_t>;
+inline void* stream_ptr(const stream_arg& stream) { return reinterpret_cast<void*>(stream.value_or(0)); }
+
+// Opens a step on this thread; false with StepError set when one is already open.
+bool open_step(tracer& t, const stream_arg& stream);
+
+// The open request of the current context for tracer `t` (nullptr: none, use the thread's
+// step). False with a Python error set when the context could not be read.
+bool current_request(const tracer& t, request** out);
+
+// The tracer behind a steptrace._core.Tracer object; nullptr with TypeError set.
+tracer* tracer_of(PyObject* obj);
+
+// None, or a stream handle (an int >= 0); false with an error set for anything else.
+bool stream_of(PyObject* obj, stream_arg* out);
+
+// Interned Python strings for the names the C types look up; throws if one cannot be made.
+void intern_all(std::initializer_list<std::pair<PyObject**, const char*>> names);
+
+}  // namespace steptrace::bindings

@@ -1,0 +1,132 @@
+"""Python's hot path (bindings/phases.cpp, bindings/step_loop.cpp): a phase and a steps() loop allocate nothing per use,
+a disabled tracer's phase never reaches the core, and the fast path gives what the Python path
+would (the same scope, torch's current stream where torch has started CUDA, a decorator that
+records once the tracer is enabled again)."""
+
+import tracemalloc
+
+import pytest
+
+import steptrace
+from steptrace import _core
+
+N = 100_000
+
+
+def _traced_growth(fn):
+    """Bytes Python holds after fn() beyond before it, and the peak above before, by tracemalloc."""
+    fn()  # warm: the scope and the table entry exist before counting
+    tracemalloc.start()
+    try:
+        start, _ = tracemalloc.get_traced_memory()
+        fn()
+        end, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return end - start, peak - start
+
+
+def test_a_phase_allocates_nothing_per_use(tracer):
+    phase = tracer.phase
+
+    def phases():
+        with tracer.step():
+            for _ in range(N):
+                with phase("compute"):
+                    pass
+
+    grown, peak = _traced_growth(phases)
+    # One kept object a phase would be >= 1.6 MB here; what a `with` makes and frees at once
+    # (its bound __enter__/__exit__) never piles up.
+    assert grown < 4096 and peak < 16384, (grown, peak)
+    assert tracer.summary().to_dict()["phases"]["compute"]["calls"] == 2 * N
+
+
+def test_a_steps_loop_allocates_nothing_per_step(tracer):
+    def loop():
+        for _ in tracer.steps(range(N)):
+            pass
+
+    grown, peak = _traced_growth(loop)
+    assert grown < 4096 and peak < 16384, (grown, peak)
+    assert tracer.summary().to_dict()["steps"] == 2 * N
+
+
+def test_a_disabled_phase_never_reaches_the_core():
+    off = steptrace.Tracer(warmup_steps=0, print_at_exit=False, enabled=False)
+    on = steptrace.Tracer(warmup_steps=0, print_at_exit=False)
+    with off.phase("decode"):  # the first use of a name takes the Python path
+        pass
+    entered = _core.phase_enters()
+    for _ in range(10_000):
+        with off.phase("decode"):
+            pass
+    assert _core.phase_enters() == entered  # the no-op: not one call into the tracer
+    scope = off.phase("decode")
+    assert type(scope) is _core.DisabledPhase and off.phase("decode") is scope
+    with on.step():
+        for _ in range(1000):
+            with on.phase("decode"):
+                pass
+    assert _core.phase_enters() == entered + 1000  # the counter counts what does reach it
+
+
+def test_a_function_decorated_while_disabled_records_once_enabled(tracer):
+    tracer.configure(enabled=False)
+    with tracer.phase("decode"):
+        pass
+
+    @tracer.phase("decode")  # the disabled no-op decorates with the real scope
+    def decode():
+        return 7
+
+    assert decode() == 7
+    tracer.configure(enabled=True)
+    with tracer.step():
+        assert decode() == 7
+        with tracer.phase("decode"):  # the fast path gives the real scope again
+            pass
+    assert tracer.summary().to_dict()["phases"]["decode"]["calls"] == 2
+
+
+def test_the_fast_path_gives_the_python_paths_scope(tracer):
+    first = tracer.phase("load")  # new: made on the Python path, remembered
+    assert tracer.phase("load") is first
+    assert tracer.phase(name="load") is first  # a keyword takes the Python path: the same scope
+    with pytest.raises(TypeError, match="phase name must be a str"):
+        tracer.phase(3)
+    with pytest.raises(TypeError, match="phase name must be a str"):
+        tracer.phase(["load"])  # unhashable: the Python path's error, not the dict's
+    assert "A named scope inside a step" in tracer.phase.__doc__
+
+
+def test_where_torch_started_cuda_a_phase_times_the_current_stream(run_python):
+    """A stand-in torch that has started CUDA: phase(name) of a name already known must still ask
+    for torch's current stream, as the Python path does, and stop asking when CUDA is not on."""
+    proc = run_python("""
+import sys, types, json
+torch = types.ModuleType("torch")
+cuda = types.ModuleType("torch.cuda")
+asked = []
+class Stream:
+    cuda_stream = 0
+def current_stream():
+    asked.append(1)
+    return Stream()
+cuda._initialized = False
+cuda.is_initialized = lambda: cuda._initialized
+cuda.current_stream = current_stream
+torch.cuda = cuda
+sys.modules["torch"], sys.modules["torch.cuda"] = torch, cuda
+import steptrace
+t = steptrace.Tracer(warmup_steps=0, print_at_exit=False)
+plain = t.phase("decode")
+plain_again = t.phase("decode")
+cuda._initialized = True
+on_stream = t.phase("decode")
+on_stream_again = t.phase("decode")
+print(json.dumps({"plain": plain is plain_again, "asked": len(asked),
+                  "stream_scope": on_stream is not plain and on_stream is on_stream_again}))
+""")
+    out = proc.stdout.strip().splitlines()[-1]
+    assert out == '{"plain": true, "asked": 2, "stream_scope": true}', proc.stderr
