@@ -1,23 +1,20 @@
-// Hot-path cost, side by side in one run (interleaved repeats, best of each):
-//   two reads of the clock steptrace uses   (the floor: a phase needs a begin and an end stamp)
-//   an enabled scoped_phase (begin + end)   target <= 2x the two clock reads
-//     - with ~0.3 us of work per phase: what a traced thread pays (phase loop minus work loop)
-//     - back to back, no work at all: saturated, bound by turning records into steps
-//   a disabled scoped_phase                 target <= 2 ns
-// Everything is included: the loops run far past one ring's capacity.
-//   bench_overhead [phases_per_repeat]
+// Hot-path cost in paired rounds (benchmarks/paired.hpp): each variant's thread CPU (what the
+// recording thread pays), process CPU (the collector's draining included: each variant's records
+// are drained before the next runs) and wall time, rotated within each round; a cost is the
+// variant minus the same round's bare work. Targets (the cost issue's):
+//   an enabled scoped_phase around ~0.3 us of work, recording thread plus collector (process
+//   CPU): <= 0.7x a hand-timed pair of std::chrono::steady_clock::now() around the same work
+//   a disabled scoped_phase, back to back: <= 2 ns
+// Printed besides: the recording thread's share alone, and both back to back (no work: saturated,
+// bound by turning records into steps). The loops run far past one ring's capacity.
+//   bench_overhead [phases_per_round] [rounds]
 #include <steptrace/steptrace.hpp>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <ctime>
 
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
+#include "paired.hpp"
 
 namespace {
 
@@ -29,27 +26,12 @@ __attribute__((noinline)) std::uint64_t work(std::uint64_t x) {
   return x;
 }
 
-std::uint64_t read_clock(bool tsc) {
-#if defined(__x86_64__)
-  if (tsc) return __rdtsc();
-#endif
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
-template <class Fn>
-double ns_per_iteration(long n, Fn&& fn) {
-  const auto start = std::chrono::steady_clock::now();
-  for (long i = 0; i < n; ++i) fn();
-  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() / n;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  const long n = argc > 1 ? std::atol(argv[1]) : 5'000'000;
-  const bool tsc = std::strcmp(steptrace::host_clock_name(), "tsc") == 0;
+  const long n = argc > 1 ? std::atol(argv[1]) : 400'000;
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 15;
+  using clock = std::chrono::steady_clock;
 
   steptrace::config cfg;
   cfg.print_at_exit = steptrace::exit_print::never;
@@ -58,39 +40,59 @@ int main(int argc, char** argv) {
   cfg.enabled = false;
   steptrace::tracer disabled(cfg);
   const steptrace::phase_id id = steptrace::register_phase("bench");
-
-  double clocks = 1e9, on = 1e9, off = 1e9, bare_work = 1e9, on_work = 1e9, clocks_work = 1e9;
-  std::uint64_t x = 1;
   steptrace::scoped_step step(enabled);  // phases inside an open step, as in real use
-  for (int repeat = 0; repeat < 7; ++repeat) {
-    clocks = std::min(clocks, ns_per_iteration(n, [&] {
-      sink = read_clock(tsc);
-      sink = read_clock(tsc);
-    }));
-    on = std::min(on, ns_per_iteration(n, [&] { steptrace::scoped_phase p(enabled, id); }));
-    off = std::min(off, ns_per_iteration(n, [&] { steptrace::scoped_phase p(disabled, id); }));
-    bare_work = std::min(bare_work, ns_per_iteration(n / 4, [&] { x = work(x); }));
-    clocks_work = std::min(clocks_work, ns_per_iteration(n / 4, [&] {
-      sink = read_clock(tsc);
+
+  std::uint64_t x = 1;
+  paired::bench b(rounds);
+  b.add("work", [&](long k) {
+    for (long i = 0; i < k; ++i) x = work(x);
+  });
+  b.add("steady_clock pair + work", [&](long k) {
+    for (long i = 0; i < k; ++i) {
+      const auto start = clock::now();
       x = work(x);
-      sink = read_clock(tsc);
-    }));
-    on_work = std::min(on_work, ns_per_iteration(n / 4, [&] {
+      sink = static_cast<std::uint64_t>((clock::now() - start).count());
+    }
+  });
+  b.add("scoped_phase + work", [&](long k) {
+    for (long i = 0; i < k; ++i) {
       steptrace::scoped_phase p(enabled, id);
       x = work(x);
-    }));
-  }
+    }
+  });
+  b.add("steady_clock pair, back to back", [&](long k) {
+    for (long i = 0; i < k; ++i) {
+      const auto start = clock::now();
+      sink = static_cast<std::uint64_t>((clock::now() - start).count());
+    }
+  });
+  b.add("scoped_phase, back to back", [&](long k) {
+    for (long i = 0; i < k; ++i) steptrace::scoped_phase p(enabled, id);
+  });
+  b.add("disabled scoped_phase, back to back", [&](long k) {
+    for (long i = 0; i < k; ++i) steptrace::scoped_phase p(disabled, id);
+  });
+  b.run(n, [&] { enabled.open_steps(); });  // drains every record so far: the collector's share is counted
   sink = x;
-  const double traced = on_work - bare_work, clocked = clocks_work - bare_work;
 
-  std::printf("steptrace hot path, %ld phases per repeat, best of 7, clock: %s\n", n, steptrace::host_clock_name());
-  std::printf("  %-38s %8.2f ns\n", "two clock reads", clocks);
-  std::printf("  %-38s %8.2f ns   (added to ~%.0f ns of work: %.1f ns with the reads)\n", "two clock reads, with work",
-              clocked, bare_work, clocks_work);
-  std::printf("  %-38s %8.2f ns   %.2fx the clock reads with work (target <= 2x): %s\n",
-              "enabled scoped_phase, with work", traced, traced / clocked, traced <= 2 * clocked ? "met" : "MISSED");
-  std::printf("  %-38s %8.2f ns   %.2fx the clock reads (saturated: bound by step building)\n",
-              "enabled scoped_phase, back to back", on, on / clocks);
-  std::printf("  %-38s %8.2f ns   (target <= 2 ns): %s\n", "disabled scoped_phase", off, off <= 2.0 ? "met" : "MISSED");
+  std::printf("steptrace hot path, %ld phases a round, clock: %s\n", n, steptrace::host_clock_name());
+  b.print_table();
+  std::printf("costs above the bare work, ratio of the phase's to the steady_clock pair's, median [middle half]:\n");
+  using paired::process;
+  using paired::thread;
+  paired::print_target("enabled scoped_phase, with work, recording thread + collector",
+                       b.ratio_of_costs("scoped_phase + work", "steady_clock pair + work", "work", process), process,
+                       0.7);
+  const paired::spread own = b.ratio_of_costs("scoped_phase + work", "steady_clock pair + work", "work", thread);
+  std::printf("  enabled scoped_phase, with work, recording thread alone: %.2fx [%.2f-%.2f] by thread CPU\n", own.median,
+              own.low, own.high);
+  for (paired::clock_kind c : {thread, process}) {
+    const paired::spread s = b.ratio_of_costs("scoped_phase, back to back", "steady_clock pair, back to back", "", c);
+    std::printf("  enabled scoped_phase, back to back: %.2fx [%.2f-%.2f] by %s\n", s.median, s.low, s.high,
+                paired::clock_name(c));
+  }
+  const paired::spread off = b.cost("disabled scoped_phase, back to back", "", thread);
+  std::printf("  disabled scoped_phase: %.2f ns [%.2f-%.2f] by thread CPU, target <= 2 ns: %s\n", off.median, off.low,
+              off.high, paired::verdict(off, 2.0));
   return 0;
 }

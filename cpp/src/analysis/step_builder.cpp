@@ -6,16 +6,15 @@ namespace steptrace::detail {
 
 inline __attribute__((always_inline)) void step_builder::charge(std::uint32_t id, std::uint64_t ticks,
                                                                  std::uint32_t calls, std::uint64_t incl) {
-  if (id >= ticks_.size()) {
-    ticks_.resize(id + 1, 0);
-    calls_.resize(id + 1, 0);
-    incl_.resize(id + 1, 0);
-    parent_.resize(id + 1, phase_slice::no_parent);
+  if (id >= acc_.size()) acc_.resize(id + 1);
+  phase_acc& a = acc_[id];
+  if (!a.touched && (ticks | calls | incl) != 0) {
+    a.touched = true;
+    touched_.push_back(id);
   }
-  if (ticks_[id] == 0 && calls_[id] == 0 && incl_[id] == 0 && (ticks | calls | incl) != 0) touched_.push_back(id);
-  ticks_[id] += ticks;
-  calls_[id] += calls;
-  incl_[id] += incl;
+  a.ticks += ticks;
+  a.calls += calls;
+  a.incl += incl;
 }
 
 // Inclusive time of an open phase, from where it was last charged to t (within the step).
@@ -38,6 +37,23 @@ inline __attribute__((always_inline)) void step_builder::add_segment(std::uint64
   s.phase = id;
 }
 
+inline __attribute__((always_inline)) void step_builder::add_span(const open_phase& p, std::uint64_t end, std::size_t depth) {
+  if (!keep_spans_) return;
+  phase_span* slot;
+  if (spans_.size() >= max_spans) {  // the ring of the latest: its oldest call is the one let go
+    ++spans_dropped_;
+    slot = &spans_[max_spans - tail_spans + tail_next_];
+    tail_next_ = (tail_next_ + 1) % tail_spans;
+  } else {
+    slot = &spans_.emplace_back();
+  }
+  phase_span& s = *slot;
+  s.begin = p.begin > begin_ ? p.begin : begin_;  // a phase opened before the step: from its start
+  s.end = end;
+  s.phase = p.id;
+  s.depth = static_cast<std::uint32_t>(depth);
+}
+
 inline __attribute__((always_inline)) void step_builder::advance(std::uint64_t t) {
   if (accounting() && t > last_ && excluding_ == 0) {
     const std::uint32_t id = stack_.empty() ? builtin::other.value : stack_.back().id;
@@ -50,11 +66,7 @@ inline __attribute__((always_inline)) void step_builder::advance(std::uint64_t t
 
 void step_builder::clear_step() {
   set_aside_ = set_aside_in_gap_ = 0;
-  for (std::uint32_t id : touched_) {
-    ticks_[id] = incl_[id] = 0;
-    calls_[id] = 0;
-    parent_[id] = phase_slice::no_parent;
-  }
+  for (std::uint32_t id : touched_) acc_[id] = phase_acc{};
   touched_.clear();
   segments_.clear();
   spans_.clear();
@@ -67,13 +79,29 @@ void step_builder::clear_step() {
 
 void step_builder::release_capture(step_sink& sink) {
   // A held input no step claimed: report each of its phases as unscoped time.
-  for (std::uint32_t id : touched_) sink.on_unscoped(id, ticks_[id]);
+  for (std::uint32_t id : touched_) sink.on_unscoped(id, acc_[id].ticks);
   clear_step();
   capture_ = capture::none;
 }
 
+// The records were written by another thread, most likely on another core: asking for the
+// lines a few records ahead keeps the read from waiting on each one in turn.
+constexpr std::ptrdiff_t prefetch_ahead = 16;  // records: four 64-byte lines
+
 void step_builder::consume(const record* first, const record* last, step_sink& sink) {
-  for (; first != last; ++first) consume_one(*first, sink);
+  for (; first != last; ++first) {
+    if (last - first > prefetch_ahead) __builtin_prefetch(first + prefetch_ahead);
+    consume_one(*first, sink);
+  }
+}
+
+const record* step_builder::consume_until_block(const record* first, const record* last, step_sink& sink) {
+  for (; first != last; ++first) {
+    if (last - first > prefetch_ahead) __builtin_prefetch(first + prefetch_ahead);
+    if (first->kind == record_kind::request_block) return first;
+    consume_one(*first, sink);
+  }
+  return last;
 }
 
 inline __attribute__((always_inline)) void step_builder::consume_one(const record& r, step_sink& sink) {
@@ -120,7 +148,10 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
         pair_step_events(false);
       } else {
         slices_.clear();
-        for (std::uint32_t id : touched_) slices_.push_back({id, ticks_[id], calls_[id], incl_[id], parent_[id]});
+        for (std::uint32_t id : touched_) {
+          const phase_acc& a = acc_[id];
+          slices_.push_back({id, a.ticks, a.calls, a.incl, a.parent});
+        }
         const bool warmup = warming_up();
         const bool failed = r.kind == record_kind::step_end_failed;
         const bool first = !warmup && !failed && !counted_any_;
@@ -129,8 +160,8 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
         if (batch_ != 0) ++batches_finished_;
         pair_step_events(!warmup && !failed);  // device time of counted steps only
         streams_.clear();
-        for (std::uint32_t i = 0; !stream_unknown_ && i < max_streams; ++i) {
-          if (stream_mask_ >> i & 1) streams_.push_back(stream_table_[i]);
+        for (auto mask = stream_unknown_ ? 0 : stream_mask_; mask != 0; mask &= mask - 1) {
+          streams_.push_back(stream_table_[__builtin_ctzll(mask)]);  // each stream it used, in order
         }
         sink.on_step(built_step{begin_, t, set_aside_, failed, warmup, first, thread_, finished_ - 1, slices_, segments_,
                                 streams_, spans_, spans_dropped_, batch_, requests_});
@@ -164,7 +195,7 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
       for (const open_phase& outer : stack_) inside_itself = inside_itself || outer.id == r.id;
       if (accounting()) {
         charge(r.id, 0, 1);
-        parent_[r.id] = stack_.empty() ? phase_slice::no_parent : stack_.back().id;
+        acc_[r.id].parent = stack_.empty() ? phase_slice::no_parent : stack_.back().id;
       }
       open_phase& p = stack_.emplace_back();  // in place, as in add_segment
       p.id = r.id;
@@ -200,6 +231,20 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
       break;
 
     case record_kind::phase_end: {
+      // Most ends close the innermost phase of a step with nothing else to settle: its
+      // exclusive and inclusive time in one charge. The general case below gives the same.
+      if (in_step_ && excluding_ == 0 && end_event_ == no_event && !stack_.empty() && !general_only_) {
+        open_phase& p = stack_.back();
+        if (p.id == r.id && p.counted && !p.set_aside && !p.inside_itself && p.event == no_event && t >= last_) {
+          const std::uint64_t from = p.incl_from > begin_ ? p.incl_from : begin_;
+          charge(p.id, t - last_, 0, t > from ? t - from : 0);
+          if (t > last_) add_segment(last_, t, p.id);
+          last_ = t;
+          add_span(p, t, stack_.size() - 1);
+          stack_.pop_back();
+          break;
+        }
+      }
       std::size_t i = stack_.size();
       while (i > 0 && stack_[i - 1].id != r.id) --i;
       if (i == 0) {
@@ -234,22 +279,6 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
   }
 }
 
-void step_builder::add_span(const open_phase& p, std::uint64_t end, std::size_t depth) {
-  if (!keep_spans_) return;
-  phase_span* slot;
-  if (spans_.size() >= max_spans) {  // the ring of the latest: its oldest call is the one let go
-    ++spans_dropped_;
-    slot = &spans_[max_spans - tail_spans + tail_next_];
-    tail_next_ = (tail_next_ + 1) % tail_spans;
-  } else {
-    slot = &spans_.emplace_back();
-  }
-  phase_span& s = *slot;
-  s.begin = p.begin > begin_ ? p.begin : begin_;  // a phase opened before the step: from its start
-  s.end = end;
-  s.phase = p.id;
-  s.depth = static_cast<std::uint32_t>(depth);
-}
 
 void step_builder::note_exclude(const record& r, step_sink& sink) {
   const std::uint64_t t = r.ticks;

@@ -99,6 +99,9 @@ class step_builder {
   // Records in the order the thread wrote them. One call per run of records: the loop, and
   // the builder's state, stay in one function.
   void consume(const record* first, const record* last, step_sink& sink);
+  // The same, stopping at the first request_block (returned; `last` if none): the drain routes
+  // a request's block elsewhere, and finds it in the same pass that builds the thread's steps.
+  const record* consume_until_block(const record* first, const record* last, step_sink& sink);
   void consume(const record& r, step_sink& sink) { consume(&r, &r + 1, sink); }
   // The thread is gone: a held input becomes unscoped, open steps and phases are dropped.
   void finish(step_sink& sink);
@@ -120,6 +123,8 @@ class step_builder {
   void set_max_segments(std::size_t n) noexcept { max_segments_ = n; }
   // Phase calls are only read by the timeline: without one, they are not kept.
   void keep_spans(bool on) noexcept { keep_spans_ = on; }
+  // Tests: every phase end takes the general path, to hold the fast one to it.
+  void general_path_only(bool on) noexcept { general_only_ = on; }
   // Its steps are requests': each a block of records of its own, from any thread.
   void set_requests(bool on) noexcept { requests_ = on; }
   std::uint32_t thread() const noexcept { return thread_; }
@@ -150,7 +155,7 @@ class step_builder {
   void clear_step();
   void drop_open();
   inline void add_segment(std::uint64_t begin, std::uint64_t end, std::uint32_t id);
-  void add_span(const open_phase& p, std::uint64_t end, std::size_t depth);
+  inline void add_span(const open_phase& p, std::uint64_t end, std::size_t depth);
   inline void consume_one(const record& r, step_sink& sink);
   void note_event(const record& r);
   void note_stream(std::uint32_t index);
@@ -184,6 +189,7 @@ class step_builder {
   bool keep_segments_ = true;
   std::size_t max_segments_ = default_max_segments;
   bool keep_spans_ = true;
+  bool general_only_ = false;
   bool requests_ = false;
   std::uint32_t batch_ = 0;  // the open step's batch size
   std::uint32_t spans_dropped_ = 0;
@@ -191,10 +197,14 @@ class step_builder {
   capture capture_ = capture::none;
   std::uint64_t begin_ = 0, last_ = 0, capture_end_ = 0;
   std::vector<open_phase> stack_;
-  std::vector<std::uint64_t> ticks_;   // by phase id
-  std::vector<std::uint32_t> calls_;   // by phase id
-  std::vector<std::uint64_t> incl_;    // by phase id
-  std::vector<std::uint32_t> parent_;  // by phase id
+  // A phase's figures in the current step, by phase id: one line of memory per record's phase.
+  struct phase_acc {
+    std::uint64_t ticks = 0, incl = 0;
+    std::uint32_t calls = 0;
+    std::uint32_t parent = phase_slice::no_parent;
+    bool touched = false;  // in touched_
+  };
+  std::vector<phase_acc> acc_;
   std::vector<std::uint32_t> touched_;  // ids with time or calls in the current step
   std::vector<phase_slice> slices_;
   std::vector<host_segment> segments_;

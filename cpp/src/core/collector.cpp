@@ -133,9 +133,7 @@ std::uint64_t tracer_impl::drain_locked(thread_state& state) {
         state.request_left -= static_cast<std::uint32_t>(take);
         continue;
       }
-      const record* block = first;
-      while (block != last && block->kind != record_kind::request_block) ++block;
-      state.builder.consume(first, block, sink);
+      const record* block = state.builder.consume_until_block(first, last, sink);
       if (block == last) break;
       state.request_left = block->id;
       first = block + 1;
