@@ -84,20 +84,12 @@ void step_builder::release_capture(step_sink& sink) {
   capture_ = capture::none;
 }
 
-// The records were written by another thread, most likely on another core: asking for the
-// lines a few records ahead keeps the read from waiting on each one in turn.
-constexpr std::ptrdiff_t prefetch_ahead = 16;  // records: four 64-byte lines
-
 void step_builder::consume(const record* first, const record* last, step_sink& sink) {
-  for (; first != last; ++first) {
-    if (last - first > prefetch_ahead) __builtin_prefetch(first + prefetch_ahead);
-    consume_one(*first, sink);
-  }
+  for (; first != last; ++first) consume_one(*first, sink);
 }
 
 const record* step_builder::consume_until_block(const record* first, const record* last, step_sink& sink) {
   for (; first != last; ++first) {
-    if (last - first > prefetch_ahead) __builtin_prefetch(first + prefetch_ahead);
     if (first->kind == record_kind::request_block) return first;
     consume_one(*first, sink);
   }
