@@ -158,16 +158,49 @@ struct phases_obj {
   PyObject* owner;  // the Tracer object
   PyObject* slow;   // the Python path: slow(name, stream=None) -> scope
   PyObject* table;  // name -> noop_obj (whose scope is the phase's real scope)
+  // The names last found, by the address of their str object: a name written in the code is
+  // the same object at every call, so most calls end here without hashing into the table.
+  // Each entry holds its name and its table value, so an address is never reused while kept.
+  struct recent {
+    PyObject* name;
+    PyObject* found;
+  };
+  static constexpr std::size_t recent_slots = 64;
+  recent recently[recent_slots];
 };
+
+std::size_t recent_slot(const PyObject* name) {
+  const auto bits = reinterpret_cast<std::uintptr_t>(name);
+  return (bits >> 4 ^ bits >> 10) & (phases_obj::recent_slots - 1);
+}
+
+// The table's value for `name` (borrowed; nullptr: not there, or an error is set).
+PyObject* find(phases_obj* self, PyObject* name) {
+  phases_obj::recent& slot = self->recently[recent_slot(name)];
+  if (slot.name == name) return slot.found;
+  PyObject* found = PyDict_GetItemWithError(self->table, name);
+  if (found != nullptr) {
+    Py_INCREF(name);
+    Py_INCREF(found);
+    Py_XDECREF(slot.name);
+    Py_XDECREF(slot.found);
+    slot = {name, found};
+  }
+  return found;
+}
 
 // lookup(name, stream=None): what phase(name, stream) returns. A builtin method, not a callable
 // object: CPython calls those without a generic dispatch.
 PyObject* phases_lookup(PyObject* obj, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   auto* self = reinterpret_cast<phases_obj*>(obj);
+  if (self->table == nullptr) {  // cleared by the garbage collector: its tracer is going
+    PyErr_SetString(PyExc_RuntimeError, "steptrace: this tracer's phase table is gone");
+    return nullptr;
+  }
   if (nargs != 1 || kwnames != nullptr || slow_only || !PyUnicode_CheckExact(args[0])) {
     return PyObject_Vectorcall(self->slow, args, static_cast<size_t>(nargs), kwnames);
   }
-  PyObject* found = PyDict_GetItemWithError(self->table, args[0]);
+  PyObject* found = find(self, args[0]);
   if (found == nullptr) {
     return PyErr_Occurred() ? nullptr : PyObject_Vectorcall(self->slow, args, static_cast<size_t>(nargs), nullptr);
   }
@@ -216,6 +249,7 @@ int phases_traverse(PyObject* obj, visitproc visit, void* arg) {
   auto* self = reinterpret_cast<phases_obj*>(obj);
   Py_VISIT(self->slow);  // a bound method of the Python Tracer, which holds this table
   Py_VISIT(self->table);
+  for (const auto& slot : self->recently) Py_VISIT(slot.found);
   return 0;
 }
 
@@ -223,6 +257,10 @@ int phases_clear(PyObject* obj) {
   auto* self = reinterpret_cast<phases_obj*>(obj);
   Py_CLEAR(self->slow);
   Py_CLEAR(self->table);
+  for (auto& slot : self->recently) {
+    Py_CLEAR(slot.name);
+    Py_CLEAR(slot.found);
+  }
   return 0;
 }
 
