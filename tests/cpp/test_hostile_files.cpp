@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <string>
 
@@ -168,4 +169,83 @@ TEST_CASE("read_file: seeded mutations of gzip members of a trace and a summary 
   }
   INFO(read << " of 400 mutations still read");
   CHECK(read < 400);
+}
+
+namespace {
+
+// What zlib alone makes of a gzip file's bytes, member after member: the reference.
+std::string inflated_by_zlib(const std::string& bytes) {
+  std::string out;
+  z_stream z{};
+  REQUIRE(inflateInit2(&z, 16 + MAX_WBITS) == Z_OK);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  z.avail_in = static_cast<uInt>(bytes.size());
+  char buf[1 << 16];
+  while (z.avail_in > 0) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    const int rc = inflate(&z, Z_NO_FLUSH);
+    REQUIRE((rc == Z_OK || rc == Z_STREAM_END));
+    out.append(buf, sizeof buf - z.avail_out);
+    if (rc == Z_STREAM_END && z.avail_in > 0) REQUIRE(inflateReset(&z) == Z_OK);
+  }
+  inflateEnd(&z);
+  return out;
+}
+
+std::string file_bytes(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  REQUIRE(f != nullptr);
+  std::string out;
+  char buf[1 << 16];
+  while (const std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+  std::fclose(f);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("gzip read ahead on a thread: the suite's traces byte for byte as zlib inflates them, in any read sizes",
+          "[files]") {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(data(""))) {
+    if (entry.path().extension() == ".gz") files.push_back(entry.path().string());
+  }
+  REQUIRE(files.size() >= 20);
+  const temp_file many_chunks(gzip(a_trace(40000)), ".json.gz");  // several MB: many of its 256 KiB chunks
+  files.push_back(many_chunks.path);
+  for (const std::string& path : files) {
+    INFO(path);
+    const std::string expected = inflated_by_zlib(file_bytes(path));
+    CHECK(all_of(*detail::open_trace_file(path)) == expected);
+    const auto odd = detail::open_trace_file(path);  // reads of 7 bytes, then of 3 MiB
+    std::string got;
+    std::vector<char> buf(3 << 20);
+    for (int i = 0; i < 1000; ++i) got.append(buf.data(), odd->read(buf.data(), 7));
+    while (const std::size_t n = odd->read(buf.data(), buf.size())) got.append(buf.data(), n);
+    CHECK(got == expected);
+  }
+}
+
+TEST_CASE("gzip read ahead: a cut-short file gives every byte before the cut, then the error; a reader may stop early",
+          "[files]") {
+  const std::string text = a_trace(40000), z = gzip(text);
+  REQUIRE(text.size() > 8 * (std::size_t{256} << 10));
+  const temp_file cut(z.substr(0, z.size() * 3 / 4), ".json.gz");
+  const auto source = detail::open_trace_file(cut.path, "run.json.gz");
+  std::string got;
+  char buf[1 << 15];
+  try {
+    while (const std::size_t n = source->read(buf, sizeof buf)) got.append(buf, n);
+    FAIL("a cut-short gzip file read to its end");
+  } catch (const std::invalid_argument& e) {
+    CHECK_THAT(e.what(), Contains("run.json.gz") && Contains("truncated"));
+  }
+  CHECK(got.size() > text.size() / 2);
+  CHECK(text.compare(0, got.size(), got) == 0);  // what came is the text's start, unchanged
+  const temp_file whole(z, ".json.gz");
+  for (int i = 0; i < 20; ++i) {  // opened, a little read, let go while the thread reads ahead
+    const auto early = detail::open_trace_file(whole.path, "run.json.gz");
+    CHECK(early->read(buf, 10) == 10);
+  }
 }

@@ -28,12 +28,6 @@
 namespace steptrace {
 namespace detail {
 
-unsigned usable_cpus() noexcept {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return static_cast<unsigned>(CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
 }  // namespace detail
 
 void write_file(const std::string& path, std::string_view text) { detail::write_whole_file(path, text); }

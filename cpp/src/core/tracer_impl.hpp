@@ -53,7 +53,6 @@ struct thread_state {
   bool retired = false;  // consumer: its thread exited; the memory may serve a new thread
 };
 
-unsigned usable_cpus() noexcept;  // cores this process may run on
 
 class tracer_impl {
  public:

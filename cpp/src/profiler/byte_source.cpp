@@ -4,10 +4,17 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <vector>
+
+#include "record/cpu_load.hpp"
 
 namespace steptrace::detail {
 namespace {
@@ -100,6 +107,103 @@ class gzip_source final : public byte_source {
   }
 };
 
+// Reads `inner` on a thread of its own, a few chunks ahead of the reader: a gzip file is inflated
+// while the JSON before it is parsed, so on two cores reading it costs about what inflating it
+// does, not the sum of both. At most `slots` chunks wait, and one is read from, so little memory
+// is held. What the inner source throws reaches the reader where the serial read would have
+// thrown it: after the bytes before it.
+class read_ahead_source final : public byte_source {
+ public:
+  static constexpr std::size_t chunk_bytes = std::size_t{256} << 10;
+  static constexpr std::size_t slots = 4;
+
+  explicit read_ahead_source(std::unique_ptr<byte_source> inner)
+      : inner_(std::move(inner)), compressed_(inner_->compressed()) {
+    worker_ = std::thread([this] { fill(); });
+  }
+  ~read_ahead_source() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    worker_.join();
+  }
+
+  std::size_t read(char* buf, std::size_t n) override {
+    if (at_ == current_.size()) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (!current_.empty()) free_.push_back(std::move(current_));  // its bytes are all handed out
+      current_.clear();
+      at_ = 0;
+      changed_.wait(lock, [&] { return !ready_.empty() || done_; });
+      if (ready_.empty()) {
+        if (error_) std::rethrow_exception(error_);
+        return 0;
+      }
+      current_ = std::move(ready_.front());
+      ready_.pop_front();
+      at_ = 0;
+      changed_.notify_all();
+    }
+    const std::size_t k = std::min(n, current_.size() - at_);
+    std::memcpy(buf, current_.data() + at_, k);
+    at_ += k;
+    return k;
+  }
+
+  bool compressed() const override { return compressed_; }
+
+ private:
+  void fill() {
+    for (;;) {
+      std::vector<char> chunk;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [&] { return stop_ || ready_.size() < slots; });
+        if (stop_) return;
+        if (!free_.empty()) {
+          chunk = std::move(free_.back());
+          free_.pop_back();
+        }
+      }
+      std::size_t got = 0;
+      std::exception_ptr error;
+      try {
+        chunk.resize(chunk_bytes);  // a chunk handed back keeps its memory: no allocation
+        while (got < chunk.size()) {
+          const std::size_t k = inner_->read(chunk.data() + got, chunk.size() - got);
+          if (k == 0) break;
+          got += k;
+        }
+      } catch (...) {
+        error = std::current_exception();
+      }
+      chunk.resize(std::min(got, chunk.size()));
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (got != 0) ready_.push_back(std::move(chunk));
+      if (got < chunk_bytes || error) {
+        error_ = error;
+        done_ = true;
+      }
+      changed_.notify_all();
+      if (done_) return;
+    }
+  }
+
+  std::unique_ptr<byte_source> inner_;
+  const bool compressed_;
+  std::thread worker_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::vector<char>> ready_;  // filled, oldest first
+  std::vector<std::vector<char>> free_;  // handed out whole: for the next fill
+  std::exception_ptr error_;             // what the inner source threw, after the chunks before it
+  bool stop_ = false, done_ = false;
+  std::vector<char> current_;  // the reader's chunk (the reader's thread only)
+  std::size_t at_ = 0;
+};
+
 // Hands back bytes already read, then the rest of the source.
 class prefixed_source final : public byte_source {
  public:
@@ -142,7 +246,11 @@ std::unique_ptr<byte_source> open_trace_file(const std::string& path, const std:
   }
   auto plain = std::make_unique<prefixed_source>(std::string(magic, got), std::move(raw));
   if (got == 2 && static_cast<unsigned char>(magic[0]) == 0x1f && static_cast<unsigned char>(magic[1]) == 0x8b) {
-    return std::make_unique<gzip_source>(std::move(plain), shown, inflated_limit);
+    auto inflated = std::make_unique<gzip_source>(std::move(plain), shown, inflated_limit);
+    // Ahead on a thread where there is a core for it, and never from a pipe, whose writer may
+    // stall: a reader that stops early must not wait on a read that may not return.
+    if (S_ISREG(st.st_mode) && usable_cpus() > 1) return std::make_unique<read_ahead_source>(std::move(inflated));
+    return inflated;
   }
   return plain;
 }

@@ -1,18 +1,27 @@
 #include "record/cpu_load.hpp"
 
 #include <dirent.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <iterator>
 #include <string>
+#include <thread>
 
 #include "record/clock.hpp"
 
 namespace steptrace::detail {
+
+unsigned usable_cpus() noexcept {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return static_cast<unsigned>(CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 namespace {
 
 bool read_schedstat(const std::string& path, std::uint64_t& run, std::uint64_t& wait) {

@@ -12,6 +12,8 @@
 
 namespace steptrace::detail {
 
+unsigned usable_cpus() noexcept;  // cores this process may run on (its affinity)
+
 struct cpu_totals {
   std::uint64_t run_ns = 0;       // this process's threads on a core (all of them: getrusage)
   std::uint64_t wait_ns = 0;      // its threads runnable, waiting for a core (those sampled alive)
