@@ -23,19 +23,21 @@ struct step_copy {
   std::map<std::uint32_t, std::uint32_t> parent;
 };
 
+step_copy copy_of(const built_step& s) {
+  step_copy c{s.begin, s.end, s.set_aside, s.failed, s.warmup, s.segments, {}, {}, {}, {}};
+  for (const auto& p : s.phases) {
+    c.ticks[p.id] = p.ticks;
+    c.calls[p.id] = p.calls;
+    c.incl[p.id] = p.incl_ticks;
+    c.parent[p.id] = p.parent;
+  }
+  return c;
+}
+
 struct recording_sink final : step_sink {
   std::vector<step_copy> steps;
   std::map<std::uint32_t, std::uint64_t> unscoped;
-  void on_step(const built_step& s) override {
-    step_copy c{s.begin, s.end, s.set_aside, s.failed, s.warmup, s.segments, {}, {}, {}, {}};
-    for (const auto& p : s.phases) {
-      c.ticks[p.id] = p.ticks;
-      c.calls[p.id] = p.calls;
-      c.incl[p.id] = p.incl_ticks;
-      c.parent[p.id] = p.parent;
-    }
-    steps.push_back(c);
-  }
+  void on_step(const built_step& s) override { steps.push_back(copy_of(s)); }
   void on_unscoped(std::uint32_t id, std::uint64_t ticks) override { unscoped[id] += ticks; }
   std::vector<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t>> set_aside;
   void on_set_aside(std::uint32_t id, std::uint64_t b, std::uint64_t e) override { set_aside.emplace_back(id, b, e); }
@@ -379,14 +381,7 @@ struct full_sink final : step_sink {
   std::vector<std::pair<std::uint32_t, std::uint64_t>> unscoped;
   std::vector<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t>> set_aside;
   void on_step(const built_step& s) override {
-    step_copy c{s.begin, s.end, s.set_aside, s.failed, s.warmup, s.segments, {}, {}, {}, {}};
-    for (const auto& p : s.phases) {
-      c.ticks[p.id] = p.ticks;
-      c.calls[p.id] = p.calls;
-      c.incl[p.id] = p.incl_ticks;
-      c.parent[p.id] = p.parent;
-    }
-    steps.push_back(c);
+    steps.push_back(copy_of(s));
     spans.emplace_back();
     for (const auto& sp : s.spans) spans.back().emplace_back(sp.begin, sp.end, sp.phase, sp.depth);
   }
