@@ -2,8 +2,9 @@
 enabled and disabled, and `steptrace.steps()` a step, against a trivial `with` (empty __enter__ and
 __exit__), a block timed by two perf_counter_ns() reads, and a bare `for` with a trivial `with`.
 Targets (issue "Cost that holds anywhere"), by thread CPU: enabled phase <= 1.0x the trivial
-`with`, disabled <= 0.3x, steps() <= 1.5x the bare loop. Usage:
-python benchmarks/bench_python.py [rounds] [n]"""
+`with`, disabled <= 0.3x, steps() <= 1.5x the bare loop. With --torch, the enabled phase again
+with torch imported (CUDA not started: each phase reads torch.cuda's state), in this process
+after the rest. Usage: python benchmarks/bench_python.py [rounds] [n] [--torch]"""
 
 import sys
 
@@ -12,8 +13,10 @@ import steptrace
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from paired import measure, report  # noqa: E402
 
-ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 15
-N = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
+TORCH = "--torch" in sys.argv
+ARGS = [a for a in sys.argv[1:] if a != "--torch"]
+ROUNDS = int(ARGS[0]) if len(ARGS) > 0 else 15
+N = int(ARGS[1]) if len(ARGS) > 1 else 100_000
 perf_counter_ns = __import__("time").perf_counter_ns
 
 
@@ -89,3 +92,10 @@ loops = measure({"for + trivial with": loop_bare, "steptrace.steps() + trivial w
                 baseline="for + trivial with", n=N // 4, rounds=ROUNDS)
 print(f"\nsteps(), {N // 4} items a round")
 print(report(loops, "for + trivial with", {"steptrace.steps() + trivial with": 1.5}))
+if TORCH:
+    import torch
+
+    phases = measure({"trivial with": with_trivial, "with steptrace.phase(name), torch imported": phase_on},
+                     baseline="trivial with", n=N, rounds=ROUNDS)
+    print(f"\ntorch {torch.__version__} imported, CUDA started: {torch.cuda.is_initialized()}")
+    print(report(phases, "trivial with", {"with steptrace.phase(name), torch imported": 1.0}))

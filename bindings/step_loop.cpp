@@ -16,7 +16,9 @@ using namespace steptrace::bindings;
 
 namespace {
 
-PyObject* str_watched = nullptr;
+// _annotate's `watched` (a profiler session records, or a capture is armed), which it sets here
+// too: read once an item, as a plain flag (the GIL orders it).
+bool watched = false;
 PyObject* str_hook = nullptr;
 PyObject* str_active = nullptr;
 PyObject* str_begin = nullptr;
@@ -183,10 +185,8 @@ PyObject* loop_next(PyObject* obj) {
       if (!told) return loop_fail(self);
     }
   }
-  PyObject* watched = PyDict_GetItemWithError(self->annotate, str_watched);
-  if (watched == nullptr && PyErr_Occurred()) return loop_fail(self);
   self->annotated = false;
-  if (watched == Py_True) {  // a profiler session records, or a capture is armed
+  if (watched) {  // a profiler session records, or a capture is armed
     PyObject* hook = PyDict_GetItemWithError(self->annotate, str_hook);
     if (hook != nullptr && hook != Py_None) {
       Py_INCREF(hook);
@@ -311,7 +311,7 @@ PyTypeObject loop_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 }  // namespace
 
 void bind_step_loop(py::module_& m) {
-  intern_all({{&str_watched, "watched"}, {&str_hook, "hook"}, {&str_active, "active"}, {&str_begin, "begin"},
+  intern_all({{&str_hook, "hook"}, {&str_active, "active"}, {&str_begin, "begin"},
               {&str_end, "end"}, {&str_input, "input"}, {&str_step, "step"}});
   loop_type.tp_name = "steptrace._core.StepLoop";
   loop_type.tp_basicsize = sizeof(loop_obj);
@@ -328,4 +328,5 @@ void bind_step_loop(py::module_& m) {
 
   if (PyType_Ready(&loop_type) < 0) throw py::error_already_set();
   m.attr("StepLoop") = py::handle(reinterpret_cast<PyObject*>(&loop_type));
+  m.def("set_loop_watched", [](bool on) { watched = on; }, py::arg("on"));
 }

@@ -13,6 +13,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, List, Optional, Tuple
 
+from . import _core
+
 PREFIX = "steptrace:"
 _local = threading.local()
 active = False  # read by the steps() loop, which opens its step and fetch without scopes
@@ -89,33 +91,41 @@ def _uninstall() -> None:
                 delattr(cls, name)
 
 
+def _watch(on: bool) -> None:
+    """`watched`, here and in the steps() loop (_core.StepLoop), which reads it once an item."""
+    global watched
+    watched = on
+    _core.set_loop_watched(on)
+
+
 def arm(fn: Callable[[str], None]) -> None:
     """Calls ``fn`` at each step's start and end from now on (a capture is armed)."""
-    global hook, watched
+    global hook
     hook = fn
-    watched = True
+    _watch(True)
     _install()
 
 
 def disarm() -> None:
-    global hook, watched
+    global hook
     hook = None
-    watched = active
+    _watch(active)
     if not active:
         _uninstall()
 
 
 def start() -> None:
     """A profiler session starts: scopes annotate from now on."""
-    global active, watched
-    active = watched = True
+    global active
+    active = True
+    _watch(True)
     _install()
 
 
 def stop() -> None:
     """The session stopped: the scopes are the C++ ones again (unless a capture is armed)."""
-    global active, watched
+    global active
     active = False
-    watched = hook is not None
+    _watch(hook is not None)
     if hook is None:
         _uninstall()
