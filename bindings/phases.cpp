@@ -150,7 +150,7 @@ PyObject* noop_call(PyObject* obj, PyObject* args, PyObject* kwargs) {
 PyTypeObject noop_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 // ---- Phases: a tracer's phase(name). A name seen before, with no stream given and no CUDA
-// started by torch, is found in one dict lookup; everything else (a new name, a stream,
+// started by torch, is found in the table (most often in its recent slots); everything else (a new name, a stream,
 // torch's current stream, a forked child) takes the Python path, which remembers new names.
 
 struct phases_obj {
@@ -181,11 +181,12 @@ PyObject* find(phases_obj* self, PyObject* name) {
   if (slot.name == name) return slot.found;
   PyObject* found = PyDict_GetItemWithError(self->table, name);
   if (found != nullptr) {
+    const phases_obj::recent old = slot;  // let go after the slot holds the new pair
     Py_INCREF(name);
     Py_INCREF(found);
-    Py_XDECREF(slot.name);
-    Py_XDECREF(slot.found);
     slot = {name, found};
+    Py_XDECREF(old.name);
+    Py_XDECREF(old.found);
   }
   return found;
 }

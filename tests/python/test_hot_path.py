@@ -130,3 +130,20 @@ print(json.dumps({"plain": plain is plain_again, "asked": len(asked),
 """)
     out = proc.stdout.strip().splitlines()[-1]
     assert out == '{"plain": true, "asked": 2, "stream_scope": true}', proc.stderr
+
+
+def test_many_names_each_find_their_own_scope(tracer):
+    """More names than the table's recent slots, each asked for as several equal str objects:
+    every call gives the scope of that name (the slots are a cache of the table, by address)."""
+    names = [f"stage{i}" for i in range(300)]
+    for _ in range(3):
+        for name in names:
+            again = "".join(list(name))  # equal, another object
+            assert tracer.phase(name)._steptrace_annotation == name
+            assert tracer.phase(again) is tracer.phase(name)
+    with tracer.step():
+        for name in names:
+            with tracer.phase("".join(list(name))):
+                pass
+    phases = tracer.summary().to_dict()["phases"]
+    assert all(phases[name]["calls"] == 1 for name in names)
