@@ -341,6 +341,10 @@ class _Forked:
     child = False
     said = False
 
+    def in_child(self) -> None:  # at fork; phase(name) in C then takes the Python path, which says it
+        self.child = True
+        _core.phases_take_python_path()
+
     def say_phase(self) -> None:
         if not self.said:
             self.said = True
@@ -351,11 +355,7 @@ class _Forked:
 
 _forked = _Forked()
 if hasattr(os, "register_at_fork"):
-    def _in_forked_child() -> None:
-        _forked.child = True
-        _core.phases_take_python_path()  # which says, once, that the child's phases are not collected
-
-    os.register_at_fork(after_in_child=_in_forked_child)
+    os.register_at_fork(after_in_child=_forked.in_child)
 
 
 def unused_scopes_said(tracer: "Tracer", own: Any) -> None:

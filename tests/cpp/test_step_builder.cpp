@@ -6,33 +6,14 @@
 #include <vector>
 
 #include "analysis/step_builder.hpp"
+#include "built_steps.hpp"
 #include "steptrace/tracer.hpp"
 
 using namespace steptrace;
 using namespace steptrace::detail;
+using namespace steptrace::testing;
 
 namespace {
-
-struct step_copy {
-  std::uint64_t begin, end, set_aside;
-  bool failed, warmup;
-  std::vector<host_segment> segments;
-  std::map<std::uint32_t, std::uint64_t> ticks;
-  std::map<std::uint32_t, std::uint32_t> calls;
-  std::map<std::uint32_t, std::uint64_t> incl;
-  std::map<std::uint32_t, std::uint32_t> parent;
-};
-
-step_copy copy_of(const built_step& s) {
-  step_copy c{s.begin, s.end, s.set_aside, s.failed, s.warmup, s.segments, {}, {}, {}, {}};
-  for (const auto& p : s.phases) {
-    c.ticks[p.id] = p.ticks;
-    c.calls[p.id] = p.calls;
-    c.incl[p.id] = p.incl_ticks;
-    c.parent[p.id] = p.parent;
-  }
-  return c;
-}
 
 struct recording_sink final : step_sink {
   std::vector<step_copy> steps;
@@ -42,13 +23,6 @@ struct recording_sink final : step_sink {
   std::vector<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t>> set_aside;
   void on_set_aside(std::uint32_t id, std::uint64_t b, std::uint64_t e) override { set_aside.emplace_back(id, b, e); }
 };
-
-record step_begin(std::uint64_t t) { return {t, 0, record_kind::step_begin}; }
-record step_end(std::uint64_t t) { return {t, 0, record_kind::step_end}; }
-record begin(phase_id p, std::uint64_t t) { return {t, p.value, record_kind::phase_begin}; }
-record end(phase_id p, std::uint64_t t) { return {t, p.value, record_kind::phase_end}; }
-record exclude(phase_id p, std::uint64_t t) { return {t, p.value, record_kind::exclude_begin}; }
-record resume(phase_id p, std::uint64_t t) { return {t, p.value, record_kind::exclude_end}; }
 
 recording_sink run(const std::vector<record>& records, std::uint32_t warmup = 0, step_builder* keep = nullptr) {
   recording_sink sink;
@@ -370,92 +344,4 @@ TEST_CASE("past 256 phase calls a step keeps its first 192 and its last 64, the 
   const auto last = std::find_if(sink.spans.begin(), sink.spans.end(), [&](const phase_span& s) { return s.begin == t; });
   REQUIRE(last->phase == wait.value);
   REQUIRE(last->end == t + 50);
-}
-
-namespace {
-
-// Everything a builder hands its sink, spans included, for comparing two builders.
-struct full_sink final : step_sink {
-  std::vector<step_copy> steps;
-  std::vector<std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint32_t, std::uint32_t>>> spans;
-  std::vector<std::pair<std::uint32_t, std::uint64_t>> unscoped;
-  std::vector<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t>> set_aside;
-  void on_step(const built_step& s) override {
-    steps.push_back(copy_of(s));
-    spans.emplace_back();
-    for (const auto& sp : s.spans) spans.back().emplace_back(sp.begin, sp.end, sp.phase, sp.depth);
-  }
-  void on_unscoped(std::uint32_t id, std::uint64_t ticks) override { unscoped.emplace_back(id, ticks); }
-  void on_set_aside(std::uint32_t id, std::uint64_t b, std::uint64_t e) override { set_aside.emplace_back(id, b, e); }
-};
-
-bool same(const step_copy& a, const step_copy& b) {
-  auto segs = [](const step_copy& c) {
-    std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>> v;
-    for (const auto& s : c.segments) v.emplace_back(s.begin, s.end, s.phase);
-    return v;
-  };
-  return std::tie(a.begin, a.end, a.set_aside, a.failed, a.warmup, a.ticks, a.calls, a.incl, a.parent) ==
-             std::tie(b.begin, b.end, b.set_aside, b.failed, b.warmup, b.ticks, b.calls, b.incl, b.parent) &&
-         segs(a) == segs(b);
-}
-
-}  // namespace
-
-TEST_CASE("a phase's end on the fast path gives what the general path gives, on random record streams",
-          "[step_builder]") {
-  std::uint64_t seed = 12345;
-  auto next = [&seed](std::uint32_t n) {  // a fixed sequence: the same streams every run
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<std::uint32_t>((seed >> 33) % n);
-  };
-  std::size_t fast_steps = 0;
-  for (int stream = 0; stream < 300; ++stream) {
-    std::vector<record> records;
-    std::vector<std::uint32_t> open;  // the phases this stream has opened, to end most of them in order
-    std::uint64_t t = 1000;
-    for (int i = 0; i < 400; ++i) {
-      t += next(4) == 0 ? 0 : 1 + next(50);  // equal stamps too
-      const std::uint32_t id = 1 + next(6);     // input, h2d, compute, wait and two custom ones
-      switch (next(12)) {
-        case 0: records.push_back(step_begin(t)); break;
-        case 1: records.push_back(next(5) == 0 ? record{t, 0, record_kind::step_end_failed} : step_end(t)); break;
-        case 2: records.push_back(exclude(phase_id{20}, t)); break;
-        case 3: records.push_back(resume(phase_id{20}, t)); break;
-        case 4: records.push_back(end(phase_id{id}, t)); break;  // often no such phase open
-        case 5:
-          if (!open.empty()) {  // an outer phase ends first: the inner ones close with it
-            records.push_back(end(phase_id{open.front()}, t));
-            open.clear();
-          }
-          break;
-        default:
-          if (open.size() < 4 && next(2) == 0) {
-            records.push_back(begin(phase_id{id}, t));
-            open.push_back(id);
-          } else if (!open.empty()) {
-            records.push_back(end(phase_id{open.back()}, t));
-            open.pop_back();
-          }
-      }
-    }
-    full_sink fast_sink, general_sink;
-    step_builder fast(2, 0), general(2, 0);
-    general.general_path_only(true);
-    for (const record& r : records) {
-      fast.consume(r, fast_sink);
-      general.consume(r, general_sink);
-    }
-    REQUIRE(fast_sink.steps.size() == general_sink.steps.size());
-    for (std::size_t i = 0; i < fast_sink.steps.size(); ++i) {
-      INFO("stream " << stream << ", step " << i);
-      REQUIRE(same(fast_sink.steps[i], general_sink.steps[i]));
-      REQUIRE(fast_sink.spans[i] == general_sink.spans[i]);
-    }
-    REQUIRE(fast_sink.unscoped == general_sink.unscoped);
-    REQUIRE(fast_sink.set_aside == general_sink.set_aside);
-    REQUIRE(fast.unbalanced() == general.unbalanced());
-    fast_steps += fast_sink.steps.size();
-  }
-  CHECK(fast_steps > 1000);  // the streams did make steps, with phases ending inside them
 }
