@@ -1,5 +1,5 @@
 """The Python API's cost a call, in paired rounds (benchmarks/paired.py): `with steptrace.phase(...)`
-enabled and disabled, and `steptrace.steps()` a step, against a trivial `with` (empty __enter__ and
+enabled and disabled, `with steptrace.step()` (no target) and `steptrace.steps()` a step, against a trivial `with` (empty __enter__ and
 __exit__), a block timed by two perf_counter_ns() reads, and a bare `for` with a trivial `with`.
 Targets (issue "Cost that holds anywhere"), by thread CPU: enabled phase <= 1.0x the trivial
 `with`, disabled <= 0.3x, steps() <= 1.5x the bare loop. With --torch, the enabled phase again
@@ -70,6 +70,12 @@ def phase_off(n, phase=off.phase):
             pass
 
 
+def step_on(n, step=on.step):
+    for _ in range(n):
+        with step():
+            pass
+
+
 def loop_bare(n):
     for _ in range(n):
         with trivial:
@@ -83,7 +89,8 @@ def loop_steps(n):
 
 
 phases = measure({"trivial with": with_trivial, "two perf_counter_ns()": with_timed,
-                  "with steptrace.phase(name), enabled": phase_on, "with steptrace.phase(name), disabled": phase_off},
+                  "with steptrace.phase(name), enabled": phase_on, "with steptrace.phase(name), disabled": phase_off,
+                  "with steptrace.step(), enabled": step_on},
                  baseline="trivial with", n=N, rounds=ROUNDS)
 print(f"python phase, {N} calls a round, Python {sys.version.split()[0]}")
 print(report(phases, "trivial with", {"with steptrace.phase(name), enabled": 1.0,

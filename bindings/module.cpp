@@ -18,9 +18,10 @@
 namespace py = pybind11;
 using namespace steptrace;
 
-void bind_files(py::module_& m);   // files.cpp
+void bind_files(py::module_& m);      // files.cpp
 void bind_phases(py::module_& m);     // phases.cpp
 void bind_step_loop(py::module_& m);  // step_loop.cpp
+void bind_scopes(py::module_& m);     // scopes.cpp
 
 namespace steptrace::bindings {
 
@@ -141,18 +142,10 @@ void close_request(tracer& t, bool failed) {
   }
 }
 
-// Context managers. They keep no per-use state (the open step and phase stack belong to the
-// thread, a request to its context), so one object serves every `with` on every thread.
-struct step_scope {
-  tracer* t;
-  stream_arg stream;
-};
+// A coroutine's step: it keeps no per-use state (a request belongs to its context), so one object
+// serves every `with` on every task. The thread's step scope is a C type (scopes.cpp).
 struct request_step_scope {
   tracer* t;
-};
-struct exclude_scope {
-  tracer* t;
-  phase_id id;
 };
 
 }  // namespace
@@ -280,29 +273,11 @@ PYBIND11_MODULE(_core, m) {
            [](tracer& t, const tracer::exit_finish& finish) { return t.exit_report(finish); },
            py::arg("finish"));
 
-  py::class_<step_scope>(m, "StepScope")
-      .def(py::init([](tracer& t, const stream_arg& stream) { return step_scope{&t, stream}; }), py::arg("tracer"),
-           py::arg("stream") = py::none(), py::keep_alive<1, 2>())
-      .def("__enter__", [](step_scope& s) { open_step_or_throw(*s.t, s.stream); })
-      .def("__exit__", [](step_scope& s, py::handle type, py::handle, py::handle) {
-        s.t->end_step(!type.is_none());
-        return false;  // never swallow the user's exception
-      });
-
   py::class_<request_step_scope>(m, "RequestStepScope")
       .def(py::init([](tracer& t) { return request_step_scope{&t}; }), py::arg("tracer"), py::keep_alive<1, 2>())
       .def("__enter__", [](request_step_scope& s) { open_request(*s.t); })
       .def("__exit__", [](request_step_scope& s, py::handle type, py::handle, py::handle) {
         close_request(*s.t, !type.is_none());
-        return false;
-      });
-
-  py::class_<exclude_scope>(m, "ExcludeScope")
-      .def(py::init([](tracer& t, std::uint32_t id) { return exclude_scope{&t, phase_id{id}}; }), py::arg("tracer"),
-           py::arg("id"), py::keep_alive<1, 2>())
-      .def("__enter__", [](exclude_scope& e) { e.t->begin_exclude(e.id); })
-      .def("__exit__", [](exclude_scope& e, py::handle, py::handle, py::handle) {
-        e.t->end_exclude(e.id);
         return false;
       });
 
@@ -375,9 +350,10 @@ PYBIND11_MODULE(_core, m) {
   m.def("yield_cupti", &steptrace::yield_cupti, py::arg("holder"));
   m.def("reclaim_cupti", &steptrace::reclaim_cupti);
   m.def("cupti_holder", &steptrace::cupti_holder);
-  bind_files(m);   // files.cpp
-  bind_phases(m);     // phases.cpp
-  bind_step_loop(m);  // step_loop.cpp
+  bind_files(m);       // files.cpp
+  bind_phases(m);      // phases.cpp
+  bind_step_loop(m);   // step_loop.cpp
+  bind_scopes(m);      // scopes.cpp
   m.def("register_phase", [](const std::string& name) { return register_phase(name).value; }, py::arg("name"));
   m.attr("INPUT") = builtin::input.value;
   m.attr("H2D") = builtin::h2d.value;

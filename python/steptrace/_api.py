@@ -139,6 +139,9 @@ class Tracer:
         self._gather = _ranks.Gather(core, "default" if core is _core.default_tracer() else f"tracer{Tracer._made}")
         Tracer._made += 1
         self._step = _StepScope(core)
+        # step() in C: with no argument, outside an event loop, it is self._step; the rest comes here
+        self._step_call = _core.StepCall(self._step, functools.partial(Tracer.step, self))
+        self.step = self._step_call.call  # type: ignore[method-assign]
         self._request_step = _RequestStepScope(core)
         self._steps_on: Dict[int, _StepScope] = {}  # by stream handle
         self._phases: Dict[Any, _PhaseScope] = {}  # by name, or by (name, stream handle)
@@ -148,7 +151,6 @@ class Tracer:
         self._excludes: Dict[str, _ExcludeScope] = {}
         self._feeding: Any = None  # weakref to the loader whose fetches feed the steps
         self._shown_recorded = -1  # steps recorded when the program last printed a summary's table or JSON
-        self._asked = False  # step() was called: at exit, a run with nothing recorded says why
 
     def step(self, fn: Optional[F] = None, *, stream: Any = None, batch: Optional[int] = None) -> Any:
         """One iteration of your loop, or one request: ``with tracer.step():`` or ``@tracer.step``.
@@ -161,7 +163,7 @@ class Tracer:
         on one event loop, and phases opened in the task, on either side of an ``await``, are
         its own. ``batch=n``: this step serves n requests as one batch (a server's GPU worker);
         batches are counted apart from requests, with their sizes."""
-        self._asked = True
+        self._step_call.asked = True  # at exit, a run that asked and recorded nothing says why
         if fn is not None and inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
@@ -362,12 +364,12 @@ def unused_scopes_said(tracer: "Tracer", own: Any) -> None:
     """At exit: a run that called step() or phase() but recorded nothing (no step, no phase
     outside a step) was most likely calling them bare (``steptrace.step()``, not ``with
     steptrace.step():``): said in one line."""
-    if own.recorded or _forked.child or not (tracer._asked or tracer._phases) or not tracer.options()["enabled"]:
+    if own.recorded or _forked.child or not (tracer._step_call.asked or tracer._phases) or not tracer.options()["enabled"]:
         return  # STEPTRACE_DISABLE: nothing is recorded by design
     if tracer._core.open_steps():
         return  # entered and never left: the exit report has said so
     if not json.loads(own.json()).get("unscoped_phases"):
-        called = "step()" if tracer._asked else "phase()"
+        called = "step()" if tracer._step_call.asked else "phase()"
         _log.say(f"steptrace.{called} was called but nothing was recorded: it is a context manager or a "
                  f"decorator (`with steptrace.{called[:-2]}(...):`, `@steptrace.{called[:-2]}`); called bare it "
                  "does nothing")

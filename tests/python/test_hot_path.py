@@ -1,6 +1,6 @@
-"""Python's hot path (bindings/phases.cpp, bindings/step_loop.cpp): a phase and a steps() loop allocate nothing per use,
-a disabled tracer's phase never reaches the core, and the fast path gives what the Python path
-would (the same scope, torch's current stream where torch has started CUDA, a decorator that
+"""Python's hot path (bindings/phases.cpp, bindings/scopes.cpp, bindings/step_loop.cpp): a phase, a step and a
+steps() loop allocate nothing per use, a disabled tracer's phase never reaches the core, and the
+fast path gives what the Python path would (the same scope, torch's current stream where torch has started CUDA, a decorator that
 records once the tracer is enabled again)."""
 
 import tracemalloc
@@ -50,6 +50,53 @@ def test_a_steps_loop_allocates_nothing_per_step(tracer):
     grown, peak = _traced_growth(loop)
     assert grown < 4096 and peak < 16384, (grown, peak)
     assert tracer.summary().to_dict()["steps"] == 2 * N
+
+
+def test_a_step_allocates_nothing_per_use(tracer):
+    step = tracer.step
+
+    def steps():
+        for _ in range(N):
+            with step():
+                pass
+
+    grown, peak = _traced_growth(steps)
+    assert grown < 4096 and peak < 16384, (grown, peak)
+    assert tracer.summary().to_dict()["steps"] == 2 * N
+
+
+def test_step_gives_what_the_python_path_gives(tracer):
+    """step() with nothing, outside an event loop, is the tracer's one scope (the Python path's
+    answer too); a stream, a batch, a decorated function or a coroutine take the Python path."""
+    import asyncio
+
+    scope = tracer.step()
+    assert scope is tracer.step() is steptrace.Tracer.step(tracer)
+    assert tracer.step(stream=0) is not scope and tracer.step(stream=0) is tracer.step(stream=0)
+    assert type(tracer.step(batch=4)).__name__ == "_BatchStep"
+
+    async def in_a_task():
+        return tracer.step()
+
+    assert type(asyncio.run(in_a_task())).__name__ == "_RequestStepScope"
+    assert tracer.step() is scope  # the loop is gone: the thread's scope again
+
+    @tracer.step
+    def one(x):
+        with tracer.phase("compute"):
+            return x + 1
+
+    assert one(1) == 2
+    with pytest.raises(ValueError, match="boom"):  # the user's exception, unchanged
+        with tracer.step():
+            raise ValueError("boom")
+    with tracer.step():
+        with pytest.raises(steptrace.StepError, match="already open"):
+            with tracer.step():
+                pass
+    d = tracer.summary().to_dict()
+    assert (d["steps"], d["failed_steps"], d["phases"]["compute"]["calls"]) == (2, 1, 1)
+    assert "One iteration of your loop" in tracer.step.__doc__
 
 
 def test_a_disabled_phase_never_reaches_the_core():
