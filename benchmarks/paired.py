@@ -72,5 +72,6 @@ def report(rows: Dict[str, Dict[str, List[float]]], baseline: str, targets: Opti
     for name, target in targets.items():
         ratios = rows[name][f"ratio:{clock}"]
         _, mid, _ = _quartiles(ratios)
-        lines.append(f"  target: {name} <= {target:g}x `{baseline}` by {clock} CPU: {mid:.2f}x, {verdict(ratios, target)}")
+        by = "wall time" if clock == "wall" else f"{clock} CPU"
+        lines.append(f"  target: {name} <= {target:g}x `{baseline}` by {by}: {mid:.2f}x, {verdict(ratios, target)}")
     return "\n".join(lines)

@@ -56,6 +56,22 @@ def _writer(name: str, s: Any) -> Optional[Tuple[Optional[str], str, Optional[in
     return (s.fact("trace.host"), pid, s.rank)
 
 
+def _span(s: Any) -> Optional[Tuple[int, int]]:
+    """When a trace's records ran (its first and last tick, the ``trace.span_ns`` fact)."""
+    span = s.fact("trace.span_ns")
+    if span is None:
+        return None
+    first, last = span.split()
+    return int(first), int(last)
+
+
+def _overlap(files: List[Tuple[str, Any]]) -> bool:
+    """Whether two of these traces' times overlap: then they are no one process's cycles (the
+    core's read_cycles would say so after reading them all again)."""
+    spans = sorted(span for span in (_span(s) for _, s in files) if span is not None)
+    return any(a[1] > b[0] for a, b in zip(spans, spans[1:]))
+
+
 def _by_process(read: List[Tuple[str, Any]], step: Optional[str]) -> List[Tuple[str, Any]]:
     """One entry per process: a process's several trace files (its cycles) read as one run,
     named by its first file. Files whose times overlap are no one process's cycles: kept apart."""
@@ -65,7 +81,7 @@ def _by_process(read: List[Tuple[str, Any]], step: Optional[str]) -> List[Tuple[
         groups.setdefault(key if key is not None else ("file", name), []).append((name, s))
     out = []
     for files in groups.values():
-        if len(files) > 1:
+        if len(files) > 1 and not _overlap(files):  # copies of one file overlap: never read a second time
             try:
                 files = [(files[0][0], _core.read_cycles([os.fsencode(n) for n, _ in files], step or ""))]
             except ValueError as e:

@@ -206,6 +206,21 @@ def test_two_processes_cycles_in_one_folder_are_two_ranks_of_their_cycles(tmp_pa
     assert len(pair["ranks"]["rows"]) == 2 and "cycles" not in pair
 
 
+def test_copies_of_one_trace_are_read_once_each(tmp_path, monkeypatch):
+    """Copies share the writer's pid but overlap in time (their trace.span_ns): ranks of their own,
+    never read a second time as one process's cycles."""
+    from steptrace import _job
+
+    again = []
+    monkeypatch.setattr(_job._core, "read_cycles", lambda *a: again.append(a))
+    for i in range(3):
+        shutil.copy(NW0, tmp_path / f"copy{i}.json.gz")
+    d = steptrace.load(tmp_path).to_dict()
+    assert len(d["ranks"]["rows"]) == 3 and again == []
+    first, last = map(int, steptrace.load(NW0).to_dict()["facts"]["trace.span_ns"].split())
+    assert 0 <= first < last
+
+
 def test_cycles_given_as_pipes_are_read_once_each_never_waited_on(tmp_path):
     """Pipes cannot be read a second time: two cycles of one process given as FIFOs are two runs
     of a job, read at once, never a wait on a writer that is gone."""

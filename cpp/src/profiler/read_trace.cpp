@@ -138,6 +138,10 @@ void complete_trace(summary& out, const trace_events& events, const trace_readin
   out.windows = reading.source == step_source::whole_trace;
   out.facts = reading.facts;
   out.facts.emplace_back("trace.steps_from", steps_from(reading.source));
+  if (!reading.records.empty()) {  // when its records ran: one process's cycles never overlap (python/steptrace/_job.py)
+    out.facts.emplace_back("trace.span_ns",
+                           std::to_string(reading.records.front().ticks) + " " + std::to_string(reading.records.back().ticks));
+  }
   if (events.rank) {
     rank_info who;
     who.rank = *events.rank;
