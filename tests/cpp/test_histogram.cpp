@@ -68,3 +68,28 @@ TEST_CASE("small values are exact and implied zeros count as samples", "[analysi
   h.clear();
   CHECK(h.count() == 0);
 }
+
+TEST_CASE("a histogram holds only the powers of two it met, in any order", "[analysis][histogram]") {
+  histogram h;
+  CHECK(h.buckets_held() == 0);
+  for (std::uint64_t v = 1000; v < 4000; ++v) h.add(v);  // 2^9..2^11: three groups
+  CHECK(h.buckets_held() == 3 * histogram::sub_count);
+
+  // Groups met largest first: the quantiles still walk the values in order.
+  std::mt19937_64 rng(3);
+  std::vector<std::uint64_t> values;
+  for (int octave : {40, 30, 20, 10, 3}) {
+    for (int i = 0; i < 1000; ++i) values.push_back((std::uint64_t{1} << octave) + rng() % (std::uint64_t{1} << octave));
+  }
+  histogram g;
+  for (auto v : values) g.add(v);
+  CHECK(g.buckets_held() == 5 * histogram::sub_count);
+  const histogram copy = g;
+  for (double q : {0.1, 0.3, 0.5, 0.7, 0.9, 0.99}) {
+    const double exact = static_cast<double>(exact_quantile(values, q));
+    CHECK(static_cast<double>(g.quantile(q)) == Approx(exact).epsilon(0.01));
+    CHECK(copy.quantile(q) == g.quantile(q));
+  }
+  // Weighted: half the sum lies in the largest octave's values.
+  CHECK(static_cast<double>(g.weighted_quantile(0.5)) > static_cast<double>(std::uint64_t{1} << 40));
+}

@@ -24,9 +24,18 @@ std::uint64_t histogram::bucket_width(std::size_t b) noexcept {
   return b < sub_count ? 1 : std::uint64_t{1} << ((b - sub_count) / sub_count);
 }
 
+std::size_t histogram::open_group(std::size_t group) {
+  const std::size_t slot = counts_.size() >> sub_bits;
+  counts_.resize(counts_.size() + sub_count, 0);
+  slot_[group] = static_cast<std::uint16_t>(slot);
+  return slot;
+}
+
 void histogram::add(std::uint64_t v) {
-  if (counts_.empty()) counts_.assign(bucket_count, 0);
-  ++counts_[bucket_of(v)];
+  const std::size_t b = bucket_of(v);
+  std::size_t slot = slot_[b >> sub_bits];
+  if (slot == absent) slot = open_group(b >> sub_bits);
+  ++counts_[(slot << sub_bits) | (b & (sub_count - 1))];
   if (count_ == 0 || v < min_) min_ = v;
   if (count_ == 0 || v > max_) max_ = v;
   ++count_;
@@ -39,8 +48,8 @@ std::uint64_t histogram::quantile(double q) const noexcept {
   const auto rank = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(n))));
   if (rank <= zeros_) return 0;
   std::uint64_t seen = zeros_;
-  for (std::size_t b = 0; b < counts_.size(); ++b) {
-    seen += counts_[b];
+  for (std::size_t b = 0; b < bucket_count; ++b) {
+    seen += count_at(b);
     if (seen >= rank) {
       const std::uint64_t mid = bucket_low(b) + (bucket_width(b) - 1) / 2;
       return std::clamp(mid, min_, max_);
@@ -53,12 +62,13 @@ std::uint64_t histogram::weighted_quantile(double q) const noexcept {
   if (count_ == 0) return 0;
   auto mid = [](std::size_t b) { return static_cast<double>(bucket_low(b)) + static_cast<double>(bucket_width(b) - 1) / 2; };
   double total = 0;
-  for (std::size_t b = 0; b < counts_.size(); ++b) total += static_cast<double>(counts_[b]) * mid(b);
+  for (std::size_t b = 0; b < bucket_count; ++b) total += static_cast<double>(count_at(b)) * mid(b);
   const double target = std::clamp(q, 0.0, 1.0) * total;
   double seen = 0;
-  for (std::size_t b = 0; b < counts_.size(); ++b) {
-    if (counts_[b] == 0) continue;
-    seen += static_cast<double>(counts_[b]) * mid(b);
+  for (std::size_t b = 0; b < bucket_count; ++b) {
+    const std::uint64_t n = count_at(b);
+    if (n == 0) continue;
+    seen += static_cast<double>(n) * mid(b);
     if (seen >= target) return std::clamp(static_cast<std::uint64_t>(mid(b)), min_, max_);
   }
   return max_;
