@@ -203,6 +203,37 @@ TEST_CASE("SIGUSR2 arms a capture and the program's own handler still runs", "[c
   CHECK(got[0].steps == 2);
 }
 
+TEST_CASE("SIGUSR2 arms the tracer that asked for it, not another one in the process", "[capture]") {
+  temp_dir dir;
+  struct sigaction old {};
+  REQUIRE(sigaction(SIGUSR2, nullptr, &old) == 0);
+  tracer other(testing::quiet());  // no capture asked: its collector polls fast while it is busy
+  std::atomic<bool> busy{true};
+  std::thread other_loop([&] {
+    while (busy.load()) {
+      scoped_step s(other);
+      scoped_phase p(other, builtin::compute);
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  config cfg = testing::quiet();
+  cfg.capture_dir = dir.path.string();
+  cfg.capture = "signal";
+  cfg.capture_steps = 2;
+  tracer t(cfg);
+  step(t, 0, 1);
+  ::raise(SIGUSR2);  // the busy tracer's collector looks at the signal far more often than t's
+  std::vector<capture_record> got;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while ((got = t.summary().captures).empty() && std::chrono::steady_clock::now() < until) step(t, 0, 2);
+  busy.store(false);
+  other_loop.join();
+  CHECK(other.summary().captures.empty());
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].reason == "signal SIGUSR2");
+  sigaction(SIGUSR2, &old, nullptr);
+}
+
 TEST_CASE("a run that ends inside a capture writes the steps it has", "[capture]") {
   temp_dir dir;
   config cfg = testing::quiet();

@@ -134,7 +134,11 @@ void tracer_impl::capture_configured() {
 }
 
 void tracer_impl::capture_tick(std::unique_lock<std::mutex>& lock, bool last) {
-  if (signalled.exchange(false, std::memory_order_relaxed) && !capture.elsewhere) arm_capture("signal SIGUSR2", 0);
+  // Only a tracer that asked for it takes the signal: another tracer in the process (the default
+  // one, a library's) must not take it first and arm a capture no one asked of it.
+  if (capture.rule && capture.rule->has("signal") && signalled.exchange(false, std::memory_order_relaxed)) {
+    arm_capture("signal SIGUSR2", 0);
+  }
   if (!capture.armed) return;
   const bool device = totals.device() != nullptr;
   const auto now = std::chrono::steady_clock::now();
