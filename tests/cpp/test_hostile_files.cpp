@@ -249,3 +249,30 @@ TEST_CASE("gzip read ahead: a cut-short file gives every byte before the cut, th
     CHECK(early->read(buf, 10) == 10);
   }
 }
+
+TEST_CASE("a file's size hint: a regular file's size, a gzip file's inflated size, nothing for a pipe", "[files]") {
+  const std::string text = a_trace(300);
+  const temp_file plain(text, ".json");
+  CHECK(detail::open_trace_file(plain.path)->size_hint() == text.size());
+  const temp_file zipped(gzip(text), ".json.gz");
+  const auto inflating = detail::open_trace_file(zipped.path);
+  CHECK(inflating->size_hint() == text.size());
+  CHECK(all_of(*inflating) == text);
+  // A trace read with its room reserved from the hint, and one whose hint is short of its events
+  // (a gzip file of two members: the hint is the last one's): the same events either way.
+  const std::string two_members = gzip(text.substr(0, text.size() - 100)) + gzip(text.substr(text.size() - 100));
+  const temp_file members(two_members, ".json.gz");
+  const auto short_hint = detail::open_trace_file(members.path);
+  CHECK(short_hint->size_hint() == 100);
+  const detail::trace_events a = detail::read_trace_events(*detail::open_trace_file(zipped.path), "a");
+  const detail::trace_events b = detail::read_trace_events(*short_hint, "b");
+  REQUIRE(a.events.size() == 600);
+  CHECK(b.events.size() == a.events.size());
+  CHECK(b.events.back().ts == a.events.back().ts);
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  REQUIRE(::write(fds[1], "[]", 2) == 2);
+  ::close(fds[1]);  // written and closed: opening it reads its first bytes and never waits
+  CHECK(detail::open_trace_file("/dev/fd/" + std::to_string(fds[0]))->size_hint() == 0);
+  ::close(fds[0]);
+}

@@ -1,6 +1,7 @@
 #include "profiler/byte_source.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -25,24 +26,26 @@ namespace {
 
 class file_source final : public byte_source {
  public:
-  file_source(std::FILE* f, std::string path) : f_(f), path_(std::move(path)) {}
+  file_source(std::FILE* f, std::string path, std::uint64_t size) : f_(f), path_(std::move(path)), size_(size) {}
   ~file_source() override { std::fclose(f_); }
   std::size_t read(char* buf, std::size_t n) override {
     const std::size_t got = std::fread(buf, 1, n, f_);
     if (got == 0 && std::ferror(f_)) fail(path_, std::string("cannot be read: ") + std::strerror(errno));
     return got;
   }
+  std::uint64_t size_hint() const override { return size_; }
 
  private:
   std::FILE* f_;
   std::string path_;
+  std::uint64_t size_;  // a regular file's size; 0 for a pipe
 };
 
 // Inflates gzip members one after another (a concatenated .gz is one stream of bytes).
 class gzip_source final : public byte_source {
  public:
-  gzip_source(std::unique_ptr<byte_source> raw, std::string path, std::uint64_t limit)
-      : raw_(std::move(raw)), path_(std::move(path)), in_(1 << 20), limit_(limit) {
+  gzip_source(std::unique_ptr<byte_source> raw, std::string path, std::uint64_t limit, std::uint64_t inflated_hint)
+      : raw_(std::move(raw)), path_(std::move(path)), in_(1 << 20), limit_(limit), hint_(inflated_hint) {
     std::memset(&z_, 0, sizeof z_);
     if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) fail(path_, "zlib could not start");
   }
@@ -85,6 +88,7 @@ class gzip_source final : public byte_source {
   }
 
   bool compressed() const override { return true; }
+  std::uint64_t size_hint() const override { return hint_; }
 
  private:
   std::unique_ptr<byte_source> raw_;
@@ -92,7 +96,7 @@ class gzip_source final : public byte_source {
   std::vector<char> in_;
   z_stream z_;
   bool member_done_ = false;
-  std::uint64_t inflated_ = 0, limit_;
+  std::uint64_t inflated_ = 0, limit_, hint_;
 
   // After a member's end, with input at hand: starts the next member, or passes over the zeros
   // some tools pad with. Anything else is bytes that are not gzip: an error.
@@ -153,6 +157,7 @@ class read_ahead_source final : public byte_source {
   }
 
   bool compressed() const override { return compressed_; }
+  std::uint64_t size_hint() const override { return inner_->size_hint(); }
 
  private:
   void fill() {
@@ -218,6 +223,7 @@ class prefixed_source final : public byte_source {
     }
     return rest_ ? rest_->read(buf, n) : 0;
   }
+  std::uint64_t size_hint() const override { return rest_ ? rest_->size_hint() : prefix_.size(); }
 
  private:
   std::string prefix_;
@@ -236,7 +242,8 @@ std::unique_ptr<byte_source> open_trace_file(const std::string& path, const std:
   if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) fail(shown, "is not a regular file or a pipe");
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) fail(shown, std::string("cannot be opened: ") + std::strerror(errno));
-  auto raw = std::make_unique<file_source>(f, shown);
+  const bool regular = S_ISREG(st.st_mode);
+  auto raw = std::make_unique<file_source>(f, shown, regular ? static_cast<std::uint64_t>(st.st_size) : 0);
   char magic[2] = {0, 0};
   std::size_t got = 0;
   while (got < 2) {
@@ -246,10 +253,16 @@ std::unique_ptr<byte_source> open_trace_file(const std::string& path, const std:
   }
   auto plain = std::make_unique<prefixed_source>(std::string(magic, got), std::move(raw));
   if (got == 2 && static_cast<unsigned char>(magic[0]) == 0x1f && static_cast<unsigned char>(magic[1]) == 0x8b) {
-    auto inflated = std::make_unique<gzip_source>(std::move(plain), shown, inflated_limit);
+    // A gzip file ends with its last member's inflated size, mod 4 GiB (ISIZE): read in place.
+    unsigned char isize[4] = {0, 0, 0, 0};
+    std::uint64_t inflated_hint = 0;
+    if (regular && st.st_size >= 18 && ::pread(::fileno(f), isize, 4, st.st_size - 4) == 4) {
+      inflated_hint = isize[0] | isize[1] << 8 | isize[2] << 16 | static_cast<std::uint64_t>(isize[3]) << 24;
+    }
+    auto inflated = std::make_unique<gzip_source>(std::move(plain), shown, inflated_limit, inflated_hint);
     // Ahead on a thread where there is a core for it, and never from a pipe, whose writer may
     // stall: a reader that stops early must not wait on a read that may not return.
-    if (S_ISREG(st.st_mode) && usable_cpus() > 1) return std::make_unique<read_ahead_source>(std::move(inflated));
+    if (regular && usable_cpus() > 1) return std::make_unique<read_ahead_source>(std::move(inflated));
     return inflated;
   }
   return plain;

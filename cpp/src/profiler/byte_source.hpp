@@ -18,6 +18,9 @@ class byte_source {
   virtual std::size_t read(char* buf, std::size_t n) = 0;
   // Whether the bytes are inflated from gzip (for messages: "a gzip file of nothing").
   virtual bool compressed() const { return false; }
+  // About how many bytes it gives in all, for reserving memory once: a regular file's size, a
+  // gzip file's own record of its inflated size (mod 4 GiB); 0 when not known (a pipe).
+  virtual std::uint64_t size_hint() const { return 0; }
 };
 
 // The most a gzip file may inflate to (16 GiB): a small file that would unpack to more is refused
