@@ -45,7 +45,7 @@ class file_source final : public byte_source {
 class gzip_source final : public byte_source {
  public:
   gzip_source(std::unique_ptr<byte_source> raw, std::string path, std::uint64_t limit, std::uint64_t inflated_hint)
-      : raw_(std::move(raw)), path_(std::move(path)), in_(1 << 20), limit_(limit), hint_(inflated_hint) {
+      : raw_(std::move(raw)), path_(std::move(path)), in_(std::size_t{256} << 10), limit_(limit), hint_(inflated_hint) {
     std::memset(&z_, 0, sizeof z_);
     if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) fail(path_, "zlib could not start");
   }
