@@ -56,7 +56,7 @@ def main() -> int:
             on_json, _ = read(plain)
             on_gz = read(trace)[0] if trace.name.endswith(".gz") else None
             worst = max(on_json, on_gz or 0) / size
-            verdict = ("met" if worst <= 0.25 else "missed") + (" (small: the fixed cost)" if size < SMALL else "")
+            verdict = "met" if worst <= 0.25 else "missed" + (" (small: the fixed cost)" if size < SMALL else "")
             gz = f"{on_gz / 2**20:>7.1f} {on_gz / size:>5.2f}x" if on_gz is not None else f"{'-':>7} {'-':>6}"
             print(f"{trace.name[:44]:<44} {size / 1e6:>8.1f} {on_json / 2**20:>9.1f} {on_json / size:>5.2f}x {gz}  {verdict}")
             plain.unlink()
