@@ -35,4 +35,19 @@ bool stream_of(PyObject* obj, stream_arg* out);
 // Interned Python strings for the names the C types look up; throws if one cannot be made.
 void intern_all(std::initializer_list<std::pair<PyObject**, const char*>> names);
 
+// The slots every garbage-collected C type here fills (PyType_Ready is the caller's, after any
+// slot of its own).
+inline void gc_type(PyTypeObject& type, const char* name, Py_ssize_t size, const char* doc, newfunc make,
+                    destructor dealloc, traverseproc traverse, inquiry clear, PyMethodDef* methods) {
+  type.tp_name = name;
+  type.tp_basicsize = size;
+  type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
+  type.tp_doc = doc;
+  type.tp_new = make;
+  type.tp_dealloc = dealloc;
+  type.tp_traverse = traverse;
+  type.tp_clear = clear;
+  type.tp_methods = methods;
+}
+
 }  // namespace steptrace::bindings

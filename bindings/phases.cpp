@@ -323,15 +323,9 @@ void bind_phases(py::module_& m) {
   noop_type.tp_dealloc = noop_dealloc;
   noop_type.tp_call = noop_call;
 
-  phases_type.tp_name = "steptrace._core.Phases";
-  phases_type.tp_basicsize = sizeof(phases_obj);
-  phases_type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
-  phases_type.tp_doc = "Phases(tracer, slow): a tracer's phase table; lookup is its phase(name, stream=None)";
-  phases_type.tp_new = phases_new;
-  phases_type.tp_dealloc = phases_dealloc;
-  phases_type.tp_traverse = phases_traverse;
-  phases_type.tp_clear = phases_clear;
-  phases_type.tp_methods = phases_methods;
+  gc_type(phases_type, "steptrace._core.Phases", sizeof(phases_obj),
+          "Phases(tracer, slow): a tracer's phase table; lookup is its phase(name, stream=None)", phases_new,
+          phases_dealloc, phases_traverse, phases_clear, phases_methods);
 
   for (PyTypeObject* type : {&phase_type, &noop_type, &phases_type}) {
     if (!ready(*type)) throw py::error_already_set();

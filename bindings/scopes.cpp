@@ -241,15 +241,9 @@ void bind_scopes(py::module_& m) {
   exclude_type.tp_new = exclude_new;
   exclude_type.tp_methods = exclude_methods;
 
-  step_call_type.tp_name = "steptrace._core.StepCall";
-  step_call_type.tp_basicsize = sizeof(step_call_obj);
-  step_call_type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
-  step_call_type.tp_doc = "StepCall(scope, slow): a tracer's step(); call is step(fn=None, *, stream=None, batch=None)";
-  step_call_type.tp_new = step_call_new;
-  step_call_type.tp_dealloc = step_call_dealloc;
-  step_call_type.tp_traverse = step_call_traverse;
-  step_call_type.tp_clear = step_call_clear;
-  step_call_type.tp_methods = step_call_methods;
+  gc_type(step_call_type, "steptrace._core.StepCall", sizeof(step_call_obj),
+          "StepCall(scope, slow): a tracer's step(); call is step(fn=None, *, stream=None, batch=None)", step_call_new,
+          step_call_dealloc, step_call_traverse, step_call_clear, step_call_methods);
   step_call_type.tp_getset = step_call_getset;
 
   for (PyTypeObject* type : {&step_type, &exclude_type, &step_call_type}) {

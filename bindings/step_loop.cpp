@@ -313,18 +313,13 @@ PyTypeObject loop_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 void bind_step_loop(py::module_& m) {
   intern_all({{&str_hook, "hook"}, {&str_active, "active"}, {&str_begin, "begin"},
               {&str_end, "end"}, {&str_input, "input"}, {&str_step, "step"}});
-  loop_type.tp_name = "steptrace._core.StepLoop";
-  loop_type.tp_basicsize = sizeof(loop_obj);
-  loop_type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_FINALIZE;
-  loop_type.tp_doc = "StepLoop(tracer, iterable, stream, time_input, annotate): steps(iterable)";
-  loop_type.tp_new = loop_new;
-  loop_type.tp_dealloc = loop_dealloc;
+  gc_type(loop_type, "steptrace._core.StepLoop", sizeof(loop_obj),
+          "StepLoop(tracer, iterable, stream, time_input, annotate): steps(iterable)", loop_new, loop_dealloc,
+          loop_traverse, loop_clear, loop_methods);
+  loop_type.tp_flags |= Py_TPFLAGS_HAVE_FINALIZE;
   loop_type.tp_finalize = loop_finalize;
-  loop_type.tp_traverse = loop_traverse;
-  loop_type.tp_clear = loop_clear;
   loop_type.tp_iter = PyObject_SelfIter;
   loop_type.tp_iternext = loop_next;
-  loop_type.tp_methods = loop_methods;
 
   if (PyType_Ready(&loop_type) < 0) throw py::error_already_set();
   m.attr("StepLoop") = py::handle(reinterpret_cast<PyObject*>(&loop_type));

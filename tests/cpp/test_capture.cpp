@@ -177,6 +177,25 @@ TEST_CASE("a phase trigger captures the steps after the crossing, and the JSONL 
 namespace {
 std::atomic<int> program_handler_calls{0};
 void program_handler(int) { program_handler_calls.fetch_add(1); }
+
+// A tracer whose capture (2 steps, into `dir`) SIGUSR2 arms.
+config on_signal(const temp_dir& dir) {
+  config cfg = testing::quiet();
+  cfg.capture_dir = dir.path.string();
+  cfg.capture = "signal";
+  cfg.capture_steps = 2;
+  return cfg;
+}
+
+// Steps on `t` until it has a capture, for at most 15 s (with a driver the capture waits a second
+// for device records its steps never launch).
+std::vector<capture_record> step_until_captured(tracer& t) {
+  std::vector<capture_record> got;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while ((got = t.summary().captures).empty() && std::chrono::steady_clock::now() < until) step(t, 0, 2);
+  return got;
+}
+
 }  // namespace
 
 TEST_CASE("SIGUSR2 arms a capture and the program's own handler still runs", "[capture]") {
@@ -186,18 +205,11 @@ TEST_CASE("SIGUSR2 arms a capture and the program's own handler still runs", "[c
   sigemptyset(&mine.sa_mask);
   struct sigaction old {};
   REQUIRE(sigaction(SIGUSR2, &mine, &old) == 0);
-  config cfg = testing::quiet();
-  cfg.capture_dir = dir.path.string();
-  cfg.capture = "signal";
-  cfg.capture_steps = 2;
-  tracer t(cfg);
+  tracer t(on_signal(dir));
   step(t, 0, 1);
   ::raise(SIGUSR2);
   CHECK(program_handler_calls.load() == 1);
-  std::vector<capture_record> got;
-  // With a driver the capture waits a second for device records its steps never launch.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  while ((got = t.summary().captures).empty() && std::chrono::steady_clock::now() < until) step(t, 0, 2);
+  const std::vector<capture_record> got = step_until_captured(t);
   REQUIRE(got.size() == 1);
   CHECK(got[0].reason == "signal SIGUSR2");
   CHECK(got[0].steps == 2);
@@ -216,16 +228,10 @@ TEST_CASE("SIGUSR2 arms the tracer that asked for it, not another one in the pro
     }
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  config cfg = testing::quiet();
-  cfg.capture_dir = dir.path.string();
-  cfg.capture = "signal";
-  cfg.capture_steps = 2;
-  tracer t(cfg);
+  tracer t(on_signal(dir));
   step(t, 0, 1);
   ::raise(SIGUSR2);  // the busy tracer's collector looks at the signal far more often than t's
-  std::vector<capture_record> got;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  while ((got = t.summary().captures).empty() && std::chrono::steady_clock::now() < until) step(t, 0, 2);
+  const std::vector<capture_record> got = step_until_captured(t);
   busy.store(false);
   other_loop.join();
   CHECK(other.summary().captures.empty());
