@@ -58,11 +58,10 @@ def _writer(name: str, s: Any) -> Optional[Tuple[Optional[str], str, Optional[in
 
 def _span(s: Any) -> Optional[Tuple[int, int]]:
     """When a trace's records ran (its first and last tick, the ``trace.span_ns`` fact)."""
-    span = s.fact("trace.span_ns")
-    if span is None:
-        return None
-    first, last = span.split()
-    return int(first), int(last)
+    words = (s.fact("trace.span_ns") or "").split()
+    if len(words) != 2 or not all(w.isdigit() for w in words):
+        return None  # none, or a saved summary's that is not two numbers: the core's reading decides
+    return int(words[0]), int(words[1])
 
 
 def _overlap(files: List[Tuple[str, Any]]) -> bool:

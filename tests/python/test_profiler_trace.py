@@ -220,6 +220,17 @@ def test_copies_of_one_trace_are_read_once_each(tmp_path, monkeypatch):
     first, last = map(int, steptrace.load(NW0).to_dict()["facts"]["trace.span_ns"].split())
     assert 0 <= first < last
 
+    class Said:  # a saved summary's facts are the file's: a span that is not two numbers is none
+        def __init__(self, span):
+            self.span = span
+
+        def fact(self, key):
+            return self.span
+
+    assert [_job._span(Said(v)) for v in (None, "", "7", "a b", "-1 5", "3 9")] == [None] * 5 + [(3, 9)]
+    assert _job._overlap([("a", Said("0 10")), ("b", Said("5 20"))])
+    assert not _job._overlap([("a", Said("0 10")), ("b", Said("10 20")), ("c", Said("bad"))])
+
 
 def test_cycles_given_as_pipes_are_read_once_each_never_waited_on(tmp_path):
     """Pipes cannot be read a second time: two cycles of one process given as FIFOs are two runs
