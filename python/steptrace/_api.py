@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import os
 import sys
 import weakref
@@ -358,21 +357,6 @@ class _Forked:
 _forked = _Forked()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forked.in_child)
-
-
-def unused_scopes_said(tracer: "Tracer", own: Any) -> None:
-    """At exit: a run that called step() or phase() but recorded nothing (no step, no phase
-    outside a step) was most likely calling them bare (``steptrace.step()``, not ``with
-    steptrace.step():``): said in one line."""
-    if own.recorded or _forked.child or not (tracer._step_call.asked or tracer._phases) or not tracer.options()["enabled"]:
-        return  # STEPTRACE_DISABLE: nothing is recorded by design
-    if tracer._core.open_steps():
-        return  # entered and never left: the exit report has said so
-    if not json.loads(own.json()).get("unscoped_phases"):
-        called = "step()" if tracer._step_call.asked else "phase()"
-        _log.say(f"steptrace.{called} was called but nothing was recorded: it is a context manager or a "
-                 f"decorator (`with steptrace.{called[:-2]}(...):`, `@steptrace.{called[:-2]}`); called bare it "
-                 "does nothing")
 
 
 _default = Tracer._wrap(_core.default_tracer())

@@ -4,6 +4,7 @@ ranks gathered, once, in the process that recorded, whatever Ctrl-C does meanwhi
 from __future__ import annotations
 
 import atexit
+import json
 import sys
 from typing import Any
 
@@ -112,7 +113,7 @@ def _report_at_exit() -> None:
                 sys.stderr.write(text)
                 sys.stderr.flush()
             else:
-                _api.unused_scopes_said(_api._default, core.summary())
+                unused_scopes_said(_api._default, core.summary())
     except KeyboardInterrupt:
         _log.say("the exit report was interrupted (Ctrl-C twice)")
         return
@@ -125,3 +126,18 @@ def _report_at_exit() -> None:
 
 
 atexit.register(_report_at_exit)
+
+
+def unused_scopes_said(tracer: Any, own: Any) -> None:
+    """At exit: a run that called step() or phase() but recorded nothing (no step, no phase
+    outside a step) was most likely calling them bare (``steptrace.step()``, not ``with
+    steptrace.step():``): said in one line."""
+    if own.recorded or _api._forked.child or not (tracer._step_call.asked or tracer._phases) or not tracer.options()["enabled"]:
+        return  # STEPTRACE_DISABLE: nothing is recorded by design
+    if tracer._core.open_steps():
+        return  # entered and never left: the exit report has said so
+    if not json.loads(own.json()).get("unscoped_phases"):
+        called = "step()" if tracer._step_call.asked else "phase()"
+        _log.say(f"steptrace.{called} was called but nothing was recorded: it is a context manager or a "
+                 f"decorator (`with steptrace.{called[:-2]}(...):`, `@steptrace.{called[:-2]}`); called bare it "
+                 "does nothing")
