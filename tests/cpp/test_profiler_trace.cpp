@@ -199,7 +199,7 @@ TEST_CASE("busy and idle over HTA's span agree with HTA's temporal breakdown", "
       if (!gpu || launched.count(e.correlation) == 0) continue;
       first = std::min(first, e.ts);
       last = std::max(last, e.ts + e.dur);
-      kept.insert({e.ts, e.ts + e.dur, e.stream});
+      kept.insert({e.ts, e.ts + e.dur, events.args_of(e).stream});
     }
     // steptrace's device view of that window, from its own device records of the activity HTA keeps
     std::vector<device_record> device, rounded;

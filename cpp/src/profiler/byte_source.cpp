@@ -123,6 +123,10 @@ class read_ahead_source final : public byte_source {
 
   explicit read_ahead_source(std::unique_ptr<byte_source> inner)
       : inner_(std::move(inner)), compressed_(inner_->compressed()) {
+    // Every chunk allocated here, on the reader's thread: memory the worker allocated would stay
+    // in its own arena once freed, unused by the analysis that follows the read.
+    free_.resize(slots + 1);
+    for (std::vector<char>& chunk : free_) chunk.reserve(chunk_bytes);
     worker_ = std::thread([this] { fill(); });
   }
   ~read_ahead_source() override {
@@ -175,7 +179,7 @@ class read_ahead_source final : public byte_source {
       std::size_t got = 0;
       std::exception_ptr error;
       try {
-        chunk.resize(chunk_bytes);  // a chunk handed back keeps its memory: no allocation
+        chunk.resize(chunk_bytes);  // within its capacity: the worker never allocates
         while (got < chunk.size()) {
           const std::size_t k = inner_->read(chunk.data() + got, chunk.size() - got);
           if (k == 0) break;

@@ -11,30 +11,31 @@
 namespace steptrace::detail {
 
 // One thread's host nodes as a forest: a node is the child of the innermost node open at its
-// start, clipped to end inside it (rounded timestamps can overhang by a nanosecond).
+// start, clipped to end inside it (rounded timestamps can overhang by a nanosecond). Nodes are
+// events' indices, 32 bytes a node in all: a trace's forests sit beside its events.
 struct forest {
   static constexpr std::uint32_t npos = 0xffffffffu;
-  std::vector<const trace_event*> node;
-  std::vector<std::uint64_t> begin, end;
+  std::vector<std::uint32_t> node;  // in trace_events::events, in time order (parents first)
+  std::vector<std::uint64_t> end;   // clipped to the parent's end
   std::vector<std::uint32_t> parent, first_child, next_sibling, roots;
   std::vector<std::uint32_t> own;   // the node's own phase, or none
   std::vector<std::uint32_t> kind;  // its built-in phase: own, else inherited, else compute
 
-  explicit forest(std::vector<const trace_event*> nodes) : node(std::move(nodes)) {
-    std::stable_sort(node.begin(), node.end(), [](const trace_event* a, const trace_event* b) {
-      return a->ts != b->ts ? a->ts < b->ts : a->dur > b->dur;
+  forest(const std::vector<trace_event>& events, std::vector<std::uint32_t> nodes)
+      : node(std::move(nodes)), events_(&events) {
+    std::stable_sort(node.begin(), node.end(), [&events](std::uint32_t a, std::uint32_t b) {
+      const trace_event &x = events[a], &y = events[b];
+      return x.ts != y.ts ? x.ts < y.ts : x.dur > y.dur;
     });
     const std::size_t n = node.size();
-    begin.resize(n);
     end.resize(n);
     parent.assign(n, npos);
     first_child.assign(n, npos);
     next_sibling.assign(n, npos);
     std::vector<std::uint32_t> last_child(n, npos), open;
     for (std::uint32_t i = 0; i < n; ++i) {
-      begin[i] = node[i]->ts;
-      end[i] = node[i]->ts + node[i]->dur;
-      while (!open.empty() && end[open.back()] <= begin[i]) open.pop_back();
+      end[i] = event(i).ts + event(i).dur;
+      while (!open.empty() && end[open.back()] <= begin(i)) open.pop_back();
       if (open.empty()) {
         roots.push_back(i);
       } else {
@@ -47,6 +48,10 @@ struct forest {
       open.push_back(i);
     }
   }
+
+  std::size_t size() const { return node.size(); }
+  const trace_event& event(std::uint32_t i) const { return (*events_)[node[i]]; }
+  std::uint64_t begin(std::uint32_t i) const { return event(i).ts; }
 
   // Depth-first: enter(i) (false: skip its subtree), its children in time order, leave(i).
   template <class Enter, class Leave>
@@ -67,6 +72,9 @@ struct forest {
       if (enter(c)) stack.push_back({c, first_child[c]});
     }
   }
+
+ private:
+  const std::vector<trace_event>* events_;
 };
 
 }  // namespace steptrace::detail

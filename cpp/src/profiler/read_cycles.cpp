@@ -79,10 +79,9 @@ summary read_profiler_cycles(const std::vector<std::string>& paths, const trace_
     cycle c;
     c.name = escaped_utf8(path);  // what messages call it: a name's bytes outside UTF-8 escaped
     {
-      const auto source = open_trace_file(path, c.name);
-      const trace_events events = read_trace_events(*source, c.name);
-      c.reading = apply_trace_rules(events, c.name, step_window::profiler_step, options.step);
-      c.alone = summarise_trace(events, c.reading, c.name);
+      trace_events about;
+      c.reading = read_trace_reading(open_trace_file(path, c.name), c.name, options.step, about);
+      c.alone = summarise_trace(about, c.reading, c.name);
     }
     if (!c.reading.records.empty()) {
       c.first = c.reading.records.front().ticks;

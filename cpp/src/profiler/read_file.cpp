@@ -117,9 +117,9 @@ summary read_file(const std::string& path, const trace_options& options) {
   const kind k = decide(keeping, name);
   std::string head = std::move(keeping.kept());
   if (k == kind::summary) return read_summary_text(*source, std::move(head), name, options);
-  const auto whole = prefixed(std::move(head), std::move(source));
-  const trace_events events = read_trace_events(*whole, name);
-  return summarise_trace(events, apply_trace_rules(events, name, step_window::profiler_step, options.step), name);
+  trace_events about;
+  const trace_reading reading = read_trace_reading(prefixed(std::move(head), std::move(source)), name, options.step, about);
+  return summarise_trace(about, reading, name);
 }
 
 }  // namespace steptrace

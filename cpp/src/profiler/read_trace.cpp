@@ -176,6 +176,17 @@ const char* steps_from(step_source s) {
                                             : "window";
 }
 
+trace_reading read_trace_reading(std::unique_ptr<byte_source> source, const std::string& name,
+                                 const std::string& step_name, trace_events& about) {
+  about = read_trace_events(*source, name);
+  source.reset();
+  trace_reading reading = apply_trace_rules(about, name, step_window::profiler_step, step_name);
+  std::vector<trace_event>().swap(about.events);
+  std::vector<std::string>().swap(about.names);
+  std::vector<std::string>().swap(about.ids);
+  return reading;
+}
+
 summary summarise_trace(const trace_events& events, const trace_reading& reading, const std::string& path) {
   summary out = summarise_readings({&reading});
   complete_trace(out, events, reading, path);
@@ -189,9 +200,9 @@ summary summarise_trace(const trace_events& events, const trace_reading& reading
 summary read_profiler_trace(const std::string& path, const trace_options& options) {
   using namespace detail;
   const std::string& name = options.name.empty() ? path : options.name;
-  const auto source = open_trace_file(path, name);
-  const trace_events events = read_trace_events(*source, name);
-  return summarise_trace(events, apply_trace_rules(events, name, step_window::profiler_step, options.step), name);
+  trace_events about;
+  const trace_reading reading = read_trace_reading(open_trace_file(path, name), name, options.step, about);
+  return summarise_trace(about, reading, name);
 }
 
 }  // namespace steptrace

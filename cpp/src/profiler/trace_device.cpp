@@ -9,7 +9,6 @@
 namespace steptrace::detail {
 namespace {
 
-bool is_device_work(event_cat c) { return c == event_cat::kernel || c == event_cat::memcpy || c == event_cat::memset; }
 
 }  // namespace
 
@@ -77,12 +76,13 @@ device_reading read_device(const trace_events& t, const trace_device& device, st
       r.pageable = n.find("Pageable") != std::string_view::npos;
     }
     r.nccl = r.kind == device_activity::kernel && is_nccl_kernel(n);
-    r.device = e.device;
-    r.context = e.context;
-    r.stream = e.stream;
+    const activity_args& where = t.args_of(e);
+    r.device = where.device;
+    r.context = where.context;
+    r.stream = where.stream;
     r.start = e.ts;
     r.end = e.ts + e.dur;
-    r.bytes = e.bytes;
+    r.bytes = where.bytes;
     out.records.push_back(r);
     if (r.kind == device_activity::kernel && (e.correlation == 0 || launched.count(e.correlation) == 0)) {
       ++out.kernels_without_launch;

@@ -203,7 +203,7 @@ class event_reader {
     return ids_(text);
   }
 
-  void read_args(trace_event& e) {
+  void read_args(trace_event& e, activity_args& where) {
     if (in_.peek() != json_scanner::kind::object) return in_.skip_value();
     in_.enter_object();
     std::string_view key;
@@ -213,13 +213,13 @@ class event_reader {
       if (key == "correlation") {
         field = &e.correlation;
       } else if (key == "bytes") {
-        field = &e.bytes;
+        field = &where.bytes;
       } else if (key == "device") {
-        small = &e.device;
+        small = &where.device;
       } else if (key == "context") {
-        small = &e.context;
+        small = &where.context;
       } else if (key == "stream") {
-        small = &e.stream;
+        small = &where.stream;
       }
       if (field == nullptr && small == nullptr) {
         in_.skip_value();
@@ -235,9 +235,21 @@ class event_reader {
     }
   }
 
+  // A device activity's args: the last entry again when they are its (a stream's kernels in a row).
+  std::uint32_t args_index(const activity_args& a) {
+    const activity_args& last = out_.args.back();
+    if (out_.args.size() > 1 && last.device == a.device && last.context == a.context && last.stream == a.stream &&
+        last.bytes == a.bytes) {
+      return static_cast<std::uint32_t>(out_.args.size() - 1);
+    }
+    out_.args.push_back(a);
+    return static_cast<std::uint32_t>(out_.args.size() - 1);
+  }
+
   void read_event() {
     in_.enter_object();
     trace_event e;
+    activity_args where;
     bool complete = false, used = false, ts_ok = false, dur_ok = false;
     bad_ts_.clear();
     bad_dur_.clear();
@@ -266,7 +278,7 @@ class event_reader {
       } else if (k0 == 'd' && key == "dur") {
         dur_ok = read_time(e.dur, bad_dur_);
       } else if (k0 == 'a' && key == "args") {
-        read_args(e);
+        read_args(e, where);
       } else {
         in_.skip_value();
       }
@@ -281,6 +293,7 @@ class event_reader {
                                   std::to_string(max_trace_events) + ", at byte " + std::to_string(in_.offset()) +
                                   "); profile fewer steps (the schedule's active=) or export one step range");
     }
+    if (is_device_work(e.cat)) e.args = args_index(where);
     out_.events.push_back(e);
   }
 

@@ -25,30 +25,47 @@ enum class event_cat : std::uint8_t {
   memset,
 };
 
+// Where a device activity ran and what it moved (its args), kept beside the events: one entry
+// for a run of activities that share them (a stream's kernels), 0 for none.
+struct activity_args {
+  std::uint32_t device = 0, context = 0, stream = 0;
+  std::uint64_t bytes = 0;
+};
+
+// 40 bytes: a trace's memory is mostly its events (docs/architecture.md, "Reading torch.profiler
+// traces").
 struct trace_event {
   std::uint64_t ts = 0, dur = 0;  // ns, exact (the trace writes microseconds as decimal text)
   std::uint64_t correlation = 0;  // 0: none
-  std::uint64_t bytes = 0;
   std::uint32_t name = 0;         // in trace_events::names
-  std::uint32_t pid = 0, tid = 0;  // in trace_events::ids
-  std::uint32_t device = 0, context = 0, stream = 0;
+  std::uint32_t pid = 0;          // in trace_events::ids
+  union {
+    std::uint32_t tid = 0;  // a host event's thread, in trace_events::ids
+    std::uint32_t args;     // a device activity's (kernel, memcpy, memset), in trace_events::args
+  };
   event_cat cat = event_cat::op;
   bool tid_negative = false;  // Kineto's pseudo-threads (runtime pollers)
 };
+static_assert(sizeof(trace_event) == 40, "a trace's events stay 40 bytes");
+
+inline bool is_device_work(event_cat c) { return c == event_cat::kernel || c == event_cat::memcpy || c == event_cat::memset; }
 
 // The most events a trace may hold for the reader to keep (ops, ranges, runtime calls, device
-// activity; other events are skipped unkept): what is kept is 64 bytes an event, so this bounds
-// a trace's memory near 1 GB whatever the file. A profile of a few steps holds far fewer.
+// activity; other events are skipped unkept): what is kept is 40 bytes an event (64 for a device
+// activity with args of its own), so this bounds a trace's memory near 640 MB whatever the file.
+// A profile of a few steps holds far fewer.
 inline constexpr std::size_t max_trace_events = 10'000'000;
 
 struct trace_events {
   std::vector<trace_event> events;  // in file order
   std::vector<std::string> names;   // event names, interned
   std::vector<std::string> ids;     // pid and tid values as written (number or string), interned
+  std::vector<activity_args> args{1};  // by trace_event::args; entry 0: none
   std::vector<std::string> gpu_names;  // deviceProperties, by position
   std::optional<std::uint32_t> rank, world_size;  // distributedInfo
   std::string distributed_backend;
   std::string host;  // host_name (newer traces), cut to 255 bytes; "" when absent
+  const activity_args& args_of(const trace_event& e) const { return args[e.args]; }  // device work only
   std::uint64_t skipped_events = 0;  // events with a bad field, left out (see `problems`)
   std::vector<std::string> problems;  // the first few, for the message
 };

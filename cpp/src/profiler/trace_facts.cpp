@@ -48,17 +48,17 @@ void setup_facts(const trace_events& t, std::uint32_t pid, const std::vector<dev
 std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& main, const trace_device& device,
                                          step_interval first, std::uint64_t steps_end,
                                          std::vector<std::pair<std::uint64_t, std::string_view>>& found) {
-  std::vector<std::uint8_t> marks(main.node.size(), 0);
+  std::vector<std::uint8_t> marks(main.size(), 0);
   std::unordered_set<std::string_view> later;  // names that block so in a later step
-  for (std::size_t i = 0; i < main.node.size(); ++i) {
-    if (main.begin[i] >= first.end && main.begin[i] < steps_end && blocks_idle(t, device, *main.node[i])) {
-      later.insert(t.names[main.node[i]->name]);
+  for (std::uint32_t i = 0; i < main.size(); ++i) {
+    if (main.begin(i) >= first.end && main.begin(i) < steps_end && blocks_idle(t, device, main.event(i))) {
+      later.insert(t.names[main.event(i).name]);
     }
   }
-  for (std::size_t i = 0; i < main.node.size(); ++i) {
-    const trace_event& e = *main.node[i];
+  for (std::uint32_t i = 0; i < main.size(); ++i) {
+    const trace_event& e = main.event(i);
     const std::string_view n = t.names[e.name];
-    if (std::min(main.end[i], first.end) <= std::max(main.begin[i], first.begin)) continue;  // not in the first step
+    if (std::min(main.end[i], first.end) <= std::max(main.begin(i), first.begin)) continue;  // not in the first step
     if (!blocks_idle(t, device, e) || later.count(n) != 0) continue;
     bool inside = false;
     for (std::uint32_t p = main.parent[i]; p != forest::npos && !inside; p = main.parent[p]) inside = marks[p] != 0;

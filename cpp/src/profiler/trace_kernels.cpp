@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <unordered_map>
 
 #include "profiler/host_forest.hpp"
 #include "profiler/trace_names.hpp"
@@ -16,14 +15,72 @@ bool is_op(const trace_events& t, const trace_event& e) {
   return !is_profiler_step(n) && n != own_step_name;
 }
 
-// The innermost node of `f` open at `ts`, or forest::npos.
-std::uint32_t innermost_at(const forest& f, std::uint64_t ts) {
-  auto it = std::upper_bound(f.begin.begin(), f.begin.end(), ts);
-  if (it == f.begin.begin()) return forest::npos;
-  std::uint32_t i = static_cast<std::uint32_t>(it - f.begin.begin() - 1);
-  while (i != forest::npos && f.end[i] <= ts) i = f.parent[i];
-  return i;
-}
+// The ops of one process on every thread, as forests over event indices, and its launches by
+// correlation: 4 bytes a launch and 32 an op, never a map node per event.
+class launch_sites {
+ public:
+  launch_sites(const trace_events& t, std::uint32_t pid) : t_(t) {
+    std::map<std::uint32_t, std::uint32_t> counts;  // ops by thread
+    for (std::uint32_t i = 0; i < t.events.size(); ++i) {
+      const trace_event& e = t.events[i];
+      if (e.pid != pid) continue;
+      if (e.cat == event_cat::runtime && e.correlation != 0) ++launches_size_;
+      if (!e.tid_negative && is_op(t, e)) ++counts[e.tid];
+    }
+    launches_.reserve(launches_size_);
+    std::map<std::uint32_t, std::vector<std::uint32_t>> ops;
+    for (const auto& [tid, n] : counts) ops[tid].reserve(n);
+    for (std::uint32_t i = 0; i < t.events.size(); ++i) {
+      const trace_event& e = t.events[i];
+      if (e.pid != pid) continue;
+      if (e.cat == event_cat::runtime && e.correlation != 0) launches_.push_back(i);
+      if (!e.tid_negative && is_op(t, e)) ops[e.tid].push_back(i);
+    }
+    // By correlation, the first in file order first: a repeated correlation is its first launch.
+    std::stable_sort(launches_.begin(), launches_.end(),
+                     [&t](std::uint32_t a, std::uint32_t b) { return t.events[a].correlation < t.events[b].correlation; });
+    for (auto& [tid, nodes] : ops) {
+      threads_.emplace(tid, forest(t.events, std::move(nodes)));
+      std::vector<std::uint32_t>().swap(nodes);
+    }
+  }
+
+  // The name of the innermost op open where the kernel with this correlation was launched, or "".
+  std::string_view op_of(std::uint64_t correlation) const {
+    if (correlation == 0) return {};
+    const auto l = std::lower_bound(launches_.begin(), launches_.end(), correlation,
+                                    [this](std::uint32_t i, std::uint64_t c) { return t_.events[i].correlation < c; });
+    if (l == launches_.end() || t_.events[*l].correlation != correlation) return {};
+    const trace_event& launch = t_.events[*l];
+    const auto f = threads_.find(launch.tid);
+    if (f == threads_.end()) return {};
+    const std::uint32_t i = innermost_at(f->second, launch.ts);
+    return i == forest::npos ? std::string_view() : std::string_view(t_.names[f->second.event(i).name]);
+  }
+
+ private:
+  // The innermost node of `f` open at `ts`, or forest::npos.
+  static std::uint32_t innermost_at(const forest& f, std::uint64_t ts) {
+    std::uint32_t lo = 0, hi = static_cast<std::uint32_t>(f.size());  // the first node beginning after ts
+    while (lo < hi) {
+      const std::uint32_t mid = lo + (hi - lo) / 2;
+      if (f.begin(mid) <= ts) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    if (lo == 0) return forest::npos;
+    std::uint32_t i = lo - 1;
+    while (i != forest::npos && f.end[i] <= ts) i = f.parent[i];
+    return i;
+  }
+
+  const trace_events& t_;
+  std::size_t launches_size_ = 0;
+  std::vector<std::uint32_t> launches_;  // runtime calls with a correlation, by correlation
+  std::map<std::uint32_t, forest> threads_;
+};
 
 }  // namespace
 
@@ -31,19 +88,7 @@ kernel_table read_kernels(const trace_events& t, const trace_device& device, std
                           const std::vector<step_interval>& counted) {
   kernel_table out;
   if (!device.present || counted.empty()) return out;
-  struct launch {
-    std::uint32_t tid;
-    std::uint64_t ts;
-  };
-  std::unordered_map<std::uint64_t, launch> launches;  // by correlation
-  std::map<std::uint32_t, std::vector<const trace_event*>> ops;  // by thread
-  for (const trace_event& e : t.events) {
-    if (e.pid != pid) continue;
-    if (e.cat == event_cat::runtime && e.correlation != 0) launches.emplace(e.correlation, launch{e.tid, e.ts});
-    if (!e.tid_negative && is_op(t, e)) ops[e.tid].push_back(&e);
-  }
-  std::map<std::uint32_t, forest> threads;
-  for (auto& [tid, nodes] : ops) threads.emplace(tid, forest(std::move(nodes)));
+  const launch_sites sites(t, pid);
   auto in_counted = [&](std::uint64_t ts) {
     auto it = std::upper_bound(counted.begin(), counted.end(), ts,
                                [](std::uint64_t x, const step_interval& s) { return x < s.begin; });
@@ -56,14 +101,7 @@ kernel_table read_kernels(const trace_events& t, const trace_device& device, std
       continue;
     }
     if (e.cat != event_cat::kernel) continue;
-    std::string_view op;
-    if (auto l = launches.find(e.correlation); e.correlation != 0 && l != launches.end()) {
-      if (auto f = threads.find(l->second.tid); f != threads.end()) {
-        const std::uint32_t i = innermost_at(f->second, l->second.ts);
-        if (i != forest::npos) op = t.names[f->second.node[i]->name];
-      }
-    }
-    out.add_kernel(t.names[e.name], op, e.dur);
+    out.add_kernel(t.names[e.name], sites.op_of(e.correlation), e.dur);
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "profiler/host_fill.hpp"
 #include "profiler/host_forest.hpp"
 #include "profiler/trace_device.hpp"
 #include "profiler/trace_facts.hpp"
@@ -56,9 +57,10 @@ class rules {
       collective_ = register_phase(collective_phase).value;
       categorise_all();
       mark_one_time();
-      build_fill();
+      fill_ = std::make_unique<host_fill>(others_);
       emit_steps();
     }
+    release_host();
     collect_device();
     note_facts();
     note_gaps();
@@ -74,29 +76,36 @@ class rules {
 
   std::string_view name_of(const trace_event& e) const { return t_.names[e.name]; }
 
-  // The main pid's host nodes by thread; the step ranges themselves are not nodes.
+  // A host node of the main pid's forests: the step ranges themselves are not nodes.
+  bool is_node(const trace_event& e) const {
+    if (e.pid != pid_ || e.tid_negative || !is_host_node(e)) return false;
+    const std::string_view n = name_of(e);
+    if (out_.source == step_source::own_annotations) {
+      return e.tid == tid_ && e.cat == event_cat::user_annotation && starts_with(n, annotation_prefix);
+    }
+    return !is_profiler_step(n) && !(out_.source == step_source::named_range && e.tid == tid_ && n == step_name_);
+  }
+
+  // The main pid's host nodes by thread, each thread's indices sized once (counted first).
   void collect_host_nodes() {
-    std::map<std::uint32_t, std::vector<const trace_event*>> by_thread;
+    std::map<std::uint32_t, std::uint32_t> counts;
     for (const trace_event& e : t_.events) {
-      if (e.pid != pid_ || e.tid_negative || !is_host_node(e)) continue;
-      const std::string_view n = name_of(e);
-      if (out_.source == step_source::own_annotations) {
-        if (e.tid == tid_ && e.cat == event_cat::user_annotation && starts_with(n, annotation_prefix)) {
-          by_thread[e.tid].push_back(&e);
-        }
-        continue;
-      }
-      if (is_profiler_step(n) || (out_.source == step_source::named_range && e.tid == tid_ && n == step_name_)) continue;
-      by_thread[e.tid].push_back(&e);
+      if (is_node(e)) ++counts[e.tid];
+    }
+    std::map<std::uint32_t, std::vector<std::uint32_t>> by_thread;
+    for (const auto& [tid, n] : counts) by_thread[tid].reserve(n);
+    for (std::uint32_t i = 0; i < t_.events.size(); ++i) {
+      if (is_node(t_.events[i])) by_thread[t_.events[i].tid].push_back(i);
     }
     for (auto& [tid, nodes] : by_thread) {
       if (tid == tid_) {
-        main_ = std::make_unique<forest>(std::move(nodes));
+        main_ = std::make_unique<forest>(t_.events, std::move(nodes));
       } else {
-        others_.emplace_back(std::move(nodes));
+        others_.emplace_back(t_.events, std::move(nodes));
       }
+      std::vector<std::uint32_t>().swap(nodes);
     }
-    if (!main_) main_ = std::make_unique<forest>(std::vector<const trace_event*>{});
+    if (!main_) main_ = std::make_unique<forest>(t_.events, std::vector<std::uint32_t>{});
   }
 
   std::uint32_t custom_phase(std::string_view n) {
@@ -152,15 +161,15 @@ class rules {
   }
 
   void categorise(forest& f, bool main_thread) {
-    const std::size_t n = f.node.size();
+    const std::size_t n = f.size();
     f.own.resize(n);
     f.kind.resize(n);
-    for (std::size_t i = 0; i < n; ++i) f.own[i] = own_phase(*f.node[i], main_thread);
+    for (std::size_t i = 0; i < n; ++i) f.own[i] = own_phase(f.event(i), main_thread);
     // Copy ops take the phase of the copies they launch: children come after their parents.
     enum : std::uint8_t { found_h2d = 1, found_wait = 2, found_collective = 4 };
     std::vector<std::uint8_t> found(n, 0);
     for (std::size_t k = n; k-- > 0;) {
-      const trace_event& e = *f.node[k];
+      const trace_event& e = f.event(k);
       if (e.cat == event_cat::runtime && !is_sync(name_of(e))) {
         if (f.own[k] == builtin::h2d.value) found[k] |= found_h2d;
         if (f.own[k] == builtin::wait.value) found[k] |= found_wait;
@@ -184,41 +193,12 @@ class rules {
     for (forest& f : others_) categorise(f, false);
   }
 
-  // The other threads' innermost phases as one tiling of the time any of them covers: where
-  // two overlap, the one that started first keeps its time.
-  void build_fill() {
-    std::vector<segment> all;
-    for (const forest& f : others_) {
-      for (std::uint32_t r : f.roots) {
-        std::uint64_t cursor = 0;
-        std::vector<std::uint32_t> open;
-        auto piece = [&](std::uint64_t a, std::uint64_t b, std::uint32_t p) {
-          if (b > a) all.push_back({a, b, p});
-        };
-        f.walk(
-            r,
-            [&](std::uint32_t i) {
-              if (!open.empty()) piece(cursor, f.begin[i], f.kind[open.back()]);
-              cursor = f.begin[i];
-              open.push_back(i);
-              return true;
-            },
-            [&](std::uint32_t i) {
-              piece(cursor, f.end[i], f.kind[i]);
-              cursor = f.end[i];
-              open.pop_back();
-            });
-      }
-    }
-    std::sort(all.begin(), all.end(), [](const segment& a, const segment& b) {
-      return a.begin != b.begin ? a.begin < b.begin : a.end != b.end ? a.end < b.end : a.phase < b.phase;
-    });
-    std::uint64_t covered = 0;
-    for (const segment& s : all) {
-      if (s.end <= covered) continue;
-      fill_.push_back({std::max(s.begin, covered), s.end, s.phase});
-      covered = s.end;
-    }
+  // The host forests are done with once the records are written: freed before the device is read.
+  void release_host() {
+    main_.reset();
+    std::vector<forest>().swap(others_);
+    fill_.reset();
+    std::vector<std::uint8_t>().swap(one_time_);
   }
 
   void push(std::uint64_t t, record_kind k, std::uint32_t id) { out_.records.push_back({t, id, k}); }
@@ -227,14 +207,14 @@ class rules {
   // as they are walked; on another thread (a first launch in autograd's backward) as pieces of
   // the tiling that fills the main thread's gaps.
   void mark_one_time() {
-    one_time_.assign(main_->node.size(), 0);
+    one_time_.assign(main_->size(), 0);
     if (windows_.empty()) return;
     const step_interval first{windows_.front().begin, windows_.front().end};
     std::vector<std::pair<std::uint64_t, std::string_view>> found;
     one_time_ = one_time_costs(t_, *main_, device_, first, windows_.back().end, found);
     for (forest& f : others_) {
       const std::vector<std::uint8_t> marks = one_time_costs(t_, f, device_, first, windows_.back().end, found);
-      for (std::size_t i = 0; i < f.node.size(); ++i) {  // parents come before their children
+      for (std::size_t i = 0; i < f.size(); ++i) {  // parents come before their children
         if (marks[i] || (f.parent[i] != forest::npos && f.kind[f.parent[i]] == one_time_kind)) f.kind[i] = one_time_kind;
       }
     }
@@ -273,14 +253,12 @@ class rules {
   // host running Python outside every op: its stretches are kept for the diagnosis).
   void emit_gap(std::uint64_t x, std::uint64_t y) {
     if (y <= x) return;
-    auto it = std::lower_bound(fill_.begin(), fill_.end(), x, [](const segment& s, std::uint64_t t) { return s.end <= t; });
     std::uint64_t at = x;
-    for (; it != fill_.end() && it->begin < y; ++it) {
-      const std::uint64_t a = std::max(it->begin, x), b = std::min(it->end, y);
+    fill_->within(x, y, [&](std::uint64_t a, std::uint64_t b, std::uint32_t phase) {
       note_other(at, a);
-      push_filled(a, b, it->phase);
+      push_filled(a, b, phase);
       at = b;
-    }
+    });
     note_other(at, y);
   }
 
@@ -298,7 +276,7 @@ class rules {
   void emit_steps() {
     const forest& f = *main_;
     std::vector<std::uint32_t> emitted;     // the phases open, innermost last
-    std::vector<std::uint8_t> pushed(f.node.size(), 0);
+    std::vector<std::uint8_t> pushed(f.size(), 0);
     for (const segment& w : windows_) {
       const std::uint64_t a = w.begin, b = w.end;
       gaps_.push_back({a, 0, 0, 0});
@@ -306,12 +284,12 @@ class rules {
       auto first = std::lower_bound(f.roots.begin(), f.roots.end(), a,
                                     [&](std::uint32_t r, std::uint64_t t) { return f.end[r] <= t; });
       std::uint64_t at = a;
-      for (auto r = first; r != f.roots.end() && f.begin[*r] < b; ++r) {
-        emit_gap(at, std::max(f.begin[*r], a));
+      for (auto r = first; r != f.roots.end() && f.begin(*r) < b; ++r) {
+        emit_gap(at, std::max(f.begin(*r), a));
         f.walk(
             *r,
             [&](std::uint32_t i) {
-              const std::uint64_t lo = std::max(f.begin[i], a), hi = std::min(f.end[i], b);
+              const std::uint64_t lo = std::max(f.begin(i), a), hi = std::min(f.end[i], b);
               if (hi <= lo) return false;
               std::uint8_t n = 0;
               auto open = [&](std::uint32_t id) {
@@ -360,21 +338,21 @@ class rules {
   // steptrace's own annotations: the records the live path wrote, rebuilt from their ranges.
   void emit_own() {
     const forest& f = *main_;
-    std::vector<std::uint32_t> ids(f.node.size(), none);
-    for (std::uint32_t i = 0; i < f.node.size(); ++i) ids[i] = annotated_phase(name_of(*f.node[i]));
+    std::vector<std::uint32_t> ids(f.size(), none);
+    for (std::uint32_t i = 0; i < f.size(); ++i) ids[i] = annotated_phase(name_of(f.event(i)));
     for (std::uint32_t r : f.roots) {
       f.walk(
           r,
           [&](std::uint32_t i) {
-            if (name_of(*f.node[i]) == own_step_name) {
-              push(f.begin[i], record_kind::step_begin, 0);
+            if (name_of(f.event(i)) == own_step_name) {
+              push(f.begin(i), record_kind::step_begin, 0);
             } else if (ids[i] != none) {
-              push(f.begin[i], record_kind::phase_begin, ids[i]);
+              push(f.begin(i), record_kind::phase_begin, ids[i]);
             }
             return true;
           },
           [&](std::uint32_t i) {
-            if (name_of(*f.node[i]) == own_step_name) {
+            if (name_of(f.event(i)) == own_step_name) {
               push(f.end[i], record_kind::step_end, 0);
             } else if (ids[i] != none) {
               push(f.end[i], record_kind::phase_end, ids[i]);
@@ -422,7 +400,7 @@ class rules {
   trace_device device_;
   std::unique_ptr<forest> main_;
   std::vector<forest> others_;
-  std::vector<segment> fill_;
+  std::unique_ptr<host_fill> fill_;  // the other threads' phases, read as the main thread's gaps ask
   std::unordered_map<std::string, std::uint32_t> custom_;
   bool no_device_ = false;
   std::uint32_t collective_ = none;     // the phase of a CPU collective, inside `wait`

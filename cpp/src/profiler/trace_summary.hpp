@@ -2,9 +2,11 @@
 // does it; apart so that a test can hold the figures of given steps to a peer's reading.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "profiler/byte_source.hpp"
 #include "profiler/trace_events.hpp"
 #include "profiler/trace_rules.hpp"
 #include "steptrace/summary.hpp"
@@ -18,5 +20,11 @@ summary summarise_readings(const std::vector<const trace_reading*>& readings);
 const char* steps_from(step_source s);
 
 summary summarise_trace(const trace_events& events, const trace_reading& reading, const std::string& path);
+
+// A trace's events read from `source` (closed once read, its buffers freed) through the rules.
+// The events themselves are freed before returning: `about` keeps only what summarise_trace
+// reads of them (skipped events, rank, host), so a summary is never built beside them.
+trace_reading read_trace_reading(std::unique_ptr<byte_source> source, const std::string& name,
+                                 const std::string& step_name, trace_events& about);
 
 }  // namespace steptrace::detail
