@@ -212,7 +212,7 @@ TEST_CASE("gzip read ahead on a thread: the suite's traces byte for byte as zlib
     if (entry.path().extension() == ".gz") files.push_back(entry.path().string());
   }
   REQUIRE(files.size() >= 20);
-  const temp_file many_chunks(gzip(a_trace(40000)), ".json.gz");  // several MB: many of its 256 KiB chunks
+  const temp_file many_chunks(gzip(a_trace(40000)), ".json.gz");  // several MB: many chunks
   files.push_back(many_chunks.path);
   for (const std::string& path : files) {
     INFO(path);
@@ -275,4 +275,27 @@ TEST_CASE("a file's size hint: a regular file's size, a gzip file's inflated siz
   ::close(fds[1]);  // written and closed: opening it reads its first bytes and never waits
   CHECK(detail::open_trace_file("/dev/fd/" + std::to_string(fds[0]))->size_hint() == 0);
   ::close(fds[0]);
+}
+
+TEST_CASE("a small file's buffers are small; a value longer than them, or a size hint far short, still reads whole",
+          "[files]") {
+  CHECK(detail::buffer_bytes(0) == 256u << 10);  // not known (a pipe): the full size
+  CHECK(detail::buffer_bytes(1000) == 16u << 10);
+  CHECK(detail::buffer_bytes(std::uint64_t{4} << 20) == 64u << 10);
+  CHECK(detail::buffer_bytes(std::uint64_t{1} << 40) == 256u << 10);
+  // A 40 KB name in a file of 42 KB: the scanner starts at 16 KiB and grows for it, as plain
+  // JSON and through the read-ahead of a gzip file.
+  trace_text t;
+  const std::string long_name(40000, 'n');
+  t.add("user_annotation", "ProfilerStep#0", 1, 0, 90);
+  t.add("cpu_op", long_name, 1, 10, 50);
+  const std::string text = t.json();
+  REQUIRE(text.size() < 48000);
+  const temp_file plain(text, ".json"), zipped(gzip(text), ".json.gz");
+  for (const std::string& path : {plain.path, zipped.path}) {
+    INFO(path);
+    const detail::trace_events e = detail::read_trace_events(*detail::open_trace_file(path), "t");
+    REQUIRE(e.events.size() == 2);
+    CHECK(e.names[e.events[1].name] == long_name);
+  }
 }

@@ -45,7 +45,8 @@ class file_source final : public byte_source {
 class gzip_source final : public byte_source {
  public:
   gzip_source(std::unique_ptr<byte_source> raw, std::string path, std::uint64_t limit, std::uint64_t inflated_hint)
-      : raw_(std::move(raw)), path_(std::move(path)), in_(std::size_t{256} << 10), limit_(limit), hint_(inflated_hint) {
+      : raw_(std::move(raw)), path_(std::move(path)), in_(buffer_bytes(raw_->size_hint())), limit_(limit),
+        hint_(inflated_hint) {
     std::memset(&z_, 0, sizeof z_);
     if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) fail(path_, "zlib could not start");
   }
@@ -118,15 +119,14 @@ class gzip_source final : public byte_source {
 // thrown it: after the bytes before it.
 class read_ahead_source final : public byte_source {
  public:
-  static constexpr std::size_t chunk_bytes = std::size_t{256} << 10;
   static constexpr std::size_t slots = 4;
 
   explicit read_ahead_source(std::unique_ptr<byte_source> inner)
-      : inner_(std::move(inner)), compressed_(inner_->compressed()) {
+      : inner_(std::move(inner)), compressed_(inner_->compressed()), chunk_bytes_(buffer_bytes(inner_->size_hint())) {
     // Every chunk allocated here, on the reader's thread: memory the worker allocated would stay
     // in its own arena once freed, unused by the analysis that follows the read.
     free_.resize(slots + 1);
-    for (std::vector<char>& chunk : free_) chunk.reserve(chunk_bytes);
+    for (std::vector<char>& chunk : free_) chunk.reserve(chunk_bytes_);
     worker_ = std::thread([this] { fill(); });
   }
   ~read_ahead_source() override {
@@ -179,7 +179,7 @@ class read_ahead_source final : public byte_source {
       std::size_t got = 0;
       std::exception_ptr error;
       try {
-        chunk.resize(chunk_bytes);  // within its capacity: the worker never allocates
+        chunk.resize(chunk_bytes_);  // within its capacity: the worker never allocates
         while (got < chunk.size()) {
           const std::size_t k = inner_->read(chunk.data() + got, chunk.size() - got);
           if (k == 0) break;
@@ -191,7 +191,7 @@ class read_ahead_source final : public byte_source {
       chunk.resize(std::min(got, chunk.size()));
       std::lock_guard<std::mutex> lock(mutex_);
       if (got != 0) ready_.push_back(std::move(chunk));
-      if (got < chunk_bytes || error) {
+      if (got < chunk_bytes_ || error) {
         error_ = error;
         done_ = true;
       }
@@ -202,6 +202,7 @@ class read_ahead_source final : public byte_source {
 
   std::unique_ptr<byte_source> inner_;
   const bool compressed_;
+  const std::size_t chunk_bytes_;  // buffer_bytes of the inflated size
   std::thread worker_;
   std::mutex mutex_;
   std::condition_variable changed_;

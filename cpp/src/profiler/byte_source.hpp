@@ -23,6 +23,16 @@ class byte_source {
   virtual std::uint64_t size_hint() const { return 0; }
 };
 
+// The bytes a reader's buffer holds for a source of about `size_hint` bytes (0: not known):
+// 256 KiB, less for a smaller file (a 64th of it, 16 KiB at least), so that a small trace's
+// reading costs little beside it. Every buffer of the read (the scanner's, the inflater's input,
+// the read-ahead's chunks) is sized by this one rule.
+inline std::size_t buffer_bytes(std::uint64_t size_hint) {
+  constexpr std::uint64_t most = std::uint64_t{256} << 10, least = std::uint64_t{16} << 10;
+  if (size_hint == 0 || size_hint / 64 >= most) return static_cast<std::size_t>(most);
+  return static_cast<std::size_t>(size_hint / 64 > least ? size_hint / 64 : least);
+}
+
 // The most a gzip file may inflate to (16 GiB): a small file that would unpack to more is refused
 // as it passes the bound, whatever it holds, so that what a file claims cannot set the time spent.
 inline constexpr std::uint64_t max_inflated_bytes = std::uint64_t{16} << 30;

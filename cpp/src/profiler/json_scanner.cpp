@@ -61,7 +61,7 @@ void put_utf8(std::string& out, std::uint32_t cp) {
 }  // namespace
 
 json_scanner::json_scanner(byte_source& source, std::string name)
-    : source_(source), name_(std::move(name)), buf_(std::size_t{256} << 10) {}
+    : source_(source), name_(std::move(name)), buf_(buffer_bytes(source.size_hint())) {}
 
 void json_scanner::fail(const std::string& what) const {
   throw std::invalid_argument(name_ + ": not valid JSON at byte " + std::to_string(offset()) + ": " + what);

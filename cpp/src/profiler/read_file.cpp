@@ -39,6 +39,7 @@ class keeping_source final : public byte_source {
     return got;
   }
   bool compressed() const override { return source_.compressed(); }
+  std::uint64_t size_hint() const override { return source_.size_hint(); }
   std::string& kept() { return kept_; }
   bool failed() const { return failed_; }
 
