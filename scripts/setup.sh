@@ -43,7 +43,7 @@ need_python_packages() {  # pip specs; installs only those whose import name is 
 }
 
 setup_environment() {
-  need_debian_packages g++ cmake ninja-build ccache catch2 libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev
+  need_debian_packages g++ cmake ninja-build ccache catch2 libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev libisal-dev
   if ! python3 -c "import venv, ensurepip" 2>/dev/null; then need_debian_packages python3-venv python3-dev; fi
   if [ ! -x "$PY" ]; then
     say "creating .venv"

@@ -27,10 +27,12 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::string gzip(const std::string& text) {
+// `header`: the member's optional header fields (a name, a comment, a CRC...), or none.
+std::string gzip(const std::string& text, gz_header* header = nullptr) {
   z_stream z{};
   REQUIRE(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK);
-  std::string out(deflateBound(&z, text.size()) + 32, '\0');
+  if (header != nullptr) REQUIRE(deflateSetHeader(&z, header) == Z_OK);
+  std::string out(deflateBound(&z, text.size()) + 128, '\0');
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
   z.avail_in = static_cast<uInt>(text.size());
   z.next_out = reinterpret_cast<Bytef*>(out.data());
@@ -48,10 +50,25 @@ std::string all_of(detail::byte_source& s) {
   return out;
 }
 
+// The inflater the gzip tests read with: each engine this build has, in turn.
+detail::inflater::engine engine_under_test = detail::default_engine();
+
 std::string read_through(const std::string& bytes, std::uint64_t limit = detail::max_inflated_bytes) {
   const temp_file f(bytes, ".json.gz");
-  const auto source = detail::open_trace_file(f.path, "run.json.gz", limit);
+  const auto source = detail::open_trace_file(f.path, "run.json.gz", limit, engine_under_test);
   return all_of(*source);
+}
+
+// A gzip member whose header holds every optional field: a name, a comment, extra bytes, a CRC.
+std::string gzip_with_header_fields(const std::string& text) {
+  std::string name = "run.json", comment = "from a test", extra = "xy";
+  gz_header h{};
+  h.name = reinterpret_cast<Bytef*>(name.data());
+  h.comment = reinterpret_cast<Bytef*>(comment.data());
+  h.extra = reinterpret_cast<Bytef*>(extra.data());
+  h.extra_len = static_cast<uInt>(extra.size());
+  h.hcrc = 1;
+  return gzip(text, &h);
 }
 
 std::string a_trace(int steps) {
@@ -75,9 +92,18 @@ std::string a_summary() {
 
 }  // namespace
 
-TEST_CASE("gzip: each problem is named as a gzip problem; padding and further members are read", "[files]") {
+TEST_CASE("gzip: each problem is named as a gzip problem; padding and further members are read; by each inflater",
+          "[files]") {
+  const auto engine = GENERATE(detail::inflater::engine::zlib, detail::inflater::engine::isal);
+  if (!detail::has_engine(engine)) return;  // a build without ISA-L: zlib alone
+  engine_under_test = engine;
+  INFO((engine == detail::inflater::engine::zlib ? "zlib" : "ISA-L"));
   const std::string text = a_trace(3), z = gzip(text);
   CHECK(read_through(z) == text);
+  CHECK(read_through(gzip_with_header_fields(text)) == text);
+  std::string body = z;
+  body[body.size() / 2] ^= 0x5a;  // inside the deflate data
+  CHECK_THROWS_WITH(read_through(body), Contains("run.json.gz: a damaged gzip file"));
   CHECK(read_through(z + gzip("\n")) == text + "\n");           // two members: one stream of bytes
   CHECK(read_through(z + std::string(512, '\0')) == text);       // zeros some tools pad with
   CHECK_THROWS_WITH(read_through(z.substr(0, z.size() / 2)), Contains("run.json.gz: the gzip stream ends early"));
@@ -89,6 +115,7 @@ TEST_CASE("gzip: each problem is named as a gzip problem; padding and further me
   CHECK_THROWS_WITH(read_through(length), Contains("its length does not match"));
   CHECK_THROWS_WITH(read_through(z + "trailing text"), Contains("bytes after the end of its gzip data"));
   CHECK_THROWS_WITH(read_through(z, 100), Contains("inflates to more than 100 bytes, more than steptrace reads (16 GiB)"));
+  engine_under_test = detail::default_engine();
 }
 
 TEST_CASE("a trace's kept events are bounded, with the bound named", "[files]") {
@@ -232,17 +259,19 @@ TEST_CASE("gzip read ahead: a cut-short file gives every byte before the cut, th
   const std::string text = a_trace(40000), z = gzip(text);
   REQUIRE(text.size() > 8 * (std::size_t{256} << 10));
   const temp_file cut(z.substr(0, z.size() * 3 / 4), ".json.gz");
-  const auto source = detail::open_trace_file(cut.path, "run.json.gz");
-  std::string got;
   char buf[1 << 15];
-  try {
-    while (const std::size_t n = source->read(buf, sizeof buf)) got.append(buf, n);
-    FAIL("a cut-short gzip file read to its end");
-  } catch (const std::invalid_argument& e) {
-    CHECK_THAT(e.what(), Contains("run.json.gz") && Contains("truncated"));
-  }
-  CHECK(got.size() > text.size() / 2);
-  CHECK(text.compare(0, got.size(), got) == 0);  // what came is the text's start, unchanged
+  {
+    const auto source = detail::open_trace_file(cut.path, "run.json.gz");
+    std::string got;
+    try {
+      while (const std::size_t n = source->read(buf, sizeof buf)) got.append(buf, n);
+      FAIL("a cut-short gzip file read to its end");
+    } catch (const std::invalid_argument& e) {
+      CHECK_THAT(e.what(), Contains("run.json.gz") && Contains("truncated"));
+    }
+    CHECK(got.size() > text.size() / 2);
+    CHECK(text.compare(0, got.size(), got) == 0);  // what came is the text's start, unchanged
+  }  // closed: the next files are read ahead (one gzip file open at a time)
   const temp_file whole(z, ".json.gz");
   for (int i = 0; i < 20; ++i) {  // opened, a little read, let go while the thread reads ahead
     const auto early = detail::open_trace_file(whole.path, "run.json.gz");
@@ -297,5 +326,36 @@ TEST_CASE("a small file's buffers are small; a value longer than them, or a size
     const detail::trace_events e = detail::read_trace_events(*detail::open_trace_file(path), "t");
     REQUIRE(e.events.size() == 2);
     CHECK(e.names[e.events[1].name] == long_name);
+  }
+}
+
+TEST_CASE("each inflater gives the text back fed its input a byte at a time, whatever the header holds", "[files]") {
+  const std::string text = a_trace(40);
+  for (const std::string& member : {gzip(text), gzip_with_header_fields(text)}) {
+    for (auto engine : {detail::inflater::engine::zlib, detail::inflater::engine::isal}) {
+      if (!detail::has_engine(engine)) continue;
+      INFO((engine == detail::inflater::engine::zlib ? "zlib" : "ISA-L") << ", member of " << member.size() << " bytes");
+      const auto in = detail::make_inflater(engine);
+      std::string out;
+      unsigned char buf[300];
+      bool ended = false;
+      for (std::size_t i = 0; i < member.size() && !ended; ++i) {
+        in->give(reinterpret_cast<const unsigned char*>(member.data()) + i, 1);
+        while (!ended && in->avail_in() > 0) {
+          std::size_t made = 0;
+          const auto st = in->inflate(buf, sizeof buf, made);
+          out.append(reinterpret_cast<const char*>(buf), made);
+          REQUIRE((st == detail::inflater::status::more || st == detail::inflater::status::member_end));
+          ended = st == detail::inflater::status::member_end;
+        }
+      }
+      for (int k = 0; k < 100 && !ended; ++k) {  // output still held once the input is all given
+        std::size_t made = 0;
+        ended = in->inflate(buf, sizeof buf, made) == detail::inflater::status::member_end;
+        out.append(reinterpret_cast<const char*>(buf), made);
+      }
+      CHECK(ended);
+      CHECK(out == text);
+    }
   }
 }

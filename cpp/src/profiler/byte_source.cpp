@@ -2,8 +2,8 @@
 
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "profiler/inflater.hpp"
 #include "record/cpu_load.hpp"
 
 namespace steptrace::detail {
@@ -41,51 +42,60 @@ class file_source final : public byte_source {
   std::uint64_t size_;  // a regular file's size; 0 for a pipe
 };
 
-// Inflates gzip members one after another (a concatenated .gz is one stream of bytes).
+// gzip files being read in this process now: a job's rank files are read on every core at once,
+// and then a read-ahead thread each would only contend with the other readers.
+std::atomic<unsigned> gzip_files_open{0};
+
+// Inflates gzip members one after another (a concatenated .gz is one stream of bytes), with the
+// fastest engine this build has (profiler/inflater.hpp).
 class gzip_source final : public byte_source {
  public:
-  gzip_source(std::unique_ptr<byte_source> raw, std::string path, std::uint64_t limit, std::uint64_t inflated_hint)
+  gzip_source(std::unique_ptr<byte_source> raw, std::string path, std::uint64_t limit, std::uint64_t inflated_hint,
+              inflater::engine engine)
       : raw_(std::move(raw)), path_(std::move(path)), in_(buffer_bytes(raw_->size_hint())), limit_(limit),
         hint_(inflated_hint) {
-    std::memset(&z_, 0, sizeof z_);
-    if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) fail(path_, "zlib could not start");
+    try {
+      engine_ = make_inflater(engine);
+    } catch (const std::runtime_error& e) {
+      fail(path_, e.what());
+    }
+    gzip_files_open.fetch_add(1);
   }
-  ~gzip_source() override { inflateEnd(&z_); }
+  ~gzip_source() override { gzip_files_open.fetch_sub(1); }
 
   std::size_t read(char* buf, std::size_t n) override {
-    z_.next_out = reinterpret_cast<Bytef*>(buf);
-    z_.avail_out = static_cast<uInt>(n);
-    while (z_.avail_out == n) {
-      if (z_.avail_in == 0) {
+    auto* out = reinterpret_cast<unsigned char*>(buf);
+    std::size_t made = 0;
+    while (made == 0) {
+      if (engine_->avail_in() == 0) {
         const std::size_t got = raw_->read(in_.data(), in_.size());
         if (got == 0) {
           if (!member_done_) fail(path_, "the gzip stream ends early: the file is truncated");
           return 0;
         }
-        z_.next_in = reinterpret_cast<Bytef*>(in_.data());
-        z_.avail_in = static_cast<uInt>(got);
+        engine_->give(reinterpret_cast<const unsigned char*>(in_.data()), got);
       }
       if (member_done_) {  // another member may follow the one that ended: its magic bytes, or nothing
         next_member();
         continue;
       }
-      const int rc = inflate(&z_, Z_NO_FLUSH);
-      if (rc == Z_STREAM_END) {
-        member_done_ = true;
-      } else if (rc == Z_DATA_ERROR && z_.msg != nullptr && std::strstr(z_.msg, "check") != nullptr) {
-        fail(path_, std::string("a damaged gzip file: its ") +
-                        (std::strstr(z_.msg, "length") ? "length" : "checksum (CRC)") +
-                        " does not match its data (" + z_.msg + ")");
-      } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
-        fail(path_, std::string("a damaged gzip file (") + (z_.msg ? z_.msg : "inflate failed") + ")");
+      switch (engine_->inflate(out, n, made)) {
+        case inflater::status::more: break;
+        case inflater::status::member_end: member_done_ = true; break;
+        case inflater::status::bad_checksum:
+          fail(path_, "a damaged gzip file: its checksum (CRC) does not match its data (incorrect data check)");
+        case inflater::status::bad_length:
+          fail(path_, "a damaged gzip file: its length does not match its data (incorrect length check)");
+        case inflater::status::damaged: fail(path_, "a damaged gzip file (" + engine_->problem() + ")");
       }
+      if (n == 0) return 0;
     }
-    inflated_ += n - z_.avail_out;
+    inflated_ += made;
     if (inflated_ > limit_) {
       fail(path_, "a gzip file that inflates to more than " + std::to_string(limit_) +
                       " bytes, more than steptrace reads (" + std::to_string(max_inflated_bytes >> 30) + " GiB)");
     }
-    return n - z_.avail_out;
+    return made;
   }
 
   bool compressed() const override { return true; }
@@ -95,20 +105,27 @@ class gzip_source final : public byte_source {
   std::unique_ptr<byte_source> raw_;
   std::string path_;
   std::vector<char> in_;
-  z_stream z_;
+  std::unique_ptr<inflater> engine_;
   bool member_done_ = false;
   std::uint64_t inflated_ = 0, limit_, hint_;
 
   // After a member's end, with input at hand: starts the next member, or passes over the zeros
   // some tools pad with. Anything else is bytes that are not gzip: an error.
   void next_member() {
-    if (z_.next_in[0] == 0x1f) {
-      if (inflateReset(&z_) != Z_OK) fail(path_, "zlib could not restart");
+    if (engine_->next_in()[0] == 0x1f) {
+      try {
+        engine_->restart();
+      } catch (const std::runtime_error& e) {
+        fail(path_, e.what());
+      }
       member_done_ = false;
       return;
     }
-    while (z_.avail_in > 0 && z_.next_in[0] == 0) ++z_.next_in, --z_.avail_in;
-    if (z_.avail_in > 0) fail(path_, "bytes after the end of its gzip data that are not another gzip member");
+    const unsigned char* p = engine_->next_in();
+    std::size_t left = engine_->avail_in();
+    while (left > 0 && *p == 0) ++p, --left;
+    engine_->give(p, left);
+    if (left > 0) fail(path_, "bytes after the end of its gzip data that are not another gzip member");
   }
 };
 
@@ -239,7 +256,7 @@ class prefixed_source final : public byte_source {
 }  // namespace
 
 std::unique_ptr<byte_source> open_trace_file(const std::string& path, const std::string& name,
-                                             std::uint64_t inflated_limit) {
+                                             std::uint64_t inflated_limit, inflater::engine engine) {
   const std::string& shown = name.empty() ? path : name;
   if (path.find('\0') != std::string::npos) fail("<path>", "a file name cannot hold a NUL byte");
   struct stat st{};
@@ -264,10 +281,13 @@ std::unique_ptr<byte_source> open_trace_file(const std::string& path, const std:
     if (regular && st.st_size >= 18 && ::pread(::fileno(f), isize, 4, st.st_size - 4) == 4) {
       inflated_hint = isize[0] | isize[1] << 8 | isize[2] << 16 | static_cast<std::uint64_t>(isize[3]) << 24;
     }
-    auto inflated = std::make_unique<gzip_source>(std::move(plain), shown, inflated_limit, inflated_hint);
-    // Ahead on a thread where there is a core for it, and never from a pipe, whose writer may
-    // stall: a reader that stops early must not wait on a read that may not return.
-    if (regular && usable_cpus() > 1) return std::make_unique<read_ahead_source>(std::move(inflated));
+    auto inflated = std::make_unique<gzip_source>(std::move(plain), shown, inflated_limit, inflated_hint, engine);
+    // Ahead on a thread where there is a core for it (two for each gzip file being read), and
+    // never from a pipe, whose writer may stall: a reader that stops early must not wait on a
+    // read that may not return.
+    if (regular && 2 * gzip_files_open.load() <= usable_cpus()) {
+      return std::make_unique<read_ahead_source>(std::move(inflated));
+    }
     return inflated;
   }
   return plain;

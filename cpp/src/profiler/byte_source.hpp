@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "profiler/inflater.hpp"
+
 namespace steptrace::detail {
 
 class byte_source {
@@ -42,9 +44,11 @@ inline constexpr std::uint64_t max_inflated_bytes = std::uint64_t{16} << 30;
 // given) when it cannot be opened or is neither (a directory, a device such as /dev/zero). A
 // gzip stream's problems are named as such: cut short, a bad checksum or length, bytes after
 // its end that are no further gzip member, more than max_inflated_bytes.
-// `inflated_limit`: max_inflated_bytes, or less (tests).
+// `inflated_limit`: max_inflated_bytes, or less (tests). `engine`: the inflater for a gzip file
+// (tests and benchmarks name one; by default the fastest this build has).
 std::unique_ptr<byte_source> open_trace_file(const std::string& path, const std::string& name = "",
-                                             std::uint64_t inflated_limit = max_inflated_bytes);
+                                             std::uint64_t inflated_limit = max_inflated_bytes,
+                                             inflater::engine engine = default_engine());
 
 // The bytes of a string (tests).
 std::unique_ptr<byte_source> bytes_of(std::string text);
