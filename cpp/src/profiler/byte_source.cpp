@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -64,6 +65,7 @@ class gzip_source final : public byte_source {
   ~gzip_source() override { gzip_files_open.fetch_sub(1); }
 
   std::size_t read(char* buf, std::size_t n) override {
+    n = std::min<std::size_t>(n, std::size_t{1} << 30);  // what one engine call takes (32-bit counts)
     auto* out = reinterpret_cast<unsigned char*>(buf);
     std::size_t made = 0;
     while (made == 0) {

@@ -45,14 +45,20 @@ bool host_fill::thread_pieces::next(fill_piece& out) {
   }
 }
 
-host_fill::host_fill(const std::vector<forest>& threads) {
-  threads_.reserve(threads.size());
-  for (const forest& f : threads) {
+host_fill::host_fill(const std::vector<forest>& threads) : forests_(&threads) { start(); }
+
+void host_fill::start() {
+  threads_.clear();
+  heads_.clear();
+  threads_.reserve(forests_->size());
+  for (const forest& f : *forests_) {
     threads_.emplace_back(f);
     head h{{}, static_cast<std::uint32_t>(threads_.size() - 1)};
     if (threads_.back().next(h.piece)) heads_.push_back(h);
   }
   std::make_heap(heads_.begin(), heads_.end(), later{});
+  covered_ = 0;
+  held_ = false;
 }
 
 bool host_fill::next_piece(fill_piece& out) {

@@ -20,10 +20,13 @@ class host_fill {
   // `threads`: forests with their kinds set, alive while the fill is read.
   explicit host_fill(const std::vector<forest>& threads);
 
-  // piece(a, b, phase) for each stretch of [x, y) the tiling covers, in time order. Calls go
-  // forward in time: each x at or after the y before it.
+  // piece(a, b, phase) for each stretch of [x, y) the tiling covers, in time order. Calls that
+  // go forward in time (each x at or after the y before it: the main thread's gaps, step after
+  // step) cost one pass in all; one that goes back starts the pass again.
   template <class Piece>
   void within(std::uint64_t x, std::uint64_t y, Piece&& piece) {
+    if (x < last_y_) start();
+    last_y_ = y;
     for (;;) {
       if (!held_ && !(held_ = next_tile(tile_))) return;
       if (tile_.end <= x) {
@@ -58,14 +61,17 @@ class host_fill {
     std::uint32_t thread;
   };
 
+  void start();                      // the pass from the first piece
   bool next_piece(fill_piece& out);  // the threads' pieces merged by (begin, end, phase)
   bool next_tile(fill_piece& out);   // the merge with what an earlier piece covers cut away
 
+  const std::vector<forest>* forests_;
   std::vector<thread_pieces> threads_;
   std::vector<head> heads_;  // a heap, the earliest piece on top
   std::uint64_t covered_ = 0;
   fill_piece tile_{};
   bool held_ = false;
+  std::uint64_t last_y_ = 0;
 };
 
 }  // namespace steptrace::detail
