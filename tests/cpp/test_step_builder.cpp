@@ -345,3 +345,41 @@ TEST_CASE("past 256 phase calls a step keeps its first 192 and its last 64, the 
   REQUIRE(last->phase == wait.value);
   REQUIRE(last->end == t + 50);
 }
+
+TEST_CASE("past 256 phase calls, an anchor phase's calls keep their place among the last 64", "[analysis][timeline]") {
+  struct spans_sink final : step_sink {
+    std::vector<phase_span> spans;
+    void on_step(const built_step& s) override { spans = s.spans; }
+    void on_unscoped(std::uint32_t, std::uint64_t) override {}
+    void on_set_aside(std::uint32_t, std::uint64_t, std::uint64_t) override {}
+  };
+  const phase_id collective = register_phase(collective_phase);
+  for (bool anchored : {false, true}) {
+    spans_sink sink;
+    step_builder b(0, 0);
+    b.keep_spans(true);
+    if (anchored) b.set_anchor_phase(collective.value);
+    std::vector<record> records = {step_begin(0)};
+    std::uint64_t t = 10;
+    for (int i = 0; i < 1000; ++i, t += 10) {
+      if (i == 900) {  // the collective, then 99 more calls: past the ring of the last 64
+        records.push_back(begin(collective, t));
+        records.push_back(end(collective, t + 5));
+        continue;
+      }
+      records.push_back(begin(compute, t));
+      records.push_back(end(compute, t + 5));
+    }
+    records.push_back(step_end(t));
+    for (const auto& r : records) b.consume(r, sink);
+    REQUIRE(sink.spans.size() == step_builder::max_spans);
+    const bool kept = std::any_of(sink.spans.begin(), sink.spans.end(),
+                                  [&](const phase_span& s) { return s.phase == collective.value; });
+    CHECK(kept == anchored);
+    std::vector<std::uint64_t> begins;
+    for (const phase_span& s : sink.spans) begins.push_back(s.begin);
+    std::sort(begins.begin(), begins.end());
+    CHECK(begins[191] == 10 + 10 * 191);     // the first 192 calls, always
+    CHECK(begins.back() == 10 + 10 * 999);  // and the latest
+  }
+}

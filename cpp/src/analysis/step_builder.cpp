@@ -42,6 +42,10 @@ inline __attribute__((always_inline)) void step_builder::add_span(const open_pha
   phase_span* slot;
   if (spans_.size() >= max_spans) {  // the ring of the latest: its oldest call is the one let go
     ++spans_dropped_;
+    // ...but never an anchor while another call can go instead (a ring all anchors: the oldest).
+    for (std::size_t k = 0; k < tail_spans && spans_[max_spans - tail_spans + tail_next_].phase == anchor_; ++k) {
+      tail_next_ = (tail_next_ + 1) % tail_spans;
+    }
     slot = &spans_[max_spans - tail_spans + tail_next_];
     tail_next_ = (tail_next_ + 1) % tail_spans;
   } else {

@@ -123,6 +123,9 @@ class step_builder {
   void set_max_segments(std::size_t n) noexcept { max_segments_ = n; }
   // Phase calls are only read by the timeline: without one, they are not kept.
   void keep_spans(bool on) noexcept { keep_spans_ = on; }
+  // Calls of this phase (the host's collective: the job timeline aligns ranks on the last one of
+  // a step) keep their slot in the ring of the latest calls while other calls pass through it.
+  void set_anchor_phase(std::uint32_t id) noexcept { anchor_ = id; }
   // Tests: every phase end takes the general path, to hold the fast one to it.
   void general_path_only(bool on) noexcept { general_only_ = on; }
   // Its steps are requests': each a block of records of its own, from any thread.
@@ -194,6 +197,7 @@ class step_builder {
   std::uint32_t batch_ = 0;  // the open step's batch size
   std::uint32_t spans_dropped_ = 0;
   std::size_t tail_next_ = 0;  // past max_spans: the ring slot the next call takes
+  std::uint32_t anchor_ = 0xffffffffu;  // set_anchor_phase (none)
   capture capture_ = capture::none;
   std::uint64_t begin_ = 0, last_ = 0, capture_end_ = 0;
   std::vector<open_phase> stack_;

@@ -13,6 +13,7 @@
 #include "profiler/trace_rules.hpp"
 #include "profiler/trace_summary.hpp"
 #include "report/report.hpp"
+#include "steptrace/phase.hpp"
 #include "steptrace/profiler_trace.hpp"
 
 namespace steptrace {
@@ -100,6 +101,10 @@ class trace_run {
     builder_.set_max_segments(SIZE_MAX);
     builder_.keep_segments(device);
     builder_.keep_spans(true);
+    try {  // the host's collective, the phase the job timeline aligns ranks on (the rules named it)
+      builder_.set_anchor_phase(register_phase(collective_phase).value);
+    } catch (const std::invalid_argument&) {  // the registry is full: no collective phase either
+    }
   }
 
   void add(const trace_reading& r) {
