@@ -374,3 +374,16 @@ TEST_CASE("a broken or wrong file gets a clear message naming the file and the p
     CHECK_THAT(s.backend.reason, Catch::Matchers::Contains("1 of 3 steps have no device activity"));
   }
 }
+
+TEST_CASE("record_function names past the first 64 fold into their parents, each range counted and said",
+          "[profiler]") {
+  trace_text t;
+  t.add("user_annotation", "ProfilerStep#1", 1, 0, 1000);
+  for (int i = 0; i < 70; ++i) t.add("user_annotation", "fold test " + std::to_string(i), 1, 10 + 10 * i, 5);
+  t.add("user_annotation", "fold test 69", 1, 900, 5);  // a folded name again: counted again
+  const temp_file f(t.json());
+  const summary s = read_profiler_trace(f.path);
+  CHECK(s.phase("fold test 63") != nullptr);
+  CHECK(s.phase("fold test 64") == nullptr);
+  CHECK_THAT(s.backend.reason, Catch::Matchers::Contains("; 7 record_function ranges past the first 64 names folded"));
+}

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "profiler/trace_events.hpp"
@@ -76,5 +77,21 @@ struct forest {
  private:
   const std::vector<trace_event>* events_;
 };
+
+// The indices of the events `pick` takes, by thread, in file order: each thread's vector sized
+// once (counted first), so a trace's forests are built without regrowing their inputs.
+template <class Pick>
+std::map<std::uint32_t, std::vector<std::uint32_t>> nodes_by_thread(const std::vector<trace_event>& events, Pick&& pick) {
+  std::map<std::uint32_t, std::uint32_t> counts;
+  for (const trace_event& e : events) {
+    if (pick(e)) ++counts[e.tid];
+  }
+  std::map<std::uint32_t, std::vector<std::uint32_t>> out;
+  for (const auto& [tid, n] : counts) out[tid].reserve(n);
+  for (std::uint32_t i = 0; i < events.size(); ++i) {
+    if (pick(events[i])) out[events[i].tid].push_back(i);
+  }
+  return out;
+}
 
 }  // namespace steptrace::detail

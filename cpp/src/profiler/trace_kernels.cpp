@@ -20,22 +20,14 @@ bool is_op(const trace_events& t, const trace_event& e) {
 class launch_sites {
  public:
   launch_sites(const trace_events& t, std::uint32_t pid) : t_(t) {
-    std::map<std::uint32_t, std::uint32_t> counts;  // ops by thread
+    auto is_launch = [pid](const trace_event& e) {
+      return e.pid == pid && e.cat == event_cat::runtime && e.correlation != 0;
+    };
+    launches_.reserve(static_cast<std::size_t>(std::count_if(t.events.begin(), t.events.end(), is_launch)));
     for (std::uint32_t i = 0; i < t.events.size(); ++i) {
-      const trace_event& e = t.events[i];
-      if (e.pid != pid) continue;
-      if (e.cat == event_cat::runtime && e.correlation != 0) ++launches_size_;
-      if (!e.tid_negative && is_op(t, e)) ++counts[e.tid];
+      if (is_launch(t.events[i])) launches_.push_back(i);
     }
-    launches_.reserve(launches_size_);
-    std::map<std::uint32_t, std::vector<std::uint32_t>> ops;
-    for (const auto& [tid, n] : counts) ops[tid].reserve(n);
-    for (std::uint32_t i = 0; i < t.events.size(); ++i) {
-      const trace_event& e = t.events[i];
-      if (e.pid != pid) continue;
-      if (e.cat == event_cat::runtime && e.correlation != 0) launches_.push_back(i);
-      if (!e.tid_negative && is_op(t, e)) ops[e.tid].push_back(i);
-    }
+    auto ops = nodes_by_thread(t.events, [&](const trace_event& e) { return e.pid == pid && !e.tid_negative && is_op(t, e); });
     // By correlation, the first in file order first: a repeated correlation is its first launch.
     std::stable_sort(launches_.begin(), launches_.end(),
                      [&t](std::uint32_t a, std::uint32_t b) { return t.events[a].correlation < t.events[b].correlation; });
@@ -77,7 +69,6 @@ class launch_sites {
   }
 
   const trace_events& t_;
-  std::size_t launches_size_ = 0;
   std::vector<std::uint32_t> launches_;  // runtime calls with a correlation, by correlation
   std::map<std::uint32_t, forest> threads_;
 };

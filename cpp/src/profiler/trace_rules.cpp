@@ -1,11 +1,9 @@
 #include "profiler/trace_rules.hpp"
 
 #include <algorithm>
-#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string_view>
-#include <unordered_map>
 
 #include "profiler/host_fill.hpp"
 #include "profiler/host_forest.hpp"
@@ -13,14 +11,14 @@
 #include "profiler/trace_facts.hpp"
 #include "profiler/trace_kernels.hpp"
 #include "profiler/trace_names.hpp"
+#include "profiler/trace_phase_names.hpp"
 #include "report/summary_facts.hpp"
 #include "steptrace/phase.hpp"
 
 namespace steptrace::detail {
 namespace {
 
-constexpr std::uint32_t none = 0xffffffffu;
-constexpr std::size_t max_custom_phases = 64;  // record_function names a trace may add as phases
+constexpr std::uint32_t none = trace_phase_names::none;
 
 bool is_host_node(const trace_event& e) {
   return e.cat == event_cat::op || e.cat == event_cat::user_annotation || e.cat == event_cat::runtime;
@@ -65,6 +63,7 @@ class rules {
     note_facts();
     note_gaps();
     note_start();
+    out_.custom_phases_folded = names_.folded();
     return std::move(out_);
   }
 
@@ -86,17 +85,9 @@ class rules {
     return !is_profiler_step(n) && !(out_.source == step_source::named_range && e.tid == tid_ && n == step_name_);
   }
 
-  // The main pid's host nodes by thread, each thread's indices sized once (counted first).
+  // The main pid's host nodes by thread.
   void collect_host_nodes() {
-    std::map<std::uint32_t, std::uint32_t> counts;
-    for (const trace_event& e : t_.events) {
-      if (is_node(e)) ++counts[e.tid];
-    }
-    std::map<std::uint32_t, std::vector<std::uint32_t>> by_thread;
-    for (const auto& [tid, n] : counts) by_thread[tid].reserve(n);
-    for (std::uint32_t i = 0; i < t_.events.size(); ++i) {
-      if (is_node(t_.events[i])) by_thread[t_.events[i].tid].push_back(i);
-    }
+    auto by_thread = nodes_by_thread(t_.events, [this](const trace_event& e) { return is_node(e); });
     for (auto& [tid, nodes] : by_thread) {
       if (tid == tid_) {
         main_ = std::make_unique<forest>(t_.events, std::move(nodes));
@@ -106,23 +97,6 @@ class rules {
       std::vector<std::uint32_t>().swap(nodes);
     }
     if (!main_) main_ = std::make_unique<forest>(t_.events, std::vector<std::uint32_t>{});
-  }
-
-  std::uint32_t custom_phase(std::string_view n) {
-    const auto it = custom_.find(std::string(n));
-    if (it != custom_.end()) return it->second;
-    if (custom_.size() >= max_custom_phases) {
-      ++out_.custom_phases_folded;
-      return none;
-    }
-    std::uint32_t id = none;
-    try {
-      id = register_phase(n).value;
-    } catch (const std::invalid_argument&) {  // the registry is full: the time stays in its parent
-      ++out_.custom_phases_folded;
-    }
-    custom_.emplace(std::string(n), id);
-    return id;
   }
 
   // `main_thread`: without a device view, a collective on another thread is the host waiting for
@@ -144,20 +118,9 @@ class rules {
     // Without any device, every collective is a CPU one.
     if (is_cpu_collective(n) || (no_device_ && !main_thread && is_collective(n))) return collective_;
     if (e.cat == event_cat::user_annotation) {
-      return starts_with(n, annotation_prefix) ? annotated_phase(n) : custom_phase(n);
+      return starts_with(n, annotation_prefix) ? names_.annotated(n) : names_.custom(n);
     }
     return none;
-  }
-
-  // `steptrace:<phase>`: the phase steptrace recorded (none for `steptrace:step`).
-  std::uint32_t annotated_phase(std::string_view n) {
-    const std::string_view phase = n.substr(annotation_prefix.size());
-    if (phase == "step") return none;
-    if (phase == "input") return builtin::input.value;
-    if (phase == "h2d") return builtin::h2d.value;
-    if (phase == "compute") return builtin::compute.value;
-    if (phase == "wait") return builtin::wait.value;
-    return custom_phase(phase);
   }
 
   void categorise(forest& f, bool main_thread) {
@@ -339,7 +302,7 @@ class rules {
   void emit_own() {
     const forest& f = *main_;
     std::vector<std::uint32_t> ids(f.size(), none);
-    for (std::uint32_t i = 0; i < f.size(); ++i) ids[i] = annotated_phase(name_of(f.event(i)));
+    for (std::uint32_t i = 0; i < f.size(); ++i) ids[i] = names_.annotated(name_of(f.event(i)));
     for (std::uint32_t r : f.roots) {
       f.walk(
           r,
@@ -401,7 +364,7 @@ class rules {
   std::unique_ptr<forest> main_;
   std::vector<forest> others_;
   std::unique_ptr<host_fill> fill_;  // the other threads' phases, read as the main thread's gaps ask
-  std::unordered_map<std::string, std::uint32_t> custom_;
+  trace_phase_names names_;  // the phases the trace's ranges name
   bool no_device_ = false;
   std::uint32_t collective_ = none;     // the phase of a CPU collective, inside `wait`
   std::vector<std::uint8_t> one_time_;  // by main-thread node: set aside as initialisation
