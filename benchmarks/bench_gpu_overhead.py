@@ -4,7 +4,8 @@ activities, each mode in its own process so none inherits another's CUPTI state.
 ~10 ms steps of 200 matrix products (GPU-bound), ~1.5 ms steps of 20 (GPU-bound; the matrix size
 is calibrated on the machine), and a launch-bound loop of 200 small products, where the host's
 launches are the step and every per-launch cost shows. Rounds interleave the modes; each figure is
-the best round's mean step time. Prints `check ...: PASS|FAIL` lines against the targets: steptrace
+the best round's mean step time, and the untraced loop's spread over its rounds is printed beside
+it as the noise floor. Prints `check ...: PASS|FAIL` lines against the targets: steptrace
 adds <= 0.5% on ~10 ms steps and <= 2% on ~1.5 ms steps; the launch-bound loop is reported, with
 the share of its cost that CUPTI's records take (steptrace against steptrace with CUPTI off)."""
 
@@ -13,7 +14,7 @@ import subprocess
 import sys
 import time
 
-ROUNDS, STEPS = 2, 60
+ROUNDS, STEPS, REPEATS = 2, 60, 5  # rounds of processes; runs of STEPS steps in each, the best kept
 MODES = ("untraced", "steptrace", "steptrace, CUPTI off", "torch.profiler")
 
 
@@ -58,9 +59,9 @@ def child(mode: str, size: int, products: int) -> None:
         from torch.profiler import ProfilerActivity, profile
 
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
-            print(min(timed(torch, step, STEPS, "untraced") for _ in range(2)))
+            print(min(timed(torch, step, STEPS, "untraced") for _ in range(REPEATS)))
         return
-    print(min(timed(torch, step, STEPS, mode) for _ in range(2)))
+    print(min(timed(torch, step, STEPS, mode) for _ in range(REPEATS)))
     if mode.startswith("steptrace"):
         print(steptrace.summary().to_dict()["backend"]["reason"], file=sys.stderr)
 
@@ -107,12 +108,16 @@ def main() -> int:
     for what, products, target_ms, allowed in (("~10 ms steps", 200, 10.0, 0.005), ("~1.5 ms steps", 20, 1.5, 0.02),
                                                ("launch-bound steps", 200, None, None)):
         size = int(run_child("calibrate", str(target_ms), str(products))) if target_ms else 64
-        best = {m: float("inf") for m in MODES}
+        seen = {m: [] for m in MODES}
         for _ in range(ROUNDS):
             for mode in MODES:
-                best[mode] = min(best[mode], float(run_child("child", mode, str(size), str(products))))
+                seen[mode].append(float(run_child("child", mode, str(size), str(products))))
+        best = {m: min(v) for m, v in seen.items()}
         base = best["untraced"]
-        print(f"  {what} (matrices {size}x{size}, {2 * products} kernels): untraced {base:.3f} ms/step")
+        spread = max(seen["untraced"]) / base - 1  # the same untraced loop, round to round: the noise
+        print(f"  {what} (matrices {size}x{size}, {2 * products} kernels): untraced {base:.3f} ms/step; "
+              f"its rounds' spread {100 * spread:.2f}%; each mode's rounds: "
+              + "; ".join(f"{m} " + " ".join(f"{v:.3f}" for v in seen[m]) for m in MODES))
         for mode in MODES[1:]:
             print(f"    {mode:<22} {best[mode]:8.3f} ms/step  {100 * (best[mode] / base - 1):+6.2f}%")
         added = best["steptrace"] / base - 1

@@ -4,7 +4,9 @@
 // before, so a phase with nothing inside lasts exactly 0.5 ms of fake device time.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <thread>
+#include <vector>
 
 #include "fake_gpu.hpp"
 #include "gpu/event_timer.hpp"
@@ -142,4 +144,32 @@ TEST_CASE("after cudaDeviceReset the dead events are retired and new ones time t
   const summary s = t.summary();
   CHECK(device_calls(s, "compute") == 5 + 9);
   CHECK(s.phase("compute")->device_ms->max == Approx(0.5).epsilon(0.02));
+}
+
+TEST_CASE("a pool half full of pairs not read back asks the collector for a harvest, once", "[gpu][events]") {
+  using steptrace::detail::record_stream_event;
+  using steptrace::detail::thread_events;
+  fake_gpu gpu(false);
+  gpu.set_current_context(true);
+  tracer t(steptrace::testing::quiet());
+  timed_steps(t, nullptr, 1);  // the backend started on the fake driver
+  void* stream = gpu.stream(1);
+  void* context = steptrace::detail::stream_context(stream);
+  thread_events events;  // a recording thread's own, which no collector harvests here
+  std::vector<std::uint32_t> ids;
+  for (std::uint32_t i = 0; i < event_pool::size / 2; ++i) ids.push_back(record_stream_event(events, stream, context));
+  CHECK_FALSE(events.harvest_asked.load());  // half the pool taken, none of it waiting past half
+  ids.push_back(record_stream_event(events, stream, context));
+  CHECK(events.harvest_asked.load());
+  CHECK(events.wake_collector);
+  events.wake_collector = false;  // woken
+  ids.push_back(record_stream_event(events, stream, context));
+  CHECK_FALSE(events.wake_collector);  // asked already: no second wake until a harvest
+  events.harvest_asked.store(false);   // the collector's harvest freed the oldest quarter
+  for (std::size_t i = 0; i < event_pool::size / 4; ++i) events.release(ids[i]);
+  for (std::uint32_t i = 0; i < event_pool::size / 4 - 2; ++i) ids.push_back(record_stream_event(events, stream, context));
+  CHECK_FALSE(events.harvest_asked.load());  // slot half a pool ahead of each was free
+  ids.push_back(record_stream_event(events, stream, context));
+  CHECK(events.harvest_asked.load());  // half the pool waits again
+  CHECK(std::count(ids.begin(), ids.end(), steptrace::detail::no_event) == 0);
 }

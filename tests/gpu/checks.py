@@ -245,6 +245,13 @@ def trace_read_back() -> None:
     for name in ("h2d", "compute", "wait"):
         pairs.append((name, live_same["phases"][name]["mean_ms"], read_same["phases"].get(name, {}).get("mean_ms", 0)))
     within = all(abs(b - a) <= 0.02 * max(a, 1e-9) for _, a, b in pairs)
+    if os.environ.get("OUT"):  # the trace and both readings come back with the run, to be read again here
+        import json
+        import shutil
+
+        shutil.copy(path, os.path.join(os.environ["OUT"], "same-steps.json.gz"))
+        with open(os.path.join(os.environ["OUT"], "same-steps-readings.json"), "w") as f:
+            json.dump({"live": live_same, "read": read_same}, f)
     check("the same steps live and read back from their trace: host figures within 2%",
           within and live_same["steps"] == read_same["steps"],
           f"steps {live_same['steps']} vs {read_same['steps']}; " +

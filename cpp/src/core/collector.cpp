@@ -24,8 +24,8 @@ void tracer_impl::start_collector() {
 
 void tracer_impl::collect_loop() {
   // Polls faster while rings (or event pools) fill quickly, slower while they do not, between
-  // 0.1 and 50 ms; at once at the fastest when a thread had to drain its own ring or found its
-  // event pool full.
+  // 0.1 and 50 ms; at once at the fastest when a thread had to drain its own ring, found its
+  // event pool full, or woke it with a pool half full (event_timer.hpp).
   constexpr auto fastest = std::chrono::microseconds(100);
   constexpr auto slowest = std::chrono::microseconds(50000);
   auto interval = std::chrono::microseconds(1000);
@@ -47,8 +47,10 @@ void tracer_impl::collect_loop() {
       last_device_read = std::chrono::steady_clock::now();
     }
     std::uint64_t now_pools_full = 0;
+    bool asked = false;  // a pool half full asked for this harvest: its pairs came faster than the polls
     for (auto& t : threads) {
       now_pools_full += t->events.full.load(std::memory_order_relaxed);
+      asked |= t->events.harvest_asked.exchange(false, std::memory_order_relaxed);
       const std::uint64_t n = drain_locked(*t);
       fullest = std::max(fullest, n * 8 / t->records.capacity());  // in eighths of the ring
     }
@@ -56,7 +58,7 @@ void tracer_impl::collect_loop() {
     live_tick(lock);
     capture_tick(lock);
     const std::uint64_t now_self_drains = producer_drains.load(std::memory_order_relaxed);
-    if (now_self_drains != self_drains || now_pools_full != pools_full) {
+    if (now_self_drains != self_drains || now_pools_full != pools_full || asked) {
       interval = fastest;  // a thread filled its ring or pool: recording outran our polls
     } else if (fullest >= 2) {
       interval = std::max(interval / 2, fastest);

@@ -7,6 +7,15 @@ namespace steptrace::detail {
 
 namespace {
 
+// A pool half full of pairs not read back wakes the collector (event_timer.hpp): rare, once per
+// half pool at most, and never a lock.
+void wake_if_asked(tracer_impl& impl, thread_events& events) noexcept {
+  if (__builtin_expect(events.wake_collector, 0)) {
+    events.wake_collector = false;
+    impl.wake.notify_one();
+  }
+}
+
 // Names `stream` to the step builder: the step's device view covers the streams it worked on.
 void note_stream(tracer_impl& impl, thread_state& s, void* stream, void* context) noexcept {
   const std::uint32_t index = stream_index(s.streams, stream, context);
@@ -27,6 +36,7 @@ void mark_phase_event(tracer_impl& impl, thread_state& s, void* stream, bool beg
     const std::uint32_t id = record_stream_event(events, stream, context);
     events.open[events.depth++] = id;
     if (id != no_event) push(impl, s, record_kind::event_begin, id);
+    wake_if_asked(impl, events);
     return;
   }
   if (events.too_deep > 0) {  // the end of a phase that was not timed
@@ -38,6 +48,7 @@ void mark_phase_event(tracer_impl& impl, thread_state& s, void* stream, bool beg
   // the pool full would be freed by nobody.
   if (events.open[--events.depth] == no_event) return;
   push(impl, s, record_kind::event_end, record_stream_event(events, stream, stream_context(stream)));
+  wake_if_asked(impl, events);
 }
 
 void mark_step_event(tracer_impl& impl, thread_state& s, bool begin) noexcept {
@@ -45,6 +56,7 @@ void mark_step_event(tracer_impl& impl, thread_state& s, bool begin) noexcept {
   if (begin) note_stream(impl, s, s.step_stream, context);
   const std::uint32_t slot = record_stream_event(s.events, s.step_stream, context);
   if (slot != no_event) push(impl, s, begin ? record_kind::step_event_begin : record_kind::step_event_end, slot);
+  wake_if_asked(impl, s.events);
 }
 
 }  // namespace steptrace::detail

@@ -91,6 +91,13 @@ std::uint32_t record_stream_event(thread_events& events, void* stream_handle, vo
     if (context_gone(r)) pool->retired = true;  // the next event in this context gets a new pool
     return no_event;
   }
+  // Slots are taken in turn and mostly freed in turn: the slot half a pool ahead still busy
+  // means half the pool waits for the collector.
+  if (pool->busy[(slot + event_pool::size / 2) % event_pool::size].load(std::memory_order_relaxed) &&
+      !events.harvest_asked.load(std::memory_order_relaxed)) {
+    events.harvest_asked.store(true, std::memory_order_relaxed);
+    events.wake_collector = true;
+  }
   return index * event_pool::size + slot;
 }
 

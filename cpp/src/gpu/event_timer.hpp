@@ -60,6 +60,13 @@ struct thread_events {
   // Producer writes, the collector reads: times a slot was wanted with every one in flight. The
   // collector then polls at its fastest (a loop of short stream phases outran its reads).
   std::atomic<std::uint64_t> full{0};
+  // A pool half full of pairs not yet read back asks the collector for a harvest at once, so
+  // that slots come back before the pool wraps, however long the collector meant to sleep (it
+  // polls a quiet thread up to 50 ms apart: a loop of 20 us phases takes 512 pairs in 10 ms).
+  // Set by the producer (and `wake_collector` with it, which the producer clears once it has
+  // woken the collector), cleared by the collector after its harvest: one wake per half pool.
+  std::atomic<bool> harvest_asked{false};
+  bool wake_collector = false;  // producer
 
   const event_pool* pool_of(std::uint32_t id) const noexcept {
     return id != no_event && id / event_pool::size < max_pools ? pools[id / event_pool::size].get() : nullptr;
