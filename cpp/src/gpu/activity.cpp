@@ -2,7 +2,6 @@
 // activity.hpp.
 #include "gpu/activity.hpp"
 
-#include <array>
 #include <atomic>
 #include <cstdint>
 #include <iterator>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "gpu/cupti_decode.hpp"
+#include "gpu/launch_match.hpp"
 #include "record/clock.hpp"
 
 namespace steptrace::detail {
@@ -85,29 +85,9 @@ std::string result_text(const cupti_functions& api, CUptiResult r) {
 // CUPTI stamps device activity with this: the same clock as every host record, in ns.
 std::uint64_t CUPTIAPI host_timestamp() { return host_clock::to_monotonic_ns(host_clock::now()); }
 
-// When each recent API call began, by correlation id (ids rise by one per call): a kernel record
-// looks its launch up here. Direct-mapped, so bounded, with no allocation; an entry a later call
-// took over, or a launch whose record comes in a later buffer than its kernel's, is not found and
-// the kernel's launch stays unknown (0).
-class launch_times {
- public:
-  void put(std::uint32_t correlation, std::uint64_t start) {
-    slots_[correlation % slots_.size()] = {correlation, start};
-  }
-  std::uint64_t find(std::uint32_t correlation) const {
-    const slot& s = slots_[correlation % slots_.size()];
-    return s.correlation == correlation ? s.start : 0;
-  }
-
- private:
-  struct slot {
-    std::uint32_t correlation = 0;
-    std::uint64_t start = 0;
-  };
-  std::array<slot, 1u << 16> slots_{};
-};
+// Kernels wait for their launch calls' records here (they come in other buffers, in either order).
 std::mutex g_launch_mutex;  // buffer_completed runs on CUPTI's thread and on flushing threads
-launch_times g_launches;
+launch_matcher g_launches;
 
 void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
   *max_records = 0;
@@ -121,29 +101,20 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uin
   const cupti_functions* api = g_api.load(std::memory_order_acquire);
   record_store* store = g_store.load(std::memory_order_acquire);
   if (api == nullptr || store == nullptr) return;
-  std::vector<device_record> records;
+  std::vector<device_record> decoded, records;
   std::uint64_t incomplete = 0;
   CUpti_Activity* activity = nullptr;
+  while (buffer != nullptr && valid > 0 && api->next_record(buffer, valid, &activity) == CUPTI_SUCCESS) {
+    device_record r;
+    switch (decode(*activity, r)) {
+      case decoded::ok: decoded.push_back(r); break;
+      case decoded::incomplete: ++incomplete; break;
+      case decoded::ignored: break;
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(g_launch_mutex);
-    while (buffer != nullptr && valid > 0 && api->next_record(buffer, valid, &activity) == CUPTI_SUCCESS) {
-      device_record r;
-      switch (decode(*activity, r)) {
-        case decoded::ok:
-          if (r.kind == device_activity::launch) {
-            g_launches.put(r.correlation, r.start);
-          } else {
-            records.push_back(r);
-          }
-          break;
-        case decoded::incomplete: ++incomplete; break;
-        case decoded::ignored: break;
-      }
-    }
-    // A launch call's record may follow its kernel's in the buffer: look up once all are in.
-    for (device_record& r : records) {
-      if (r.kind == device_activity::kernel && r.correlation != 0) r.launched = g_launches.find(r.correlation);
-    }
+    g_launches.take(decoded, host_timestamp(), records);
   }
   std::size_t dropped = 0;
   if (api->dropped_records) api->dropped_records(context, stream, &dropped);
@@ -176,6 +147,7 @@ void stop_activity() {
   const cupti_functions* api = g_api.load(std::memory_order_acquire);
   if (api == nullptr) return;
   api->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  release_waiting_kernels(true);  // the other tool's launches never come here
   for (CUpti_ActivityKind kind : kinds) api->disable(kind);
   launch_records(*api, false);
   if (api->flush_period) api->flush_period(0);  // the other tool flushes on its own schedule
@@ -185,6 +157,21 @@ void flush_activity(activity_flush how) {
   const cupti_functions* api = g_api.load(std::memory_order_acquire);
   if (api == nullptr) return;
   api->flush_all(how == activity_flush::forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);  // calls buffer_completed
+  // Every finished record is in now, launch calls included (a call's record is finished before
+  // its kernel runs): a kernel still waiting will never be matched.
+  release_waiting_kernels(true);
+}
+
+void release_waiting_kernels(bool all) {
+  record_store* store = g_store.load(std::memory_order_acquire);
+  if (store == nullptr) return;
+  std::vector<device_record> records;
+  {
+    std::lock_guard<std::mutex> lock(g_launch_mutex);
+    if (g_launches.waiting() == 0) return;
+    g_launches.release(host_timestamp(), all, records);
+  }
+  if (!records.empty()) store->add(records, 0, 0);
 }
 
 }  // namespace steptrace::detail

@@ -26,5 +26,8 @@ std::string start_activity(const cupti_functions& api, record_store& store);
 // reaches the other tool's callbacks) and the kinds steptrace enabled are disabled.
 void stop_activity();
 void flush_activity(activity_flush how);
+// Kernels still waiting for their launch call's record (gpu/launch_match.hpp) go to the store:
+// those that waited long enough, or all. flush_activity lets all of them go after its flush.
+void release_waiting_kernels(bool all);
 
 }  // namespace steptrace::detail

@@ -225,6 +225,8 @@ void read_device_records(std::uint64_t& cursor, std::vector<device_record>& out,
   }
   if (how != device_flush::none && collecting) {  // never flush a profiler's buffers for it
     flush_activity(how == device_flush::forced ? activity_flush::forced : activity_flush::completed);
+  } else {
+    release_waiting_kernels(false);  // those whose launch call's record is overdue
   }
   b.store->read(cursor, out, lost);
 }

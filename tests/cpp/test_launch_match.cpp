@@ -1,0 +1,101 @@
+// Kernels joined to their launch calls across CUPTI's buffers (gpu/launch_match): synthetic
+// records, a fake clock.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "gpu/launch_match.hpp"
+
+using steptrace::detail::device_activity;
+using steptrace::detail::device_record;
+using steptrace::detail::launch_matcher;
+
+namespace {
+
+device_record kernel(std::uint32_t correlation, std::uint64_t start) {
+  device_record r;
+  r.kind = device_activity::kernel;
+  r.correlation = correlation;
+  r.start = start;
+  r.end = start + 10;
+  return r;
+}
+
+device_record launch(std::uint32_t correlation, std::uint64_t start) {
+  device_record r;
+  r.kind = device_activity::launch;
+  r.correlation = correlation;
+  r.start = start;
+  r.end = start + 2;
+  return r;
+}
+
+device_record copy(std::uint64_t start) {
+  device_record r;
+  r.kind = device_activity::memcpy;
+  r.start = start;
+  r.end = start + 5;
+  return r;
+}
+
+constexpr std::uint64_t ms = 1'000'000;
+
+}  // namespace
+
+TEST_CASE("a kernel whose launch call comes in a later buffer gets its launch time", "[gpu][launches]") {
+  launch_matcher m;
+  std::vector<device_record> ready;
+  m.take({kernel(7, 1000), copy(1100), kernel(8, 1200)}, 0, ready);  // the kernels' buffer first
+  REQUIRE(ready.size() == 1);  // the copy: not a kernel, never held
+  CHECK(ready[0].kind == device_activity::memcpy);
+  CHECK(m.waiting() == 2);
+  m.take({launch(7, 900), launch(8, 950)}, 100 * ms, ready);  // the calls' buffer, later
+  REQUIRE(ready.size() == 3);
+  CHECK(ready[1].correlation == 7);
+  CHECK(ready[1].launched == 900);
+  CHECK(ready[2].launched == 950);
+  CHECK(m.waiting() == 0);
+}
+
+TEST_CASE("a launch call before its kernel, in the same buffer or an earlier one, is found at once", "[gpu][launches]") {
+  launch_matcher m;
+  std::vector<device_record> ready;
+  m.take({kernel(3, 500), launch(3, 400)}, 0, ready);  // the call after its kernel in one buffer
+  m.take({launch(4, 600)}, 0, ready);
+  m.take({kernel(4, 700)}, 0, ready);
+  REQUIRE(ready.size() == 2);
+  CHECK(ready[0].launched == 400);
+  CHECK(ready[1].launched == 600);
+  CHECK(m.waiting() == 0);
+}
+
+TEST_CASE("a kernel whose launch never comes goes on unmatched after the hold, or at a forced flush", "[gpu][launches]") {
+  launch_matcher m;
+  std::vector<device_record> ready;
+  m.take({kernel(11, 100)}, 0, ready);
+  m.release(launch_matcher::hold_ns - 1, false, ready);
+  CHECK(ready.empty());  // still waiting
+  m.take({kernel(12, 200)}, launch_matcher::hold_ns - 1, ready);
+  m.release(launch_matcher::hold_ns, false, ready);
+  REQUIRE(ready.size() == 1);  // the first one's time is up, the second waits on
+  CHECK(ready[0].correlation == 11);
+  CHECK(ready[0].launched == 0);
+  m.release(launch_matcher::hold_ns, true, ready);  // forced: everything goes
+  REQUIRE(ready.size() == 2);
+  CHECK(ready[1].correlation == 12);
+  CHECK(m.waiting() == 0);
+  m.take({kernel(0, 300)}, 0, ready);  // no correlation id: nothing to wait for
+  CHECK(ready.size() == 3);
+}
+
+TEST_CASE("the kernels waiting are bounded: the oldest go on unmatched", "[gpu][launches]") {
+  launch_matcher m;
+  std::vector<device_record> ready;
+  std::vector<device_record> many;
+  for (std::uint32_t i = 1; i <= launch_matcher::max_waiting + 10; ++i) many.push_back(kernel(i, i));
+  m.take(many, 0, ready);
+  CHECK(m.waiting() == launch_matcher::max_waiting);
+  REQUIRE(ready.size() == 10);
+  CHECK(ready.front().correlation == 1);
+  CHECK(ready.back().correlation == 10);
+}
