@@ -5,6 +5,7 @@
 #include <string>
 
 #include "analysis/kernel_table.hpp"
+#include "report/diagnosis.hpp"
 #include "steptrace/profiler_trace.hpp"
 #include "steptrace/summary.hpp"
 #include "trace_files.hpp"
@@ -152,4 +153,24 @@ TEST_CASE("LAUNCH-BOUND names the ops launching the most short kernels", "[kerne
   CHECK(advised);
   const summary back = summary::from_json(s.json());
   CHECK(back.gpu->kernels->ops.front().short_kernels_per_step == k.ops.front().short_kernels_per_step);
+}
+
+TEST_CASE("the first place to look is a real op or phase, never one of steptrace's catch-all rows", "[kernels]") {
+  // The H100 run of 2026-11-27: CUPTI gave no launch records, every kernel's row was "(launch not
+  // seen)", and the advice said to start there.
+  summary s;
+  s.gpu.emplace();
+  kernel_stats k;
+  k.ops = {{"(launch not seen)", 14.5, 12.8, 0.98, 0}, {"(launched outside the step's phases)", 1, 0.1, 0.01, 0}};
+  k.kinds = {{"gemm", 12.3, 0.96}, {"elementwise", 0.5, 0.02}};
+  s.gpu->kernels = k;
+  std::string target = compute_target(s);
+  CHECK(target.find("(launch") == std::string::npos);
+  CHECK(target.rfind("by kind, gemm kernels take 96% of the GPU's time", 0) == 0);
+  s.gpu->kernels->ops.push_back({"forward", 1, 0.1, 0.01, 0});
+  target = compute_target(s);
+  CHECK(target.rfind("start with `forward`: 1% of the GPU's time; by kind, gemm kernels take 96%", 0) == 0);
+  CHECK(catch_all_row("(other ops)"));
+  CHECK_FALSE(catch_all_row("aten::mm"));
+  CHECK_FALSE(catch_all_row("("));
 }

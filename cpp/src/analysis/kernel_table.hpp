@@ -27,6 +27,12 @@ bool off_tensor_cores(std::string_view name);
 // no return type, no parameters, no anonymous namespaces, template arguments cut past `width`.
 std::string short_kernel_name(std::string_view name, std::size_t width = 60);
 
+// steptrace's own rows, named in parentheses ("(other ops)", "(no op)", "(launch not seen)",
+// "(launched outside the step's phases)"): catch-alls, never an op or a phase to advise on.
+inline bool catch_all_row(std::string_view name) {
+  return name.size() >= 2 && name.front() == '(' && name.back() == ')';
+}
+
 class kernel_table {
  public:
   static constexpr std::size_t max_names = 4096;

@@ -1,11 +1,10 @@
 // Internal (not public API): gives each kernel record the host time its launch call began, from
 // CUPTI's launch-call records (correlation ids join the two). Plain C++, no CUDA: tested directly.
 //
-// CUPTI delivers a kernel's record and its launch call's record in different buffers, in either
-// order: with only the launch calls recorded (CUPTI 12.6 and later), the calls' buffer fills
-// slower than the kernels' and comes later (the H100 run of 2026-11-27 saw no launch at all when
-// kernels were matched within their own buffer). So a kernel whose launch has not come yet waits
-// here, until its launch comes or it has waited `hold_ns` (then it goes on with none: launched 0).
+// CUPTI may deliver a kernel's record and its launch call's record in different buffers, in
+// either order (with only the launch calls recorded, CUPTI 12.6 and later, the calls' buffer
+// fills slower than the kernels'). So a kernel whose launch has not come yet waits here, until
+// its launch comes or it has waited `hold_ns` (then it goes on with none: launched 0).
 //
 // Usage (gpu/activity.cpp, under one lock):
 //   launch_matcher m;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/kernel_table.hpp"
 #include "report/diagnosis.hpp"
 #include "report/gains.hpp"
 
@@ -121,14 +122,18 @@ std::string compute_target(const summary& s) {
   const kernel_stats& k = *s.gpu->kernels;
   const op_row* op = nullptr;  // the op holding the most device time, not a catch-all row
   for (const op_row& r : k.ops) {
-    if (r.name != "(no op)" && r.name != "(other ops)") {
+    if (!catch_all_row(r.name)) {
       op = &r;
       break;
     }
   }
-  if (op == nullptr || k.kinds.empty()) return {};
-  std::string text = fmt::format("start with `{}`: {:.0f}% of the GPU's time; by kind, {} kernels take {:.0f}%",
-                                 op->name, 100 * op->busy_share, k.kinds.front().kind, 100 * k.kinds.front().busy_share);
+  if (k.kinds.empty()) return {};
+  // No op or phase to name (every launch unseen, say): the kernels' kinds alone.
+  std::string text = op == nullptr ? fmt::format("by kind, {} kernels take {:.0f}% of the GPU's time",
+                                                 k.kinds.front().kind, 100 * k.kinds.front().busy_share)
+                                   : fmt::format("start with `{}`: {:.0f}% of the GPU's time; by kind, {} kernels take {:.0f}%",
+                                                 op->name, 100 * op->busy_share, k.kinds.front().kind,
+                                                 100 * k.kinds.front().busy_share);
   double matrix = 0;
   for (const kind_row& r : k.kinds) {
     if (r.kind == "gemm" || r.kind == "convolution") matrix += r.busy_share;
