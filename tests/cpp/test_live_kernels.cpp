@@ -108,6 +108,10 @@ TEST_CASE("live kernels: by name, by the phase that launched them, and by kind",
   CHECK(op_ms(k, "input") == Approx(0.01).margin(1e-9));
   CHECK(op_ms(k, "(launch not seen)") == Approx(0.2).margin(1e-9));
   CHECK(k.gemm_tensor_core_share == Approx(1.0));
+  // Said in the facts: 4 launch-call records a step, one kernel a step with none.
+  REQUIRE(sum.fact("cupti.launch_records") != nullptr);
+  CHECK(*sum.fact("cupti.launch_records") == "8");
+  CHECK(*sum.fact("cupti.kernels_without_launch") == "2");
 }
 
 TEST_CASE("live kernels run by a GPU steps behind its host stay their launching step's and phase's",

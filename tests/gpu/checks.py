@@ -312,7 +312,9 @@ def live_kernel_table() -> None:
             for p in ps:
                 p.add_(b[0, :1024])
     torch.cuda.synchronize()
-    k = (tracer.summary().to_dict().get("gpu") or {}).get("kernels") or {}
+    whole = tracer.summary().to_dict()
+    k = (whole.get("gpu") or {}).get("kernels") or {}
+    facts = whole.get("facts") or {}
     rows = k.get("kernels", [])
     ops = {o["name"]: o for o in k.get("ops", [])}
     top = rows[0] if rows else {}
@@ -321,7 +323,9 @@ def live_kernel_table() -> None:
           and ops.get("optimizer", {}).get("short_kernels_per_step", 0) >= 31)
     check("live kernel table: names, calls and launching phase", ok,
           f"top {top.get('name', '')[:60]!r} {top.get('kind')} {top.get('calls_per_step')} calls/step; ops "
-          f"{ {n: (round(o['kernels_per_step'], 2), round(o.get('short_kernels_per_step', 0), 2)) for n, o in ops.items()} }")
+          f"{ {n: (round(o['kernels_per_step'], 2), round(o.get('short_kernels_per_step', 0), 2)) for n, o in ops.items()} }; "
+          f"launch-call records {facts.get('cupti.launch_records')}, kernels without one "
+          f"{facts.get('cupti.kernels_without_launch')}")
 
 
 def capture_on_gpu() -> None:

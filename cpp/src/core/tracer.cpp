@@ -212,6 +212,11 @@ summary tracer::collect_summary(bool shown) const {
   if (out.gpu) {
     const detail::device_counts now = detail::device_record_counts();
     out.gpu->incomplete_records = now.incomplete - device_base.incomplete;  // since this tracer's start or reset
+    // How the kernel table's launching phases were found (docs/gpu.md): the launch-call records
+    // CUPTI gave, and the kernels that came with none.
+    out.facts.emplace_back("cupti.launch_records", std::to_string(now.launches - device_base.launches));
+    out.facts.emplace_back("cupti.kernels_without_launch",
+                           std::to_string(now.kernels_without_launch - device_base.kernels_without_launch));
     out.gpu->dropped_records += now.dropped - device_base.dropped;  // CUPTI's, beside those the store let go unread
   }
   detail::complete(out);

@@ -162,6 +162,11 @@ void flush_activity(activity_flush how) {
   release_waiting_kernels(true);
 }
 
+launch_counts_t launch_counts() {
+  std::lock_guard<std::mutex> lock(g_launch_mutex);
+  return {g_launches.launches_seen(), g_launches.unmatched()};
+}
+
 void release_waiting_kernels(bool all) {
   record_store* store = g_store.load(std::memory_order_acquire);
   if (store == nullptr) return;

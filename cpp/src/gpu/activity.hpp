@@ -29,5 +29,10 @@ void flush_activity(activity_flush how);
 // Kernels still waiting for their launch call's record (gpu/launch_match.hpp) go to the store:
 // those that waited long enough, or all. flush_activity lets all of them go after its flush.
 void release_waiting_kernels(bool all);
+// Since the process started: launch-call records CUPTI gave, kernels that went on without one.
+struct launch_counts_t {
+  std::uint64_t launches = 0, unmatched = 0;
+};
+launch_counts_t launch_counts();
 
 }  // namespace steptrace::detail

@@ -48,6 +48,7 @@ void read_device_records(std::uint64_t& cursor, std::vector<device_record>& out,
 // Process-wide, since the start: records flushed before they finished, records CUPTI dropped.
 struct device_counts {
   std::uint64_t incomplete = 0, dropped = 0;
+  std::uint64_t launches = 0, kernels_without_launch = 0;  // launch-call records; kernels none matched
 };
 device_counts device_record_counts();
 

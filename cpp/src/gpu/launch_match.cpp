@@ -6,7 +6,10 @@ namespace steptrace::detail {
 void launch_matcher::take(const std::vector<device_record>& records, std::uint64_t now_ns,
                           std::vector<device_record>& ready) {
   for (const device_record& r : records) {  // launches first: a call may follow its kernel in a buffer
-    if (r.kind == device_activity::launch) launches_[r.correlation % launches_.size()] = {r.correlation, r.start};
+    if (r.kind == device_activity::launch) {
+      launches_[r.correlation % launches_.size()] = {r.correlation, r.start};
+      ++launches_seen_;
+    }
   }
   for (const device_record& r : records) {
     if (r.kind == device_activity::launch) continue;
@@ -36,6 +39,7 @@ void launch_matcher::sweep(std::uint64_t now_ns, bool all, std::vector<device_re
     waiting_kernel& w = waiting_[i];
     w.record.launched = find(w.record.correlation);
     if (w.record.launched != 0 || all || i < over || now_ns - w.since >= hold_ns) {
+      unmatched_ += w.record.launched == 0 ? 1 : 0;
       ready.push_back(w.record);
     } else {
       waiting_[kept++] = w;

@@ -35,6 +35,10 @@ class launch_matcher {
   // Waiting kernels that have waited hold_ns (every one if `all`) go to `ready`, unmatched.
   void release(std::uint64_t now_ns, bool all, std::vector<device_record>& ready);
   std::size_t waiting() const { return waiting_.size(); }
+  // Since the start: launch-call records seen, and kernels (with a correlation id) sent on with
+  // no launch found.
+  std::uint64_t launches_seen() const { return launches_seen_; }
+  std::uint64_t unmatched() const { return unmatched_; }
 
  private:
   struct waiting_kernel {
@@ -55,6 +59,7 @@ class launch_matcher {
 
   std::array<slot, std::size_t{1} << 16> launches_{};
   std::vector<waiting_kernel> waiting_;  // in arrival order
+  std::uint64_t launches_seen_ = 0, unmatched_ = 0;
 };
 
 }  // namespace steptrace::detail
