@@ -1,7 +1,8 @@
 // Ground truth on a real GPU: every device figure steptrace prints, checked against work of
 // known length and size. Run by scripts/gpu on a machine with a GPU; exits non-zero on a miss.
 //
-//   kernels of known length (spinning on the device's %globaltimer): kernel time within 2%
+//   kernels of known length (spinning on the device's %globaltimer): kernel time within 2%, and the
+//   phase that launched them (CUPTI's launch-call records)
 //   pageable and pinned copies of known size: bytes exact, pageable share exact
 //   host spin while the GPU idles: idle attributed to that phase within 2% of step time
 //   a sync-heavy loop: every synchronisation counted
@@ -98,6 +99,14 @@ int main(int argc, char** argv) {
     expect("kernel median (us), 2 ms kernels", s.gpu->kernel_median_us, 2000, 40);
     expect("kernels per step", s.gpu->kernels_per_step, 1, 0);
     expect("device busy per step (ms)", s.gpu->busy_ms.mean, 2.0, 0.04);
+    // The kernel's launching phase, from CUPTI's launch-call record (no profiler has run in this
+    // process: tests/gpu/checks.py sees the same after torch.profiler sessions).
+    const std::string* launches = s.fact("cupti.launch_records");
+    const std::string* without = s.fact("cupti.kernels_without_launch");
+    std::printf("launch-call records %s, kernels without one %s\n", launches ? launches->c_str() : "-",
+                without ? without->c_str() : "-");
+    const bool by_compute = s.gpu->kernels && !s.gpu->kernels->ops.empty() && s.gpu->kernels->ops.front().name == "compute";
+    expect("kernel table: the 2 ms kernel launched in `compute` (1 yes, 0 no)", by_compute ? 1 : 0, 1, 0);
   }
 
   {  // Copies of known size: 8 MiB pageable + 8 MiB pinned per step.
