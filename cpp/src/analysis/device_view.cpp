@@ -42,7 +42,7 @@ void list_launched(step_device_view& v, const device_record& r, std::uint64_t be
   v.kernel_calls.push_back({r.name, phase_at(r.launched, segments), r.end - r.start});
 }
 
-void count(step_device_view& v, const device_record& r, const std::vector<host_segment>& segments) {
+void count(step_device_view& v, const device_record& r, const std::vector<host_segment>& /*segments*/) {
   switch (r.kind) {
     case device_activity::kernel:
       ++v.kernels;

@@ -17,6 +17,7 @@ const char* kind_name(const device_record& r) {
     case device_activity::sync: return "sync";
     case device_activity::memory: return "memory";
     case device_activity::untraced: return "untraced work";
+    case device_activity::launch: return "launch";  // never stored: matched to kernels (gpu/launch_match)
     case device_activity::memcpy: break;
   }
   switch (r.copy) {
