@@ -24,6 +24,9 @@ bool slow_only = false;  // a forked child: every phase(name) takes the Python p
 
 PyObject* str_torch_cuda = nullptr;   // "torch.cuda"
 PyObject* str_initialized = nullptr;  // "_initialized"
+PyObject* str_torch_c = nullptr;      // "torch._C"
+PyObject* str_get_device = nullptr;   // "_cuda_getDevice"
+PyObject* str_raw_stream = nullptr;   // "_cuda_getCurrentRawStream"
 
 // Whether torch may have initialised CUDA (then a phase defaults to torch's current stream,
 // which the Python path finds): torch.cuda imported and its `_initialized` not false. Without
@@ -44,6 +47,33 @@ int torch_cuda_may_be_on() {
   const int truth = PyObject_IsTrue(on);
   Py_DECREF(on);
   return truth;
+}
+
+// torch's current CUDA stream on the current device, as the integer handle `phase()` times a
+// phase on (the value of torch.cuda.current_stream().cuda_stream), from torch._C's two functions
+// that give it without making a Stream object. False with no error set when they are not there
+// or fail: the Python path then decides, as it always can.
+bool torch_raw_stream(std::uintptr_t& handle) {
+  PyObject* c = PyDict_GetItemWithError(PyImport_GetModuleDict(), str_torch_c);
+  if (c == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  PyObject* get_device = PyObject_GetAttr(c, str_get_device);
+  PyObject* raw_stream = get_device ? PyObject_GetAttr(c, str_raw_stream) : nullptr;
+  PyObject* device = raw_stream ? PyObject_CallNoArgs(get_device) : nullptr;
+  PyObject* stream = device ? PyObject_CallOneArg(raw_stream, device) : nullptr;
+  const bool ok = stream != nullptr && PyLong_CheckExact(stream);
+  if (ok) handle = static_cast<std::uintptr_t>(PyLong_AsUnsignedLongLong(stream));
+  Py_XDECREF(stream);
+  Py_XDECREF(device);
+  Py_XDECREF(raw_stream);
+  Py_XDECREF(get_device);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  return ok;
 }
 
 // ---- PhaseScope: one object serves every `with` of its phase, on every thread (the open phase
@@ -150,8 +180,9 @@ PyObject* noop_call(PyObject* obj, PyObject* args, PyObject* kwargs) {
 PyTypeObject noop_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 // ---- Phases: a tracer's phase(name). A name seen before, with no stream given and no CUDA
-// started by torch, is found in the table (most often in its recent slots); everything else (a new name, a stream,
-// torch's current stream, a forked child) takes the Python path, which remembers new names.
+// started by torch, is found in the table (most often in its recent slots); with torch's CUDA on,
+// a name seen before on torch's current stream is found in the streamed slots; everything else
+// (a new name, a stream given, a forked child) takes the Python path, which remembers new names.
 
 struct phases_obj {
   PyObject_HEAD
@@ -168,6 +199,15 @@ struct phases_obj {
   };
   static constexpr std::size_t recent_slots = 64;
   recent recently[recent_slots];
+  // With torch's CUDA on, a phase is timed on torch's current stream: the scopes last found for
+  // a name on a stream, by the name's address and the stream's handle (each entry holds its name
+  // and scope, as above).
+  struct on_stream {
+    PyObject* name;
+    std::uintptr_t stream;
+    PyObject* scope;
+  };
+  on_stream streamed[recent_slots];
 };
 
 std::size_t recent_slot(const PyObject* name) {
@@ -191,6 +231,29 @@ PyObject* find(phases_obj* self, PyObject* name) {
   return found;
 }
 
+// The scope of `name` on torch's current stream (a new reference), found without the Python
+// path when it found it before; else the Python path's, kept for next time. nullptr with an
+// error set when the Python path failed.
+PyObject* streamed_scope(phases_obj* self, PyObject* const* args) {
+  PyObject* name = args[0];
+  std::uintptr_t stream = 0;
+  if (!torch_raw_stream(stream)) return PyObject_Vectorcall(self->slow, args, 1, nullptr);
+  phases_obj::on_stream& slot = self->streamed[(recent_slot(name) ^ (stream >> 8)) & (phases_obj::recent_slots - 1)];
+  if (slot.name == name && slot.stream == stream) {
+    Py_INCREF(slot.scope);
+    return slot.scope;
+  }
+  PyObject* scope = PyObject_Vectorcall(self->slow, args, 1, nullptr);
+  if (scope == nullptr) return nullptr;
+  const phases_obj::on_stream old = slot;  // let go after the slot holds the new entry
+  Py_INCREF(name);
+  Py_INCREF(scope);
+  slot = {name, stream, scope};
+  Py_XDECREF(old.name);
+  Py_XDECREF(old.scope);
+  return scope;
+}
+
 // lookup(name, stream=None): what phase(name, stream) returns. A builtin method, not a callable
 // object: CPython calls those without a generic dispatch.
 PyObject* phases_lookup(PyObject* obj, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -204,15 +267,16 @@ PyObject* phases_lookup(PyObject* obj, PyObject* const* args, Py_ssize_t nargs, 
   }
   PyObject* found = find(self, args[0]);
   if (found == nullptr) {
-    return PyErr_Occurred() ? nullptr : PyObject_Vectorcall(self->slow, args, static_cast<size_t>(nargs), nullptr);
-  }
-  if (!self->t->enabled()) {  // the one check: a disabled phase is the no-op, and never reaches the core
+    if (PyErr_Occurred()) return nullptr;
+    if (!self->t->enabled()) return PyObject_Vectorcall(self->slow, args, static_cast<size_t>(nargs), nullptr);
+  } else if (!self->t->enabled()) {  // the one check: a disabled phase is the no-op, and never reaches the core
     Py_INCREF(found);
     return found;
   }
   const int cuda = torch_cuda_may_be_on();
   if (cuda < 0) return nullptr;
-  if (cuda) return PyObject_Vectorcall(self->slow, args, static_cast<size_t>(nargs), nullptr);
+  if (cuda) return streamed_scope(self, args);
+  if (found == nullptr) return PyObject_Vectorcall(self->slow, args, static_cast<size_t>(nargs), nullptr);
   PyObject* scope = reinterpret_cast<noop_obj*>(found)->scope;
   Py_INCREF(scope);
   return scope;
@@ -252,6 +316,7 @@ int phases_traverse(PyObject* obj, visitproc visit, void* arg) {
   Py_VISIT(self->slow);  // a bound method of the Python Tracer, which holds this table
   Py_VISIT(self->table);
   for (const auto& slot : self->recently) Py_VISIT(slot.found);
+  for (const auto& slot : self->streamed) Py_VISIT(slot.scope);
   return 0;
 }
 
@@ -262,6 +327,10 @@ int phases_clear(PyObject* obj) {
   for (auto& slot : self->recently) {
     Py_CLEAR(slot.name);
     Py_CLEAR(slot.found);
+  }
+  for (auto& slot : self->streamed) {
+    Py_CLEAR(slot.name);
+    Py_CLEAR(slot.scope);
   }
   return 0;
 }
@@ -306,7 +375,8 @@ bool ready(PyTypeObject& type) { return PyType_Ready(&type) == 0; }
 }  // namespace
 
 void bind_phases(py::module_& m) {
-  intern_all({{&str_torch_cuda, "torch.cuda"}, {&str_initialized, "_initialized"}});
+  intern_all({{&str_torch_cuda, "torch.cuda"}, {&str_initialized, "_initialized"}, {&str_torch_c, "torch._C"},
+              {&str_get_device, "_cuda_getDevice"}, {&str_raw_stream, "_cuda_getCurrentRawStream"}});
 
   phase_type.tp_name = "steptrace._core.PhaseScope";
   phase_type.tp_basicsize = sizeof(phase_obj);

@@ -179,6 +179,69 @@ print(json.dumps({"plain": plain is plain_again, "asked": len(asked),
     assert out == '{"plain": true, "asked": 2, "stream_scope": true}', proc.stderr
 
 
+def test_with_torch_cuda_on_a_known_phase_on_the_current_stream_skips_the_python_path(run_python):
+    """A stand-in torch with CUDA on and torch._C's raw-stream functions: a name met before on the
+    current stream is found in C (the Python path, which asks torch.cuda.current_stream(), runs
+    once per name and stream), gives the Python path's scope, follows a change of stream, and falls
+    back to the Python path when torch._C fails."""
+    proc = run_python("""
+import sys, types, json, tracemalloc
+torch = types.ModuleType("torch")
+cuda = types.ModuleType("torch.cuda")
+C = types.ModuleType("torch._C")
+asked = []
+current = {"stream": 0x7f00aa001000}
+class Stream:
+    @property
+    def cuda_stream(self):
+        return current["stream"]
+def current_stream():
+    asked.append(1)
+    return Stream()
+cuda._initialized = True
+cuda.is_initialized = lambda: cuda._initialized
+cuda.current_stream = current_stream
+C._cuda_getDevice = lambda: 0
+C._cuda_getCurrentRawStream = lambda device: current["stream"]
+torch.cuda, torch._C = cuda, C
+sys.modules.update({"torch": torch, "torch.cuda": cuda, "torch._C": C})
+import steptrace
+t = steptrace.Tracer(warmup_steps=0, print_at_exit=False)
+first = t.phase("decode")
+again = [t.phase("decode") for _ in range(1000)]
+out = {"same": all(a is first for a in again), "asked": len(asked),
+       "python_path": first is t._phases[("decode", current["stream"])]}
+current["stream"] = 0x7f00bb001000  # the same slot as the first: told apart by the handle
+other = t.phase("decode")
+out["other_stream"] = other is not first and other is t._phases[("decode", current["stream"])]
+current["stream"] = 0x7f00aa001000
+out["back"] = t.phase("decode") is first  # the slot went to the other stream: the Python path again
+out["asked_after"] = len(asked)
+with t.step():
+    for _ in range(50):
+        with t.phase("decode"):
+            pass
+tracemalloc.start()
+start, _ = tracemalloc.get_traced_memory()
+with t.step():
+    for _ in range(100_000):
+        with t.phase("decode"):
+            pass
+end, peak = tracemalloc.get_traced_memory()
+tracemalloc.stop()
+out["kept"] = end - start < 50_000
+def broken(device):
+    raise RuntimeError("no stream")
+C._cuda_getCurrentRawStream = broken
+out["fallback"] = t.phase("decode") is first and len(asked) == out["asked_after"] + 1
+out["calls"] = t.summary().to_dict()["phases"]["decode"]["calls"]
+print(json.dumps(out, sort_keys=True))
+""")
+    out = proc.stdout.strip().splitlines()[-1]
+    assert out == ('{"asked": 1, "asked_after": 3, "back": true, "calls": 100050, "fallback": true, "kept": true, '
+                   '"other_stream": true, "python_path": true, "same": true}'), proc.stderr
+
+
 def test_many_names_each_find_their_own_scope(tracer):
     """More names than the table's recent slots, each asked for as several equal str objects:
     every call gives the scope of that name (the slots are a cache of the table, by address)."""
