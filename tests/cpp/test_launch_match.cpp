@@ -90,3 +90,23 @@ TEST_CASE("the kernels waiting are bounded: the oldest go on unmatched", "[gpu][
   CHECK(ready.front().correlation == 1);
   CHECK(ready.back().correlation == 10);
 }
+
+TEST_CASE("kernels in plenty and not one launch record: kernels stop waiting for one", "[gpu][launches]") {
+  launch_matcher m;
+  std::vector<device_record> ready;
+  std::vector<device_record> first;
+  for (std::uint32_t i = 1; i <= launch_matcher::give_up_after; ++i) first.push_back(kernel(i, i));
+  m.take(first, 0, ready);
+  CHECK_FALSE(m.launches_absent());  // waiting: their launches may be in a buffer still to come
+  m.release(launch_matcher::hold_ns, false, ready);
+  CHECK(m.launches_absent());  // all went on unmatched, and no launch record ever came
+  CHECK(ready.size() == launch_matcher::give_up_after);
+  m.take({kernel(5000, 9000)}, launch_matcher::hold_ns, ready);
+  CHECK(m.waiting() == 0);  // straight through
+  REQUIRE(ready.size() == launch_matcher::give_up_after + 1);
+  CHECK(ready.back().launched == 0);
+  CHECK(m.unmatched() == launch_matcher::give_up_after + 1);
+  m.take({launch(6000, 100), kernel(6000, 9100)}, launch_matcher::hold_ns, ready);  // launches after all
+  CHECK_FALSE(m.launches_absent());
+  CHECK(ready.back().launched == 100);
+}

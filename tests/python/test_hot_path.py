@@ -147,24 +147,34 @@ def test_the_fast_path_gives_the_python_paths_scope(tracer):
     assert "A named scope inside a step" in tracer.phase.__doc__
 
 
-def test_where_torch_started_cuda_a_phase_times_the_current_stream(run_python):
-    """A stand-in torch that has started CUDA: phase(name) of a name already known must still ask
-    for torch's current stream, as the Python path does, and stop asking when CUDA is not on."""
-    proc = run_python("""
+# A stand-in torch with CUDA on: torch.cuda.current_stream() counts its calls in `asked` and gives
+# a stream whose handle is current["stream"] (0 until a test sets it).
+STAND_IN_TORCH = """
 import sys, types, json
 torch = types.ModuleType("torch")
 cuda = types.ModuleType("torch.cuda")
 asked = []
+current = {"stream": 0}
 class Stream:
-    cuda_stream = 0
+    @property
+    def cuda_stream(self):
+        return current["stream"]
 def current_stream():
     asked.append(1)
     return Stream()
-cuda._initialized = False
+cuda._initialized = True
 cuda.is_initialized = lambda: cuda._initialized
 cuda.current_stream = current_stream
 torch.cuda = cuda
 sys.modules["torch"], sys.modules["torch.cuda"] = torch, cuda
+"""
+
+
+def test_where_torch_started_cuda_a_phase_times_the_current_stream(run_python):
+    """A stand-in torch that has started CUDA: phase(name) of a name already known must still ask
+    for torch's current stream, as the Python path does, and stop asking when CUDA is not on."""
+    proc = run_python(STAND_IN_TORCH + """
+cuda._initialized = False
 import steptrace
 t = steptrace.Tracer(warmup_steps=0, print_at_exit=False)
 plain = t.phase("decode")
@@ -184,23 +194,10 @@ def test_with_torch_cuda_on_a_known_phase_on_the_current_stream_skips_the_python
     current stream is found in C (the Python path, which asks torch.cuda.current_stream(), runs
     once per name and stream), gives the Python path's scope, follows a change of stream, and falls
     back to the Python path when torch._C fails."""
-    proc = run_python("""
-import sys, types, json, tracemalloc
-torch = types.ModuleType("torch")
-cuda = types.ModuleType("torch.cuda")
+    proc = run_python(STAND_IN_TORCH + """
+import tracemalloc
 C = types.ModuleType("torch._C")
-asked = []
-current = {"stream": 0x7f00aa001000}
-class Stream:
-    @property
-    def cuda_stream(self):
-        return current["stream"]
-def current_stream():
-    asked.append(1)
-    return Stream()
-cuda._initialized = True
-cuda.is_initialized = lambda: cuda._initialized
-cuda.current_stream = current_stream
+current["stream"] = 0x7f00aa001000
 C._cuda_getDevice = lambda: 0
 C._cuda_getCurrentRawStream = lambda device: current["stream"]
 torch.cuda, torch._C = cuda, C

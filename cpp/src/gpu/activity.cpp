@@ -164,7 +164,7 @@ void flush_activity(activity_flush how) {
 
 launch_counts_t launch_counts() {
   std::lock_guard<std::mutex> lock(g_launch_mutex);
-  return {g_launches.launches_seen(), g_launches.unmatched()};
+  return {g_launches.launches_seen(), g_launches.unmatched(), g_launches.launches_absent()};
 }
 
 void release_waiting_kernels(bool all) {

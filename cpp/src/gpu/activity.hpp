@@ -32,6 +32,7 @@ void release_waiting_kernels(bool all);
 // Since the process started: launch-call records CUPTI gave, kernels that went on without one.
 struct launch_counts_t {
   std::uint64_t launches = 0, unmatched = 0;
+  bool absent = false;  // none is coming (launch_matcher::launches_absent)
 };
 launch_counts_t launch_counts();
 

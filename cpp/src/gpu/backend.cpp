@@ -229,12 +229,12 @@ void read_device_records(std::uint64_t& cursor, std::vector<device_record>& out,
     release_waiting_kernels(false);  // those whose launch call's record is overdue
   }
   b.store->read(cursor, out, lost);
-  // Kernels in plenty and not one launch-call record (CUPTI 13.0 choosing the launch calls alone
-  // gave none on an H100, 2026-11-27): said once, since the kernel table loses its launching phase.
+  // No launch-call record is coming (launch_matcher::launches_absent): said once, since the
+  // kernel table loses its launching phase.
   static std::atomic<bool> said{false};
   if (!said.load(std::memory_order_relaxed)) {
     const launch_counts_t l = launch_counts();
-    if (l.launches == 0 && l.unmatched >= 1000 && !said.exchange(true)) {
+    if (l.absent && !said.exchange(true)) {
       log(log_level::warn, "CUPTI gave no launch-call records for " + std::to_string(l.unmatched) +
                                " kernels: the kernel table cannot name the phase that launched each kernel");
     }

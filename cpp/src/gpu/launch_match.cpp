@@ -21,6 +21,9 @@ void launch_matcher::take(const std::vector<device_record>& records, std::uint64
     k.launched = find(r.correlation);
     if (k.launched != 0) {
       ready.push_back(k);
+    } else if (launches_absent()) {
+      ++unmatched_;
+      ready.push_back(k);
     } else {
       waiting_.push_back({k, now_ns});
     }

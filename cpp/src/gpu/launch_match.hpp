@@ -27,6 +27,9 @@ class launch_matcher {
   // a step waits for its records (core/collector.cpp).
   static constexpr std::uint64_t hold_ns = 500'000'000;
   static constexpr std::size_t max_waiting = std::size_t{1} << 16;  // beyond: the oldest go on unmatched
+  // Kernels in plenty and not one launch-call record: none is coming (CUPTI 13.0 choosing the
+  // launch calls alone gave none on an H100, 2026-11-27), so kernels no longer wait for one.
+  static constexpr std::uint64_t give_up_after = 1000;
 
   // One buffer's decoded records: launch calls are noted (never passed on); kernels with a known
   // launch, and every other record, go to `ready` in their order; kernels whose launch is not
@@ -39,6 +42,7 @@ class launch_matcher {
   // no launch found.
   std::uint64_t launches_seen() const { return launches_seen_; }
   std::uint64_t unmatched() const { return unmatched_; }
+  bool launches_absent() const { return launches_seen_ == 0 && unmatched_ >= give_up_after; }
 
  private:
   struct waiting_kernel {
