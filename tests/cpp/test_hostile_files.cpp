@@ -16,6 +16,7 @@
 
 #include "profiler/byte_source.hpp"
 #include "profiler/trace_events.hpp"
+#include "record/cpu_load.hpp"
 #include "steptrace/profiler_trace.hpp"
 #include "steptrace/steptrace.hpp"
 #include "helpers.hpp"
@@ -276,6 +277,28 @@ TEST_CASE("gzip read ahead: a cut-short file gives every byte before the cut, th
   for (int i = 0; i < 20; ++i) {  // opened, a little read, let go while the thread reads ahead
     const auto early = detail::open_trace_file(whole.path, "run.json.gz");
     CHECK(early->read(buf, 10) == 10);
+  }
+}
+
+TEST_CASE("a small gzip file is inflated on the reader's thread; a large one ahead, on a thread of its own", "[files]") {
+  const auto threads = [] {
+    const std::filesystem::directory_iterator tasks("/proc/self/task");
+    return std::distance(begin(tasks), end(tasks));
+  };
+  const std::string small_text = a_trace(300), large_text = a_trace(40000);
+  REQUIRE(small_text.size() < (std::size_t{1} << 20));
+  REQUIRE(large_text.size() > (std::size_t{4} << 20));
+  const temp_file small(gzip(small_text), ".json.gz"), large(gzip(large_text), ".json.gz");
+  const auto before = threads();
+  {
+    const auto source = detail::open_trace_file(small.path);
+    CHECK(threads() == before);
+    CHECK(all_of(*source) == small_text);
+  }
+  if (detail::usable_cpus() >= 2) {
+    const auto source = detail::open_trace_file(large.path);
+    CHECK(threads() == before + 1);
+    CHECK(all_of(*source) == large_text);
   }
 }
 

@@ -107,6 +107,27 @@ TEST_CASE("kernel names past the bound fold into one row, counted, in bounded me
   CHECK(table.stats(10).calls_folded == 100000 - kernel_table::max_names + 1);
 }
 
+TEST_CASE("a kernel's median call holds however its calls come: out of order, in batches, merged", "[kernels]") {
+  // Each median within 9% (a bucket is an eighth of a power of two); the counts are kept only
+  // from the shortest call's bucket to the longest's, so they widen both ways here.
+  const auto median_of = [](const kernel_table& t) { return t.stats(1).kernels.at(0).median_us; };
+  kernel_table table;
+  for (int i = 0; i < 4; ++i) table.add_kernel("k", "", 100'000);  // 100 us first
+  CHECK(median_of(table) == Approx(100).epsilon(0.09));
+  const std::uint64_t short_calls[] = {1'000, 1'000, 1'000, 1'000, 1'000};  // then five of 1 us
+  table.add_kernels("k", "", short_calls, 5);
+  CHECK(median_of(table) == Approx(1).epsilon(0.09));  // 5 of 9 calls: the middle one is short
+  kernel_table later;
+  for (int i = 0; i < 3; ++i) later.add_kernel("k", "", 10'000'000);  // 10 ms, beyond both
+  later.add_kernel("k", "", 50);                                      // and 50 ns, below both
+  table.merge(later);  // 13 calls: 6 short (1 us and below), 4 of 100 us, 3 of 10 ms
+  CHECK(median_of(table) == Approx(100).epsilon(0.09));
+  CHECK(table.stats(1).kernels.at(0).calls_per_step == Approx(13));
+  kernel_table one;
+  one.add_kernel("k", "", 1);  // the shortest bucket
+  CHECK(median_of(one) > 0);
+}
+
 TEST_CASE("LAUNCH-BOUND names the ops launching the most short kernels", "[kernels][diagnosis]") {
   // Steps of 1 ms of host ops, each launching one kernel that runs at once: 40 `aten::add_` of
   // 20 us launching a 4 us kernel, then 20 `aten::mul_` of 9 us launching a 6 us kernel, then one

@@ -97,6 +97,33 @@ std::size_t kernel_table::duration_bucket(std::uint64_t ns) noexcept {
   return std::min(duration_buckets - 1, static_cast<std::size_t>(b));
 }
 
+void kernel_table::duration_counts::add(std::size_t bucket, std::uint64_t calls) {
+  const auto b = static_cast<std::uint32_t>(bucket);
+  if (counts_.empty()) {
+    first_ = b;
+  } else if (b < first_) {  // widen downwards
+    counts_.insert(counts_.begin(), first_ - b, 0);
+    first_ = b;
+  }
+  if (b - first_ >= counts_.size()) counts_.resize(b - first_ + 1, 0);
+  counts_[b - first_] += calls;
+}
+
+void kernel_table::duration_counts::merge(const duration_counts& other) {
+  for (std::size_t i = 0; i < other.counts_.size(); ++i) {
+    if (other.counts_[i] != 0) add(other.first_ + i, other.counts_[i]);
+  }
+}
+
+std::size_t kernel_table::duration_counts::median_bucket(std::uint64_t calls) const {
+  std::uint64_t seen = 0;
+  for (std::size_t i = 0; i < counts_.size(); ++i) {
+    seen += counts_[i];
+    if (2 * seen >= calls) return first_ + i;
+  }
+  return counts_.empty() ? 0 : first_ + counts_.size() - 1;
+}
+
 kernel_table::kernel_entry& kernel_table::entry_for(std::string_view name, std::size_t calls) {
   std::string key(name);
   if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
@@ -121,7 +148,7 @@ void kernel_table::add_kernels(std::string_view name, std::string_view op, const
   std::uint64_t ns = 0, short_calls = 0;
   for (std::size_t i = 0; i < n; ++i) {
     ns += durations[i];
-    ++e.durations[duration_bucket(durations[i])];
+    e.durations.add(duration_bucket(durations[i]), 1);
     short_calls += static_cast<double>(durations[i]) <= short_kernel_us * 1e3 ? 1 : 0;
   }
   e.calls += n;
@@ -163,7 +190,7 @@ void kernel_table::merge(const kernel_table& other) {
     }
     mine.calls += e.calls;
     mine.ns += e.ns;
-    for (std::size_t i = 0; i < duration_buckets; ++i) mine.durations[i] += e.durations[i];
+    mine.durations.merge(e.durations);
   }
   for (const auto& [name, e] : other.ops_) {
     op_entry& mine = ops_.count(name) != 0 || ops_.size() < max_ops ? ops_[name] : ops_[folded_ops];
@@ -198,13 +225,9 @@ kernel_stats kernel_table::stats(std::uint64_t steps) const {
     row.ms_per_step = static_cast<double>(e->ns) * per_step;
     row.busy_share = static_cast<double>(e->ns) / total;
     row.tensor_core = *name != folded_kernels && on_tensor_cores(*name);
-    std::uint64_t seen = 0;  // the median call's bucket, at its geometric middle
-    for (std::size_t i = 0; i < duration_buckets; ++i) {
-      seen += e->durations[i];
-      if (2 * seen >= e->calls) {
-        row.median_us = std::exp2((static_cast<double>(i) + 0.5) / 8) / 1e3;
-        break;
-      }
+    if (e->calls != 0) {  // the median call's bucket, at its geometric middle
+      const auto middle = static_cast<double>(e->durations.median_bucket(e->calls));
+      row.median_us = std::exp2((middle + 0.5) / 8) / 1e3;
     }
     out.kernels.push_back(std::move(row));
   }

@@ -9,11 +9,11 @@
 //   row each, "(other kernels)" / "(other ops)", and are counted.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "steptrace/summary.hpp"
 
@@ -54,11 +54,24 @@ class kernel_table {
  private:
   // A call's duration on a log scale, 8 buckets a power of two (within 9%), 1 ns to 2^40 ns.
   static constexpr std::size_t duration_buckets = 320;
+  // The calls counted by bucket, from the lowest bucket seen to the highest: a kernel's calls
+  // span a few buckets, so a name costs tens of bytes, not a full 320-bucket array (1.3 KB).
+  class duration_counts {
+   public:
+    void add(std::size_t bucket, std::uint64_t calls);
+    void merge(const duration_counts& other);
+    // The bucket holding the middle one of `calls` calls.
+    std::size_t median_bucket(std::uint64_t calls) const;
+
+   private:
+    std::uint32_t first_ = 0;
+    std::vector<std::uint64_t> counts_;  // counts_[i]: calls in bucket first_ + i
+  };
   struct kernel_entry {
     std::string_view kind;  // from the name, found once (kernel_kinds' strings are static)
     bool tensor = false, off = false;
     std::uint64_t calls = 0, ns = 0;
-    std::array<std::uint32_t, duration_buckets> durations{};
+    duration_counts durations;
   };
   struct op_entry {
     std::uint64_t kernels = 0, ns = 0, short_kernels = 0;

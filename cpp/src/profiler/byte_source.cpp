@@ -131,6 +131,9 @@ class gzip_source final : public byte_source {
   }
 };
 
+// The inflated size below which a gzip file is inflated on the reader's thread.
+constexpr std::uint64_t min_read_ahead_bytes = std::uint64_t{4} << 20;
+
 // Reads `inner` on a thread of its own, a few chunks ahead of the reader: a gzip file is inflated
 // while the JSON before it is parsed, so on two cores reading it costs about what inflating it
 // does, not the sum of both. At most `slots` chunks wait, and one is read from, so little memory
@@ -286,8 +289,11 @@ std::unique_ptr<byte_source> open_trace_file(const std::string& path, const std:
     auto inflated = std::make_unique<gzip_source>(std::move(plain), shown, inflated_limit, inflated_hint, engine);
     // Ahead on a thread where there is a core for it (two for each gzip file being read), and
     // never from a pipe, whose writer may stall: a reader that stops early must not wait on a
-    // read that may not return.
-    if (regular && 2 * gzip_files_open.load() <= usable_cpus()) {
+    // read that may not return. Nor for a small file: it inflates in a few ms, less than the
+    // thread's chunks and stack would cost beside it. (A hint below the file's own size has
+    // wrapped past 4 GiB.)
+    const bool small = inflated_hint >= static_cast<std::uint64_t>(st.st_size) && inflated_hint < min_read_ahead_bytes;
+    if (regular && !small && 2 * gzip_files_open.load() <= usable_cpus()) {
       return std::make_unique<read_ahead_source>(std::move(inflated));
     }
     return inflated;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <unordered_set>
 
 #include "profiler/trace_names.hpp"
 
@@ -52,10 +51,21 @@ std::uint64_t busy_within(const trace_device& d, std::uint64_t begin, std::uint6
 device_reading read_device(const trace_events& t, const trace_device& device, std::uint32_t pid,
                            const std::vector<step_interval>& steps) {
   device_reading out;
-  std::unordered_set<std::uint64_t> launched;
+  // Sized once, from a count: no copy of the records while they grow (memory, docs/architecture.md).
+  std::size_t syncs = 0, work = 0, calls = 0;
+  for (const trace_event& e : t.events) {
+    if (e.pid == pid && e.cat == event_cat::runtime) {
+      calls += e.correlation != 0 ? 1 : 0;
+      syncs += is_sync(t.names[e.name]) ? 1 : 0;
+    }
+    work += device.present && e.pid == device.pid && is_device_work(e.cat) ? 1 : 0;
+  }
+  out.records.reserve(syncs + work);
+  std::vector<std::uint64_t> launched;  // the launch calls' correlation ids, sorted
+  launched.reserve(calls);
   for (const trace_event& e : t.events) {
     if (e.pid != pid || e.cat != event_cat::runtime) continue;
-    if (e.correlation != 0) launched.insert(e.correlation);
+    if (e.correlation != 0) launched.push_back(e.correlation);
     if (is_sync(t.names[e.name])) {
       device_record r;
       r.kind = device_activity::sync;
@@ -64,6 +74,7 @@ device_reading read_device(const trace_events& t, const trace_device& device, st
       out.records.push_back(r);
     }
   }
+  std::sort(launched.begin(), launched.end());
   for (const trace_event& e : t.events) {
     if (!device.present || e.pid != device.pid || !is_device_work(e.cat)) continue;
     device_record r;
@@ -84,7 +95,8 @@ device_reading read_device(const trace_events& t, const trace_device& device, st
     r.end = e.ts + e.dur;
     r.bytes = where.bytes;
     out.records.push_back(r);
-    if (r.kind == device_activity::kernel && (e.correlation == 0 || launched.count(e.correlation) == 0)) {
+    if (r.kind == device_activity::kernel &&
+        (e.correlation == 0 || !std::binary_search(launched.begin(), launched.end(), e.correlation))) {
       ++out.kernels_without_launch;
     }
   }
