@@ -39,6 +39,7 @@ struct state_t {
   fake_gpu* owner = nullptr;
   std::set<int> enabled;
   std::set<std::pair<int, CUpti_CallbackId>> apis;  // (0 runtime, 1 driver; callback id) chosen
+  CUpti_CallbackId known_ids = UINT32_MAX;           // runtime ids from here on are refused (an older CUPTI)
   std::uint64_t other_records = 0;
   std::uint64_t stream_lookups = 0;
 };
@@ -156,6 +157,7 @@ CUptiResult disable(CUpti_ActivityKind kind) {
 }
 CUptiResult choose_api(int domain, CUpti_CallbackId id, uint8_t on) {
   if (st().refuse) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  if (domain == 0 && id >= st().known_ids) return CUPTI_ERROR_INVALID_PARAMETER;
   on ? (void)st().apis.insert({domain, id}) : (void)st().apis.erase({domain, id});
   return CUPTI_SUCCESS;
 }
@@ -229,6 +231,7 @@ fake_gpu::fake_gpu(bool with_cupti, bool api_selection) {
     st().events.clear();
     st().capturing.clear();
     st().hold = st().fail = st().invalidated = st().refuse = false;
+    st().known_ids = UINT32_MAX;
     st().recorded_on.clear();
     st().buffers.clear();
     st().owner = this;
@@ -372,6 +375,13 @@ bool fake_gpu::steptrace_has_callbacks() const { return st().requested != nullpt
 int fake_gpu::kinds_enabled() const { return static_cast<int>(st().enabled.size()); }
 bool fake_gpu::kind_enabled(int kind) const { return st().enabled.count(kind) > 0; }
 int fake_gpu::apis_enabled() const { return static_cast<int>(st().apis.size()); }
+
+bool fake_gpu::runtime_api_enabled(CUpti_CallbackId id) const { return st().apis.count({0, id}) != 0; }
+
+void fake_gpu::know_api_ids_below(CUpti_CallbackId first_unknown) {
+  std::lock_guard<std::mutex> lock(st().mutex);
+  st().known_ids = first_unknown;
+}
 
 void fake_gpu::refuse_enable(bool on) {
   std::lock_guard<std::mutex> lock(st().mutex);

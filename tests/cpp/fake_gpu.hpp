@@ -82,6 +82,8 @@ class fake_gpu {
   int kinds_enabled() const;
   bool kind_enabled(int kind) const;
   int apis_enabled() const;          // runtime and driver calls chosen one by one
+  bool runtime_api_enabled(CUpti_CallbackId id) const;
+  void know_api_ids_below(CUpti_CallbackId first_unknown);  // an older CUPTI: later runtime ids refused
   std::uint64_t dropped = 0;         // reported by the next completed buffer
 };
 

@@ -190,7 +190,9 @@ TEST_CASE("where CUPTI can choose, only launch calls are recorded, and kernels k
     REQUIRE(t.summary().backend.cupti);
     CHECK_FALSE(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_RUNTIME));  // not every runtime call...
     CHECK_FALSE(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_DRIVER));   // ...nor every driver call
-    CHECK(gpu.apis_enabled() == 23);                              // the launch calls, by id
+    CHECK(gpu.apis_enabled() == 25);                              // the launch calls, by id
+    CHECK(gpu.runtime_api_enabled(505));  // CUDA 13's __cudaLaunchKernel: PyTorch for CUDA 13 launches so
+    CHECK(gpu.runtime_api_enabled(506));
     gpu.emit({launch_record(s.forward, s.forward + 5'000, 9),
               named_kernel_record(s.forward + 10'000, s.forward + 310'000, gemm, 9)});
     const summary sum = t.summary();
@@ -200,7 +202,17 @@ TEST_CASE("where CUPTI can choose, only launch calls are recorded, and kernels k
     detail::yield_cupti("torch.profiler");  // handed over: none recorded for steptrace
     CHECK(gpu.apis_enabled() == 0);
     detail::reclaim_cupti();
+    CHECK(gpu.apis_enabled() == 25);
+  }
+  {
+    fake_gpu gpu(true, /*api_selection=*/true);
+    gpu.know_api_ids_below(505);  // a CUPTI 12: refuses CUDA 13's ids, and still chooses the rest
+    tracer t(steptrace::testing::quiet());
+    one_step(t);
+    REQUIRE(t.summary().backend.cupti);
+    CHECK_FALSE(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_RUNTIME));
     CHECK(gpu.apis_enabled() == 23);
+    CHECK_FALSE(gpu.runtime_api_enabled(505));
   }
   fake_gpu older;  // a CUPTI that cannot choose: every runtime and driver call
   tracer t(steptrace::testing::quiet());

@@ -72,9 +72,12 @@ def test_every_block_of_the_guide_runs_and_shows_what_it_says(tmp_path):
     before = json.loads((tmp_path / "before.json").read_text())
     assert before["diagnosis"]["label"] == "INPUT-BOUND"
     assert any("num_workers" in advice for advice in before["diagnosis"]["advice"])
-    # 3: two workers: shorter steps, and compare says so beyond the noise
+    # 3: two workers: shorter steps, and compare says so beyond the noise. The wait for input is
+    # what the workers take away (about 0.4x on an idle machine); the step as a whole gains less
+    # where other work slows the compute phase and the workers (0.84x seen under two CPU burners)
     after = json.loads((tmp_path / "after.json").read_text())
-    assert after["step_ms"]["mean"] < 0.8 * before["step_ms"]["mean"]
+    assert after["phases"]["input"]["mean_ms"] < 0.6 * before["phases"]["input"]["mean_ms"]
+    assert after["step_ms"]["mean"] < before["step_ms"]["mean"]
     compared = next(p.stdout for line, p in ran if line.startswith("steptrace compare"))
     assert "faster" in compared and "what the fixes realised" in compared, compared
     # 4: TensorBoard got the windows, read back by its own reader

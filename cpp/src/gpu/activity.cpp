@@ -45,6 +45,17 @@ constexpr CUpti_CallbackId runtime_launches[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
     CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
 };
+// CUDA 13's runtime launches through these (`__cudaLaunchKernel`, what `<<<...>>>` compiles to:
+// PyTorch built for CUDA 13 launches every kernel so). Numbered here, as CUPTI 13 numbers them,
+// since CUDA 12's headers lack them; a CUPTI 12 may refuse them, and need not have them.
+constexpr CUpti_CallbackId runtime_launches_cuda13[] = {
+    505,  // CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000
+    506,  // CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000
+};
+#if defined(CUPTI_API_VERSION) && CUPTI_API_VERSION >= 130000
+static_assert(runtime_launches_cuda13[0] == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000 &&
+              runtime_launches_cuda13[1] == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000);
+#endif
 constexpr CUpti_CallbackId driver_launches[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunch,
     CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid,
@@ -69,6 +80,7 @@ void launch_records(const cupti_functions& api, bool on) {
     bool chosen = true;
     for (CUpti_CallbackId id : runtime_launches) chosen = api.enable_runtime_api(id, flag) == CUPTI_SUCCESS && chosen;
     for (CUpti_CallbackId id : driver_launches) chosen = api.enable_driver_api(id, flag) == CUPTI_SUCCESS && chosen;
+    for (CUpti_CallbackId id : runtime_launches_cuda13) api.enable_runtime_api(id, flag);
     if (chosen && on) return;
   }
   for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER}) {
