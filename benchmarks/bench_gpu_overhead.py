@@ -8,7 +8,10 @@ the best round's mean step time, and the untraced loop's spread over its rounds 
 it as the noise floor. Prints `check ...: PASS|FAIL|NOT MEASURABLE here` lines against the targets
 (paired.py's verdict on the per-round ratios: met or missed only when every round agrees): steptrace
 adds <= 0.5% on ~10 ms steps and <= 2% on ~1.5 ms steps; the launch-bound loop is reported, with
-the share of its cost that CUPTI's records take (steptrace against steptrace with CUPTI off)."""
+the share of its cost that CUPTI's records take (steptrace against steptrace with CUPTI off). Each
+mode also prints the host's time from one step's `.item()` to the next step's first launch, which
+the GPU idles through: what steptrace adds there against what it adds to the step says whether the
+step boundary is where its cost lies."""
 
 import os
 import subprocess
@@ -34,23 +37,37 @@ def make_step(torch, size: int, products: int):
     return step
 
 
-def timed(torch, step, steps: int, mode: str) -> float:
+def timed(torch, step, steps: int, mode: str) -> tuple:
+    """(ms a step, median µs of host time from one step's `.item()` returning to the next step's
+    first launch): the GPU is idle for at least that long, so what a mode adds there is what its
+    step boundary costs the GPU. Every mode takes the same two clock reads a step."""
     import steptrace
 
+    gaps, ended = [], None
     torch.cuda.synchronize()
     start = time.perf_counter()
     if mode.startswith("steptrace, steps only"):  # no phase: no CUDA events on torch's stream
         for _ in steptrace.steps(range(steps)):
+            began = time.perf_counter()
             step().item()
+            gaps.append(began - ended) if ended is not None else None
+            ended = time.perf_counter()
     elif mode.startswith("steptrace"):
         for _ in steptrace.steps(range(steps)):
             with steptrace.phase("compute"):
+                began = time.perf_counter()
                 step().item()
+                gaps.append(began - ended) if ended is not None else None
+                ended = time.perf_counter()
     else:
         for _ in range(steps):
+            began = time.perf_counter()
             step().item()
+            gaps.append(began - ended) if ended is not None else None
+            ended = time.perf_counter()
     torch.cuda.synchronize()
-    return (time.perf_counter() - start) / steps * 1000
+    gaps.sort()
+    return (time.perf_counter() - start) / steps * 1000, gaps[len(gaps) // 2] * 1e6 if gaps else 0.0
 
 
 def child(mode: str, size: int, products: int) -> None:
@@ -65,9 +82,9 @@ def child(mode: str, size: int, products: int) -> None:
         from torch.profiler import ProfilerActivity, profile
 
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
-            print(min(timed(torch, step, STEPS, "untraced") for _ in range(REPEATS)))
+            print(*min(timed(torch, step, STEPS, "untraced") for _ in range(REPEATS)))
         return
-    print(min(timed(torch, step, STEPS, mode) for _ in range(REPEATS)))
+    print(*min(timed(torch, step, STEPS, mode) for _ in range(REPEATS)))  # the best run: its ms, its gap
     if mode.startswith("steptrace"):
         print(steptrace.summary().to_dict()["backend"]["reason"], file=sys.stderr)
 
@@ -79,7 +96,7 @@ def calibrate(target_ms: float, products: int) -> int:
     for size in (128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096):
         step = make_step(torch, size, products)
         timed(torch, step, 3, "untraced")
-        ms = timed(torch, step, 5, "untraced")
+        ms = timed(torch, step, 5, "untraced")[0]
         if abs(ms - target_ms) < best_gap:
             best, best_gap = size, abs(ms - target_ms)
         if ms > 0.8 * target_ms:  # the first size near the target: a smaller one may be launch-bound
@@ -119,9 +136,12 @@ def main() -> int:
         # too, so the phase's CUDA events on torch's stream are measured apart from the rest.
         modes = MODES + (("steptrace, steps only, CUPTI off",) if target_ms == 1.5 else ())
         seen = {m: [] for m in modes}
+        gap_us = {m: [] for m in modes}
         for _ in range(ROUNDS):
             for mode in modes:
-                seen[mode].append(float(run_child("child", mode, str(size), str(products))))
+                ms, gap = (float(v) for v in run_child("child", mode, str(size), str(products)).split())
+                seen[mode].append(ms)
+                gap_us[mode].append(gap)
         best = {m: min(v) for m, v in seen.items()}
         base = best["untraced"]
         spread = max(seen["untraced"]) / base - 1  # the same untraced loop, round to round: the noise
@@ -130,6 +150,12 @@ def main() -> int:
               + "; ".join(f"{m} " + " ".join(f"{v:.3f}" for v in seen[m]) for m in modes))
         for mode in modes[1:]:
             print(f"    {mode:<22} {best[mode]:8.3f} ms/step  {100 * (best[mode] / base - 1):+6.2f}%")
+        # Where the added time goes: the host's step boundary (the GPU waits through it), or not.
+        gap = {m: min(v) for m, v in gap_us.items()}
+        print("    host from .item() to the next step's first launch, median us (the GPU idles through it): "
+              + "; ".join(f"{m} {gap[m]:.1f}" for m in modes)
+              + "; of each mode's added time per step, the boundary's part: "
+              + "; ".join(f"{m} {gap[m] - gap['untraced']:+.1f} of {1000 * (best[m] - base):+.1f} us" for m in modes[1:]))
         added = best["steptrace"] / base - 1
         host = best["steptrace, CUPTI off"] / base - 1
         per_launch_us = (best["steptrace"] - best["steptrace, CUPTI off"]) * 1000 / (2 * products)
