@@ -106,8 +106,51 @@ TEST_CASE("a straggler whose extra time is in backward, inside `compute`, is fou
   CHECK(all.ranks->straggler->rank == 1);
   CHECK(all.ranks->straggler->phase == "compute");
   CHECK(all.ranks->straggler->excess_ms == Approx(10));
-  CHECK_THAT(all.diag.advice.at(0), Contains("rank 1's device"));
+  CHECK(all.ranks->straggler->within == "backward");  // the named phase that holds it
+  CHECK(all.ranks->straggler->within_ms == Approx(10));
+  CHECK_THAT(all.diag.evidence, Contains("10.00 ms a step more in `compute` than the median of the others, 10.0 ms "
+                                         "of it in `backward`"));
+  CHECK_THAT(all.diag.advice.at(0), Contains("look at what rank 1 does in `backward` that the others do not"));
+  CHECK_THAT(all.diag.advice.at(0), !Contains("GPU"));  // no rank has a device view: nothing says there is one
   CHECK(all.ranks->rows[0].step_mean_ms == Approx(all.ranks->rows[1].step_mean_ms));
+}
+
+TEST_CASE("a straggler's extra time is named by the most specific phase holding half of it, or by none", "[ranks]") {
+  // Rank 1: `data` (inside `load`, inside `compute`) takes 12 ms more than on the others; `load`
+  // holds it too (with 1 ms of its own), so `data` is the one named. Four ranks: the median of
+  // three others.
+  const auto ranks = [](double data_extra, double spread_extra) {
+    std::vector<rank_report> reports;
+    for (std::uint32_t r = 0; r < 4; ++r) {
+      const double data = 2 + (r == 1 ? data_extra : 0);
+      const double a = 3 + (r == 1 ? spread_extra : 0), b = 3 + (r == 1 ? spread_extra : 0);
+      const double step = 5 + 1 + data + a + b;
+      reports.push_back(report(rank_summary(r, 4, {{"compute", 5}, {"load", 1}, {"data", data}, {"fwd", a}, {"bwd", b},
+                                                   {"wait", 0.3 + 30 - step}},
+                                            {{"load", "compute"}, {"data", "load"}, {"fwd", "compute"},
+                                             {"bwd", "compute"}, {"wait", "compute"}})));
+    }
+    return combine_ranks(reports, 4, 30);
+  };
+  const summary named = ranks(12, 0);
+  REQUIRE(named.ranks->straggler);
+  CHECK(named.ranks->straggler->rank == 1);
+  CHECK(named.ranks->straggler->phase == "compute");
+  CHECK(named.ranks->straggler->within == "data");
+  CHECK(named.ranks->straggler->within_ms == Approx(12));
+  // The same 12 ms spread: 5 in `fwd`, 5 in `bwd`, 2 in `data`: no phase holds half of it.
+  const summary spread = ranks(2, 5);
+  REQUIRE(spread.ranks->straggler);
+  CHECK(spread.ranks->straggler->excess_ms == Approx(12));
+  CHECK(spread.ranks->straggler->within.empty());
+  CHECK_THAT(spread.diag.advice.at(0), Contains("look at rank 1's host and its share of the work"));
+  // What it names survives the JSON, and a summary without it reads back without it.
+  for (const summary* s : {&named, &spread}) {
+    const summary back = summary::from_json(s->json());
+    REQUIRE(back.ranks->straggler);
+    CHECK(back.ranks->straggler->within == s->ranks->straggler->within);
+    CHECK(back.ranks->straggler->within_ms == Approx(s->ranks->straggler->within_ms));
+  }
 }
 
 TEST_CASE("STRAGGLER fires at its gap threshold and not just below it", "[ranks]") {

@@ -221,7 +221,8 @@ def test_a_rank_payload_is_a_few_kb_whatever_the_phases_and_timeline(tracer):
     own = tracer._core.summary()
     full, sent = len(own.json()), _ranks.payload(own, [1.5] * 256, 300)
     assert full > 200_000  # the whole summary, with its timeline
-    assert len(sent) < 8_000, len(sent)
+    assert len(sent) < 12_000, len(sent)  # 8 of the 256 custom phases go (STRAGGLER's `within`), ~500 bytes each
+    assert 8 <= sum(1 for name in json.loads(json.loads(sent)["summary"])["phases"] if name.startswith("layer.")) <= 16
     back = _core.rank_digest(_core.Summary.from_json(json.loads(sent)["summary"]))
     assert back.rank == 1 and back.steps == own.steps
     shares = json.loads(back.json())["phases"]

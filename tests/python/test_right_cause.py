@@ -3,8 +3,10 @@ costs): each class on several traces from other projects' test data (TraceLens, 
 independent reading (trace_truth.py: plain JSON and interval unions, no steptrace code) for the
 figure that decides, and to the label and first fix a user should read.
 
-Where each file comes from: tests/data/profiler_traces/README.md."""
+Where each file comes from: tests/data/profiler_traces/README.md; a job recorded here, with the
+program that recorded it: tests/data/gloo_straggler/job.py."""
 
+import gzip
 import json
 from pathlib import Path
 
@@ -203,3 +205,24 @@ def test_a_rank_that_starts_late_is_said_late_with_the_others_wait_as_its_gain(t
     d = steptrace.load(tmp_path).to_dict()
     assert d["ranks"]["straggler"]["rank"] == 7 and "late_ms" not in d["ranks"]["straggler"]
     assert d["ranks"]["straggler"]["phase"] == "input"
+
+
+def test_a_slow_rank_is_named_by_the_phase_inside_compute_its_extra_time_is_in():
+    # Two CPU ranks (gloo, DDP); rank 1 sleeps 30 ms in its `data` range each step (job.py).
+    folder = DATA.parent / "gloo_straggler"
+    d = steptrace.load(folder).to_dict()
+    assert d["diagnosis"]["label"] == "STRAGGLER"
+    straggler = d["ranks"]["straggler"]
+    assert straggler["rank"] == 1 and straggler["phase"] == "compute"
+
+    def data_ms(rank: int) -> float:  # the trace's own `data` ranges, read as plain JSON
+        events = json.loads(gzip.open(folder / f"rank{rank}.pt.trace.json.gz").read())["traceEvents"]
+        spans = [e["dur"] / 1e3 for e in events if e.get("name") == "data" and e.get("ph") == "X"]
+        return sum(spans) / len(spans)
+
+    excess = data_ms(1) - data_ms(0)
+    assert excess > 29  # the program slept 30 ms
+    assert straggler["within"]["phase"] == "data"
+    assert straggler["within"]["excess_ms"] == pytest.approx(excess, rel=0.02)
+    first = d["diagnosis"]["advice"][0]
+    assert "`data`" in first and "GPU" not in first  # a host-only job: nothing says there is a GPU

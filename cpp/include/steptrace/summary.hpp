@@ -333,8 +333,10 @@ struct rank_report {
 
 // What a rank sends to rank 0, and what rank 0 accepts: the figures the job's table reads (counts,
 // step times, each built-in phase with the custom phases inside it folded in, device busy share,
-// label, rank; from a trace, where its first step and first collective began), nothing else: a
-// few KB whatever the phases, the timeline or the run's length.
+// label, rank; from a trace, where its first step and first collective began; the 8 custom
+// phases with the most time of their own, and those around them (16 in all at most), with their
+// own time a step and no share, so that STRAGGLER can name the one a slow rank spends its time
+// in), nothing else: under 12 KB whatever the phases, the timeline or the run's length.
 // Throws std::invalid_argument naming the fault when `s` has no rank or its figures do not hold
 // together (shares outside 0..1, or not summing to 1; times not finite).
 STEPTRACE_API summary rank_digest(const summary& s);

@@ -5,23 +5,26 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "report/diagnosis.hpp"
 #include "report/gains.hpp"
 #include "report/json_fields.hpp"
 #include "report/report.hpp"
+#include "report/straggler.hpp"
 #include "report/summary_facts.hpp"
 #include "steptrace/summary.hpp"
 
 namespace steptrace {
 namespace {
 
-using detail::default_thresholds;
 using detail::builtin_groups;
+using detail::collective_wait;
+using detail::find_straggler;
 using detail::group_share;
+using detail::median;
+using detail::phase_of;
 
-// The phases a straggler is named by: where its own work is, never the wait for the others.
-constexpr const char* own_phases[] = {"input", "h2d", "compute", "other"};
 
 // A row's share of `name`: its built-in group; a custom phase outside every built-in is the
 // rank's own work, so it counts as `compute` (as the diagnosis weighs it): the row's five shares
@@ -36,25 +39,6 @@ double row_share(const summary& s, std::string_view name) {
   }
   return share;
 }
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-template <typename Row>  // rank_row or const rank_row
-auto& phase_of(Row& r, std::string_view phase) {
-  if (phase == "input") return r.input_ms;
-  if (phase == "h2d") return r.h2d_ms;
-  if (phase == "compute") return r.compute_ms;
-  if (phase == "wait") return r.wait_ms;
-  return r.other_ms;
-}
-
-// A rank's wait at the collectives a step: on the host and, from a trace, on the device.
-double collective_wait(const rank_row& r) { return r.wait_ms + r.device_wait_ms; }
 
 rank_row row_of(const rank_report& report) {
   const summary& s = report.s;
@@ -72,19 +56,6 @@ rank_row row_of(const rank_report& report) {
   r.step_begin_us = detail::fact_double(s, "trace.step_begin_us");
   r.first_collective_us = detail::fact_double(s, "trace.first_collective_us");
   return r;
-}
-
-// How late `least` started against the others (ms), when every rank's trace says where its first
-// step began and `least` reached its first collective last; 0 otherwise.
-double late_start_ms(const std::vector<const rank_row*>& rows, const rank_row* least) {
-  if (!least->step_begin_us || !least->first_collective_us) return 0;
-  std::vector<double> begins;
-  for (const rank_row* r : rows) {
-    if (r == least) continue;
-    if (!r->step_begin_us || !r->first_collective_us || *r->first_collective_us > *least->first_collective_us) return 0;
-    begins.push_back(*r->step_begin_us);
-  }
-  return std::max(0.0, (*least->step_begin_us - median(begins)) / 1e3);
 }
 
 // Steps every rank kept a wait for: the k-th collective of one rank is the k-th of each. Each
@@ -110,104 +81,6 @@ void count_slowest(const std::vector<const rank_report*>& reports, ranks_view& v
   }
 }
 
-std::optional<straggler_info> find_straggler(const ranks_view& view) {
-  std::vector<const rank_row*> rows;
-  for (const rank_row& r : view.rows) {
-    if (r.steps > 0) rows.push_back(&r);
-  }
-  if (rows.size() < 2) return std::nullopt;
-  const rank_row* least = *std::min_element(rows.begin(), rows.end(),
-                                            [](const rank_row* a, const rank_row* b) { return collective_wait(*a) < collective_wait(*b); });
-  std::vector<double> others_wait, steps;
-  for (const rank_row* r : rows) {
-    steps.push_back(r->step_mean_ms);
-    if (r != least) others_wait.push_back(collective_wait(*r));
-  }
-  straggler_info s;
-  s.rank = least->who.rank;
-  std::vector<std::pair<double, std::uint32_t>> others_work;
-  for (const rank_row* r : rows) {
-    if (r != least) others_work.emplace_back(r->step_mean_ms - collective_wait(*r), r->who.rank);
-  }
-  std::sort(others_work.begin(), others_work.end());
-  s.median_rank = others_work[(others_work.size() - 1) / 2].second;
-  s.own_wait_ms = collective_wait(*least);
-  s.others_wait_ms = median(others_wait);
-  const double gap = s.others_wait_ms - s.own_wait_ms;
-  if (gap < default_thresholds.straggler_gap_share * median(steps) || gap < default_thresholds.straggler_gap_ms) {
-    return std::nullopt;
-  }
-  s.excess_ms = -1e300;
-  for (const char* phase : own_phases) {
-    std::vector<double> others;
-    for (const rank_row* r : rows) {
-      if (r != least) others.push_back(phase_of(*r, phase));
-    }
-    const double excess = phase_of(*least, phase) - median(others);
-    if (excess > s.excess_ms) s.excess_ms = excess, s.phase = phase;
-  }
-  // It began its step late and arrived last at the collectives: late before the traced step, by
-  // more than any phase of its own explains.
-  const double late = late_start_ms(rows, least);
-  if (late >= default_thresholds.straggler_gap_ms && late > s.excess_ms) {
-    s.late_ms = late;
-    return s;
-  }
-  if (s.excess_ms <= 0) return std::nullopt;  // it does no more of its own work than the others: not what holds them
-  return s;
-}
-
-std::string where_to_look(std::uint32_t rank, std::string_view phase) {
-  if (phase == "input") return fmt::format("look at rank {}'s data loader, storage and host (CPU load, other jobs)", rank);
-  if (phase == "h2d") return fmt::format("look at rank {}'s copies: pinned memory, and its PCIe/NUMA placement", rank);
-  if (phase == "compute") {
-    return fmt::format("look at rank {}'s device and its share of the work: a slower or throttled GPU, another "
-                       "process on it, or longer samples (sequence lengths) landing on it",
-                       rank);
-  }
-  return fmt::format("look at what rank {} does outside the traced phases: work only it does (`if rank == {}:` "
-                     "logging, checkpoints, evaluation), or host syncs",
-                     rank, rank);
-}
-
-diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s) {
-  const std::size_t n = view.rows.size() - 1;
-  const std::string others = n == 1 ? "the other rank waits" : fmt::format("the other {} ranks wait", n);
-  diagnosis d;
-  d.label = "STRAGGLER";
-  if (s.late_ms > 0) {
-    d.evidence = fmt::format(
-        "Rank {} begins its step {:.2f} ms after the others (median) and reaches the collectives last: it was late "
-        "before the traced step. It waits {:.2f} ms a step at the collectives while {} {:.2f} ms{} for it; no phase "
-        "of its own takes more than {:.2f} ms longer than the others'.",
-        s.rank, s.late_ms, s.own_wait_ms, others, s.others_wait_ms, n == 1 ? "" : " (median)", std::max(0.0, s.excess_ms));
-    d.advice = {
-        fmt::format("rank {} starts {:.1f} ms late and {} {:.1f} ms a step for it: trace more steps (a longer "
-                    "schedule, more active steps) to see what delays it before the step: the step before, its data "
-                    "loader, host work only it does (`if rank == {}:` logging, checkpoints)",
-                    s.rank, s.late_ms, others, s.others_wait_ms, s.rank),
-        "the fix on that rank speeds up every rank: the job runs at the pace of its slowest rank",
-    };
-    return d;
-  }
-  d.evidence = fmt::format(
-      "Rank {} waits {:.2f} ms a step at the collectives while {} {:.2f} ms{} for it. It spends {:.2f} ms a step "
-      "more in `{}` than the median of the others.",
-      s.rank, s.own_wait_ms, others, s.others_wait_ms, n == 1 ? "" : " (median)", s.excess_ms, s.phase);
-  for (const rank_row& r : view.rows) {
-    if (r.who.rank == s.rank && view.steps_compared > 0) {
-      d.evidence += fmt::format(" It was the slowest rank in {} of the last {} steps.", r.slowest_steps,
-                                view.steps_compared);
-    }
-  }
-  d.advice = {
-      fmt::format("rank {} spends {:.1f} ms more in `{}` than the median rank; {} {:.1f} ms a step for it at the "
-                  "all-reduce: {}",
-                  s.rank, s.excess_ms, s.phase, others, s.others_wait_ms, where_to_look(s.rank, s.phase)),
-      "the fix on that rank speeds up every rank: the job runs at the pace of its slowest rank",
-  };
-  return d;
-}
 
 // What the live windows add to the job's diagnosis at exit: how often its straggler lagged, and
 // whether that is its node (chronic) or a stall (one-off); or, with no straggler at exit, the
@@ -239,6 +112,51 @@ void add_live_words(diagnosis& d, const live_ranks_view& live, const std::option
     std::string words;
     for (const rank_window_count& c : live.counts) words += (words.empty() ? "" : "; ") + detail::live_rank_words(c, live.windows);
     d.evidence += " Live windows named a straggler: " + words + ".";
+  }
+}
+
+// The custom phases a digest carries for the straggler's `within` (report/straggler.hpp): the
+// max_digest_phases with the most time of their own, and the custom phases around them (twice
+// that many in all at most; a phase whose chain does not fit is left out whole), each
+// with its own time a step, its calls and its parent, and no share (the built-in rows already
+// hold their time, so every share and row reads as before).
+constexpr std::size_t max_digest_phases = 8;
+
+void digest_custom_phases(const summary& s, summary& d) {
+  std::unordered_map<std::string_view, std::size_t> index;
+  std::vector<std::size_t> custom;
+  for (std::size_t i = 0; i < s.phases.size(); ++i) {
+    index.emplace(s.phases[i].name, i);
+    const double own = s.phases[i].ms.mean;
+    if (!detail::is_builtin(s.phases[i].name) && std::isfinite(own) && own > 0) custom.push_back(i);
+  }
+  std::sort(custom.begin(), custom.end(), [&](std::size_t a, std::size_t b) { return s.phases[a].ms.mean > s.phases[b].ms.mean; });
+  if (custom.size() > max_digest_phases) custom.resize(max_digest_phases);
+  std::vector<bool> kept(s.phases.size(), false);
+  std::size_t count = 0;
+  std::vector<std::size_t> chain;
+  for (std::size_t i : custom) {  // with the custom phases around it, up to a built-in: all or none
+    chain.clear();
+    for (std::size_t at = i, depth = 0; depth < s.phases.size() && !kept[at]; ++depth) {
+      if (detail::is_builtin(s.phases[at].name)) break;
+      chain.push_back(at);
+      const auto up = s.phases[at].parent.empty() ? index.end() : index.find(s.phases[at].parent);
+      if (up == index.end()) break;
+      at = up->second;
+    }
+    if (count + chain.size() > 2 * max_digest_phases) continue;
+    for (std::size_t at : chain) kept[at] = true;
+    count += chain.size();
+  }
+  for (std::size_t i = 0; i < s.phases.size(); ++i) {
+    if (!kept[i]) continue;
+    phase_stats p;
+    p.name = s.phases[i].name;
+    p.parent = s.phases[i].parent;
+    p.calls = s.phases[i].calls;
+    p.ms.mean = std::isfinite(s.phases[i].ms.mean) ? std::max(0.0, s.phases[i].ms.mean) : 0.0;
+    p.ms.total = p.ms.mean * static_cast<double>(s.steps);
+    d.phases.push_back(std::move(p));
   }
 }
 
@@ -298,6 +216,7 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
   view.median_ms = median(own_work);
   count_slowest(sorted, view);
   view.straggler = find_straggler(view);
+  if (view.straggler && view.straggler->late_ms == 0) detail::name_within(*view.straggler, sorted);
   summary out = sorted.front()->s;
   const bool others_have_steps =
       std::any_of(sorted.begin(), sorted.end(), [](const rank_report* r) { return r->s.steps > 0; });
@@ -306,7 +225,7 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
                                     out.rank->rank);
   }
   if (view.straggler) {
-    out.diag = straggler_diagnosis(view, *view.straggler);
+    out.diag = detail::straggler_diagnosis(view, *view.straggler);
     if (out.live_ranks) add_live_words(out.diag, *out.live_ranks, view.straggler);  // chronic or one-off
     // Every rank waits for the straggler: its excess over the median rank is what its fix can save.
     // A late rank's fix saves the others' wait for it.
@@ -426,6 +345,7 @@ summary rank_digest(const summary& s) {
     if (const phase_stats* own = s.phase(name)) p.calls = own->calls;
     d.phases.push_back(std::move(p));
   }
+  digest_custom_phases(s, d);
   if (s.gpu) d.gpu.emplace().busy_share = std::clamp(s.gpu->busy_share, 0.0, 1.0);
   for (const char* key : {"trace.step_begin_us", "trace.first_collective_us"}) {  // a late start (traces)
     if (const std::string* v = s.fact(key)) d.facts.emplace_back(key, *v);

@@ -137,6 +137,7 @@ json_doc ranks_json(const ranks_view& v) {
                  {"own_wait_ms", s->own_wait_ms},
                  {"others_wait_ms", s->others_wait_ms}};
     if (s->late_ms > 0) straggler["late_ms"] = s->late_ms;
+    if (!s->within.empty()) straggler["within"] = {{"phase", s->within}, {"excess_ms", s->within_ms}};
   }
   return json_doc{{"world_size", v.world_size}, {"rows", rows},           {"missing", v.missing}, {"missing_count", v.missing_count},
                   {"refused", refused_json(v.refused)},
@@ -178,9 +179,17 @@ ranks_view ranks_from(const json_doc& j) {
   v.worst_ms = number_at(worst, "ms");
   v.median_ms = number_at(worst, "median_ms");
   if (const json_doc& s = j.at("straggler"); !s.is_null()) {
-    v.straggler = straggler_info{rank_count_at(s, "rank"), s.at("phase").get<std::string>(), signed_at(s, "excess_ms"),
-                                 number_at(s, "own_wait_ms"), number_at(s, "others_wait_ms")};
-    if (s.contains("late_ms")) v.straggler->late_ms = number_at(s, "late_ms");
+    straggler_info& read = v.straggler.emplace();
+    read.rank = rank_count_at(s, "rank");
+    read.phase = s.at("phase").get<std::string>();
+    read.excess_ms = signed_at(s, "excess_ms");
+    read.own_wait_ms = number_at(s, "own_wait_ms");
+    read.others_wait_ms = number_at(s, "others_wait_ms");
+    if (s.contains("late_ms")) read.late_ms = number_at(s, "late_ms");
+    if (s.contains("within")) {
+      read.within = s.at("within").at("phase").get<std::string>();
+      read.within_ms = number_at(s.at("within"), "excess_ms");
+    }
   }
   return v;
 }

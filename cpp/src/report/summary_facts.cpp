@@ -7,13 +7,10 @@
 #include <vector>
 
 namespace steptrace::detail {
-namespace {
 
 bool is_builtin(std::string_view name) {
   return name == "input" || name == "h2d" || name == "compute" || name == "wait" || name == "other";
 }
-
-}  // namespace
 
 // The built-in phase each phase counts toward (index-aligned with s.phases): itself if built-in,
 // else the nearest built-in it was opened inside; empty for a custom phase outside every

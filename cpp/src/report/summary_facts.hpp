@@ -19,6 +19,9 @@ using steptrace::collective_phase;  // the host in a CPU collective, inside `wai
 // never the subject of advice.
 inline constexpr std::string_view one_time_phase = "initialisation";
 
+// One of the five built-in phases: input, h2d, compute, wait, other.
+bool is_builtin(std::string_view name);
+
 // The built-in phase each phase counts toward (index-aligned with s.phases): itself if built-in,
 // else the nearest built-in it was opened inside; empty for a custom phase outside every one.
 // Linear in the phases whatever the depth of a chain, and safe on a cycle read from a file.

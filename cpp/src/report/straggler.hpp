@@ -1,0 +1,41 @@
+// Internal (not public API): the STRAGGLER rule over a job's rank rows (docs/architecture.md,
+// "Ranks"): the rank the others wait for, the phase it spends its extra time in and, where its
+// summary has them, the named phase inside that one which holds most of it; and its diagnosis.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "steptrace/summary.hpp"
+
+namespace steptrace::detail {
+
+double median(std::vector<double> v);
+
+template <typename Row>  // rank_row or const rank_row
+auto& phase_of(Row& r, std::string_view phase) {
+  if (phase == "input") return r.input_ms;
+  if (phase == "h2d") return r.h2d_ms;
+  if (phase == "compute") return r.compute_ms;
+  if (phase == "wait") return r.wait_ms;
+  return r.other_ms;
+}
+
+// A rank's wait at the collectives a step: on the host and, from a trace, on the device.
+inline double collective_wait(const rank_row& r) { return r.wait_ms + r.device_wait_ms; }
+
+// The rank that waits least at the collectives, when the others wait for it beyond the
+// thresholds (report/diagnosis.hpp) and it does more of its own work, or began late.
+std::optional<straggler_info> find_straggler(const ranks_view& view);
+
+// Names, in `s`, the custom phase inside s.phase (at any depth; for `compute`, also one outside
+// every built-in) whose time a step, with the phases inside it, exceeds the median of the other
+// ranks' by half of s.excess_ms or more: the most specific such phase (the least time of its
+// own). `reports` are the job's ranks; s.within stays empty when none holds that much, or when the
+// summaries carry no custom phases (a live rank's digest).
+void name_within(straggler_info& s, const std::vector<const rank_report*>& reports);
+
+diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s);
+
+}  // namespace steptrace::detail
