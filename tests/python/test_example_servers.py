@@ -85,6 +85,8 @@ def _serve_under_load(command: list) -> dict:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        for pipe in (proc.stdout, proc.stderr):  # a server that failed leaves no open pipe behind
+            pipe.close()
     assert not errors, errors
     assert proc.returncode == 0, err
     return {"replies": replies, "scrapes": scrapes, "summary": json.loads(out), "table": err}

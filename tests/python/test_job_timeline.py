@@ -136,8 +136,8 @@ def test_eight_ranks_of_a_real_nccl_trace_align_on_their_all_reduce_kernels(tmp_
     rank: exactly, as the kernels are the same."""
     import gzip
 
-    src = json.load(gzip.open(os.path.join(os.path.dirname(__file__), "..", "data", "profiler_traces",
-                                           "hta_nccl_data.json.gz")))
+    with gzip.open(os.path.join(os.path.dirname(__file__), "..", "data", "profiler_traces", "hta_nccl_data.json.gz")) as f:
+        src = json.load(f)
     traces = tmp_path / "traces"
     traces.mkdir()
     first = min((e for e in src["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")), key=lambda e: e["ts"])

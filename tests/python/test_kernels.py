@@ -21,7 +21,8 @@ DEVICE = ("kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset")
 
 def independent(path: Path, warmup: int):
     """{kernel: (calls, ms)} and {op: ms} over the counted steps, read from the JSON alone."""
-    events = [e for e in json.load(gzip.open(path))["traceEvents"] if e.get("ph") == "X" and "dur" in e]
+    with gzip.open(path) as f:
+        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X" and "dur" in e]
     kernels = [e for e in events if e.get("cat") in ("kernel", "Kernel")]
     device = collections.Counter(e["pid"] for e in kernels).most_common(1)[0][0]
     steps = sorted((e for e in events if e["name"].startswith("ProfilerStep#")  # not the GPU's copies of them

@@ -216,7 +216,8 @@ def test_a_slow_rank_is_named_by_the_phase_inside_compute_its_extra_time_is_in()
     assert straggler["rank"] == 1 and straggler["phase"] == "compute"
 
     def data_ms(rank: int) -> float:  # the trace's own `data` ranges, read as plain JSON
-        events = json.loads(gzip.open(folder / f"rank{rank}.pt.trace.json.gz").read())["traceEvents"]
+        with gzip.open(folder / f"rank{rank}.pt.trace.json.gz") as f:
+            events = json.load(f)["traceEvents"]
         spans = [e["dur"] / 1e3 for e in events if e.get("name") == "data" and e.get("ph") == "X"]
         return sum(spans) / len(spans)
 
