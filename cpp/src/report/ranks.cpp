@@ -225,7 +225,8 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
                                     out.rank->rank);
   }
   if (view.straggler) {
-    out.diag = detail::straggler_diagnosis(view, *view.straggler);
+    const bool gpu = std::any_of(sorted.begin(), sorted.end(), [](const rank_report* r) { return r->s.gpu || r->s.backend.cuda; });
+    out.diag = detail::straggler_diagnosis(view, *view.straggler, gpu);
     if (out.live_ranks) add_live_words(out.diag, *out.live_ranks, view.straggler);  // chronic or one-off
     // Every rank waits for the straggler: its excess over the median rank is what its fix can save.
     // A late rank's fix saves the others' wait for it.

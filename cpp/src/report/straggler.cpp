@@ -33,12 +33,12 @@ double late_start_ms(const std::vector<const rank_row*>& rows, const rank_row* l
 }
 
 // What to look at on the straggler: by the phase its extra time is in and, when one holds most of
-// it, the named phase inside that one. The device is named as a GPU only where a rank has a GPU.
+// it, the named phase inside that one. A GPU is named only in a job where a rank had one.
 std::string where_to_look(const straggler_info& s, bool gpu) {
   const std::uint32_t rank = s.rank;
   if (!s.within.empty()) {
     return fmt::format("look at what rank {} does in `{}` that the others do not: more or longer work landing on it "
-                       "(its share of the data, longer samples), a wait only it has (storage, a lock, a sleep), or a "
+                       "(its share of the data, longer samples), a wait only it has (storage, a lock, the network), or a "
                        "slower or busier host{}",
                        rank, s.within, gpu ? " or GPU" : "");
   }
@@ -180,7 +180,7 @@ void name_within(straggler_info& s, const std::vector<const rank_report*>& repor
   }
 }
 
-diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s) {
+diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s, bool gpu) {
   const std::size_t n = view.rows.size() - 1;
   const std::string others = n == 1 ? "the other rank waits" : fmt::format("the other {} ranks wait", n);
   diagnosis d;
@@ -210,7 +210,6 @@ diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s) {
                                 view.steps_compared);
     }
   }
-  const bool gpu = std::any_of(view.rows.begin(), view.rows.end(), [](const rank_row& r) { return r.device_busy_share.has_value(); });
   d.advice = {
       fmt::format("rank {} spends {:.1f} ms more in `{}` than the median rank{}; {} {:.1f} ms a step for it at the "
                   "all-reduce: {}",

@@ -36,6 +36,7 @@ std::optional<straggler_info> find_straggler(const ranks_view& view);
 // summaries carry no custom phases (a live rank's digest).
 void name_within(straggler_info& s, const std::vector<const rank_report*>& reports);
 
-diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s);
+// `gpu`: a rank of the job had a GPU (a device view, or CUDA there): the advice may name one.
+diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s, bool gpu);
 
 }  // namespace steptrace::detail
