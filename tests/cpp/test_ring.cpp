@@ -1,8 +1,10 @@
-// The per-thread ring: order, wrap-around, and what a full ring refuses.
+// The per-thread ring: order, wrap-around, and what a full ring refuses; when its consumer polls.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
+#include "core/poll_interval.hpp"
 #include "steptrace/detail/ring.hpp"
 
 using namespace steptrace::detail;
@@ -63,4 +65,27 @@ TEST_CASE("a run of records goes in whole, across the wrap, or not at all", "[re
   for (int i = 0; i < 43; ++i) REQUIRE(r.try_push(1000, 0, record_kind::step_begin));
   CHECK(r.try_push_run(first, rest.data(), 20));  // exactly full: 43 + 21 = 64
   CHECK_FALSE(r.try_push(1000, 0, record_kind::step_begin));
+}
+
+// The collector's poll rule (core/poll_interval.hpp), without a clock.
+TEST_CASE("the collector polls when the fullest ring would be half full", "[ring]") {
+  using std::chrono::microseconds;
+  using p = steptrace::detail::poll_interval;
+  // A ring found an eighth full after 1 ms would be half full after 4 ms: the interval doubles
+  // toward it, one poll at a time.
+  CHECK(p::next(microseconds(1000), microseconds(1000), 0.125, 0, false) == microseconds(2000));
+  CHECK(p::next(microseconds(2000), microseconds(2000), 0.25, 0, false) == microseconds(4000));
+  CHECK(p::next(microseconds(4000), microseconds(4000), 0.5, 0, false) == microseconds(4000));  // on the aim: kept
+  // Found full after 2 ms: half of that at once.
+  CHECK(p::next(microseconds(2000), microseconds(2000), 1.0, 0, false) == microseconds(1000));
+  // The late poll of a busy machine: the rate, not the interval asked for, sets the next one.
+  CHECK(p::next(microseconds(1000), microseconds(3000), 0.75, 0, false) == microseconds(2000));
+  // An event pool aims at a quarter: the fuller of the two aims wins.
+  CHECK(p::next(microseconds(4000), microseconds(4000), 0.125, 0.5, false) == microseconds(2000));
+  // Nothing came: the interval doubles, up to 50 ms.
+  CHECK(p::next(microseconds(1000), microseconds(1000), 0, 0, false) == microseconds(2000));
+  CHECK(p::next(microseconds(40000), microseconds(40000), 0, 0, false) == p::slowest);
+  // Records faster than any poll can keep up with, or a thread that outran the polls: the fastest.
+  CHECK(p::next(microseconds(1000), microseconds(100), 1.0, 0, false) == p::fastest);
+  CHECK(p::next(microseconds(8000), microseconds(8000), 0, 0, true) == p::fastest);
 }

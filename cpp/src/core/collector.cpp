@@ -8,6 +8,7 @@
 #include <chrono>
 #include <vector>
 
+#include "core/poll_interval.hpp"
 #include "core/tracer_impl.hpp"
 #include "gpu/backend.hpp"
 
@@ -23,23 +24,20 @@ void tracer_impl::start_collector() {
 }
 
 void tracer_impl::collect_loop() {
-  // Polls faster while rings (or event pools) fill quickly, slower while they do not, between
-  // 0.1 and 50 ms; at once at the fastest when a thread had to drain its own ring, found its
-  // event pool full, or woke it with a pool half full (event_timer.hpp).
-  constexpr auto fastest = std::chrono::microseconds(100);
-  constexpr auto slowest = std::chrono::microseconds(50000);
-  auto interval = std::chrono::microseconds(1000);
+  // Polls at the pace the records come (core/poll_interval.hpp), and at once when a thread had
+  // to drain its own ring, found its event pool full, or woke it with a pool half full.
+  auto interval = poll_interval::first;
   std::uint64_t self_drains = producer_drains.load(std::memory_order_relaxed);
   std::uint64_t pools_full = 0;  // the threads' event pools found full, as last read
   auto last_device_read = std::chrono::steady_clock::now();
+  auto last_poll = last_device_read;
   std::unique_lock<std::mutex> lock(mutex);
   while (!stopping) {
     wake.wait_for(lock, interval);
     if (stopping) break;
-    // Event slots are freed only here, so a pool a quarter full of pairs not yet read back
-    // counts as a ring a quarter full.
-    std::uint64_t fullest = harvest_events();
-    if (std::chrono::steady_clock::now() - last_device_read > std::chrono::seconds(1)) {
+    const auto now = std::chrono::steady_clock::now();
+    const double pool_fill = harvest_events();
+    if (now - last_device_read > std::chrono::seconds(1)) {
       read_device(device_flush::none);
       lock.unlock();  // /proc is read without the tracer lock
       sample_cpu();   // threads that exit between two samples keep what was seen of them
@@ -48,23 +46,21 @@ void tracer_impl::collect_loop() {
     }
     std::uint64_t now_pools_full = 0;
     bool asked = false;  // a pool half full asked for this harvest: its pairs came faster than the polls
+    double ring_fill = 0;  // of the fullest ring, as this poll found it
     for (auto& t : threads) {
       now_pools_full += t->events.full.load(std::memory_order_relaxed);
       asked |= t->events.harvest_asked.exchange(false, std::memory_order_relaxed);
       const std::uint64_t n = drain_locked(*t);
-      fullest = std::max(fullest, n * 8 / t->records.capacity());  // in eighths of the ring
+      ring_fill = std::max(ring_fill, static_cast<double>(n) / t->records.capacity());
     }
     sample_rss(lock, false);
     live_tick(lock);
     capture_tick(lock);
     const std::uint64_t now_self_drains = producer_drains.load(std::memory_order_relaxed);
-    if (now_self_drains != self_drains || now_pools_full != pools_full || asked) {
-      interval = fastest;  // a thread filled its ring or pool: recording outran our polls
-    } else if (fullest >= 2) {
-      interval = std::max(interval / 2, fastest);
-    } else if (fullest == 0) {
-      interval = std::min(interval * 2, slowest);
-    }
+    interval = poll_interval::next(interval, std::chrono::duration_cast<std::chrono::microseconds>(now - last_poll),
+                                   ring_fill, pool_fill,
+                                   now_self_drains != self_drains || now_pools_full != pools_full || asked);
+    last_poll = now;
     self_drains = now_self_drains;
     pools_full = now_pools_full;
   }
@@ -157,7 +153,7 @@ void tracer_impl::drain_all_locked() {
   for (auto& t : threads) drain_locked(*t);
 }
 
-std::uint64_t tracer_impl::harvest_events() {
+double tracer_impl::harvest_events() {
   for (auto& t : threads) {
     t->pairs_pending = 0;
     for (const event_pair& p : t->builder.event_pairs()) pending_events.push_back({t.get(), p});
@@ -186,7 +182,7 @@ std::uint64_t tracer_impl::harvest_events() {
   std::uint32_t most = 0;
   for (const pending_pair& p : pending_events) most = std::max(most, ++p.thread->pairs_pending);
   pending_events.erase(std::remove_if(pending_events.begin(), pending_events.end(), done), pending_events.end());
-  return std::uint64_t{most} * 2 * 8 / event_pool::size;  // two slots a pair
+  return static_cast<double>(most) * 2 / event_pool::size;  // two slots a pair
 }
 
 void tracer_impl::sample_cpu() {

@@ -74,8 +74,8 @@ class tracer_impl {
   void start_device_reading();         // under `mutex`: from the records that come next
   device_counts device_base;           // under `mutex`: the backend's counts when reading started
   // Under `mutex`: device time of finished event pairs. Returns how full the fullest thread's
-  // event pool was with pairs not yet read back, before this harvest, in eighths.
-  std::uint64_t harvest_events();
+  // event pool was with pairs not yet read back, before this harvest (0 to 1).
+  double harvest_events();
 
   struct pending_pair {
     thread_state* thread;
