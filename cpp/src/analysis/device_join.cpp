@@ -49,9 +49,8 @@ void merge_records(std::deque<device_record>& kept, It first, It last) {
 
 }  // namespace
 
-void device_join::add_records(const std::vector<device_record>& records) {
-  if (records.empty()) return;
-  std::vector<device_record> batch(records);
+void device_join::add_records(std::vector<device_record> batch) {
+  if (batch.empty()) return;
   std::stable_sort(batch.begin(), batch.end(), [](const device_record& a, const device_record& b) {
     const stream_key ka{a.context, a.stream}, kb{b.context, b.stream};
     return ka < kb || (ka == kb && a.start < b.start);
@@ -184,6 +183,7 @@ void device_join::records_in(std::uint64_t begin, std::uint64_t end, const std::
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const device_record& a, const device_record& b) { return a.start < b.start; });
+  if (out.capacity() > out.size() + out.size() / 4) out.shrink_to_fit();  // kept with the step: no growth's slack
 }
 
 void device_join::join(std::uint64_t before) {

@@ -97,7 +97,7 @@ class device_join {
 
   void add_step(std::uint64_t begin, std::uint64_t end, std::vector<host_segment> segments,
                 std::vector<stream_key> streams = {});
-  void add_records(const std::vector<device_record>& records);  // any order
+  void add_records(std::vector<device_record> batch);  // any order; sorted in place (move it in: no copy)
   // Views every waiting step that ended before `before` for good (all of them with UINT64_MAX).
   void join(std::uint64_t before);
   // The joined steps and, provisionally, every step still waiting, with the records so far: a

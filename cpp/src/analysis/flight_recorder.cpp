@@ -191,11 +191,14 @@ void flight_recorder::fill(timeline_view& out, std::uint64_t origin, double ns_p
       std::stable_sort(spans.begin(), spans.end(), [](const phase_span& a, const phase_span& b) {
         return a.begin != b.begin ? a.begin < b.begin : a.depth < b.depth;
       });
+      st.phases.reserve(spans.size());  // each list sized once: a summary holds no growth's slack
       for (const phase_span& p : spans) st.phases.push_back(span(p.phase, p.begin, p.end, p.depth));
       st.phases_dropped = k.spans_dropped;
+      st.set_aside.reserve(k.set_aside.size());
       for (const aside& a : k.set_aside) st.set_aside.push_back(span(a.id, a.begin, a.end, 0));
       st.device_known = k.device_known;
       st.device_dropped = k.device_dropped;
+      st.device.reserve(k.device.size());
       for (const device_record& r : k.device) {
         st.device.push_back({kind_name(r), r.device, r.context, r.stream, device_ms(r.start), device_ms(r.end), r.bytes, r.nccl});
       }

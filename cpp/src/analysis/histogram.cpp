@@ -24,18 +24,19 @@ std::uint64_t histogram::bucket_width(std::size_t b) noexcept {
   return b < sub_count ? 1 : std::uint64_t{1} << ((b - sub_count) / sub_count);
 }
 
-std::size_t histogram::open_group(std::size_t group) {
-  const std::size_t slot = counts_.size() >> sub_bits;
-  counts_.resize(counts_.size() + sub_count, 0);
-  slot_[group] = static_cast<std::uint16_t>(slot);
+std::size_t histogram::open_block(std::size_t block) {
+  const std::size_t slot = counts_.size() >> block_bits;
+  counts_.reserve(counts_.size() + block_size);  // a block at a time: no doubling's slack (a few opens a run)
+  counts_.resize(counts_.size() + block_size, 0);
+  slot_[block] = static_cast<std::uint16_t>(slot);
   return slot;
 }
 
 void histogram::add(std::uint64_t v) {
   const std::size_t b = bucket_of(v);
-  std::size_t slot = slot_[b >> sub_bits];
-  if (slot == absent) slot = open_group(b >> sub_bits);
-  ++counts_[(slot << sub_bits) | (b & (sub_count - 1))];
+  std::size_t slot = slot_[b >> block_bits];
+  if (slot == absent) slot = open_block(b >> block_bits);
+  ++counts_[(slot << block_bits) | (b & (block_size - 1))];
   if (count_ == 0 || v < min_) min_ = v;
   if (count_ == 0 || v > max_) max_ = v;
   ++count_;

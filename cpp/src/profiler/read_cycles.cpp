@@ -83,9 +83,9 @@ summary read_profiler_cycles(const std::vector<std::string>& paths, const trace_
       c.reading = read_trace_reading(open_trace_file(path, c.name), c.name, options.step, about);
       c.alone = summarise_trace(about, c.reading, c.name);
     }
-    if (!c.reading.records.empty()) {
-      c.first = c.reading.records.front().ticks;
-      c.last = c.reading.records.back().ticks;
+    if (c.reading.span) {
+      c.first = c.reading.span->begin;
+      c.last = c.reading.span->end;
     }
     cycles.push_back(std::move(c));
   }

@@ -119,8 +119,8 @@ summary read_file(const std::string& path, const trace_options& options) {
   std::string head = std::move(keeping.kept());
   if (k == kind::summary) return read_summary_text(*source, std::move(head), name, options);
   trace_events about;
-  const trace_reading reading = read_trace_reading(prefixed(std::move(head), std::move(source)), name, options.step, about);
-  return summarise_trace(about, reading, name);
+  return summarise_trace(about, read_trace_reading(prefixed(std::move(head), std::move(source)), name, options.step, about),
+                         name);
 }
 
 }  // namespace steptrace

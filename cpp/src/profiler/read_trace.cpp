@@ -22,6 +22,17 @@ namespace {
 
 std::uint64_t same_ns(std::uint64_t ns) { return ns; }  // a trace's ticks are nanoseconds
 
+// The first step's spans of work launched before the trace, as device records: busy, never idle.
+std::vector<device_record> untraced_records(const std::vector<step_interval>& spans) {
+  std::vector<device_record> out(spans.size());
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    out[i].kind = device_activity::untraced;
+    out[i].start = spans[i].begin;
+    out[i].end = spans[i].end;
+  }
+  return out;
+}
+
 // Each finished step goes to the totals and the flight recorder, as the collector's fan-out does.
 class trace_sink final : public step_sink {
  public:
@@ -107,18 +118,11 @@ class trace_run {
     }
   }
 
-  void add(const trace_reading& r) {
-    device_join* device = totals_.device();
-    if (device && r.has_device) device->add_records(r.device);  // before the steps: each finds its records
-    builder_.next_part(r.warmup_steps);  // warm-up by evidence (trace_rules.hpp), the step numbers go on
-    builder_.consume(r.records.data(), r.records.data() + r.records.size(), sink_);
-    builder_.finish(sink_);
-    kernels_.merge(r.kernels);
-    if (device) {
-      device->join(UINT64_MAX);
-      timeline_.attach_device(*device, UINT64_MAX, &same_ns);
-    }
-  }
+  // A reading read again after (a run of cycles): its device records are copied into the join.
+  void add(const trace_reading& r) { add(r, r.device, nullptr); }
+  // A reading given up: its device records and kernel table are taken, its host records freed
+  // once consumed, so that the summary is never built beside them (memory, docs/architecture.md).
+  void add_given(trace_reading& r) { add(r, std::move(r.device), &r); }
 
   summary finish() {
     summary out;
@@ -130,11 +134,35 @@ class trace_run {
   }
 
  private:
+  // given: `r` itself, when it is given up.
+  void add(const trace_reading& r, std::vector<device_record> records, trace_reading* given) {
+    device_join* device = totals_.device();
+    if (device && r.has_device) {
+      device->add_records(std::move(records));  // before the steps: each finds its records
+      if (!r.untraced.empty()) device->add_records(untraced_records(r.untraced));
+    }
+    builder_.next_part(r.warmup_steps);  // warm-up by evidence (trace_rules.hpp), the step numbers go on
+    builder_.consume(r.records.data(), r.records.data() + r.records.size(), sink_);
+    builder_.finish(sink_);
+    if (given != nullptr) std::vector<record>().swap(given->records);
+    if (given != nullptr && readings_ == 0) {
+      kernels_ = std::move(given->kernels);
+    } else {
+      kernels_.merge(r.kernels);
+    }
+    ++readings_;
+    if (device) {
+      device->join(UINT64_MAX);
+      timeline_.attach_device(*device, UINT64_MAX, &same_ns);
+    }
+  }
+
   aggregate totals_;
   flight_recorder timeline_;
   trace_sink sink_{totals_, timeline_};
   step_builder builder_{0, 0};  // one thread: the main one, cycle after cycle
   kernel_table kernels_;
+  std::size_t readings_ = 0;  // added so far
 };
 
 // The summary's rank (distributedInfo) and source, shared by a trace and a run of cycles.
@@ -143,9 +171,8 @@ void complete_trace(summary& out, const trace_events& events, const trace_readin
   out.windows = reading.source == step_source::whole_trace;
   out.facts = reading.facts;
   out.facts.emplace_back("trace.steps_from", steps_from(reading.source));
-  if (!reading.records.empty()) {  // when its records ran: one process's cycles never overlap (python/steptrace/_job.py)
-    out.facts.emplace_back("trace.span_ns",
-                           std::to_string(reading.records.front().ticks) + " " + std::to_string(reading.records.back().ticks));
+  if (reading.span) {  // when its records ran: one process's cycles never overlap (python/steptrace/_job.py)
+    out.facts.emplace_back("trace.span_ns", std::to_string(reading.span->begin) + " " + std::to_string(reading.span->end));
   }
   if (events.rank) {
     rank_info who;
@@ -162,6 +189,14 @@ void complete_trace(summary& out, const trace_events& events, const trace_readin
   out.backend.cuda = reading.has_device;
   out.backend.cupti = reading.has_device;
   out.backend.host_clock = "trace";
+}
+
+// A trace's summary made whole: rank, source, facts, the backend's reason, the diagnosis.
+summary completed(summary out, const trace_events& events, const trace_reading& reading, const std::string& path) {
+  complete_trace(out, events, reading, path);
+  out.backend.reason = backend_reason(path, events, reading, out);
+  complete(out);
+  return out;
 }
 
 }  // namespace
@@ -193,11 +228,13 @@ trace_reading read_trace_reading(std::unique_ptr<byte_source> source, const std:
 }
 
 summary summarise_trace(const trace_events& events, const trace_reading& reading, const std::string& path) {
-  summary out = summarise_readings({&reading});
-  complete_trace(out, events, reading, path);
-  out.backend.reason = backend_reason(path, events, reading, out);
-  complete(out);
-  return out;
+  return completed(summarise_readings({&reading}), events, reading, path);
+}
+
+summary summarise_trace(const trace_events& events, trace_reading&& reading, const std::string& path) {
+  trace_run run(reading.has_device);
+  run.add_given(reading);
+  return completed(run.finish(), events, reading, path);
 }
 
 }  // namespace detail
@@ -206,8 +243,7 @@ summary read_profiler_trace(const std::string& path, const trace_options& option
   using namespace detail;
   const std::string& name = options.name.empty() ? path : options.name;
   trace_events about;
-  const trace_reading reading = read_trace_reading(open_trace_file(path, name), name, options.step, about);
-  return summarise_trace(about, reading, name);
+  return summarise_trace(about, read_trace_reading(open_trace_file(path, name), name, options.step, about), name);
 }
 
 }  // namespace steptrace

@@ -64,6 +64,7 @@ class rules {
     note_gaps();
     note_start();
     out_.custom_phases_folded = names_.folded();
+    if (!out_.records.empty()) out_.span = step_interval{out_.records.front().ticks, out_.records.back().ticks};
     return std::move(out_);
   }
 
@@ -335,20 +336,11 @@ class rules {
     out_.kernels_without_launch = d.kernels_without_launch;
     out_.steps_without_device = d.steps_without_device;
     if (steps.empty()) return;
-    const std::vector<step_interval> untraced = untraced_busy(t_, device_, pid_, out_.device, steps.front());
+    std::vector<step_interval> untraced = untraced_busy(t_, device_, pid_, out_.device, steps.front());
     out_.warmup_steps = !untraced.empty() && steps.size() > 1 ? 1 : 0;
     out_.kernels = read_kernels(t_, device_, pid_, {steps.begin() + out_.warmup_steps, steps.end()});
-    if (untraced.empty()) return;
-    for (const step_interval& s : untraced) {
-      device_record r;
-      r.kind = device_activity::untraced;
-      r.start = s.begin;
-      r.end = s.end;
-      out_.untraced_ns += s.end - s.begin;
-      out_.device.insert(std::upper_bound(out_.device.begin(), out_.device.end(), r,
-                                          [](const device_record& x, const device_record& y) { return x.start < y.start; }),
-                         r);
-    }
+    for (const step_interval& s : untraced) out_.untraced_ns += s.end - s.begin;
+    out_.untraced = std::move(untraced);
   }
 
   void note_facts() { setup_facts(t_, pid_, out_.device, out_.facts); }

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,7 +32,11 @@ namespace steptrace::detail {
 
 struct trace_reading {
   std::vector<record> records;         // one thread's, in order; ticks are the trace's ns
+  std::optional<step_interval> span;  // the first and the last record's ticks (none: no records)
   std::vector<device_record> device;   // sorted by start
+  // Of the first step: busy with work launched before the trace, sorted. Apart from `device`, so
+  // the records are never grown (and copied) once counted; the summary adds them as device_activity::untraced.
+  std::vector<step_interval> untraced;
   bool has_device = false;             // the trace holds device activity
   step_source source = step_source::profiler_steps;
   std::string step_name;               // the range the user named, for a named_range source

@@ -19,7 +19,11 @@ summary summarise_readings(const std::vector<const trace_reading*>& readings);
 // What trace.steps_from says of a source: "annotations", "named range", "ProfilerStep", "window".
 const char* steps_from(step_source s);
 
+// A trace's whole summary: the reading's figures, its facts, rank and source, the diagnosis.
 summary summarise_trace(const trace_events& events, const trace_reading& reading, const std::string& path);
+// The same, the reading given up: its device records are moved into the summary's device view
+// and its host records freed once read (never a copy of either beside the summary).
+summary summarise_trace(const trace_events& events, trace_reading&& reading, const std::string& path);
 
 // A trace's events read from `source` (closed once read, its buffers freed) through the rules.
 // The events themselves are freed before returning: `about` keeps only what summarise_trace
