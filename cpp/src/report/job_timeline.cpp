@@ -9,12 +9,14 @@
 #include <set>
 #include <stdexcept>
 
+#include "base/median.hpp"
 #include "report/trace_events.hpp"
 
 namespace steptrace {
 namespace {
 
 using detail::json_doc;
+using detail::median;
 
 // The thread with the most steps in the timeline (the lowest among equals): the loop's.
 std::uint32_t main_thread(const timeline_view& t) {
@@ -52,12 +54,6 @@ std::optional<double> anchor(const timeline_step& s, anchor_kind k) {
   }
   if (!std::isfinite(last)) return std::nullopt;
   return last;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 struct alignment {

@@ -95,13 +95,6 @@ std::unordered_map<std::string_view, double> named_inside(const summary& s, std:
 
 }  // namespace
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 std::optional<straggler_info> find_straggler(const ranks_view& view) {
   std::vector<const rank_row*> rows;
   for (const rank_row& r : view.rows) {

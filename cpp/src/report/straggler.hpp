@@ -7,11 +7,10 @@
 #include <string_view>
 #include <vector>
 
+#include "base/median.hpp"  // median, which the rule and its callers share
 #include "steptrace/summary.hpp"
 
 namespace steptrace::detail {
-
-double median(std::vector<double> v);
 
 template <typename Row>  // rank_row or const rank_row
 auto& phase_of(Row& r, std::string_view phase) {
