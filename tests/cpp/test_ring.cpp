@@ -1,10 +1,12 @@
-// The per-thread ring: order, wrap-around, and what a full ring refuses; when its consumer polls.
+// The per-thread ring: order, wrap-around, and what a full ring refuses; when its consumer polls,
+// and when its producer asks for a drain.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
 #include <vector>
 
 #include "core/poll_interval.hpp"
+#include "core/tracer_impl.hpp"
 #include "steptrace/detail/ring.hpp"
 
 using namespace steptrace::detail;
@@ -88,4 +90,36 @@ TEST_CASE("the collector polls when the fullest ring would be half full", "[ring
   // Records faster than any poll can keep up with, or a thread that outran the polls: the fastest.
   CHECK(p::next(microseconds(1000), microseconds(100), 1.0, 0, false) == p::fastest);
   CHECK(p::next(microseconds(8000), microseconds(8000), 0, 0, true) == p::fastest);
+}
+
+TEST_CASE("a ring says when more than half of it waits to be drained", "[ring]") {
+  ring r(64);
+  for (int i = 0; i < 32; ++i) REQUIRE(r.try_push(i, 0, record_kind::phase_begin));
+  CHECK(!r.half_full());  // exactly half
+  REQUIRE(r.try_push(32, 0, record_kind::phase_begin));
+  CHECK(r.half_full());
+  int runs = 0;
+  drain_ticks(r, runs);
+  CHECK(!r.half_full());  // the consumer's position read afresh
+  for (int i = 0; i < 40; ++i) REQUIRE(r.try_push(100 + i, 0, record_kind::phase_begin));
+  CHECK(r.half_full());
+}
+
+TEST_CASE("a step that begins with its ring half full asks the collector once", "[ring]") {
+  using namespace steptrace;
+  config c;
+  c.ring_records = 64;
+  detail::tracer_impl impl(c);
+  detail::thread_state s(c.ring_records, 0, 0);
+  for (int i = 0; i < 33; ++i) REQUIRE(s.records.try_push(i, 0, record_kind::phase_begin));
+  detail::ask_drain_if_half_full(impl, s);
+  CHECK(s.drain_asked.exchange(false));  // the collector takes the ask as it polls
+  detail::ask_drain_if_half_full(impl, s);
+  CHECK(!s.drain_asked.load());  // still half full, asked already: no second wake-up
+  int runs = 0;
+  drain_ticks(s.records, runs);
+  detail::ask_drain_if_half_full(impl, s);  // under half: the next half asks again
+  for (int i = 0; i < 40; ++i) REQUIRE(s.records.try_push(i, 0, record_kind::phase_begin));
+  detail::ask_drain_if_half_full(impl, s);
+  CHECK(s.drain_asked.load());
 }

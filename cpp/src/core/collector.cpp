@@ -26,7 +26,7 @@ void tracer_impl::start_collector() {
 
 void tracer_impl::collect_loop() {
   // Polls at the pace the records come (core/poll_interval.hpp), and at once when a thread had
-  // to drain its own ring, found its event pool full, or woke it with a pool half full.
+  // to drain its own ring, found its event pool full, or woke it with a pool or ring half full.
   auto interval = poll_interval::first;
   std::uint64_t self_drains = producer_drains.load(std::memory_order_relaxed);
   std::uint64_t pools_full = 0;  // the threads' event pools found full, as last read
@@ -46,11 +46,12 @@ void tracer_impl::collect_loop() {
       last_device_read = std::chrono::steady_clock::now();
     }
     std::uint64_t now_pools_full = 0;
-    bool asked = false;  // a pool half full asked for this harvest: its pairs came faster than the polls
+    bool asked = false;  // a pool or ring half full asked for this poll: records came faster than the polls
     double ring_fill = 0;  // of the fullest ring, as this poll found it
     for (auto& t : threads) {
       now_pools_full += t->events.full.load(std::memory_order_relaxed);
       asked |= t->events.harvest_asked.exchange(false, std::memory_order_relaxed);
+      asked |= t->drain_asked.exchange(false, std::memory_order_relaxed);
       const std::uint64_t n = drain_locked(*t);
       ring_fill = std::max(ring_fill, static_cast<double>(n) / t->records.capacity());
     }

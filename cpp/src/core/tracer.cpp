@@ -119,6 +119,7 @@ step_open tracer::open_step(void* stream, bool on_stream) noexcept {
   s->step_on_stream = on_stream;
   s->step_stream = stream;
   detail::push(*impl_, *s, record_kind::step_begin, 0);
+  detail::ask_drain_if_half_full(*impl_, *s);
   if (on_stream) detail::mark_step_event(*impl_, *s, true);
   if (detail::nvtx_enabled.load(std::memory_order_relaxed)) detail::nvtx_push(0);
   return step_open::opened;

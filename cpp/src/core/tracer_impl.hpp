@@ -45,6 +45,12 @@ struct thread_state {
   void* step_stream = nullptr;         // producer: that stream
   std::uint32_t exclude_depth = 0;     // producer: set-aside spans open on the thread
   std::uint32_t step_exclude_depth = 0;  // producer: exclude_depth when the open step began
+  // A step began with its ring half full: the collector is asked to drain it now rather than at
+  // its next timed poll (after a quiet spell that may be 50 ms away, and the ring full before it,
+  // which would cost this thread the drain). Set by the producer, once until the ring is found
+  // under half again (`drain_wanted`, producer only); cleared by the collector as it polls.
+  std::atomic<bool> drain_asked{false};
+  bool drain_wanted = false;
   thread_events events;                // producer makes its pools; the collector reads the slots its records name
   std::uint32_t pairs_pending = 0;     // collector: this thread's event pairs held at the last harvest
   stream_table streams;                // producer appends; the builder reads the entries its records name
@@ -192,6 +198,19 @@ __attribute__((noinline, cold)) inline void push_after_drain(tracer_impl& impl, 
                                                              record_kind kind) noexcept {
   impl.drain_for_producer(state);  // the collector fell behind: this thread catches up itself
   state.records.try_push(ticks, id, kind);
+}
+
+// At a step's begin: a ring half full asks the collector to drain it (thread_state::drain_asked).
+// A compare a step; a wake-up once per half ring at most, never a lock.
+inline void ask_drain_if_half_full(tracer_impl& impl, thread_state& state) noexcept {
+  if (!state.records.half_full()) {
+    state.drain_wanted = false;
+    return;
+  }
+  if (state.drain_wanted) return;  // asked already
+  state.drain_wanted = true;
+  state.drain_asked.store(true, std::memory_order_relaxed);
+  impl.wake.notify_one();
 }
 
 // One record stamped now, from the library's slow path.

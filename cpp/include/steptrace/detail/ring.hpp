@@ -76,6 +76,16 @@ class ring {
     return true;
   }
 
+  // Producer side: whether more than half the ring is written and not yet drained. The
+  // consumer's position is read afresh only when the last one seen says so: a cross-core read
+  // once per half ring at most while the consumer keeps up.
+  bool half_full() noexcept {
+    const std::uint64_t half = (mask_ + 1) / 2;
+    if (head_ - consumed_seen_ <= half) return false;
+    consumed_seen_ = consumed_.load(std::memory_order_acquire);
+    return head_ - consumed_seen_ > half;
+  }
+
   // Producer side: `first` and then `rest[0..n)` published at once (a request's whole step).
   // False, having written nothing, when they do not all fit.
   bool try_push_run(const record& first, const record* rest, std::uint32_t n) noexcept {
