@@ -5,7 +5,8 @@
 MODE chronic: rank 2's `input` takes 25 ms more a step from 3 s on. oneoff: rank 1's `input`
 stalls 2.5 s once, at 3.5 s. killed: no collectives, and rank 3 leaves at 2.5 s. Rank 0 ends the
 run at 9 s (8 s when killed), telling the others through the all-reduce every step already does.
-Each rank appends its live windows to OUT_DIR/live-RANK.jsonl; rank 0 prints the exit table.
+Each rank appends its live windows to OUT_DIR/live-RANK.jsonl and writes the wall-clock time its
+run began to OUT_DIR/start-RANK.txt; rank 0 prints the exit table.
 """
 
 import itertools
@@ -24,6 +25,8 @@ rank = dist.get_rank()
 torch.set_num_threads(1)
 steptrace.configure(warmup_steps=0, live=1, gather_timeout_s=3, jsonl_path=os.path.join(out_dir, f"live-{rank}.jsonl"))
 start = time.monotonic()
+with open(os.path.join(out_dir, f"start-{rank}.txt"), "w") as f:  # the test's truth: when this rank's clock began
+    f.write(repr(time.time()))
 stop = torch.zeros(1)
 stalled = False
 for i in steptrace.steps(itertools.count()):
