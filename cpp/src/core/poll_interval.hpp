@@ -21,14 +21,14 @@ struct poll_interval {
   static constexpr std::chrono::microseconds fastest{100}, slowest{50000}, first{1000};
   static constexpr double ring_aim = 0.5, pool_aim = 0.25;
 
-  // since: the time from the last poll to this one; ring_fill and pool_fill: how full (0 to 1)
-  // this poll found the fullest ring and the fullest event pool; outran: a thread filled its ring
-  // or pool, or asked for this poll, since the last one.
-  static std::chrono::microseconds next(std::chrono::microseconds now, std::chrono::microseconds since,
+  // current: the interval this poll waited for; since: the time from the last poll to this one;
+  // ring_fill and pool_fill: how full (0 to 1) this poll found the fullest ring and the fullest
+  // event pool; outran: a thread filled its ring or pool, or asked for this poll, since the last.
+  static std::chrono::microseconds next(std::chrono::microseconds current, std::chrono::microseconds since,
                                         double ring_fill, double pool_fill, bool outran) noexcept {
     if (outran) return fastest;
     const double at = std::chrono::duration<double, std::micro>(since).count();
-    double next = 2.0 * static_cast<double>(now.count());
+    double next = 2.0 * static_cast<double>(current.count());
     if (ring_fill > 0) next = std::min(next, at * ring_aim / ring_fill);
     if (pool_fill > 0) next = std::min(next, at * pool_aim / pool_fill);
     return std::clamp(std::chrono::microseconds(static_cast<std::int64_t>(next)), fastest, slowest);
