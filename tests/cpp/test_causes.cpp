@@ -78,3 +78,35 @@ TEST_CASE("COMM-BOUND from collectives' exposed time and CPU collective waits, a
   CHECK(diagnose(gloo).gains.front().first == "comm");
   CHECK(diagnose(gloo).gains.front().second == Approx(wait));
 }
+
+TEST_CASE("a host view of a process that put work on a GPU says so, and asks for the GPU's records first where the "
+          "label needs them", "[diagnosis]") {
+  using Catch::Matchers::Contains;
+  using Catch::Matchers::StartsWith;
+  // compute-heavy host view: with the GPU unseen, the host's compute is launches and waits, not
+  // a CPU model to speed up
+  summary busy = from_trace(with_shares({{"compute", 0.9}, {"other", 0.1}}));
+  const auto cpu = diagnose(busy);
+  REQUIRE(cpu.label == "COMPUTE-BOUND");
+  CHECK_THAT(cpu.advice.at(0), Contains("bfloat16 where the CPU supports it"));  // a CPU job's advice, unchanged
+  busy.facts = {{"trace.device_unrecorded", "104 calls"}};
+  const auto gpu = diagnose(busy);
+  CHECK(gpu.label == "COMPUTE-BOUND");
+  CHECK_THAT(gpu.advice.at(0), StartsWith("record the GPU's activity too"));
+  CHECK_THAT(gpu.evidence, Contains("The host put work on a GPU (104 runtime calls that launch kernels or copy memory)"));
+  for (const std::string& line : gpu.advice) {
+    CHECK_THAT(line, !Contains("the CPU supports") && !Contains("set_num_threads"));
+  }
+  // recorded with the CPU's activity alone: an op only a GPU runs is the evidence
+  busy.facts = {{"trace.device_unrecorded", "op aten::cudnn_convolution"}};
+  CHECK_THAT(diagnose(busy).advice.at(0), StartsWith("record the GPU's side too: add ProfilerActivity.CUDA"));
+  CHECK_THAT(diagnose(busy).evidence, Contains("(`aten::cudnn_convolution`, an op only a GPU runs)"));
+  // a host cause the host view proves keeps its own fix first; the record advice comes last
+  summary input = from_trace(with_shares({{"input", 0.5}, {"compute", 0.5}}));
+  input.facts = {{"trace.device_unrecorded", "1 calls"}};
+  const auto in = diagnose(input);
+  REQUIRE(in.label == "INPUT-BOUND");
+  CHECK_THAT(in.advice.back(), StartsWith("record the GPU's activity too"));
+  CHECK_THAT(in.advice.front(), !StartsWith("record"));
+  CHECK_THAT(in.evidence, Contains("(1 runtime call that launches kernels or copies memory)"));
+}

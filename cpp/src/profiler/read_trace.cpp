@@ -12,6 +12,7 @@
 #include "profiler/trace_events.hpp"
 #include "profiler/trace_rules.hpp"
 #include "profiler/trace_summary.hpp"
+#include "report/diagnosis.hpp"
 #include "report/report.hpp"
 #include "steptrace/phase.hpp"
 #include "steptrace/profiler_trace.hpp"
@@ -84,7 +85,12 @@ std::string backend_reason(const std::string& path, const trace_events& t, const
                                 format_ms(static_cast<double>(r.untraced_ns) / 1e6),
                                 r.source == step_source::whole_trace ? "window" : "step");
   }
-  if (!r.has_device) reason += "; the trace holds no GPU activity: host view only";
+  if (!r.has_device) {
+    const std::string* unrecorded = s.fact("trace.device_unrecorded");
+    reason += unrecorded == nullptr ? "; the trace holds no GPU activity: host view only"
+                                    : "; the trace holds no GPU activity, yet its host put work on a GPU (" +
+                                          device_unrecorded_words(*unrecorded) + "): host view only";
+  }
   if (r.has_device && r.steps_without_device) {
     reason += fmt::format("; {} of {} steps have no device activity at all", r.steps_without_device, r.steps);
   }

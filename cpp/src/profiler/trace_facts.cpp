@@ -43,6 +43,26 @@ void setup_facts(const trace_events& t, std::uint32_t pid, const std::vector<dev
   }
   if (pid < t.ids.size()) facts.emplace_back("trace.pid", escaped_utf8(t.ids[pid]));
   if (!t.host.empty()) facts.emplace_back("trace.host", escaped_utf8(t.host));
+  const bool activity = std::any_of(device.begin(), device.end(), [](const device_record& r) {
+    return r.kind == device_activity::kernel || r.kind == device_activity::memcpy || r.kind == device_activity::memset;
+  });
+  if (!activity) device_unrecorded_fact(t, pid, facts);  // syncs are read from the host's calls
+}
+
+void device_unrecorded_fact(const trace_events& t, std::uint32_t pid, std::vector<std::pair<std::string, std::string>>& facts) {
+  std::uint64_t calls = 0;
+  std::string_view op;
+  for (const trace_event& e : t.events) {
+    if (e.pid != pid) continue;
+    const std::string_view n = t.names[e.name];
+    if (e.cat == event_cat::runtime && is_device_work_call(n)) ++calls;
+    if ((e.cat == event_cat::op || e.cat == event_cat::user_annotation) && op.empty() && is_gpu_op(n)) op = n;
+  }
+  if (calls > 0) {
+    facts.emplace_back("trace.device_unrecorded", fmt::format("{} calls", calls));
+  } else if (!op.empty()) {
+    facts.emplace_back("trace.device_unrecorded", "op " + escaped_utf8(op));
+  }
 }
 
 std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& main, const trace_device& device,

@@ -20,9 +20,16 @@ namespace steptrace::detail {
 // What the trace says of the setup: dataloader.num_workers=0 (`_SingleProcessDataLoaderIter`),
 // dataloader.multiprocessing (`_MultiProcessingDataLoaderIter`), gpu.amd (the runtime is `hip*`),
 // gpu.name (the device of the first kernel, from deviceProperties); trace.pid (the main pid as
-// written) and trace.host (host_name), which tell one process's cycle files apart from ranks'.
+// written) and trace.host (host_name), which tell one process's cycle files apart from ranks';
+// trace.device_unrecorded (below).
 void setup_facts(const trace_events& t, std::uint32_t pid, const std::vector<device_record>& device,
                  std::vector<std::pair<std::string, std::string>>& facts);
+
+// A trace with no device record whose host still put work on a GPU: trace.device_unrecorded is
+// "N calls" (runtime or driver calls that launch, copy or set: CUPTI recorded the API but not
+// the activity, as its range profiler does) or "op NAME" (an op only a GPU runs, with no runtime
+// call at all: recorded with activities=[ProfilerActivity.CPU]). setup_facts adds it.
+void device_unrecorded_fact(const trace_events& t, std::uint32_t pid, std::vector<std::pair<std::string, std::string>>& facts);
 
 inline constexpr std::uint64_t one_time_min_ns = 1'000'000;  // a runtime call blocking this long, device idle
 

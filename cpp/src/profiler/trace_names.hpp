@@ -55,6 +55,22 @@ inline bool is_copy_call(std::string_view n) {
 
 inline bool is_nccl_kernel(std::string_view n) { return starts_with(n, "nccl"); }
 
+// A runtime or driver call that puts work on the GPU: a kernel or graph launch, a copy, a memset
+// (cudaLaunchKernel, cuLaunchKernel, hipExtLaunchKernel, cudaGraphLaunch, cudaMemcpyAsync, ...).
+inline bool is_device_work_call(std::string_view n) {
+  if (starts_with(n, "__")) n.remove_prefix(2);  // __cudaLaunchKernel (CUDA 13's <<<...>>>)
+  if (!starts_with(n, "cu") && !starts_with(n, "hip")) return false;
+  return n.find("Launch") != std::string_view::npos || is_copy_call(n);
+}
+
+// An op only a GPU runs: a cuDNN, MIOpen or cuBLAS call, or an NCCL/RCCL collective's range.
+// Seen with no device record, the trace was recorded without the GPU's activity.
+inline bool is_gpu_op(std::string_view n) {
+  if (n.find("is_acceptable") != std::string_view::npos) return false;  // aten::cudnn_is_acceptable: a check
+  return n.find("cudnn") != std::string_view::npos || n.find("miopen") != std::string_view::npos ||
+         n.find("cublas") != std::string_view::npos || starts_with(n, "nccl:");
+}
+
 // A copy's direction from its name: "Memcpy HtoD (Pageable -> Device)".
 inline copy_kind copy_of(std::string_view name) {
   if (name.find("HtoD") != std::string_view::npos) return copy_kind::h2d;

@@ -113,6 +113,34 @@ void one_time_evidence(const summary& s, diagnosis& d) {
   }
 }
 
+std::string device_unrecorded_words(const std::string& fact) {
+  if (fact.rfind("op ", 0) == 0) return fmt::format("`{}`, an op only a GPU runs", fact.substr(3));
+  const std::string calls = fact.substr(0, fact.find(' '));
+  return fmt::format("{} runtime call{} that launch{} kernels or cop{} memory", calls, calls == "1" ? "" : "s",
+                     calls == "1" ? "es" : "", calls == "1" ? "ies" : "y");
+}
+
+void device_unrecorded_advice(const summary& s, diagnosis& d) {
+  if (s.gpu) return;
+  const std::string* fact = s.fact("trace.device_unrecorded");
+  if (fact == nullptr) return;
+  const bool cpu_only = fact->rfind("op ", 0) == 0;  // no runtime call either: recorded with the CPU's activity alone
+  d.evidence += fmt::format(" The host put work on a GPU ({}), but the trace holds none of the GPU's records: what "
+                            "the GPU waited on is unseen.",
+                            device_unrecorded_words(*fact));
+  std::string advice =
+      cpu_only ? "record the GPU's side too: add ProfilerActivity.CUDA to torch.profiler.profile(activities=[...]); "
+                 "with the GPU's records steptrace says what the GPU waited on"
+               : "record the GPU's activity too: torch.profiler.profile(activities=[ProfilerActivity.CPU, "
+                 "ProfilerActivity.CUDA]), without CUPTI's range profiler, which keeps no kernel records; with them "
+                 "steptrace says what the GPU waited on";
+  if (d.label == "COMPUTE-BOUND" || d.label == "WAIT-HEAVY" || d.label == "BALANCED") {
+    d.advice.insert(d.advice.begin(), std::move(advice));  // the label's own advice needs the GPU's side
+  } else {
+    d.advice.push_back(std::move(advice));
+  }
+}
+
 }  // namespace steptrace::detail
 
 namespace steptrace::detail {

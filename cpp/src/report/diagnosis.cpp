@@ -338,7 +338,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
           "speed up the model: mixed precision (bf16, TF32), fused kernels, torch.compile",
           "check the batch size against device memory",
       };
-    } else if (s.backend.cuda || device) {
+    } else if (s.backend.cuda || device || s.fact("trace.device_unrecorded") != nullptr) {
       d.advice = {
           keeps_up + "speed up the model: mixed precision (bf16, TF32), fused kernels, torch.compile",
           "check the batch size against device memory",
@@ -371,6 +371,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
   one_time_evidence(s, d);
   add_gains(s, secondary_findings(s, t, c, d.label), device && compute_idle_largest, d);
   if (server) advise_server(s, t, d);
+  device_unrecorded_advice(s, d);
   cpu_findings(s, t, d);  // first in the advice, under any label
   return d;
 }

@@ -124,6 +124,13 @@ std::string comm_evidence(const summary& s, const cause_shares& c, const idle_gr
                           const diagnosis_thresholds& t);
 void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d);
 void one_time_evidence(const summary& s, diagnosis& d);
+// A trace's trace.device_unrecorded fact in words: "104 runtime calls that launch kernels or copy
+// memory", or "`aten::cudnn_convolution`, an op only a GPU runs".
+std::string device_unrecorded_words(const std::string& fact);
+// A host view of a process that put work on a GPU (trace.device_unrecorded): said in the
+// evidence, and the advice to record the GPU's activity, first where the label needs the GPU's
+// side to be right (COMPUTE-BOUND, WAIT-HEAVY, no rule), last otherwise.
+void device_unrecorded_advice(const summary& s, diagnosis& d);
 // COMPUTE-BOUND's first target with kernel figures (a trace's): the op holding the most device
 // time, the largest kind, and GEMM time off the tensor cores; empty without them.
 std::string compute_target(const summary& s);
