@@ -150,6 +150,17 @@ TEST_CASE("read_file: a summary or a trace by the top-level keys, however far in
   CHECK_THROWS_WITH(steptrace::read_file(temp_file("{\"schemaVersion\": 1}").path, {"", "k.json"}),
                     Contains("k.json: not a Chrome trace (no traceEvents array)"));
   CHECK_THROWS_WITH(steptrace::read_file(temp_file("{\"a\": \"\xff\"}").path, {"", "b.json"}), Contains("b.json: not a steptrace summary: not UTF-8 text (byte 7)"));
+  // PyTorch's execution trace (HTA's test data keeps one beside its profiler trace): named, and
+  // pointed at the file steptrace reads; another schema without "nodes" is a summary of another version
+  const std::string et = R"({"schema": "1.0.1", "pid": 5, "time": "2023-07-14", "start_ts": 6, "nodes": [{"name": "x"}]})";
+  CHECK_THROWS_WITH(steptrace::read_file(temp_file(et).path, {"", "et.json"}),
+                    Contains("et.json: a PyTorch execution trace") && Contains("the JSON with \"traceEvents\""));
+  CHECK_THROWS_WITH(steptrace::read_file(temp_file(gzip(et), ".json.gz").path, {"", "et.json.gz"}),
+                    Contains("et.json.gz: a PyTorch execution trace"));
+  CHECK_THROWS_WITH(steptrace::read_file(temp_file(R"({"schema": "steptrace.summary/9", "nodes": []})").path, {"", "s.json"}),
+                    Contains("s.json: unsupported summary schema \"steptrace.summary/9\""));
+  CHECK_THROWS_WITH(steptrace::read_file(temp_file(R"({"schema": "other/2", "steps": 3})").path, {"", "o.json"}),
+                    Contains("o.json: unsupported summary schema \"other/2\""));
 }
 
 TEST_CASE("read_file: a pipe is read as it comes, never copied aside", "[files]") {

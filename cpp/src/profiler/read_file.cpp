@@ -50,12 +50,14 @@ class keeping_source final : public byte_source {
   std::string kept_;
 };
 
-enum class kind { trace, summary };
+enum class kind { trace, summary, execution_trace };
 
 // By the top-level keys: "traceEvents" (or a bare array) is a trace, "schema" a summary, the
 // first of them met deciding. A document with neither, or that is not JSON, goes to the summary
 // reader, which names what is wrong in its own words; one with a Kineto key (schemaVersion,
-// deviceProperties) to the trace reader, which says it lacks traceEvents.
+// deviceProperties) to the trace reader, which says it lacks traceEvents. A "schema" not
+// steptrace's followed by "nodes" is PyTorch's execution trace (ExecutionTraceObserver), which
+// users keep beside the profiler's trace and mistake for it: said so, by name.
 kind decide(keeping_source& source, const std::string& name) {
   json_scanner probe(source, name);
   try {
@@ -63,15 +65,22 @@ kind decide(keeping_source& source, const std::string& name) {
     if (first == json_scanner::kind::array) return kind::trace;
     if (first != json_scanner::kind::object) return kind::summary;
     probe.enter_object();
-    bool kineto = false;
+    bool kineto = false, foreign_schema = false;
     std::string_view key;
     while (probe.next_key(key)) {
       if (key == "traceEvents") return kind::trace;
-      if (key == "schema") return kind::summary;
+      if (key == "schema") {
+        if (probe.peek() != json_scanner::kind::string || probe.read_string().substr(0, 10) == "steptrace.") {
+          return kind::summary;
+        }
+        foreign_schema = true;  // the summary reader names it unless "nodes" follow
+        continue;
+      }
+      if (key == "nodes" && foreign_schema) return kind::execution_trace;
       kineto = kineto || key == "schemaVersion" || key == "deviceProperties" || key == "distributedInfo";
-      probe.skip_value();
+      probe.skip_value();  // what is kept stays under max_summary_bytes (keeping_source)
     }
-    return kineto ? kind::trace : kind::summary;
+    return kineto && !foreign_schema ? kind::trace : kind::summary;
   } catch (const std::invalid_argument&) {
     if (source.failed()) throw;  // the bytes could not be read: that is the error
     return kind::summary;        // not JSON: the summary reader says where, in steptrace's words
@@ -117,6 +126,11 @@ summary read_file(const std::string& path, const trace_options& options) {
   keeping_source keeping(*source, name);
   const kind k = decide(keeping, name);
   std::string head = std::move(keeping.kept());
+  if (k == kind::execution_trace) {
+    throw std::invalid_argument(name + ": a PyTorch execution trace (ExecutionTraceObserver's \"nodes\"), not the "
+                                       "profiler's trace: steptrace reads the torch.profiler trace, the JSON with "
+                                       "\"traceEvents\" (export_chrome_trace, tensorboard_trace_handler)");
+  }
   if (k == kind::summary) return read_summary_text(*source, std::move(head), name, options);
   trace_events about;
   return summarise_trace(about, read_trace_reading(prefixed(std::move(head), std::move(source)), name, options.step, about),
