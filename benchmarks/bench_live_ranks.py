@@ -3,7 +3,9 @@ rank is a client connection of its own that writes its window's row (a real one,
 ``_core.live_row``; one rank slowed) as the ranks do; rank 0 then runs the production code
 (``_live_ranks.LiveRanks``) on the slot before. Prints, per world size, rank 0's time a window
 (median and max over the windows), the memory it allocated meanwhile (tracemalloc peak) and its
-process's resident growth, and each rank's time to write its row (median). Usage:
+process's resident growth, and each rank's time to write its row (median), for rows that carry
+8 named phases (each a layer inside `compute`: the most a row carries) and, side by side, the same
+rows without them (the row of the version before named phases). Usage:
 python benchmarks/bench_live_ranks.py [windows] [sizes...]"""
 
 import datetime
@@ -24,15 +26,17 @@ resource.setrlimit(resource.RLIMIT_NOFILE, (8192, resource.getrlimit(resource.RL
 
 
 def window_summary(rank, world, slow):
-    """A real window of a real tracer: 50 steps of `compute` and the all-reduce's `wait`, in which
-    a fast rank waits for the slow one's longer compute."""
+    """A real window of a real tracer: 50 steps of `compute` (8 layers named inside it) and the
+    all-reduce's `wait`, in which a fast rank waits for the slow one's longer compute."""
     t = steptrace.Tracer(warmup_steps=0, print_at_exit="never")
     t._core.set_rank(rank, world, rank % 8, f"node{rank // 8}", "")
     for _ in t.steps(range(50)):
         with t.phase("compute"):
-            sum(range(30000 if slow else 10000))
+            for layer in range(8):
+                with t.phase(f"transformer.layers.{layer}.attention"):
+                    sum(range(10000 // 8 + (60000 if slow and layer == 3 else 0)))
         with t.phase("wait"):
-            sum(range(100 if slow else 20000))
+            sum(range(100 if slow else 60000))
     return t._core.summary()
 
 
@@ -62,7 +66,7 @@ def run(world, fast_row, slow_row, rank0_summary):
     for w in range(WINDOWS + 1):
         slot = slot0 + w
         for r, store in enumerate(clients, start=1):  # every other rank writes its row of this slot
-            row = (slow_row if r == world // 2 else fast_row).replace("r1 1 2 ", f"r1 {r} {world} ", 1)
+            row = (slow_row if r == world // 2 else fast_row).replace(" 1 2 ", f" {r} {world} ", 1)
             started = time.perf_counter()
             store.set(_live_ranks.key(r, slot), f"{slot} {row}")
             write_us.append((time.perf_counter() - started) * 1e6)
@@ -84,14 +88,21 @@ def run(world, fast_row, slow_row, rank0_summary):
     return rank0_ms, sum(setup_ms), write_us, max(peaks), grew
 
 
+def plain(row):
+    """The row without its named phases: the version before them."""
+    return "r1 " + " ".join(row.split(" ")[1:13])
+
+
 fast = window_summary(1, 2, False)
 slow = window_summary(1, 2, True)
 fast_row, slow_row = _core.live_row(fast), _core.live_row(slow)
-print(f"a row: {len(fast_row)} bytes; {WINDOWS} windows a size; load average {open('/proc/loadavg').read().split()[0]}")
-print(f"{'ranks':>6} {'rank 0 ms/window p50':>21} {'max':>7} {'keys made once, ms':>19} {'alloc peak MB':>14} "
+print(f"a row: {len(fast_row)} bytes with 8 named phases, {len(plain(fast_row))} without; {WINDOWS} windows a size; "
+      f"load average {open('/proc/loadavg').read().split()[0]}")
+print(f"{'ranks':>6} {'rows':>6} {'rank 0 ms/window p50':>21} {'max':>7} {'keys made once, ms':>19} {'alloc peak MB':>14} "
       f"{'RSS +MB':>8} {'rank write us p50':>18}")
 for world in SIZES:
     r0 = window_summary(0, world, False)
-    rank0_ms, setup, write_us, peak, grew = run(world, fast_row, slow_row, r0)
-    print(f"{world:>6} {statistics.median(rank0_ms):>21.2f} {max(rank0_ms):>7.2f} {setup:>19.1f} {peak:>14.2f} "
-          f"{grew:>8.1f} {statistics.median(write_us):>18.1f}", flush=True)
+    for kind, rows in (("named", (fast_row, slow_row)), ("plain", (plain(fast_row), plain(slow_row)))):
+        rank0_ms, setup, write_us, peak, grew = run(world, rows[0], rows[1], r0)
+        print(f"{world:>6} {kind:>6} {statistics.median(rank0_ms):>21.2f} {max(rank0_ms):>7.2f} {setup:>19.1f} "
+              f"{peak:>14.2f} {grew:>8.1f} {statistics.median(write_us):>18.1f}", flush=True)

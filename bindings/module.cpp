@@ -312,6 +312,13 @@ PYBIND11_MODULE(_core, m) {
         out["rank"] = s->rank, out["phase"] = s->phase, out["excess_ms"] = s->excess_ms;
         out["own_wait_ms"] = s->own_wait_ms, out["others_wait_ms"] = s->others_wait_ms;
         out["median_rank"] = s->median_rank;
+        if (!s->within.empty()) {  // a named phase inside `phase`; its bytes as Python spells names
+          PyObject* within = PyUnicode_DecodeUTF8(s->within.data(), static_cast<Py_ssize_t>(s->within.size()),
+                                                  "surrogateescape");
+          if (within == nullptr) throw py::error_already_set();
+          out["within"] = py::reinterpret_steal<py::str>(within);
+          out["within_ms"] = s->within_ms;
+        }
         return std::move(out);
       },
       py::arg("rows"));

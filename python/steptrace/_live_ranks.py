@@ -2,17 +2,19 @@
 
 Live windows end at the wall clock's multiples of the period on every process (the core's
 ``slot``), so the ranks' windows cover the same instants. Each window, every rank puts its row of
-the window (``_core.live_row``: its rank, steps, step times and built-in phases, a line of about
-100 bytes) with the slot under one of its two keys in torch.distributed's store (by the slot's parity),
-and returns. At its window of slot s, rank 0 judges slot s-1, which every rank wrote a period ago:
-it reads every rank's key of that parity in one batch (``multi_get``; each key made beforehand
-with ``compare_set``, so the read never waits for a rank that has not written), and names the
-straggler among the rows of that slot with the exit's STRAGGLER rule (``_core.window_straggler``).
-A rank with no row of that slot is late; for ``MISSING_WINDOWS`` windows in a row, missing. Nothing waits on a slow or
-dead rank. The count of each rank's straggler windows lives in the core (``note_rank_window``), so
-the exit table, the JSON and Prometheus have it; the window gets ``straggler_rank`` and friends,
-rank 0's stderr a line, and the JSONL a ``{"ranks": ...}`` line. See docs/architecture.md,
-"Many ranks".
+the window (``_core.live_row``: its rank, steps, step times and built-in phases, about 100 bytes,
+then up to 16 named phases with their group) with the slot under one of its two keys in
+torch.distributed's store (by the slot's parity), and returns. At its window of slot s, rank 0
+judges slot s-1, which every rank wrote a period ago: it reads every rank's key of that parity in
+one batch (``multi_get``; each key made beforehand with ``compare_set``, so the read never waits
+for a rank that has not written), and names the straggler among the rows of that slot with the
+exit's STRAGGLER rule (``_core.window_straggler``), and the named phase inside its phase that
+holds most of its excess (``within``). A rank with no row of that slot is late; for
+``MISSING_WINDOWS`` windows in a row, missing. Nothing waits on a slow or dead rank. The count of
+each rank's straggler windows lives in the core (``note_rank_window``), so the exit table, the
+JSON and Prometheus have it; the window gets ``straggler_rank`` and friends
+(``straggler_within``), rank 0's stderr a line, and the JSONL a ``{"ranks": ...}`` line. See
+docs/architecture.md, "Many ranks".
 """
 
 from __future__ import annotations
@@ -86,6 +88,8 @@ class LiveRanks:
         if straggler:
             window["straggler_excess_ms"] = straggler["excess_ms"]
             window["straggler_phase"], window["straggler_median_rank"] = straggler["phase"], straggler["median_rank"]
+            if "within" in straggler:  # the named phase inside it that holds most of the excess
+                window["straggler_within"], window["straggler_within_ms"] = straggler["within"], straggler["within_ms"]
         options = core.options()
         record = {"slot": judged, "rows": len(rows), "straggler": straggler, "late": late, "missing": missing,
                   "straggler_windows": count["windows"] if straggler else 0}
@@ -100,7 +104,7 @@ def line(at_s: float, rows: int, world: int, straggler: Optional[Dict[str, Any]]
     """Rank 0's line for one window, after the live line: its verdict on the window before."""
     if straggler:
         verdict = (f"rank {straggler['rank']} is the straggler (`{straggler['phase']}` "
-                   f"+{_core.format_ms(straggler['excess_ms'])} ms a step over the median rank; "
+                   f"+{_core.format_ms(straggler['excess_ms'])} ms a step over the median rank{_within(straggler)}; "
                    f"{count['windows']} window{'s' if count['windows'] != 1 else ''} so far)")
     else:
         verdict = "no straggler"
@@ -110,6 +114,18 @@ def line(at_s: float, rows: int, world: int, straggler: Optional[Dict[str, Any]]
     if missing:
         text += f"; missing: {_ranks_words(missing)}"
     return text + "\n"
+
+
+def _within(straggler: Dict[str, Any]) -> str:
+    """", 9.5 ms of it in `decode`", or " (`decode` alone: 12 ms more)" when the rest of the phase
+    was faster; empty when no named phase holds half the excess (the exit's words, straggler.cpp)."""
+    if "within" not in straggler:
+        return ""
+    name = straggler["within"].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    ms = _core.format_ms(straggler["within_ms"])
+    if straggler["within_ms"] > straggler["excess_ms"]:
+        return f" (`{name}` alone: {ms} ms more)"
+    return f", {ms} ms of it in `{name}`"
 
 
 def _ranks_words(ranks: List[int], listed: int = 16) -> str:

@@ -59,6 +59,66 @@ TEST_CASE("a window's straggler among the rows is combine_ranks's on the same su
   CHECK_THROWS_AS(live_row(no_rank), std::invalid_argument);
 }
 
+namespace {
+
+// window_of with a named phase inside `input` taking `named` ms of it a step.
+summary with_named(std::uint32_t rank, std::uint32_t world, double input, double named, const std::string& name) {
+  summary s = window_of(rank, world, input, 20, 11 + 20);
+  s.phases.push_back(phase_stats{name, stat_ms{named * 50, named, named, named, named, named}, named / s.step_ms.mean, 50});
+  s.phases.back().parent = "input";
+  for (phase_stats& p : s.phases) {
+    if (p.name == "input") p.ms = stat_ms{(input - named) * 50, input - named, input - named, input - named, input - named, input - named};
+  }
+  double total = 0;
+  for (phase_stats& p : s.phases) total += p.ms.mean;
+  for (phase_stats& p : s.phases) p.share = p.ms.mean / total;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a window's straggler names the phase inside, from the named phases the rows carry", "[live_ranks]") {
+  // rank 2 fetches 10 ms longer a step, 9.5 ms of it in `decode` (a phase inside `input`)
+  const std::string odd = "de code%\xff";  // a space, a percent sign and a byte that is not UTF-8
+  for (const std::string& name : {std::string("decode"), odd}) {
+    std::vector<std::string> rows;
+    for (std::uint32_t r = 0; r < 4; ++r) {
+      rows.push_back(live_row(r == 2 ? with_named(r, 4, 11, 10, name) : with_named(r, 4, 1, 0.5, name)));
+    }
+    const auto got = window_straggler(rows);
+    REQUIRE(got);
+    CHECK(got->rank == 2);
+    CHECK(got->phase == "input");
+    CHECK(got->within == name);  // the bytes as written
+    CHECK(got->within_ms == Approx(9.5));
+    CHECK(got->excess_ms == Approx(10));
+  }
+  // a row of the version before named phases is still read: no `within` from it
+  std::vector<std::string> old = rows({{1, 20}, {1, 20}, {11, 20}, {1, 20}});
+  for (std::string& row : old) {
+    REQUIRE(row.rfind("r2 ", 0) == 0);
+    row[1] = '1';
+  }
+  const auto before = window_straggler(old);
+  REQUIRE(before);
+  CHECK(before->rank == 2);
+  CHECK(before->within.empty());
+  // at most 8 named phases a row, the largest, names cut at 64 bytes: a row stays small
+  summary many = window_of(0, 2, 1, 20, 21);
+  for (int i = 0; i < 40; ++i) {
+    many.phases.push_back(phase_stats{std::string(200, static_cast<char>('a' + i % 26)) + std::to_string(i),
+                                      stat_ms{50.0 * i, 0.01 * i, 0, 0, 0, 0}, 0, 50});
+  }
+  const std::string row = live_row(many);
+  CHECK(row.size() < 8 * 80 + 150);
+  CHECK(row.find(" " + std::string(64, 'n') + " ") != std::string::npos);  // the largest (i = 39): cut at 64 bytes
+  CHECK(row.find(std::string(65, 'n')) == std::string::npos);
+  CHECK_THAT(row, Catch::Matchers::EndsWith(" " + std::string(64, 'g')));  // i = 32: the eighth largest, the last
+  CHECK(row.find(std::string(64, 'f')) == std::string::npos);              // i = 31: not among them
+  CHECK_THROWS_WITH(window_straggler({"r2 0 2 50 1 1 1 1 0 20 0.2 0 0 0 1 bad%G1"}), Contains("a row that is not one"));
+  CHECK_THROWS_WITH(window_straggler({"r2 0 2 50 1 1 1 1 0 20 0.2 0 0 7 1 name"}), Contains("a row that is not one"));
+}
+
 TEST_CASE("chronic, one-off, intermittent", "[live_ranks]") {
   CHECK(straggler_pattern({3, 1, 12, 12, "wait"}, 48) == "one-off");
   CHECK(straggler_pattern({17, 41, 7, 47, "input"}, 48) == "chronic");

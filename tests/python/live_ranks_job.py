@@ -34,7 +34,8 @@ for i in steptrace.steps(itertools.count()):
     with steptrace.phase("input"):
         time.sleep(0.001)
         if mode == "chronic" and rank == 2 and now > 3:
-            time.sleep(0.025)
+            with steptrace.phase("decode"):  # named inside `input`: the live windows' `within`
+                time.sleep(0.025)
         if mode == "oneoff" and rank == 1 and now > 3.5 and not stalled:
             stalled = True
             time.sleep(2.5)

@@ -57,7 +57,11 @@ def test_a_rank_that_slows_is_named_every_window_from_then_on_and_chronic_at_exi
     assert before, (named, slow_from, [r["slot"] for r in records])
     assert not any(r["straggler"] and r["straggler"]["rank"] == 2 for r in before), named
     assert after[0]["straggler"]["phase"] == "input", after[0]
-    assert any("rank 2 is the straggler (`input`" in line for line in lines), lines
+    # the named phase inside `input` that holds the extra 25 ms a step (the job's sleep there)
+    assert all(r["straggler"]["within"] == "decode" for r in after), [r["straggler"] for r in after]
+    assert all(15 < r["straggler"]["within_ms"] <= 1.2 * r["straggler"]["excess_ms"] for r in after), \
+        [r["straggler"] for r in after]
+    assert any("rank 2 is the straggler (`input`" in line and "ms of it in `decode`" in line for line in lines), lines
     assert "slowest in" in err and ": chronic" in err, err[-3000:]
     assert "look at its node first" in err, err[-3000:]
 

@@ -69,9 +69,9 @@ struct straggler_info {
   // Of the other ranks, the one whose own work a step (step less its wait) is the median: the
   // rank to hold the straggler's figures against (a capture of both, for `compare`).
   std::uint32_t median_rank = 0;
-  // From full summaries (traces): the named phase inside `phase` that holds half of excess_ms or
-  // more, the most specific one, and its own excess per step over the median of the others.
-  // Empty when none does, and from live ranks (their digests carry the built-in groups only).
+  // The named phase inside `phase` that holds half of excess_ms or more, the most specific one,
+  // and its own excess per step over the median of the others: from the ranks' summaries, and in
+  // live windows from the 8 largest named phases each row carries. Empty when none does.
   std::string within;
   double within_ms = 0;
 };

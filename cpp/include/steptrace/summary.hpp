@@ -354,14 +354,15 @@ STEPTRACE_API summary combine_ranks(const std::vector<rank_report>& reports, std
                                     double timeout_s, bool from_files = false,
                                     const std::vector<std::pair<std::uint32_t, std::string>>& refused = {});
 
-// Live rank windows (ranks.hpp). A rank's row of one live window, one line of text (about 100
-// bytes: "r1", its rank, world size, steps, step mean/p50/p95 and each built-in phase's ms a step
-// with the phases inside it, and its device wait): what it sends rank 0 each window, read back
-// by window_straggler far faster than JSON at 1,024 ranks. Throws std::invalid_argument when the
-// window has no rank.
+// Live rank windows (ranks.hpp). A rank's row of one live window, one line of text: "r2", its
+// rank, world size, steps, step mean/p50/p95 and each built-in phase's ms a step with the phases
+// inside it, and its device wait (about 100 bytes), then its 8 largest named phases (group, ms,
+// name; about 470 bytes in all): what it sends rank 0 each window, read back by window_straggler
+// far faster than JSON at 1,024 ranks. Throws std::invalid_argument when the window has no rank.
 STEPTRACE_API std::string live_row(const summary& window);
 // Rank 0: the straggler among the rows of one window (the STRAGGLER rule of combine_ranks, on the
-// window's figures), or none. Throws std::invalid_argument naming a row that is not one.
+// window's figures, `within` from the rows' named phases), or none. Rows written as "r1" (no
+// named phases) are read too. Throws std::invalid_argument naming a row that is not one.
 STEPTRACE_API std::optional<straggler_info> window_straggler(const std::vector<std::string>& rows);
 // "chronic" (the straggler in at least 3 windows and in half of those since it first was),
 // "one-off" (once), or "intermittent".

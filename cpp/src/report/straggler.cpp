@@ -57,6 +57,8 @@ std::string where_to_look(const straggler_info& s, bool gpu) {
                      rank, rank);
 }
 
+}  // namespace
+
 // ", 29.1 ms of it in `data`": the named phase holding most of the excess, when there is one
 // (" (`data` alone: 30.2 ms more)" when it exceeds the whole, the rest of the phase being faster).
 std::string within_words(const straggler_info& s) {
@@ -92,8 +94,6 @@ std::unordered_map<std::string_view, double> named_inside(const summary& s, std:
   }
   return out;
 }
-
-}  // namespace
 
 std::optional<straggler_info> find_straggler(const ranks_view& view) {
   std::vector<const rank_row*> rows;
@@ -155,9 +155,16 @@ void name_within(straggler_info& s, const std::vector<const rank_report*>& repor
       others.push_back(named_inside(r->s, s.phase));
     }
   }
-  if (own == nullptr || others.empty() || !(s.excess_ms > 0)) return;
+  if (own != nullptr) choose_within(s, named_inside(*own, s.phase), others);
+}
+
+void choose_within(straggler_info& s, const std::unordered_map<std::string_view, double>& own,
+                   const std::vector<std::unordered_map<std::string_view, double>>& others) {
+  s.within.clear();
+  s.within_ms = 0;
+  if (others.empty() || !(s.excess_ms > 0)) return;
   double least_own = 0;
-  for (const auto& [name, ms] : named_inside(*own, s.phase)) {
+  for (const auto& [name, ms] : own) {
     std::vector<double> theirs;
     for (const auto& other : others) {
       const auto it = other.find(name);

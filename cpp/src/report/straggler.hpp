@@ -4,6 +4,8 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <unordered_map>
 #include <string_view>
 #include <vector>
 
@@ -34,6 +36,15 @@ std::optional<straggler_info> find_straggler(const ranks_view& view);
 // own). `reports` are the job's ranks; s.within stays empty when none holds that much, or when the
 // summaries carry no custom phases (a live rank's digest).
 void name_within(straggler_info& s, const std::vector<const rank_report*>& reports);
+// The same choice from each rank's named phases inside s.phase with their time a step (its
+// own, `own`; the other ranks', `others`), as live rank rows carry them (ranks.cpp, live_row).
+void choose_within(straggler_info& s, const std::unordered_map<std::string_view, double>& own,
+                   const std::vector<std::unordered_map<std::string_view, double>>& others);
+// A summary's named phases inside the built-in `group` (for `compute`, also those outside every
+// built-in), each with its time a step including the phases inside it.
+std::unordered_map<std::string_view, double> named_inside(const summary& s, std::string_view group);
+// " (`decode` alone: 12.0 ms more)" or ", 9.5 ms of it in `decode`"; empty without s.within.
+std::string within_words(const straggler_info& s);
 
 // `gpu`: a rank of the job had a GPU (a device view, or CUDA there): the advice may name one.
 diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s, bool gpu);
