@@ -318,6 +318,10 @@ PYBIND11_MODULE(_core, m) {
           if (within == nullptr) throw py::error_already_set();
           out["within"] = py::reinterpret_steal<py::str>(within);
           out["within_ms"] = s->within_ms;
+          const std::string words = straggler_within_words(*s);  // the exit's words, for rank 0's line
+          PyObject* said = PyUnicode_DecodeUTF8(words.data(), static_cast<Py_ssize_t>(words.size()), "replace");
+          if (said == nullptr) throw py::error_already_set();
+          out["within_words"] = py::reinterpret_steal<py::str>(said);
         }
         return std::move(out);
       },

@@ -104,7 +104,8 @@ def line(at_s: float, rows: int, world: int, straggler: Optional[Dict[str, Any]]
     """Rank 0's line for one window, after the live line: its verdict on the window before."""
     if straggler:
         verdict = (f"rank {straggler['rank']} is the straggler (`{straggler['phase']}` "
-                   f"+{_core.format_ms(straggler['excess_ms'])} ms a step over the median rank{_within(straggler)}; "
+                   f"+{_core.format_ms(straggler['excess_ms'])} ms a step over the median rank"
+                   f"{straggler.get('within_words', '')}; "
                    f"{count['windows']} window{'s' if count['windows'] != 1 else ''} so far)")
     else:
         verdict = "no straggler"
@@ -114,18 +115,6 @@ def line(at_s: float, rows: int, world: int, straggler: Optional[Dict[str, Any]]
     if missing:
         text += f"; missing: {_ranks_words(missing)}"
     return text + "\n"
-
-
-def _within(straggler: Dict[str, Any]) -> str:
-    """", 9.5 ms of it in `decode`", or " (`decode` alone: 12 ms more)" when the rest of the phase
-    was faster; empty when no named phase holds half the excess (the exit's words, straggler.cpp)."""
-    if "within" not in straggler:
-        return ""
-    name = straggler["within"].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    ms = _core.format_ms(straggler["within_ms"])
-    if straggler["within_ms"] > straggler["excess_ms"]:
-        return f" (`{name}` alone: {ms} ms more)"
-    return f", {ms} ms of it in `{name}`"
 
 
 def _ranks_words(ranks: List[int], listed: int = 16) -> str:

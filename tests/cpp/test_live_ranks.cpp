@@ -92,6 +92,7 @@ TEST_CASE("a window's straggler names the phase inside, from the named phases th
     CHECK(got->within == name);  // the bytes as written
     CHECK(got->within_ms == Approx(9.5));
     CHECK(got->excess_ms == Approx(10));
+    CHECK(straggler_within_words(*got) == ", 9.5 ms of it in `" + name + "`");  // the exit's words
   }
   // a row of the version before named phases is still read: no `within` from it
   std::vector<std::string> old = rows({{1, 20}, {1, 20}, {11, 20}, {1, 20}});

@@ -364,6 +364,9 @@ STEPTRACE_API std::string live_row(const summary& window);
 // window's figures, `within` from the rows' named phases), or none. Rows written as "r1" (no
 // named phases) are read too. Throws std::invalid_argument naming a row that is not one.
 STEPTRACE_API std::optional<straggler_info> window_straggler(const std::vector<std::string>& rows);
+// STRAGGLER's words for s.within, as the exit's diagnosis says them: ", 9.5 ms of it in `decode`",
+// or " (`decode` alone: 12.0 ms more)" when the rest of its phase was faster; empty without one.
+STEPTRACE_API std::string straggler_within_words(const straggler_info& s);
 // "chronic" (the straggler in at least 3 windows and in half of those since it first was),
 // "one-off" (once), or "intermittent".
 STEPTRACE_API std::string straggler_pattern(const rank_window_count& c, std::uint64_t windows);

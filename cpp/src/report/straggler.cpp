@@ -143,8 +143,6 @@ std::optional<straggler_info> find_straggler(const ranks_view& view) {
 }
 
 void name_within(straggler_info& s, const std::vector<const rank_report*>& reports) {
-  s.within.clear();
-  s.within_ms = 0;
   const summary* own = nullptr;
   std::vector<std::unordered_map<std::string_view, double>> others;
   for (const rank_report* r : reports) {
@@ -155,7 +153,7 @@ void name_within(straggler_info& s, const std::vector<const rank_report*>& repor
       others.push_back(named_inside(r->s, s.phase));
     }
   }
-  if (own != nullptr) choose_within(s, named_inside(*own, s.phase), others);
+  choose_within(s, own != nullptr ? named_inside(*own, s.phase) : std::unordered_map<std::string_view, double>{}, others);
 }
 
 void choose_within(straggler_info& s, const std::unordered_map<std::string_view, double>& own,

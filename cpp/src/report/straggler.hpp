@@ -26,6 +26,10 @@ auto& phase_of(Row& r, std::string_view phase) {
 // A rank's wait at the collectives a step: on the host and, from a trace, on the device.
 inline double collective_wait(const rank_row& r) { return r.wait_ms + r.device_wait_ms; }
 
+// A rank's row of the ranks table from its summary (report/ranks.cpp), as combine_ranks and a
+// live window's row (report/live_rows.cpp) both make it.
+rank_row row_of(const rank_report& report);
+
 // The rank that waits least at the collectives, when the others wait for it beyond the
 // thresholds (report/diagnosis.hpp) and it does more of its own work, or began late.
 std::optional<straggler_info> find_straggler(const ranks_view& view);
@@ -37,7 +41,7 @@ std::optional<straggler_info> find_straggler(const ranks_view& view);
 // summaries carry no custom phases (a live rank's digest).
 void name_within(straggler_info& s, const std::vector<const rank_report*>& reports);
 // The same choice from each rank's named phases inside s.phase with their time a step (its
-// own, `own`; the other ranks', `others`), as live rank rows carry them (ranks.cpp, live_row).
+// own, `own`; the other ranks', `others`), as live rank rows carry them (live_rows.cpp).
 void choose_within(straggler_info& s, const std::unordered_map<std::string_view, double>& own,
                    const std::vector<std::unordered_map<std::string_view, double>>& others);
 // A summary's named phases inside the built-in `group` (for `compute`, also those outside every
