@@ -20,6 +20,7 @@ QWEN_H100 = DATA / "tracelens_h100_qwen1.5-0.5b.json.gz"
 QWEN_MI300 = DATA / "tracelens_mi300_qwen1.5-0.5b.json.gz"
 OWLV2 = DATA / "tracelens_h100_owlv2.json.gz"
 B200 = DATA / "tracelens_b200_eager.json.gz"
+PLAIN_BLOCK = DATA / "resnet50_autograd_api_num_workers_0.json.gz"
 
 
 def cli(*args, stdin=None) -> subprocess.CompletedProcess:
@@ -77,6 +78,25 @@ def test_a_trace_without_steps_is_one_window():
     assert "1 window of a trace without steps" in str(s)
     assert steptrace.load(B200, step="nccl:_all_gather_base").to_dict()["windows"] is False
     assert "1 window of a trace without steps (the whole trace)" in s.to_html()
+
+
+def test_a_plain_profile_block_around_a_loop_reads_as_its_iterations():
+    """The TensorBoard plugin's ResNet-50 (V100, num_workers=0) under a plain profile block: six
+    iterations and no ProfilerStep, 4.5 s of start-up in the first. Its iterations are the steps,
+    the first is warm-up, and the figures equal the independent reading's over the same
+    iterations; read as one window, the start-up made it LAUNCH-BOUND (CUDA graphs first), where
+    its scheduled twin is INPUT-BOUND."""
+    truth = trace_truth.read(PLAIN_BLOCK)
+    d = steptrace.load(PLAIN_BLOCK).to_dict()
+    assert (d["steps"], d["warmup_steps"], d["windows"]) == (truth["windows"], 1, False) == (5, 1, False)
+    assert d["facts"]["trace.steps_from"] == "training loop"
+    assert d["step_ms"]["mean"] == pytest.approx(truth["window_ms"], abs=1e-3)
+    assert d["gpu"]["busy_share"] == pytest.approx(truth["busy"], abs=0.001)
+    assert d["phases"]["input"]["share"] == pytest.approx(truth["dataloader"], abs=0.002)
+    assert idle_in(d, "input") == pytest.approx(truth["idle_in_dataloader"], abs=0.002)
+    assert d["diagnosis"]["label"] == "INPUT-BOUND"
+    assert "num_workers" in d["diagnosis"]["advice"][0]
+    assert "the first iteration is left out as warm-up: it lasted 4490 ms" in d["backend"]["reason"]
 
 
 def test_a_trace_from_a_pipe_or_standard_input_reads_as_the_file(tmp_path):

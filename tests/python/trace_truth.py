@@ -3,8 +3,12 @@ interval unions, no steptrace code), to hold steptrace's figures to: per step wi
 busy share, and the host's time in blocking syncs and in DataLoader fetches, with the GPU idle
 time inside each.
 
-Windows: each ProfilerStep#N range of the thread with most of them; with none, one window from
-the first host event of the thread with the most ops to the last host or device event."""
+Windows: each ProfilerStep#N range of the thread with most of them; with none, a training loop's
+iterations when the thread with the most DataLoader fetches has at least 3 (closing fetch, after
+which the thread starts no op, dropped): each from one fetch's start to the next's, the last to
+the last host or device event, the first left out when it lasted at least twice the others'
+upper median; else one window from the first host event of the thread with the most ops to the
+last host or device event."""
 
 import collections
 import gzip
@@ -65,12 +69,35 @@ def events_of(path) -> list:
     return [e for e in doc["traceEvents"] if e.get("ph") == "X" and "dur" in e]
 
 
+def loop_iterations(events):
+    """(main, windows) of a training loop marked by its fetches, as the module's docstring says; None
+    when it has fewer than 3."""
+    fetch = [e for e in events if str(e["name"]).startswith("enumerate(DataLoader)#") and str(e["name"]).endswith("__next__")]
+    if not fetch:
+        return None
+    main = collections.Counter((e["pid"], e["tid"]) for e in fetch).most_common(1)[0][0]
+    starts = sorted(span(e) for e in fetch if (e["pid"], e["tid"]) == main)
+    last = max(span(e)[1] for e in events if e.get("cat") in DEVICE or (e["pid"] == main[0] and e.get("cat") in HOST))
+    ops = [float(e["ts"]) for e in events if (e["pid"], e["tid"]) == main and e.get("cat") in ("cpu_op", "user_annotation", "Operator")]
+    if not any(t >= starts[-1][1] for t in ops):
+        last = starts.pop()[0]
+    if len(starts) < 3:
+        return None
+    windows = [(a[0], b[0]) for a, b in zip(starts, starts[1:])] + [(starts[-1][0], last)]
+    others = sorted(b - a for a, b in windows[1:])
+    if windows[0][1] - windows[0][0] >= 2 * others[len(others) // 2]:
+        windows = windows[1:]
+    return main, windows
+
+
 def main_and_windows(events, skip_first: bool = False):
     """The main (pid, tid) and the step windows, as the module's docstring says."""
     steps = [e for e in events if str(e["name"]).startswith("ProfilerStep#") and e.get("cat") in ("cpu_op", "user_annotation", "Operator")]
     if steps:
         main = collections.Counter((e["pid"], e["tid"]) for e in steps).most_common(1)[0][0]
         windows = sorted(span(e) for e in steps if (e["pid"], e["tid"]) == main)[1 if skip_first else 0:]
+    elif (loop := loop_iterations(events)) is not None:
+        main, windows = loop
     else:
         main = collections.Counter((e["pid"], e["tid"]) for e in events if e.get("cat") == "cpu_op").most_common(1)[0][0]
         first = min(float(e["ts"]) for e in events if (e["pid"], e["tid"]) == main and e.get("cat") in HOST)

@@ -35,6 +35,8 @@ inline bool is_copy_op(std::string_view n) { return n == "aten::to" || n == "ate
 inline bool is_input_op(std::string_view n) {
   return (starts_with(n, "enumerate(DataLoader)#") && ends_with(n, "__next__")) || starts_with(n, "enumerate(DataPipe)#");
 }
+// torch.optim's range around an optimizer's step (`Optimizer.step#SGD.step`): once an iteration.
+inline bool is_optimizer_step(std::string_view n) { return starts_with(n, "Optimizer.step#"); }
 
 inline bool is_item_op(std::string_view n) { return n == "aten::item" || n == "aten::_local_scalar_dense"; }
 

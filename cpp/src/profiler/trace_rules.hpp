@@ -2,10 +2,12 @@
 // The rules (docs/architecture.md, "Reading torch.profiler traces"):
 // - steps (profiler/trace_steps.hpp): steptrace's own `steptrace:step` annotations, with their
 //   `steptrace:<phase>` ranges as the phases (the live rules then apply to them unchanged); else
-//   the ranges the user names; else the ProfilerStep#N ranges; else the whole trace as one window;
+//   the ranges the user names; else the ProfilerStep#N ranges; else a training loop's iterations
+//   (by its DataLoader fetches or optimizer steps); else the whole trace as one window;
 // - warm-up by evidence: the first step is left out only when its device was still busy with
-//   work launched before the trace and other steps exist; a trace's only step always counts, the
-//   untraced busy span kept out of its idle time;
+//   work launched before the trace and other steps exist (or, for a loop's iterations, when it
+//   lasted at least twice the others' median: the program's start-up ran in it); a trace's only
+//   step always counts, the untraced busy span kept out of its idle time;
 // - phases: the innermost categorised host node decides: `input` for DataLoader/DataPipe
 //   fetches, `h2d` for a runtime call whose copy is host-to-device and the copy ops around it,
 //   `wait` for blocking syncs, .item() and device-to-host copies; any other op takes its nearest
@@ -44,6 +46,10 @@ struct trace_reading {
   std::uint64_t steps_dropped = 0;     // step ranges nested in or overlapping a step kept
   std::uint64_t stub_steps = 0;        // ProfilerStep ranges holding nothing (trace_steps.hpp)
   std::uint32_t warmup_steps = 0;      // 1 when the first step is left out (by evidence), else 0
+  // loop_iterations (trace_steps.hpp): what marked them, and the first's evidence of start-up
+  const char* marked_by = "";
+  bool first_is_start = false;
+  std::uint64_t first_ns = 0, others_median_ns = 0;
   std::uint64_t untraced_ns = 0;       // of the first step: busy with work launched before the trace
   std::uint64_t steps_without_device = 0;
   std::uint64_t kernels_without_launch = 0;  // a sampled trace: kernels whose launch is absent

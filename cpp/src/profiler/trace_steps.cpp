@@ -49,6 +49,24 @@ bool steps_of(const trace_events& t, Pick&& pick, step_choice& out) {
   return true;
 }
 
+// The first host event of the thread (pid, tid).
+std::uint64_t thread_begin(const trace_events& t, std::uint32_t pid, std::uint32_t tid) {
+  std::uint64_t begin = UINT64_MAX;
+  for (const trace_event& e : t.events) {
+    if (e.pid == pid && e.tid == tid && !e.tid_negative && is_host(e)) begin = std::min(begin, e.ts);
+  }
+  return begin;
+}
+
+// The trace's end after `begin`: its last host event of `pid` or device event, `begin` at least.
+std::uint64_t trace_end(const trace_events& t, std::uint32_t pid, std::uint64_t begin) {
+  std::uint64_t end = begin;
+  for (const trace_event& e : t.events) {
+    if ((is_device(e) || (e.pid == pid && is_host(e))) && e.ts + e.dur > begin) end = std::max(end, e.ts + e.dur);
+  }
+  return end;
+}
+
 // No steps: the main thread is the host thread with the most ops; the window runs from its first
 // host event to the last host or device event of the trace.
 void whole_trace(const trace_events& t, const std::string& file, step_choice& out) {
@@ -56,15 +74,86 @@ void whole_trace(const trace_events& t, const std::string& file, step_choice& ou
       !steps_of(t, [](const trace_event& e) { return is_host(e); }, out)) {
     throw std::invalid_argument(file + ": no host events: the trace holds no ops, ranges or runtime calls to read");
   }
-  std::uint64_t begin = UINT64_MAX, end = 0;
-  for (const trace_event& e : t.events) {
-    if (e.pid == out.pid && e.tid == out.tid && is_host(e)) begin = std::min(begin, e.ts);
-  }
-  for (const trace_event& e : t.events) {
-    if ((is_device(e) || (e.pid == out.pid && is_host(e))) && e.ts + e.dur > begin) end = std::max(end, e.ts + e.dur);
-  }
-  out.steps.assign(1, {begin, std::max(begin, end)});
+  const std::uint64_t begin = thread_begin(t, out.pid, out.tid);
+  out.steps.assign(1, {begin, trace_end(t, out.pid, begin)});
   out.dropped = 0;  // the ops only chose the main thread: no step range was left out
+}
+
+// Whether the thread runs a host op that begins at or after `at`.
+bool op_after(const trace_events& t, std::uint32_t pid, std::uint32_t tid, std::uint64_t at) {
+  for (const trace_event& e : t.events) {
+    if (e.pid == pid && e.tid == tid && !e.tid_negative && is_host_op(e) && e.ts >= at) return true;
+  }
+  return false;
+}
+
+// Iterations from one fetch's start to the next's, the last to `last_end`; with optimizer steps,
+// one holding none left out.
+std::vector<step_interval> by_fetches(const step_choice& fetches, std::uint64_t last_end,
+                                      const std::vector<step_interval>& optimizer) {
+  const std::vector<step_interval>& marks = fetches.steps;
+  std::vector<step_interval> out;
+  for (std::size_t k = 0; k < marks.size(); ++k) {
+    const std::uint64_t end = k + 1 < marks.size() ? marks[k + 1].begin : std::max(last_end, marks[k].begin);
+    const bool holds_step = std::any_of(optimizer.begin(), optimizer.end(), [&](const step_interval& s) {
+      return s.begin >= marks[k].begin && s.begin < end;
+    });
+    if (optimizer.empty() || holds_step) out.push_back({marks[k].begin, end});
+  }
+  return out;
+}
+
+// Iterations each ending where an optimizer step ends; the first from the thread's first fetch
+// before it, else from the thread's first host event.
+std::vector<step_interval> by_optimizer(const trace_events& t, const step_choice& optimizer,
+                                        const std::vector<step_interval>& fetches) {
+  std::uint64_t begin = thread_begin(t, optimizer.pid, optimizer.tid);
+  if (!fetches.empty() && fetches.front().begin < optimizer.steps.front().end) begin = fetches.front().begin;
+  std::vector<step_interval> out;
+  for (const step_interval& s : optimizer.steps) {
+    if (s.end > begin) out.push_back({begin, s.end});
+    begin = s.end;
+  }
+  return out;
+}
+
+// A training loop's iterations (trace_steps.hpp); false when the trace shows none.
+bool loop_iterations(const trace_events& t, step_choice& out) {
+  constexpr std::size_t min_marks = 3;
+  const auto name_of = [&t](const trace_event& e) { return std::string_view(t.names[e.name]); };
+  step_choice fetches, optimizer;
+  const bool fetched = steps_of(t, [&](const trace_event& e) { return is_host_op(e) && is_input_op(name_of(e)); }, fetches);
+  const bool stepped =
+      steps_of(t, [&](const trace_event& e) { return is_host_op(e) && is_optimizer_step(name_of(e)); }, optimizer);
+  std::uint64_t last_end = fetched ? trace_end(t, fetches.pid, fetches.steps.back().begin) : 0;
+  if (fetched && !op_after(t, fetches.pid, fetches.tid, fetches.steps.back().end)) {
+    last_end = fetches.steps.back().begin;  // the loop's closing fetch (its StopIteration): in no iteration
+    fetches.steps.pop_back();
+  }
+  const bool same_thread = fetched && stepped && fetches.pid == optimizer.pid && fetches.tid == optimizer.tid;
+  const std::vector<step_interval> none;
+  std::vector<step_interval> iterations;
+  if (fetched && fetches.steps.size() >= min_marks &&
+      (!same_thread || optimizer.steps.size() + 1 >= fetches.steps.size())) {
+    iterations = by_fetches(fetches, last_end, same_thread ? optimizer.steps : none);
+    out.pid = fetches.pid;
+    out.tid = fetches.tid;
+    out.marked_by = "fetch";
+  } else if (stepped && optimizer.steps.size() >= min_marks) {
+    iterations = by_optimizer(t, optimizer, same_thread ? fetches.steps : none);
+    out.pid = optimizer.pid;
+    out.tid = optimizer.tid;
+    out.marked_by = "optimizer";
+  }
+  if (iterations.size() < 2) return false;
+  std::vector<std::uint64_t> others;
+  for (std::size_t k = 1; k < iterations.size(); ++k) others.push_back(iterations[k].end - iterations[k].begin);
+  std::sort(others.begin(), others.end());
+  out.first_ns = iterations.front().end - iterations.front().begin;
+  out.others_median_ns = others[others.size() / 2];  // the upper median: a short closing iteration moves it least
+  out.first_is_start = iterations.size() >= min_marks && out.first_ns >= 2 * out.others_median_ns;
+  out.steps = std::move(iterations);
+  return true;
 }
 
 // Leaves out the steps inside which nothing starts: no host event of the process but the step
@@ -108,6 +197,9 @@ step_choice choose_steps(const trace_events& t, const std::string& file, const s
     drop_stubs(t, out);
     return out;
   }
+  out.source = step_source::loop_iterations;
+  if (loop_iterations(t, out)) return out;
+  out = step_choice{};
   out.source = step_source::whole_trace;
   whole_trace(t, file, out);
   return out;

@@ -1,7 +1,8 @@
 // Internal (not public API): which intervals of a torch.profiler trace are its steps, and which
 // host thread is the main one (docs/architecture.md, "Reading torch.profiler traces"), in order:
 // a range the user names (their explicit choice wins); steptrace's own `steptrace:step`
-// annotations; the ProfilerStep#N ranges; else the whole trace as one window.
+// annotations; the ProfilerStep#N ranges; a training loop's iterations, found by its DataLoader
+// fetches or optimizer steps; else the whole trace as one window.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@ enum class step_source : std::uint8_t {
   own_annotations,  // steptrace:step ranges: their phases are steptrace's too
   named_range,      // each range of the name the user gave (step="execute_model")
   profiler_steps,   // ProfilerStep#N
+  loop_iterations,  // no step ranges: a training loop's iterations, by its fetches or optimizer steps
   whole_trace,      // no steps: one window from the main thread's first host event to the trace's end
 };
 
@@ -29,11 +31,24 @@ struct step_choice {
   std::vector<step_interval> steps;   // in time order, none nested in or overlapping another
   std::uint64_t dropped = 0;          // ranges of the step's name nested in or overlapping a step kept
   std::uint64_t stubs = 0;            // ProfilerStep ranges holding nothing, left out (below)
+  // loop_iterations: what marked them ("fetch": each from one DataLoader fetch to the next;
+  // "optimizer": each ending with an optimizer step), and whether the first lasted at least
+  // twice as long as the others' (upper) median: the program's start-up (lazy module loads,
+  // algorithm search, the allocator's growth) ran in it, so it is warm-up.
+  const char* marked_by = "";
+  bool first_is_start = false;
+  std::uint64_t first_ns = 0, others_median_ns = 0;
 };
 
 // A ProfilerStep#N range inside which the process ran no op, range or runtime call and the device
 // started nothing is the profiler's stub (the range the last `prof.step()` opens, closed at exit):
 // not a step. A trace whose ranges are all stubs has no steps, and nothing to diagnose.
+// A training loop's iterations, when the trace holds no step range: on the host thread with the
+// most DataLoader fetches, at least 3 of them, each iteration runs from one fetch's start to the
+// next's; the last to the trace's end, or to the loop's closing fetch (its StopIteration: the
+// thread runs no op after it), which is in no iteration. With optimizer steps (`Optimizer.step#...`) too, an
+// iteration holding none is left out. Without fetches, or with several a step (gradient
+// accumulation), at least 3 optimizer steps mark them: each iteration ends where one ends.
 // `step_name`: the range the user named ("" for none). Throws std::invalid_argument naming
 // `file` when a named range does not occur, or when the trace has no host events at all.
 step_choice choose_steps(const trace_events& t, const std::string& file, const std::string& step_name);

@@ -16,7 +16,8 @@ namespace steptrace::detail {
 // The readings' steps through one aggregate and flight recorder, in the order given, each with its
 // own warm-up: the figures, timeline and unbalanced phases; the rest is the caller's to fill.
 summary summarise_readings(const std::vector<const trace_reading*>& readings);
-// What trace.steps_from says of a source: "annotations", "named range", "ProfilerStep", "window".
+// What trace.steps_from says of a source: "annotations", "named range", "ProfilerStep", "training loop",
+// "window".
 const char* steps_from(step_source s);
 
 // A trace's whole summary: the reading's figures, its facts, rank and source, the diagnosis.

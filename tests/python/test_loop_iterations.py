@@ -1,0 +1,152 @@
+"""A plain `with torch.profiler.profile():` block around a training loop has no ProfilerStep
+ranges: its iterations, found by the loop's DataLoader fetches or optimizer steps, are the steps,
+and the first is warm-up when it lasted at least twice the others' median (the program's start-up
+ran in it). Each loop here stamps its own truth beside the trace with perf_counter: when each
+iteration began, how long each fetch took."""
+
+import time
+from pathlib import Path
+
+import pytest
+
+import steptrace
+
+torch = pytest.importorskip("torch")
+from torch.profiler import ProfilerActivity, profile  # noqa: E402
+
+SAMPLE_S = 0.004  # a sample's load: a batch of 4 takes ~16 ms on the training thread
+START_UP_S = 0.15  # the first iteration's one-time cost (lazy loads, algorithm search)
+
+
+class Samples(torch.utils.data.Dataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        time.sleep(SAMPLE_S)
+        return torch.randn(64), torch.randn(1)
+
+
+def _model():
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1))
+    return model, torch.optim.SGD(model.parameters(), lr=0.01)
+
+
+def _train(model, opt, x, y, backward_only=False):
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    if not backward_only:
+        opt.step()
+        opt.zero_grad()
+
+
+def _loop(trace: Path, batches: int, start_up: bool, warm_before: int = 0, accumulate: int = 1, loader=True):
+    """Trains under a plain profile block; returns the truth: each iteration's start (s, from just
+    before its fetch) and each fetch's length (ms)."""
+    model, opt = _model()
+    data = torch.utils.data.DataLoader(Samples(4 * (batches + warm_before)), batch_size=4)
+    it = iter(data)
+    for _ in range(warm_before):  # the job ran before the profiler started: no start-up in the trace
+        _train(model, opt, *next(it))
+    starts, fetches = [], []
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        i = 0
+        while True:
+            began = time.perf_counter()
+            if loader:
+                try:
+                    x, y = next(it)  # exhausted: the loop's closing fetch, as `for` makes it
+                except StopIteration:
+                    break
+                fetches.append(1000 * (time.perf_counter() - began))
+            elif i == batches:
+                break
+            else:
+                x, y = torch.randn(4, 64), torch.randn(4, 1)
+            if i % accumulate == 0:
+                starts.append(began)
+            if i == 0 and start_up:
+                time.sleep(START_UP_S)
+            _train(model, opt, x, y, backward_only=(i + 1) % accumulate != 0)
+            i += 1
+    starts.append(time.perf_counter())
+    prof.export_chrome_trace(str(trace))
+    return [1000 * (b - a) for a, b in zip(starts, starts[1:])], fetches
+
+
+def _first_is_start(iterations):
+    """The truth's own verdict: the first iteration at least twice the others' upper median."""
+    others = sorted(iterations[1:])
+    return iterations[0] >= 2 * others[len(others) // 2]
+
+
+def test_a_loops_fetches_mark_its_iterations_and_its_start_up_is_warm_up(tmp_path):
+    path = tmp_path / "loop.json"
+    iterations, fetches = _loop(path, batches=8, start_up=True)
+    s = steptrace.load(path)
+    d = s.to_dict()
+    assert (d["steps"], d["warmup_steps"], d["windows"]) == (7, 1, False)  # the closing fetch starts none
+    assert d["facts"]["trace.steps_from"] == "training loop"
+    reason = d["backend"]["reason"]
+    assert "each an iteration of the training loop from one DataLoader fetch to the next" in reason
+    assert "the first iteration is left out as warm-up" in reason
+    # an iteration runs from one fetch's start to the next's: the truth's iterations, less the
+    # few microseconds between the stamp and the profiler's op
+    counted = iterations[1:]
+    assert min(counted) - 1 <= d["step_ms"]["p50"] <= max(counted) + 1
+    assert d["phases"]["input"]["calls"] == 7
+    assert min(fetches[1:]) - 0.5 <= d["phases"]["input"]["p50_ms"] <= max(fetches[1:]) + 1
+    assert d["step_ms"]["max"] < START_UP_S * 1000  # the start-up is in no counted step
+    assert d["diagnosis"]["label"] == "INPUT-BOUND"
+    assert "7 steps (1 warm-up" in str(s)
+
+
+def test_a_loop_profiled_mid_run_counts_every_iteration_unless_the_first_was_slow(tmp_path):
+    path = tmp_path / "mid.json"
+    iterations, _ = _loop(path, batches=6, start_up=False, warm_before=2)
+    d = steptrace.load(path).to_dict()
+    first_slow = _first_is_start(iterations)  # False unless this machine stalled the first one
+    assert (d["steps"], d["warmup_steps"]) == (6 - first_slow, int(first_slow))
+    assert d["facts"]["trace.steps_from"] == "training loop"
+
+
+def test_gradient_accumulation_makes_an_iteration_of_each_optimizer_step(tmp_path):
+    path = tmp_path / "accumulate.json"
+    iterations, fetches = _loop(path, batches=8, start_up=True, accumulate=2)
+    d = steptrace.load(path).to_dict()
+    assert len(iterations) == 4 and len(fetches) == 8
+    assert (d["steps"], d["warmup_steps"]) == (3, 1)
+    assert "ending with its optimizer step" in d["backend"]["reason"]
+    assert d["phases"]["input"]["calls"] == 6  # two fetches in each counted iteration
+    # each from one optimizer step's end to the next's: the truth's, less the first fetch and
+    # the last optimizer step, which lie on either side of the stamps
+    assert 0.9 * min(iterations[1:]) - 1 <= d["step_ms"]["p50"] <= max(iterations[1:]) + 1
+
+
+def test_a_loop_without_a_loader_is_marked_by_its_optimizer_steps(tmp_path):
+    path = tmp_path / "synthetic.json"
+    iterations, _ = _loop(path, batches=6, start_up=True, loader=False)
+    d = steptrace.load(path).to_dict()
+    assert (d["steps"], d["warmup_steps"]) == (5, 1)
+    assert d["facts"]["trace.steps_from"] == "training loop"
+    assert "ending with its optimizer step" in d["backend"]["reason"]
+    assert d["step_ms"]["max"] < START_UP_S * 1000
+
+
+def test_two_iterations_stay_one_window(tmp_path):
+    """Fewer than 3 fetches and 3 optimizer steps: too few to tell a loop, the whole trace is one window."""
+    path = tmp_path / "two.json"
+    _loop(path, batches=2, start_up=False)
+    d = steptrace.load(path).to_dict()
+    assert d["windows"] is True and d["steps"] == 1
+    assert d["facts"]["trace.steps_from"] == "window"
+
+
+def test_a_named_range_still_wins(tmp_path):
+    path = tmp_path / "named.json"
+    _loop(path, batches=4, start_up=False)
+    d = steptrace.load(path, step="Optimizer.step#SGD.step").to_dict()
+    assert d["facts"]["trace.steps_from"] == "named range" and d["steps"] == 4
