@@ -1,4 +1,5 @@
-// steptrace._core's files: a summary or a trace read (read_file, read_cycles), a file written
+// steptrace._core's files: a summary or a trace read (read_file, read_cycles; OtherFileKind, a
+// ValueError, for a file of another kind such as an execution trace), a file written
 // whole (write_file, its refusals as OSError), a kernel name shortened, a job's timeline of slow
 // steps (JobTimeline). Conversions only.
 #include <pybind11/pybind11.h>
@@ -17,6 +18,8 @@ namespace py = pybind11;
 using namespace steptrace;
 
 void bind_files(py::module_& m) {
+  // a ValueError, so callers that catch those still do; a job's folder leaves such a file out
+  py::register_exception<other_file_kind>(m, "OtherFileKind", PyExc_ValueError);
   m.def(
       "read_file",
       [](const std::string& path, const std::string& step, const std::string& name) {

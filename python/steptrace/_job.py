@@ -7,6 +7,9 @@ Trace files one process wrote (the same pid, ``host_name`` and rank: a repeating
 ``tensorboard_trace_handler`` cycles) are that process's cycles, read as one run by the core's
 ``read_cycles``: all of a folder's files one process's is one run, never a job of ranks.
 
+A file of another kind that steptrace knows (PyTorch's execution trace, which HTA keeps beside
+each rank's trace) is left out, said in one line; a job of nothing else is refused.
+
 Files are read in parallel on the available cores (the trace reader releases the GIL); what is
 kept of a rank is its summary, never its trace. In a trace a rank's wait at the collectives is
 its host ``wait`` (a collective on another thread is ``wait``) plus its NCCL kernels' time that no
@@ -20,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, List, Optional, Tuple
 
 from . import _core
+from ._log import say
 from ._read import read_one, shown
 
 
@@ -90,6 +94,14 @@ def _by_process(read: List[Tuple[str, Any]], step: Optional[str]) -> List[Tuple[
     return out
 
 
+def _read_or_other(name: str, step: Optional[str]) -> Any:
+    """The file's summary, or the error that says it is a file of another kind."""
+    try:
+        return read_one(name, step)
+    except _core.OtherFileKind as e:
+        return e
+
+
 def _read_ranks(names: List[str], step: Optional[str]) -> Tuple[List[Tuple[str, Any]], int]:
     """Each file read, its cycles joined, and each with its rank, by rank; a world of 0 for one
     process's cycles (one run, the only entry)."""
@@ -102,10 +114,15 @@ def _read_ranks(names: List[str], step: Optional[str]) -> Tuple[List[Tuple[str, 
     workers = min(len(names), _cores())
     if workers > 1:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="steptrace-read") as pool:
-            read = list(zip(names, pool.map(lambda n: read_one(n, step), names)))
+            read = list(zip(names, pool.map(lambda n: _read_or_other(n, step), names)))
     else:
-        read = [(n, read_one(n, step)) for n in names]
-    read = _by_process(read, step)
+        read = [(n, _read_or_other(n, step)) for n in names]
+    others = [(n, e) for n, e in read if isinstance(e, _core.OtherFileKind)]
+    if len(others) == len(read):
+        raise others[0][1]
+    for name, e in others:
+        say(f"left out of the job: {str(e).removeprefix('steptrace: ')}")
+    read = _by_process([(n, s) for n, s in read if not isinstance(s, _core.OtherFileKind)], step)
     if len(read) == 1:  # one process's cycles: one run
         return read, 0
     ranked, world = _ranked(read)

@@ -99,6 +99,30 @@ def test_a_plain_profile_block_around_a_loop_reads_as_its_iterations():
     assert "the first iteration is left out as warm-up: it lasted 4490 ms" in d["backend"]["reason"]
 
 
+def test_a_jobs_folder_leaves_out_the_execution_traces_kept_beside_its_traces(tmp_path, capfd):
+    """HTA keeps each rank's PyTorch execution trace beside its profiler trace: a folder of both is
+    read as its traces, each execution trace left out in one line; one named alone, or a folder of
+    nothing else, is refused naming it."""
+    import shutil
+
+    et = json.dumps({"schema": "1.0.1", "pid": 5, "time": "2023-07-14", "start_ts": 6, "nodes": [{"name": "x"}]})
+    shutil.copy(B200, tmp_path / "rank-0.json.gz")
+    (tmp_path / "rank-0_et.json").write_text(et)
+    alone = steptrace.load(B200).to_dict()
+    capfd.readouterr()
+    d = steptrace.load(tmp_path).to_dict()
+    said = capfd.readouterr().err
+    assert d["step_ms"] == alone["step_ms"] and d["diagnosis"]["label"] == alone["diagnosis"]["label"]
+    assert said.count("\n") == 1 and "left out of the job" in said and "rank-0_et.json" in said
+    assert "execution trace" in said
+    with pytest.raises(ValueError, match="rank-0_et.json: a PyTorch execution trace"):
+        steptrace.load(tmp_path / "rank-0_et.json")
+    (tmp_path / "rank-0.json.gz").unlink()
+    (tmp_path / "rank-1_et.json").write_text(et)
+    with pytest.raises(ValueError, match="_et.json: a PyTorch execution trace"):
+        steptrace.load(tmp_path)
+
+
 def test_a_trace_from_a_pipe_or_standard_input_reads_as_the_file(tmp_path):
     expected = steptrace.load(QWEN_H100).to_dict()["step_ms"]
     piped = subprocess.run(f"{sys.executable} -m steptrace show --json <(zcat {QWEN_H100})", shell=True,

@@ -7,11 +7,14 @@
 // The trace's host ops and runtime calls become the steps and phases a live run records, its
 // kernels, copies and memsets the device records, and the one analysis runs on them. The steps
 // are, in order: steptrace's own annotations; the ranges named by `trace_options::step`; the
-// ProfilerStep#N ranges; else the whole trace as one window (summary::windows). The first step is
-// warm-up only when its device was still running work launched before the trace and others exist.
+// ProfilerStep#N ranges; a training loop's iterations, by its DataLoader fetches or optimizer
+// steps; else the whole trace as one window (summary::windows). The first step is warm-up only
+// when its device was still running work launched before the trace, or a loop's first iteration
+// lasted twice the others' median (the program's start-up), and others exist.
 // Plain or gzip-compressed JSON, from a file or a pipe, read in chunks: never held whole.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -41,11 +44,18 @@ STEPTRACE_API summary read_profiler_trace(const std::string& path, const trace_o
 // read_profiler_trace does for a file it cannot read.
 STEPTRACE_API summary read_profiler_cycles(const std::vector<std::string>& paths, const trace_options& options = {});
 
+// What read_file throws for a file of another kind that steptrace knows and does not read
+// (PyTorch's execution trace, which HTA keeps beside the profiler's): a job's folder leaves it out.
+struct STEPTRACE_API other_file_kind : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
 // A saved summary (summary::json()) or a torch.profiler trace, told apart by the document's
 // top-level keys ("schema" or "traceEvents", however far in), plain or gzip, from a file or a
 // pipe, read once as it comes. A summary is at most 256 MB; a trace's bounds are those of
 // read_profiler_trace (10,000,000 events kept, 16 GiB inflated). Throws std::invalid_argument
-// naming the file and the problem in either reader's words; `options.step` on a summary is one.
+// naming the file and the problem in either reader's words; `options.step` on a summary is one;
+// other_file_kind for an execution trace.
 STEPTRACE_API summary read_file(const std::string& path, const trace_options& options = {});
 
 }  // namespace steptrace

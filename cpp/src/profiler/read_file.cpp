@@ -127,7 +127,7 @@ summary read_file(const std::string& path, const trace_options& options) {
   const kind k = decide(keeping, name);
   std::string head = std::move(keeping.kept());
   if (k == kind::execution_trace) {
-    throw std::invalid_argument(name + ": a PyTorch execution trace (ExecutionTraceObserver's \"nodes\"), not the "
+    throw other_file_kind(name + ": a PyTorch execution trace (ExecutionTraceObserver's \"nodes\"), not the "
                                        "profiler's trace: steptrace reads the torch.profiler trace, the JSON with "
                                        "\"traceEvents\" (export_chrome_trace, tensorboard_trace_handler)");
   }
