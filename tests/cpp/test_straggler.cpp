@@ -190,3 +190,19 @@ TEST_CASE("the advice names a GPU only in a job where a rank had one", "[ranks]"
   reports[0].s.gpu.emplace();  // or a device view
   CHECK_THAT(combine_ranks(reports, 3, 30).diag.advice.at(0), Contains("throttled GPU"));
 }
+
+TEST_CASE("a straggler's within words never call the part more than the whole within their rounding", "[ranks]") {
+  straggler_info s;
+  s.rank = 2;
+  s.phase = "input";
+  s.excess_ms = 7.5;
+  s.within = "decode";
+  s.within_ms = 7.52;  // the same to the words' 0.05 ms: not "alone: 7.5 ms more" than 7.50
+  CHECK(straggler_within_words(s) == ", 7.5 ms of it in `decode`");
+  s.within_ms = 9.0;  // the rest of `input` faster than on the others
+  CHECK(straggler_within_words(s) == " (`decode` alone: 9.0 ms more)");
+  s.within_ms = 3.0;
+  CHECK(straggler_within_words(s) == ", 3.0 ms of it in `decode`");
+  s.within.clear();
+  CHECK(straggler_within_words(s).empty());
+}

@@ -60,11 +60,12 @@ std::string where_to_look(const straggler_info& s, bool gpu) {
 }  // namespace
 
 // ", 29.1 ms of it in `data`": the named phase holding most of the excess, when there is one
-// (" (`data` alone: 30.2 ms more)" when it exceeds the whole, the rest of the phase being faster).
+// (" (`data` alone: 30.2 ms more)" when it exceeds the whole by more than the words' 0.05 ms, the
+// rest of the phase being faster; within that, the part is never said to be more than the whole).
 std::string within_words(const straggler_info& s) {
   if (s.within.empty()) return {};
-  if (s.within_ms > s.excess_ms) return fmt::format(" (`{}` alone: {:.1f} ms more)", s.within, s.within_ms);
-  return fmt::format(", {:.1f} ms of it in `{}`", s.within_ms, s.within);
+  if (s.within_ms > s.excess_ms + 0.05) return fmt::format(" (`{}` alone: {:.1f} ms more)", s.within, s.within_ms);
+  return fmt::format(", {:.1f} ms of it in `{}`", std::min(s.within_ms, s.excess_ms), s.within);
 }
 
 // Each custom phase counted toward `group` in `s` (for `compute`, also one outside every
