@@ -109,4 +109,17 @@ TEST_CASE("a host view of a process that put work on a GPU says so, and asks for
   CHECK_THAT(in.advice.back(), StartsWith("record the GPU's activity too"));
   CHECK_THAT(in.advice.front(), !StartsWith("record"));
   CHECK_THAT(in.evidence, Contains("(1 runtime call that launches kernels or copies memory)"));
+  // an accelerator steptrace does not read (MTIA): named, neither a CPU's nor a GPU's advice
+  busy.facts = {{"trace.device_unrecorded", "2136 mtia"}};
+  const auto mtia = diagnose(busy);
+  CHECK(mtia.label == "COMPUTE-BOUND");
+  CHECK_THAT(mtia.advice.at(0), StartsWith("read the accelerator's side with a tool that reads its records"));
+  CHECK_THAT(mtia.evidence, Contains("The trace holds 2136 records of an MTIA accelerator, a device steptrace does not read"));
+  for (const std::string& line : mtia.advice) {
+    CHECK_THAT(line, !Contains("the CPU supports") && !Contains("set_num_threads") && !Contains("TF32") &&
+                         !Contains("record the GPU"));
+  }
+  input.facts = {{"trace.device_unrecorded", "1 mtia"}};
+  CHECK_THAT(diagnose(input).advice.back(), StartsWith("read the accelerator's side"));
+  CHECK_THAT(diagnose(input).evidence, Contains("1 record of an MTIA accelerator"));
 }

@@ -73,3 +73,19 @@ def test_cpu_jobs_and_traces_with_their_device_say_nothing_of_it(name):
     d = steptrace.load(DATA / name).to_dict()
     assert "trace.device_unrecorded" not in d["facts"]
     assert not any(line.startswith("record the GPU") for line in d["diagnosis"]["advice"])
+
+
+def test_an_mtia_trace_is_named_an_accelerator_steptrace_does_not_read_not_a_cpu_job():
+    """HTA's MTIA inference trace: its device is Meta's MTIA (records of categories `mtia_*`), which
+    steptrace does not read. It says so, counted as a plain reading counts them, and gives no CPU
+    job's advice (bf16 on the CPU, torch.set_num_threads) nor a GPU's (TF32, recording CUDA)."""
+    path = DATA / "hta_mtia_inference.json.gz"
+    records = sum(1 for e in events(path)["traceEvents"] if str(e.get("cat", "")).startswith("mtia_"))
+    d = steptrace.load(path).to_dict()
+    assert records > 0 and d["facts"]["trace.device_unrecorded"] == f"{records} mtia"
+    assert f"{records} records of an MTIA accelerator, which steptrace does not read" in d["backend"]["reason"]
+    assert f"The trace holds {records} records of an MTIA accelerator" in d["diagnosis"]["evidence"]
+    advice = " ".join(d["diagnosis"]["advice"])
+    assert "HTA reads MTIA traces" in d["diagnosis"]["advice"][0]
+    for wrong in ("CPU supports", "set_num_threads", "TF32", "ProfilerActivity.CUDA"):
+        assert wrong not in advice

@@ -98,9 +98,12 @@ std::string backend_reason(const std::string& path, const trace_events& t, const
   }
   if (!r.has_device) {
     const std::string* unrecorded = s.fact("trace.device_unrecorded");
-    reason += unrecorded == nullptr ? "; the trace holds no GPU activity: host view only"
-                                    : "; the trace holds no GPU activity, yet its host put work on a GPU (" +
-                                          device_unrecorded_words(*unrecorded) + "): host view only";
+    reason += unrecorded == nullptr    ? "; the trace holds no GPU activity: host view only"
+              : device_unread(*unrecorded) ? "; the trace holds no GPU activity but " +
+                                                 device_unrecorded_words(*unrecorded) +
+                                                 ", which steptrace does not read: host view only"
+                                           : "; the trace holds no GPU activity, yet its host put work on a GPU (" +
+                                                 device_unrecorded_words(*unrecorded) + "): host view only";
   }
   if (r.has_device && r.steps_without_device) {
     reason += fmt::format("; {} of {} steps have no device activity at all", r.steps_without_device, r.steps);

@@ -260,7 +260,9 @@ class event_reader {
         complete = in_.peek() == json_scanner::kind::string && in_.read_string() == "X";
         if (!complete) return in_.skip_object_rest();  // flow, instant and metadata events
       } else if (k0 == 'c' && key == "cat") {
-        used = in_.peek() == json_scanner::kind::string && category_of(in_.read_string(), e.cat);
+        const std::string_view cat = in_.peek() == json_scanner::kind::string ? in_.read_string() : std::string_view();
+        used = category_of(cat, e.cat);
+        if (!used && cat.substr(0, 5) == "mtia_") ++out_.mtia_records;
         if (!used) return in_.skip_object_rest();  // python_function, ac2g, gpu_user_annotation, ...
       } else if (k0 == 'n' && key == "name") {
         if (in_.peek() == json_scanner::kind::string) {

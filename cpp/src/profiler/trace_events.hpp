@@ -66,6 +66,9 @@ struct trace_events {
   std::string distributed_backend;
   std::string host;  // host_name (newer traces), cut to 255 bytes; "" when absent
   const activity_args& args_of(const trace_event& e) const { return args[e.args]; }  // device work only
+  // Records of an accelerator the reader does not read (Meta's MTIA: categories `mtia_*`), counted
+  // so that a trace of one is not taken for a CPU job's.
+  std::uint64_t mtia_records = 0;
   std::uint64_t skipped_events = 0;  // events with a bad field, left out (see `problems`)
   std::vector<std::string> problems;  // the first few, for the message
 };

@@ -58,7 +58,9 @@ void device_unrecorded_fact(const trace_events& t, std::uint32_t pid, std::vecto
     if (e.cat == event_cat::runtime && is_device_work_call(n)) ++calls;
     if ((e.cat == event_cat::op || e.cat == event_cat::user_annotation) && op.empty() && is_gpu_op(n)) op = n;
   }
-  if (calls > 0) {
+  if (t.mtia_records > 0) {  // an accelerator steptrace does not read: its own words, not a GPU's
+    facts.emplace_back("trace.device_unrecorded", fmt::format("{} mtia", t.mtia_records));
+  } else if (calls > 0) {
     facts.emplace_back("trace.device_unrecorded", fmt::format("{} calls", calls));
   } else if (!op.empty()) {
     facts.emplace_back("trace.device_unrecorded", "op " + escaped_utf8(op));

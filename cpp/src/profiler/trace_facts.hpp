@@ -28,7 +28,8 @@ void setup_facts(const trace_events& t, std::uint32_t pid, const std::vector<dev
 // A trace with no device record whose host still put work on a GPU: trace.device_unrecorded is
 // "N calls" (runtime or driver calls that launch, copy or set: CUPTI recorded the API but not
 // the activity, as its range profiler does) or "op NAME" (an op only a GPU runs, with no runtime
-// call at all: recorded with activities=[ProfilerActivity.CPU]). setup_facts adds it.
+// call at all: recorded with activities=[ProfilerActivity.CPU]), or "N mtia" (records of Meta's
+// MTIA accelerator, which the reader does not read). setup_facts adds it.
 void device_unrecorded_fact(const trace_events& t, std::uint32_t pid, std::vector<std::pair<std::string, std::string>>& facts);
 
 inline constexpr std::uint64_t one_time_min_ns = 1'000'000;  // a runtime call blocking this long, device idle

@@ -113,9 +113,14 @@ void one_time_evidence(const summary& s, diagnosis& d) {
   }
 }
 
+bool device_unread(const std::string& fact) {
+  return fact.size() > 5 && fact.compare(fact.size() - 5, 5, " mtia") == 0;
+}
+
 std::string device_unrecorded_words(const std::string& fact) {
   if (fact.rfind("op ", 0) == 0) return fmt::format("`{}`, an op only a GPU runs", fact.substr(3));
   const std::string calls = fact.substr(0, fact.find(' '));
+  if (device_unread(fact)) return fmt::format("{} record{} of an MTIA accelerator", calls, calls == "1" ? "" : "s");
   return fmt::format("{} runtime call{} that launch{} kernels or cop{} memory", calls, calls == "1" ? "" : "s",
                      calls == "1" ? "es" : "", calls == "1" ? "ies" : "y");
 }
@@ -124,6 +129,19 @@ void device_unrecorded_advice(const summary& s, diagnosis& d) {
   if (s.gpu) return;
   const std::string* fact = s.fact("trace.device_unrecorded");
   if (fact == nullptr) return;
+  if (device_unread(*fact)) {  // its device was recorded, in records steptrace does not read
+    d.evidence += fmt::format(" The trace holds {}, a device steptrace does not read (it reads NVIDIA and AMD GPUs): "
+                              "what the accelerator waited on is unseen.",
+                              device_unrecorded_words(*fact));
+    std::string advice = "read the accelerator's side with a tool that reads its records (HTA reads MTIA traces); "
+                         "steptrace's figures here are the host's";
+    if (d.label == "COMPUTE-BOUND" || d.label == "WAIT-HEAVY" || d.label == "BALANCED") {
+      d.advice.insert(d.advice.begin(), std::move(advice));
+    } else {
+      d.advice.push_back(std::move(advice));
+    }
+    return;
+  }
   const bool cpu_only = fact->rfind("op ", 0) == 0;  // no runtime call either: recorded with the CPU's activity alone
   d.evidence += fmt::format(" The host put work on a GPU ({}), but the trace holds none of the GPU's records: what "
                             "the GPU waited on is unseen.",

@@ -338,7 +338,14 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
           "speed up the model: mixed precision (bf16, TF32), fused kernels, torch.compile",
           "check the batch size against device memory",
       };
-    } else if (s.backend.cuda || device || s.fact("trace.device_unrecorded") != nullptr) {
+    } else if (const std::string* unrecorded = s.fact("trace.device_unrecorded");
+               !device && unrecorded != nullptr && device_unread(*unrecorded)) {
+      d.advice = {
+          keeps_up + "speed up the model: lower precision where the accelerator supports it, fused ops, "
+                     "torch.compile",
+          "check the batch size against device memory",
+      };
+    } else if (s.backend.cuda || device || unrecorded != nullptr) {
       d.advice = {
           keeps_up + "speed up the model: mixed precision (bf16, TF32), fused kernels, torch.compile",
           "check the batch size against device memory",

@@ -125,8 +125,11 @@ std::string comm_evidence(const summary& s, const cause_shares& c, const idle_gr
 void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d);
 void one_time_evidence(const summary& s, diagnosis& d);
 // A trace's trace.device_unrecorded fact in words: "104 runtime calls that launch kernels or copy
-// memory", or "`aten::cudnn_convolution`, an op only a GPU runs".
+// memory", "`aten::cudnn_convolution`, an op only a GPU runs", or "1313 records of an MTIA
+// accelerator".
 std::string device_unrecorded_words(const std::string& fact);
+// Whether the fact is of an accelerator steptrace does not read (MTIA), not of an unrecorded GPU.
+bool device_unread(const std::string& fact);
 // A host view of a process that put work on a GPU (trace.device_unrecorded): said in the
 // evidence, and the advice to record the GPU's activity, first where the label needs the GPU's
 // side to be right (COMPUTE-BOUND, WAIT-HEAVY, no rule), last otherwise.
