@@ -113,6 +113,16 @@ void one_time_evidence(const summary& s, diagnosis& d) {
   }
 }
 
+// The advice to see the device's side: first where the label's own advice needs it, last where
+// the host view proves the cause.
+static void place_device_advice(diagnosis& d, std::string advice) {
+  if (d.label == "COMPUTE-BOUND" || d.label == "WAIT-HEAVY" || d.label == "BALANCED") {
+    d.advice.insert(d.advice.begin(), std::move(advice));
+  } else {
+    d.advice.push_back(std::move(advice));
+  }
+}
+
 bool device_unread(const std::string& fact) {
   return fact.size() > 5 && fact.compare(fact.size() - 5, 5, " mtia") == 0;
 }
@@ -133,13 +143,8 @@ void device_unrecorded_advice(const summary& s, diagnosis& d) {
     d.evidence += fmt::format(" The trace holds {}, a device steptrace does not read (it reads NVIDIA and AMD GPUs): "
                               "what the accelerator waited on is unseen.",
                               device_unrecorded_words(*fact));
-    std::string advice = "read the accelerator's side with a tool that reads its records (HTA reads MTIA traces); "
-                         "steptrace's figures here are the host's";
-    if (d.label == "COMPUTE-BOUND" || d.label == "WAIT-HEAVY" || d.label == "BALANCED") {
-      d.advice.insert(d.advice.begin(), std::move(advice));
-    } else {
-      d.advice.push_back(std::move(advice));
-    }
+    place_device_advice(d, "read the accelerator's side with a tool that reads its records (HTA reads MTIA traces); "
+                           "steptrace's figures here are the host's");
     return;
   }
   const bool cpu_only = fact->rfind("op ", 0) == 0;  // no runtime call either: recorded with the CPU's activity alone
@@ -152,11 +157,7 @@ void device_unrecorded_advice(const summary& s, diagnosis& d) {
                : "record the GPU's activity too: torch.profiler.profile(activities=[ProfilerActivity.CPU, "
                  "ProfilerActivity.CUDA]), without CUPTI's range profiler, which keeps no kernel records; with them "
                  "steptrace says what the GPU waited on";
-  if (d.label == "COMPUTE-BOUND" || d.label == "WAIT-HEAVY" || d.label == "BALANCED") {
-    d.advice.insert(d.advice.begin(), std::move(advice));  // the label's own advice needs the GPU's side
-  } else {
-    d.advice.push_back(std::move(advice));
-  }
+  place_device_advice(d, std::move(advice));
 }
 
 }  // namespace steptrace::detail
