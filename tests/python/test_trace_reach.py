@@ -99,6 +99,29 @@ def test_a_plain_profile_block_around_a_loop_reads_as_its_iterations():
     assert "the first iteration is left out as warm-up: it lasted 4490 ms" in d["backend"]["reason"]
 
 
+@pytest.mark.parametrize("name", [
+    "resnet50_2021_num_workers_0.pt.trace.json.gz", "resnet50_2021_num_workers_4.pt.trace.json.gz",
+    "resnet50_num_workers_0.pt.trace.json.gz", "resnet50_num_workers_4.pt.trace.json.gz",
+    "hta_trace_diff_control.json.gz", "hta_trace_diff_test.json.gz", "hta_nccl_data.json.gz",
+    "tracelens_mi300_resnet_act_checkpoint.json.gz", "hta_negative_queue_rank0.json.gz", "hta_ns_resolution_rank0.json.gz"])
+def test_a_loops_iterations_read_as_its_profiler_steps_do(name, tmp_path):
+    """Real training traces with their ProfilerStep ranges taken out (what a plain profile block
+    around the same loop writes): the loop's iterations, by its fetches or optimizer steps, give
+    the same steps, warm-up and diagnosis as the ProfilerStep ranges, and the same typical step to
+    within 1% (an iteration starts at the fetch, a ProfilerStep at `prof.step()` just before it)."""
+    with gzip.open(DATA / name, "rt") as f:
+        doc = json.load(f)
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep#")]
+    stripped = tmp_path / name.replace(".gz", "")
+    stripped.write_text(json.dumps(doc))
+    steps, loop = steptrace.load(DATA / name).to_dict(), steptrace.load(stripped).to_dict()
+    assert loop["facts"]["trace.steps_from"] == "training loop"
+    assert (loop["steps"], loop["warmup_steps"]) == (steps["steps"], steps["warmup_steps"])
+    assert loop["step_ms"]["p50"] == pytest.approx(steps["step_ms"]["p50"], rel=0.01)
+    assert loop["diagnosis"]["label"] == steps["diagnosis"]["label"]
+    assert loop["diagnosis"]["advice"][0].split(" (up to")[0] == steps["diagnosis"]["advice"][0].split(" (up to")[0]
+
+
 def test_a_jobs_folder_leaves_out_the_execution_traces_kept_beside_its_traces(tmp_path, capfd):
     """HTA keeps each rank's PyTorch execution trace beside its profiler trace: a folder of both is
     read as its traces, each execution trace left out in one line; one named alone, or a folder of
