@@ -1,5 +1,6 @@
 // Which intervals of a torch.profiler trace are steps: warm-up by evidence (the only step always
-// counts), ranges the user names, the whole trace as one window, steptrace's own annotations;
+// counts), ranges the user names, a training loop's iterations, the whole trace as one window,
+// steptrace's own annotations;
 // and a collective on another thread as `wait`. Hand-made traces against hand-worked truth, and
 // the ResNet-50 samples against their own stamps.
 #include <catch2/catch.hpp>
@@ -250,4 +251,81 @@ TEST_CASE("the profiler's closing stub is no step: a trace of stubs alone has no
   CHECK(alone.diag.gains.empty());
   CHECK_THAT(alone.table(), Catch::Matchers::Contains("nothing to break down"));
   CHECK_THAT(alone.table(), !Catch::Matchers::Contains("WAIT-HEAVY"));
+}
+
+namespace {
+
+constexpr const char* fetch = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+
+// A loop of `n` iterations of `us` each on thread 1 (a 100 us fetch, then work, then an optimizer
+// step ending 50 us before the next fetch), the first `first_us` long; each with a kernel.
+trace_text a_loop(int n, double us, double first_us, bool optimizer = true) {
+  trace_text t;
+  double at = 1000;
+  for (int i = 0; i < n; ++i) {
+    const double len = i == 0 ? first_us : us;
+    t.add("cpu_op", fetch, 1, at, 100);
+    t.add("cpu_op", "aten::mm", 1, at + 150, len - 400);
+    t.add("cuda_runtime", "cudaLaunchKernel", 1, at + 160, 5, corr(i + 1));
+    t.add("kernel", "k", 7, at + 200, 50, device_args(i + 1), 0);
+    if (optimizer) t.add("cpu_op", "Optimizer.step#SGD.step", 1, at + len - 250, 200);
+    at += len;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("a trace without step ranges reads as its training loop's iterations, the start-up left out by evidence",
+          "[profiler]") {
+  // each iteration from one fetch's start to the next's; the last to the trace's end
+  const summary loop = read_profiler_trace(temp_file(a_loop(5, 1000, 5000).json()).path);
+  CHECK_FALSE(loop.windows);
+  CHECK(loop.steps == 4);
+  CHECK(loop.warmup_steps == 1);  // 5 ms against 1 ms: the program's start-up
+  CHECK(loop.step_ms.p50 == Approx(1.0).margin(1e-9));
+  CHECK(*loop.fact("trace.steps_from") == "training loop");
+  CHECK_THAT(loop.backend.reason, Catch::Matchers::Contains("the first iteration is left out as warm-up: it lasted "
+                                                            "5.000 ms against 1.000 ms for the others' median"));
+  // under twice the others' median: every iteration counts
+  const summary even = read_profiler_trace(temp_file(a_loop(5, 1000, 1990).json()).path);
+  CHECK(even.steps == 5);
+  CHECK(even.warmup_steps == 0);
+  // two iterations are too few to tell a loop: one window
+  const summary two = read_profiler_trace(temp_file(a_loop(2, 1000, 1000).json()).path);
+  CHECK(two.windows);
+  CHECK(two.steps == 1);
+  // without an optimizer the fetches still mark it; a closing fetch with nothing after it starts none
+  trace_text closing = a_loop(4, 1000, 1000, false);
+  closing.add("cpu_op", fetch, 1, 5000, 20);
+  const summary closed = read_profiler_trace(temp_file(closing.json()).path);
+  CHECK(closed.steps == 4);
+  CHECK(closed.step_ms.max == Approx(1.0).margin(1e-9));  // the last ends where the closing fetch begins
+  CHECK(closed.phases.at(0).calls == 4);                   // `input`: the closing fetch is in no step
+  // an epoch's closing fetch with work after it (evaluation, the next epoch's set-up) is a mark,
+  // but the span it starts holds no optimizer step: left out
+  trace_text epochs = a_loop(4, 1000, 1000);
+  epochs.add("cpu_op", fetch, 1, 5000, 20);
+  epochs.add("cpu_op", "aten::zeros", 1, 5100, 10);
+  const summary one_epoch = read_profiler_trace(temp_file(epochs.json()).path);
+  CHECK(one_epoch.steps == 4);
+  CHECK(one_epoch.step_ms.max == Approx(1.0).margin(1e-9));
+}
+
+TEST_CASE("gradient accumulation: several fetches an optimizer step make one iteration", "[profiler]") {
+  trace_text t;
+  double at = 1000;
+  for (int i = 0; i < 8; ++i) {  // two micro-batches a step: 4 optimizer steps
+    t.add("cpu_op", fetch, 1, at, 100);
+    t.add("cpu_op", "aten::mm", 1, at + 150, 500);
+    t.add("cuda_runtime", "cudaLaunchKernel", 1, at + 160, 5, corr(i + 1));
+    t.add("kernel", "k", 7, at + 200, 50, device_args(i + 1), 0);
+    if (i % 2 == 1) t.add("cpu_op", "Optimizer.step#SGD.step", 1, at + 700, 200);
+    at += 1000;
+  }
+  const summary s = read_profiler_trace(temp_file(t.json()).path);
+  CHECK(s.steps == 4);  // the first from the first fetch to the first optimizer step's end: 1.9 ms
+  CHECK(s.warmup_steps == 0);
+  CHECK(s.step_ms.p50 == Approx(2.0).margin(1e-9));
+  CHECK_THAT(s.backend.reason, Catch::Matchers::Contains("ending with its optimizer step"));
 }

@@ -95,9 +95,10 @@ std::vector<step_interval> by_fetches(const step_choice& fetches, std::uint64_t 
   std::vector<step_interval> out;
   for (std::size_t k = 0; k < marks.size(); ++k) {
     const std::uint64_t end = k + 1 < marks.size() ? marks[k + 1].begin : std::max(last_end, marks[k].begin);
-    const bool holds_step = std::any_of(optimizer.begin(), optimizer.end(), [&](const step_interval& s) {
-      return s.begin >= marks[k].begin && s.begin < end;
-    });
+    // the optimizer steps are in time order: the first beginning at or after this fetch
+    const auto step = std::lower_bound(optimizer.begin(), optimizer.end(), marks[k].begin,
+                                       [](const step_interval& s, std::uint64_t t) { return s.begin < t; });
+    const bool holds_step = step != optimizer.end() && step->begin < end;
     if (optimizer.empty() || holds_step) out.push_back({marks[k].begin, end});
   }
   return out;
