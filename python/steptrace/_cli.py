@@ -189,7 +189,8 @@ def parser() -> argparse.ArgumentParser:
     paths_help = ("a summary or trace (- for standard input), or a job: a folder of rank files, several files, "
                   "or a quoted glob")
     step_help = ("in a trace, each range of this name (on its busiest thread) is a step: execute_model, a "
-                 "record_function range; a trace without ProfilerStep#N is otherwise one window")
+                 "record_function range; a trace without ProfilerStep#N is otherwise its training loop's "
+                 "iterations (by its DataLoader fetches or optimizer steps), else one window")
     show = sub.add_parser("show", help="print the table and the diagnosis")
     show.add_argument("paths", nargs="+", metavar="PATH", help=paths_help)
     show.add_argument("--step", metavar="NAME", help=step_help)

@@ -77,7 +77,8 @@ def load(path: Union[PathArg, Sequence[PathArg]], step: Optional[str] = None) ->
     read as the rank it names (else in file order), combined as a live job's gather is.
 
     ``step``: for a trace, a host range whose occurrences are the steps (``"execute_model"``, a
-    ``record_function`` range); without it, a trace with no ``ProfilerStep#N`` is one window."""
+    ``record_function`` range); without it, a trace with no ``ProfilerStep#N`` is read as its
+    training loop's iterations (by its DataLoader fetches or optimizer steps), else as one window."""
     names = job_files(path)
     if names is None:
         return Summary(read_one(_named(path)[0], step))
