@@ -310,6 +310,13 @@ TEST_CASE("a trace without step ranges reads as its training loop's iterations, 
   const summary one_epoch = read_profiler_trace(temp_file(epochs.json()).path);
   CHECK(one_epoch.steps == 4);
   CHECK(one_epoch.step_ms.max == Approx(1.0).margin(1e-9));
+  // fetches stamped at one instant mark no iteration of no length, and no warm-up of "0 ms against 0 ms"
+  trace_text instant;
+  for (int i = 0; i < 5; ++i) instant.add("cpu_op", fetch, 1, 1000, 0);
+  instant.add("cpu_op", "aten::mm", 1, 1000, 0);
+  const summary flat = read_profiler_trace(temp_file(instant.json()).path);
+  CHECK(flat.warmup_steps == 0);
+  CHECK_THAT(flat.backend.reason, !Catch::Matchers::Contains("warm-up"));
 }
 
 TEST_CASE("gradient accumulation: several fetches an optimizer step make one iteration", "[profiler]") {

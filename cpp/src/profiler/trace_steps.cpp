@@ -88,7 +88,7 @@ bool op_after(const trace_events& t, std::uint32_t pid, std::uint32_t tid, std::
 }
 
 // Iterations from one fetch's start to the next's, the last to `last_end`; with optimizer steps,
-// one holding none left out.
+// one holding none left out; none of no length (fetches stamped at one instant).
 std::vector<step_interval> by_fetches(const step_choice& fetches, std::uint64_t last_end,
                                       const std::vector<step_interval>& optimizer) {
   const std::vector<step_interval>& marks = fetches.steps;
@@ -99,7 +99,7 @@ std::vector<step_interval> by_fetches(const step_choice& fetches, std::uint64_t 
     const auto step = std::lower_bound(optimizer.begin(), optimizer.end(), marks[k].begin,
                                        [](const step_interval& s, std::uint64_t t) { return s.begin < t; });
     const bool holds_step = step != optimizer.end() && step->begin < end;
-    if (optimizer.empty() || holds_step) out.push_back({marks[k].begin, end});
+    if (end > marks[k].begin && (optimizer.empty() || holds_step)) out.push_back({marks[k].begin, end});
   }
   return out;
 }
@@ -152,7 +152,7 @@ bool loop_iterations(const trace_events& t, step_choice& out) {
   std::sort(others.begin(), others.end());
   out.first_ns = iterations.front().end - iterations.front().begin;
   out.others_median_ns = others[others.size() / 2];  // the upper median: a short closing iteration moves it least
-  out.first_is_start = iterations.size() >= min_marks && out.first_ns >= 2 * out.others_median_ns;
+  out.first_is_start = iterations.size() >= min_marks && out.others_median_ns > 0 && out.first_ns >= 2 * out.others_median_ns;
   out.steps = std::move(iterations);
   return true;
 }
