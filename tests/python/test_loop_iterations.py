@@ -43,7 +43,8 @@ def _train(model, opt, x, y, backward_only=False):
         opt.zero_grad()
 
 
-def _loop(trace: Path, batches: int, start_up: bool, warm_before: int = 0, accumulate: int = 1, loader=True):
+def _loop(trace: Path, batches: int, start_up: bool, warm_before: int = 0, accumulate: int = 1, loader=True,
+          prof_step=False):
     """Trains under a plain profile block; returns the truth: each iteration's start (s, from just
     before its fetch) and each fetch's length (ms)."""
     model, opt = _model()
@@ -71,6 +72,8 @@ def _loop(trace: Path, batches: int, start_up: bool, warm_before: int = 0, accum
             if i == 0 and start_up:
                 time.sleep(START_UP_S)
             _train(model, opt, x, y, backward_only=(i + 1) % accumulate != 0)
+            if prof_step:
+                prof.step()
             i += 1
     starts.append(time.perf_counter())
     prof.export_chrome_trace(str(trace))
@@ -102,6 +105,16 @@ def test_a_loops_fetches_mark_its_iterations_and_its_start_up_is_warm_up(tmp_pat
     assert d["step_ms"]["max"] < START_UP_S * 1000  # the start-up is in no counted step
     assert d["diagnosis"]["label"] == "INPUT-BOUND"
     assert "7 steps (1 warm-up" in str(s)
+
+
+def test_prof_step_without_a_schedule_writes_no_step_ranges_so_the_loop_marks_them(tmp_path):
+    """The usual `prof.step()` at the end of each iteration, with no schedule: torch records no
+    ProfilerStep ranges then, and the loop's own marks still give its steps and its start-up."""
+    path = tmp_path / "stepped.json"
+    _loop(path, batches=6, start_up=True, prof_step=True)
+    d = steptrace.load(path).to_dict()
+    assert d["facts"]["trace.steps_from"] == "training loop"
+    assert (d["steps"], d["warmup_steps"]) == (5, 1)
 
 
 def test_a_loop_profiled_mid_run_counts_every_iteration_unless_the_first_was_slow(tmp_path):
