@@ -46,9 +46,10 @@ struct step_choice {
 // A training loop's iterations, when the trace holds no step range: on the host thread with the
 // most DataLoader fetches, at least 3 of them, each iteration runs from one fetch's start to the
 // next's; the last to the trace's end, or to the loop's closing fetch (its StopIteration: the
-// thread runs no op after it), which is in no iteration. With optimizer steps (`Optimizer.step#...`) too, an
-// iteration holding none is left out. Without fetches, or with several a step (gradient
-// accumulation), at least 3 optimizer steps mark them: each iteration ends where one ends.
+// thread runs no op after it), which is in no iteration. With optimizer steps
+// (`Optimizer.step#...`) too, an iteration holding none is left out. Without fetches, or with
+// several a step (gradient accumulation), at least 3 optimizer steps mark them: each iteration
+// ends where one ends.
 // `step_name`: the range the user named ("" for none). Throws std::invalid_argument naming
 // `file` when a named range does not occur, or when the trace has no host events at all.
 step_choice choose_steps(const trace_events& t, const std::string& file, const std::string& step_name);
