@@ -63,7 +63,7 @@ std::string steps_said(const trace_reading& r) {
       return fmt::format("no step ranges in it: {} steps, each an iteration of the training loop {} (--step NAME makes "
                          "each range of that name a step)",
                          r.steps,
-                         std::string_view(r.marked_by) == "fetch" ? "from one DataLoader fetch to the next"
+                         std::string_view(r.loop.marked_by) == "fetch" ? "from one DataLoader fetch to the next"
                                                                   : "ending with its optimizer step");
     case step_source::whole_trace: break;
   }
@@ -81,11 +81,11 @@ std::string backend_reason(const std::string& path, const trace_events& t, const
                           r.stub_steps, r.stub_steps == 1 ? "" : "s");
   }
   if (const std::string* gpu = s.fact("gpu.name")) reason += fmt::format("; device: {}", *gpu);
-  if (r.warmup_steps && r.first_is_start) {
+  if (r.warmup_steps && r.loop.first_is_start) {
     reason += fmt::format("; the first iteration is left out as warm-up: it lasted {} ms against {} ms for the others' "
                           "median, the program's start-up (lazy loads, algorithm search, the allocator's growth) in it",
-                          format_ms(static_cast<double>(r.first_ns) / 1e6),
-                          format_ms(static_cast<double>(r.others_median_ns) / 1e6));
+                          format_ms(static_cast<double>(r.loop.first_ns) / 1e6),
+                          format_ms(static_cast<double>(r.loop.others_median_ns) / 1e6));
   } else if (r.untraced_ns) {
     reason += r.warmup_steps
                   ? fmt::format("; the first step is left out as warm-up: its device ran work launched before the trace "

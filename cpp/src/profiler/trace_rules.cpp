@@ -40,10 +40,7 @@ class rules {
     out_.steps = choice.steps.size();
     out_.steps_dropped = choice.dropped;
     out_.stub_steps = choice.stubs;
-    out_.marked_by = choice.marked_by;
-    out_.first_is_start = choice.first_is_start;
-    out_.first_ns = choice.first_ns;
-    out_.others_median_ns = choice.others_median_ns;
+    out_.loop = choice.loop;
     pid_ = choice.pid;
     tid_ = choice.tid;
     device_ = find_device(t_);
@@ -342,7 +339,7 @@ class rules {
     out_.steps_without_device = d.steps_without_device;
     if (steps.empty()) return;
     std::vector<step_interval> untraced = untraced_busy(t_, device_, pid_, out_.device, steps.front());
-    out_.warmup_steps = (!untraced.empty() || out_.first_is_start) && steps.size() > 1 ? 1 : 0;
+    out_.warmup_steps = (!untraced.empty() || out_.loop.first_is_start) && steps.size() > 1 ? 1 : 0;
     out_.kernels = read_kernels(t_, device_, pid_, {steps.begin() + out_.warmup_steps, steps.end()});
     for (const step_interval& s : untraced) out_.untraced_ns += s.end - s.begin;
     out_.untraced = std::move(untraced);

@@ -139,20 +139,21 @@ bool loop_iterations(const trace_events& t, step_choice& out) {
     iterations = by_fetches(fetches, last_end, same_thread ? optimizer.steps : none);
     out.pid = fetches.pid;
     out.tid = fetches.tid;
-    out.marked_by = "fetch";
+    out.loop.marked_by = "fetch";
   } else if (stepped && optimizer.steps.size() >= min_marks) {
     iterations = by_optimizer(t, optimizer, same_thread ? fetches.steps : none);
     out.pid = optimizer.pid;
     out.tid = optimizer.tid;
-    out.marked_by = "optimizer";
+    out.loop.marked_by = "optimizer";
   }
   if (iterations.size() < 2) return false;
   std::vector<std::uint64_t> others;
   for (std::size_t k = 1; k < iterations.size(); ++k) others.push_back(iterations[k].end - iterations[k].begin);
   std::sort(others.begin(), others.end());
-  out.first_ns = iterations.front().end - iterations.front().begin;
-  out.others_median_ns = others[others.size() / 2];  // the upper median: a short closing iteration moves it least
-  out.first_is_start = iterations.size() >= min_marks && out.others_median_ns > 0 && out.first_ns >= 2 * out.others_median_ns;
+  out.loop.first_ns = iterations.front().end - iterations.front().begin;
+  out.loop.others_median_ns = others[others.size() / 2];  // the upper median: a short closing iteration moves it least
+  out.loop.first_is_start = iterations.size() >= min_marks && out.loop.others_median_ns > 0 &&
+                            out.loop.first_ns >= 2 * out.loop.others_median_ns;
   out.steps = std::move(iterations);
   return true;
 }

@@ -25,19 +25,23 @@ struct step_interval {
   std::uint64_t begin, end;
 };
 
+// A loop's iterations (loop_iterations): what marked them ("fetch": each from one DataLoader
+// fetch to the next; "optimizer": each ending with an optimizer step), and whether the first
+// lasted at least twice as long as the others' (upper) median: the program's start-up (lazy
+// module loads, algorithm search, the allocator's growth) ran in it, so it is warm-up.
+struct loop_marks {
+  const char* marked_by = "";
+  bool first_is_start = false;
+  std::uint64_t first_ns = 0, others_median_ns = 0;
+};
+
 struct step_choice {
   step_source source = step_source::profiler_steps;
   std::uint32_t pid = 0, tid = 0;     // the main thread (interned ids)
   std::vector<step_interval> steps;   // in time order, none nested in or overlapping another
   std::uint64_t dropped = 0;          // ranges of the step's name nested in or overlapping a step kept
   std::uint64_t stubs = 0;            // ProfilerStep ranges holding nothing, left out (below)
-  // loop_iterations: what marked them ("fetch": each from one DataLoader fetch to the next;
-  // "optimizer": each ending with an optimizer step), and whether the first lasted at least
-  // twice as long as the others' (upper) median: the program's start-up (lazy module loads,
-  // algorithm search, the allocator's growth) ran in it, so it is warm-up.
-  const char* marked_by = "";
-  bool first_is_start = false;
-  std::uint64_t first_ns = 0, others_median_ns = 0;
+  loop_marks loop;                    // loop_iterations only
 };
 
 // A ProfilerStep#N range inside which the process ran no op, range or runtime call and the device
