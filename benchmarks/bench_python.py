@@ -2,7 +2,8 @@
 enabled and disabled, `with steptrace.step()` (no target) and `steptrace.steps()` a step, against a trivial `with` (empty __enter__ and
 __exit__), a block timed by two perf_counter_ns() reads, and a bare `for` with a trivial `with`.
 Targets (issue "Cost that holds anywhere"), by thread CPU: enabled phase <= 1.0x the trivial
-`with`, disabled <= 0.3x, steps() <= 1.5x the bare loop. With --torch, the enabled phase again
+`with`, disabled <= 0.3x, steps() <= 1.5x the bare loop. The phases' ratios are printed as
+measured and net of the `for` loop around each (an empty loop in the same rounds). With --torch, the enabled phase again
 with torch imported (CUDA not started: each phase reads torch.cuda's state), in this process
 after the rest. Usage: python benchmarks/bench_python.py [rounds] [n] [--torch]"""
 
@@ -43,6 +44,11 @@ class Timed:
 trivial, timed = Trivial(), Timed()
 on = steptrace.Tracer(warmup_steps=0, print_at_exit="never")
 off = steptrace.Tracer(warmup_steps=0, print_at_exit="never", enabled=False)
+
+
+def empty_loop(n):
+    for _ in range(n):
+        pass
 
 
 def with_trivial(n):
@@ -90,8 +96,8 @@ def loop_steps(n):
 
 phases = measure({"trivial with": with_trivial, "two perf_counter_ns()": with_timed,
                   "with steptrace.phase(name), enabled": phase_on, "with steptrace.phase(name), disabled": phase_off,
-                  "with steptrace.step(), enabled": step_on},
-                 baseline="trivial with", n=N, rounds=ROUNDS)
+                  "with steptrace.step(), enabled": step_on, "the loop alone": empty_loop},
+                 baseline="trivial with", n=N, rounds=ROUNDS, loop="the loop alone")
 print(f"python phase, {N} calls a round, Python {sys.version.split()[0]}")
 print(report(phases, "trivial with", {"with steptrace.phase(name), enabled": 1.0,
                                       "with steptrace.phase(name), disabled": 0.3}))
