@@ -41,6 +41,10 @@ def test_every_block_of_the_guide_runs_and_shows_what_it_says(tmp_path):
     bindir = Path(sys.executable).parent
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
     env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"  # `python` and `steptrace` of this venv
+    # torch's one intra-op thread: with two, a machine already busy (ten CPU burners on 2 cores)
+    # turns the guide's 5 ms of compute into 300 ms at OpenMP's barriers, and the captured steps
+    # rightly read COMPUTE-BOUND. The guide's claims are about its program, not that machine.
+    env.setdefault("OMP_NUM_THREADS", "1")
     ran = []
     try:
         import tensorboard  # noqa: F401
