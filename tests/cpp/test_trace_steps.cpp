@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "profiler/trace_names.hpp"
 #include "steptrace/profiler_trace.hpp"
 #include "steptrace/summary.hpp"
 #include "trace_files.hpp"
@@ -335,4 +336,70 @@ TEST_CASE("gradient accumulation: several fetches an optimizer step make one ite
   CHECK(s.warmup_steps == 0);
   CHECK(s.step_ms.p50 == Approx(2.0).margin(1e-9));
   CHECK_THAT(s.backend.reason, Catch::Matchers::Contains("ending with its optimizer step"));
+}
+
+TEST_CASE("a range the program names warm-up is start-up by its own words: the window begins after it, a step sets it aside",
+          "[profiler]") {
+  // A benchmark harness: its warm-up forward (context creation, algorithm search) and then its
+  // measured forward, a cache-clearing pass between; no ProfilerStep#N.
+  trace_text t;
+  t.add("user_annotation", "[bench|cuda]", 1, 0, 10000);
+  t.add("user_annotation", "[bench|model|warmup|forward]", 1, 100, 5000);
+  t.add("user_annotation", "[bench|model|warmup|forward]", 1, 110, 4900);  // nested: one range
+  t.add("cpu_op", "aten::mm", 1, 200, 4700);
+  t.add("cuda_runtime", "cudaLaunchKernel", 1, 300, 10, corr(1));
+  t.add("kernel", "gemm", 7, 400, 400, device_args(1), 0);
+  t.add("user_annotation", "[bench|model|measure|forward]", 1, 6000, 1000);
+  t.add("cpu_op", "aten::mm", 1, 6100, 300);
+  t.add("cuda_runtime", "cudaLaunchKernel", 1, 6110, 10, corr(2));
+  t.add("kernel", "gemm", 7, 6150, 400, device_args(2), 0);
+  t.add("user_annotation", "Optimizer.step#WarmupLR.step", 1, 6500, 100);  // a name, not the word
+  t.add("user_annotation", "[bench|clear_cache]", 1, 7000, 2500);
+  const summary w = read_profiler_trace(temp_file(t.json()).path);
+  CHECK(w.windows);
+  CHECK(w.step_ms.mean == Approx(10.0 - 5.1).margin(1e-9));  // from the warm-up's end to the trace's end
+  REQUIRE(w.gpu);
+  CHECK(w.gpu->busy_ms.mean == Approx(0.4).margin(1e-9));   // the measured kernel only
+  CHECK(w.gpu->kernels_per_step == 1);
+  CHECK_THAT(w.backend.reason, Catch::Matchers::Contains("the window begins where the program's own warm-up ends: 1 "
+                                                         "range named warm-up (`[bench|model|warmup|forward]`), 5.000 ms, "
+                                                         "left out"));
+  // The GPU idles 4.5 ms: 2.5 of it while the host clears the cache, the harness's own 1.4 after.
+  REQUIRE_FALSE(w.diag.advice.empty());
+  CHECK_THAT(w.diag.advice.front(), Catch::Matchers::Contains("starting with `[bench|clear_cache]`: the GPU spends 56% of "
+                                                              "its idle time while the host is in it"));
+
+  // With no op after the warm-up, the window keeps it (nothing else would be left to read).
+  trace_text only;
+  only.add("user_annotation", "warmup", 1, 0, 1000);
+  only.add("cpu_op", "aten::mm", 1, 100, 500);
+  const summary o = read_profiler_trace(temp_file(only.json()).path);
+  CHECK(o.step_ms.mean == Approx(1.0).margin(1e-9));
+  CHECK_THAT(o.backend.reason, !Catch::Matchers::Contains("warm-up ends"));
+
+  // Inside a step, the range is set aside with the one-time costs: in no step, never advised on.
+  trace_text steps;
+  for (int i = 0; i < 3; ++i) {
+    steps.add("user_annotation", "ProfilerStep#" + std::to_string(i + 1), 1, i * 3000, 3000);
+    steps.add("cpu_op", "aten::mm", 1, i * 3000 + 2000, 500);
+  }
+  steps.add("user_annotation", "Warm-up iteration", 1, 100, 1800);
+  const summary s = read_profiler_trace(temp_file(steps.json()).path);
+  CHECK(s.steps == 3);
+  REQUIRE(s.set_aside.size() == 1);
+  CHECK(s.set_aside[0].name == "initialisation");
+  CHECK(s.set_aside[0].total_ms == Approx(1.8).margin(1e-9));
+  CHECK(s.step_ms.mean == Approx((3 * 3.0 - 1.8) / 3).margin(1e-9));
+}
+
+TEST_CASE("warm-up is a word of a range's name, in any case and spelling, never part of another word", "[profiler]") {
+  using steptrace::detail::names_warmup;
+  for (const char* yes : {"warmup", "WARMUP", "Warm-Up iteration", "warm_up", "warm up", "[param|net|0|warmup|forward]",
+                          "bench.warmup.3", "lr_warmup"}) {
+    CHECK(names_warmup(yes));
+  }
+  for (const char* no : {"Optimizer.step#WarmupLR.step", "prewarmup", "warmups", "warm", "warmer up", "wa rmup", "",
+                         "ProfilerStep#3", "swarm_up"}) {
+    CHECK_FALSE(names_warmup(no));
+  }
 }

@@ -126,6 +126,32 @@ def test_one_time_initialisation_is_set_aside_and_never_advised_on(name):
     assert d["gpu"]["busy_share"] == pytest.approx(busy_ms / d["step_ms"]["mean"], rel=0.01)
 
 
+# A benchmark harness that names its warm-up (PARAM: `[param|...|warmup|forward]`, 12.7-15.7 s
+# of cuDNN's search and first calls, then `...|measure|forward`): the window begins where the
+# warm-up ends, and the first fix is about the measured part, naming where the GPU idles.
+@pytest.mark.parametrize("name", ["hta_alexnet_benchmark.json.gz", "hta_simple_add_benchmark.json.gz"])
+def test_a_warm_up_the_program_names_is_start_up_and_the_window_begins_after_it(name):
+    s, d, truth = load(name)
+    events = json.load(gzip.open(DATA / name))["traceEvents"]
+    warm = [e for e in events if "warmup|forward" in str(e.get("name")) and e.get("ph") == "X"]
+    assert warm
+    end = max(float(e["ts"]) + float(e["dur"]) for e in warm)  # the last warm-up range's end, us
+    outer = max(warm, key=lambda e: float(e["dur"]))
+    last = max(float(e["ts"]) + float(e.get("dur", 0)) for e in events if e.get("ph") == "X" and
+               e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset", "cpu_op", "user_annotation", "cuda_runtime"))
+    assert truth["window_ms"] == pytest.approx((last - end) / 1000, rel=1e-6)
+    aside = d["set_aside"]["initialisation"]["total_ms"]
+    assert d["step_ms"]["mean"] == pytest.approx(truth["window_ms"] - aside, rel=1e-6)
+    assert f"the window begins where the program's own warm-up ends: 1 range named warm-up (`{outer['name']}`), " \
+        f"{float(outer['dur']) / 1000:.0f} ms, left out" in d["backend"]["reason"]
+    assert d["gpu"]["kernels_per_step"] == pytest.approx(truth["kernels"])
+    # before: 79 kernels and 2.9-0.5 s of warm-up forward in the window, "up to 94-98% shorter steps"
+    assert truth["kernels"] < 79
+    top, share = max(d["gpu"]["idle_by_phase"].items(), key=lambda kv: kv[1])
+    first = d["diagnosis"]["advice"][0]
+    assert top == "[param|cuda]" and f"starting with `[param|cuda]`: the GPU spends {100 * share:.0f}% of its idle time" in first
+
+
 def test_a_launch_that_blocked_is_no_warm_up_evidence_but_initialisation():
     # MI250 toy loop: the first hipLaunchKernel (in autograd's backward thread) blocks the host
     # 6.5 ms loading its module and its kernel starts right after the call returns: the first step

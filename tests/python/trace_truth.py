@@ -7,12 +7,14 @@ Windows: each ProfilerStep#N range of the thread with most of them; with none, a
 iterations when the thread with the most DataLoader fetches has at least 3 (closing fetch, after
 which the thread starts no op, dropped): each from one fetch's start to the next's, the last to
 the last host or device event, the first left out when it lasted at least twice the others'
-upper median; else one window from the first host event of the thread with the most ops to the
+upper median; else one window from the first host event of the thread with the most ops (or
+from the end of the last range that thread names warm-up, when it runs an op after it) to the
 last host or device event."""
 
 import collections
 import gzip
 import json
+import re
 from typing import Dict, List, Tuple
 
 Span = Tuple[float, float]
@@ -56,6 +58,10 @@ def minus(spans: List[Span], cut: List[Span]) -> List[Span]:
 
 def both(spans: List[Span], cut: List[Span]) -> List[Span]:
     return minus(spans, minus(spans, cut))
+
+
+OPS = ("cpu_op", "user_annotation", "Operator")
+WARMUP = re.compile(r"(?<![A-Za-z])warm[ _-]?up(?![A-Za-z])", re.I)  # a range the program names warm-up
 
 
 def span(e) -> Span:
@@ -102,6 +108,11 @@ def main_and_windows(events, skip_first: bool = False):
         main = collections.Counter((e["pid"], e["tid"]) for e in events if e.get("cat") == "cpu_op").most_common(1)[0][0]
         first = min(float(e["ts"]) for e in events if (e["pid"], e["tid"]) == main and e.get("cat") in HOST)
         last = max(span(e)[1] for e in events if e.get("cat") in DEVICE or (e["pid"] == main[0] and e.get("cat") in HOST))
+        warm = [span(e)[1] for e in events if (e["pid"], e["tid"]) == main and e.get("cat") in OPS
+                and WARMUP.search(str(e["name"]))]
+        ops = [float(e["ts"]) for e in events if (e["pid"], e["tid"]) == main and e.get("cat") in OPS]
+        if warm and any(t >= max(warm) for t in ops):  # the program's own warm-up: start-up, left out
+            first = max(warm)
         windows = [(first, last)]
     return main, windows
 

@@ -81,6 +81,12 @@ std::string backend_reason(const std::string& path, const trace_events& t, const
                           r.stub_steps, r.stub_steps == 1 ? "" : "s");
   }
   if (const std::string* gpu = s.fact("gpu.name")) reason += fmt::format("; device: {}", *gpu);
+  if (r.warmup.ranges != 0) {
+    reason += fmt::format("; the window begins where the program's own warm-up ends: {} range{} named warm-up "
+                          "(`{}`{}), {} ms, left out",
+                          r.warmup.ranges, r.warmup.ranges == 1 ? "" : "s", escaped_utf8(r.warmup.name).substr(0, 120),
+                          r.warmup.ranges == 1 ? "" : ", ...", format_ms(static_cast<double>(r.warmup.ns) / 1e6));
+  }
   if (r.warmup_steps && r.loop.first_is_start) {
     reason += fmt::format("; the first iteration is left out as warm-up: it lasted {} ms against {} ms for the others' "
                           "median, the program's start-up (lazy loads, algorithm search, the allocator's growth) in it",

@@ -68,9 +68,29 @@ void device_unrecorded_fact(const trace_events& t, std::uint32_t pid, std::vecto
 }
 
 std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& main, const trace_device& device,
-                                         step_interval first, std::uint64_t steps_end,
+                                         const std::vector<step_interval>& steps,
                                          std::vector<std::pair<std::uint64_t, std::string_view>>& found) {
   std::vector<std::uint8_t> marks(main.size(), 0);
+  if (steps.empty()) return marks;
+  const step_interval first = steps.front();
+  const std::uint64_t steps_end = steps.back().end;
+  // Warm-up by the program's own words: a range it names warm-up, in a step it does not hold
+  // whole (the outermost; one holding its step is that step, not a part to set aside).
+  for (std::uint32_t i = 0; i < main.size(); ++i) {
+    const trace_event& e = main.event(i);
+    if (e.cat != event_cat::op && e.cat != event_cat::user_annotation) continue;
+    const std::string_view n = t.names[e.name];
+    if (!names_warmup(n)) continue;
+    const auto step = std::lower_bound(steps.begin(), steps.end(), main.begin(i),
+                                       [](const step_interval& s, std::uint64_t at) { return s.end <= at; });
+    if (step == steps.end() || main.end[i] <= step->begin) continue;  // in no step
+    if (main.begin(i) <= step->begin && main.end[i] >= step->end) continue;  // holds its step whole
+    bool inside = false;
+    for (std::uint32_t p = main.parent[i]; p != forest::npos && !inside; p = main.parent[p]) inside = marks[p] != 0;
+    if (inside) continue;
+    marks[i] = 1;
+    found.emplace_back(e.dur, n);
+  }
   std::unordered_set<std::string_view> later;  // names that block so in a later step
   for (std::uint32_t i = 0; i < main.size(); ++i) {
     if (main.begin(i) >= first.end && main.begin(i) < steps_end && blocks_idle(t, device, main.event(i))) {

@@ -38,10 +38,12 @@ inline constexpr std::uint64_t one_time_min_ns = 1'000'000;  // a runtime call b
 // a sync nor a copy, that block the host at least one_time_min_ns while the device runs nothing
 // traced for most of the call: driver work a process does once (context creation, a first launch
 // loading its module, a graph's first upload). A call whose name blocks like that in a later step
-// (before `steps_end`) is no one-time cost: it is the step's. Returns a mark per node (a call
-// inside one already marked is not marked) and adds each found (ns, name) to `found`.
+// is no one-time cost: it is the step's. A range the program names warm-up (trace_names.hpp,
+// names_warmup) is one in any step (`steps`: in time order) it does not hold whole: its own
+// words say it runs before the measured work. Returns a mark per node (a node inside one
+// already marked is not marked) and adds each found (ns, name) to `found`.
 std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& nodes, const trace_device& device,
-                                         step_interval first, std::uint64_t steps_end,
+                                         const std::vector<step_interval>& steps,
                                          std::vector<std::pair<std::uint64_t, std::string_view>>& found);
 // The longest three with their ms ("cudaDeviceGetStreamPriorityRange 29927, cudaFree 6009 and
 // 36 more"); empty when none was found.

@@ -38,6 +38,26 @@ inline bool is_input_op(std::string_view n) {
 // torch.optim's range around an optimizer's step (`Optimizer.step#SGD.step`): once an iteration.
 inline bool is_optimizer_step(std::string_view n) { return starts_with(n, "Optimizer.step#"); }
 
+// A range the program itself names warm-up: "warmup", "warm_up", "warm-up" or "warm up", in any
+// case, as a word of the name ("[param|alex_net|warmup|forward]", "warmup_iter"; not "WarmupLR").
+inline bool names_warmup(std::string_view n) {
+  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  for (std::size_t i = 0; i + 6 <= n.size(); ++i) {
+    if (lower(n[i]) != 'w' || (i > 0 && letter(n[i - 1]))) continue;
+    std::size_t j = i;
+    for (char c : std::string_view("warm")) {
+      if (j >= n.size() || lower(n[j]) != c) break;
+      ++j;
+    }
+    if (j != i + 4) continue;
+    if (j < n.size() && (n[j] == '_' || n[j] == '-' || n[j] == ' ')) ++j;
+    if (j + 2 > n.size() || lower(n[j]) != 'u' || lower(n[j + 1]) != 'p') continue;
+    if (j + 2 == n.size() || !letter(n[j + 2])) return true;
+  }
+  return false;
+}
+
 inline bool is_item_op(std::string_view n) { return n == "aten::item" || n == "aten::_local_scalar_dense"; }
 
 // A collective on the host: the process group's own range (gloo, NCCL) or the c10d op.

@@ -41,6 +41,7 @@ class rules {
     out_.steps_dropped = choice.dropped;
     out_.stub_steps = choice.stubs;
     out_.loop = choice.loop;
+    out_.warmup = choice.warmup;
     pid_ = choice.pid;
     tid_ = choice.tid;
     device_ = find_device(t_);
@@ -174,11 +175,13 @@ class rules {
   void mark_one_time() {
     one_time_.assign(main_->size(), 0);
     if (windows_.empty()) return;
-    const step_interval first{windows_.front().begin, windows_.front().end};
+    std::vector<step_interval> steps;
+    steps.reserve(windows_.size());
+    for (const segment& w : windows_) steps.push_back({w.begin, w.end});
     std::vector<std::pair<std::uint64_t, std::string_view>> found;
-    one_time_ = one_time_costs(t_, *main_, device_, first, windows_.back().end, found);
+    one_time_ = one_time_costs(t_, *main_, device_, steps, found);
     for (forest& f : others_) {
-      const std::vector<std::uint8_t> marks = one_time_costs(t_, f, device_, first, windows_.back().end, found);
+      const std::vector<std::uint8_t> marks = one_time_costs(t_, f, device_, steps, found);
       for (std::size_t i = 0; i < f.size(); ++i) {  // parents come before their children
         if (marks[i] || (f.parent[i] != forest::npos && f.kind[f.parent[i]] == one_time_kind)) f.kind[i] = one_time_kind;
       }

@@ -47,6 +47,7 @@ struct trace_reading {
   std::uint64_t stub_steps = 0;        // ProfilerStep ranges holding nothing (trace_steps.hpp)
   std::uint32_t warmup_steps = 0;      // 1 when the first step is left out (by evidence), else 0
   loop_marks loop;                     // loop_iterations (trace_steps.hpp): the marks, the start-up's evidence
+  named_warmup warmup;                 // whole_trace (trace_steps.hpp): the warm-up the window begins after
   std::uint64_t untraced_ns = 0;       // of the first step: busy with work launched before the trace
   std::uint64_t steps_without_device = 0;
   std::uint64_t kernels_without_launch = 0;  // a sampled trace: kernels whose launch is absent

@@ -67,6 +67,33 @@ std::uint64_t trace_end(const trace_events& t, std::uint32_t pid, std::uint64_t 
   return end;
 }
 
+// Whether the thread runs a host op that begins at or after `at`.
+bool op_after(const trace_events& t, std::uint32_t pid, std::uint32_t tid, std::uint64_t at) {
+  for (const trace_event& e : t.events) {
+    if (e.pid == pid && e.tid == tid && !e.tid_negative && is_host_op(e) && e.ts >= at) return true;
+  }
+  return false;
+}
+
+// The ranges of the thread (pid, tid) that name warm-up, outermost only (trace_steps.hpp).
+std::vector<step_interval> warmup_ranges(const trace_events& t, std::uint32_t pid, std::uint32_t tid,
+                                         std::string* first_name = nullptr) {
+  std::vector<std::pair<step_interval, std::uint32_t>> found;
+  for (const trace_event& e : t.events) {
+    if (e.pid == pid && e.tid == tid && is_host_op(e) && names_warmup(t.names[e.name])) found.push_back({{e.ts, e.ts + e.dur}, e.name});
+  }
+  std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) {
+    return x.first.begin != y.first.begin ? x.first.begin < y.first.begin : x.first.end > y.first.end;
+  });
+  std::vector<step_interval> out;
+  for (const auto& [r, name] : found) {
+    if (!out.empty() && r.begin < out.back().end) continue;  // nested in or overlapping one kept
+    if (out.empty() && first_name != nullptr) *first_name = std::string(t.names[name]);
+    out.push_back(r);
+  }
+  return out;
+}
+
 // No steps: the main thread is the host thread with the most ops; the window runs from its first
 // host event to the last host or device event of the trace.
 void whole_trace(const trace_events& t, const std::string& file, step_choice& out) {
@@ -74,17 +101,18 @@ void whole_trace(const trace_events& t, const std::string& file, step_choice& ou
       !steps_of(t, [](const trace_event& e) { return is_host(e); }, out)) {
     throw std::invalid_argument(file + ": no host events: the trace holds no ops, ranges or runtime calls to read");
   }
-  const std::uint64_t begin = thread_begin(t, out.pid, out.tid);
-  out.steps.assign(1, {begin, trace_end(t, out.pid, begin)});
-  out.dropped = 0;  // the ops only chose the main thread: no step range was left out
-}
-
-// Whether the thread runs a host op that begins at or after `at`.
-bool op_after(const trace_events& t, std::uint32_t pid, std::uint32_t tid, std::uint64_t at) {
-  for (const trace_event& e : t.events) {
-    if (e.pid == pid && e.tid == tid && !e.tid_negative && is_host_op(e) && e.ts >= at) return true;
+  std::uint64_t begin = thread_begin(t, out.pid, out.tid);
+  const std::uint64_t end = trace_end(t, out.pid, begin);
+  std::string name;
+  const std::vector<step_interval> warm = warmup_ranges(t, out.pid, out.tid, &name);
+  if (!warm.empty() && op_after(t, out.pid, out.tid, warm.back().end)) {
+    begin = warm.back().end;
+    out.warmup.name = std::move(name);
+    out.warmup.ranges = warm.size();
+    for (const step_interval& r : warm) out.warmup.ns += r.end - r.begin;
   }
-  return false;
+  out.steps.assign(1, {begin, end});
+  out.dropped = 0;  // the ops only chose the main thread: no step range was left out
 }
 
 // Iterations from one fetch's start to the next's, the last to `last_end`; with optimizer steps,

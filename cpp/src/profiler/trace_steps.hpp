@@ -35,6 +35,15 @@ struct loop_marks {
   std::uint64_t first_ns = 0, others_median_ns = 0;
 };
 
+// A whole-trace window's start-up by the program's own words: the ranges on the main thread it
+// names warm-up (trace_names.hpp, names_warmup; the outermost of nested ones), which the window
+// begins after when the thread runs an op after them.
+struct named_warmup {
+  std::string name;         // the first such range's name
+  std::uint64_t ranges = 0;  // 0: none, or the window does not begin after them
+  std::uint64_t ns = 0;      // their time
+};
+
 struct step_choice {
   step_source source = step_source::profiler_steps;
   std::uint32_t pid = 0, tid = 0;     // the main thread (interned ids)
@@ -42,6 +51,7 @@ struct step_choice {
   std::uint64_t dropped = 0;          // ranges of the step's name nested in or overlapping a step kept
   std::uint64_t stubs = 0;            // ProfilerStep ranges holding nothing, left out (below)
   loop_marks loop;                    // loop_iterations only
+  named_warmup warmup;                // whole_trace only
 };
 
 // A ProfilerStep#N range inside which the process ran no op, range or runtime call and the device
@@ -54,6 +64,9 @@ struct step_choice {
 // (`Optimizer.step#...`) too, an iteration holding none is left out. Without fetches, or with
 // several a step (gradient accumulation), at least 3 optimizer steps mark them: each iteration
 // ends where one ends.
+// The whole trace's window begins where the last range its main thread names warm-up ends, when
+// the thread runs an op after it (a benchmark harness's warm-up iterations, then its measured
+// ones): what came before is the program's start-up.
 // `step_name`: the range the user named ("" for none). Throws std::invalid_argument naming
 // `file` when a named range does not occur, or when the trace has no host events at all.
 step_choice choose_steps(const trace_events& t, const std::string& file, const std::string& step_name);

@@ -35,6 +35,25 @@ std::string phase_evidence(const summary& s, std::string_view name, double thres
                      threshold < 0 ? "" : fmt::format("; the rule fires at {:.0f}%", 100 * threshold));
 }
 
+// The phase the program opened inside `compute` (or outside every built-in) that the GPU spends
+// the most of its idle time in, when it is at least a quarter of it: where to begin looking.
+// Empty when none is.
+std::string idle_custom_in_compute(const summary& s) {
+  if (!s.gpu) return "";
+  const std::vector<std::string_view> groups = builtin_groups(s);
+  for (const auto& [name, share] : s.gpu->idle_by_phase) {  // largest first
+    if (share < 0.25) break;
+    if (is_builtin(name)) continue;
+    for (std::size_t i = 0; i < s.phases.size(); ++i) {
+      if (s.phases[i].name == name && (groups[i].empty() || groups[i] == "compute")) {
+        return fmt::format(", starting with `{}`: the GPU spends {:.0f}% of its idle time while the host is in it",
+                           name, 100 * share);
+      }
+    }
+  }
+  return "";
+}
+
 // "GPU idle 71% of the step; 93% of that while the host was in `input`."
 std::string idle_evidence(const summary& s, std::string_view phase) {
   if (!s.gpu) return "";
@@ -365,7 +384,8 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
         100 * busy, 100 * idle.compute, s.gpu->kernel_time_median_us,
         host_us_per_kernel(s));
     d.evidence += near_miss;
-    d.advice = {"profile the host side of `compute` (Python overhead, CPU ops, host syncs inside the phase)"};
+    d.advice = {"profile the host side of `compute` (Python overhead, CPU ops, host syncs inside the phase)" +
+                idle_custom_in_compute(s)};
   } else {
     const auto largest = std::max_element(s.phases.begin(), s.phases.end(),
                                           [](const phase_stats& a, const phase_stats& b) { return a.share < b.share; });
