@@ -390,6 +390,25 @@ TEST_CASE("a range the program names warm-up is start-up by its own words: the w
   CHECK(s.set_aside[0].name == "initialisation");
   CHECK(s.set_aside[0].total_ms == Approx(1.8).margin(1e-9));
   CHECK(s.step_ms.mean == Approx((3 * 3.0 - 1.8) / 3).margin(1e-9));
+
+  // Steps it holds whole, from the first on, are warm-up steps; the last always counts.
+  trace_text lead;
+  for (int i = 0; i < 4; ++i) {
+    lead.add("user_annotation", "ProfilerStep#" + std::to_string(i), 1, i * 1000, 990);
+    lead.add("cpu_op", "aten::mm", 1, i * 1000 + 100, 500 + (i < 2 ? 300 : 0));
+  }
+  lead.add("user_annotation", "warmup", 1, 0, 1995);  // steps 0 and 1
+  const summary l = read_profiler_trace(temp_file(lead.json()).path);
+  CHECK(l.steps == 2);
+  CHECK(l.warmup_steps == 2);
+  CHECK(l.set_aside.empty());
+  CHECK(phase_mean(l, "compute") == Approx(0.5).margin(1e-9));  // the warm-up steps' 0.8 ms are not in it
+  CHECK_THAT(l.backend.reason, Catch::Matchers::Contains("the first 2 steps are left out as warm-up by the program's "
+                                                         "own words: a range named warm-up (`warmup`) holds each"));
+  lead.add("user_annotation", "warm-up", 1, 1995, 2000);  // now every step: the last one counts
+  const summary all = read_profiler_trace(temp_file(lead.json()).path);
+  CHECK(all.steps == 1);
+  CHECK(all.warmup_steps == 3);
 }
 
 TEST_CASE("warm-up is a word of a range's name, in any case and spelling, never part of another word", "[profiler]") {

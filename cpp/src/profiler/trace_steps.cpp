@@ -94,6 +94,23 @@ std::vector<step_interval> warmup_ranges(const trace_events& t, std::uint32_t pi
   return out;
 }
 
+// The leading steps that ranges the main thread names warm-up hold whole (trace_steps.hpp); the
+// last step always counts.
+void leading_warmup(const trace_events& t, step_choice& out) {
+  std::string name;
+  const std::vector<step_interval> warm = warmup_ranges(t, out.pid, out.tid, &name);
+  std::size_t w = 0;
+  std::uint32_t held = 0;
+  for (const step_interval& s : out.steps) {
+    while (w < warm.size() && warm[w].end < s.end) ++w;
+    if (w == warm.size() || warm[w].begin > s.begin || held + 1 >= out.steps.size()) break;
+    ++held;
+  }
+  if (held == 0) return;
+  out.warmup.name = std::move(name);
+  out.warmup.steps = held;
+}
+
 // No steps: the main thread is the host thread with the most ops; the window runs from its first
 // host event to the last host or device event of the trace.
 void whole_trace(const trace_events& t, const std::string& file, step_choice& out) {
@@ -225,10 +242,14 @@ step_choice choose_steps(const trace_events& t, const std::string& file, const s
   out.source = step_source::profiler_steps;
   if (steps_of(t, [&](const trace_event& e) { return is_host_op(e) && is_profiler_step(t.names[e.name]); }, out)) {
     drop_stubs(t, out);
+    leading_warmup(t, out);
     return out;
   }
   out.source = step_source::loop_iterations;
-  if (loop_iterations(t, out)) return out;
+  if (loop_iterations(t, out)) {
+    leading_warmup(t, out);
+    return out;
+  }
   out = step_choice{};
   out.source = step_source::whole_trace;
   whole_trace(t, file, out);

@@ -35,13 +35,15 @@ struct loop_marks {
   std::uint64_t first_ns = 0, others_median_ns = 0;
 };
 
-// A whole-trace window's start-up by the program's own words: the ranges on the main thread it
-// names warm-up (trace_names.hpp, names_warmup; the outermost of nested ones), which the window
-// begins after when the thread runs an op after them.
+// Start-up by the program's own words: the ranges on the main thread it names warm-up
+// (trace_names.hpp, names_warmup; the outermost of nested ones). A whole-trace window begins
+// after them when the thread runs an op after them; steps held whole by them, from the first
+// on, are warm-up steps (one step at least is left to count).
 struct named_warmup {
-  std::string name;         // the first such range's name
-  std::uint64_t ranges = 0;  // 0: none, or the window does not begin after them
+  std::string name;          // the first such range's name
+  std::uint64_t ranges = 0;  // whole_trace: the ranges the window begins after (0: none)
   std::uint64_t ns = 0;      // their time
+  std::uint32_t steps = 0;   // steps and iterations: the leading steps such ranges hold whole
 };
 
 struct step_choice {
@@ -51,7 +53,7 @@ struct step_choice {
   std::uint64_t dropped = 0;          // ranges of the step's name nested in or overlapping a step kept
   std::uint64_t stubs = 0;            // ProfilerStep ranges holding nothing, left out (below)
   loop_marks loop;                    // loop_iterations only
-  named_warmup warmup;                // whole_trace only
+  named_warmup warmup;                // the program's own warm-up, by its ranges' names
 };
 
 // A ProfilerStep#N range inside which the process ran no op, range or runtime call and the device
