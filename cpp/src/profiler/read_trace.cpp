@@ -88,8 +88,8 @@ std::string backend_reason(const std::string& path, const trace_events& t, const
                           r.warmup.ranges == 1 ? "" : ", ...", format_ms(static_cast<double>(r.warmup.ns) / 1e6));
   }
   if (r.warmup.steps != 0) {
-    reason += fmt::format("; the first {} left out as warm-up by the program's own words: a range named warm-up "
-                          "(`{}`) holds {}",
+    reason += fmt::format("; the first {} left out as warm-up by the program's own words: ranges named warm-up "
+                          "(`{}`) cover most of {}",
                           r.warmup.steps == 1 ? "step is" : fmt::format("{} steps are", r.warmup.steps),
                           escaped_utf8(r.warmup.name).substr(0, 120), r.warmup.steps == 1 ? "it" : "each");
   }

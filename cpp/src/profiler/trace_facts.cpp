@@ -74,8 +74,8 @@ std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& ma
   if (steps.empty()) return marks;
   const step_interval first = steps.front();
   const std::uint64_t steps_end = steps.back().end;
-  // Warm-up by the program's own words: a range it names warm-up, in a step it does not hold
-  // whole (the outermost; one holding its step is that step, not a part to set aside).
+  // Warm-up by the program's own words: a range it names warm-up, in a step it covers less than
+  // half of (the outermost; one covering more makes its step a warm-up step, trace_steps.hpp).
   for (std::uint32_t i = 0; i < main.size(); ++i) {
     const trace_event& e = main.event(i);
     if (e.cat != event_cat::op && e.cat != event_cat::user_annotation) continue;
@@ -84,7 +84,8 @@ std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& ma
     const auto step = std::lower_bound(steps.begin(), steps.end(), main.begin(i),
                                        [](const step_interval& s, std::uint64_t at) { return s.end <= at; });
     if (step == steps.end() || main.end[i] <= step->begin) continue;  // in no step
-    if (main.begin(i) <= step->begin && main.end[i] >= step->end) continue;  // holds its step whole
+    const std::uint64_t covered = std::min(main.end[i], step->end) - std::max(main.begin(i), step->begin);
+    if (2 * covered >= step->end - step->begin) continue;  // the step is the warm-up, not a part of it
     bool inside = false;
     for (std::uint32_t p = main.parent[i]; p != forest::npos && !inside; p = main.parent[p]) inside = marks[p] != 0;
     if (inside) continue;

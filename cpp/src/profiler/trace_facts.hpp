@@ -39,8 +39,8 @@ inline constexpr std::uint64_t one_time_min_ns = 1'000'000;  // a runtime call b
 // traced for most of the call: driver work a process does once (context creation, a first launch
 // loading its module, a graph's first upload). A call whose name blocks like that in a later step
 // is no one-time cost: it is the step's. A range the program names warm-up (trace_names.hpp,
-// names_warmup) is one in any step (`steps`: in time order) it does not hold whole: its own
-// words say it runs before the measured work. Returns a mark per node (a node inside one
+// names_warmup) is one in any step (`steps`: in time order) it covers less than half of: its
+// own words say it runs before the measured work. Returns a mark per node (a node inside one
 // already marked is not marked) and adds each found (ns, name) to `found`.
 std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& nodes, const trace_device& device,
                                          const std::vector<step_interval>& steps,

@@ -94,16 +94,20 @@ std::vector<step_interval> warmup_ranges(const trace_events& t, std::uint32_t pi
   return out;
 }
 
-// The leading steps that ranges the main thread names warm-up hold whole (trace_steps.hpp); the
-// last step always counts.
+// The leading steps that ranges the main thread names warm-up cover at least half of
+// (trace_steps.hpp); the last step always counts.
 void leading_warmup(const trace_events& t, step_choice& out) {
   std::string name;
   const std::vector<step_interval> warm = warmup_ranges(t, out.pid, out.tid, &name);
   std::size_t w = 0;
   std::uint32_t held = 0;
   for (const step_interval& s : out.steps) {
-    while (w < warm.size() && warm[w].end < s.end) ++w;
-    if (w == warm.size() || warm[w].begin > s.begin || held + 1 >= out.steps.size()) break;
+    while (w < warm.size() && warm[w].end <= s.begin) ++w;
+    std::uint64_t covered = 0;  // the ranges are apart and in order: those from w on that reach into s
+    for (std::size_t k = w; k < warm.size() && warm[k].begin < s.end; ++k) {
+      covered += std::min(warm[k].end, s.end) - std::max(warm[k].begin, s.begin);
+    }
+    if (2 * covered < s.end - s.begin || s.end == s.begin || held + 1 >= out.steps.size()) break;
     ++held;
   }
   if (held == 0) return;

@@ -37,13 +37,13 @@ struct loop_marks {
 
 // Start-up by the program's own words: the ranges on the main thread it names warm-up
 // (trace_names.hpp, names_warmup; the outermost of nested ones). A whole-trace window begins
-// after them when the thread runs an op after them; steps held whole by them, from the first
-// on, are warm-up steps (one step at least is left to count).
+// after them when the thread runs an op after them; the steps they cover at least half of,
+// from the first on, are warm-up steps (one step at least is left to count).
 struct named_warmup {
   std::string name;          // the first such range's name
   std::uint64_t ranges = 0;  // whole_trace: the ranges the window begins after (0: none)
   std::uint64_t ns = 0;      // their time
-  std::uint32_t steps = 0;   // steps and iterations: the leading steps such ranges hold whole
+  std::uint32_t steps = 0;   // steps and iterations: the leading steps such ranges cover half of
 };
 
 struct step_choice {
