@@ -8,6 +8,7 @@
 
 #include "base/utf8.hpp"
 #include "profiler/trace_names.hpp"
+#include "profiler/trace_steps.hpp"
 #include "steptrace/summary.hpp"
 
 namespace steptrace::detail {
@@ -74,13 +75,13 @@ std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& ma
   if (steps.empty()) return marks;
   const step_interval first = steps.front();
   const std::uint64_t steps_end = steps.back().end;
+  const std::vector<std::uint8_t> warm = warmup_names(t);
   // Warm-up by the program's own words: a range it names warm-up, in a step it covers less than
   // half of (the outermost; one covering more makes its step a warm-up step, trace_steps.hpp).
   for (std::uint32_t i = 0; i < main.size(); ++i) {
     const trace_event& e = main.event(i);
     if (e.cat != event_cat::op && e.cat != event_cat::user_annotation) continue;
-    const std::string_view n = t.names[e.name];
-    if (!names_warmup(n)) continue;
+    if (!warm[e.name]) continue;
     const auto step = std::lower_bound(steps.begin(), steps.end(), main.begin(i),
                                        [](const step_interval& s, std::uint64_t at) { return s.end <= at; });
     if (step == steps.end() || main.end[i] <= step->begin) continue;  // in no step
@@ -90,7 +91,7 @@ std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& ma
     for (std::uint32_t p = main.parent[i]; p != forest::npos && !inside; p = main.parent[p]) inside = marks[p] != 0;
     if (inside) continue;
     marks[i] = 1;
-    found.emplace_back(e.dur, n);
+    found.emplace_back(e.dur, t.names[e.name]);
   }
   std::unordered_set<std::string_view> later;  // names that block so in a later step
   for (std::uint32_t i = 0; i < main.size(); ++i) {

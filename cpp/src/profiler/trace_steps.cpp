@@ -75,12 +75,23 @@ bool op_after(const trace_events& t, std::uint32_t pid, std::uint32_t tid, std::
   return false;
 }
 
+}  // namespace
+
+std::vector<std::uint8_t> warmup_names(const trace_events& t) {
+  std::vector<std::uint8_t> out(t.names.size(), 0);
+  for (std::size_t i = 0; i < t.names.size(); ++i) out[i] = names_warmup(t.names[i]) ? 1 : 0;
+  return out;
+}
+
+namespace {
+
 // The ranges of the thread (pid, tid) that name warm-up, outermost only (trace_steps.hpp).
 std::vector<step_interval> warmup_ranges(const trace_events& t, std::uint32_t pid, std::uint32_t tid,
                                          std::string* first_name = nullptr) {
+  const std::vector<std::uint8_t> warm = warmup_names(t);
   std::vector<std::pair<step_interval, std::uint32_t>> found;
   for (const trace_event& e : t.events) {
-    if (e.pid == pid && e.tid == tid && is_host_op(e) && names_warmup(t.names[e.name])) found.push_back({{e.ts, e.ts + e.dur}, e.name});
+    if (e.pid == pid && e.tid == tid && is_host_op(e) && warm[e.name]) found.push_back({{e.ts, e.ts + e.dur}, e.name});
   }
   std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) {
     return x.first.begin != y.first.begin ? x.first.begin < y.first.begin : x.first.end > y.first.end;

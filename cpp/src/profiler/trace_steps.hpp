@@ -66,6 +66,9 @@ struct step_choice {
 // (`Optimizer.step#...`) too, an iteration holding none is left out. Without fetches, or with
 // several a step (gradient accumulation), at least 3 optimizer steps mark them: each iteration
 // ends where one ends.
+// By name id: whether the name says warm-up (trace_names.hpp, names_warmup), each name read once.
+std::vector<std::uint8_t> warmup_names(const trace_events& t);
+
 // The whole trace's window begins where the last range its main thread names warm-up ends, when
 // the thread runs an op after it (a benchmark harness's warm-up iterations, then its measured
 // ones): what came before is the program's start-up.
