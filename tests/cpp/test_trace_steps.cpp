@@ -426,3 +426,57 @@ TEST_CASE("warm-up is a word of a range's name, in any case and spelling, never 
     CHECK_FALSE(names_warmup(no));
   }
 }
+
+TEST_CASE("graph capture is start-up: the range holding a step's captures is set aside, unless every step captures",
+          "[profiler]") {
+  // A server's start-up: a range capturing one graph (its launches record, nothing runs), then
+  // the graph instantiated.
+  trace_text w;
+  w.add("user_annotation", "capture_8_FULL", 1, 0, 5000);
+  w.add("cuda_runtime", "cudaStreamBeginCapture", 1, 100, 5);
+  for (int i = 0; i < 40; ++i) w.add("cuda_runtime", "cudaLaunchKernel", 1, 200 + i * 100, 20, corr(100 + i));
+  w.add("cuda_runtime", "cudaStreamEndCapture", 1, 4300, 10);
+  w.add("cuda_runtime", "cudaGraphInstantiateWithFlags", 1, 4400, 500);
+  w.add("cpu_op", "aten::empty", 1, 5010, 20);  // after it: 0.03 ms of ops
+  const summary s = read_profiler_trace(temp_file(w.json()).path);
+  REQUIRE(s.set_aside.size() == 1);
+  CHECK(s.set_aside[0].name == "initialisation");
+  CHECK(s.set_aside[0].total_ms == Approx(5.0).margin(1e-9));
+  REQUIRE(s.fact("trace.graph_captures") != nullptr);
+  CHECK(*s.fact("trace.graph_captures") == "1");
+  CHECK(s.diag.label == "BALANCED");
+  CHECK_THAT(s.diag.evidence, Catch::Matchers::StartsWith("This trace is 99% one-time start-up work (1 graph capture: "
+                                                          "launches that record a graph and run nothing)"));
+  REQUIRE(s.diag.advice.size() == 1);
+  CHECK_THAT(s.diag.advice[0], Catch::Matchers::StartsWith("trace the steady state instead"));
+  CHECK(s.diag.gains.empty());
+
+  // Steps: the first records its graph inside torch.compile's range, the others replay it.
+  trace_text steps;
+  for (int i = 0; i < 3; ++i) {
+    const double at = i * 10000;
+    steps.add("user_annotation", "ProfilerStep#" + std::to_string(i), 1, at, 9000);
+    steps.add("cuda_runtime", "cudaGraphLaunch", 1, at + 8000, 50, corr(10 + i));
+    steps.add("kernel", "gemm", 7, at + 8060, 900, device_args(10 + i), 0);
+  }
+  steps.add("user_annotation", "CUDAGraphNode.record (dynamo_timed)", 1, 1000, 6000);
+  steps.add("cuda_runtime", "cudaStreamBeginCapture", 1, 1100, 5);
+  steps.add("cuda_runtime", "cudaStreamEndCapture", 1, 6000, 5);
+  const summary st = read_profiler_trace(temp_file(steps.json()).path);
+  CHECK(st.steps == 3);
+  REQUIRE(st.set_aside.size() == 1);
+  CHECK(st.set_aside[0].total_ms == Approx(6.0).margin(1e-9));
+  CHECK(st.step_ms.mean == Approx((3 * 9.0 - 6.0) / 3).margin(1e-9));
+  CHECK(*st.fact("trace.graph_captures") == "1");
+  CHECK(st.diag.label != "BALANCED");  // 6 of 27 ms: the steps are read, not called start-up
+
+  // A capture in every step is the steps' own work: nothing set aside.
+  for (int i = 1; i < 3; ++i) {
+    steps.add("user_annotation", "CUDAGraphNode.record (dynamo_timed)", 1, i * 10000 + 1000, 6000);
+    steps.add("cuda_runtime", "cudaStreamBeginCapture", 1, i * 10000 + 1100, 5);
+    steps.add("cuda_runtime", "cudaStreamEndCapture", 1, i * 10000 + 6000, 5);
+  }
+  const summary every = read_profiler_trace(temp_file(steps.json()).path);
+  CHECK(every.set_aside.empty());
+  CHECK(every.fact("trace.graph_captures") == nullptr);
+}

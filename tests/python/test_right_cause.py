@@ -152,6 +152,54 @@ def test_a_warm_up_the_program_names_is_start_up_and_the_window_begins_after_it(
     assert top == "[param|cuda]" and f"starting with `[param|cuda]`: the GPU spends {100 * share:.0f}% of its idle time" in first
 
 
+def _capture_truth(name):
+    """From the plain JSON: the graph captures (BeginCapture calls) and the outermost range of the
+    main thread holding all of them, with its duration (ms)."""
+    events = [e for e in json.load(gzip.open(DATA / name))["traceEvents"] if e.get("ph") == "X"]
+    begins = [e for e in events if "StreamBeginCapture" in str(e["name"])]
+    ends = [e for e in events if "StreamEndCapture" in str(e["name"])]
+    a = min(float(e["ts"]) for e in begins)
+    b = max(float(e["ts"]) + float(e["dur"]) for e in ends)
+    tid = begins[0]["tid"]
+    holders = [e for e in events if e["tid"] == tid and e.get("cat") in ("user_annotation", "cpu_op")
+               and float(e["ts"]) <= a and float(e["ts"]) + float(e["dur"]) >= b
+               and not str(e["name"]).startswith("ProfilerStep#")]
+    holder = min(holders, key=lambda e: float(e["dur"]))  # the innermost
+    return len(begins), holder["name"], float(holder["dur"]) / 1000
+
+
+# Graph capture at a server's start (SGLang's decode graph, vLLM's 25 piecewise graphs): the
+# launches inside record graphs and run nothing, so the GPU's idle time there is no cause. Before:
+# BALANCED "profile the host side ... (up to 100% shorter steps)" and WAIT-HEAVY "remove per-step
+# host syncs (up to 66%)" on start-up work.
+@pytest.mark.parametrize("name", ["tracelens_sglang_capture_bs32.json.gz", "tracelens_vllm_piecewise_capture.json.gz"])
+def test_a_trace_of_graph_capture_is_start_up_and_says_to_trace_the_steady_state(name):
+    s, d, _ = load(name)
+    captures, holder, ms = _capture_truth(name)
+    assert d["set_aside"]["initialisation"]["total_ms"] == pytest.approx(ms, rel=1e-6)
+    assert d["set_aside"]["initialisation"]["run_share"] >= 0.99
+    assert f"{holder} " in d["diagnosis"]["evidence"]
+    assert d["diagnosis"]["label"] == "BALANCED"
+    assert d["diagnosis"]["evidence"].startswith("This trace is ")
+    assert f"({captures} graph capture{'s' if captures > 1 else ''}: launches that record a graph" in d["diagnosis"]["evidence"]
+    assert d["diagnosis"]["advice"] == [
+        "trace the steady state instead: torch.profiler.schedule(wait=N, warmup=1, active=3) past the first iterations "
+        "(or, for a server, its requests after start-up)"]
+    assert d["diagnosis"]["gains"] == {}
+
+
+def test_a_compiled_functions_first_call_records_its_graph_and_graphs_are_not_advised_again():
+    # torch.compile's cudagraph trees: the first call runs eagerly (2,540 launches), then records
+    s, d, truth = load("tracelens_xdit_flux_capture.json.gz")
+    captures, holder, ms = _capture_truth("tracelens_xdit_flux_capture.json.gz")
+    assert holder == "CUDAGraphNode.record (dynamo_timed)" and captures == 1
+    assert d["set_aside"]["initialisation"]["total_ms"] == pytest.approx(ms, rel=1e-6)
+    assert d["gpu"]["kernels_per_step"] == pytest.approx(truth["kernels"])
+    first = d["diagnosis"]["advice"][0]
+    assert first.startswith("the program already records HIP graphs (1 capture set aside): the 2540 launches")
+    assert "torch.compile(mode=" not in first
+
+
 def test_a_launch_that_blocked_is_no_warm_up_evidence_but_initialisation():
     # MI250 toy loop: the first hipLaunchKernel (in autograd's backward thread) blocks the host
     # 6.5 ms loading its module and its kernel starts right after the call returns: the first step

@@ -21,6 +21,63 @@ bool blocks_idle(const trace_events& t, const trace_device& device, const trace_
   return 2 * busy_within(device, e.ts, e.ts + e.dur) < e.dur;
 }
 
+// Graph capture: between a stream's BeginCapture and EndCapture its launches record a graph and
+// run nothing on the device, so the device's idle time there is no cause. Per step, the innermost
+// node of `main` holding every capture of the step (vLLM's `capture_32_FULL`, torch.compile's
+// `CUDAGraphNode.record`), unless it is a step range or holds the step whole; none when every
+// step (of two or more) captures: then capture is the step's own work. Adds to `marks`, `found`
+// and `captures` (the captures set aside).
+void mark_captures(const trace_events& t, const forest& main, const std::vector<step_interval>& steps,
+                   std::vector<std::uint8_t>& marks, std::vector<std::pair<std::uint64_t, std::string_view>>& found,
+                   std::uint64_t& captures) {
+  struct span {
+    std::uint32_t first = forest::npos;  // the step's first BeginCapture
+    std::uint64_t begin = 0, end = 0, count = 0;
+  };
+  std::vector<span> by_step(steps.size());
+  for (std::uint32_t i = 0; i < main.size(); ++i) {
+    const trace_event& e = main.event(i);
+    if (e.cat != event_cat::runtime) continue;
+    const std::string_view n = t.names[e.name];
+    const bool opens = is_capture_begin(n);
+    if (!opens && !is_capture_end(n)) continue;
+    const auto step = std::lower_bound(steps.begin(), steps.end(), main.begin(i),
+                                       [](const step_interval& s, std::uint64_t at) { return s.end <= at; });
+    if (step == steps.end() || main.begin(i) < step->begin) continue;
+    span& c = by_step[static_cast<std::size_t>(step - steps.begin())];
+    if (opens) {
+      if (c.first == forest::npos) {
+        c.first = i;
+        c.begin = main.begin(i);
+      }
+      ++c.count;
+    }
+    c.end = std::max(c.end, main.end[i]);
+  }
+  const auto capturing = static_cast<std::size_t>(
+      std::count_if(by_step.begin(), by_step.end(), [](const span& c) { return c.count != 0; }));
+  if (capturing == 0 || (steps.size() >= 2 && capturing == steps.size())) return;
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const span& c = by_step[k];
+    if (c.count == 0) continue;
+    std::uint32_t holder = forest::npos;
+    for (std::uint32_t p = main.parent[c.first]; p != forest::npos; p = main.parent[p]) {
+      if (main.begin(p) <= c.begin && main.end[p] >= c.end) {
+        holder = p;
+        break;
+      }
+    }
+    if (holder == forest::npos || is_profiler_step(t.names[main.event(holder).name])) continue;
+    if (main.begin(holder) <= steps[k].begin && main.end[holder] >= steps[k].end) continue;  // the step itself
+    bool inside = marks[holder] != 0;
+    for (std::uint32_t p = main.parent[holder]; p != forest::npos && !inside; p = main.parent[p]) inside = marks[p] != 0;
+    if (inside) continue;
+    marks[holder] = 1;
+    found.emplace_back(main.event(holder).dur, t.names[main.event(holder).name]);
+    captures += c.count;
+  }
+}
+
 }  // namespace
 
 void setup_facts(const trace_events& t, std::uint32_t pid, const std::vector<device_record>& device,
@@ -70,9 +127,11 @@ void device_unrecorded_fact(const trace_events& t, std::uint32_t pid, std::vecto
 
 std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& main, const trace_device& device,
                                          const std::vector<step_interval>& steps,
-                                         std::vector<std::pair<std::uint64_t, std::string_view>>& found) {
+                                         std::vector<std::pair<std::uint64_t, std::string_view>>& found,
+                                         std::uint64_t& captures) {
   std::vector<std::uint8_t> marks(main.size(), 0);
   if (steps.empty()) return marks;
+  mark_captures(t, main, steps, marks, found, captures);
   const step_interval first = steps.front();
   const std::uint64_t steps_end = steps.back().end;
   const std::vector<std::uint8_t> warm = warmup_names(t);

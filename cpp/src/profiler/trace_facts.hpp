@@ -40,11 +40,14 @@ inline constexpr std::uint64_t one_time_min_ns = 1'000'000;  // a runtime call b
 // loading its module, a graph's first upload). A call whose name blocks like that in a later step
 // is no one-time cost: it is the step's. A range the program names warm-up (trace_names.hpp,
 // names_warmup) is one in any step (`steps`: in time order) it covers less than half of: its
-// own words say it runs before the measured work. Returns a mark per node (a node inside one
-// already marked is not marked) and adds each found (ns, name) to `found`.
+// own words say it runs before the measured work. So is the range that holds a step's graph
+// captures (its launches record a graph and run nothing), unless every step captures; their
+// count is added to `captures`. Returns a mark per node (a node inside one already marked is
+// not marked) and adds each found (ns, name) to `found`.
 std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& nodes, const trace_device& device,
                                          const std::vector<step_interval>& steps,
-                                         std::vector<std::pair<std::uint64_t, std::string_view>>& found);
+                                         std::vector<std::pair<std::uint64_t, std::string_view>>& found,
+                                         std::uint64_t& captures);
 // The longest three with their ms ("cudaDeviceGetStreamPriorityRange 29927, cudaFree 6009 and
 // 36 more"); empty when none was found.
 std::string one_time_said(std::vector<std::pair<std::uint64_t, std::string_view>> found);

@@ -58,6 +58,11 @@ inline bool names_warmup(std::string_view n) {
   return false;
 }
 
+// A stream's graph capture opens and closes (cuda/hip/cu: cudaStreamBeginCapture,
+// hipStreamEndCapture, cuStreamBeginCapture_v2, cudaStreamBeginCaptureToGraph).
+inline bool is_capture_begin(std::string_view n) { return n.find("StreamBeginCapture") != std::string_view::npos; }
+inline bool is_capture_end(std::string_view n) { return n.find("StreamEndCapture") != std::string_view::npos; }
+
 inline bool is_item_op(std::string_view n) { return n == "aten::item" || n == "aten::_local_scalar_dense"; }
 
 // A collective on the host: the process group's own range (gloo, NCCL) or the c10d op.

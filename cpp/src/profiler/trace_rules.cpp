@@ -179,9 +179,10 @@ class rules {
     steps.reserve(windows_.size());
     for (const segment& w : windows_) steps.push_back({w.begin, w.end});
     std::vector<std::pair<std::uint64_t, std::string_view>> found;
-    one_time_ = one_time_costs(t_, *main_, device_, steps, found);
+    std::uint64_t captures = 0;
+    one_time_ = one_time_costs(t_, *main_, device_, steps, found, captures);
     for (forest& f : others_) {
-      const std::vector<std::uint8_t> marks = one_time_costs(t_, f, device_, steps, found);
+      const std::vector<std::uint8_t> marks = one_time_costs(t_, f, device_, steps, found, captures);
       for (std::size_t i = 0; i < f.size(); ++i) {  // parents come before their children
         if (marks[i] || (f.parent[i] != forest::npos && f.kind[f.parent[i]] == one_time_kind)) f.kind[i] = one_time_kind;
       }
@@ -189,6 +190,7 @@ class rules {
     if (found.empty()) return;
     one_time_id_ = register_phase(one_time_phase).value;
     out_.facts.emplace_back("trace.one_time_calls", one_time_said(std::move(found)));
+    if (captures != 0) out_.facts.emplace_back("trace.graph_captures", std::to_string(captures));
   }
 
   void note_start() {

@@ -92,10 +92,19 @@ void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d)
   if (!sources.empty()) {
     d.evidence += fmt::format(" The ops launching the most kernels of at most {:.0f} us: {}.", short_kernel_us, sources);
   }
+  const char* graphs = fact_bool(s, "gpu.amd").value_or(false) ? "HIP" : "CUDA";
+  const auto captures = fact_int(s, "trace.graph_captures");
   d.advice = {
-      fmt::format("{} graphs replay a step's {:.0f} launches as one: torch.compile(mode=\"reduce-overhead\"), or "
-                  "torch.cuda.graphs around a static-shape step",
-                  fact_bool(s, "gpu.amd").value_or(false) ? "HIP" : "CUDA", s.gpu->kernels_per_step),
+      captures && *captures > 0
+          // The program records graphs already: the launches left ran outside them (a compiled
+          // function's first, eager call before its capture; ops the capture leaves out).
+          ? fmt::format("the program already records {} graphs ({} capture{} set aside): the {:.0f} launches a step "
+                        "left ran outside them (a compiled function's eager first call before its capture, or ops "
+                        "kept out of the graph); trace the replays to see which remain",
+                        graphs, *captures, *captures == 1 ? "" : "s", s.gpu->kernels_per_step)
+          : fmt::format("{} graphs replay a step's {:.0f} launches as one: torch.compile(mode=\"reduce-overhead\"), "
+                        "or torch.cuda.graphs around a static-shape step",
+                        graphs, s.gpu->kernels_per_step),
       fmt::format("fewer, larger kernels{}: a larger batch, torch.compile (fusion), batched tensor operations "
                   "instead of Python loops over tensors",
                   sources.empty() ? "" : ", starting where the short ones come from (" + sources + ")"),
@@ -110,7 +119,36 @@ void one_time_evidence(const summary& s, diagnosis& d) {
                               "trace, work a process does once (context creation, module loading).",
                               format_ms(a.total_ms), calls ? *calls : "runtime calls that blocked with the device idle",
                               100 * a.run_share);
+    if (const auto captures = fact_int(s, "trace.graph_captures"); captures && *captures > 0) {
+      d.evidence += fmt::format(" It holds {} graph capture{}: the launches inside record a graph and run nothing on "
+                                "the GPU, so the GPU's idle time there is no cause; a trace of the graphs' replays shows "
+                                "the steady state.",
+                                *captures, *captures == 1 ? "" : "s");
+    }
   }
+}
+
+bool start_up_only(const summary& s, const diagnosis_thresholds& t, diagnosis& d) {
+  if (s.steps != 1) return false;
+  for (const set_aside_stats& a : s.set_aside) {
+    if (a.name != one_time_phase || a.run_share < t.start_up_only_share) continue;
+    const auto captures = fact_int(s, "trace.graph_captures");
+    d.label = "BALANCED";
+    d.evidence = fmt::format("This trace is {:.0f}% one-time start-up work{}, set aside; the {} ms left is no basis for "
+                             "a cause.",
+                             100 * a.run_share,
+                             captures && *captures > 0
+                                 ? fmt::format(" ({} graph capture{}: launches that record a graph and run nothing)",
+                                               *captures, *captures == 1 ? "" : "s")
+                                 : std::string(),
+                             format_ms(s.step_ms.mean));
+    one_time_evidence(s, d);
+    d.advice = {"trace the steady state instead: torch.profiler.schedule(wait=N, warmup=1, active=3) past the first "
+                "iterations (or, for a server, its requests after start-up)"};
+    d.gains.clear();
+    return true;
+  }
+  return false;
 }
 
 // The advice to see the device's side: first where the label's own advice needs it, last where

@@ -397,6 +397,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
   }
   one_time_evidence(s, d);
   add_gains(s, secondary_findings(s, t, c, d.label), device && compute_idle_largest, d);
+  if (start_up_only(s, t, d)) return d;
   if (server) advise_server(s, t, d);
   device_unrecorded_advice(s, d);
   cpu_findings(s, t, d);  // first in the advice, under any label

@@ -96,6 +96,9 @@ struct diagnosis_thresholds {
   double secondary_input_share = 0.15;
   double secondary_other_share = 0.10;
   double secondary_set_aside_share = 0.20;
+  // A trace of one step (or window) whose one-time work set aside takes this share of it: what is
+  // left is no basis for a cause (cause_words.cpp, start_up_only).
+  double start_up_only_share = 0.99;
   double straggler_gap_share = 0.10;
   double straggler_gap_ms = 0.5;
   // Servers (server_advice.cpp): a request waits for a batch too long from this share of its
@@ -124,6 +127,9 @@ std::string comm_evidence(const summary& s, const cause_shares& c, const idle_gr
                           const diagnosis_thresholds& t);
 void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d);
 void one_time_evidence(const summary& s, diagnosis& d);
+// A one-step trace that is almost all one-time work (start_up_only_share): the label is BALANCED,
+// the evidence says so, and the only advice is to trace the steady state. True when it applied.
+bool start_up_only(const summary& s, const diagnosis_thresholds& t, diagnosis& d);
 // A trace's trace.device_unrecorded fact in words: "104 runtime calls that launch kernels or copy
 // memory", "`aten::cudnn_convolution`, an op only a GPU runs", or "1313 records of an MTIA
 // accelerator".
