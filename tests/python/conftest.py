@@ -24,6 +24,22 @@ def cli(*args, cwd=None) -> subprocess.CompletedProcess:
                           text=True, timeout=120, cwd=cwd)
 
 
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tests that run torch in this process run it on one intra-op thread, as the job scripts do
+    (torch.set_num_threads(1)): with two, a machine already busy (ten CPU burners on 2 cores)
+    turns a few ms of compute into hundreds at OpenMP's barriers, and a loop meant to wait on its
+    input rightly reads COMPUTE-BOUND. The readings under test are about the programs, not that."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture
 def tracer():
     """A fresh, quiet tracer with no warm-up."""

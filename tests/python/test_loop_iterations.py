@@ -80,10 +80,23 @@ def _loop(trace: Path, batches: int, start_up: bool, warm_before: int = 0, accum
     return [1000 * (b - a) for a, b in zip(starts, starts[1:])], fetches
 
 
-def _first_is_start(iterations):
-    """The truth's own verdict: the first iteration at least twice the others' upper median."""
+def _warm_up_by_truth(iterations):
+    """1 or 0 when the stamped iterations put the first clearly above or below twice the others'
+    upper median (10% apart from it: the stamps and the trace's marks differ by microseconds), else
+    None. On an idle machine the start-up makes it 1; a machine busy enough stretches the others
+    until the 150 ms start-up no longer stands out, and the reading must follow the truth."""
     others = sorted(iterations[1:])
-    return iterations[0] >= 2 * others[len(others) // 2]
+    ratio = iterations[0] / others[len(others) // 2]
+    return 1 if ratio >= 2.2 else 0 if ratio <= 1.8 else None
+
+
+def _check_warm_up(d, iterations, total):
+    """Steps and warm-up as the truth says: every iteration counted or the first one warm-up."""
+    expected = _warm_up_by_truth(iterations)
+    assert d["steps"] + d["warmup_steps"] == total and d["warmup_steps"] in (0, 1)
+    if expected is not None:
+        assert d["warmup_steps"] == expected, (iterations, d["backend"]["reason"])
+    return d["warmup_steps"]
 
 
 def test_a_loops_fetches_mark_its_iterations_and_its_start_up_is_warm_up(tmp_path):
@@ -91,38 +104,39 @@ def test_a_loops_fetches_mark_its_iterations_and_its_start_up_is_warm_up(tmp_pat
     iterations, fetches = _loop(path, batches=8, start_up=True)
     s = steptrace.load(path)
     d = s.to_dict()
-    assert (d["steps"], d["warmup_steps"], d["windows"]) == (7, 1, False)  # the closing fetch starts none
+    warm = _check_warm_up(d, iterations, 8)  # the closing fetch starts none
+    assert d["windows"] is False
     assert d["facts"]["trace.steps_from"] == "training loop"
     reason = d["backend"]["reason"]
     assert "each an iteration of the training loop from one DataLoader fetch to the next" in reason
-    assert "the first iteration is left out as warm-up" in reason
+    assert ("the first iteration is left out as warm-up" in reason) == bool(warm)
     # an iteration runs from one fetch's start to the next's: the truth's iterations, less the
     # few microseconds between the stamp and the profiler's op
-    counted = iterations[1:]
+    counted = iterations[warm:]
     assert min(counted) - 1 <= d["step_ms"]["p50"] <= max(counted) + 1
-    assert d["phases"]["input"]["calls"] == 7
-    assert min(fetches[1:]) - 0.5 <= d["phases"]["input"]["p50_ms"] <= max(fetches[1:]) + 1
-    assert d["step_ms"]["max"] < START_UP_S * 1000  # the start-up is in no counted step
+    assert d["phases"]["input"]["calls"] == 8 - warm
+    assert min(fetches[warm:]) - 0.5 <= d["phases"]["input"]["p50_ms"] <= max(fetches[warm:]) + 1
+    if warm:
+        assert d["step_ms"]["max"] < iterations[0]  # the start-up is in no counted step
     assert d["diagnosis"]["label"] == "INPUT-BOUND"
-    assert "7 steps (1 warm-up" in str(s)
+    assert f"{8 - warm} steps ({warm} warm-up" in str(s)
 
 
 def test_prof_step_without_a_schedule_writes_no_step_ranges_so_the_loop_marks_them(tmp_path):
     """The usual `prof.step()` at the end of each iteration, with no schedule: torch records no
     ProfilerStep ranges then, and the loop's own marks still give its steps and its start-up."""
     path = tmp_path / "stepped.json"
-    _loop(path, batches=6, start_up=True, prof_step=True)
+    iterations, _ = _loop(path, batches=6, start_up=True, prof_step=True)
     d = steptrace.load(path).to_dict()
     assert d["facts"]["trace.steps_from"] == "training loop"
-    assert (d["steps"], d["warmup_steps"]) == (5, 1)
+    _check_warm_up(d, iterations, 6)
 
 
 def test_a_loop_profiled_mid_run_counts_every_iteration_unless_the_first_was_slow(tmp_path):
     path = tmp_path / "mid.json"
     iterations, _ = _loop(path, batches=6, start_up=False, warm_before=2)
     d = steptrace.load(path).to_dict()
-    first_slow = _first_is_start(iterations)  # False unless this machine stalled the first one
-    assert (d["steps"], d["warmup_steps"]) == (6 - first_slow, int(first_slow))
+    _check_warm_up(d, iterations, 6)  # every one counts, unless this machine stalled the first
     assert d["facts"]["trace.steps_from"] == "training loop"
 
 
@@ -131,22 +145,23 @@ def test_gradient_accumulation_makes_an_iteration_of_each_optimizer_step(tmp_pat
     iterations, fetches = _loop(path, batches=8, start_up=True, accumulate=2)
     d = steptrace.load(path).to_dict()
     assert len(iterations) == 4 and len(fetches) == 8
-    assert (d["steps"], d["warmup_steps"]) == (3, 1)
+    warm = _check_warm_up(d, iterations, 4)
     assert "ending with its optimizer step" in d["backend"]["reason"]
-    assert d["phases"]["input"]["calls"] == 6  # two fetches in each counted iteration
+    assert d["phases"]["input"]["calls"] == 2 * (4 - warm)  # two fetches in each counted iteration
     # each from one optimizer step's end to the next's: the truth's, less the first fetch and
     # the last optimizer step, which lie on either side of the stamps
-    assert 0.9 * min(iterations[1:]) - 1 <= d["step_ms"]["p50"] <= max(iterations[1:]) + 1
+    assert 0.9 * min(iterations[warm:]) - 1 <= d["step_ms"]["p50"] <= max(iterations[warm:]) + 1
 
 
 def test_a_loop_without_a_loader_is_marked_by_its_optimizer_steps(tmp_path):
     path = tmp_path / "synthetic.json"
     iterations, _ = _loop(path, batches=6, start_up=True, loader=False)
     d = steptrace.load(path).to_dict()
-    assert (d["steps"], d["warmup_steps"]) == (5, 1)
+    warm = _check_warm_up(d, iterations, 6)
     assert d["facts"]["trace.steps_from"] == "training loop"
     assert "ending with its optimizer step" in d["backend"]["reason"]
-    assert d["step_ms"]["max"] < START_UP_S * 1000
+    if warm:
+        assert d["step_ms"]["max"] < iterations[0]
 
 
 def test_two_iterations_stay_one_window(tmp_path):

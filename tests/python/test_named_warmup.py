@@ -43,9 +43,9 @@ def test_steps_the_program_names_warm_up_are_warm_up_steps(tmp_path: Path):
     assert d["steps"] in (4, 5)
     assert "the first 2 steps are left out as warm-up by the program's own words" in d["backend"]["reason"]
     measured = lengths[3:]
-    # the step p50 is a measured iteration's, nowhere near the start-up's 200 ms
+    # the steps counted are the measured iterations, none the one that held the start-up (stamped)
     assert min(measured) * 0.5 <= d["step_ms"]["p50"] <= max(measured) * 1.5
-    assert d["step_ms"]["max"] < 0.5 * 1000 * START_UP_S
+    assert d["step_ms"]["max"] < lengths[1]
 
 
 def test_a_benchmark_block_reads_after_its_named_warm_up(tmp_path: Path):
@@ -69,5 +69,4 @@ def test_a_benchmark_block_reads_after_its_named_warm_up(tmp_path: Path):
         in d["backend"]["reason"]
     # the window holds the measured part (and the block's closing), not the 200 ms warm-up
     assert 0.9 * measured_ms <= d["step_ms"]["mean"] < measured_ms + 0.5 * warm_ms
-    assert d["step_ms"]["mean"] < 3 * 3 * 1000 * WORK_S + 0.5 * 1000 * START_UP_S
     assert "[bench|warmup]" not in d["phases"]

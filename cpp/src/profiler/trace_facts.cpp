@@ -21,15 +21,30 @@ bool blocks_idle(const trace_events& t, const trace_device& device, const trace_
   return 2 * busy_within(device, e.ts, e.ts + e.dur) < e.dur;
 }
 
+// The first step (in time order) that ends after `at`, or steps.end().
+std::vector<step_interval>::const_iterator step_after(const std::vector<step_interval>& steps, std::uint64_t at) {
+  return std::lower_bound(steps.begin(), steps.end(), at, [](const step_interval& s, std::uint64_t t) { return s.end <= t; });
+}
+
+// Marks node i and counts it found, unless it or a node above it is marked already.
+bool mark(const trace_events& t, const forest& main, std::uint32_t i, std::vector<std::uint8_t>& marks,
+          one_time_found& out) {
+  for (std::uint32_t p = i; p != forest::npos; p = main.parent[p]) {
+    if (marks[p] != 0) return false;
+  }
+  marks[i] = 1;
+  out.found.emplace_back(main.event(i).dur, t.names[main.event(i).name]);
+  return true;
+}
+
 // Graph capture: between a stream's BeginCapture and EndCapture its launches record a graph and
 // run nothing on the device, so the device's idle time there is no cause. Per step, the innermost
 // node of `main` holding every capture of the step (vLLM's `capture_32_FULL`, torch.compile's
 // `CUDAGraphNode.record`), unless it is a step range or holds the step whole; none when every
-// step (of two or more) captures: then capture is the step's own work. Adds to `marks`, `found`
-// and `captures` (the captures set aside).
+// step (of two or more) captures: then capture is the step's own work. Adds to `marks` and `out`
+// (its `captures`: the captures set aside).
 void mark_captures(const trace_events& t, const forest& main, const std::vector<step_interval>& steps,
-                   std::vector<std::uint8_t>& marks, std::vector<std::pair<std::uint64_t, std::string_view>>& found,
-                   std::uint64_t& captures) {
+                   const start_up_names& names, std::vector<std::uint8_t>& marks, one_time_found& out) {
   struct span {
     std::uint32_t first = forest::npos;  // the step's first BeginCapture
     std::uint64_t begin = 0, end = 0, count = 0;
@@ -37,13 +52,12 @@ void mark_captures(const trace_events& t, const forest& main, const std::vector<
   std::vector<span> by_step(steps.size());
   for (std::uint32_t i = 0; i < main.size(); ++i) {
     const trace_event& e = main.event(i);
-    if (e.cat != event_cat::runtime) continue;
-    const std::string_view n = t.names[e.name];
-    const bool opens = is_capture_begin(n);
-    if (!opens && !is_capture_end(n)) continue;
-    const auto step = std::lower_bound(steps.begin(), steps.end(), main.begin(i),
-                                       [](const step_interval& s, std::uint64_t at) { return s.end <= at; });
-    if (step == steps.end() || main.begin(i) < step->begin) continue;
+    if (e.cat != event_cat::runtime || (names.of[e.name] & (start_up_names::capture_begin | start_up_names::capture_end)) == 0) {
+      continue;
+    }
+    const bool opens = (names.of[e.name] & start_up_names::capture_begin) != 0;
+    const auto step = step_after(steps, main.begin(i));
+    if (step == steps.end() || main.begin(i) < step->begin) continue;  // in no step
     span& c = by_step[static_cast<std::size_t>(step - steps.begin())];
     if (opens) {
       if (c.first == forest::npos) {
@@ -69,12 +83,7 @@ void mark_captures(const trace_events& t, const forest& main, const std::vector<
     }
     if (holder == forest::npos || is_profiler_step(t.names[main.event(holder).name])) continue;
     if (main.begin(holder) <= steps[k].begin && main.end[holder] >= steps[k].end) continue;  // the step itself
-    bool inside = marks[holder] != 0;
-    for (std::uint32_t p = main.parent[holder]; p != forest::npos && !inside; p = main.parent[p]) inside = marks[p] != 0;
-    if (inside) continue;
-    marks[holder] = 1;
-    found.emplace_back(main.event(holder).dur, t.names[main.event(holder).name]);
-    captures += c.count;
+    if (mark(t, main, holder, marks, out)) out.captures += c.count;
   }
 }
 
@@ -125,32 +134,36 @@ void device_unrecorded_fact(const trace_events& t, std::uint32_t pid, std::vecto
   }
 }
 
+start_up_names start_up_names_of(const trace_events& t) {
+  start_up_names out;
+  out.of = warmup_names(t);  // 1 where the name says warm-up
+  for (std::size_t i = 0; i < t.names.size(); ++i) {
+    if (is_capture_begin(t.names[i])) out.of[i] |= start_up_names::capture_begin;
+    if (is_capture_end(t.names[i])) out.of[i] |= start_up_names::capture_end;
+  }
+  return out;
+}
+
 std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& main, const trace_device& device,
-                                         const std::vector<step_interval>& steps,
-                                         std::vector<std::pair<std::uint64_t, std::string_view>>& found,
-                                         std::uint64_t& captures) {
+                                         const std::vector<step_interval>& steps, const start_up_names& names,
+                                         one_time_found& out) {
   std::vector<std::uint8_t> marks(main.size(), 0);
   if (steps.empty()) return marks;
-  mark_captures(t, main, steps, marks, found, captures);
+  mark_captures(t, main, steps, names, marks, out);
   const step_interval first = steps.front();
   const std::uint64_t steps_end = steps.back().end;
-  const std::vector<std::uint8_t> warm = warmup_names(t);
   // Warm-up by the program's own words: a range it names warm-up, in a step it covers less than
-  // half of (the outermost; one covering more makes its step a warm-up step, trace_steps.hpp).
+  // half of (one covering more makes its step a warm-up step: trace_steps.hpp).
   for (std::uint32_t i = 0; i < main.size(); ++i) {
     const trace_event& e = main.event(i);
-    if (e.cat != event_cat::op && e.cat != event_cat::user_annotation) continue;
-    if (!warm[e.name]) continue;
-    const auto step = std::lower_bound(steps.begin(), steps.end(), main.begin(i),
-                                       [](const step_interval& s, std::uint64_t at) { return s.end <= at; });
+    if ((e.cat != event_cat::op && e.cat != event_cat::user_annotation) || (names.of[e.name] & start_up_names::warmup) == 0) {
+      continue;
+    }
+    const auto step = step_after(steps, main.begin(i));
     if (step == steps.end() || main.end[i] <= step->begin) continue;  // in no step
     const std::uint64_t covered = std::min(main.end[i], step->end) - std::max(main.begin(i), step->begin);
-    if (2 * covered >= step->end - step->begin) continue;  // the step is the warm-up, not a part of it
-    bool inside = false;
-    for (std::uint32_t p = main.parent[i]; p != forest::npos && !inside; p = main.parent[p]) inside = marks[p] != 0;
-    if (inside) continue;
-    marks[i] = 1;
-    found.emplace_back(e.dur, t.names[e.name]);
+    if (warmup_holds(covered, *step)) continue;  // the step is the warm-up, not a part of it
+    mark(t, main, i, marks, out);
   }
   std::unordered_set<std::string_view> later;  // names that block so in a later step
   for (std::uint32_t i = 0; i < main.size(); ++i) {
@@ -163,11 +176,7 @@ std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& ma
     const std::string_view n = t.names[e.name];
     if (std::min(main.end[i], first.end) <= std::max(main.begin(i), first.begin)) continue;  // not in the first step
     if (!blocks_idle(t, device, e) || later.count(n) != 0) continue;
-    bool inside = false;
-    for (std::uint32_t p = main.parent[i]; p != forest::npos && !inside; p = main.parent[p]) inside = marks[p] != 0;
-    if (inside) continue;
-    marks[i] = 1;
-    found.emplace_back(e.dur, n);
+    mark(t, main, i, marks, out);
   }
   return marks;
 }

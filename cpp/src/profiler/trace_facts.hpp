@@ -42,12 +42,25 @@ inline constexpr std::uint64_t one_time_min_ns = 1'000'000;  // a runtime call b
 // names_warmup) is one in any step (`steps`: in time order) it covers less than half of: its
 // own words say it runs before the measured work. So is the range that holds a step's graph
 // captures (its launches record a graph and run nothing), unless every step captures; their
-// count is added to `captures`. Returns a mark per node (a node inside one already marked is
-// not marked) and adds each found (ns, name) to `found`.
+// count is added to `out.captures`. Returns a mark per node (a node inside one already marked
+// is not marked) and adds each found (ns, name) to `out.found`.
+// By name id, what a name says of start-up: warm-up (names_warmup), a graph capture's begin or end.
+// Built once a trace (start_up_names_of), for every thread's forest.
+struct start_up_names {
+  static constexpr std::uint8_t warmup = 1, capture_begin = 2, capture_end = 4;
+  std::vector<std::uint8_t> of;
+};
+start_up_names start_up_names_of(const trace_events& t);
+
+// What one_time_costs found, over every thread: (ns, name) of each node set aside, and the graph
+// captures among them.
+struct one_time_found {
+  std::vector<std::pair<std::uint64_t, std::string_view>> found;
+  std::uint64_t captures = 0;
+};
 std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& nodes, const trace_device& device,
-                                         const std::vector<step_interval>& steps,
-                                         std::vector<std::pair<std::uint64_t, std::string_view>>& found,
-                                         std::uint64_t& captures);
+                                         const std::vector<step_interval>& steps, const start_up_names& names,
+                                         one_time_found& out);
 // The longest three with their ms ("cudaDeviceGetStreamPriorityRange 29927, cudaFree 6009 and
 // 36 more"); empty when none was found.
 std::string one_time_said(std::vector<std::pair<std::uint64_t, std::string_view>> found);

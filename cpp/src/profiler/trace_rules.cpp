@@ -178,19 +178,19 @@ class rules {
     std::vector<step_interval> steps;
     steps.reserve(windows_.size());
     for (const segment& w : windows_) steps.push_back({w.begin, w.end});
-    std::vector<std::pair<std::uint64_t, std::string_view>> found;
-    std::uint64_t captures = 0;
-    one_time_ = one_time_costs(t_, *main_, device_, steps, found, captures);
+    const start_up_names names = start_up_names_of(t_);
+    one_time_found found;
+    one_time_ = one_time_costs(t_, *main_, device_, steps, names, found);
     for (forest& f : others_) {
-      const std::vector<std::uint8_t> marks = one_time_costs(t_, f, device_, steps, found, captures);
+      const std::vector<std::uint8_t> marks = one_time_costs(t_, f, device_, steps, names, found);
       for (std::size_t i = 0; i < f.size(); ++i) {  // parents come before their children
         if (marks[i] || (f.parent[i] != forest::npos && f.kind[f.parent[i]] == one_time_kind)) f.kind[i] = one_time_kind;
       }
     }
-    if (found.empty()) return;
+    if (found.found.empty()) return;
     one_time_id_ = register_phase(one_time_phase).value;
-    out_.facts.emplace_back("trace.one_time_calls", one_time_said(std::move(found)));
-    if (captures != 0) out_.facts.emplace_back("trace.graph_captures", std::to_string(captures));
+    out_.facts.emplace_back("trace.one_time_calls", one_time_said(std::move(found.found)));
+    if (found.captures != 0) out_.facts.emplace_back("trace.graph_captures", std::to_string(found.captures));
   }
 
   void note_start() {

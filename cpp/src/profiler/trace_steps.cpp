@@ -118,7 +118,7 @@ void leading_warmup(const trace_events& t, step_choice& out) {
     for (std::size_t k = w; k < warm.size() && warm[k].begin < s.end; ++k) {
       covered += std::min(warm[k].end, s.end) - std::max(warm[k].begin, s.begin);
     }
-    if (2 * covered < s.end - s.begin || s.end == s.begin || held + 1 >= out.steps.size()) break;
+    if (!warmup_holds(covered, s) || s.end == s.begin || held + 1 >= out.steps.size()) break;
     ++held;
   }
   if (held == 0) return;

@@ -68,6 +68,9 @@ struct step_choice {
 // ends where one ends.
 // By name id: whether the name says warm-up (trace_names.hpp, names_warmup), each name read once.
 std::vector<std::uint8_t> warmup_names(const trace_events& t);
+// Whether warm-up ranges covering `covered` ns of step `s` make it a warm-up step (half of it or
+// more) rather than a part to set aside (trace_facts.hpp, one_time_costs).
+inline bool warmup_holds(std::uint64_t covered, step_interval s) { return 2 * covered >= s.end - s.begin; }
 
 // The whole trace's window begins where the last range its main thread names warm-up ends, when
 // the thread runs an op after it (a benchmark harness's warm-up iterations, then its measured

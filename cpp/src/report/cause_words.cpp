@@ -128,6 +128,22 @@ void one_time_evidence(const summary& s, diagnosis& d) {
   }
 }
 
+std::string idle_custom_in_compute(const summary& s) {
+  if (!s.gpu) return "";
+  const std::vector<std::string_view> groups = builtin_groups(s);
+  for (const auto& [name, share] : s.gpu->idle_by_phase) {  // largest first
+    if (share < 0.25) break;
+    if (is_builtin(name)) continue;
+    for (std::size_t i = 0; i < s.phases.size(); ++i) {
+      if (s.phases[i].name == name && (groups[i].empty() || groups[i] == "compute")) {
+        return fmt::format(", starting with `{}`: the GPU spends {:.0f}% of its idle time while the host is in it",
+                           name, 100 * share);
+      }
+    }
+  }
+  return "";
+}
+
 bool start_up_only(const summary& s, const diagnosis_thresholds& t, diagnosis& d) {
   if (s.steps != 1) return false;
   for (const set_aside_stats& a : s.set_aside) {

@@ -35,25 +35,6 @@ std::string phase_evidence(const summary& s, std::string_view name, double thres
                      threshold < 0 ? "" : fmt::format("; the rule fires at {:.0f}%", 100 * threshold));
 }
 
-// The phase the program opened inside `compute` (or outside every built-in) that the GPU spends
-// the most of its idle time in, when it is at least a quarter of it: where to begin looking.
-// Empty when none is.
-std::string idle_custom_in_compute(const summary& s) {
-  if (!s.gpu) return "";
-  const std::vector<std::string_view> groups = builtin_groups(s);
-  for (const auto& [name, share] : s.gpu->idle_by_phase) {  // largest first
-    if (share < 0.25) break;
-    if (is_builtin(name)) continue;
-    for (std::size_t i = 0; i < s.phases.size(); ++i) {
-      if (s.phases[i].name == name && (groups[i].empty() || groups[i] == "compute")) {
-        return fmt::format(", starting with `{}`: the GPU spends {:.0f}% of its idle time while the host is in it",
-                           name, 100 * share);
-      }
-    }
-  }
-  return "";
-}
-
 // "GPU idle 71% of the step; 93% of that while the host was in `input`."
 std::string idle_evidence(const summary& s, std::string_view phase) {
   if (!s.gpu) return "";
@@ -186,6 +167,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
                              s.warmup_steps, s.failed_steps);
     return d;
   }
+  if (start_up_only(s, t, d)) return d;  // nothing left but one-time work: no cause to weigh
   const double input = group_share(s, "input");
   const double wait = group_share(s, "wait"), other = group_share(s, "other");
   const double compute = group_share(s, "compute");
@@ -397,7 +379,6 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
   }
   one_time_evidence(s, d);
   add_gains(s, secondary_findings(s, t, c, d.label), device && compute_idle_largest, d);
-  if (start_up_only(s, t, d)) return d;
   if (server) advise_server(s, t, d);
   device_unrecorded_advice(s, d);
   cpu_findings(s, t, d);  // first in the advice, under any label

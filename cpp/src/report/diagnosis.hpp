@@ -127,6 +127,10 @@ std::string comm_evidence(const summary& s, const cause_shares& c, const idle_gr
                           const diagnosis_thresholds& t);
 void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d);
 void one_time_evidence(const summary& s, diagnosis& d);
+// ", starting with `NAME`: the GPU spends N% of its idle time while the host is in it": the phase
+// the program opened in `compute` (or outside every built-in) holding a quarter or more of the
+// GPU's idle time, for the advice to profile the host side of `compute`; empty when none does.
+std::string idle_custom_in_compute(const summary& s);
 // A one-step trace that is almost all one-time work (start_up_only_share): the label is BALANCED,
 // the evidence says so, and the only advice is to trace the steady state. True when it applied.
 bool start_up_only(const summary& s, const diagnosis_thresholds& t, diagnosis& d);
