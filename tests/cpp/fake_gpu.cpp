@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <utility>
 
@@ -38,7 +39,10 @@ struct state_t {
   std::vector<fake_buffer> buffers;
   fake_gpu* owner = nullptr;
   std::set<int> enabled;
-  std::set<std::pair<int, CUpti_CallbackId>> apis;  // (0 runtime, 1 driver; callback id) chosen
+  // Calls switched on and off one by one: (0 runtime, 1 driver; callback id). As in CUPTI, a call is
+  // recorded when its kind is on and it is not switched off, or its kind is off and it is switched
+  // on; enabling the kind clears its calls' switches.
+  std::set<std::pair<int, CUpti_CallbackId>> apis_on, apis_off;
   CUpti_CallbackId known_ids = UINT32_MAX;           // runtime ids from here on are refused (an older CUPTI)
   std::uint64_t other_records = 0;
   std::uint64_t stream_lookups = 0;
@@ -146,9 +150,14 @@ CUresult exchange_capture_mode(CUstreamCaptureMode* mode) {
   return CUDA_SUCCESS;
 }
 
+int api_domain(int kind) { return kind == CUPTI_ACTIVITY_KIND_RUNTIME ? 0 : kind == CUPTI_ACTIVITY_KIND_DRIVER ? 1 : -1; }
+
 CUptiResult enable(CUpti_ActivityKind kind) {
   if (st().refuse) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   st().enabled.insert(kind);
+  for (auto* set : {&st().apis_on, &st().apis_off}) {
+    for (auto it = set->begin(); it != set->end();) it = it->first == api_domain(kind) ? set->erase(it) : std::next(it);
+  }
   return CUPTI_SUCCESS;
 }
 CUptiResult disable(CUpti_ActivityKind kind) {
@@ -158,7 +167,8 @@ CUptiResult disable(CUpti_ActivityKind kind) {
 CUptiResult choose_api(int domain, CUpti_CallbackId id, uint8_t on) {
   if (st().refuse) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   if (domain == 0 && id >= st().known_ids) return CUPTI_ERROR_INVALID_PARAMETER;
-  on ? (void)st().apis.insert({domain, id}) : (void)st().apis.erase({domain, id});
+  (on ? st().apis_on : st().apis_off).insert({domain, id});
+  (on ? st().apis_off : st().apis_on).erase({domain, id});
   return CUPTI_SUCCESS;
 }
 CUptiResult enable_runtime_api(CUpti_CallbackId id, uint8_t on) { return choose_api(0, id, on); }
@@ -236,7 +246,8 @@ fake_gpu::fake_gpu(bool with_cupti, bool api_selection) {
     st().buffers.clear();
     st().owner = this;
     st().enabled.clear();
-    st().apis.clear();
+    st().apis_on.clear();
+    st().apis_off.clear();
     st().other_records = 0;
     st().stream_lookups = 0;
     st().requested = nullptr;
@@ -374,9 +385,12 @@ std::uint64_t fake_gpu::other_tool_records() const { return st().other_records; 
 bool fake_gpu::steptrace_has_callbacks() const { return st().requested != nullptr && st().requested != other_requested; }
 int fake_gpu::kinds_enabled() const { return static_cast<int>(st().enabled.size()); }
 bool fake_gpu::kind_enabled(int kind) const { return st().enabled.count(kind) > 0; }
-int fake_gpu::apis_enabled() const { return static_cast<int>(st().apis.size()); }
+bool fake_gpu::api_recorded(int domain, CUpti_CallbackId id) const {
+  const std::pair<int, CUpti_CallbackId> call{domain, id};
+  const bool kind_on = st().enabled.count(domain == 0 ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER) > 0;
+  return kind_on ? st().apis_off.count(call) == 0 : st().apis_on.count(call) != 0;
+}
 
-bool fake_gpu::runtime_api_enabled(CUpti_CallbackId id) const { return st().apis.count({0, id}) != 0; }
 
 void fake_gpu::know_api_ids_below(CUpti_CallbackId first_unknown) {
   std::lock_guard<std::mutex> lock(st().mutex);

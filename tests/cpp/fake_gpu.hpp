@@ -81,8 +81,7 @@ class fake_gpu {
   bool steptrace_has_callbacks() const;      // the registered callbacks are steptrace's
   int kinds_enabled() const;
   bool kind_enabled(int kind) const;
-  int apis_enabled() const;          // runtime and driver calls chosen one by one
-  bool runtime_api_enabled(CUpti_CallbackId id) const;
+  bool api_recorded(int domain, CUpti_CallbackId id) const;  // a call's records on: domain 0 runtime, 1 driver
   void know_api_ids_below(CUpti_CallbackId first_unknown);  // an older CUPTI: later runtime ids refused
   std::uint64_t dropped = 0;         // reported by the next completed buffer
 };

@@ -183,16 +183,24 @@ TEST_CASE("kernel names are interned once each, in bounded memory", "[gpu][kerne
 
 TEST_CASE("where CUPTI can choose, only launch calls are recorded, and kernels keep their launching phase",
           "[gpu][kernels][activity]") {
+  constexpr int runtime = 0, driver = 1;
+  constexpr CUpti_CallbackId get_device = CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020;
   {
     fake_gpu gpu(true, /*api_selection=*/true);
     tracer t(steptrace::testing::quiet());
     const stamps s = one_step(t);
     REQUIRE(t.summary().backend.cupti);
-    CHECK_FALSE(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_RUNTIME));  // not every runtime call...
-    CHECK_FALSE(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_DRIVER));   // ...nor every driver call
-    CHECK(gpu.apis_enabled() == 25);                              // the launch calls, by id
-    CHECK(gpu.runtime_api_enabled(505));  // CUDA 13's __cudaLaunchKernel: PyTorch for CUDA 13 launches so
-    CHECK(gpu.runtime_api_enabled(506));
+    // Both kinds on, then every call off but the launches: the one order in which CUPTI 13's choice
+    // reaches a context that existed before it (tests/gpu/probe_launch_records.cu).
+    CHECK(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_RUNTIME));
+    CHECK(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_DRIVER));
+    CHECK(gpu.api_recorded(runtime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+    CHECK(gpu.api_recorded(runtime, 505));  // CUDA 13's __cudaLaunchKernel
+    CHECK(gpu.api_recorded(runtime, 506));
+    CHECK(gpu.api_recorded(driver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));  // Triton's
+    CHECK_FALSE(gpu.api_recorded(runtime, get_device));  // no other call: torch makes several an op
+    CHECK_FALSE(gpu.api_recorded(driver, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent));
+    CHECK_FALSE(gpu.api_recorded(runtime, 700));  // nor one a later CUDA may number
     gpu.emit({launch_record(s.forward, s.forward + 5'000, 9),
               named_kernel_record(s.forward + 10'000, s.forward + 310'000, gemm, 9)});
     const summary sum = t.summary();
@@ -200,9 +208,11 @@ TEST_CASE("where CUPTI can choose, only launch calls are recorded, and kernels k
     REQUIRE(sum.gpu->kernels.has_value());
     CHECK(op_ms(*sum.gpu->kernels, "forward") == Approx(0.3).margin(1e-9));
     detail::yield_cupti("torch.profiler");  // handed over: none recorded for steptrace
-    CHECK(gpu.apis_enabled() == 0);
+    CHECK_FALSE(gpu.api_recorded(runtime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+    CHECK_FALSE(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_RUNTIME));
     detail::reclaim_cupti();
-    CHECK(gpu.apis_enabled() == 25);
+    CHECK(gpu.api_recorded(runtime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+    CHECK_FALSE(gpu.api_recorded(runtime, get_device));
   }
   {
     fake_gpu gpu(true, /*api_selection=*/true);
@@ -210,15 +220,13 @@ TEST_CASE("where CUPTI can choose, only launch calls are recorded, and kernels k
     tracer t(steptrace::testing::quiet());
     one_step(t);
     REQUIRE(t.summary().backend.cupti);
-    CHECK_FALSE(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_RUNTIME));
-    CHECK(gpu.apis_enabled() == 23);
-    CHECK_FALSE(gpu.runtime_api_enabled(505));
+    CHECK(gpu.api_recorded(runtime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+    CHECK_FALSE(gpu.api_recorded(runtime, get_device));
   }
   fake_gpu older;  // a CUPTI that cannot choose: every runtime and driver call
   tracer t(steptrace::testing::quiet());
   one_step(t);
   REQUIRE(t.summary().backend.cupti);
-  CHECK(older.kind_enabled(CUPTI_ACTIVITY_KIND_RUNTIME));
-  CHECK(older.kind_enabled(CUPTI_ACTIVITY_KIND_DRIVER));
-  CHECK(older.apis_enabled() == 0);
+  CHECK(older.api_recorded(runtime, get_device));
+  CHECK(older.api_recorded(driver, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent));
 }

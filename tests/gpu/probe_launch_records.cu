@@ -5,6 +5,7 @@
 //   2  as 1, but chosen after the CUDA context exists
 //   3  kernels, the RUNTIME and DRIVER kinds on, then every call id off but the launches
 //   4  kernels, the RUNTIME and DRIVER kinds on (every API call recorded)
+//   5  as 3, but after the CUDA context exists (as steptrace starts in most programs)
 // Prints one line: the strategy, us a launch, us a cudaGetDevice, kernel records, API records,
 // and the most frequent API record ids by kind. Build: nvcc -O2 -arch=sm_90 -I<cupti headers>
 // probe_launch_records.cu -l:libcupti.so.13 (scripts/gpu_probe).
@@ -72,17 +73,17 @@ int main(int argc, char** argv) {
   const int strategy = argc > 1 ? std::atoi(argv[1]) : 0;
   const int n = argc > 2 ? std::atoi(argv[2]) : 20000;
   int refused = 0;
-  if (strategy == 2) cudaFree(nullptr);
+  if (strategy == 2 || strategy == 5) cudaFree(nullptr);
   if (strategy > 0) {
     cuptiActivityRegisterCallbacks(requested, completed);
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   }
   if (strategy == 1 || strategy == 2) refused = choose_launches();
-  if (strategy == 3 || strategy == 4) {
+  if (strategy >= 3) {
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
   }
-  if (strategy == 3) {
+  if (strategy == 3 || strategy == 5) {
     for (unsigned id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++id) cuptiActivityEnableRuntimeApi(id, 0);
     for (unsigned id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) cuptiActivityEnableDriverApi(id, 0);
     refused = choose_launches();

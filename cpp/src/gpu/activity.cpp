@@ -29,9 +29,9 @@ constexpr CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, C
 constexpr std::size_t required_kinds = 4;
 
 // The launch calls, whose start gives each kernel the host phase that launched it (the per-phase
-// kernel table; Triton launches through the driver). Where CUPTI can choose (12.6 and later) only
-// these calls are recorded; else the RUNTIME and DRIVER kinds record every API call, and on an
-// H100 CUPTI's records then cost 8.6 us a kernel of a launch-bound loop (docs/cost.md).
+// kernel table; Triton launches through the driver). Where CUPTI can choose calls one by one (12.6
+// and later) only these are recorded; else every runtime and driver call is, and on an H100
+// CUPTI's records then cost 8.6 us a kernel of a launch-bound loop (docs/cost.md).
 constexpr CUpti_CallbackId runtime_launches[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_v3020,
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_ptsz_v7000,
@@ -45,9 +45,9 @@ constexpr CUpti_CallbackId runtime_launches[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
     CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
 };
-// CUDA 13's runtime launches through these (`__cudaLaunchKernel`, what `<<<...>>>` compiles to:
-// PyTorch built for CUDA 13 launches every kernel so). Numbered here, as CUPTI 13 numbers them,
-// since CUDA 12's headers lack them; a CUPTI 12 may refuse them, and need not have them.
+// CUDA 13's `__cudaLaunchKernel`, numbered here as CUPTI 13 numbers them, since CUDA 12's headers
+// lack them. (On an H200 with CUDA 13.0, nvcc's `<<<...>>>` still launched through
+// cudaLaunchKernel_v7000.)
 constexpr CUpti_CallbackId runtime_launches_cuda13[] = {
     505,  // CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000
     506,  // CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000
@@ -70,22 +70,31 @@ constexpr CUpti_CallbackId driver_launches[] = {
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
 };
+// Every call id a CUPTI may number, with room for later ones (CUDA 13.0: 523 runtime, 807 driver);
+// an id a CUPTI does not know is refused, at no cost.
+constexpr CUpti_CallbackId api_ids_below = 2048;
 
-// Turns the launch calls' records on or off: the calls alone where CUPTI can choose them, else
-// every runtime and driver call. Optional, like MEMORY2: without them the kernel table has no
+// Turns the launch calls' records on or off. CUPTI chooses calls one by one only this way round:
+// the RUNTIME and DRIVER kinds on, then every call but the launches off. Chosen by id alone with
+// the kinds off, the choice did not reach a context made before it (an H200 with CUPTI 13: no
+// launch record; tests/gpu/probe_launch_records.cu), and steptrace mostly starts after the
+// program's context exists. Optional, like MEMORY2: without them the kernel table has no
 // launching phases.
 void launch_records(const cupti_functions& api, bool on) {
-  const std::uint8_t flag = on ? 1 : 0;
-  if (api.enable_runtime_api != nullptr && api.enable_driver_api != nullptr) {
-    bool chosen = true;
-    for (CUpti_CallbackId id : runtime_launches) chosen = api.enable_runtime_api(id, flag) == CUPTI_SUCCESS && chosen;
-    for (CUpti_CallbackId id : driver_launches) chosen = api.enable_driver_api(id, flag) == CUPTI_SUCCESS && chosen;
-    for (CUpti_CallbackId id : runtime_launches_cuda13) api.enable_runtime_api(id, flag);
-    if (chosen && on) return;
-  }
   for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER}) {
-    on ? api.enable(kind) : api.disable(kind);
+    on ? api.enable(kind) : api.disable(kind);  // enabling a kind clears its calls' choices
   }
+  if (api.enable_runtime_api == nullptr || api.enable_driver_api == nullptr) return;
+  if (on) {
+    for (CUpti_CallbackId id = 1; id < api_ids_below; ++id) {
+      api.enable_runtime_api(id, 0);
+      api.enable_driver_api(id, 0);
+    }
+  }
+  const std::uint8_t flag = on ? 1 : 0;  // off: no launch recorded for the next tool either
+  for (CUpti_CallbackId id : runtime_launches) api.enable_runtime_api(id, flag);
+  for (CUpti_CallbackId id : runtime_launches_cuda13) api.enable_runtime_api(id, flag);
+  for (CUpti_CallbackId id : driver_launches) api.enable_driver_api(id, flag);
 }
 
 std::string result_text(const cupti_functions& api, CUptiResult r) {
