@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <optional>
+#include <thread>
 
 #include "fake_gpu.hpp"
 #include "gpu/activity.hpp"
@@ -85,6 +86,91 @@ TEST_CASE("work still running at summary() is read once it finishes, not lost as
   CHECK(s.gpu->kernels_per_step == 1);
   CHECK(s.gpu->busy_ms.mean == Approx(0.1).margin(1e-6));
   CHECK(s.gpu->incomplete_records == 0);
+}
+
+// A step whose phase ran on `stream` (CUDA events on it) while the device still works on it: the
+// events stay pending, and its kernel's record sits in a buffer CUPTI cannot hand back yet.
+void step_still_running(fake_gpu& gpu, tracer& t, void* stream) {
+  gpu.hold_events(true);
+  std::pair<std::uint64_t, std::uint64_t> window;
+  {
+    scoped_step step(t);
+    scoped_phase p(t, builtin::compute, stream);
+    window.first = host_now_ns();
+    steptrace::testing::spin_for(std::chrono::microseconds(2000));
+    window.second = host_now_ns();
+  }
+  gpu.hold_events(false);
+  const std::uint64_t mid = window.first + (window.second - window.first) / 2;
+  gpu.emit({kernel_record(mid, mid + 100'000, fake_gpu::stream_id(stream))}, /*complete=*/false);
+}
+
+TEST_CASE("a summary waits for the steps' work still running on the device, and reads its records",
+          "[gpu][activity]") {
+  // The demo's pinned-copy loop on an H200 never waits for its GPU: its summary, asked as the loop
+  // ended, read "busy 0.0%", none of the steps' kernels and copies handed back yet.
+  fake_gpu gpu;
+  gpu.set_current_context(true);
+  tracer t(steptrace::testing::quiet());
+  void* const stream = gpu.stream(1);
+  step_still_running(gpu, t, stream);
+  std::thread device([&] {  // the device finishes 50 ms after the loop: records done, then events
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    gpu.finish_work();
+    gpu.release_events();
+  });
+  const summary s = t.summary();
+  device.join();
+  REQUIRE(s.gpu.has_value());
+  CHECK(s.gpu->kernels_per_step == 1);
+  CHECK(s.gpu->busy_ms.mean == Approx(0.1).margin(1e-6));
+  CHECK(s.fact("gpu.phases_running_at_summary") == nullptr);
+}
+
+TEST_CASE("a summary waits only for work closed before it was asked, not for a server's next", "[gpu][activity]") {
+  fake_gpu gpu;
+  gpu.set_current_context(true);
+  tracer t(steptrace::testing::quiet());
+  void* const stream = gpu.stream(1);
+  step_still_running(gpu, t, stream);
+  std::thread server([&] {
+    gpu.set_current_context(true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    gpu.finish_work();
+    gpu.release_events();  // the first step's work is done...
+    gpu.hold_events(true);  // ...and the next steps' never is, while the summary reads
+    for (int i = 0; i < 20; ++i) {
+      scoped_step step(t);
+      scoped_phase p(t, builtin::compute, stream);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  const summary s = t.summary();
+  server.join();
+  CHECK(s.fact("gpu.phases_running_at_summary") == nullptr);  // it did not wait for them
+  gpu.hold_events(false);
+  gpu.release_events();
+}
+
+TEST_CASE("a summary waits a second at most for the device, then says how much was still running",
+          "[gpu][activity]") {
+  fake_gpu gpu;
+  gpu.set_current_context(true);
+  tracer t(steptrace::testing::quiet());
+  step_still_running(gpu, t, gpu.stream(1));  // and the device never finishes
+  const auto asked = std::chrono::steady_clock::now();
+  const summary s = t.summary();
+  const auto waited = std::chrono::steady_clock::now() - asked;
+  CHECK(waited >= std::chrono::milliseconds(900));  // it did wait...
+  CHECK(waited < std::chrono::seconds(30));         // ...and came back (a bound no busy machine reaches)
+  REQUIRE(s.gpu.has_value());
+  CHECK(s.gpu->kernels_per_step == 0);  // not known yet, and said so
+  const std::string* running = s.fact("gpu.phases_running_at_summary");
+  REQUIRE(running != nullptr);
+  CHECK(*running == "1");
+  gpu.finish_work();
+  gpu.release_events();
+  CHECK(t.summary().gpu->kernels_per_step == 1);  // a later summary reads them
 }
 
 TEST_CASE("a forced flush (at exit) hands back unfinished records, counted as incomplete", "[gpu][activity]") {

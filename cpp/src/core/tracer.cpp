@@ -180,6 +180,8 @@ summary tracer::collect_summary(bool shown) const {
     detail::complete(out);
     return out;
   }
+  // The device's records of the steps' last work first, when it is still running (collector.cpp).
+  const std::size_t still_running = impl_->await_device_work();  // phases and steps the device had not finished
   {
     std::unique_lock<std::mutex> lock(impl_->mutex);
     impl_->drain_all_locked();
@@ -219,6 +221,13 @@ summary tracer::collect_summary(bool shown) const {
     out.facts.emplace_back("cupti.kernels_without_launch",
                            std::to_string(now.kernels_without_launch - device_base.kernels_without_launch));
     out.gpu->dropped_records += now.dropped - device_base.dropped;  // CUPTI's, beside those the store let go unread
+  }
+  if (still_running > 0) {
+    out.facts.emplace_back("gpu.phases_running_at_summary", std::to_string(still_running));
+    detail::log(detail::log_level::warn,
+                "the GPU was still running " + std::to_string(still_running) +
+                    " of the steps' phases a second after the summary was asked: their kernels and copies are "
+                    "not in it yet (a later summary reads them)");
   }
   detail::complete(out);
   return out;

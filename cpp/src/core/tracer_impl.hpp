@@ -88,6 +88,10 @@ class tracer_impl {
     event_pair pair;
   };
   std::vector<pending_pair> pending_events;  // under `mutex`
+  // Not under `mutex` (takes it): before a summary, waits up to max_device_wait for the phases and
+  // steps already closed to finish on the device (their CUDA events). Returns how many had not.
+  std::size_t await_device_work();
+  static constexpr std::chrono::milliseconds max_device_wait{1000};
 
   // Read by the recording threads on every record; written once, or never.
   alignas(64) const std::uint64_t uid;
