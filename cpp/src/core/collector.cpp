@@ -273,7 +273,7 @@ void tracer_impl::read_device(device_flush how) {
   std::uint64_t lost = 0;
   read_device_records(device->cursor, records, lost, how);
   device->totals.dropped += lost;
-  device->add_records(std::move(records));  // sorted in place: no copy
+  device->add_records(std::move(records));
   device->set_gaps(cupti_gaps());
   // A step is viewed for good a second after the newest record has passed its end (its records
   // have arrived by then), or at exit. A summary before that shows it provisionally.
