@@ -6,6 +6,7 @@
   CUDA graph capture and replay with steptrace phases on the capturing stream
   torch.compile(mode="reduce-overhead") with steptrace on
   the collector's CPU under ~100k kernels/s
+  a summary asked while the GPU still runs the steps' work holds their records
   a torch.profiler trace of the same loop read back by steptrace agrees with its live figures,
   gains included; a one-step profile (schedule active=1) counts its step
   a listener's live windows carry the GPU busy share the whole run has
@@ -151,6 +152,31 @@ def collector_load() -> None:
     check("collector under ~100k kernels/s", collector / wall <= 0.05,
           f"{launched / wall:,.0f} kernels/s; collector thread CPU {100 * collector / wall:.2f}% of one core (<= 5%); "
           f"kernels per step seen {s['gpu']['kernels_per_step'] if s.get('gpu') else None} (launched {len(xs)})")
+
+
+def summary_while_gpu_runs() -> None:
+    """A loop that never waits for its GPU ends with the device still running its last steps: the
+    summary asked right then must still hold their records (on an H200 the demo's pinned-copy loop
+    read "busy 0.0%": CUPTI hands a buffer back only when all its records are done, and the summary
+    did not wait for them)."""
+    tracer = quiet()
+    a = torch.randn(2048, 2048, device="cuda")
+    with tracer.step():  # starts the backend
+        a.add_(0.0)
+    torch.cuda.synchronize()
+    for _ in tracer.steps(range(40)):
+        with tracer.phase("compute"):
+            a = torch.mm(a, a).tanh_()  # ~0.3 ms of GPU a step, a few us of host: the host runs ahead
+    asked = time.perf_counter()
+    s = tracer.summary().to_dict()
+    waited = time.perf_counter() - asked
+    running = torch.cuda.current_stream().query()
+    gpu = s.get("gpu") or {}
+    busy = gpu.get("busy_share", 0.0)
+    check("a summary asked while the GPU still runs the steps holds their records", busy >= 0.5 and
+          "gpu.phases_running_at_summary" not in s["facts"],
+          f"busy share {busy:.3f} (>= 0.5), kernels per step {gpu.get('kernels_per_step')}, the summary took "
+          f"{1000 * waited:.1f} ms, the stream idle after it: {running}")
 
 
 def allocator_memory() -> None:
@@ -380,7 +406,8 @@ def main() -> int:
         print("check cuda available: FAIL torch.cuda.is_available() is False")
         return 1
     torch.cuda.init()
-    for run in (profiler_orders, graph_capture, compile_reduce_overhead, collector_load, allocator_memory,
+    for run in (profiler_orders, graph_capture, compile_reduce_overhead, collector_load, summary_while_gpu_runs,
+                allocator_memory,
                 live_window_device_view, trace_read_back, live_kernel_table, capture_on_gpu, own_capture_on_gpu):
         try:
             run()
