@@ -225,7 +225,8 @@ PYBIND11_MODULE(_core, m) {
              t.set_batch_size(requests);
            },
            py::arg("requests"))
-      .def("summary", &tracer::summary)
+      // Without the GIL: a summary may wait for the GPU to finish the steps' last work (up to 1 s).
+      .def("summary", &tracer::summary, py::call_guard<py::gil_scoped_release>())
       .def("window", &tracer::window)
       .def("metrics", &tracer::metrics)
       .def("listen_windows", &tracer::listen_windows)
