@@ -154,3 +154,20 @@ TEST_CASE("end_live: the window in progress goes out however short, with every s
   empty.end_live();
   CHECK_FALSE(empty.next_window(0));
 }
+
+TEST_CASE("a new period ends the window in progress at its own next boundary, not at once", "[listeners]") {
+  // Turning the period from 1 s to an hour mid-run once cut a window at the next poll (the slot
+  // counted in the old period's units), which a listener got and the JSONL, turned off in the
+  // same call, did not.
+  tracer t(every_second());
+  t.listen_windows();
+  loop running(t);
+  REQUIRE(t.next_window(30));  // the view is on and cutting windows each second
+  config hourly = every_second();
+  hourly.live = 3600;
+  t.configure(hourly);
+  const std::optional<live_window> first = t.next_window(0);  // one cut before the change may be queued
+  (void)first;
+  const std::optional<live_window> after = t.next_window(1.5);
+  CHECK_FALSE(after);  // more than a poll later: none cut at once; the next is at the hour's boundary
+}

@@ -152,6 +152,7 @@ class tracer_impl {
   std::uint64_t rss_steps = 0;  // steps_ended at the last RSS sample
   double live_origin_s = -1;    // steady seconds at the first live window's start
   std::int64_t live_slot = 0;   // the wall clock's period slot the live window in progress covers
+  std::chrono::seconds live_period{0};  // the period live_slot counts in
   bool live_merge_first = false;  // the first window began late in its slot: it covers the next one too
   bool jsonl_failed = false;    // an append to jsonl_path failed (said once)
   // Listeners (tracer::listen_windows): the latest live windows, under `mutex`.

@@ -74,6 +74,7 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
     live_origin_s = now_s;
     live_last = now;
     live_slot = slot;
+    live_period = period;
     // The first window ends at the first boundary, however soon: a listener never waits more
     // than a period for its first window.
     live_merge_first = false;
@@ -82,6 +83,11 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
     return;
   }
   if (live_origin_s < 0) live_origin_s = now_s, live_slot = slot;  // the last window is the first: it began with the run
+  if (!last && period != live_period) {  // the period changed (configure): the window in progress
+    live_period = period;                 // ends at the new period's next boundary, not at once
+    live_slot = slot;
+    return;
+  }
   if (!last && slot == live_slot) return;
   if (!last && live_merge_first) {  // the short first slot joins the next one
     live_merge_first = false;
