@@ -8,7 +8,7 @@
 //   5  as 3, but after the CUDA context exists (as steptrace starts in most programs)
 // Prints one line: the strategy, us a launch, us a cudaGetDevice, kernel records, API records,
 // and the most frequent API record ids by kind. Build: nvcc -O2 -arch=sm_90 -I<cupti headers>
-// probe_launch_records.cu -l:libcupti.so.13 (scripts/gpu_probe).
+// probe_launch_records.cu -l:libcupti.so.13 (`scripts/gpu probe-launch`).
 #include <cuda_runtime.h>
 #include <cupti.h>
 

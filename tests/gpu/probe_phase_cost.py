@@ -3,7 +3,7 @@
 step, the medians of: the step (start to next start), entering the phase, launching the step's
 kernels, waiting in `.item()`, leaving the phase. Modes: untraced; two reused torch CUDA events a
 step (what an event pair costs by itself); steptrace steps only and steps with a phase, each with
-CUPTI on and off (STEPTRACE_CUPTI=0). Run by scripts/gpu_probe; prints one line a mode."""
+CUPTI on and off (STEPTRACE_CUPTI=0). Run by `scripts/gpu probe-phase`; prints one line a mode."""
 
 import os
 import statistics
