@@ -135,6 +135,64 @@ TEST_CASE("live device view: H2D-BOUND when a large pageable copy keeps the GPU 
   CHECK(hidden.diag.label != "H2D-BOUND");
 }
 
+TEST_CASE("live device view: copies already pinned are never told to pin; the fix that can give more comes first",
+          "[diagnosis][device]") {
+  // Found on an H200: a 64 MiB pinned batch copied with non_blocking=True before a small model, on
+  // one stream; the copy is the step, and the advice was "DataLoader(pin_memory=True)".
+  auto advice_text = [](const diagnosis& d) {
+    std::string all;
+    for (const std::string& a : d.advice) all += a + "\n";
+    return all;
+  };
+  // The copy (6.9 ms) outlasts the kernels (2.9 ms): a side stream could hide at most the kernels'
+  // time, so fewer bytes comes first, with the whole copy as its bound.
+  run_builder longer;
+  const summary s = longer.run([&](std::uint64_t t) {
+    longer.phase(t, t + 7 * ms, builtin::h2d);
+    longer.h2d_copy(t + 100 * 1000, t + 7 * ms, 64 << 20, false);
+    longer.phase(t + 7 * ms, t + 10 * ms, builtin::compute);
+    longer.kernel(t + 7 * ms, t + 9900 * 1000);
+  });
+  CHECK(s.diag.label == "H2D-BOUND");
+  REQUIRE(s.diag.advice.size() == 3);
+  CHECK_THAT(advice_text(s.diag), !Catch::Matchers::Contains("pin_memory=True") &&
+                                      !Catch::Matchers::Contains("pin them"));
+  CHECK_THAT(s.diag.advice[0], Catch::Matchers::StartsWith("copy fewer bytes") &&
+                                   Catch::Matchers::Contains("already come from pinned memory (0% pageable") &&
+                                   Catch::Matchers::Contains("6.900 ms a step that no kernel hides") &&
+                                   Catch::Matchers::Contains("the 2.900 ms of kernels") &&
+                                   Catch::Matchers::EndsWith("(up to 70% shorter steps)"));
+  CHECK_THAT(s.diag.advice[1], Catch::Matchers::StartsWith("copy the next batch on a side stream") &&
+                                   Catch::Matchers::EndsWith("(up to 29% shorter steps)"));
+  CHECK_THAT(s.diag.advice[2], Catch::Matchers::StartsWith("fewer, larger copies"));
+  // The copy (3 ms) shorter than the kernels (6.9 ms) it waits behind on the same stream: a side
+  // stream can hide all of it, so that comes first.
+  run_builder shorter;
+  const summary h = shorter.run([&](std::uint64_t t) {
+    shorter.phase(t, t + 3 * ms, builtin::h2d);
+    shorter.h2d_copy(t, t + 3 * ms, 16 << 20, false);
+    shorter.phase(t + 3 * ms, t + 10 * ms, builtin::compute);
+    shorter.kernel(t + 3 * ms, t + 9900 * 1000);
+  });
+  CHECK(h.diag.label == "H2D-BOUND");
+  REQUIRE(h.diag.advice.size() == 3);
+  CHECK_THAT(h.diag.advice[0], Catch::Matchers::StartsWith("copy the next batch on a side stream") &&
+                                   Catch::Matchers::Contains("already come from pinned memory") &&
+                                   Catch::Matchers::EndsWith("(up to 30% shorter steps)"));
+  CHECK_THAT(h.diag.advice[1], Catch::Matchers::StartsWith("copy fewer bytes"));
+  // Many small pinned copies: fewer, larger copies first, said once, with the copies' count and size.
+  run_builder small;
+  const summary m = small.run([&](std::uint64_t t) {
+    small.phase(t, t + 4 * ms, builtin::h2d);
+    for (std::uint64_t i = 0; i < 20; ++i) small.h2d_copy(t + i * 200 * 1000, t + (i + 1) * 200 * 1000, 64000, false);
+    small.phase(t + 4 * ms, t + 10 * ms, builtin::compute);
+    small.kernel(t + 4 * ms, t + 9900 * 1000);
+  });
+  CHECK(m.diag.label == "H2D-BOUND");
+  CHECK_THAT(m.diag.advice.at(0), Catch::Matchers::StartsWith("fewer, larger copies: 20 copies a step of 64 KB"));
+  CHECK_THAT(advice_text(m.diag), !Catch::Matchers::Contains("\nfewer, larger copies"));
+}
+
 TEST_CASE("live device view: WAIT-HEAVY when the GPU idles through a blocking copy and a sync", "[diagnosis][device]") {
   run_builder b;
   const summary s = b.run([&](std::uint64_t t) {

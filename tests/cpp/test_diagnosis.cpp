@@ -100,6 +100,16 @@ TEST_CASE("the copy advice starts from pin_memory when it is off", "[diagnosis]"
   CHECK(advice.size() == 3);
 }
 
+TEST_CASE("the copy advice never asks to pin what the DataLoader already pins", "[diagnosis]") {
+  summary s = with_shares({{"h2d", 0.5}, {"compute", 0.5}});
+  s.facts = {{"dataloader.pin_memory", "True"}};
+  const auto advice = diagnose(s).advice;
+  REQUIRE(advice.size() == 3);
+  CHECK_THAT(advice.at(0), Catch::Matchers::StartsWith("pin_memory is on: copy the next batch on a side stream") &&
+                               Catch::Matchers::EndsWith("(up to 50% shorter steps)"));
+  for (const std::string& a : advice) CHECK_THAT(a, !Catch::Matchers::Contains("pin_memory=True"));
+}
+
 namespace {
 
 // The GPU idle all step long, that idle time falling in `phase` for `share` of the step and in

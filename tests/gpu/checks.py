@@ -224,7 +224,9 @@ def trace_read_back() -> None:
     device figures agree, and the trace's phases are steptrace's own annotations. The loop is
     GPU-bound, so the profiler's own host cost (which a separate run pays and a live run does not)
     cannot move its figures; the first GPU run used 1024x1024 products, a host-bound loop, and the
-    profiled run's busy share fell from 0.63 to 0.46. Then the same steps, traced live inside the
+    profiled run's busy share fell from 0.63 to 0.46. The device's busy time a step is compared, not
+    its share of the step: the profiled run's steps are its own, and on an H200 (11-28, run 8) its
+    step boundaries were long enough to move the share from 0.972 to 0.915. Then the same steps, traced live inside the
     profiler session, against the trace's reading of them: host figures within 2%."""
     import tempfile
 
@@ -254,7 +256,7 @@ def trace_read_back() -> None:
     read = steptrace.load(path).to_dict()
     lg, rg = live_s.get("gpu") or {}, read.get("gpu") or {}
     ok = (bool(lg) and bool(rg) and "own annotations" in read["backend"]["reason"]
-          and abs(lg["busy_share"] - rg["busy_share"]) < 0.05
+          and abs(rg["busy_ms"]["mean"] - lg["busy_ms"]["mean"]) <= 0.03 * lg["busy_ms"]["mean"]
           and lg["kernels_per_step"] == rg["kernels_per_step"]
           and lg["h2d"]["bytes_per_step"] == rg["h2d"]["bytes_per_step"]
           and live_s["diagnosis"]["label"] == read["diagnosis"]["label"])
@@ -302,7 +304,10 @@ def trace_read_back() -> None:
           and bool(single.get("gpu")), f"steps {single['steps']}, warm-up {single['warmup_steps']}, label "
           f"{single['diagnosis']['label']}, gains {single['diagnosis'].get('gains')}; {single['backend']['reason']}")
     check("a profiler trace read back agrees with the live figures", ok,
-          f"busy share live {lg.get('busy_share')} trace {rg.get('busy_share')}; kernels/step "
+          f"device busy a step live {(lg.get('busy_ms') or {}).get('mean', 0):.3f} ms, trace "
+          f"{(rg.get('busy_ms') or {}).get('mean', 0):.3f} ms (within 3%); busy share live {lg.get('busy_share', 0):.3f} of "
+          f"{live_s['step_ms']['mean']:.3f} ms steps, trace {rg.get('busy_share', 0):.3f} of {read['step_ms']['mean']:.3f} ms "
+          f"(the profiled run's own steps); kernels/step "
           f"{lg.get('kernels_per_step')} vs {rg.get('kernels_per_step')}; h2d bytes/step "
           f"{(lg.get('h2d') or {}).get('bytes_per_step')} vs {(rg.get('h2d') or {}).get('bytes_per_step')}; "
           f"label {live_s['diagnosis']['label']} vs {read['diagnosis']['label']}; {read['backend']['reason']}")

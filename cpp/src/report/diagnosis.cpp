@@ -249,20 +249,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
                                 100 * s.gpu->h2d.pageable_share);
     }
     d.evidence += close;
-    if (measured && s.gpu->h2d.pageable_share >= 0.5) {
-      d.advice.push_back(fmt::format("{:.0f}% of the copied bytes are pageable: pin them ({}tensor.pin_memory()) so "
-                                     "the copy engine reads them directly",
-                                     100 * s.gpu->h2d.pageable_share,
-                                     server ? "a pinned staging buffer, or " : "DataLoader(pin_memory=True), or "));
-    } else if (server) {
-      d.advice.push_back("copy requests from pinned host buffers (tensor.pin_memory(), or a pinned staging buffer)");
-    } else if (fact_bool(s, "dataloader.pin_memory") == false) {
-      d.advice.push_back("DataLoader(pin_memory=False): set pin_memory=True so copies go straight to the device");
-    } else {
-      d.advice.push_back("DataLoader(pin_memory=True): copies from pinned memory go straight to the device");
-    }
-    d.advice.push_back("tensor.to(device, non_blocking=True) overlaps the copy with compute");
-    d.advice.push_back("fewer, larger copies: move one collated batch, not many small tensors");
+    d.advice = copy_advice(s);
   } else if (label == "WAIT-HEAVY") {
     // Blocked time less CPU collectives (COMM-BOUND's); a trace's `other` is Python, not waiting.
     const phase_stats* in_collective = s.phase(collective_phase);

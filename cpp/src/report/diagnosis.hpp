@@ -160,6 +160,10 @@ bool cpu_saturated(const summary& s, const diagnosis_thresholds& t);
 // (report/input_advice.cpp).
 std::vector<std::string> input_advice(const summary& s, const diagnosis_thresholds& t);
 
+// H2D-BOUND's advice: pin pageable copies; copies already pinned go on a side stream or shrink,
+// whichever the device's time says gives more (report/copy_advice.cpp).
+std::vector<std::string> copy_advice(const summary& s);
+
 // The DataLoader worker count the INPUT-BOUND advice suggests on a machine with `cpus` usable
 // cores: half of them, at least 2 and at most 8, never above the core count ("start near 4").
 long suggested_workers(long cpus);
