@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <initializer_list>
 #include <thread>
 
 namespace {
