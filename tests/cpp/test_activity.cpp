@@ -114,17 +114,32 @@ TEST_CASE("a summary waits for the steps' work still running on the device, and 
   tracer t(steptrace::testing::quiet());
   void* const stream = gpu.stream(1);
   step_still_running(gpu, t, stream);
-  std::thread device([&] {  // the device finishes 50 ms after the loop: records done, then events
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // The device finishes 200 ms after the loop (records done, then events): long beside any
+  // preemption between the loop's end and the summary's first look at the device.
+  std::chrono::steady_clock::time_point finished;
+  std::thread device([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    finished = std::chrono::steady_clock::now();
     gpu.finish_work();
     gpu.release_events();
   });
+  const auto asked = std::chrono::steady_clock::now();
   const summary s = t.summary();
   device.join();
+  const double truth_ms = std::chrono::duration<double, std::milli>(finished - asked).count();
   REQUIRE(s.gpu.has_value());
   CHECK(s.gpu->kernels_per_step == 1);
   CHECK(s.gpu->busy_ms.mean == Approx(0.1).margin(1e-6));
   CHECK(s.fact("gpu.phases_running_at_summary") == nullptr);
+  // How far behind the host the device was, said beside the figures: from the summary's start to
+  // the device's finish (polled every millisecond), not the wait's limit of a second.
+  const std::string* behind = s.fact("gpu.behind_at_summary_ms");
+  REQUIRE(behind != nullptr);
+  CHECK(std::stod(*behind) > 0);
+  CHECK(std::stod(*behind) <= truth_ms + 100);
+  CHECK_THAT(s.table(), Catch::Matchers::Contains("the GPU still ran the steps' work for " + *behind + " ms after"));
+  // A device that had kept up: no such fact.
+  CHECK(t.summary().fact("gpu.behind_at_summary_ms") == nullptr);
 }
 
 TEST_CASE("a summary waits only for work closed before it was asked, not for a server's next", "[gpu][activity]") {

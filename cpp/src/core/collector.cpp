@@ -194,7 +194,7 @@ double tracer_impl::harvest_events() {
 // So a summary first waits, briefly, for what the steps' closed phases put on the device; without
 // CUDA events (no phase on a stream) there is nothing to wait for. See docs/architecture.md, "The
 // device layer".
-std::size_t tracer_impl::await_device_work() {
+tracer_impl::device_wait tracer_impl::await_device_work() {
   using key = std::pair<const thread_state*, std::uint32_t>;  // a pair by its thread and end slot
   auto keys_of = [](const std::vector<pending_pair>& pairs) {
     std::vector<key> keys;
@@ -205,7 +205,8 @@ std::size_t tracer_impl::await_device_work() {
   };
   // Only the pairs closed before the summary was asked: a server's later work never ends.
   std::vector<key> waited;
-  const auto until = std::chrono::steady_clock::now() + max_device_wait;
+  const auto asked = std::chrono::steady_clock::now();
+  const auto until = asked + max_device_wait;
   for (bool first = true;; first = false) {
     {
       std::lock_guard<std::mutex> lock(mutex);
@@ -220,7 +221,10 @@ std::size_t tracer_impl::await_device_work() {
                      waited.end());
       }
     }
-    if (waited.empty() || std::chrono::steady_clock::now() >= until) return waited.size();
+    const auto now = std::chrono::steady_clock::now();
+    if (waited.empty() || now >= until) {
+      return {waited.size(), first ? 0.0 : std::chrono::duration<double, std::milli>(now - asked).count()};
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }

@@ -1,5 +1,6 @@
 // The public tracer: configuration, the library's side of recording (steps, and phases the
 // inline path hands over), and the summary assembled from the aggregate.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -181,7 +182,7 @@ summary tracer::collect_summary(bool shown) const {
     return out;
   }
   // The device's records of the steps' last work first, when it is still running (collector.cpp).
-  const std::size_t still_running = impl_->await_device_work();  // phases and steps the device had not finished
+  const auto [still_running, behind_ms] = impl_->await_device_work();  // the device's unfinished phases and steps
   {
     std::unique_lock<std::mutex> lock(impl_->mutex);
     impl_->drain_all_locked();
@@ -221,6 +222,9 @@ summary tracer::collect_summary(bool shown) const {
     out.facts.emplace_back("cupti.kernels_without_launch",
                            std::to_string(now.kernels_without_launch - device_base.kernels_without_launch));
     out.gpu->dropped_records += now.dropped - device_base.dropped;  // CUPTI's, beside those the store let go unread
+  }
+  if (behind_ms > 0 && still_running == 0) {  // the host ran ahead: work after the last step is in no step
+    out.facts.emplace_back("gpu.behind_at_summary_ms", fmt::format("{:.1f}", behind_ms));
   }
   if (still_running > 0) {
     out.facts.emplace_back("gpu.phases_running_at_summary", std::to_string(still_running));

@@ -89,8 +89,14 @@ class tracer_impl {
   };
   std::vector<pending_pair> pending_events;  // under `mutex`
   // Not under `mutex` (takes it): before a summary, waits up to max_device_wait for the phases and
-  // steps already closed to finish on the device (their CUDA events). Returns how many had not.
-  std::size_t await_device_work();
+  // steps already closed to finish on the device (their CUDA events). Says how many had not, and
+  // how long the device took to finish those that did (0 when none was running: the device had
+  // kept up with the host).
+  struct device_wait {
+    std::size_t still_running = 0;
+    double behind_ms = 0;
+  };
+  device_wait await_device_work();
   static constexpr std::chrono::milliseconds max_device_wait{1000};
 
   // Read by the recording threads on every record; written once, or never.

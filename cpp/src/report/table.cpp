@@ -297,6 +297,13 @@ std::string summary::table() const {
       line("{:<11}{} of {} steps ran while another tool (torch.profiler, Nsight) held CUPTI: the device figures are over the other {}",
            "", g.steps_without_records, g.steps_without_records + g.steps_viewed, g.steps_viewed);
     }
+    // Said where it moves the per-step figures by 1% or more (the JSON has it always).
+    if (const auto behind = detail::fact_double(*this, "gpu.behind_at_summary_ms");
+        behind && step_ms.total > 0 && *behind >= 0.01 * step_ms.total) {
+      line("{:<11}the GPU still ran the steps' work for {:.1f} ms after the summary was asked ({:.0f}% of the steps' "
+           "time): the host ran ahead of it, and what the GPU ran after the last step ended is counted in no step",
+           "", *behind, 100 * *behind / step_ms.total);
+    }
     if (g.dropped_records || g.incomplete_records) {
       line("{:<11}{} device records dropped at the buffer cap, {} still running at a flush (not counted)", "",
            g.dropped_records, g.incomplete_records);
