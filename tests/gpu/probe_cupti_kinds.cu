@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "probe_cupti.hpp"
+
 namespace {
 
 long g_kernels = 0, g_device = 0, g_api = 0;
@@ -36,15 +38,6 @@ void CUPTIAPI completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t val
   free(buffer);
 }
 
-const CUpti_CallbackId runtime_launches[] = {
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000};
-const CUpti_CallbackId driver_launches[] = {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-                                            CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-                                            CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-                                            CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz};
-
 }  // namespace
 
 extern "C" int probe_start(unsigned mask) {
@@ -56,14 +49,7 @@ extern "C" int probe_start(unsigned mask) {
   }
   if (mask & 4) refused += cuptiActivityEnable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) != CUPTI_SUCCESS;
   if (mask & 8) refused += cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2) != CUPTI_SUCCESS;
-  if (mask & 16) {
-    refused += cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) != CUPTI_SUCCESS;
-    refused += cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS;
-    for (unsigned id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++id) cuptiActivityEnableRuntimeApi(id, 0);
-    for (unsigned id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) cuptiActivityEnableDriverApi(id, 0);
-    for (auto id : runtime_launches) cuptiActivityEnableRuntimeApi(id, 1);
-    for (auto id : driver_launches) cuptiActivityEnableDriverApi(id, 1);
-  }
+  if (mask & 16) refused += probe::only_launches();
   return refused;
 }
 

@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "probe_cupti.hpp"
+
 namespace {
 
 __global__ void spin(long long cycles) {
@@ -63,12 +65,10 @@ int main(int argc, char** argv) {
   }
   if (mode == 2) {
     for (auto k : {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-                   CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER}) {
+                   CUPTI_ACTIVITY_KIND_MEMORY2}) {
       cuptiActivityEnable(k);
     }
-    for (unsigned id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++id) cuptiActivityEnableRuntimeApi(id, 0);
-    for (unsigned id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) cuptiActivityEnableDriverApi(id, 0);
-    cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1);
+    probe::only_launches();
   }
   int khz = 0;
   cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0);

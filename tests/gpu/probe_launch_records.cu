@@ -19,6 +19,8 @@
 #include <map>
 #include <vector>
 
+#include "probe_cupti.hpp"
+
 namespace {
 
 __global__ void empty() {}
@@ -44,22 +46,6 @@ void CUPTIAPI completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t val
   free(buffer);
 }
 
-const CUpti_CallbackId runtime_launches[] = {
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000};
-const CUpti_CallbackId driver_launches[] = {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-                                            CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-                                            CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-                                            CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz};
-
-int choose_launches() {
-  int refused = 0;
-  for (auto id : runtime_launches) refused += cuptiActivityEnableRuntimeApi(id, 1) != CUPTI_SUCCESS;
-  for (auto id : driver_launches) refused += cuptiActivityEnableDriverApi(id, 1) != CUPTI_SUCCESS;
-  return refused;
-}
-
 double per_call_us(int n, void (*call)()) {
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) call();
@@ -78,16 +64,12 @@ int main(int argc, char** argv) {
     cuptiActivityRegisterCallbacks(requested, completed);
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   }
-  if (strategy == 1 || strategy == 2) refused = choose_launches();
-  if (strategy >= 3) {
+  if (strategy == 1 || strategy == 2) refused = probe::choose_launches();
+  if (strategy == 4) {
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
   }
-  if (strategy == 3 || strategy == 5) {
-    for (unsigned id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++id) cuptiActivityEnableRuntimeApi(id, 0);
-    for (unsigned id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) cuptiActivityEnableDriverApi(id, 0);
-    refused = choose_launches();
-  }
+  if (strategy == 3 || strategy == 5) refused = probe::only_launches();
   cudaFree(nullptr);
   for (int i = 0; i < 200; ++i) empty<<<1, 1>>>();  // warm-up
   cudaDeviceSynchronize();
