@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
+#include "summaries.hpp"
 #include "steptrace/steptrace.hpp"
 
 using namespace steptrace;
@@ -180,4 +181,15 @@ TEST_CASE("long phase names (record_function ranges) widen the name column, and 
   CHECK_THAT(s.table(), Contains("Optimizer.zero_grad#SGD.zero_grad "));
   CHECK_THAT(s.table(), Contains(std::string(37, 'x') + "~"));
   CHECK_THAT(s.table(), !Contains(std::string(39, 'x')));
+}
+
+TEST_CASE("the table says the GPU ran on past the summary only where that moves the figures by 1% or more",
+          "[report][gpu]") {
+  summary s = testing::with_device({{"compute", 1.0}}, 0.9, 500);
+  s.step_ms.total = 1000;  // 100 steps of 10 ms
+  s.facts = {{"gpu.behind_at_summary_ms", "10.0"}};
+  CHECK_THAT(s.table(), Contains("the GPU still ran the steps' work for 10.0 ms after the summary was asked (1% of "
+                                 "the steps' time)"));
+  s.facts = {{"gpu.behind_at_summary_ms", "9.9"}};
+  CHECK_THAT(s.table(), !Contains("the GPU still ran"));
 }
