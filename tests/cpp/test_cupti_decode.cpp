@@ -42,6 +42,11 @@ TEST_CASE("a concurrent kernel record decodes to a kernel interval", "[gpu][deco
   k.name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
   REQUIRE(run(k, out) == decoded::ok);
   CHECK(out.nccl);  // NCCL's collectives are counted apart, in the live device view too
+  k.name = "void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>(c10::BFloat16*, unsigned long)";
+  REQUIRE(run(k, out) == decoded::ok);
+  CHECK(out.nccl);  // and other libraries' (PyTorch's symmetric memory here), the name classified once
+  REQUIRE(run(k, out) == decoded::ok);
+  CHECK(out.nccl);  // the second record of that name, from the name's cache
   k.name = "void at::native::vectorized_elementwise_kernel<4>(int)";
   REQUIRE(run(k, out) == decoded::ok);
   CHECK_FALSE(out.nccl);

@@ -33,6 +33,12 @@ TEST_CASE("kinds and tensor cores are read from kernel names", "[kernels]") {
   CHECK(detail::short_kernel_name("void at::native::(anonymous namespace)::f<float, 4>(int, float*)") == "at::native::f<float, 4>");
   CHECK(detail::short_kernel_name("volta_sgemm_128x64_nn") == "volta_sgemm_128x64_nn");
   CHECK(detail::short_kernel_name("(no op)") == "(no op)");
+  // ops keep their text: DeepSeek's phases "dispatch(F)" and "dispatch(B)" are two, not "dispatch"
+  CHECK(detail::clip_name("dispatch(B)") == "dispatch(B)");
+  CHECK(detail::clip_name("## Call CompiledFxGraph fjs75i4jmhjizyb52gwp7gln7sgi42fcmh5x ##") ==
+        "## Call CompiledFxGraph fjs75i4jmhjizyb5…");  // 40 bytes kept
+  CHECK(detail::clip_name("étape_ü", 2) == "é…");  // cut where a character starts, never inside one
+  CHECK(detail::clip_name("étape_ü", 1) == "…");
   CHECK(off_tensor_cores("volta_sgemm_128x64_nn"));
 }
 

@@ -109,7 +109,8 @@ struct device_memory_stats {
   double step_peak_mb_p50 = 0, step_peak_mb_p95 = 0, step_peak_mb_max = 0;
 };
 
-// NCCL kernels (names beginning `nccl`): collectives on the device.
+// Collective kernels (NCCL's and other libraries': docs/diagnosis.md, "Collective kernels"),
+// counted apart.
 struct nccl_stats {
   double kernels_per_step = 0;
   double ms_per_step = 0;          // their device time
@@ -138,6 +139,7 @@ struct op_row {  // the innermost host op around each launch (aten::conv2d, a re
   std::string name;
   double kernels_per_step = 0, ms_per_step = 0, busy_share = 0;
   double short_kernels_per_step = 0;  // of its kernels, those of at most short_kernel_us
+  double collective_ms_per_step = 0;  // of its time, collective kernels' (NCCL and others)
 };
 struct kind_row {
   std::string kind;

@@ -125,7 +125,7 @@ std::uint64_t exposed(const device_record& r, Lookup& compute) {
   return (r.end - r.start) - hidden;
 }
 
-// The step's NCCL kernels' and H2D copies' exposed time (no compute kernel hides it).
+// The step's collective kernels' and H2D copies' exposed time (no compute kernel hides it).
 template <class Lookup>
 void exposure(step_device_view& v, Lookup&& compute) {
   for (const device_record& r : v.nccl) v.nccl_exposed_ns += exposed(r, compute);

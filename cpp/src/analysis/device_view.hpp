@@ -50,10 +50,10 @@ struct step_device_view {
   static constexpr std::uint32_t launch_not_seen = 0xffffffffu, launched_outside = 0xfffffffeu;
   std::vector<kernel_call> kernel_calls;
   std::uint64_t copy_ns = 0, memset_ns = 0;
-  // NCCL kernels (counted among the kernels too): their time, and the part of it no other kernel
-  // of their context overlaps (the communication compute does not hide).
+  // Collective kernels, NCCL's and others' (counted among the kernels too): their time, and the
+  // part of it no other kernel of their context overlaps (the communication compute does not hide).
   std::uint64_t nccl_kernels = 0, nccl_ns = 0, nccl_exposed_ns = 0;
-  std::vector<device_record> nccl;  // the step's NCCL kernels, until their exposure is known
+  std::vector<device_record> nccl;  // the step's collective kernels, until their exposure is known
   // Device memory allocated and released through CUDA during the step, and the highest it held
   // above what it held at the step's start.
   std::uint64_t mem_allocs = 0, mem_allocated = 0, mem_freed = 0, mem_peak = 0;

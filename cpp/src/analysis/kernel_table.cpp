@@ -5,19 +5,20 @@
 #include <utility>
 #include <vector>
 
+#include "record/collective_kernels.hpp"
+
 namespace steptrace::detail {
 namespace {
 
 bool has(std::string_view name, std::string_view part) { return name.find(part) != std::string_view::npos; }
 
-// The kinds, first match wins: a flash-attention kernel is attention though it runs MMAs, a
-// cuDNN implicit-GEMM convolution is a convolution.
+// The kinds after "collective" (is_collective_kernel, first), first match wins: a flash-attention
+// kernel is attention though it runs MMAs, a cuDNN implicit-GEMM convolution is a convolution.
 struct kind_rule {
   const char* kind;
   std::initializer_list<std::string_view> parts;
 };
 const kind_rule kernel_kinds[] = {
-    {"collective", {"nccl", "rccl", "AllReduce", "AllGather", "ReduceScatter", "SendRecv"}},
     {"attention", {"flash", "fmha", "attention", "Attention", "_attn", "sdpa", "mha_"}},
     {"convolution", {"conv", "Conv", "cudnn::detail::", "dgrad", "wgrad", "winograd", "implicit_gemm"}},
     {"gemm", {"gemm", "Gemm", "GEMM", "gemv", "cutlass", "cublas", "xmma", "wgmma", "matmul", "_mma", "hmma",
@@ -42,6 +43,7 @@ std::vector<std::pair<const std::string*, const Entry*>> by_time(const std::unor
 }  // namespace
 
 std::string_view kernel_kind(std::string_view name) {
+  if (is_collective_kernel(name)) return "collective";
   for (const kind_rule& rule : kernel_kinds) {
     for (std::string_view part : rule.parts) {
       if (has(name, part)) return rule.kind;
@@ -89,6 +91,13 @@ std::string short_kernel_name(std::string_view name, std::size_t width) {
   }
   if (out.rfind("void ", 0) == 0) out.erase(0, 5);
   return out;
+}
+
+std::string clip_name(std::string_view name, std::size_t width) {
+  if (name.size() <= width) return std::string(name);
+  std::size_t cut = width;
+  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;  // a continuation byte
+  return std::string(name.substr(0, cut)) + "…";
 }
 
 std::size_t kernel_table::duration_bucket(std::uint64_t ns) noexcept {
@@ -162,6 +171,7 @@ void kernel_table::add_kernels(std::string_view name, std::string_view op, const
   const bool folded = e.kind.empty();  // the folded row's kind and tensor cores are each call's
   const std::string_view kind = folded ? kernel_kind(name) : e.kind;
   kinds_[std::string(kind)] += ns;
+  if (kind == "collective") it->second.collective_ns += ns;
   if (kind == "gemm" || kind == "convolution") {
     matrix_ns_ += ns;
     if (folded ? on_tensor_cores(name) : e.tensor) {
@@ -197,6 +207,7 @@ void kernel_table::merge(const kernel_table& other) {
     mine.kernels += e.kernels;
     mine.ns += e.ns;
     mine.short_kernels += e.short_kernels;
+    mine.collective_ns += e.collective_ns;
   }
   for (const auto& [kind, ns] : other.kinds_) kinds_[kind] += ns;
   total_ns_ += other.total_ns_;
@@ -236,7 +247,8 @@ kernel_stats kernel_table::stats(std::uint64_t steps) const {
   auto op_out = [&](const std::string& name, const op_entry& e) {
     out.ops.push_back({name, static_cast<double>(e.kernels) / static_cast<double>(steps),
                        static_cast<double>(e.ns) * per_step, static_cast<double>(e.ns) / total,
-                       static_cast<double>(e.short_kernels) / static_cast<double>(steps)});
+                       static_cast<double>(e.short_kernels) / static_cast<double>(steps),
+                       static_cast<double>(e.collective_ns) * per_step});
   };
   const auto ops = by_time(ops_);
   for (std::size_t i = 0; i < ops.size() && i < kernel_stats::max_rows; ++i) op_out(*ops[i].first, *ops[i].second);

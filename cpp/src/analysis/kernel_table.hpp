@@ -1,8 +1,9 @@
 // Internal (not public API): the device's time added up by kernel name, by the host op that
 // launched each kernel and by kind, in bounded memory, then summary::gpu->kernels
 // (docs/architecture.md, "Kernels and ops").
-// - kind, from the name, first match in kernel_kinds (kernel_table.cpp): collective, attention,
-//   convolution, gemm, reduction, elementwise, else other; copies and memsets are their own kinds;
+// - kind, from the name: collective (record/collective_kernels.hpp), else the first match in
+//   kernel_kinds (kernel_table.cpp): attention, convolution, gemm, reduction, elementwise, else
+//   other; copies and memsets are their own kinds;
 // - tensor cores: a name that says so (tensorop, xmma, wgmma, hmma, imma, h884, s1688, ...), or
 //   says the opposite (sgemm, scudnn, ...); the share is of the GEMM time whose name tells;
 // - at most max_names distinct kernel names and max_ops ops are kept; the rest fold into one
@@ -26,6 +27,10 @@ bool off_tensor_cores(std::string_view name);
 // "void at::native::(anonymous namespace)::f<float, 4>(int, float*)" -> "at::native::f<float, 4>":
 // no return type, no parameters, no anonymous namespaces, template arguments cut past `width`.
 std::string short_kernel_name(std::string_view name, std::size_t width = 60);
+// A name cut to `width` bytes (on a UTF-8 character's start) and "…", its text as given otherwise:
+// an op's or phase's, parentheses and all ("dispatch(F)" and "dispatch(B)" stay apart), or a
+// kernel's already shortened that has no template arguments to cut (ROCm's Tensile names).
+std::string clip_name(std::string_view name, std::size_t width = 40);
 
 // steptrace's own rows, named in parentheses ("(other ops)", "(no op)", "(launch not seen)",
 // "(launched outside the step's phases)"): catch-alls, never an op or a phase to advise on.
@@ -74,7 +79,7 @@ class kernel_table {
     duration_counts durations;
   };
   struct op_entry {
-    std::uint64_t kernels = 0, ns = 0, short_kernels = 0;
+    std::uint64_t kernels = 0, ns = 0, short_kernels = 0, collective_ns = 0;
   };
   kernel_entry& entry_for(std::string_view name, std::size_t calls);
   static std::size_t duration_bucket(std::uint64_t ns) noexcept;

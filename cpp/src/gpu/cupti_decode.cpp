@@ -1,7 +1,5 @@
 #include "gpu/cupti_decode.hpp"
 
-#include <cstring>
-
 #include "gpu/cupti_records.hpp"
 #include "record/kernel_names.hpp"
 
@@ -55,8 +53,9 @@ decoded decode(const CUpti_Activity& activity, device_record& out) noexcept {
       out.device = k.deviceId;
       out.context = k.contextId;
       out.stream = k.streamId;
-      out.nccl = k.name != nullptr && std::strncmp(k.name, "nccl", 4) == 0;  // a collective: counted apart
-      out.name = intern_kernel_name(k.name);
+      bool collective = false;  // NCCL's, or another library's (record/collective_kernels.hpp): counted apart
+      out.name = intern_kernel_name(k.name, collective);
+      out.nccl = collective;
       out.correlation = k.correlationId;
       return timed(out, k.start, k.end);
     }

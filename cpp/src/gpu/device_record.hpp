@@ -32,7 +32,7 @@ struct device_record {
   copy_kind copy = copy_kind::other;  // memcpy only
   bool pageable = false;              // memcpy: the host side was pageable (not pinned) memory
   bool freed = false;                 // memory: a release (else an allocation)
-  bool nccl = false;                  // kernel: a collective (its name begins with `nccl`)
+  bool nccl = false;                  // kernel: a collective's (record/collective_kernels.hpp)
   std::uint32_t device = 0;   // unknown (0) for syncs
   std::uint32_t context = 0;  // CUPTI's context id
   std::uint32_t stream = no_stream;

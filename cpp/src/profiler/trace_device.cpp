@@ -4,6 +4,7 @@
 #include <map>
 
 #include "profiler/trace_names.hpp"
+#include "record/collective_kernels.hpp"
 
 namespace steptrace::detail {
 namespace {
@@ -75,6 +76,7 @@ device_reading read_device(const trace_events& t, const trace_device& device, st
     }
   }
   std::sort(launched.begin(), launched.end());
+  std::vector<signed char> collective(t.names.size(), -1);  // by name: each name is classified once
   for (const trace_event& e : t.events) {
     if (!device.present || e.pid != device.pid || !is_device_work(e.cat)) continue;
     device_record r;
@@ -86,7 +88,11 @@ device_reading read_device(const trace_events& t, const trace_device& device, st
       r.copy = copy_of(n);
       r.pageable = n.find("Pageable") != std::string_view::npos;
     }
-    r.nccl = r.kind == device_activity::kernel && is_nccl_kernel(n);
+    if (r.kind == device_activity::kernel) {
+      signed char& c = collective[e.name];
+      if (c < 0) c = is_collective_kernel(n) ? 1 : 0;
+      r.nccl = c == 1;
+    }
     const activity_args& where = t.args_of(e);
     r.device = where.device;
     r.context = where.context;

@@ -80,8 +80,6 @@ inline bool is_copy_call(std::string_view n) {
   return n.find("Memcpy") != std::string_view::npos || n.find("Memset") != std::string_view::npos;
 }
 
-inline bool is_nccl_kernel(std::string_view n) { return starts_with(n, "nccl"); }
-
 // A runtime or driver call that puts work on the GPU: a kernel or graph launch, a copy, a memset
 // (cudaLaunchKernel, cuLaunchKernel, hipExtLaunchKernel, cudaGraphLaunch, cudaMemcpyAsync, ...).
 inline bool is_device_work_call(std::string_view n) {

@@ -49,7 +49,7 @@ std::string comm_evidence(const summary& s, const cause_shares& c, const idle_gr
   std::string out = fmt::format("Collectives cost {:.1f}% of step time that no compute hides (the rule fires at {:.0f}%):",
                                 100 * c.comm, 100 * (s.gpu && s.gpu->steps_viewed ? t.device_cause_share : t.wait_share));
   if (s.gpu && s.gpu->nccl.kernels_per_step > 0) {
-    out += fmt::format(" {:.0f} NCCL kernels a step run {} ms, {} ms of it with no other kernel beside them",
+    out += fmt::format(" {:.0f} collective kernels a step run {} ms, {} ms of it with no other kernel beside them",
                        s.gpu->nccl.kernels_per_step, format_ms(s.gpu->nccl.ms_per_step),
                        format_ms(s.gpu->nccl.exposed_ms_per_step));
   }
@@ -218,23 +218,54 @@ void device_unrecorded_advice(const summary& s, diagnosis& d) {
 
 namespace steptrace::detail {
 
-std::string compute_target(const summary& s) {
+std::string compute_target(const summary& s, const diagnosis_thresholds& t) {
   if (!s.gpu || !s.gpu->kernels) return {};
   const kernel_stats& k = *s.gpu->kernels;
-  const op_row* op = nullptr;  // the op holding the most device time, not a catch-all row
+  if (k.kinds.empty()) return {};
+  // The op holding the most device time, not a catch-all row, nor one whose time is mostly
+  // collective kernels: those wait on other ranks' data, no compute to speed up.
+  const op_row* op = nullptr;
   for (const op_row& r : k.ops) {
-    if (!catch_all_row(r.name)) {
+    if (!catch_all_row(r.name) && 2 * r.collective_ms_per_step <= r.ms_per_step) {
       op = &r;
       break;
     }
   }
-  if (k.kinds.empty()) return {};
+  // An op holding nearly all of it is the step itself (a range around the whole step, a CUDA
+  // graph's replay, a compiled graph's call): naming it says nothing, its heaviest kernel does.
+  const kernel_row* kernel = nullptr;
+  if (op != nullptr && op->busy_share >= t.whole_step_op_share) {
+    op = nullptr;
+    for (const kernel_row& r : k.kernels) {
+      if (r.kind != "collective" && r.kind != "copy" && r.kind != "memset" && !catch_all_row(r.name)) {
+        kernel = &r;
+        break;
+      }
+    }
+  }
+  const kind_row* kind = &k.kinds.front();  // the kind with the most time, collectives aside
+  double collective = 0;
+  for (const kind_row& r : k.kinds) {
+    if (r.kind == "collective") {
+      collective = r.busy_share;
+      if (kind == &r && k.kinds.size() > 1) kind = &k.kinds[1];
+    }
+  }
+  const std::string kinds = fmt::format("{} kernels take {:.0f}%", kind->kind, 100 * kind->busy_share);
   // No op or phase to name (every launch unseen, say): the kernels' kinds alone.
-  std::string text = op == nullptr ? fmt::format("by kind, {} kernels take {:.0f}% of the GPU's time",
-                                                 k.kinds.front().kind, 100 * k.kinds.front().busy_share)
-                                   : fmt::format("start with `{}`: {:.0f}% of the GPU's time; by kind, {} kernels take {:.0f}%",
-                                                 op->name, 100 * op->busy_share, k.kinds.front().kind,
-                                                 100 * k.kinds.front().busy_share);
+  std::string text = op != nullptr ? fmt::format("start with `{}`: {:.0f}% of the GPU's time; by kind, {}", op->name,
+                                                 100 * op->busy_share, kinds)
+                     : kernel != nullptr
+                         ? fmt::format("start with the kernel `{}`: {:.0f}% of the GPU's time ({:.0f} calls a step); by "
+                                       "kind, {}",
+                                       clip_name(short_kernel_name(kernel->name), 60), 100 * kernel->busy_share,
+                                       kernel->calls_per_step, kinds)
+                         : fmt::format("by kind, {} of the GPU's time", kinds);
+  // Collectives that take much of the time yet run beside compute are not what holds the step.
+  if (const nccl_stats& c = s.gpu->nccl; collective >= t.collective_note_share && c.ms_per_step > 0) {
+    text += fmt::format("; collective kernels take {:.0f}%, {:.0f}% of their time beside compute kernels", 100 * collective,
+                        100 * (1 - c.exposed_ms_per_step / c.ms_per_step));
+  }
   double matrix = 0;
   for (const kind_row& r : k.kinds) {
     if (r.kind == "gemm" || r.kind == "convolution") matrix += r.busy_share;

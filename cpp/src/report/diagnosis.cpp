@@ -320,7 +320,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     // The pipeline keeps up unless `input` holds a secondary share (said under the label then).
     const std::string keeps_up =
         (device ? idle.input : input) >= t.secondary_input_share ? "" : "the pipeline keeps up; ";
-    if (const std::string target = compute_target(s); device && !target.empty()) {
+    if (const std::string target = compute_target(s, t); device && !target.empty()) {
       d.advice = {
           keeps_up + target,
           "speed up the model: mixed precision (bf16, TF32), fused kernels, torch.compile",

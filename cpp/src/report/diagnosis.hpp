@@ -11,7 +11,7 @@
 //                  also `other`) >= device_cause_share
 //   HOST-BOUND     (a trace) GPU idle while the host ran Python outside every op (`other`)
 //                  >= device_cause_share; its advice reads the shape (trace.host_gap_* facts)
-//   COMM-BOUND     NCCL kernels' time no other kernel overlaps, plus GPU idle in CPU collectives,
+//   COMM-BOUND     collective kernels' time no other kernel overlaps, plus GPU idle in CPU collectives,
 //                  >= device_cause_share
 //   LAUNCH-BOUND   GPU idle during `compute` >= device_cause_share with short_kernels
 //   (several fire: the largest wins; ties go in the order above)
@@ -99,6 +99,11 @@ struct diagnosis_thresholds {
   // A trace of one step (or window) whose one-time work set aside takes this share of it: what is
   // left is no basis for a cause (cause_words.cpp, start_up_only).
   double start_up_only_share = 0.99;
+  // COMPUTE-BOUND's first place to look: an op holding this share of the GPU's time or more is
+  // the step itself (a range around it, a graph replay), and its heaviest kernel is named
+  // instead; collective kernels at this share of it are said, with how much compute hid them.
+  double whole_step_op_share = 0.80;
+  double collective_note_share = 0.20;
   double straggler_gap_share = 0.10;
   double straggler_gap_ms = 0.5;
   // Servers (server_advice.cpp): a request waits for a batch too long from this share of its
@@ -144,9 +149,11 @@ bool device_unread(const std::string& fact);
 // evidence, and the advice to record the GPU's activity, first where the label needs the GPU's
 // side to be right (COMPUTE-BOUND, WAIT-HEAVY, no rule), last otherwise.
 void device_unrecorded_advice(const summary& s, diagnosis& d);
-// COMPUTE-BOUND's first target with kernel figures (a trace's): the op holding the most device
-// time, the largest kind, and GEMM time off the tensor cores; empty without them.
-std::string compute_target(const summary& s);
+// COMPUTE-BOUND's first target with kernel figures: the op holding the most device time (not a
+// catch-all row, not mostly collectives; its heaviest kernel when the op is the whole step), the
+// largest kind other than collectives, collectives' share and how much compute hid them, and GEMM
+// time off the tensor cores; empty without them.
+std::string compute_target(const summary& s, const diagnosis_thresholds& t = default_thresholds);
 
 diagnosis diagnose(const summary& s, const diagnosis_thresholds& t = default_thresholds);
 

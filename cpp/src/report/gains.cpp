@@ -19,7 +19,7 @@ double phase_share(const summary& s, std::string_view name) {
 
 bool viewed(const summary& s) { return s.gpu && s.gpu->steps_viewed > 0; }
 
-// NCCL kernels' time no other kernel hides, of step time.
+// Collective kernels' time no other kernel hides, of step time.
 double exposed_comm(const summary& s) {
   return viewed(s) && s.step_ms.mean > 0 ? s.gpu->nccl.exposed_ms_per_step / s.step_ms.mean : 0.0;
 }

@@ -46,7 +46,7 @@ struct diagnosis_thresholds;
 //                wait); host only: the same as shares
 //   host         (a trace, with a device view) GPU idle while the host ran Python outside every
 //                op: `other` in a trace is never waiting
-//   comm         NCCL kernels' time no other kernel overlaps, plus GPU idle (host only: the
+//   comm         collective kernels' time no other kernel overlaps, plus GPU idle (host only: the
 //                time) while the host blocked in a CPU collective
 //   launch       GPU idle while the host was in `compute`, when its kernels are short
 //                (short_kernels)

@@ -279,7 +279,7 @@ std::string summary::table() const {
          ms(g.sync_ms_per_step));
     if (g.kernels) detail::kernel_lines(*g.kernels, [&](const std::string& text) { line("{}", text); });
     if (g.nccl.kernels_per_step > 0) {
-      line("{:<11}NCCL kernels {:.1f} per step, {} ms per step, {} ms of it exposed (no other kernel overlapping)", "",
+      line("{:<11}collective kernels {:.1f} per step, {} ms per step, {} ms of it exposed (no other kernel overlapping)", "",
            g.nccl.kernels_per_step, ms(g.nccl.ms_per_step), ms(g.nccl.exposed_ms_per_step));
     }
     for (const auto& [name, c] : {std::pair<const char*, const copy_stats&>{"h2d", g.h2d}, {"d2h", g.d2h}}) {

@@ -1,0 +1,51 @@
+// Which kernels move data between GPUs. See collective_kernels.hpp.
+#include "record/collective_kernels.hpp"
+
+#include <cstddef>
+
+namespace steptrace::detail {
+namespace {
+
+char lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+bool is_lower(char c) noexcept { return c >= 'a' && c <= 'z'; }
+bool is_upper(char c) noexcept { return c >= 'A' && c <= 'Z'; }
+
+// The words, lower case, each found where a word of the name starts: after a character that is
+// no letter (`_`, `::`, a space, `<`, a digit), or at a capital that follows a small letter
+// (oneShotAllReduceKernel). "small_gather" holds "all_gather" mid-word and is no collective.
+constexpr std::string_view words[] = {
+    "nccl",         "rccl",          "msccl",         "nvshmem",     "userbuffers",  "deep_ep",
+    "internode::",  "intranode::",   "internode_ll::", "allreduce",  "all_reduce",   "allgather",
+    "all_gather",   "reducescatter", "reduce_scatter", "alltoall",   "all_to_all",   "all2all",
+    "cross_device_reduce",
+};
+
+bool word_at(std::string_view name, std::size_t i, std::string_view word) noexcept {
+  if (i + word.size() > name.size()) return false;
+  for (std::size_t j = 0; j < word.size(); ++j) {
+    if (lower(name[i + j]) != word[j]) return false;
+  }
+  return true;
+}
+
+bool word_starts(std::string_view name, std::size_t i) noexcept {
+  if (i == 0) return true;
+  const char before = name[i - 1];
+  if (!is_lower(before) && !is_upper(before)) return true;
+  return is_upper(name[i]) && is_lower(before);
+}
+
+}  // namespace
+
+bool is_collective_kernel(std::string_view name) noexcept {
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = lower(name[i]);
+    if (c < 'a' || c > 'z' || !word_starts(name, i)) continue;
+    for (std::string_view word : words) {
+      if (word.front() == c && word_at(name, i, word)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace steptrace::detail
