@@ -12,8 +12,8 @@ each rank's trace) is left out, said in one line; a job of nothing else is refus
 
 Files are read in parallel on the available cores (the trace reader releases the GIL); what is
 kept of a rank is its summary, never its trace. In a trace a rank's wait at the collectives is
-its host ``wait`` (a collective on another thread is ``wait``) plus its NCCL kernels' time that no
-other kernel hid.
+its host ``wait`` (a collective on another thread is ``wait``) plus its collective kernels' time
+that no other kernel hid.
 """
 
 from __future__ import annotations

@@ -137,3 +137,65 @@ TEST_CASE("an op that is the whole step is no place to start: its heaviest kerne
   s.gpu->kernels->ops.front().busy_share = default_thresholds.whole_step_op_share - 0.01;
   CHECK(compute_target(s).rfind("start with `step[DECODE bs=32]`: 79% of the GPU's time", 0) == 0);
 }
+
+TEST_CASE("a collective's kind is read from its op's name, else its kernel's", "[kernels]") {
+  CHECK(collective_type("nccl:all_to_all") == "all-to-all");
+  CHECK(collective_type("c10d::alltoall_base_") == "all-to-all");
+  CHECK(collective_type("void dpsk::ep::internode::combine<false, 8, __nv_bfloat16, 8, 2, 16, 24>(int4*)") == "all-to-all");
+  CHECK(collective_type("nccl:_all_gather_base") == "all-gather");
+  CHECK(collective_type("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)") == "all-gather");
+  CHECK(collective_type("c10d::_reduce_scatter_base_") == "reduce-scatter");
+  CHECK(collective_type("nccl:all_reduce") == "all-reduce");
+  CHECK(collective_type(all_reduce) == "all-reduce");
+  CHECK(collective_type("void vllm::cross_device_reduce_2stage<__nv_bfloat16, 8>(vllm::RankData*)") == "all-reduce");
+  CHECK(collective_type("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)") == "send/recv");
+  CHECK(collective_type("nccl:send") == "send/recv");
+  CHECK(collective_type("nccl:broadcast") == "broadcast");
+  // names that do not tell: NCCL's generic kernel, the c10d range around every collective
+  CHECK(collective_type("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)").empty());
+  CHECK(collective_type("record_param_comms").empty());
+}
+
+TEST_CASE("COMM-BOUND's first fix is for the kind of collective no compute hides, not the longest", "[kernels][diagnosis]") {
+  // Each 1 ms step: a GEMM 0..500 us; a DDP all-reduce 50..450 on a side stream, hidden under it;
+  // then an all-to-all 520..820 with nothing beside it, launched as NCCL's SendRecv kernel. By
+  // whole time the all-reduce is the largest (400 us), by kernel name the all-to-all reads as
+  // send/recv: only its exposed time by the op that launched it says all-to-all.
+  const summary s = four_steps([](trace_text& t, int& correlation, double at) {
+    op_kernel(t, correlation, "cpu_op", "aten::mm", at + 1, 10, gemm, at + 2, 498, 7);
+    op_kernel(t, correlation, "cpu_op", "nccl:all_reduce", at + 20, 10,
+              "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", at + 50, 400, 8);
+    op_kernel(t, correlation, "cpu_op", "nccl:all_to_all", at + 40, 10,
+              "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)", at + 520, 300, 7);
+  });
+  REQUIRE(s.gpu);
+  CHECK(s.gpu->nccl.exposed_ms_per_step == Approx(0.3));
+  REQUIRE(s.gpu->kernels);
+  for (const op_row& r : s.gpu->kernels->ops) {
+    if (r.name == "nccl:all_reduce") CHECK(r.collective_exposed_ms_per_step == Approx(0).margin(1e-9));
+    if (r.name == "nccl:all_to_all") CHECK(r.collective_exposed_ms_per_step == Approx(0.3));
+  }
+  REQUIRE(s.diag.label == "COMM-BOUND");
+  CHECK_THAT(s.diag.evidence, Catch::Matchers::Contains(
+                                  "The largest kind is all-to-all: 0.300 ms a step with no other kernel beside it (`nccl:all_to_all`)."));
+  REQUIRE_FALSE(s.diag.advice.empty());
+  CHECK_THAT(s.diag.advice.front(), Catch::Matchers::Contains("TrainPipelineSparseDist"));
+  CHECK_THAT(s.diag.advice.front(), !Catch::Matchers::Contains("bucket_cap_mb"));
+  CHECK_THAT(s.diag.advice.at(1), Catch::Matchers::Contains("bucket_cap_mb"));  // the all-reduce is still there
+}
+
+TEST_CASE("live, where ops are the user's phases, the collective kernels' names give the kind", "[kernels][diagnosis]") {
+  summary s;
+  s.gpu.emplace();
+  kernel_stats k;
+  k.kernels = {{"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "collective", 8, 6, 0.5, 700, false},
+               {"ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "collective", 8, 3, 0.25, 350, false},
+               {gemm, "gemm", 32, 3, 0.25, 90, true}};
+  k.ops = {{"forward", 40, 6, 0.5, 0, 3}, {"backward", 40, 6, 0.5, 0, 6}};  // phases: no kind in their names
+  s.gpu->kernels = k;
+  s.gpu->nccl = {16, 9, 5};
+  CHECK_THAT(comm_advice(s).front(), Catch::Matchers::Contains("BackwardPrefetch.BACKWARD_PRE"));
+  // no name that tells: the gradients' all-reduce advice, as before kinds were read
+  s.gpu->kernels->kernels[0].name = s.gpu->kernels->kernels[1].name = "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)";
+  CHECK_THAT(comm_advice(s).front(), Catch::Matchers::Contains("bucket_cap_mb"));
+}

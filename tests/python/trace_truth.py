@@ -183,6 +183,34 @@ def read_causes(path, skip_first: bool = False) -> Dict[str, float]:
     return out
 
 
+def exposed_comm_by_op(path, skip_first: bool = False) -> Dict[str, float]:
+    """Each NCCL/RCCL kernel's time in the windows that no other kernel overlaps, as shares of the
+    summed window time, by the innermost host op (`cpu_op` / `user_annotation`, never a
+    ProfilerStep range) open around its launching runtime call (the call with its
+    `args.correlation`) on that call's thread; "(none)" without one."""
+    events = events_of(path)
+    main, windows = main_and_windows(events, skip_first)
+    gpu = collections.Counter(e["pid"] for e in events if e.get("cat") in ("kernel", "Kernel")).most_common(1)[0][0]
+    kernels = [e for e in events if e["pid"] == gpu and e.get("cat") in ("kernel", "Kernel")]
+    is_comm = lambda e: str(e["name"]).lower().startswith(("nccl", "rccl"))
+    other = union([span(e) for e in kernels if not is_comm(e)])
+    calls = {e["args"]["correlation"]: e for e in events
+             if e.get("cat") in ("cuda_runtime", "Runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    ops = collections.defaultdict(list)
+    for e in events:
+        if e.get("cat") in ("cpu_op", "Operator", "user_annotation") and not str(e["name"]).startswith("ProfilerStep#"):
+            ops[(e["pid"], e["tid"])].append(e)
+    out = collections.Counter()
+    for k in filter(is_comm, kernels):
+        call = calls.get(k.get("args", {}).get("correlation"))
+        around = [] if call is None else [o for o in ops[(call["pid"], call["tid"])] if span(o)[0] <= span(call)[0] <= span(o)[1]]
+        name = min(around, key=lambda o: span(o)[1] - span(o)[0])["name"] if around else "(none)"
+        for a, b in windows:
+            out[name] += length(minus(clip([span(k)], a, b), other))
+    time = sum(b - a for a, b in windows)
+    return {name: t / time for name, t in out.items()}
+
+
 ONE_TIME_MIN_US = 1000.0
 
 

@@ -140,6 +140,7 @@ struct op_row {  // the innermost host op around each launch (aten::conv2d, a re
   double kernels_per_step = 0, ms_per_step = 0, busy_share = 0;
   double short_kernels_per_step = 0;  // of its kernels, those of at most short_kernel_us
   double collective_ms_per_step = 0;  // of its time, collective kernels' (NCCL and others)
+  double collective_exposed_ms_per_step = 0;  // of that, no other kernel beside it (traces only)
 };
 struct kind_row {
   std::string kind;

@@ -147,8 +147,16 @@ kernel_table::kernel_entry& kernel_table::entry_for(std::string_view name, std::
   return e;
 }
 
-void kernel_table::add_kernel(std::string_view name, std::string_view op, std::uint64_t ns) {
+kernel_table::op_entry& kernel_table::entry_for_op(std::string_view op) {
+  const std::string name = op.empty() ? std::string("(no op)") : std::string(op);
+  auto it = ops_.find(name);
+  if (it == ops_.end()) it = ops_.size() < max_ops ? ops_.emplace(name, op_entry{}).first : ops_.emplace(folded_ops, op_entry{}).first;
+  return it->second;
+}
+
+void kernel_table::add_kernel(std::string_view name, std::string_view op, std::uint64_t ns, std::uint64_t exposed_ns) {
   add_kernels(name, op, &ns, 1);
+  if (exposed_ns != 0) entry_for_op(op).collective_exposed_ns += exposed_ns;
 }
 
 void kernel_table::add_kernels(std::string_view name, std::string_view op, const std::uint64_t* durations, std::size_t n) {
@@ -162,16 +170,14 @@ void kernel_table::add_kernels(std::string_view name, std::string_view op, const
   }
   e.calls += n;
   e.ns += ns;
-  const std::string op_name = op.empty() ? std::string("(no op)") : std::string(op);
-  auto it = ops_.find(op_name);
-  if (it == ops_.end()) it = ops_.size() < max_ops ? ops_.emplace(op_name, op_entry{}).first : ops_.emplace(folded_ops, op_entry{}).first;
-  it->second.kernels += n;
-  it->second.ns += ns;
-  it->second.short_kernels += short_calls;
+  op_entry& o = entry_for_op(op);
+  o.kernels += n;
+  o.ns += ns;
+  o.short_kernels += short_calls;
   const bool folded = e.kind.empty();  // the folded row's kind and tensor cores are each call's
   const std::string_view kind = folded ? kernel_kind(name) : e.kind;
   kinds_[std::string(kind)] += ns;
-  if (kind == "collective") it->second.collective_ns += ns;
+  if (kind == "collective") o.collective_ns += ns;
   if (kind == "gemm" || kind == "convolution") {
     matrix_ns_ += ns;
     if (folded ? on_tensor_cores(name) : e.tensor) {
@@ -208,6 +214,7 @@ void kernel_table::merge(const kernel_table& other) {
     mine.ns += e.ns;
     mine.short_kernels += e.short_kernels;
     mine.collective_ns += e.collective_ns;
+    mine.collective_exposed_ns += e.collective_exposed_ns;
   }
   for (const auto& [kind, ns] : other.kinds_) kinds_[kind] += ns;
   total_ns_ += other.total_ns_;
@@ -248,7 +255,7 @@ kernel_stats kernel_table::stats(std::uint64_t steps) const {
     out.ops.push_back({name, static_cast<double>(e.kernels) / static_cast<double>(steps),
                        static_cast<double>(e.ns) * per_step, static_cast<double>(e.ns) / total,
                        static_cast<double>(e.short_kernels) / static_cast<double>(steps),
-                       static_cast<double>(e.collective_ns) * per_step});
+                       static_cast<double>(e.collective_ns) * per_step, static_cast<double>(e.collective_exposed_ns) * per_step});
   };
   const auto ops = by_time(ops_);
   for (std::size_t i = 0; i < ops.size() && i < kernel_stats::max_rows; ++i) op_out(*ops[i].first, *ops[i].second);

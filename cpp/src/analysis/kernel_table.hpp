@@ -45,8 +45,9 @@ class kernel_table {
   static constexpr const char* folded_kernels = "(other kernels)";
   static constexpr const char* folded_ops = "(other ops)";
 
-  // A kernel of `ns` launched inside `op` ("" when no op was open around the launch).
-  void add_kernel(std::string_view name, std::string_view op, std::uint64_t ns);
+  // A kernel of `ns` launched inside `op` ("" when no op was open around the launch); a
+  // collective's `exposed_ns`: the part no other kernel overlapped.
+  void add_kernel(std::string_view name, std::string_view op, std::uint64_t ns, std::uint64_t exposed_ns = 0);
   // n calls of one kernel in one op at once (one lookup of each): `durations` in ns.
   void add_kernels(std::string_view name, std::string_view op, const std::uint64_t* durations, std::size_t n);
   // A copy or a memset: its kind's time only.
@@ -79,9 +80,10 @@ class kernel_table {
     duration_counts durations;
   };
   struct op_entry {
-    std::uint64_t kernels = 0, ns = 0, short_kernels = 0, collective_ns = 0;
+    std::uint64_t kernels = 0, ns = 0, short_kernels = 0, collective_ns = 0, collective_exposed_ns = 0;
   };
   kernel_entry& entry_for(std::string_view name, std::size_t calls);
+  op_entry& entry_for_op(std::string_view op);  // "(no op)" for "", "(other ops)" past max_ops
   static std::size_t duration_bucket(std::uint64_t ns) noexcept;
 
   std::unordered_map<std::string, kernel_entry> kernels_;

@@ -346,7 +346,7 @@ class rules {
     std::vector<step_interval> untraced = untraced_busy(t_, device_, pid_, out_.device, steps.front());
     out_.warmup_steps = (!untraced.empty() || out_.loop.first_is_start) && steps.size() > 1 ? 1 : 0;
     out_.warmup_steps = std::max(out_.warmup_steps, out_.warmup.steps);  // the program's own (trace_steps.hpp)
-    out_.kernels = read_kernels(t_, device_, pid_, {steps.begin() + out_.warmup_steps, steps.end()});
+    out_.kernels = read_kernels(t_, device_, pid_, {steps.begin() + out_.warmup_steps, steps.end()}, out_.device);
     for (const step_interval& s : untraced) out_.untraced_ns += s.end - s.begin;
     out_.untraced = std::move(untraced);
   }

@@ -2,6 +2,7 @@
 #include "record/collective_kernels.hpp"
 
 #include <cstddef>
+#include <initializer_list>
 
 namespace steptrace::detail {
 namespace {
@@ -20,6 +21,20 @@ constexpr std::string_view words[] = {
     "cross_device_reduce",
 };
 
+struct typed_words {
+  std::string_view type;
+  std::initializer_list<std::string_view> words;
+};
+// First match wins: nccl:all_to_all launches NCCL's SendRecv kernels, so the all-to-all words come first.
+const typed_words types[] = {
+    {"all-to-all", {"alltoall", "all_to_all", "all2all", "deep_ep", "internode::", "intranode::", "internode_ll::"}},
+    {"reduce-scatter", {"reducescatter", "reduce_scatter"}},
+    {"all-gather", {"allgather", "all_gather"}},
+    {"all-reduce", {"allreduce", "all_reduce", "cross_device_reduce"}},
+    {"send/recv", {"sendrecv", "send", "recv", "isend", "irecv"}},
+    {"broadcast", {"broadcast", "bcast"}},
+};
+
 bool word_at(std::string_view name, std::size_t i, std::string_view word) noexcept {
   if (i + word.size() > name.size()) return false;
   for (std::size_t j = 0; j < word.size(); ++j) {
@@ -35,17 +50,28 @@ bool word_starts(std::string_view name, std::size_t i) noexcept {
   return is_upper(name[i]) && is_lower(before);
 }
 
-}  // namespace
-
-bool is_collective_kernel(std::string_view name) noexcept {
+// Whether one of `list` is in `name` at a word's start.
+template <class List>
+bool has_word(std::string_view name, const List& list) noexcept {
   for (std::size_t i = 0; i < name.size(); ++i) {
     const char c = lower(name[i]);
     if (c < 'a' || c > 'z' || !word_starts(name, i)) continue;
-    for (std::string_view word : words) {
+    for (std::string_view word : list) {
       if (word.front() == c && word_at(name, i, word)) return true;
     }
   }
   return false;
+}
+
+}  // namespace
+
+bool is_collective_kernel(std::string_view name) noexcept { return has_word(name, words); }
+
+std::string_view collective_type(std::string_view name) noexcept {
+  for (const typed_words& t : types) {
+    if (has_word(name, t.words)) return t.type;
+  }
+  return {};
 }
 
 }  // namespace steptrace::detail

@@ -18,4 +18,9 @@ namespace steptrace::detail {
 
 bool is_collective_kernel(std::string_view name) noexcept;
 
+// What a collective op or kernel does, from the same words: "all-to-all" (DeepEP's dispatch and
+// combine too), "reduce-scatter", "all-gather", "all-reduce", "send/recv", "broadcast", or ""
+// when the name does not tell (NCCL's ncclDevKernel_Generic, record_param_comms).
+std::string_view collective_type(std::string_view name) noexcept;
+
 }  // namespace steptrace::detail

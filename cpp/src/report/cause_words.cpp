@@ -44,24 +44,6 @@ void host_bound_advice(const summary& s, const cause_shares& c, diagnosis& d) {
   }
 }
 
-std::string comm_evidence(const summary& s, const cause_shares& c, const idle_groups& idle,
-                          const diagnosis_thresholds& t) {
-  std::string out = fmt::format("Collectives cost {:.1f}% of step time that no compute hides (the rule fires at {:.0f}%):",
-                                100 * c.comm, 100 * (s.gpu && s.gpu->steps_viewed ? t.device_cause_share : t.wait_share));
-  if (s.gpu && s.gpu->nccl.kernels_per_step > 0) {
-    out += fmt::format(" {:.0f} collective kernels a step run {} ms, {} ms of it with no other kernel beside them",
-                       s.gpu->nccl.kernels_per_step, format_ms(s.gpu->nccl.ms_per_step),
-                       format_ms(s.gpu->nccl.exposed_ms_per_step));
-  }
-  const phase_stats* cpu = s.phase(collective_phase);
-  if (cpu && cpu->ms.mean > 0) {
-    out += fmt::format("{} the host blocks {} ms a step in CPU collectives (gloo)", s.gpu && s.gpu->nccl.kernels_per_step > 0 ? ";" : "",
-                       format_ms(cpu->ms.mean));
-    if (s.gpu && s.gpu->steps_viewed) out += fmt::format(", the GPU idle {:.1f}% of the step meanwhile", 100 * idle.collective);
-  }
-  return out + ".";
-}
-
 // "`aten::add_` (410 a step), `aten::mul_` (205)": the three named ops launching the most kernels
 // of at most short_kernel_us each (a tie: the one with more device time, the table's order), from
 // the kernel table; "" without one.

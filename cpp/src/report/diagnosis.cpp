@@ -289,13 +289,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     host_bound_advice(s, c, d);
   } else if (label == "COMM-BOUND") {
     d.evidence = comm_evidence(s, c, idle, t) + close;
-    d.advice = {
-        "overlap communication with compute: DDP starts each bucket's all-reduce during backward (tune "
-        "bucket_cap_mb, gradient_as_bucket_view=True); FSDP: backward_prefetch and forward_prefetch",
-        "fewer, larger collectives: accumulate gradients over micro-batches with model.no_sync() on all but the "
-        "last; activation checkpointing recomputes in backward and leaves less compute to hide communication",
-        "check the interconnect: NCCL_DEBUG=INFO names the transport (NVLink, InfiniBand, sockets)",
-    };
+    d.advice = comm_advice(s);
   } else if (label == "LAUNCH-BOUND") {
     launch_bound_words(s, idle, d);
     d.evidence += close;

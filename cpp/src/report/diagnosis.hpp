@@ -125,11 +125,14 @@ void advise_server(const summary& s, const diagnosis_thresholds& t, diagnosis& d
 inline constexpr diagnosis_thresholds default_thresholds{};
 
 struct cause_shares;
-// The words of HOST-BOUND, COMM-BOUND, LAUNCH-BOUND and one-time initialisation
-// (report/cause_words.cpp).
+// The words of HOST-BOUND, LAUNCH-BOUND and one-time initialisation (report/cause_words.cpp).
 void host_bound_advice(const summary& s, const cause_shares& c, diagnosis& d);
+// COMM-BOUND's evidence and advice (report/comm_advice.cpp): the collectives' exposed time, the
+// kind of collective holding the most of it (all-to-all, all-gather, ...), and the overlap that
+// kind allows first.
 std::string comm_evidence(const summary& s, const cause_shares& c, const idle_groups& idle,
                           const diagnosis_thresholds& t);
+std::vector<std::string> comm_advice(const summary& s);
 void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d);
 void one_time_evidence(const summary& s, diagnosis& d);
 // ", starting with `NAME`: the GPU spends N% of its idle time while the host is in it": the phase

@@ -51,7 +51,8 @@ json_doc kernels_json(const kernel_stats& k) {
   for (const op_row& r : k.ops) {
     ops.push_back({{"name", r.name}, {"kernels_per_step", r.kernels_per_step}, {"ms_per_step", r.ms_per_step},
                    {"busy_share", r.busy_share}, {"short_kernels_per_step", r.short_kernels_per_step},
-                   {"collective_ms_per_step", r.collective_ms_per_step}});
+                   {"collective_ms_per_step", r.collective_ms_per_step},
+                   {"collective_exposed_ms_per_step", r.collective_exposed_ms_per_step}});
   }
   for (const kind_row& r : k.kinds) kinds.push_back({{"kind", r.kind}, {"ms_per_step", r.ms_per_step}, {"busy_share", r.busy_share}});
   return {{"ms_per_step", k.ms_per_step}, {"gemm_tensor_core_share", k.gemm_tensor_core_share},
@@ -72,10 +73,11 @@ kernel_stats kernels_from(const json_doc& j) {
                       r.at("tensor_core").get<bool>()};
   });
   rows_from(j, "ops", k.ops, [](const json_doc& r) {
-    // short_kernels_per_step and collective_ms_per_step came later: a summary written before them reads 0.
+    // short_kernels_per_step and the collective times came later: a summary written before them reads 0.
     auto later = [&r](const char* key) { return r.contains(key) ? number_at(r, key) : 0; };
     return op_row{r.at("name").get<std::string>(), number_at(r, "kernels_per_step"), number_at(r, "ms_per_step"),
-                  number_at(r, "busy_share"), later("short_kernels_per_step"), later("collective_ms_per_step")};
+                  number_at(r, "busy_share"), later("short_kernels_per_step"), later("collective_ms_per_step"),
+                  later("collective_exposed_ms_per_step")};
   });
   rows_from(j, "kinds", k.kinds, [](const json_doc& r) {
     return kind_row{r.at("kind").get<std::string>(), number_at(r, "ms_per_step"), number_at(r, "busy_share")};
