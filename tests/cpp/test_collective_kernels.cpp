@@ -157,22 +157,22 @@ TEST_CASE("a collective's kind is read from its op's name, else its kernel's", "
 }
 
 TEST_CASE("COMM-BOUND's first fix is for the kind of collective no compute hides, not the longest", "[kernels][diagnosis]") {
-  // Each 1 ms step: a GEMM 0..500 us; a DDP all-reduce 50..450 on a side stream, hidden under it;
-  // then an all-to-all 520..820 with nothing beside it, launched as NCCL's SendRecv kernel. By
-  // whole time the all-reduce is the largest (400 us), by kernel name the all-to-all reads as
-  // send/recv: only its exposed time by the op that launched it says all-to-all.
+  // Each 1 ms step: a GEMM 2..400 us; a DDP all-reduce 100..550 on a side stream, 150 us of it
+  // past the GEMM; then an all-to-all 560..860 with nothing beside it, launched as NCCL's SendRecv
+  // kernel. By whole time the all-reduce is the largest (450 us), by kernel name the all-to-all
+  // reads as send/recv: only exposed time by the op that launched it says all-to-all.
   const summary s = four_steps([](trace_text& t, int& correlation, double at) {
-    op_kernel(t, correlation, "cpu_op", "aten::mm", at + 1, 10, gemm, at + 2, 498, 7);
+    op_kernel(t, correlation, "cpu_op", "aten::mm", at + 1, 10, gemm, at + 2, 398, 7);
     op_kernel(t, correlation, "cpu_op", "nccl:all_reduce", at + 20, 10,
-              "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", at + 50, 400, 8);
+              "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", at + 100, 450, 8);
     op_kernel(t, correlation, "cpu_op", "nccl:all_to_all", at + 40, 10,
-              "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)", at + 520, 300, 7);
+              "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)", at + 560, 300, 7);
   });
   REQUIRE(s.gpu);
-  CHECK(s.gpu->nccl.exposed_ms_per_step == Approx(0.3));
+  CHECK(s.gpu->nccl.exposed_ms_per_step == Approx(0.45));
   REQUIRE(s.gpu->kernels);
   for (const op_row& r : s.gpu->kernels->ops) {
-    if (r.name == "nccl:all_reduce") CHECK(r.collective_exposed_ms_per_step == Approx(0).margin(1e-9));
+    if (r.name == "nccl:all_reduce") CHECK(r.collective_exposed_ms_per_step == Approx(0.15));
     if (r.name == "nccl:all_to_all") CHECK(r.collective_exposed_ms_per_step == Approx(0.3));
   }
   REQUIRE(s.diag.label == "COMM-BOUND");
@@ -181,6 +181,11 @@ TEST_CASE("COMM-BOUND's first fix is for the kind of collective no compute hides
   REQUIRE_FALSE(s.diag.advice.empty());
   CHECK_THAT(s.diag.advice.front(), Catch::Matchers::Contains("TrainPipelineSparseDist"));
   CHECK_THAT(s.diag.advice.front(), !Catch::Matchers::Contains("bucket_cap_mb"));
+  // its gain is the all-to-all's 30% of the step, not every collective's 45%, which stays the cause's
+  CHECK_THAT(s.diag.advice.front(), Catch::Matchers::EndsWith("(up to 30% shorter steps)"));
+  REQUIRE_FALSE(s.diag.gains.empty());
+  CHECK(s.diag.gains.front().first == "comm");
+  CHECK(s.diag.gains.front().second == Approx(0.45));
   CHECK_THAT(s.diag.advice.at(1), Catch::Matchers::Contains("bucket_cap_mb"));  // the all-reduce is still there
 }
 
