@@ -3,6 +3,8 @@
 // dispatch hidden behind compute, a step whose one op is the whole step).
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <functional>
 #include <string>
 
@@ -115,9 +117,20 @@ TEST_CASE("COMPUTE-BOUND's first place names compute, not collectives that compu
   const std::string& first = s.diag.advice.front();
   CHECK_THAT(first, Catch::Matchers::Contains("start with `attn(B)`: 27% of the GPU's time; by kind, attention kernels take 27%"));
   CHECK_THAT(first, Catch::Matchers::Contains("collective kernels take 49%, 100% of their time beside compute kernels"));
-  // the JSON keeps the op's collective time
+  // the JSON keeps the op's collective time; a summary written before those fields reads them as 0
   const summary back = summary::from_json(s.json());
   CHECK(back.gpu->kernels->ops.front().collective_ms_per_step == Approx(0.9));
+  nlohmann::json older = nlohmann::json::parse(s.json());
+  for (auto& op : older["gpu"]["kernels"]["ops"]) {
+    REQUIRE(op.contains("collective_ms_per_step"));
+    op.erase("collective_ms_per_step");
+    op.erase("collective_exposed_ms_per_step");
+  }
+  const summary old = summary::from_json(older.dump());
+  REQUIRE(old.gpu->kernels);
+  CHECK(old.gpu->kernels->ops.front().name == "dispatch(B)");
+  CHECK(old.gpu->kernels->ops.front().collective_ms_per_step == 0);
+  CHECK(old.gpu->kernels->ops.front().ms_per_step == Approx(0.9));
 }
 
 TEST_CASE("an op that is the whole step is no place to start: its heaviest kernel is", "[kernels][diagnosis]") {

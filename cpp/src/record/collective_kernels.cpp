@@ -14,25 +14,21 @@ bool is_upper(char c) noexcept { return c >= 'A' && c <= 'Z'; }
 // The words, lower case, each found where a word of the name starts: after a character that is
 // no letter (`_`, `::`, a space, `<`, a digit), or at a capital that follows a small letter
 // (oneShotAllReduceKernel). "small_gather" holds "all_gather" mid-word and is no collective.
-constexpr std::string_view words[] = {
-    "nccl",         "rccl",          "msccl",         "nvshmem",     "userbuffers",  "deep_ep",
-    "internode::",  "intranode::",   "internode_ll::", "allreduce",  "all_reduce",   "allgather",
-    "all_gather",   "reducescatter", "reduce_scatter", "alltoall",   "all_to_all",   "all2all",
-    "cross_device_reduce",
-};
-
 struct typed_words {
   std::string_view type;
   std::initializer_list<std::string_view> words;
+  bool kernel;  // a kernel named so is a collective's ("send" or "broadcast" alone says nothing of one)
 };
-// First match wins: nccl:all_to_all launches NCCL's SendRecv kernels, so the all-to-all words come first.
+// First match wins: nccl:all_to_all launches NCCL's SendRecv kernels, so the all-to-all words come
+// first. The libraries' own names say no kind.
 const typed_words types[] = {
-    {"all-to-all", {"alltoall", "all_to_all", "all2all", "deep_ep", "internode::", "intranode::", "internode_ll::"}},
-    {"reduce-scatter", {"reducescatter", "reduce_scatter"}},
-    {"all-gather", {"allgather", "all_gather"}},
-    {"all-reduce", {"allreduce", "all_reduce", "cross_device_reduce"}},
-    {"send/recv", {"sendrecv", "send", "recv", "isend", "irecv"}},
-    {"broadcast", {"broadcast", "bcast"}},
+    {"all-to-all", {"alltoall", "all_to_all", "all2all", "deep_ep", "internode::", "intranode::", "internode_ll::"}, true},
+    {"reduce-scatter", {"reducescatter", "reduce_scatter"}, true},
+    {"all-gather", {"allgather", "all_gather"}, true},
+    {"all-reduce", {"allreduce", "all_reduce", "cross_device_reduce"}, true},
+    {"send/recv", {"sendrecv", "send", "recv", "isend", "irecv"}, false},
+    {"broadcast", {"broadcast", "bcast"}, false},
+    {"", {"nccl", "rccl", "msccl", "nvshmem", "userbuffers"}, true},
 };
 
 bool word_at(std::string_view name, std::size_t i, std::string_view word) noexcept {
@@ -65,7 +61,12 @@ bool has_word(std::string_view name, const List& list) noexcept {
 
 }  // namespace
 
-bool is_collective_kernel(std::string_view name) noexcept { return has_word(name, words); }
+bool is_collective_kernel(std::string_view name) noexcept {
+  for (const typed_words& t : types) {
+    if (t.kernel && has_word(name, t.words)) return true;
+  }
+  return false;
+}
 
 std::string_view collective_type(std::string_view name) noexcept {
   for (const typed_words& t : types) {
