@@ -1,9 +1,8 @@
 // COMM-BOUND's words (docs/architecture.md, "Diagnosis"): what the collectives cost, which kind of
 // collective holds the most of it, and the overlap that kind allows first. The gain on the first
-// line is added by report/gains.cpp, bounded here (comm_fix_gain) to what that kind can hold.
+// line is added by report/gains.cpp.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <map>
 #include <string>
 #include <string_view>
@@ -28,7 +27,6 @@ struct largest_kind {
   double ms = 0;          // a step
   bool exposed = false;   // ms is time no other kernel hid, not the whole time
   std::string launcher;   // the op (or kernel) with the most of it
-  double others_ms = 0;   // the same measure, of the other kinds named
 };
 
 largest_kind largest_collective(const summary& s) {
@@ -53,12 +51,9 @@ largest_kind largest_collective(const summary& s) {
     }
     exposed = false;
   }
-  double all = 0;
   for (const auto& [type, ms] : by_type) {
-    all += ms;
     if (ms > out.ms) out = {type, ms, exposed, top[type].second};
   }
-  out.others_ms = all - out.ms;
   return out;
 }
 
@@ -86,14 +81,6 @@ std::string comm_evidence(const summary& s, const cause_shares& c, const idle_gr
                        l.exposed ? " with no other kernel beside it" : " of collective kernels", clip_name(l.launcher, 60));
   }
   return out;
-}
-
-double comm_fix_gain(const summary& s, double comm_gain) {
-  const largest_kind l = largest_collective(s);
-  // Only the time no other kernel hid is a gain; what other kinds hold, this kind's fix leaves.
-  // Time of no kind named (NCCL's generic kernel, a launch with no op) may be this kind's: kept.
-  if (l.type.empty() || !l.exposed || s.step_ms.mean <= 0) return comm_gain;
-  return std::max(0.0, comm_gain - l.others_ms / s.step_ms.mean);
 }
 
 std::vector<std::string> comm_advice(const summary& s) {

@@ -133,10 +133,6 @@ void host_bound_advice(const summary& s, const cause_shares& c, diagnosis& d);
 std::string comm_evidence(const summary& s, const cause_shares& c, const idle_groups& idle,
                           const diagnosis_thresholds& t);
 std::vector<std::string> comm_advice(const summary& s);
-// The gain of COMM-BOUND's first fix, which is for one kind of collective: `comm_gain` (every
-// collective's exposed time) less the exposed time of the other kinds named, where a trace gave
-// exposed time by op; `comm_gain` otherwise.
-double comm_fix_gain(const summary& s, double comm_gain);
 void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d);
 void one_time_evidence(const summary& s, diagnosis& d);
 // ", starting with `NAME`: the GPU spends N% of its idle time while the host is in it": the phase

@@ -115,9 +115,7 @@ void add_gains(const summary& s, const std::vector<finding>& found, bool compute
   const auto causes = label_causes(s, d.label, compute_idle);
   double label_gain = 0;
   for (const auto& [cause, gain] : causes) label_gain += gain;
-  if (!causes.empty() && !d.advice.empty()) {
-    d.advice.front() += gain_words(d.label == "COMM-BOUND" ? comm_fix_gain(s, label_gain) : label_gain);
-  }
+  if (!causes.empty() && !d.advice.empty()) d.advice.front() += gain_words(label_gain);
   d.gains = causes;
   const finding* first = nullptr;  // the finding that beats the label's own gain, if any
   for (const finding& f : found) {
