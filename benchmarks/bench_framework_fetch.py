@@ -12,7 +12,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 import steptrace
-from steptrace._hooks import LoopMarks
+from steptrace._frameworks.hooks import LoopMarks
 
 FETCHES, ROUNDS = 2000, 9
 dataset = TensorDataset(torch.zeros(FETCHES + 1, 4))

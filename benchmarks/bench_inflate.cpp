@@ -1,4 +1,4 @@
-// The gzip inflaters side by side (profiler/inflater.hpp): ISA-L's igzip against zlib, reading
+// The gzip inflaters side by side (profiler/bytes/inflater.hpp): ISA-L's igzip against zlib, reading
 // every .json.gz trace of the suite (or the files given) through the reader's own byte source,
 // in paired rounds (benchmarks/paired.hpp). Process CPU is the figure (the read-ahead inflates
 // on a thread of its own); wall time beside it. The engine a build uses is the faster one: this
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "paired.hpp"
-#include "profiler/byte_source.hpp"
+#include "profiler/bytes/byte_source.hpp"
 
 using steptrace::detail::inflater;
 

@@ -18,7 +18,8 @@ import tracemalloc
 import torch.distributed as dist
 
 import steptrace
-from steptrace import _core, _live_ranks
+from steptrace import _core
+from steptrace._live import rank_verdicts as _live_ranks
 
 WINDOWS = int(sys.argv[1]) if len(sys.argv) > 1 else 12
 SIZES = [int(a) for a in sys.argv[2:]] or [8, 64, 256, 1024]

@@ -29,8 +29,8 @@ print(took, (peak - base) / 1024, len(r.get("rows", [])), (r.get("straggler") or
 
 MERGE = """
 import resource, sys, time
-from steptrace._job import job_trace
-from steptrace._load import rank_files
+from steptrace._traces.job import job_trace
+from steptrace._traces.load import rank_files
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t = time.perf_counter()
 text, ranks, median = job_trace(rank_files(sys.argv[1]))

@@ -54,7 +54,9 @@ JOB = textwrap.dedent(
         t0 = time.perf_counter()
         s = steptrace.summary(gather=True)
         out["gather_ms"] = 1e3 * (time.perf_counter() - t0)
-        from steptrace import _collective, _core, _ranks
+        from steptrace import _core
+        from steptrace._ranks import collective as _collective
+        from steptrace._ranks import gather as _ranks
         core = _core.default_tracer()
         out["payload_bytes"] = len(_ranks.payload(core.summary(), *_collective.recent_waits(core)))
     print("RESULT " + json.dumps(out), flush=True)

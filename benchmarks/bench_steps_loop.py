@@ -4,7 +4,7 @@ git show REV:python/steptrace/_loop.py > /tmp/old_loop.py;
 python benchmarks/bench_steps_loop.py /tmp/old_loop.py REV"""
 import importlib.util, sys, time
 import steptrace
-from steptrace import _loop
+from steptrace._tracer import loop as _loop
 spec = importlib.util.spec_from_file_location("steptrace._old_loop", sys.argv[1])
 old = importlib.util.module_from_spec(spec); sys.modules["steptrace._old_loop"] = old; spec.loader.exec_module(old)
 t = steptrace.Tracer(print_at_exit=False)

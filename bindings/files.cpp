@@ -13,11 +13,12 @@
 #include "steptrace/job_timeline.hpp"
 #include "steptrace/profiler_trace.hpp"
 #include "steptrace/steptrace.hpp"
+#include "register.hpp"
 
 namespace py = pybind11;
 using namespace steptrace;
 
-void bind_files(py::module_& m) {
+void steptrace::bindings::bind_files(py::module_& m) {
   // a ValueError, so callers that catch those still do; a job's folder leaves such a file out
   py::register_exception<other_file_kind>(m, "OtherFileKind", PyExc_ValueError);
   m.def(

@@ -23,8 +23,9 @@ inline void* stream_ptr(const stream_arg& stream) { return reinterpret_cast<void
 bool open_step(tracer& t, const stream_arg& stream);
 
 // The open request of the current context for tracer `t` (nullptr: none, use the thread's
-// step). False with a Python error set when the context could not be read.
+// step). False with a Python error set when the context could not be read (requests.cpp).
 bool current_request(const tracer& t, request** out);
+request* request_here(const tracer& t);  // the same, throwing for pybind11's functions
 
 // The tracer behind a steptrace._core.Tracer object; nullptr with TypeError set.
 tracer* tracer_of(PyObject* obj);

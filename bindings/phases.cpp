@@ -10,6 +10,7 @@
 #include "glue.hpp"
 #include "torch_cuda.hpp"
 #include "steptrace/steptrace.hpp"
+#include "register.hpp"
 
 namespace py = pybind11;
 using namespace steptrace;
@@ -106,7 +107,7 @@ PyTypeObject phase_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 struct noop_obj {
   PyObject_HEAD
-  PyObject* scope;  // the phase's real scope (a steptrace._api._PhaseScope)
+  PyObject* scope;  // the phase's real scope (a steptrace._tracer.scopes._PhaseScope)
 };
 
 PyObject* noop_enter(PyObject*, PyObject*) { Py_RETURN_NONE; }
@@ -321,7 +322,7 @@ bool ready(PyTypeObject& type) { return PyType_Ready(&type) == 0; }
 
 }  // namespace
 
-void bind_phases(py::module_& m) {
+void steptrace::bindings::bind_phases(py::module_& m) {
   intern_torch_names();
 
   phase_type.tp_name = "steptrace._core.PhaseScope";

@@ -6,6 +6,7 @@
 
 #include "glue.hpp"
 #include "steptrace/steptrace.hpp"
+#include "register.hpp"
 
 namespace py = pybind11;
 using namespace steptrace;
@@ -133,7 +134,7 @@ PyTypeObject exclude_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 struct step_call_obj {
   PyObject_HEAD
-  PyObject* scope;  // the tracer's StepScope (a steptrace._api._StepScope)
+  PyObject* scope;  // the tracer's StepScope (a steptrace._tracer.scopes._StepScope)
   PyObject* slow;   // the Python path: slow(fn=None, *, stream=None, batch=None)
   bool asked;       // step() was called (the exit report says why a run that asked recorded nothing)
 };
@@ -228,7 +229,7 @@ void define(PyTypeObject& type, const char* name, Py_ssize_t size, const char* d
 
 }  // namespace
 
-void bind_scopes(py::module_& m) {
+void steptrace::bindings::bind_scopes(py::module_& m) {
   intern_all({{&str_asyncio, "asyncio"}, {&str_get_running_loop, "_get_running_loop"}});
 
   define(step_type, "steptrace._core.StepScope", sizeof(scope_obj),

@@ -9,6 +9,7 @@
 
 #include "glue.hpp"
 #include "steptrace/steptrace.hpp"
+#include "register.hpp"
 
 namespace py = pybind11;
 using namespace steptrace;
@@ -109,7 +110,7 @@ struct loop_obj {
 bool annotate_call(loop_obj* self, PyObject* fn_name, PyObject* owner, PyObject* name) {
   PyObject* fn = PyDict_GetItemWithError(self->annotate, fn_name);
   if (fn == nullptr) {
-    if (!PyErr_Occurred()) PyErr_Format(PyExc_AttributeError, "steptrace._annotate has no %S", fn_name);
+    if (!PyErr_Occurred()) PyErr_Format(PyExc_AttributeError, "steptrace._profiler.annotate has no %S", fn_name);
     return false;
   }
   PyObject* args[] = {owner, name};
@@ -312,7 +313,7 @@ PyTypeObject loop_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 }  // namespace
 
-void bind_step_loop(py::module_& m) {
+void steptrace::bindings::bind_step_loop(py::module_& m) {
   intern_all({{&str_hook, "hook"}, {&str_active, "active"}, {&str_begin, "begin"},
               {&str_end, "end"}, {&str_input, "input"}, {&str_step, "step"}});
   gc_type(loop_type, "steptrace._core.StepLoop", sizeof(loop_obj),

@@ -11,11 +11,11 @@ diagnosis such as INPUT-BOUND, and the fix to try first. ``steptrace.summary()``
 same as an object (``str()`` is the table, ``to_dict()``, ``to_json(path)``, ``label``).
 """
 
-from ._interpreter import refuse_sub_interpreter
+from ._common.interpreter import refuse_sub_interpreter
 
 refuse_sub_interpreter()  # before the C++ core loads: it would hang there
 
-from ._api import (  # noqa: E402
+from ._tracer.api import (  # noqa: E402
     LABELS,
     OPTIONS,
     StepError,
@@ -35,11 +35,11 @@ from ._api import (  # noqa: E402
     summary,
     window,
 )
-from . import _exit  # noqa: E402,F401  (the report at exit)
-from ._load import load  # noqa: E402
-from ._paths import cmake_dir, include_dir  # noqa: E402
+from ._tracer import exit_report as _exit  # noqa: E402,F401  (the report at exit)
+from ._traces.load import load  # noqa: E402
+from ._common.paths import cmake_dir, include_dir  # noqa: E402
+from ._common.version import __version__  # noqa: E402
 
-__version__ = "0.1.0"
 
 __all__ = [
     "LABELS",

@@ -2,6 +2,6 @@
 
 import sys
 
-from ._cli import main
+from ._cli.main import main
 
 sys.exit(main())

@@ -26,10 +26,10 @@ try:
 except ImportError:  # the standalone package
     from pytorch_lightning.callbacks import Callback  # type: ignore[no-redef]
 
-from ._api import Tracer
-from ._hooks import LoopMarks
-from ._loader_facts import tell_settings
-from ._windows import Latest, numbers
+from ._tracer.api import Tracer
+from ._frameworks.hooks import LoopMarks
+from ._tracer.loader_facts import tell_settings
+from ._live.windows import Latest, numbers
 
 
 class StepTraceCallback(Callback):

@@ -23,8 +23,8 @@ import dataclasses
 from collections.abc import Mapping, MutableMapping
 from typing import Any, Iterator, Optional
 
-from ._api import Tracer, default_tracer
-from ._loader_facts import tell_settings
+from ._tracer.api import Tracer, default_tracer
+from ._tracer.loader_facts import tell_settings
 
 
 class InstrumentedLoader:

@@ -23,11 +23,11 @@ from typing import Any, Dict, List, Optional
 
 from transformers import TrainerCallback
 
-from ._api import Tracer
-from ._hooks import LoopMarks
-from ._loader_facts import tell_settings
-from ._log import say
-from ._windows import Latest, numbers
+from ._tracer.api import Tracer
+from ._frameworks.hooks import LoopMarks
+from ._tracer.loader_facts import tell_settings
+from ._common.log import say
+from ._live.windows import Latest, numbers
 
 # In the order the Trainer runs them after a step: (its control flag, the name set aside under).
 _AFTER_STEP = (("should_log", "logging"), ("should_evaluate", "evaluation"), ("should_save", "checkpoint"))

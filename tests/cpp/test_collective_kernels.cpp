@@ -10,7 +10,7 @@
 
 #include "analysis/kernel_table.hpp"
 #include "record/collective_kernels.hpp"
-#include "report/diagnosis.hpp"
+#include "report/diagnosis/diagnosis.hpp"
 #include "steptrace/profiler_trace.hpp"
 #include "steptrace/summary.hpp"
 #include "trace_files.hpp"

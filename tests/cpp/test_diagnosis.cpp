@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 
-#include "report/diagnosis.hpp"
+#include "report/diagnosis/diagnosis.hpp"
 #include "report/report.hpp"
 #include "summaries.hpp"
 

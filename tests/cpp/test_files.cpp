@@ -14,7 +14,7 @@
 #include <system_error>
 
 #include "base/whole_file.hpp"
-#include "report/diagnosis.hpp"
+#include "report/diagnosis/diagnosis.hpp"
 #include "helpers.hpp"
 #include "steptrace/steptrace.hpp"
 

@@ -14,7 +14,7 @@
 #include <random>
 #include <string>
 
-#include "profiler/byte_source.hpp"
+#include "profiler/bytes/byte_source.hpp"
 #include "profiler/trace_events.hpp"
 #include "record/cpu_load.hpp"
 #include "steptrace/profiler_trace.hpp"

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "analysis/kernel_table.hpp"
-#include "report/diagnosis.hpp"
+#include "report/diagnosis/diagnosis.hpp"
 #include "steptrace/profiler_trace.hpp"
 #include "steptrace/summary.hpp"
 #include "trace_files.hpp"

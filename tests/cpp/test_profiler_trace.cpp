@@ -16,7 +16,7 @@
 
 #include "analysis/device_view.hpp"
 #include "analysis/step_builder.hpp"
-#include "profiler/byte_source.hpp"
+#include "profiler/bytes/byte_source.hpp"
 #include "profiler/trace_events.hpp"
 #include "profiler/trace_rules.hpp"
 #include "profiler/trace_summary.hpp"

@@ -12,7 +12,7 @@
 #include "helpers.hpp"
 #include "rank_summaries.hpp"
 
-#include "report/diagnosis.hpp"
+#include "report/diagnosis/diagnosis.hpp"
 #include "report/report.hpp"
 #include "steptrace/request.hpp"
 #include "steptrace/summary.hpp"

@@ -5,7 +5,7 @@
 #include <map>
 #include <optional>
 
-#include "report/diagnosis.hpp"
+#include "report/diagnosis/diagnosis.hpp"
 #include "summaries.hpp"
 
 using namespace steptrace;

@@ -1,6 +1,6 @@
 // STRAGGLER on hand-made rank summaries (rank_summaries.hpp): the rank, the phase its extra time
 // is in and the named phase inside it, at and around the rule's thresholds (which come from the
-// one place they live, report/diagnosis.hpp), and what the advice may name.
+// one place they live, report/diagnosis/diagnosis.hpp), and what the advice may name.
 #include <catch2/catch.hpp>
 #include <map>
 #include <string>
@@ -8,7 +8,7 @@
 
 #include "rank_summaries.hpp"
 
-#include "report/diagnosis.hpp"
+#include "report/diagnosis/diagnosis.hpp"
 #include "steptrace/summary.hpp"
 
 using namespace steptrace;

@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "profiler/byte_source.hpp"
+#include "profiler/bytes/byte_source.hpp"
 #include "profiler/trace_events.hpp"
 #include "profiler/trace_rules.hpp"
 #include "profiler/trace_summary.hpp"

@@ -273,7 +273,7 @@ def trace_read_back() -> None:
     pairs = [("step", live_same["step_ms"]["mean"], read_same["step_ms"]["mean"])]
     for name in ("h2d", "compute", "wait"):
         pairs.append((name, live_same["phases"][name]["mean_ms"], read_same["phases"].get(name, {}).get("mean_ms", 0)))
-    # A phase's range in the trace encloses steptrace's phase (steptrace._annotate), and the phase
+    # A phase's range in the trace encloses steptrace's phase (steptrace._profiler.annotate), and the phase
     # encloses the ops run inside it. So each phase's live figure lies between the mean span of its
     # ops in the trace and the mean length of its range (within 2%): bounds the trace itself gives,
     # that the profiler's own cost of opening and closing a range (tens of microseconds, outside

@@ -66,7 +66,7 @@ def test_a_loader_that_slows_down_is_captured_on_its_slow_steps(tmp_path, capfd)
     # the next live window tells listeners and trackers; the live JSONL has it as a line of its own
     told = [w for w in windows if "capture_first_step" in w]
     assert len(told) == 1 and told[0]["capture_path"] == c["path"] and told[0]["capture_label"] == "INPUT-BOUND"
-    assert "steptrace/capture_first_step" in steptrace._windows.numbers(told[0])
+    assert "steptrace/capture_first_step" in steptrace._live.windows.numbers(told[0])
     lines = [json.loads(line) for line in (tmp_path / "live.jsonl").read_text().splitlines()]
     assert [line["capture"] for line in lines if "capture" in line] == [c]
 
@@ -220,7 +220,7 @@ def test_a_straggler_is_captured_with_a_median_rank_on_the_same_steps(tmp_path):
     same steps, and compare of the two traces names `compute`."""
     import socket
 
-    from steptrace import _compare
+    from steptrace._cli import compare as _compare
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -4,7 +4,7 @@ after a capture, and rank 0's straggler plans (tests/python/test_capture.py runs
 import json
 import os
 
-from steptrace import _capture
+from steptrace._capture import capturer as _capture
 
 
 def test_the_cool_down_holds(tmp_path):
@@ -43,7 +43,7 @@ def test_a_straggler_is_planned_once_a_stretch_and_not_for_a_rank_stalled_by_its
     the plan's capture the median rank 0 stalls and is named; rank 2 named again is the same
     stretch; after COOL_DOWN windows without a straggler it is news again. (In CI, under load,
     the median rank's torch.profiler capture took seconds and rank 2 was captured twice.)"""
-    from steptrace import _ranks
+    from steptrace._ranks import gather as _ranks
 
     class Store:
         def __init__(self):

@@ -296,7 +296,7 @@ def test_labels_come_from_the_diagnosis():
 def test_the_readme_options_table_is_the_option_table():
     from pathlib import Path
 
-    from steptrace._docs import options_markdown
+    from steptrace._cli.docs import options_markdown
 
     readme = (Path(__file__).resolve().parents[2] / "docs" / "python.md").read_text(encoding="utf-8")
     block = readme.split("<!-- options: begin")[1].split("<!-- options: end -->")[0]
@@ -307,7 +307,7 @@ def _ctrl_c_during_the_exit_report(run_python, tmp_path, presses: int):
     return run_python(
         f"""
         import os, signal, time
-        import steptrace, steptrace._html as html
+        import steptrace, steptrace._report.html as html
 
         render = html.render
         def pressed_meanwhile(*args, **kwargs):  # Ctrl-C arrives while the exit report runs

@@ -60,7 +60,7 @@ def _run(step_ms: float, gains: dict, steps: int = 50, spread: float = 0.01) -> 
 
 def test_compare_flags_a_saving_beyond_its_bound():
     """A fix that saved more than its cause's bound, beyond the noise, changed something else too."""
-    from steptrace import _compare
+    from steptrace._cli import compare as _compare
 
     before = [_run(100, {"input": 0.30}), _run(101, {"input": 0.31}), _run(99, {"input": 0.29})]
     within = _compare.compare(before, [_run(75, {}), _run(76, {}), _run(74, {})], None)
@@ -154,7 +154,7 @@ def test_real_fixes_realise_at_most_their_bound_and_the_largest_bound_is_the_lar
 
 def test_compare_says_a_small_phase_change_in_ms_not_percent():
     """A phase under 1% of the step on both sides: +0.012 ms, never +1229%; a large one stays in %."""
-    from steptrace import _compare
+    from steptrace._cli import compare as _compare
 
     a, b = _run(100, {}), _run(100, {})
     a["phases"] = {"wait": {"mean_ms": 0.001}, "compute": {"mean_ms": 50.0}}

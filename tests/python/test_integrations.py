@@ -293,7 +293,7 @@ def test_fetch_timing_is_only_the_loop_threads_outside_set_aside_and_undone_afte
 
     from torch.utils.data.dataloader import _BaseDataLoaderIter
 
-    from steptrace._hooks import LoopMarks
+    from steptrace._frameworks.hooks import LoopMarks
 
     original = _BaseDataLoaderIter.__next__
     tracer = steptrace.Tracer(print_at_exit=False, warmup_steps=0)

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from steptrace._cli import main  # noqa: E402
+from steptrace._cli.main import main  # noqa: E402
 
 JOB = os.path.join(os.path.dirname(__file__), "profiled_job.py")
 SLOW_RANK, SLOW_STEP = 2, 6

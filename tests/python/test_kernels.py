@@ -128,7 +128,7 @@ def test_an_h100_trace_on_tensor_cores_gets_no_precision_advice():
 
 def test_compare_of_the_two_resnet_recordings_moves_input_and_no_kernel():
     """Same model, num_workers 0 then 4: `input` moves, no kernel beyond the noise."""
-    from steptrace import _compare
+    from steptrace._cli import compare as _compare
 
     a = steptrace.load(DATA / "resnet50_num_workers_0.pt.trace.json.gz").to_dict()
     b = steptrace.load(DATA / "resnet50_num_workers_4.pt.trace.json.gz").to_dict()
@@ -142,7 +142,7 @@ def test_compare_of_the_two_resnet_recordings_moves_input_and_no_kernel():
 def test_compare_of_a_changed_model_names_the_ops_that_moved():
     """HTA's trace_diff pair: the test run dropped `aten::bmm` and cut `aten::mm`; compare names
     both with the figures an independent reading gives."""
-    from steptrace import _compare
+    from steptrace._cli import compare as _compare
 
     paths = [DATA / "hta_trace_diff_control.json.gz", DATA / "hta_trace_diff_test.json.gz"]
     a, b = (steptrace.load(p).to_dict() for p in paths)
@@ -173,7 +173,7 @@ def test_the_html_report_draws_the_kernels_sorted():
 
 def test_compare_names_the_kernel_a_model_change_replaced(tmp_path):
     """Hand-made device views: a step whose GEMM became a tensor-core GEMM shows both moving."""
-    from steptrace import _compare
+    from steptrace._cli import compare as _compare
 
     def run(kernels):
         rows = [{"name": n, "kind": "gemm", "calls_per_step": 1, "ms_per_step": ms, "busy_share": 0.5,

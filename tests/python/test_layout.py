@@ -1,39 +1,62 @@
-"""The package's imports go one way: no module imports, at any depth (lazily inside a function
-too), a module that imports it back. Read from the source, so a circle fails here before it
-bites at import time."""
+"""The package's imports go one way: the import rule of docs/architecture.md (which folder may
+import which) and no circle among modules, at any depth (lazily inside a function too), checked by
+scripts/check_layers.py from the source, so a circle fails here before it bites at import time."""
 
-import ast
+import importlib.util
+import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent.parent / "python" / "steptrace"
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-def _imports(path: Path) -> set:
-    """The package's own modules `path` imports, anywhere in it."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            if node.module:
-                found.add(node.module.split(".")[0])
-            else:
-                found.update(alias.name for alias in node.names)
-    return found
+def _checker():
+    spec = importlib.util.spec_from_file_location("check_layers", ROOT / "scripts" / "check_layers.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["check_layers"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
-def test_the_package_has_no_import_circles():
-    modules = {p.stem: p for p in PACKAGE.glob("*.py")}
-    graph = {name: {m for m in _imports(path) if m in modules and m != name} for name, path in modules.items()}
-    graph.pop("__init__", None)  # the package's face imports what it exports; nothing imports it
-    state = {}
+def test_the_package_keeps_its_import_rule_and_has_no_circles():
+    count, bad = _checker().check_python()
+    assert count > 30 and bad == []
 
-    def visit(name, trail):
-        if state.get(name) == "done":
-            return
-        assert state.get(name) != "open", "import circle: " + " -> ".join(trail + [name])
-        state[name] = "open"
-        for other in sorted(graph.get(name, ())):
-            visit(other, trail + [name])
-        state[name] = "done"
 
-    for name in sorted(graph):
-        visit(name, [])
+def _package(tmp_path, files):
+    package = tmp_path / "steptrace"
+    for name, text in files.items():
+        path = package / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return package
+
+
+def test_an_upward_import_a_lazy_circle_and_an_unnamed_folder_are_each_refused(tmp_path):
+    package = _package(tmp_path, {
+        "__init__.py": "from ._high import face\n",
+        "_low/__init__.py": "",
+        "_low/base.py": "def f():\n    from .._high import face  # lazy, and upward\n",
+        "_high/__init__.py": "",
+        "_high/face.py": "from .._low import base\n",
+        "_high/other.py": "from . import face\n",
+        "_stray/__init__.py": "",
+    })
+    _, bad = _checker().check_python(package, {"_low": [], "_high": ["_low"]})
+    text = "\n".join(bad)
+    assert "_low/base.py:2: imports steptrace._high.face, which _low may not" in text
+    assert "import circle: steptrace._high.face -> steptrace._low.base -> steptrace._high.face" in text
+    assert "steptrace/_stray: a folder the import rule does not name" in text
+    assert not any("other.py" in b for b in bad)  # a folder's modules import each other freely
+
+
+def test_the_public_names_and_modules_users_import_stay_where_they_were():
+    import steptrace
+    import steptrace.lightning  # noqa: F401
+    import steptrace.torch  # noqa: F401
+    import steptrace.transformers  # noqa: F401
+
+    for name in steptrace.__all__:
+        assert getattr(steptrace, name) is not None
+    assert callable(steptrace.capture) and callable(steptrace.summary) and callable(steptrace.window)
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert f'version = "{steptrace.__version__}"' in pyproject

@@ -12,7 +12,7 @@ import pytest
 
 import steptrace
 from screenshots import measured, needs_chromium, screenshot
-from steptrace import _html
+from steptrace._report import html as _html
 
 TRACE = Path(__file__).resolve().parent.parent / "data" / "profiler_traces" / "resnet50_num_workers_0.pt.trace.json.gz"
 

@@ -7,7 +7,8 @@ import types
 import pytest
 
 import steptrace
-from steptrace import _core, _profiler
+from steptrace import _core
+from steptrace._profiler import handover as _profiler
 
 torch = pytest.importorskip("torch")
 from torch.profiler import ProfilerActivity, profile  # noqa: E402

@@ -113,13 +113,13 @@ def _loop_under_profiler(trace_path: Path, annotate: bool) -> dict:
 
 
 def test_steptrace_phases_in_a_profiler_trace_are_read_exactly(tmp_path):
-    from steptrace import _annotate
+    from steptrace._profiler import annotate as _annotate
 
     path = tmp_path / "annotated.json"
     truth = _loop_under_profiler(path, annotate=True)
     # outside the session the scopes are the C++ ones again: nothing is paid
     assert not _annotate.active
-    assert "__enter__" not in steptrace._api._PhaseScope.__dict__
+    assert "__enter__" not in steptrace._tracer.scopes._PhaseScope.__dict__
     names = {e.get("name") for e in json.loads(path.read_text())["traceEvents"]}
     assert {"steptrace:step", "steptrace:input", "steptrace:compute"} <= names
     read = steptrace.load(path).to_dict()
@@ -209,7 +209,7 @@ def test_two_processes_cycles_in_one_folder_are_two_ranks_of_their_cycles(tmp_pa
 def test_copies_of_one_trace_are_read_once_each(tmp_path, monkeypatch):
     """Copies share the writer's pid but overlap in time (their trace.span_ns): ranks of their own,
     never read a second time as one process's cycles."""
-    from steptrace import _job
+    from steptrace._traces import job as _job
 
     again = []
     monkeypatch.setattr(_job._core, "read_cycles", lambda *a: again.append(a))

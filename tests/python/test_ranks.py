@@ -208,7 +208,8 @@ def test_a_job_whose_rank_0_records_nothing_still_reports_the_others(tmp_path):
 
 
 def test_a_rank_payload_is_a_few_kb_whatever_the_phases_and_timeline(tracer):
-    from steptrace import _core, _ranks
+    from steptrace import _core
+    from steptrace._ranks import gather as _ranks
 
     names = [f"layer.{i}" for i in range(256)]
     for _ in range(300):
@@ -247,7 +248,8 @@ def test_rank_0_refuses_a_rank_summary_that_does_not_hold_together(tracer):
 def test_a_refused_rank_is_named_as_refused_with_why_not_as_missing(tracer):
     """The gather's store holds a rank 1 payload that does not hold together: rank 0's table says
     it was refused and why, never that nothing arrived."""
-    from steptrace import _core, _ranks
+    from steptrace import _core
+    from steptrace._ranks import gather as _ranks
 
     with tracer.step():
         with tracer.phase("compute"):

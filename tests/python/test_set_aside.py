@@ -63,7 +63,7 @@ def test_exclude_decorates_and_propagates_the_exception(tracer):
 
 
 def test_a_framework_object_that_refuses_patching_is_left_alone(tracer):
-    from steptrace._hooks import LoopMarks
+    from steptrace._frameworks.hooks import LoopMarks
 
     class Slotted:
         __slots__ = ()

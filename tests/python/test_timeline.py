@@ -146,7 +146,7 @@ def test_the_html_report_renders_its_chart_in_headless_chromium(outlier_run, tmp
     for fetches in ("<script", "<link", "src=", "url(", "@import"):  # opens offline: it fetches nothing
         assert fetches not in text
     width, height, rows = screenshot(html, tmp_path / "shot.png", 1000, 700)
-    from steptrace import _html
+    from steptrace._report import html as _html
 
     series = steptrace.load(d / "run.json").to_dict()["series"]
     colour = _html._colours(series["phases"])["compute"]
@@ -261,7 +261,7 @@ def test_time_set_aside_is_in_the_series_point_that_follows_it_and_marked_on_the
 
 
 def test_one_colour_per_phase_in_every_report_and_a_window_reads_as_a_window(tmp_path):
-    from steptrace import _html
+    from steptrace._report import html as _html
 
     # two runs whose phases come in different orders: each phase keeps its colour
     a = _html._colours(["input", "compute", "decode", "other"])

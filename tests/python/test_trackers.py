@@ -217,7 +217,7 @@ def test_a_window_with_a_device_view_and_gains_gives_them_to_listeners():
     trace's summary, which has one and its gains, becomes the same figures a listener gets."""
     from pathlib import Path
 
-    from steptrace import _windows
+    from steptrace._live import windows as _windows
 
     trace = Path(__file__).resolve().parent.parent / "data" / "profiler_traces" / "resnet50_num_workers_0.pt.trace.json.gz"
     d = steptrace.load(trace).to_dict()

@@ -17,7 +17,7 @@
 #include "base/quiet_write.hpp"
 #include "base/whole_file.hpp"
 #include "core/tracer_impl.hpp"
-#include "report/json_fields.hpp"
+#include "report/json/json_fields.hpp"
 #include "report/report.hpp"
 #include "steptrace/tracer.hpp"
 
@@ -86,7 +86,7 @@ bool tracer_impl::arm_capture(std::string reason, std::uint32_t steps) {
   capture.kept.clear();
   capture.totals.clear();
   for (auto& t : threads) t->builder.keep_spans(true);  // phase calls, even with the timeline off
-  if (requests) requests->keep_spans(true);
+  if (reqs.requests) reqs.requests->keep_spans(true);
   return true;
 }
 
@@ -140,12 +140,12 @@ void tracer_impl::capture_tick(std::unique_lock<std::mutex>& lock, bool last) {
     arm_capture("signal SIGUSR2", 0);
   }
   if (!capture.armed) return;
-  const bool device = totals.device() != nullptr;
+  const bool device = stats.totals.device() != nullptr;
   const auto now = std::chrono::steady_clock::now();
   if (capture.complete && device && !capture.device_ready && now - capture.complete_at > device_settle) {
     read_device(device_flush::completed);
     // Work of these steps still running a second after them is missed (a GPU that far behind).
-    capture.kept.attach_device(*totals.device(), UINT64_MAX, &host_clock::to_monotonic_ns);
+    capture.kept.attach_device(*stats.totals.device(), UINT64_MAX, &host_clock::to_monotonic_ns);
     capture.device_ready = true;
   }
   if (!(capture.complete && (!device || capture.device_ready)) && !(last && capture.seen > 0)) {
@@ -162,14 +162,14 @@ void tracer_impl::capture_tick(std::unique_lock<std::mutex>& lock, bool last) {
   record.tool = "steptrace";
   summary s;
   capture.totals.fill(s, host_clock::ns_per_tick());
-  capture.kept.fill(s.timeline, totals.run_begin(), host_clock::ns_per_tick(), &host_clock::to_monotonic_ns);
+  capture.kept.fill(s.timeline, stats.totals.run_begin(), host_clock::ns_per_tick(), &host_clock::to_monotonic_ns);
   s.facts = facts;
   s.rank = rank;
   const std::string folder = cfg.capture_dir.empty() ? "." : cfg.capture_dir;
   const std::string jsonl = cfg.jsonl_path;
   capture.armed = false;
-  for (auto& t : threads) t->builder.keep_spans(timeline.enabled());
-  if (requests) requests->keep_spans(timeline.enabled());
+  for (auto& t : threads) t->builder.keep_spans(stats.timeline.enabled());
+  if (reqs.requests) reqs.requests->keep_spans(stats.timeline.enabled());
   lock.unlock();  // the diagnosis, the trace and the files without the tracer lock
   try {
     finish_window(s);

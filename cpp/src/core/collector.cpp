@@ -83,30 +83,30 @@ namespace {
 class step_fanout final : public step_sink {
  public:
   step_fanout(tracer_impl& impl, std::uint32_t thread)
-      : impl_(impl), thread_(thread), windows_(impl.windows_on), live_(impl.live_on()) {}
+      : impl_(impl), thread_(thread), windows_(impl.live.windows_on), live_(impl.live_on()) {}
   void on_step(const built_step& s) override {
     if (s.batch != 0) {  // a batch is not a request: counted apart
-      impl_.batches.on_step(s);
+      impl_.stats.batches.on_step(s);
       return;
     }
-    impl_.totals.on_step(s);
-    if (!s.warmup && !s.failed) impl_.recent.on_step(s, s.end - s.begin - std::min(s.set_aside, s.end - s.begin));
-    if (windows_) impl_.window_totals.on_step(s);
-    if (live_) impl_.live_totals.on_step(s);
-    impl_.timeline.on_step(s);
+    impl_.stats.totals.on_step(s);
+    if (!s.warmup && !s.failed) impl_.stats.recent.on_step(s, s.end - s.begin - std::min(s.set_aside, s.end - s.begin));
+    if (windows_) impl_.live.window_totals.on_step(s);
+    if (live_) impl_.live.live_totals.on_step(s);
+    impl_.stats.timeline.on_step(s);
     if (impl_.capture.armed) impl_.capture_step(s);
-    ++impl_.steps_ended;
+    ++impl_.stats.steps_ended;
   }
   void on_unscoped(std::uint32_t id, std::uint64_t ticks) override {
-    impl_.totals.on_unscoped(id, ticks);
-    if (windows_) impl_.window_totals.on_unscoped(id, ticks);
-    if (live_) impl_.live_totals.on_unscoped(id, ticks);
+    impl_.stats.totals.on_unscoped(id, ticks);
+    if (windows_) impl_.live.window_totals.on_unscoped(id, ticks);
+    if (live_) impl_.live.live_totals.on_unscoped(id, ticks);
   }
   void on_set_aside(std::uint32_t id, std::uint64_t begin, std::uint64_t end) override {
-    impl_.totals.on_set_aside(id, begin, end);
-    if (windows_) impl_.window_totals.on_set_aside(id, begin, end);
-    if (live_) impl_.live_totals.on_set_aside(id, begin, end);
-    impl_.timeline.on_set_aside(thread_, id, begin, end);
+    impl_.stats.totals.on_set_aside(id, begin, end);
+    if (windows_) impl_.live.window_totals.on_set_aside(id, begin, end);
+    if (live_) impl_.live.live_totals.on_set_aside(id, begin, end);
+    impl_.stats.timeline.on_set_aside(thread_, id, begin, end);
     if (impl_.capture.armed) impl_.capture_set_aside(thread_, id, begin, end);
   }
 
@@ -141,14 +141,22 @@ std::uint64_t tracer_impl::drain_locked(thread_state& state) {
   });
 }
 
-step_builder& tracer_impl::request_builder() {
-  if (!requests) {
-    requests = std::make_unique<step_builder>(cfg.warmup_steps, next_thread++);
-    requests->set_requests(true);
-    requests->keep_segments(totals.device() != nullptr);
-    requests->keep_spans(timeline.enabled());
+void tracer_impl::restart_threads() {
+  for (auto& t : threads) {
+    drain_locked(*t);  // read, not dropped: their CUDA event slots must go back
+    t->builder.restart();
+    for (auto& pair : t->builder.event_pairs()) pair.timed = false;
   }
-  return *requests;
+}
+
+step_builder& tracer_impl::request_builder() {
+  if (!reqs.requests) {
+    reqs.requests = std::make_unique<step_builder>(cfg.warmup_steps, next_thread++);
+    reqs.requests->set_requests(true);
+    reqs.requests->keep_segments(stats.totals.device() != nullptr);
+    reqs.requests->keep_spans(stats.timeline.enabled());
+  }
+  return *reqs.requests;
 }
 
 void tracer_impl::drain_all_locked() {
@@ -158,18 +166,18 @@ void tracer_impl::drain_all_locked() {
 double tracer_impl::harvest_events() {
   for (auto& t : threads) {
     t->pairs_pending = 0;
-    for (const event_pair& p : t->builder.event_pairs()) pending_events.push_back({t.get(), p});
+    for (const event_pair& p : t->builder.event_pairs()) reading.pending_events.push_back({t.get(), p});
     t->builder.event_pairs().clear();
   }
-  auto done = [&](const pending_pair& p) {
+  auto done = [&](const device_reading::pending_pair& p) {
     thread_events& events = p.thread->events;
     if (p.pair.end != no_event) {
       float ms = 0;
       switch (p.pair.timed ? pair_elapsed(events, p.pair.begin, p.pair.end, ms) : event_result::failed) {
         case event_result::pending: return false;
         case event_result::done:
-          p.pair.phase == event_pair::step ? totals.add_step_device_time(ms)
-                                           : totals.add_phase_device_time(p.pair.phase, ms);
+          p.pair.phase == event_pair::step ? stats.totals.add_step_device_time(ms)
+                                           : stats.totals.add_phase_device_time(p.pair.phase, ms);
           break;
         case event_result::failed: break;
       }
@@ -182,8 +190,8 @@ double tracer_impl::harvest_events() {
   // fills the pool with pairs that wait for this poll, though few are still on the GPU after it
   // (likely why the H100 run timed 1,659 of 2,000 phases of 20 us: polls could grow to 50 ms apart).
   std::uint32_t most = 0;
-  for (const pending_pair& p : pending_events) most = std::max(most, ++p.thread->pairs_pending);
-  pending_events.erase(std::remove_if(pending_events.begin(), pending_events.end(), done), pending_events.end());
+  for (const device_reading::pending_pair& p : reading.pending_events) most = std::max(most, ++p.thread->pairs_pending);
+  reading.pending_events.erase(std::remove_if(reading.pending_events.begin(), reading.pending_events.end(), done), reading.pending_events.end());
   return static_cast<double>(most) * 2 / event_pool::size;  // two slots a pair
 }
 
@@ -196,10 +204,10 @@ double tracer_impl::harvest_events() {
 // device layer".
 tracer_impl::device_wait tracer_impl::await_device_work() {
   using key = std::pair<const thread_state*, std::uint32_t>;  // a pair by its thread and end slot
-  auto keys_of = [](const std::vector<pending_pair>& pairs) {
+  auto keys_of = [](const std::vector<device_reading::pending_pair>& pairs) {
     std::vector<key> keys;
     keys.reserve(pairs.size());
-    for (const pending_pair& p : pairs) keys.emplace_back(p.thread, p.pair.end);
+    for (const device_reading::pending_pair& p : pairs) keys.emplace_back(p.thread, p.pair.end);
     std::sort(keys.begin(), keys.end());
     return keys;
   };
@@ -212,7 +220,7 @@ tracer_impl::device_wait tracer_impl::await_device_work() {
       std::lock_guard<std::mutex> lock(mutex);
       drain_all_locked();
       harvest_events();
-      const std::vector<key> pending = keys_of(pending_events);
+      const std::vector<key> pending = keys_of(reading.pending_events);
       if (first) {
         waited = pending;
       } else {
@@ -255,23 +263,23 @@ void tracer_impl::first_step() noexcept {
   start_gpu_backend(use_cupti);
   if (gpu_backend_status().cupti) {
     std::lock_guard<std::mutex> lock(mutex);
-    totals.enable_device();
+    stats.totals.enable_device();
     start_device_reading();
     for (auto& t : threads) t->builder.keep_segments(true);
-    if (requests) requests->keep_segments(true);
+    if (reqs.requests) reqs.requests->keep_segments(true);
   }
   started.store(true, std::memory_order_release);
 }
 
 void tracer_impl::start_device_reading() {
-  device_join* device = totals.device();
+  device_join* device = stats.totals.device();
   if (device == nullptr) return;
   device->cursor = device_records_end();  // records stored before now belong to no step of ours
-  device_base = device_record_counts();
+  reading.device_base = device_record_counts();
 }
 
 void tracer_impl::read_device(device_flush how) {
-  device_join* device = totals.device();
+  device_join* device = stats.totals.device();
   if (device == nullptr) return;
   std::vector<device_record> records;
   std::uint64_t lost = 0;
@@ -284,7 +292,7 @@ void tracer_impl::read_device(device_flush how) {
   const std::uint64_t settled = device->newest_record_end();
   const std::uint64_t before = how == device_flush::forced ? UINT64_MAX : (settled > 1'000'000'000 ? settled - 1'000'000'000 : 0);
   device->join(before);
-  timeline.attach_device(*device, before, &host_clock::to_monotonic_ns);
+  stats.timeline.attach_device(*device, before, &host_clock::to_monotonic_ns);
   capture_device(*device, before);
 }
 

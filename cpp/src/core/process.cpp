@@ -22,7 +22,7 @@
 #include "base/whole_file.hpp"
 #include "core/tracer_impl.hpp"
 #include "gpu/backend.hpp"
-#include "report/diagnosis.hpp"
+#include "report/diagnosis/diagnosis.hpp"
 #include "steptrace/tracer.hpp"
 
 namespace steptrace {
@@ -44,7 +44,7 @@ std::string tracer::exit_report(const exit_finish& finish) {
       if (impl_->exit_reported) return {};
       impl_->exit_reported = true;
       cfg = impl_->cfg;
-      shown = impl_->shown_steps;
+      shown = impl_->stats.shown_steps;
     }
     end_live();  // the run's last window, before the table
     ::steptrace::summary s = collect_summary(false);

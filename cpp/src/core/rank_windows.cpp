@@ -15,7 +15,7 @@ rank_window_count tracer::note_rank_window(const std::optional<straggler_info>& 
   rank_window_count named;
   if (impl_->forked.load()) return named;
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  live_ranks_view& v = impl_->live_ranks ? *impl_->live_ranks : impl_->live_ranks.emplace();
+  live_ranks_view& v = impl_->live.live_ranks ? *impl_->live.live_ranks : impl_->live.live_ranks.emplace();
   const std::uint64_t window = v.windows++;
   v.straggler.reset();
   v.late = std::move(late);
@@ -30,7 +30,7 @@ rank_window_count tracer::note_rank_window(const std::optional<straggler_info>& 
   at->windows += 1;
   at->last_window = window;
   // The phase it was named by most often (the first named, on a tie).
-  auto& phases = impl_->live_rank_phases[straggler->rank];
+  auto& phases = impl_->live.live_rank_phases[straggler->rank];
   const std::uint64_t n = ++phases[straggler->phase];
   if (at->phase.empty() || (at->phase != straggler->phase && n > phases[at->phase])) at->phase = straggler->phase;
   return *at;

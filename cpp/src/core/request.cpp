@@ -29,7 +29,7 @@ void request::take(request& other) noexcept {
 }
 
 void request::abandon() noexcept {
-  tracer_->impl_->requests_abandoned.fetch_add(1, std::memory_order_relaxed);
+  tracer_->impl_->reqs.requests_abandoned.fetch_add(1, std::memory_order_relaxed);
   n_ = 0;
 }
 
@@ -50,8 +50,8 @@ void request::end(bool failed) noexcept {
     open_ = 0;
   }
   put(0, failed ? record_kind::step_end_failed : record_kind::step_end);
-  if (dropped_ != 0) impl.request_phases_dropped.fetch_add(dropped_, std::memory_order_relaxed);
-  if (stray_ends_ != 0) impl.request_stray_ends.fetch_add(stray_ends_, std::memory_order_relaxed);
+  if (dropped_ != 0) impl.reqs.request_phases_dropped.fetch_add(dropped_, std::memory_order_relaxed);
+  if (stray_ends_ != 0) impl.reqs.request_stray_ends.fetch_add(stray_ends_, std::memory_order_relaxed);
   const std::uint32_t count = n_;
   n_ = 0;
   if (impl.forked.load(std::memory_order_relaxed)) return;

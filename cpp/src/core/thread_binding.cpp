@@ -136,8 +136,8 @@ thread_state* tracer_impl::attach_thread() {
     }
   }
   threads.push_back(std::make_unique<thread_state>(cfg.ring_records, cfg.warmup_steps, index));
-  threads.back()->builder.keep_segments(totals.device() != nullptr);
-  threads.back()->builder.keep_spans(timeline.enabled());
+  threads.back()->builder.keep_segments(stats.totals.device() != nullptr);
+  threads.back()->builder.keep_spans(stats.timeline.enabled());
   start_collector();
   return threads.back().get();
 }
@@ -145,7 +145,7 @@ thread_state* tracer_impl::attach_thread() {
 void tracer_impl::detach_thread(thread_state& state) {
   std::lock_guard<std::mutex> lock(mutex);
   drain_locked(state);
-  state.builder.finish(totals);
+  state.builder.finish(stats.totals);
   state.retired = true;
 }
 

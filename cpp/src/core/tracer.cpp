@@ -28,10 +28,10 @@ tracer_impl::~tracer_impl() {
   {
     std::lock_guard<std::mutex> lock(mutex);
     stopping = true;
-    listening_stopped = true;
+    live.listening_stopped = true;
   }
   wake.notify_all();
-  window_queued.notify_all();
+  live.window_queued.notify_all();
   if (collector.joinable()) {
     if (collector_pid == getpid()) {
       collector.join();
@@ -86,14 +86,14 @@ void tracer::configure(const config& cfg) {
   const bool capture_changed = impl_->cfg.capture != cfg.capture || !impl_->capture.rule;
   impl_->cfg = cfg;
   if (capture_changed) impl_->capture_configured();
-  impl_->timeline.configure(cfg.timeline_recent, cfg.timeline_slowest);
+  impl_->stats.timeline.configure(cfg.timeline_recent, cfg.timeline_slowest);
   for (auto& t : impl_->threads) {
     t->builder.set_warmup(cfg.warmup_steps);
-    t->builder.keep_spans(impl_->timeline.enabled());
+    t->builder.keep_spans(impl_->stats.timeline.enabled());
   }
-  if (impl_->requests) {
-    impl_->requests->set_warmup(cfg.warmup_steps);
-    impl_->requests->keep_spans(impl_->timeline.enabled());
+  if (impl_->reqs.requests) {
+    impl_->reqs.requests->set_warmup(cfg.warmup_steps);
+    impl_->reqs.requests->keep_spans(impl_->stats.timeline.enabled());
   }
   const bool inline_path = host_clock::uses_tsc() && !detail::nvtx_requested();
   mode_.store(!cfg.enabled || impl_->env_disabled ? mode::off : inline_path ? mode::bound : mode::unbound,
@@ -111,7 +111,7 @@ step_open tracer::open_step(void* stream, bool on_stream) noexcept {
   detail::thread_state* s = local_state(*impl_);
   if (s == nullptr || s->exclude_depth > 0) return step_open::disabled;  // set aside: no step
   if (s->step_open) {
-    impl_->nested_steps.fetch_add(1, std::memory_order_relaxed);
+    impl_->stats.nested_steps.fetch_add(1, std::memory_order_relaxed);
     return step_open::nested;
   }
   if (__builtin_expect(!impl_->started.load(std::memory_order_relaxed), 0)) impl_->first_step();
@@ -191,27 +191,27 @@ summary tracer::collect_summary(bool shown) const {
     // running stays with CUPTI and is read complete by a later summary.
     impl_->read_device(shown ? detail::device_flush::completed : detail::device_flush::forced);
     impl_->sample_rss(lock, true);
-    impl_->totals.fill(out, host_clock::ns_per_tick());
-    impl_->timeline.fill(out.timeline, impl_->totals.run_begin(), host_clock::ns_per_tick(), &host_clock::to_monotonic_ns);
-    device_base = impl_->device_base;
+    impl_->stats.totals.fill(out, host_clock::ns_per_tick());
+    impl_->stats.timeline.fill(out.timeline, impl_->stats.totals.run_begin(), host_clock::ns_per_tick(), &host_clock::to_monotonic_ns);
+    device_base = impl_->reading.device_base;
     for (auto& t : impl_->threads) out.errors.unbalanced_phases += t->builder.unbalanced();
-    if (impl_->requests) out.errors.unbalanced_phases += impl_->requests->unbalanced();
-    if (impl_->batches.steps() > 0) impl_->batches.fill_batches(out.batches.emplace(), host_clock::ns_per_tick());
+    if (impl_->reqs.requests) out.errors.unbalanced_phases += impl_->reqs.requests->unbalanced();
+    if (impl_->stats.batches.steps() > 0) impl_->stats.batches.fill_batches(out.batches.emplace(), host_clock::ns_per_tick());
     out.facts = impl_->facts;
     out.rank = impl_->rank;
     out.captures = impl_->capture.done;
-    out.live_ranks = impl_->live_ranks;
-    if (shown) impl_->shown_steps = out.steps + out.warmup_steps + out.failed_steps;
+    out.live_ranks = impl_->live.live_ranks;
+    if (shown) impl_->stats.shown_steps = out.steps + out.warmup_steps + out.failed_steps;
   }
   add_cpu_facts(out, impl_->cpu_so_far());
   if (out.fact("host.cpus") == nullptr) out.facts.emplace_back("host.cpus", std::to_string(detail::usable_cpus()));
-  out.errors.nested_steps = impl_->nested_steps.load(std::memory_order_relaxed);
+  out.errors.nested_steps = impl_->stats.nested_steps.load(std::memory_order_relaxed);
   out.errors.phase_names_folded = detail::folded_phase_names();
-  out.errors.requests_abandoned = impl_->requests_abandoned.load(std::memory_order_relaxed);
-  out.errors.request_phases_dropped = impl_->request_phases_dropped.load(std::memory_order_relaxed);
-  out.errors.unbalanced_phases += impl_->request_stray_ends.load(std::memory_order_relaxed);
-  out.errors.windows_dropped = impl_->windows_dropped.load(std::memory_order_relaxed);
-  out.errors.window_calls_failed = impl_->window_calls_failed.load(std::memory_order_relaxed);
+  out.errors.requests_abandoned = impl_->reqs.requests_abandoned.load(std::memory_order_relaxed);
+  out.errors.request_phases_dropped = impl_->reqs.request_phases_dropped.load(std::memory_order_relaxed);
+  out.errors.unbalanced_phases += impl_->reqs.request_stray_ends.load(std::memory_order_relaxed);
+  out.errors.windows_dropped = impl_->live.windows_dropped.load(std::memory_order_relaxed);
+  out.errors.window_calls_failed = impl_->live.window_calls_failed.load(std::memory_order_relaxed);
   out.backend = detail::backend_now();
   if (out.gpu) {
     const detail::device_counts now = detail::device_record_counts();
@@ -267,29 +267,12 @@ void tracer::reset() {
   if (impl_->forked.load()) return;
   if (impl_->started.load()) impl_->restart_cpu(false);
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  for (auto& t : impl_->threads) {
-    impl_->drain_locked(*t);  // read, not dropped: their CUDA event slots must go back
-    t->builder.restart();
-    for (auto& pair : t->builder.event_pairs()) pair.timed = false;
-  }
-  for (auto& p : impl_->pending_events) p.pair.timed = false;
-  if (impl_->requests) impl_->requests->restart();
-  impl_->requests_abandoned.store(0, std::memory_order_relaxed);
-  impl_->request_phases_dropped.store(0, std::memory_order_relaxed);
-  impl_->request_stray_ends.store(0, std::memory_order_relaxed);
-  impl_->windows_dropped.store(0, std::memory_order_relaxed);
-  impl_->window_calls_failed.store(0, std::memory_order_relaxed);
-  impl_->totals.clear();
-  impl_->batches.clear();
-  impl_->recent.clear();
-  impl_->window_totals.clear();
-  impl_->live_totals.clear();
-  impl_->timeline.clear();
-  impl_->live_ranks.reset();
-  impl_->live_rank_phases.clear();
+  impl_->restart_threads();
+  impl_->reading.restart();
+  impl_->reqs.restart();
+  impl_->live.restart();
+  impl_->stats.restart();
   impl_->start_device_reading();
-  impl_->nested_steps.store(0, std::memory_order_relaxed);
-  impl_->shown_steps = UINT64_MAX;
 }
 
 }  // namespace steptrace

@@ -16,11 +16,12 @@
 #include <utility>
 #include <vector>
 
-#include "analysis/aggregate.hpp"
-#include "analysis/flight_recorder.hpp"
-#include "analysis/recent_window.hpp"
 #include "analysis/step_builder.hpp"
 #include "core/capture.hpp"
+#include "core/device_reading.hpp"
+#include "core/live_state.hpp"
+#include "core/request_state.hpp"
+#include "core/step_statistics.hpp"
 #include "core/stream_events.hpp"
 #include "core/thread_binding.hpp"
 #include "gpu/backend.hpp"
@@ -74,20 +75,17 @@ class tracer_impl {
   void start_collector();                            // under `mutex`
   void drain_for_producer(thread_state& state);      // the thread's ring is full
   std::uint64_t drain_locked(thread_state& state);   // its records into steps; how many
+  // Under `mutex`, for tracer::reset: every ring read (its CUDA event slots must go back), each
+  // builder afresh, its pairs not yet read back counting in no step.
+  void restart_threads();
   void drain_all_locked();
   void first_step() noexcept;    // starts the GPU backend and the CPU accounting
   void read_device(device_flush how);  // under `mutex`
   void start_device_reading();         // under `mutex`: from the records that come next
-  device_counts device_base;           // under `mutex`: the backend's counts when reading started
   // Under `mutex`: device time of finished event pairs. Returns how full the fullest thread's
   // event pool was with pairs not yet read back, before this harvest (0 to 1).
   double harvest_events();
 
-  struct pending_pair {
-    thread_state* thread;
-    event_pair pair;
-  };
-  std::vector<pending_pair> pending_events;  // under `mutex`
   // Not under `mutex` (takes it): before a summary, waits up to max_device_wait for the phases and
   // steps already closed to finish on the device (their CUDA events). Says how many had not, and
   // how long the device took to finish those that did (0 when none was running: the device had
@@ -112,27 +110,17 @@ class tracer_impl {
   config cfg;
   std::vector<std::unique_ptr<thread_state>> threads;
   std::uint32_t next_thread = 0;  // every thread that ever recorded gets its own number
-  aggregate totals;
-  aggregate batches;  // steps that served a batch of requests (tracer::set_batch_size)
-  recent_window recent;  // the latest counted steps, raw: metrics() quantiles, never consumed
-  // Requests (request.hpp): their blocks, drained from whichever ring carried them, make steps
-  // here, numbered as one more thread. Made on the first request.
-  std::unique_ptr<step_builder> requests;
-  step_builder& request_builder();  // under `mutex`: made on first use
-  std::atomic<std::uint64_t> requests_abandoned{0}, request_phases_dropped{0}, request_stray_ends{0};
-  aggregate window_totals;   // since the last tracer::window() (or reset); fed once windows_on
-  bool windows_on = false;   // window() was called: until then the first window is the totals
-  aggregate live_totals;     // since the last live window; fed only while the live view is on
-  flight_recorder timeline;  // the recent and slowest steps of each thread
-  std::uint64_t steps_ended = 0;  // every step the builders finished (for the RSS samples)
+  // Each subsystem's state, with its own restart (tracer::reset calls them).
+  step_statistics stats;     // the counted steps' figures
+  request_state reqs;        // request.hpp's steps
+  step_builder& request_builder();  // under `mutex`: reqs.requests, made on first use
+  live_state live;           // windows, the live view, listeners, live rank counts
+  device_reading reading;    // device counts and event pairs not yet read back
   std::vector<std::pair<std::string, std::string>> facts;
   std::optional<rank_info> rank;  // tracer::set_rank
-  std::atomic<std::uint64_t> nested_steps{0};
   std::atomic<std::uint64_t> producer_drains{0};  // rings drained by their own thread: the collector lags
   std::atomic<bool> nested_reported{false};
   bool exit_reported = false;
-  // Steps (of any kind) in the last summary the program fetched; UINT64_MAX: none fetched.
-  std::uint64_t shown_steps = UINT64_MAX;
 
   // The process tree's CPU use and demand since the first step (or reset). Reading it walks
   // /proc, so it has its own lock and is never read under `mutex`, which a recording thread
@@ -151,26 +139,9 @@ class tracer_impl {
   // holds a counted step, and the live view ends (tracer::end_live).
   void live_tick(std::unique_lock<std::mutex>& lock, bool last = false);
   bool live_on() const noexcept {
-    return !live_ended && (cfg.live > 0 || !cfg.jsonl_path.empty() || listening || (!cfg.capture.empty() && !capture.elsewhere));
+    return !live.live_ended &&
+           (cfg.live > 0 || !cfg.jsonl_path.empty() || live.listening || (!cfg.capture.empty() && !capture.elsewhere));
   }
-  bool live_ended = false;  // tracer::end_live: the last window went; no line or window after it
-  std::chrono::steady_clock::time_point live_last{}, rss_last{};
-  std::uint64_t rss_steps = 0;  // steps_ended at the last RSS sample
-  double live_origin_s = -1;    // steady seconds at the first live window's start
-  std::int64_t live_slot = 0;   // the wall clock's period slot the live window in progress covers
-  std::chrono::seconds live_period{0};  // the period live_slot counts in
-  bool live_merge_first = false;  // the first window began late in its slot: it covers the next one too
-  bool jsonl_failed = false;    // an append to jsonl_path failed (said once)
-  // Listeners (tracer::listen_windows): the latest live windows, under `mutex`.
-  bool listening = false, listening_stopped = false;
-  std::deque<live_window> queued;
-  std::condition_variable window_queued;
-  std::atomic<std::uint64_t> windows_dropped{0}, window_calls_failed{0};
-
-  // rank_windows.cpp: rank 0's count of each live window's straggler (under `mutex`).
-  std::optional<live_ranks_view> live_ranks;
-  std::map<std::uint32_t, std::map<std::string, std::uint64_t>> live_rank_phases;  // by rank: windows by phase
-
   // capture.cpp: captures on trouble, all under `mutex`.
   capture_state capture;
   void capture_configured();  // the options changed: the rule anew, the SIGUSR2 handler

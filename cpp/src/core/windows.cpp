@@ -34,88 +34,88 @@ summary tracer_impl::window_of(aggregate& from, bool restart) {
 }
 
 void tracer_impl::finish_window(summary& w) const {
-  w.errors.windows_dropped = windows_dropped.load(std::memory_order_relaxed);  // the run's so far
-  w.errors.window_calls_failed = window_calls_failed.load(std::memory_order_relaxed);
-  w.errors.nested_steps = nested_steps.load(std::memory_order_relaxed);  // the run's so far
+  w.errors.windows_dropped = live.windows_dropped.load(std::memory_order_relaxed);  // the run's so far
+  w.errors.window_calls_failed = live.window_calls_failed.load(std::memory_order_relaxed);
+  w.errors.nested_steps = stats.nested_steps.load(std::memory_order_relaxed);  // the run's so far
   w.errors.phase_names_folded = folded_phase_names();
-  w.errors.requests_abandoned = requests_abandoned.load(std::memory_order_relaxed);
-  w.errors.request_phases_dropped = request_phases_dropped.load(std::memory_order_relaxed);
+  w.errors.requests_abandoned = reqs.requests_abandoned.load(std::memory_order_relaxed);
+  w.errors.request_phases_dropped = reqs.request_phases_dropped.load(std::memory_order_relaxed);
   w.backend = backend_now();
   complete(w);
 }
 
 void tracer_impl::sample_rss(std::unique_lock<std::mutex>& lock, bool now) {
   constexpr auto every = std::chrono::milliseconds(50);
-  if (steps_ended == rss_steps) return;  // sampled at step ends only
+  if (stats.steps_ended == live.rss_steps) return;  // sampled at step ends only
   const auto at = std::chrono::steady_clock::now();
-  if (!now && at - rss_last < every) return;
-  rss_steps = steps_ended;
-  rss_last = at;
+  if (!now && at - live.rss_last < every) return;
+  live.rss_steps = stats.steps_ended;
+  live.rss_last = at;
   lock.unlock();  // /proc is read without the tracer lock
   const std::uint64_t bytes = resident_bytes();
   lock.lock();
-  totals.note_rss(bytes);
-  window_totals.note_rss(bytes);
-  live_totals.note_rss(bytes);
+  stats.totals.note_rss(bytes);
+  live.window_totals.note_rss(bytes);
+  live.live_totals.note_rss(bytes);
 }
 
 void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
   const bool on = live_on() && !forked.load();
-  if (device_join* device = totals.device()) device->recent_on = on && !last;  // the windows' device view, while they are made
+  if (device_join* device = stats.totals.device()) device->recent_on = on && !last;  // the windows' device view, while they are made
   if (!on) return;
-  if (last) live_ended = true;  // whatever follows: no window, no line after this one
+  if (last) live.live_ended = true;  // whatever follows: no window, no line after this one
   const auto now = std::chrono::steady_clock::now();
   const double now_s = std::chrono::duration<double>(now.time_since_epoch()).count();
   // Windows end on the wall clock's multiples of the period, so every rank of a job (one clock,
   // or clocks kept in step) cuts its windows at the same instants: rank 0 compares like with like.
   const auto period = std::chrono::seconds(cfg.live > 0 ? cfg.live : 10);
   const std::int64_t slot = std::chrono::system_clock::now().time_since_epoch() / period;
-  if (live_origin_s < 0 && !last) {  // the first pass with the view on starts its first window
-    live_origin_s = now_s;
-    live_last = now;
-    live_slot = slot;
-    live_period = period;
+  if (live.live_origin_s < 0 && !last) {  // the first pass with the view on starts its first window
+    live.live_origin_s = now_s;
+    live.live_last = now;
+    live.live_slot = slot;
+    live.live_period = period;
     // The first window ends at the first boundary, however soon: a listener never waits more
     // than a period for its first window.
-    live_merge_first = false;
-    live_totals.clear();
-    if (device_join* device = totals.device()) device->take_recent();  // views from before the view began
+    live.live_merge_first = false;
+    live.live_totals.clear();
+    if (device_join* device = stats.totals.device()) device->take_recent();  // views from before the view began
     return;
   }
-  if (live_origin_s < 0) live_origin_s = now_s, live_slot = slot;  // the last window is the first: it began with the run
-  if (!last && period != live_period) {  // the period changed (configure): the window in progress
-    live_period = period;                 // ends at the new period's next boundary, not at once
-    live_slot = slot;
+  if (live.live_origin_s < 0) live.live_origin_s = now_s, live.live_slot = slot;  // the last window is the first: it began with the run
+  if (!last && period != live.live_period) {  // the period changed (configure): the window in progress
+    live.live_period = period;                 // ends at the new period's next boundary, not at once
+    live.live_slot = slot;
     return;
   }
-  if (!last && slot == live_slot) return;
-  if (!last && live_merge_first) {  // the short first slot joins the next one
-    live_merge_first = false;
-    live_slot = slot;
+  if (!last && slot == live.live_slot) return;
+  if (!last && live.live_merge_first) {  // the short first slot joins the next one
+    live.live_merge_first = false;
+    live.live_slot = slot;
     return;
   }
-  if (last && live_totals.steps() == 0) return;  // nothing counted since the last window: none to send
-  const std::int64_t covered = live_slot;  // the slot this window covers (the last one: to now)
-  live_last = now;
-  live_slot = slot;
-  summary w = window_of(live_totals);
-  if (device_join* device = totals.device()) w.gpu = device->take_recent();  // the steps viewed since
+  if (last && live.live_totals.steps() == 0) return;  // nothing counted since the last window: none to send
+  const std::int64_t covered = live.live_slot;  // the slot this window covers (the last one: to now)
+  live.live_last = now;
+  live.live_slot = slot;
+  summary w = window_of(live.live_totals);
+  if (device_join* device = stats.totals.device()) w.gpu = device->take_recent();  // the steps viewed since
   w.captures.assign(capture.done.begin() + static_cast<std::ptrdiff_t>(capture.sent), capture.done.end());
   capture.sent = capture.done.size();  // a window carries the captures that ended since the last
   const std::string jsonl = cfg.jsonl_path;
   const bool print = cfg.live > 0;
-  const std::uint64_t step = steps_ended;
+  const std::uint64_t step = stats.steps_ended;
   lock.unlock();  // formatting and writing without the tracer lock
   try {
     finish_window(w);
     if (print) {
-      const std::string line = live_line(w, now_s - live_origin_s);
+      const std::string line = live_line(w, now_s - live.live_origin_s);
       write_stderr(line);
     }
     if (!jsonl.empty()) {
       std::string why;
-      if (const int code = append_whole_line(jsonl, summary_json_line(w) + "\n", &why); code != 0 && !jsonl_failed) {
-        jsonl_failed = true;  // once: it would repeat every window; later windows are still tried
+      if (const int code = append_whole_line(jsonl, summary_json_line(w) + "\n", &why); code != 0 && !live.jsonl_failed) {
+        live.jsonl_failed = true;  // once: it would repeat every window; later windows are still tried
         log(log_level::error, "could not append a live window to " + jsonl + ": " + why +
                                   " (the file keeps whole lines; said once)");
       }
@@ -128,13 +128,13 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
     const std::string reason = weigh_capture(w);
     if (!reason.empty()) arm_capture(reason, 0);
   }
-  if (listening && !listening_stopped) {
-    if (queued.size() == tracer::queued_windows) {  // the listener fell behind: it loses the oldest
-      queued.pop_front();
-      windows_dropped.fetch_add(1, std::memory_order_relaxed);
+  if (live.listening && !live.listening_stopped) {
+    if (live.queued.size() == tracer::queued_windows) {  // the listener fell behind: it loses the oldest
+      live.queued.pop_front();
+      live.windows_dropped.fetch_add(1, std::memory_order_relaxed);
     }
-    queued.push_back({std::move(w), step, now_s - live_origin_s, covered});
-    window_queued.notify_all();
+    live.queued.push_back({std::move(w), step, now_s - live.live_origin_s, covered});
+    live.window_queued.notify_all();
   }
 }
 
@@ -167,38 +167,38 @@ summary tracer::window() {
     impl_->harvest_events();
     impl_->sample_rss(lock, true);
     // Windows are fed only once asked for: the first one is the whole run so far.
-    out = impl_->windows_on ? impl_->window_of(impl_->window_totals) : impl_->window_of(impl_->totals, false);
-    impl_->windows_on = true;
+    out = impl_->live.windows_on ? impl_->window_of(impl_->live.window_totals) : impl_->window_of(impl_->stats.totals, false);
+    impl_->live.windows_on = true;
   });
 }
 
 summary tracer::metrics() const {
   return read_under_lock(*impl_, [&](std::unique_lock<std::mutex>&, ::steptrace::summary& out) {
-    out = impl_->window_of(impl_->totals, false);  // counts and sums since the start
-    out.live_ranks = impl_->live_ranks;
+    out = impl_->window_of(impl_->stats.totals, false);  // counts and sums since the start
+    out.live_ranks = impl_->live.live_ranks;
     const double ns_per_tick = detail::host_clock::ns_per_tick();
     const std::uint64_t now = detail::host_clock::now();
     const auto window = static_cast<std::uint64_t>(quantile_window_s * 1e9 / ns_per_tick);
-    impl_->recent.fill_quantiles(out, now > window ? now - window : 0, ns_per_tick);
-    if (impl_->batches.steps() > 0) impl_->batches.fill_batches(out.batches.emplace(), ns_per_tick);
+    impl_->stats.recent.fill_quantiles(out, now > window ? now - window : 0, ns_per_tick);
+    if (impl_->stats.batches.steps() > 0) impl_->stats.batches.fill_batches(out.batches.emplace(), ns_per_tick);
   });
 }
 
 void tracer::listen_windows() {
   if (impl_->forked.load()) return;
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->listening = true;
-  impl_->listening_stopped = false;
+  impl_->live.listening = true;
+  impl_->live.listening_stopped = false;
 }
 
 std::optional<live_window> tracer::next_window(double timeout_s) {
   if (impl_->forked.load()) return std::nullopt;  // no lock: its holder may not exist here
   std::unique_lock<std::mutex> lock(impl_->mutex);
   const auto wait = std::chrono::duration<double>(std::max(0.0, timeout_s));
-  impl_->window_queued.wait_for(lock, wait, [&] { return !impl_->queued.empty() || impl_->listening_stopped; });
-  if (impl_->queued.empty() || impl_->listening_stopped) return std::nullopt;
-  live_window w = std::move(impl_->queued.front());
-  impl_->queued.pop_front();
+  impl_->live.window_queued.wait_for(lock, wait, [&] { return !impl_->live.queued.empty() || impl_->live.listening_stopped; });
+  if (impl_->live.queued.empty() || impl_->live.listening_stopped) return std::nullopt;
+  live_window w = std::move(impl_->live.queued.front());
+  impl_->live.queued.pop_front();
   return w;
 }
 
@@ -206,23 +206,23 @@ void tracer::stop_listening() {
   if (impl_->forked.load()) return;
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->listening_stopped = true;
-    impl_->queued.clear();
+    impl_->live.listening_stopped = true;
+    impl_->live.queued.clear();
   }
-  impl_->window_queued.notify_all();
+  impl_->live.window_queued.notify_all();
 }
 
 void tracer::end_live() {
   if (impl_->forked.load() || impl_->creator_pid != getpid()) return;  // before any lock
   std::unique_lock<std::mutex> lock(impl_->mutex);
-  if (impl_->live_ended) return;
+  if (impl_->live.live_ended) return;
   impl_->drain_all_locked();  // the steps that ended since the collector's last pass
   impl_->harvest_events();
   impl_->live_tick(lock, true);
   impl_->capture_tick(lock, true);  // a capture still recording: written with the steps it has
-  impl_->live_ended = true;
+  impl_->live.live_ended = true;
 }
 
-void tracer::count_window_failure() noexcept { impl_->window_calls_failed.fetch_add(1, std::memory_order_relaxed); }
+void tracer::count_window_failure() noexcept { impl_->live.window_calls_failed.fetch_add(1, std::memory_order_relaxed); }
 
 }  // namespace steptrace

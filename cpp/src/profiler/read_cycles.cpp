@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "base/utf8.hpp"
-#include "profiler/byte_source.hpp"
+#include "profiler/bytes/byte_source.hpp"
 #include "profiler/trace_summary.hpp"
 #include "report/report.hpp"
 #include "steptrace/profiler_trace.hpp"

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "base/utf8.hpp"
-#include "profiler/byte_source.hpp"
-#include "profiler/json_scanner.hpp"
+#include "profiler/bytes/byte_source.hpp"
+#include "profiler/bytes/json_scanner.hpp"
 #include "profiler/trace_events.hpp"
 #include "profiler/trace_rules.hpp"
 #include "profiler/trace_summary.hpp"

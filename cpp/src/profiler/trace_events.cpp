@@ -5,7 +5,7 @@
 #include <new>
 #include <stdexcept>
 
-#include "profiler/json_scanner.hpp"
+#include "profiler/bytes/json_scanner.hpp"
 
 namespace steptrace::detail {
 

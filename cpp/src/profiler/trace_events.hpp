@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "profiler/byte_source.hpp"
+#include "profiler/bytes/byte_source.hpp"
 
 namespace steptrace::detail {
 

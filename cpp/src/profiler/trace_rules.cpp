@@ -12,7 +12,7 @@
 #include "profiler/trace_kernels.hpp"
 #include "profiler/trace_names.hpp"
 #include "profiler/trace_phase_names.hpp"
-#include "report/summary_facts.hpp"
+#include "report/diagnosis/summary_facts.hpp"
 #include "steptrace/phase.hpp"
 
 namespace steptrace::detail {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "profiler/byte_source.hpp"
+#include "profiler/bytes/byte_source.hpp"
 #include "profiler/trace_events.hpp"
 #include "profiler/trace_rules.hpp"
 #include "steptrace/summary.hpp"

@@ -3,7 +3,7 @@
 
 #include <stdexcept>
 
-#include "report/json_fields.hpp"
+#include "report/json/json_fields.hpp"
 #include "report/report.hpp"
 
 namespace steptrace::detail {

@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "analysis/kernel_table.hpp"
-#include "report/json_fields.hpp"
+#include "report/json/json_fields.hpp"
 #include "report/report.hpp"
 
 namespace steptrace {

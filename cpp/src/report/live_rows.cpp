@@ -12,9 +12,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "report/json_fields.hpp"
+#include "report/json/json_fields.hpp"
 #include "report/report.hpp"
-#include "report/straggler.hpp"
+#include "report/diagnosis/straggler.hpp"
 #include "steptrace/summary.hpp"
 
 namespace steptrace {

@@ -1,5 +1,5 @@
 // combine_ranks(): rank 0's view of a multi-process job — a row per rank, the missing ranks, the
-// slowest rank per step, and the STRAGGLER rule (its thresholds live in report/diagnosis.hpp).
+// slowest rank per step, and the STRAGGLER rule (its thresholds live in report/diagnosis/diagnosis.hpp).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,12 +9,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "report/diagnosis.hpp"
-#include "report/gains.hpp"
-#include "report/json_fields.hpp"
+#include "report/diagnosis/diagnosis.hpp"
+#include "report/diagnosis/gains.hpp"
+#include "report/json/json_fields.hpp"
 #include "report/report.hpp"
-#include "report/straggler.hpp"
-#include "report/summary_facts.hpp"
+#include "report/diagnosis/straggler.hpp"
+#include "report/diagnosis/summary_facts.hpp"
 #include "steptrace/summary.hpp"
 
 namespace steptrace {
@@ -100,7 +100,7 @@ void add_live_words(diagnosis& d, const live_ranks_view& live, const std::option
   }
 }
 
-// The custom phases a digest carries for the straggler's `within` (report/straggler.hpp): the
+// The custom phases a digest carries for the straggler's `within` (report/diagnosis/straggler.hpp): the
 // max_digest_phases with the most time of their own, and the custom phases around them (twice
 // that many in all at most; a phase whose chain does not fit is left out whole), each
 // with its own time a step, its calls and its parent, and no share (the built-in rows already

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/utf8.hpp"
-#include "report/diagnosis.hpp"
+#include "report/diagnosis/diagnosis.hpp"
 #include "report/report.hpp"
 
 namespace steptrace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "report/json_fields.hpp"
+#include "report/json/json_fields.hpp"
 #include "steptrace/timeline.hpp"
 
 namespace steptrace::detail {

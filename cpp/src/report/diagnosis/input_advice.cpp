@@ -1,0 +1,76 @@
+// INPUT-BOUND's advice: specific where the tracer knows the DataLoader's settings and the CPU
+// (docs/architecture.md, "Diagnosis"); the thresholds live in report/diagnosis/diagnosis.hpp.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "report/diagnosis/diagnosis.hpp"
+
+namespace steptrace::detail {
+
+long suggested_workers(long cpus) { return std::min(std::max(2L, std::min(8L, cpus / 2)), std::max(1L, cpus)); }
+
+// Whether the process and its workers ask for cpu_demand_share of the cores or more.
+bool cpu_saturated(const summary& s, const diagnosis_thresholds& t) {
+  const auto demand = cpu_demand(s);
+  const long cpus = fact_int(s, "host.cpus").value_or(0);
+  return demand && cpus > 0 && *demand >= t.cpu_demand_share * static_cast<double>(cpus);
+}
+
+// Loader advice, specific where the tracer knows the DataLoader's settings.
+std::vector<std::string> input_advice(const summary& s, const diagnosis_thresholds& t) {
+  std::vector<std::string> advice;
+  const auto workers = fact_int(s, "dataloader.num_workers");
+  const long cpus = fact_int(s, "host.cpus").value_or(0);
+  if (const auto demand = cpu_demand(s); cpu_saturated(s, t)) {
+    const std::string who = workers && *workers > 0
+                                ? fmt::format("{} worker{} and the training thread", *workers, *workers == 1 ? "" : "s")
+                                : std::string("the training thread and the rest of this process");
+    advice.push_back(fmt::format("{} ask for {:.1f} of the {} cores here, so the CPU is saturated: more workers or "
+                                 "prefetch won't help; make samples cheaper or move decoding off the CPU",
+                                 who, *demand, cpus));
+    advice.push_back("cache decoded samples, decode on the GPU, or move transforms to compiled code");
+    return advice;
+  }
+  const long suggest = suggested_workers(cpus);
+  const auto workers_busy = fact_double(s, "cpu.workers_cores_busy");
+  if (workers && *workers > 0 && workers_busy && *workers_busy < t.idle_worker_cores * static_cast<double>(*workers)) {
+    // The workers wait on something other than the CPU (storage, the network, sleeps): the
+    // core count is no bound on how many help.
+    advice.push_back(fmt::format("the {} worker{} use only {:.1f} cores between them: they wait on I/O, not the CPU, "
+                                 "so more help even beyond the {} cores here: try num_workers={}",
+                                 *workers, *workers == 1 ? "" : "s", *workers_busy, cpus > 0 ? std::to_string(cpus) : "?",
+                                 2 * *workers));
+    if (const auto prefetch = fact_int(s, "dataloader.prefetch_factor"); prefetch && *prefetch < 4) {
+      advice.push_back(fmt::format("prefetch_factor={}: try 4 so more reads are in flight", *prefetch));
+    }
+    return advice;
+  }
+  if (workers && *workers == 0 && cpus <= 0) {  // a trace read from a file: the core count is not known
+    advice.push_back("DataLoader(num_workers=0) loads every batch on the training thread: try num_workers=4, not "
+                     "above the machine's core count");
+  } else if (workers && *workers == 0) {
+    advice.push_back(fmt::format("DataLoader(num_workers=0) loads every batch on the training thread; on this "
+                                 "{}-core machine try num_workers={}",
+                                 cpus, suggest));
+  } else if (workers && cpus > 0 && *workers < suggest) {
+    advice.push_back(fmt::format("num_workers={}: try {} ({} cores here)", *workers, suggest, cpus));
+  } else if (!workers) {
+    advice.push_back(
+        "DataLoader(num_workers=N): start near 4, not above the core count, so loading and collating leave the "
+        "training thread");
+  }
+  if (fact_bool(s, "dataloader.persistent_workers") == false && workers.value_or(0) > 0) {
+    advice.push_back("persistent_workers=True: workers are restarted every epoch now");
+  }
+  if (const auto prefetch = fact_int(s, "dataloader.prefetch_factor"); prefetch && *prefetch < 4 && workers.value_or(0) > 0) {
+    advice.push_back(fmt::format("prefetch_factor={}: try 4 so batches are ready ahead", *prefetch));
+  }
+  if (!workers) advice.push_back("persistent_workers=True and prefetch_factor=2..4 keep workers and batches ready");
+  advice.push_back("make each sample cheaper: cache decoded data, move transforms to compiled code or the GPU");
+  return advice;
+}
+
+}  // namespace steptrace::detail

@@ -1,0 +1,221 @@
+// The STRAGGLER rule: which rank the others wait for, where its extra time goes, and what to look
+// at on it (report/diagnosis/straggler.hpp).
+#include "report/diagnosis/straggler.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <unordered_map>
+
+#include "report/diagnosis/diagnosis.hpp"
+#include "report/diagnosis/summary_facts.hpp"
+#include "steptrace/phase.hpp"
+
+namespace steptrace::detail {
+namespace {
+
+// The phases a straggler is named by: where its own work is, never the wait for the others.
+constexpr const char* own_phases[] = {"input", "h2d", "compute", "other"};
+
+// How late `least` started against the others (ms), when every rank's trace says where its first
+// step began and `least` reached its first collective last; 0 otherwise.
+double late_start_ms(const std::vector<const rank_row*>& rows, const rank_row* least) {
+  if (!least->step_begin_us || !least->first_collective_us) return 0;
+  std::vector<double> begins;
+  for (const rank_row* r : rows) {
+    if (r == least) continue;
+    if (!r->step_begin_us || !r->first_collective_us || *r->first_collective_us > *least->first_collective_us) return 0;
+    begins.push_back(*r->step_begin_us);
+  }
+  return std::max(0.0, (*least->step_begin_us - median(begins)) / 1e3);
+}
+
+// What to look at on the straggler: by the phase its extra time is in and, when one holds most of
+// it, the named phase inside that one. A GPU is named only in a job where a rank had one.
+std::string where_to_look(const straggler_info& s, bool gpu) {
+  const std::uint32_t rank = s.rank;
+  if (!s.within.empty()) {
+    return fmt::format("look at what rank {} does in `{}` that the others do not: more or longer work landing on it "
+                       "(its share of the data, longer samples), a wait only it has (storage, a lock, the network), or a "
+                       "slower or busier host{}",
+                       rank, s.within, gpu ? " or GPU" : "");
+  }
+  if (s.phase == "input") return fmt::format("look at rank {}'s data loader, storage and host (CPU load, other jobs)", rank);
+  if (s.phase == "h2d") return fmt::format("look at rank {}'s copies: pinned memory, and its PCIe/NUMA placement", rank);
+  if (s.phase == "compute") {
+    return gpu ? fmt::format("look at rank {}'s device and its share of the work: a slower or throttled GPU, another "
+                             "process on it, or longer samples (sequence lengths) landing on it",
+                             rank)
+               : fmt::format("look at rank {}'s host and its share of the work: a slower or busier machine (other "
+                             "processes on its cores), or longer samples (sequence lengths) landing on it",
+                             rank);
+  }
+  return fmt::format("look at what rank {} does outside the traced phases: work only it does (`if rank == {}:` "
+                     "logging, checkpoints, evaluation), or host syncs",
+                     rank, rank);
+}
+
+}  // namespace
+
+// ", 29.1 ms of it in `data`": the named phase holding most of the excess, when there is one
+// (" (`data` alone: 30.2 ms more)" when it exceeds the whole by more than the words' 0.05 ms, the
+// rest of the phase being faster; within that, the part is never said to be more than the whole).
+std::string within_words(const straggler_info& s) {
+  if (s.within.empty()) return {};
+  if (s.within_ms > s.excess_ms + 0.05) return fmt::format(" (`{}` alone: {:.1f} ms more)", s.within, s.within_ms);
+  return fmt::format(", {:.1f} ms of it in `{}`", std::min(s.within_ms, s.excess_ms), s.within);
+}
+
+// Each custom phase counted toward `group` in `s` (for `compute`, also one outside every
+// built-in), with its time a step together with the phases inside it.
+std::unordered_map<std::string_view, double> named_inside(const summary& s, std::string_view group) {
+  const std::size_t n = s.phases.size();
+  std::unordered_map<std::string_view, std::size_t> index;
+  for (std::size_t i = 0; i < n; ++i) index.emplace(s.phases[i].name, i);
+  std::vector<double> with_inner(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {  // each phase's own time, added to it and every phase around it
+    const double own = s.phases[i].ms.mean;
+    if (!std::isfinite(own) || own <= 0) continue;
+    std::size_t at = i;
+    for (std::size_t depth = 0; depth < n; ++depth) {  // bounded: a cycle of parents read from a file
+      with_inner[at] += own;
+      const auto up = s.phases[at].parent.empty() ? index.end() : index.find(s.phases[at].parent);
+      if (up == index.end()) break;
+      at = up->second;
+    }
+  }
+  const std::vector<std::string_view> groups = builtin_groups(s);
+  std::unordered_map<std::string_view, double> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string_view name = s.phases[i].name;
+    if (is_builtin(name) || name == collective_phase || name == one_time_phase || name == queue_phase) continue;
+    if (groups[i] == group || (group == "compute" && groups[i].empty())) out.emplace(name, with_inner[i]);
+  }
+  return out;
+}
+
+std::optional<straggler_info> find_straggler(const ranks_view& view) {
+  std::vector<const rank_row*> rows;
+  for (const rank_row& r : view.rows) {
+    if (r.steps > 0) rows.push_back(&r);
+  }
+  if (rows.size() < 2) return std::nullopt;
+  const rank_row* least = *std::min_element(rows.begin(), rows.end(),
+                                            [](const rank_row* a, const rank_row* b) { return collective_wait(*a) < collective_wait(*b); });
+  std::vector<double> others_wait, steps;
+  for (const rank_row* r : rows) {
+    steps.push_back(r->step_mean_ms);
+    if (r != least) others_wait.push_back(collective_wait(*r));
+  }
+  straggler_info s;
+  s.rank = least->who.rank;
+  std::vector<std::pair<double, std::uint32_t>> others_work;
+  for (const rank_row* r : rows) {
+    if (r != least) others_work.emplace_back(r->step_mean_ms - collective_wait(*r), r->who.rank);
+  }
+  std::sort(others_work.begin(), others_work.end());
+  s.median_rank = others_work[(others_work.size() - 1) / 2].second;
+  s.own_wait_ms = collective_wait(*least);
+  s.others_wait_ms = median(others_wait);
+  const double gap = s.others_wait_ms - s.own_wait_ms;
+  if (gap < default_thresholds.straggler_gap_share * median(steps) || gap < default_thresholds.straggler_gap_ms) {
+    return std::nullopt;
+  }
+  s.excess_ms = -1e300;
+  for (const char* phase : own_phases) {
+    std::vector<double> others;
+    for (const rank_row* r : rows) {
+      if (r != least) others.push_back(phase_of(*r, phase));
+    }
+    const double excess = phase_of(*least, phase) - median(others);
+    if (excess > s.excess_ms) s.excess_ms = excess, s.phase = phase;
+  }
+  // It began its step late and arrived last at the collectives: late before the traced step, by
+  // more than any phase of its own explains.
+  const double late = late_start_ms(rows, least);
+  if (late >= default_thresholds.straggler_gap_ms && late > s.excess_ms) {
+    s.late_ms = late;
+    return s;
+  }
+  if (s.excess_ms <= 0) return std::nullopt;  // it does no more of its own work than the others: not what holds them
+  return s;
+}
+
+void name_within(straggler_info& s, const std::vector<const rank_report*>& reports) {
+  const summary* own = nullptr;
+  std::vector<std::unordered_map<std::string_view, double>> others;
+  for (const rank_report* r : reports) {
+    if (!r->s.rank || r->s.steps == 0) continue;
+    if (r->s.rank->rank == s.rank) {
+      own = &r->s;
+    } else {
+      others.push_back(named_inside(r->s, s.phase));
+    }
+  }
+  choose_within(s, own != nullptr ? named_inside(*own, s.phase) : std::unordered_map<std::string_view, double>{}, others);
+}
+
+void choose_within(straggler_info& s, const std::unordered_map<std::string_view, double>& own,
+                   const std::vector<std::unordered_map<std::string_view, double>>& others) {
+  s.within.clear();
+  s.within_ms = 0;
+  if (others.empty() || !(s.excess_ms > 0)) return;
+  double least_own = 0;
+  for (const auto& [name, ms] : own) {
+    std::vector<double> theirs;
+    for (const auto& other : others) {
+      const auto it = other.find(name);
+      theirs.push_back(it == other.end() ? 0.0 : it->second);
+    }
+    const double excess = ms - median(theirs);
+    if (excess < 0.5 * s.excess_ms) continue;
+    if (s.within.empty() || ms < least_own || (ms == least_own && excess > s.within_ms)) {
+      s.within = std::string(name);
+      s.within_ms = excess;
+      least_own = ms;
+    }
+  }
+}
+
+diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s, bool gpu) {
+  const std::size_t n = view.rows.size() - 1;
+  const std::string others = n == 1 ? "the other rank waits" : fmt::format("the other {} ranks wait", n);
+  diagnosis d;
+  d.label = "STRAGGLER";
+  if (s.late_ms > 0) {
+    d.evidence = fmt::format(
+        "Rank {} begins its step {:.2f} ms after the others (median) and reaches the collectives last: it was late "
+        "before the traced step. It waits {:.2f} ms a step at the collectives while {} {:.2f} ms{} for it; no phase "
+        "of its own takes more than {:.2f} ms longer than the others'.",
+        s.rank, s.late_ms, s.own_wait_ms, others, s.others_wait_ms, n == 1 ? "" : " (median)", std::max(0.0, s.excess_ms));
+    d.advice = {
+        fmt::format("rank {} starts {:.1f} ms late and {} {:.1f} ms a step for it: trace more steps (a longer "
+                    "schedule, more active steps) to see what delays it before the step: the step before, its data "
+                    "loader, host work only it does (`if rank == {}:` logging, checkpoints)",
+                    s.rank, s.late_ms, others, s.others_wait_ms, s.rank),
+        "the fix on that rank speeds up every rank: the job runs at the pace of its slowest rank",
+    };
+    return d;
+  }
+  d.evidence = fmt::format(
+      "Rank {} waits {:.2f} ms a step at the collectives while {} {:.2f} ms{} for it. It spends {:.2f} ms a step "
+      "more in `{}` than the median of the others{}.",
+      s.rank, s.own_wait_ms, others, s.others_wait_ms, n == 1 ? "" : " (median)", s.excess_ms, s.phase, within_words(s));
+  for (const rank_row& r : view.rows) {
+    if (r.who.rank == s.rank && view.steps_compared > 0) {
+      d.evidence += fmt::format(" It was the slowest rank in {} of the last {} steps.", r.slowest_steps,
+                                view.steps_compared);
+    }
+  }
+  d.advice = {
+      fmt::format("rank {} spends {:.1f} ms more in `{}` than the median rank{}; {} {:.1f} ms a step for it at the "
+                  "all-reduce: {}",
+                  s.rank, s.excess_ms, s.phase, within_words(s), others, s.others_wait_ms, where_to_look(s, gpu)),
+      "the fix on that rank speeds up every rank: the job runs at the pace of its slowest rank",
+  };
+  return d;
+}
+
+}  // namespace steptrace::detail

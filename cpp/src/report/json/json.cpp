@@ -1,0 +1,352 @@
+// summary::json() and summary::from_json(): schema "steptrace.summary/1" (docs/architecture.md, "The summary JSON").
+#include <cmath>
+#include <stdexcept>
+
+#include "report/json/json_fields.hpp"
+#include "report/report.hpp"
+#include "steptrace/summary.hpp"
+
+namespace steptrace {
+namespace {
+
+constexpr const char* schema_name = "steptrace.summary/1";
+
+using detail::count_at;
+using detail::cut_reason;
+using detail::json_doc;
+using detail::max_json_depth;
+using detail::nests_deeper_than;
+using detail::number_at;
+using detail::printable;
+using detail::rank_from;
+using detail::rank_json;
+using detail::ranks_from;
+using detail::ranks_json;
+using detail::shown;
+using detail::signed_at;
+using detail::stat_from;
+using detail::stat_json;
+
+json_doc memory_json(const device_memory_stats& m) {
+  return json_doc{{"allocations_per_step", m.allocations_per_step},
+                  {"allocated_mb_per_step", m.allocated_mb_per_step},
+                  {"freed_mb_per_step", m.freed_mb_per_step},
+                  {"net_mb", m.net_mb},
+                  {"step_peak_mb", {{"p50", m.step_peak_mb_p50}, {"p95", m.step_peak_mb_p95}, {"max", m.step_peak_mb_max}}}};
+}
+
+device_memory_stats memory_from(const json_doc& j) {
+  device_memory_stats m;
+  m.allocations_per_step = number_at(j, "allocations_per_step");
+  m.allocated_mb_per_step = number_at(j, "allocated_mb_per_step");
+  m.freed_mb_per_step = number_at(j, "freed_mb_per_step");
+  m.net_mb = signed_at(j, "net_mb");
+  const json_doc& peak = j.at("step_peak_mb");
+  m.step_peak_mb_p50 = number_at(peak, "p50");
+  m.step_peak_mb_p95 = number_at(peak, "p95");
+  m.step_peak_mb_max = number_at(peak, "max");
+  return m;
+}
+
+json_doc copies_json(const copy_stats& c) {
+  return json_doc{{"count", c.count},         {"bytes_per_step", c.bytes_per_step}, {"ms_per_step", c.ms_per_step},
+                  {"gb_per_s", c.gb_per_s},    {"pageable_share", c.pageable_share},
+                  {"exposed_ms_per_step", c.exposed_ms_per_step}};
+}
+
+copy_stats copies_from(const json_doc& j) {
+  return copy_stats{count_at(j, "count"), number_at(j, "bytes_per_step"),
+                    number_at(j, "ms_per_step"), number_at(j, "gb_per_s"),
+                    number_at(j, "pageable_share"),
+                    j.contains("exposed_ms_per_step") ? number_at(j, "exposed_ms_per_step") : 0.0};  // older: absent
+}
+
+json_doc gpu_json(const gpu_stats& g) {
+  json_doc idle = json_doc::object();
+  for (const auto& [phase, share] : g.idle_by_phase) idle[phase] = share;
+  json_doc out{{"busy_ms", stat_json(g.busy_ms)},
+                  {"idle_ms", stat_json(g.idle_ms)},
+                  {"busy_share", g.busy_share},
+                  {"device_busy_share", g.device_busy_share},
+                  {"idle_by_phase", idle},
+                  {"h2d", copies_json(g.h2d)},
+                  {"d2h", copies_json(g.d2h)},
+                  {"syncs_per_step", g.syncs_per_step},
+                  {"sync_ms_per_step", g.sync_ms_per_step},
+                  {"kernels_per_step", g.kernels_per_step},
+                  {"kernel_median_us", g.kernel_median_us},
+                  {"kernel_time_median_us", g.kernel_time_median_us},
+                  {"nccl", json_doc{{"kernels_per_step", g.nccl.kernels_per_step},
+                                    {"ms_per_step", g.nccl.ms_per_step},
+                                    {"exposed_ms_per_step", g.nccl.exposed_ms_per_step}}},
+                  {"memory", memory_json(g.memory)},
+                  {"incomplete_records", g.incomplete_records},
+                  {"dropped_records", g.dropped_records},
+                  {"steps_viewed", g.steps_viewed},
+                  {"steps_without_records", g.steps_without_records},
+                  {"steps_all_streams", g.steps_all_streams}};
+  if (g.kernels) out["kernels"] = detail::kernels_json(*g.kernels);
+  return out;
+}
+
+gpu_stats gpu_from(const json_doc& j) {
+  gpu_stats g;
+  g.busy_ms = stat_from(j.at("busy_ms"));
+  g.idle_ms = stat_from(j.at("idle_ms"));
+  g.busy_share = number_at(j, "busy_share");
+  for (const auto& [phase, share] : j.at("idle_by_phase").items()) g.idle_by_phase.emplace_back(phase, share.get<double>());
+  g.h2d = copies_from(j.at("h2d"));
+  g.d2h = copies_from(j.at("d2h"));
+  g.syncs_per_step = number_at(j, "syncs_per_step");
+  g.sync_ms_per_step = number_at(j, "sync_ms_per_step");
+  g.kernels_per_step = number_at(j, "kernels_per_step");
+  g.kernel_median_us = number_at(j, "kernel_median_us");
+  g.incomplete_records = count_at(j, "incomplete_records");
+  g.dropped_records = count_at(j, "dropped_records");
+  // Absent from summaries written before they existed.
+  if (j.contains("steps_viewed")) g.steps_viewed = count_at(j, "steps_viewed");
+  if (j.contains("steps_without_records")) g.steps_without_records = count_at(j, "steps_without_records");
+  if (j.contains("device_busy_share")) g.device_busy_share = number_at(j, "device_busy_share");
+  if (j.contains("steps_all_streams")) g.steps_all_streams = count_at(j, "steps_all_streams");
+  if (j.contains("memory")) g.memory = memory_from(j.at("memory"));
+  if (j.contains("kernel_time_median_us")) g.kernel_time_median_us = number_at(j, "kernel_time_median_us");
+  if (j.contains("kernels")) g.kernels = detail::kernels_from(j.at("kernels"));
+  if (j.contains("nccl")) {
+    const json_doc& n = j.at("nccl");
+    g.nccl = nccl_stats{number_at(n, "kernels_per_step"), number_at(n, "ms_per_step"), number_at(n, "exposed_ms_per_step")};
+  }
+  return g;
+}
+
+// diagnosis.gains: {cause: fraction of step (or run) time}, largest first.
+json_doc gains_json(const std::vector<std::pair<std::string, double>>& gains) {
+  json_doc out = json_doc::object();
+  for (const auto& [cause, gain] : gains) out[cause] = gain;
+  return out;
+}
+
+std::vector<std::pair<std::string, double>> gains_from(const json_doc& j) {
+  if (!j.is_object()) throw std::invalid_argument("\"gains\" is not an object of causes");
+  std::vector<std::pair<std::string, double>> gains;
+  for (const auto& [cause, gain] : j.items()) {
+    if (!gain.is_number() || !(gain.get<double>() >= 0 && gain.get<double>() <= 1)) {
+      throw std::invalid_argument("a gain must be a fraction between 0 and 1, not " + shown(gain));
+    }
+    gains.emplace_back(cause, gain.get<double>());
+  }
+  return gains;
+}
+
+json_doc phases_json_of(const std::vector<phase_stats>& phases) {
+  json_doc phases_json = json_doc::object();
+  for (const phase_stats& p : phases) {
+    phases_json[p.name] = {{"total_ms", p.ms.total}, {"mean_ms", p.ms.mean}, {"p50_ms", p.ms.p50},
+                           {"p95_ms", p.ms.p95},     {"p99_ms", p.ms.p99},   {"max_ms", p.ms.max},
+                           {"share", p.share},       {"calls", p.calls},
+                           {"parent", p.parent.empty() ? json_doc(nullptr) : json_doc(p.parent)},
+                           {"inclusive_ms", stat_json(p.inclusive_ms)}};
+    if (p.device_ms) {
+      phases_json[p.name]["device_ms"] = stat_json(*p.device_ms);  // per call, from CUDA events
+      phases_json[p.name]["device_calls"] = p.device_calls;
+    }
+  }
+  return phases_json;
+}
+
+std::vector<phase_stats> phases_from(const json_doc& doc) {
+  std::vector<phase_stats> out;
+  for (const auto& [name, p] : doc.items()) {
+    phase_stats row;
+    row.name = name;
+    row.ms = stat_ms{number_at(p, "total_ms"), number_at(p, "mean_ms"), number_at(p, "p50_ms"),
+                     number_at(p, "p95_ms"),   number_at(p, "p99_ms"),  number_at(p, "max_ms")};
+    row.share = number_at(p, "share");
+    if (p.contains("parent") && !p.at("parent").is_null()) row.parent = p.at("parent").get<std::string>();
+    row.inclusive_ms = p.contains("inclusive_ms") ? stat_from(p.at("inclusive_ms")) : row.ms;
+    row.calls = count_at(p, "calls");
+    if (p.contains("device_ms")) {
+      row.device_ms = stat_from(p.at("device_ms"));
+      row.device_calls = count_at(p, "device_calls");
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+json_doc batches_json(const batch_stats& b) {
+  return json_doc{{"batches", b.batches},
+                  {"size", {{"mean", b.size_mean}, {"p50", b.size_p50}, {"max", b.size_max}}},
+                  {"ms", stat_json(b.ms)},
+                  {"phases", phases_json_of(b.phases)},
+                  {"busy_share", b.busy_share}};
+}
+
+batch_stats batches_from(const json_doc& j) {
+  batch_stats b;
+  b.batches = count_at(j, "batches");
+  const json_doc& size = j.at("size");
+  b.size_mean = number_at(size, "mean");
+  b.size_p50 = number_at(size, "p50");
+  b.size_max = number_at(size, "max");
+  b.ms = stat_from(j.at("ms"));
+  b.phases = phases_from(j.at("phases"));
+  b.busy_share = number_at(j, "busy_share");
+  return b;
+}
+
+}  // namespace
+
+std::string summary::json() const {
+  json_doc phases_json = phases_json_of(phases);
+  json_doc unscoped_json = json_doc::object();
+  for (const unscoped_phase& u : unscoped_phases) {
+    unscoped_json[u.name] = {{"total_ms", u.total_ms}, {"max_ms", u.max_ms}, {"calls", u.calls}};
+  }
+  json_doc set_aside_json = json_doc::object();
+  for (const set_aside_stats& a : set_aside) {
+    set_aside_json[a.name] = {{"calls", a.calls},     {"total_ms", a.total_ms}, {"mean_ms", a.mean_ms},
+                              {"max_ms", a.max_ms},   {"run_share", a.run_share}};
+  }
+  json_doc facts_json = json_doc::object();
+  for (const auto& [key, value] : facts) facts_json[key] = value;
+  json_doc doc = {
+      {"schema", schema_name},
+      {"steps", steps},
+      {"warmup_steps", warmup_steps},
+      {"failed_steps", failed_steps},
+      {"threads", threads},
+      {"windows", windows},
+      {"requests", requests},
+      {"wall_ms", wall_ms},
+      {"step_ms", stat_json(step_ms)},
+      {"phases", phases_json},
+      {"unscoped_phases", unscoped_json},
+      {"set_aside", set_aside_json},
+      {"run_ms", run_ms},
+      {"gpu", gpu ? gpu_json(*gpu) : json_doc(nullptr)},
+      {"diagnosis",
+       {{"label", diag.label.empty() ? json_doc(nullptr) : json_doc(diag.label)},
+        {"evidence", diag.evidence},
+        {"advice", diag.advice},
+        {"gains", gains_json(diag.gains)}}},
+      {"backend",
+       {{"cuda", backend.cuda}, {"cupti", backend.cupti}, {"reason", backend.reason}, {"host_clock", backend.host_clock}}},
+      {"errors",
+       {{"nested_steps", errors.nested_steps},
+        {"unbalanced_phases", errors.unbalanced_phases},
+        {"requests_abandoned", errors.requests_abandoned},
+        {"request_phases_dropped", errors.request_phases_dropped},
+        {"phase_names_folded", errors.phase_names_folded},
+        {"windows_dropped", errors.windows_dropped},
+        {"window_calls_failed", errors.window_calls_failed}}},
+      {"batches", batches ? batches_json(*batches) : json_doc(nullptr)},
+      {"facts", facts_json},
+  };
+  if (rank) doc["rank"] = rank_json(*rank);
+  if (ranks) doc["ranks"] = ranks_json(*ranks);
+  if (!cycles.empty()) doc["cycles"] = detail::cycles_json(cycles);
+  if (step_device_ms) {
+    doc["step_device_ms"] = stat_json(*step_device_ms);  // per step, from CUDA events
+    doc["step_device_steps"] = step_device_steps;
+  }
+  if (host_memory) doc["host_memory"] = detail::host_memory_json(*host_memory);
+  if (!captures.empty()) doc["captures"] = detail::captures_json(captures);
+  if (live_ranks) doc["live_ranks"] = detail::live_ranks_json(*live_ranks);
+  if (!series.points.empty()) doc["series"] = detail::series_json(series);
+  if (!timeline.steps.empty() || !timeline.set_aside.empty()) doc["timeline"] = detail::timeline_json(timeline);
+  // Names are valid UTF-8 (the registry sees to it); a byte that is not still never throws.
+  return doc.dump(2, ' ', false, json_doc::error_handler_t::replace);
+}
+
+std::string detail::summary_json_line(const summary& s) {
+  return json_doc::parse(s.json()).dump(-1, ' ', false, json_doc::error_handler_t::replace);
+}
+
+summary summary::from_json(std::string_view text) {
+  if (nests_deeper_than(text, max_json_depth)) {
+    throw std::invalid_argument("steptrace: not a steptrace summary: nested deeper than " +
+                                std::to_string(max_json_depth) + " levels");
+  }
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    throw std::invalid_argument(text.empty() ? "steptrace: not a steptrace summary: the file is empty"
+                                             : "steptrace: not a steptrace summary: only white space");
+  }
+  json_doc doc;
+  try {
+    doc = printable(json_doc::parse(text.begin(), text.end()));
+  } catch (const json_doc::exception& e) {  // a syntax error, or a number out of range (1e400)
+    throw std::invalid_argument("steptrace: not a steptrace summary: not valid JSON (" + detail::json_words(e) + ")");
+  }
+  if (!doc.is_object() || !doc.contains("schema")) {
+    throw std::invalid_argument("steptrace: not a steptrace summary: no \"schema\" field");
+  }
+  if (doc["schema"] != schema_name) {
+    throw std::invalid_argument("steptrace: unsupported summary schema " + shown(doc["schema"]) + " (this version reads \"" +
+                                schema_name + "\")");
+  }
+  try {
+    summary s;
+    s.steps = count_at(doc, "steps");
+    s.warmup_steps = count_at(doc, "warmup_steps");
+    s.failed_steps = count_at(doc, "failed_steps");
+    s.threads = count_at(doc, "threads");
+    if (doc.contains("windows")) {
+      if (!doc.at("windows").is_boolean()) throw std::invalid_argument("\"windows\" is not true or false");
+      s.windows = doc.at("windows").get<bool>();
+    }
+    s.wall_ms = number_at(doc, "wall_ms");
+    s.step_ms = stat_from(doc.at("step_ms"));
+    if (doc.contains("step_device_ms")) {
+      s.step_device_ms = stat_from(doc.at("step_device_ms"));
+      s.step_device_steps = count_at(doc, "step_device_steps");
+    }
+    s.phases = phases_from(doc.at("phases"));
+    if (doc.contains("requests")) s.requests = count_at(doc, "requests");
+    if (doc.contains("batches") && !doc.at("batches").is_null()) s.batches = batches_from(doc.at("batches"));
+    for (const auto& [name, u] : doc.at("unscoped_phases").items()) {
+      s.unscoped_phases.push_back(
+          {name, number_at(u, "total_ms"), number_at(u, "max_ms"), count_at(u, "calls")});
+    }
+    if (doc.contains("set_aside")) {
+      for (const auto& [name, a] : doc.at("set_aside").items()) {
+        s.set_aside.push_back({name, count_at(a, "calls"), number_at(a, "total_ms"), number_at(a, "mean_ms"),
+                               number_at(a, "max_ms"), number_at(a, "run_share")});
+      }
+    }
+    if (doc.contains("run_ms")) s.run_ms = number_at(doc, "run_ms");
+    if (!doc.at("gpu").is_null()) s.gpu = gpu_from(doc.at("gpu"));
+    const json_doc& d = doc.at("diagnosis");
+    s.diag.label = d.at("label").is_null() ? "" : d.at("label").get<std::string>();
+    s.diag.evidence = d.at("evidence").get<std::string>();
+    s.diag.advice = d.at("advice").get<std::vector<std::string>>();
+    if (d.contains("gains")) s.diag.gains = gains_from(d.at("gains"));
+    const json_doc& b = doc.at("backend");
+    s.backend = {b.at("cuda").get<bool>(), b.at("cupti").get<bool>(), b.at("reason").get<std::string>(),
+                 b.at("host_clock").get<std::string>()};
+    const json_doc& e = doc.at("errors");
+    s.errors.nested_steps = count_at(e, "nested_steps");
+    s.errors.unbalanced_phases = count_at(e, "unbalanced_phases");
+    if (e.contains("requests_abandoned")) s.errors.requests_abandoned = count_at(e, "requests_abandoned");
+    if (e.contains("request_phases_dropped")) s.errors.request_phases_dropped = count_at(e, "request_phases_dropped");
+    if (e.contains("phase_names_folded")) s.errors.phase_names_folded = count_at(e, "phase_names_folded");
+    if (e.contains("windows_dropped")) s.errors.windows_dropped = count_at(e, "windows_dropped");
+    if (e.contains("window_calls_failed")) s.errors.window_calls_failed = count_at(e, "window_calls_failed");
+    for (const auto& [key, value] : doc.at("facts").items()) s.facts.emplace_back(key, value.get<std::string>());
+    if (doc.contains("rank")) s.rank = rank_from(doc.at("rank"));
+    if (doc.contains("ranks")) s.ranks = ranks_from(doc.at("ranks"));
+    if (doc.contains("cycles")) s.cycles = detail::cycles_from(doc.at("cycles"));
+    if (doc.contains("host_memory")) s.host_memory = detail::host_memory_from(doc.at("host_memory"));
+    if (doc.contains("captures")) s.captures = detail::captures_from(doc.at("captures"));
+    if (doc.contains("live_ranks")) s.live_ranks = detail::live_ranks_from(doc.at("live_ranks"));
+    if (doc.contains("series")) s.series = detail::series_from(doc.at("series"));
+    if (doc.contains("timeline")) s.timeline = detail::timeline_from(doc.at("timeline"));
+    detail::check_figures(s);
+    return s;
+  } catch (const json_doc::exception& e) {
+    throw std::invalid_argument("steptrace: malformed steptrace summary: " + detail::json_words(e));
+  } catch (const std::logic_error& e) {  // invalid_argument from the checks, out_of_range, length_error
+    throw std::invalid_argument("steptrace: malformed steptrace summary: " + cut_reason(e.what()));
+  }
+}
+
+}  // namespace steptrace

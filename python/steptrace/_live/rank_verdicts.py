@@ -1,0 +1,156 @@
+"""Live rank windows (torch.distributed, the live view on): a straggler verdict every window.
+
+Live windows end at the wall clock's multiples of the period on every process (the core's
+``slot``), so the ranks' windows cover the same instants. Each window, every rank puts its row of
+the window (``_core.live_row``: its rank, steps, step times and built-in phases, about 100 bytes,
+then up to 16 named phases with their group) with the slot under one of its two keys in
+torch.distributed's store (by the slot's parity), and returns. At its window of slot s, rank 0
+judges slot s-1, which every rank wrote a period ago: it reads every rank's key of that parity in
+one batch (``multi_get``; each key made beforehand with ``compare_set``, so the read never waits
+for a rank that has not written), and names the straggler among the rows of that slot with the
+exit's STRAGGLER rule (``_core.window_straggler``), and the named phase inside its phase that
+holds most of its excess (``within``). A rank with no row of that slot is late; for
+``MISSING_WINDOWS`` windows in a row, missing. Nothing waits on a slow or dead rank. The count of
+each rank's straggler windows lives in the core (``note_rank_window``), so the exit table, the
+JSON and Prometheus have it; the window gets ``straggler_rank`` and friends
+(``straggler_within``), rank 0's stderr a line, and the JSONL a ``{"ranks": ...}`` line. See
+docs/architecture.md, "Many ranks".
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from typing import Any, Dict, List, Optional
+
+from .. import _core
+from .._common import log as _log
+from .._ranks import gather as _ranks
+
+MISSING_WINDOWS = 3  # windows in a row without a new row: missing (ranks.hpp's missing_windows)
+_EMPTY = "x "  # a key made by rank 0 before its rank wrote: no slot, no row
+
+
+class LiveRanks:
+    """One tracer's live rank windows: this rank's sequence, and on rank 0 what it last saw."""
+
+    def __init__(self) -> None:
+        self.own: Optional[tuple] = None  # rank 0: (slot, row) of its last window
+        self.stale: Dict[int, int] = {}  # rank 0: windows in a row without that slot's row
+        self.made = [False, False]  # rank 0: every rank's key of each parity exists
+        self.said = False
+
+    def window(self, core: Any, summary: Any, window: Dict[str, Any], slot: int) -> None:
+        """Called on the window thread with each live window (``summary``: the core's; ``slot``:
+        the wall-clock period it covers) before the listeners get ``window``, to which rank 0 adds
+        its verdict on the slot before."""
+        job = _ranks.notice(core)
+        if job is None or job.world_size < 2:
+            return
+        try:
+            self._window(core, job, summary, window, slot)
+        except Exception as e:  # a store gone (a rank died, the job ended): said once, the run goes on
+            if not self.said:
+                self.said = True
+                _log.say(f"live rank windows: torch.distributed's store cannot be reached ({type(e).__name__}: {e})")
+
+    def _window(self, core: Any, job: Any, summary: Any, window: Dict[str, Any], slot: int) -> None:
+        own = _core.live_row(summary) if window.get("steps") else ""
+        # Two keys a rank, by the slot's parity: rank 0 reads the slot before while each rank
+        # writes the one just ended.
+        job.store.set(key(job.rank, slot), f"{slot} {own}")
+        if job.rank != 0:
+            return
+        judged, mine = slot - 1, self.own
+        self.own = (slot, own)
+        if mine is None or mine[0] != judged:  # rank 0 has no window of that slot (the first): nothing to judge
+            return
+        others = [r for r in range(job.world_size) if r != job.rank]
+        keys = [key(r, judged) for r in others]
+        if not self.made[judged % 2]:
+            for k in keys:
+                job.store.compare_set(k, "", _EMPTY)  # a rank's own row, if already there, stays
+            self.made[judged % 2] = True
+        rows: List[str] = [mine[1]] if mine[1] else []
+        late: List[int] = []
+        missing: List[int] = []
+        for r, value in zip(others, job.store.multi_get(keys)):
+            slot_text, _, row = value.decode("utf-8", "replace").partition(" ")
+            if slot_text.lstrip("-").isdigit() and int(slot_text) == judged:
+                self.stale[r] = 0
+                if row:
+                    rows.append(row)
+                continue
+            self.stale[r] = self.stale.get(r, 0) + 1
+            (missing if self.stale[r] >= MISSING_WINDOWS else late).append(r)
+        straggler = _core.window_straggler(rows) if len(rows) >= 2 else None
+        count = core.note_rank_window(straggler, late, missing)
+        window["straggler_rank"] = straggler["rank"] if straggler else -1
+        window["ranks_late"], window["ranks_missing"] = len(late), len(missing)
+        if straggler:
+            window["straggler_excess_ms"] = straggler["excess_ms"]
+            window["straggler_phase"], window["straggler_median_rank"] = straggler["phase"], straggler["median_rank"]
+            if "within" in straggler:  # the named phase inside it that holds most of the excess
+                window["straggler_within"], window["straggler_within_ms"] = straggler["within"], straggler["within_ms"]
+        options = core.options()
+        record = {"slot": judged, "rows": len(rows), "straggler": straggler, "late": late, "missing": missing,
+                  "straggler_windows": count["windows"] if straggler else 0}
+        _log.to_jsonl(options["jsonl_path"], job.rank, {"ranks": record}, "live rank windows")
+        if int(options["live"]) > 0:
+            sys.stderr.write(line(window.get("at_s") or 0.0, len(rows), job.world_size, straggler, count, late, missing))
+            sys.stderr.flush()
+
+
+def line(at_s: float, rows: int, world: int, straggler: Optional[Dict[str, Any]], count: Dict[str, Any],
+         late: List[int], missing: List[int]) -> str:
+    """Rank 0's line for one window, after the live line: its verdict on the window before."""
+    if straggler:
+        verdict = (f"rank {straggler['rank']} is the straggler (`{straggler['phase']}` "
+                   f"+{_core.format_ms(straggler['excess_ms'])} ms a step over the median rank"
+                   f"{straggler.get('within_words', '')}; "
+                   f"{count['windows']} window{'s' if count['windows'] != 1 else ''} so far)")
+    else:
+        verdict = "no straggler"
+    text = f"steptrace ranks, the window before {at_s:.1f} s: {verdict}; {rows} of {world} ranks' rows"
+    if late:
+        text += f"; late: {_ranks_words(late)}"
+    if missing:
+        text += f"; missing: {_ranks_words(missing)}"
+    return text + "\n"
+
+
+def _ranks_words(ranks: List[int], listed: int = 16) -> str:
+    words = ", ".join(str(r) for r in ranks[:listed])
+    return words + (f" ... ({len(ranks)} in all)" if len(ranks) > listed else "")
+
+
+def key(rank: int, slot: int) -> str:
+    return f"steptrace/live/{rank}/{slot % 2}"
+
+
+_by_core: "weakref.WeakKeyDictionary[Any, LiveRanks]" = weakref.WeakKeyDictionary()
+
+
+def window(core: Any, summary: Any, figures: Dict[str, Any], slot: int) -> None:
+    """The window thread, for each window: the tracer's live rank windows, if a job runs."""
+    if core is None or _ranks.notice(core) is None:
+        return
+    found = _by_core.get(core)
+    if found is None:
+        found = _by_core[core] = LiveRanks()
+    found.window(core, summary, figures, slot)
+
+
+def keep_running(window: Dict[str, Any]) -> None:
+    """A listener that keeps the window thread running for the rank windows alone."""
+
+
+def wanted(core: Any) -> bool:
+    """A loop starts: under a job of 2 ranks or more with the live view on (``live`` or
+    ``jsonl_path``) or the ``straggler`` capture trigger (which is this verdict), the window
+    thread must run (``keep_running``), so every window reaches rank 0. It notices the job."""
+    job = _ranks.notice(core)
+    if job is None or job.world_size < 2:
+        return False
+    options = core.options()
+    return int(options["live"]) > 0 or bool(options["jsonl_path"]) or "straggler" in options["capture"]
