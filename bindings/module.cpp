@@ -4,7 +4,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
+
+#include <unistd.h>
 
 #include "register.hpp"
 #include "steptrace/steptrace.hpp"
@@ -36,6 +40,15 @@ PYBIND11_MODULE(_core, m) {
   m.def("yield_cupti", &steptrace::yield_cupti, py::arg("holder"));
   m.def("reclaim_cupti", &steptrace::reclaim_cupti);
   m.def("cupti_holder", &steptrace::cupti_holder);
+  // A child forked while steptrace's capture ran torch.profiler: libkineto's static destructors
+  // wait forever there on a condition variable of a thread only the parent has, so the child's
+  // exit(), after Python has finished, skips the C++ destructors registered before this call.
+  m.def("exit_skips_destructors", [] {
+    ::on_exit([](int status, void*) {
+      std::fflush(nullptr);
+      ::_exit(status);
+    }, nullptr);
+  });
   bind_files(m);       // files.cpp
   bind_phases(m);      // phases.cpp
   bind_step_loop(m);   // step_loop.cpp

@@ -136,7 +136,8 @@ TEST_CASE("capture() keeps the steps that begin after it, writes them, and says 
   CHECK(c.steps == 3);
   CHECK(c.label == "INPUT-BOUND");
   CHECK(c.tool == "steptrace");
-  CHECK(c.path == cfg.capture_dir + "/" + program_invocation_short_name + "-rank0-step2.trace.json");
+  CHECK(c.path == cfg.capture_dir + "/" + program_invocation_short_name + "-rank0-step2-pid" + std::to_string(getpid()) +
+                    ".trace.json");
   const std::string trace = testing::read_file(c.path);
   for (int i = 2; i <= 4; ++i) CHECK(trace.find("\"step " + std::to_string(i) + "\"") != std::string::npos);
   for (int i : {1, 5}) CHECK(trace.find("\"step " + std::to_string(i) + "\"") == std::string::npos);

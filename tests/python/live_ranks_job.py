@@ -2,7 +2,8 @@
 
     python live_ranks_job.py MODE OUT_DIR
 
-MODE chronic: rank 2's `input` takes 25 ms more a step from 3 s on. oneoff: rank 1's `input`
+MODE chronic: rank 2's `input` takes 25 ms more a step from 3 s on; withstep: the same in a
+`with steptrace.step():` loop, ended at 6 s (configure() after the init starts the verdicts). oneoff: rank 1's `input`
 stalls 2.5 s once, at 3.5 s. killed: no collectives, and rank 3 leaves at 2.5 s. Rank 0 ends the
 run at 9 s (8 s when killed), telling the others through the all-reduce every step already does.
 Each rank appends its live windows to OUT_DIR/live-RANK.jsonl and writes the wall-clock time its
@@ -29,11 +30,22 @@ with open(os.path.join(out_dir, f"start-{rank}.txt"), "w") as f:  # the test's t
     f.write(repr(time.time()))
 stop = torch.zeros(1)
 stalled = False
-for i in steptrace.steps(itertools.count()):
+
+
+def steps():
+    if mode != "withstep":
+        yield from steptrace.steps(itertools.count())
+        return
+    for i in itertools.count():
+        with steptrace.step():
+            yield i
+
+
+for i in steps():
     now = time.monotonic() - start
     with steptrace.phase("input"):
         time.sleep(0.001)
-        if mode == "chronic" and rank == 2 and now > 3:
+        if mode in ("chronic", "withstep") and rank == 2 and now > 3:
             with steptrace.phase("decode"):  # named inside `input`: the live windows' `within`
                 time.sleep(0.025)
         if mode == "oneoff" and rank == 1 and now > 3.5 and not stalled:
@@ -48,7 +60,7 @@ for i in steptrace.steps(itertools.count()):
             break
         continue
     with steptrace.phase("wait"):
-        stop[0] = 1.0 if rank == 0 and now > 9 else 0.0
+        stop[0] = 1.0 if rank == 0 and now > (6 if mode == "withstep" else 9) else 0.0
         dist.all_reduce(stop)
     if stop[0] > 0:
         break

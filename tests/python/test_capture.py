@@ -6,6 +6,7 @@ beside the loop the fast steps' p95 reached 28-52 ms, so the slow ones must stan
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -60,7 +61,7 @@ def test_a_loader_that_slows_down_is_captured_on_its_slow_steps(tmp_path, capfd)
     read = steptrace.load(c["path"]).to_dict()
     assert read["steps"] + read["warmup_steps"] == 5
     assert read["step_ms"]["p50"] >= 1e3 * SLOW_S  # every captured step a slow one
-    assert os.path.basename(c["path"]).endswith(f"-rank0-step{c['first_step']}.pt.trace.json.gz")
+    assert re.search(rf"-rank0-step{c['first_step']}-pid\d+\.pt\.trace\.json\.gz$", c["path"]), c["path"]
     err = capfd.readouterr().err
     assert f"captured steps {c['first_step']}-{c['last_step']}: INPUT-BOUND" in err and c["path"] in err
     # the next live window tells listeners and trackers; the live JSONL has it as a line of its own
@@ -99,8 +100,9 @@ def test_capture_on_demand_records_the_next_steps(tmp_path):
     assert asked == {"ok": True, "again": False, "third": True}
     assert [(c["first_step"], c["last_step"]) for c in caps] == [(11, 13), (31, 32)]
     assert all(c["reason"] == "on demand: capture()" for c in caps)
-    with pytest.raises(ValueError, match="positive int"):
-        t.capture(steps=0)
+    for bad in (0, -1, 1001, 10**9, True, 2.5):  # the option's bounds, 1 to 1000: no capture that never stops
+        with pytest.raises(ValueError, match="takes 1 to 1000 steps"):
+            t.capture(steps=bad)
 
 
 def test_the_limit_holds(tmp_path, capfd):

@@ -82,3 +82,12 @@ def test_a_rank_killed_mid_run_is_missing_and_no_window_waits_for_it(tmp_path):
     # Rank 0's windows kept their period: its slots come one after the other, none skipped.
     slots = [r["slot"] for r in records]
     assert slots == list(range(slots[0], slots[0] + len(slots))), slots
+
+
+def test_a_with_step_loop_gets_its_verdicts_too(tmp_path):
+    """The loop is `with steptrace.step():` (no steps() to start the verdicts): configure(live=1)
+    after torch.distributed's init starts them, and rank 2, slowed from 3 s on, is named."""
+    outs, records = run_job(tmp_path, "withstep")
+    said = verdicts(outs[0][1])
+    assert said and any("rank 2 is the straggler" in line for line in said), outs[0][1][-3000:]
+    assert any(r["straggler"] and r["straggler"]["rank"] == 2 for r in records), records

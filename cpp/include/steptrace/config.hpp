@@ -18,6 +18,9 @@
 
 namespace steptrace {
 
+// The most steps one capture keeps (the capture_steps option's bound, tracer::capture's).
+inline constexpr std::uint32_t max_capture_steps = 1000;
+
 // When the default tracer prints its table at exit.
 enum class exit_print : std::uint8_t {
   auto_,   // unless the program already fetched this tracer's summary after its last step

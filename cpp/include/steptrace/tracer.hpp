@@ -125,8 +125,9 @@ class STEPTRACE_API tracer {
   // Capture on trouble (capture.hpp): keeps the next `steps` steps (0: capture_steps) that begin
   // from now whole, writes them to capture_dir as a Chrome trace and says their diagnosis in a
   // block on stderr (also summary().captures, jsonl_path and the next live window). False when
-  // one is already armed, or the run has had capture_max. The `capture` option's triggers arm
-  // it the same way, weighed by the collector on each live window (the view turns on with them).
+  // one is already armed, or the run has had capture_max. More than 1000 steps (capture_steps'
+  // bound) throws std::invalid_argument. The `capture` option's triggers arm it the same way,
+  // weighed by the collector on each live window (the view turns on with them).
   bool capture(std::uint32_t steps = 0, std::string_view reason = "on demand: capture()");
   // For a binding that weighs the triggers itself (Python: torch.profiler, the job's store): the
   // collector never weighs them nor handles SIGUSR2; capture() still works.

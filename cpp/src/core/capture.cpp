@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -68,7 +69,7 @@ std::string safe_name(std::string name) {
 
 bool tracer_impl::arm_capture(std::string reason, std::uint32_t steps) {
   if (capture.armed) return false;
-  if (capture.done.size() >= cfg.capture_max) {
+  if (capture.done.size() + (capture.writing ? 1 : 0) >= cfg.capture_max) {  // one being written counts
     if (!capture.said_limit) {
       capture.said_limit = true;
       log(log_level::warn, "capture: " + reason + ", but this run has had its " + std::to_string(capture.done.size()) +
@@ -168,6 +169,7 @@ void tracer_impl::capture_tick(std::unique_lock<std::mutex>& lock, bool last) {
   const std::string folder = cfg.capture_dir.empty() ? "." : cfg.capture_dir;
   const std::string jsonl = cfg.jsonl_path;
   capture.armed = false;
+  capture.writing = true;
   for (auto& t : threads) t->builder.keep_spans(stats.timeline.enabled());
   if (reqs.requests) reqs.requests->keep_spans(stats.timeline.enabled());
   lock.unlock();  // the diagnosis, the trace and the files without the tracer lock
@@ -178,7 +180,8 @@ void tracer_impl::capture_tick(std::unique_lock<std::mutex>& lock, bool last) {
     record.advice = s.diag.advice.empty() ? "" : s.diag.advice.front();
     ::mkdir(folder.c_str(), 0777);  // one level, as the other path options; an error shows at the write
     record.path = folder + "/" + safe_name(program_invocation_short_name ? program_invocation_short_name : "run") +
-                  "-rank" + std::to_string(record.rank) + "-step" + std::to_string(record.first_step) + ".trace.json";
+                  "-rank" + std::to_string(record.rank) + "-step" + std::to_string(record.first_step) + "-pid" +
+                  std::to_string(::getpid()) + ".trace.json";  // unique to the process: runs may share a folder
     write_file(record.path, s.trace());
     record.cost_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     write_stderr(capture_block(record));
@@ -188,12 +191,15 @@ void tracer_impl::capture_tick(std::unique_lock<std::mutex>& lock, bool last) {
     }
   } catch (const std::exception& e) {
     log(log_level::error, "capture of steps " + std::to_string(record.first_step) + "-" +
-                              std::to_string(record.last_step) + " (" + record.reason + ") failed: " + e.what());
+                              std::to_string(record.last_step) + " (" + record.reason + ") failed: " +
+                              (record.path.empty() ? "" : "could not write " + record.path + ": ") + e.what());
     lock.lock();
+    capture.writing = false;
     if (capture.rule) capture.rule->cool();
     return;
   }
   lock.lock();
+  capture.writing = false;
   capture.done.push_back(std::move(record));
   if (capture.rule) capture.rule->cool();
 }
@@ -201,6 +207,10 @@ void tracer_impl::capture_tick(std::unique_lock<std::mutex>& lock, bool last) {
 }  // namespace detail
 
 bool tracer::capture(std::uint32_t steps, std::string_view reason) {
+  if (steps > max_capture_steps) {
+    throw std::invalid_argument("steptrace: capture takes 1 to " + std::to_string(max_capture_steps) +
+                                " steps (as the capture_steps option), not " + std::to_string(steps));
+  }
   if (impl_->forked.load()) return false;
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->arm_capture(std::string(reason), steps);

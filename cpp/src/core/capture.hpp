@@ -34,6 +34,7 @@ struct capture_state {  // under tracer_impl::mutex
   aggregate totals;      // and their figures, for the diagnosis of those steps alone
 
   std::vector<capture_record> done;
+  bool writing = false;  // a capture's files are being written (the lock let go): it counts toward capture_max
   std::size_t sent = 0;  // done[0, sent) went out in a live window
   bool said_limit = false;
 };

@@ -46,6 +46,8 @@ const char* bool_text(bool b) { return b ? "1" : "0"; }
 // `file=PATH` (a file touched there).
 // What each does is capture_rule's (core/capture_rule.cpp) and, for straggler and signal in Python,
 // steptrace/_capture.py's; here only which words are known.
+std::string shown(std::string_view v);  // below: a value as an error message shows it
+
 std::string parse_capture(std::string_view v) {
   std::size_t at = 0;
   while (at < v.size()) {
@@ -78,7 +80,7 @@ std::string parse_capture(std::string_view v) {
     if (!ok) {
       throw std::invalid_argument("expected triggers separated by commas: slow, slow=F (F > 1), label, straggler, "
                                   "phase=NAME>SHARE (a built-in phase, 0 < SHARE < 1), signal, file=PATH; not '" +
-                                  std::string(item) + "'");
+                                  shown(item) + "'");
     }
     at = comma + 1;
   }
@@ -216,13 +218,13 @@ const std::vector<option>& options() {
       {{"capture_steps", "STEPTRACE_CAPTURE_STEPS", false, "uint", "5",
         "the steps each capture records (1 to 1000)"},
        [](config& c, std::string_view v) {
-         c.capture_steps = parse_uint(v, 1000);
-         if (c.capture_steps == 0) throw std::invalid_argument("expected 1 to 1000");
+         c.capture_steps = parse_uint(v, max_capture_steps);
+         if (c.capture_steps == 0) throw std::invalid_argument("expected 1 to " + std::to_string(max_capture_steps));
        },
        [](const config& c) { return std::to_string(c.capture_steps); }},
       {{"capture_dir", "STEPTRACE_CAPTURE_DIR", false, "path", "steptrace-captures",
-        "where captures are written: `<run>-rank<r>-step<s>.pt.trace.json.gz` (torch.profiler's), "
-        "`<program>-rank<r>-step<s>.trace.json` (steptrace's)"},
+        "where captures are written: `<run>-rank<r>-step<s>-pid<p>.pt.trace.json.gz` (torch.profiler's), "
+        "`<program>-rank<r>-step<s>-pid<p>.trace.json` (steptrace's)"},
        [](config& c, std::string_view v) { c.capture_dir = parse_path(v); },
        [](const config& c) { return c.capture_dir; }},
       {{"capture_max", "STEPTRACE_CAPTURE_MAX", false, "uint", "3",

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "analysis/kernel_table.hpp"
+#include "base/utf8.hpp"
 #include "report/json/json_fields.hpp"
 #include "report/report.hpp"
 
@@ -116,7 +117,7 @@ std::string summary::kernels_table() const {
   const kernel_stats& k = *gpu->kernels;
   fmt::memory_buffer out;
   auto line = [&](const std::string& text) {
-    fmt::format_to(std::back_inserter(out), "{}\n", text);
+    fmt::format_to(std::back_inserter(out), "{}\n", detail::escaped_controls(text));  // as the table's lines
   };
   line(fmt::format("device time per step: {} ms of kernels, copies and memsets over {} steps; {} kernel names{}",
                    format_ms(k.ms_per_step), steps, k.names,

@@ -200,8 +200,11 @@ static const timeline_step* slowest_kept(const timeline_view& t) {
 
 std::string summary::table() const {
   fmt::memory_buffer out;
+  // Each line with its control characters escaped: a name from a trace (a kernel, an op, the GPU,
+  // a file) reaches no terminal as an escape sequence, and a newline in one forges no row.
   auto line = [&](auto&&... args) {
-    fmt::format_to(std::back_inserter(out), std::forward<decltype(args)>(args)...);
+    const std::string safe = detail::escaped_controls(fmt::format(std::forward<decltype(args)>(args)...));
+    out.append(safe.data(), safe.data() + safe.size());
     out.push_back('\n');
   };
   line("── steptrace summary ──────────────────────────────────────────────────────────");

@@ -19,13 +19,9 @@ runs (said once).
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 import weakref
@@ -34,12 +30,13 @@ from typing import Any, Dict, List, Optional, Set
 from .. import _core
 from .._profiler import annotate as _annotate
 from .._common import log as _log
+from .files import CaptureWriteError, own_folder, write_trace
+from .plans import COOL_DOWN, PLAN_KEY, StragglerPlans  # noqa: F401  (PLAN_KEY: the tests' name for it)
 
-COOL_DOWN = _core.CAPTURE_COOL_DOWN  # windows a trigger waits after a capture ends
-PLAN_KEY = "steptrace/capture/plan"  # rank 0's choice, in torch.distributed's store
+MAX_STEPS = 1000  # the most steps a capture takes: the capture_steps option's bound (core/config.cpp)
 
 
-class Capturer:
+class Capturer(StragglerPlans):
     """One tracer's captures: its triggers, the capture in flight, and those done."""
 
     def __init__(self, tracer: Any) -> None:
@@ -54,6 +51,9 @@ class Capturer:
         self._said_busy = False
         self._said_limit = False
         self._said_store = False
+        self._said_plan = False
+        self._said_folder = False
+        self._waited = 0  # windows a plan's capture has waited for its step
         self._planned = 0  # straggler plans made (rank 0)
         self._captured: Set[int] = set()  # rank 0: the ranks captured as the straggler in this stretch
         self._calm = 0  # rank 0: windows in a row with no straggler
@@ -66,19 +66,42 @@ class Capturer:
     def configure(self, spec: str) -> None:
         with self._lock:
             self._rule = _core.CaptureRule(spec) if spec else None
-        if self._has("signal") and threading.current_thread() is threading.main_thread():
-            before = signal.getsignal(signal.SIGUSR2)
-
-            def on_signal(signum: int, frame: Any) -> None:  # the program's own handler still runs
-                self.request("signal SIGUSR2")
-                if callable(before) and getattr(before, "_steptrace", False) is False:
-                    before(signum, frame)
-
-            on_signal._steptrace = True  # type: ignore[attr-defined]
-            signal.signal(signal.SIGUSR2, on_signal)
+        if self._has("signal"):
+            self._install_signal()
         if self._rule is not None and not self._listening:
             self._listening = True
             self._tracer.on_window(self.on_window)
+
+    def _install_signal(self) -> None:
+        """SIGUSR2 arms a capture. Python lets only the main thread install a handler: from any
+        other thread nothing is installed and that is said, so a `kill -USR2` is not taken for a
+        capture. Signals that come while one is handled, or while a capture is armed or running,
+        are coalesced: the handler never re-enters itself (a storm of signals once raised
+        RecursionError in the program)."""
+        if threading.current_thread() is not threading.main_thread():
+            _log.say("capture: the `signal` trigger is not installed: configure(capture=...) was called from a "
+                     "thread other than the main one, where Python cannot install a SIGUSR2 handler; call it "
+                     "from the main thread (or set STEPTRACE_CAPTURE before the program starts)")
+            return
+        before = signal.getsignal(signal.SIGUSR2)
+        if getattr(before, "_steptrace", False):
+            return  # installed already (configure called again)
+        busy = [False]
+
+        def on_signal(signum: int, frame: Any) -> None:  # the program's own handler still runs
+            if busy[0]:
+                return  # a signal inside the handler: coalesced with the one being handled
+            busy[0] = True
+            try:
+                if self._pending is None and self._running is None:
+                    self.request("signal SIGUSR2")
+                if callable(before) and getattr(before, "_steptrace", False) is False:
+                    before(signum, frame)
+            finally:
+                busy[0] = False
+
+        on_signal._steptrace = True  # type: ignore[attr-defined]
+        signal.signal(signal.SIGUSR2, on_signal)
 
     def on_window(self, window: Dict[str, Any]) -> None:
         """Weighs the triggers on one live window (steptrace's window thread)."""
@@ -99,51 +122,6 @@ class Capturer:
                     self._said_store = True
                     _log.say(f"capture: the straggler trigger cannot reach torch.distributed's store ({e!r})")
 
-    def _job_window(self, window: Dict[str, Any]) -> None:
-        """Rank 0 plans a capture when the live rank windows (``_live_ranks``: the STRAGGLER rule
-        on every rank's window) name a new straggler: it and the median rank, from the same step;
-        each rank named arms its capture for that step."""
-        from .._ranks import gather as _ranks
-
-        job = _ranks.notice(self._tracer._core)
-        if job is None or job.world_size < 2:
-            return
-        if job.rank == 0 and "straggler_rank" in window and self._planned < int(self._tracer.options()["capture_max"]):
-            slow = int(window["straggler_rank"])
-            lagging = slow >= 0
-            # Once per straggler a stretch: a rank is captured again only after COOL_DOWN windows in
-            # a row that were judged on every rank's row and named no straggler. The windows while
-            # a plan's capture runs, and the usual wait after it, neither plan nor count: a rank
-            # stalled by its own capture (torch.profiler takes seconds) is named meanwhile, or none.
-            self._plan_cool = max(0, self._plan_cool - 1)
-            if self._plan_cool == 0:
-                if lagging:
-                    self._calm = 0
-                elif not window.get("ranks_late") and not window.get("ranks_missing"):
-                    self._calm += 1
-                if self._calm >= COOL_DOWN:
-                    self._captured.clear()
-            new = lagging and slow not in self._captured and self._plan_cool == 0
-            if new:
-                self._captured.add(slow)
-                self._planned += 1
-                self._plan_cool = COOL_DOWN + 2
-                self._cool(COOL_DOWN + 2)  # the plan's own capture, then the usual wait
-                at = int(window.get("step", 0)) + max(10, 2 * int(window.get("steps") or 0))
-                median_rank = int(window["straggler_median_rank"])
-                plan = {"id": self._planned, "step": at, "ranks": [slow, median_rank],
-                        "reason": f"straggler: rank {slow}, `{window['straggler_phase']}` "
-                                  f"+{_core.format_ms(window['straggler_excess_ms'])} ms a step over the median "
-                                  f"rank {median_rank}"}
-                job.store.set(PLAN_KEY, json.dumps(plan))
-        if job.store.check([PLAN_KEY]):
-            plan = json.loads(job.store.get(PLAN_KEY))
-            if plan["id"] != self._plan_seen:
-                self._plan_seen = plan["id"]
-                if job.rank in plan["ranks"]:
-                    role = "the straggler" if job.rank == plan["ranks"][0] else "a median rank, for contrast"
-                    self.request(f"{plan['reason']}; rank {job.rank} is {role}", at=plan["step"])
-
     def _has(self, trigger: str) -> bool:
         return self._rule is not None and self._rule.has(trigger)
 
@@ -163,10 +141,18 @@ class Capturer:
                     _log.say(f"capture: {reason}, but this run has had its {len(self.done)} captures (capture_max)")
                 return False
             n = int(steps if steps is not None else self._tracer.options()["capture_steps"])
-            if n < 1:
-                raise ValueError(f"steptrace: capture(steps=...) takes a positive int, not {steps!r}")
+            if not 1 <= n <= MAX_STEPS:
+                raise ValueError(f"steptrace: capture(steps=...) takes 1 to {MAX_STEPS} steps (as the capture_steps "
+                                 f"option), not {steps!r}")
             if _torch_absent():  # a process without torch: the core's own capture, from now
                 return bool(self._tracer._core.capture(n, reason))
+            try:  # a folder that is not the user's is refused now, before torch.profiler runs for nothing
+                own_folder(self._tracer.options()["capture_dir"] or ".")
+            except CaptureWriteError as e:
+                if not self._said_folder:  # once: a trigger asks again every window
+                    self._said_folder = True
+                    _log.say(f"capture: {reason}, but {e}")
+                return False
             self._pending = {"reason": reason, "steps": n, "at": at}
             self._index = None
             _annotate.arm(self._at_step)
@@ -244,6 +230,9 @@ class Capturer:
             from .._traces.load import load
 
             summary = load(path).to_dict()
+        except CaptureWriteError as e:
+            _log.say(f"capture of steps {first}-{first + n - 1} ({reason}) failed: {e}")
+            return
         except Exception as e:
             _log.say(f"capture of steps {first}-{first + n - 1} ({reason}) failed: {e!r}")
             return
@@ -271,32 +260,7 @@ class Capturer:
         return fields(unsent)
 
     def _write(self, prof: Any, first: int) -> str:
-        folder = self._tracer.options()["capture_dir"] or "."
-        os.makedirs(folder, exist_ok=True)
-        script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else "run"
-        run = os.path.splitext(os.path.basename(script))[0]
-        if run == "__main__":  # python -m package: the package's name
-            run = os.path.basename(os.path.dirname(script))
-        run = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in run) or "run"
-        path = os.path.join(folder, f"{run}-rank{_rank()}-step{first}.pt.trace.json.gz")
-        # Temporary files made new (O_EXCL: nothing planted at a guessable name is followed), the
-        # gzip renamed into place whole.
-        fd_raw, raw = tempfile.mkstemp(dir=folder, suffix=".json.tmp")
-        fd_gz, packed = tempfile.mkstemp(dir=folder, suffix=".gz.tmp")
-        os.close(fd_raw)
-        try:
-            prof.export_chrome_trace(raw)
-            with open(raw, "rb") as src, os.fdopen(fd_gz, "wb") as out, gzip.GzipFile(fileobj=out, mode="wb") as dst:
-                fd_gz = -1  # the file object owns it now
-                shutil.copyfileobj(src, dst)
-            os.replace(packed, path)
-        finally:
-            if fd_gz >= 0:
-                os.close(fd_gz)
-            for leftover in (raw, packed):
-                if os.path.exists(leftover):
-                    os.remove(leftover)
-        return path
+        return write_trace(prof, self._tracer.options()["capture_dir"] or ".", _rank(), first)
 
 
 def block(c: Dict[str, Any]) -> str:
@@ -360,3 +324,22 @@ def finish_all() -> None:
             c._at_step("stop")
         except Exception:  # never turn a clean exit into a failing one
             pass
+
+
+def _forget_in_child() -> None:
+    """A forked child inherits no capture: the parent's armed or running one is the parent's to
+    finish (the child finishing it wrote under the parent's name a block of steps it never ran,
+    and its exit hung in torch.profiler's cleanup). The child's capturers start idle."""
+    ours = False
+    for c in list(_all):
+        ours = ours or c._running is not None
+        c._lock = threading.RLock()  # a lock some parent thread held at the fork stays held here
+        c._pending = c._running = c._index = None
+    if ours:
+        _annotate.stop()  # the session was the capture's: the child's scopes stop annotating
+        _core.exit_skips_destructors()  # torch.profiler's own cleanup would hang the child's exit()
+    _annotate.disarm()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)

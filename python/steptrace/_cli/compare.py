@@ -355,8 +355,8 @@ def compare(a_runs: Any, b_runs: Any, max_regression_pct: Optional[float]) -> Co
 def render(c: Comparison, name_a: str, name_b: str) -> str:
     width = max(len(r[1]) for r in c.rows + [("", name_a, "", "")]) + 2
     lines = [f"{'':<16}{name_a:>{width}}  {name_b:>{width}}  change"]
-    for what, va, vb, ch in c.rows:
-        lines.append(f"{what:<16}{va:>{width}}  {vb:>{width}}  {ch}")
+    for what, va, vb, ch in c.rows:  # a phase's name as a file spelled it: shown escaped, as every name
+        lines.append(f"{_core.printable_text(what):<16}{va:>{width}}  {vb:>{width}}  {ch}")
     lines.append("")
     lines.append(c.verdict)
     if c.moved:
@@ -368,7 +368,7 @@ def render(c: Comparison, name_a: str, name_b: str) -> str:
             change = ("new" if m.a_ms is None else "gone" if m.b_ms is None
                       else f"{'+' if b_ms >= a_ms else '-'}{_ms(abs(b_ms - a_ms))} ({_pct(a_ms, b_ms)})")
             note = "" if m.beyond else "  within the noise"
-            name = short_name(m.name) if m.what == "kernel" else m.name
+            name = _core.printable_text(short_name(m.name) if m.what == "kernel" else m.name)  # no newline forges a row
             lines.append(f"  {m.what:<7}{_ms(a_ms):>12} -> {_ms(b_ms):<12}{change:<24}{name}{note}")
     if c.realised:
         lines.append("")

@@ -94,12 +94,19 @@ def _output(args: argparse.Namespace, suffix: str) -> str:
     return out
 
 
+def _terminal(text: str) -> str:
+    """Text for the terminal, a line at a time with its control characters escaped: names read
+    from a file (kernels, ops, the GPU, file names) never drive the terminal (retitle it, clear it,
+    hide text) nor forge a row. The core's table already does this; compare's text is made here."""
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
 def _show(args: argparse.Namespace) -> int:
     s = _load(args.paths, args.step)
     if args.kernels and not args.json:
-        sys.stdout.write(s.kernels_table())
+        sys.stdout.write(_terminal(s.kernels_table()))
         return 0
-    sys.stdout.write(json.dumps(s.to_dict(), indent=2) + "\n" if args.json else str(s))
+    sys.stdout.write(json.dumps(s.to_dict(), indent=2) + "\n" if args.json else _terminal(str(s)))
     return 0
 
 
@@ -137,7 +144,7 @@ def _compare_runs(args: argparse.Namespace) -> int:
     if args.max_regression is not None and not 0 <= args.max_regression < float("inf"):  # nan fails too
         raise _Unusable(f"--max-regression must be a percentage of 0 or more, not {args.max_regression:g}")
     c = _compare.compare([s.to_dict() for s in a], [s.to_dict() for s in b], args.max_regression)
-    sys.stdout.write(_compare.render(c, _side_name(base, new), _side_name(new, base)))
+    sys.stdout.write(_terminal(_compare.render(c, _side_name(base, new), _side_name(new, base))))
     return 1 if c.regressed else 0
 
 

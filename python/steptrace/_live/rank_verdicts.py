@@ -39,6 +39,7 @@ class LiveRanks:
         self.stale: Dict[int, int] = {}  # rank 0: windows in a row without that slot's row
         self.made = [False, False]  # rank 0: every rank's key of each parity exists
         self.said = False
+        self.refused: set = set()  # rank 0: the ranks whose row was refused (said once each)
 
     def window(self, core: Any, summary: Any, window: Dict[str, Any], slot: int) -> None:
         """Called on the window thread with each live window (``summary``: the core's; ``slot``:
@@ -78,12 +79,12 @@ class LiveRanks:
             slot_text, _, row = value.decode("utf-8", "replace").partition(" ")
             if slot_text.lstrip("-").isdigit() and int(slot_text) == judged:
                 self.stale[r] = 0
-                if row:
+                if row and self._own_rank(r, row):
                     rows.append(row)
                 continue
             self.stale[r] = self.stale.get(r, 0) + 1
             (missing if self.stale[r] >= MISSING_WINDOWS else late).append(r)
-        straggler = _core.window_straggler(rows) if len(rows) >= 2 else None
+        straggler = self._straggler(rows) if len(rows) >= 2 else None
         count = core.note_rank_window(straggler, late, missing)
         window["straggler_rank"] = straggler["rank"] if straggler else -1
         window["ranks_late"], window["ranks_missing"] = len(late), len(missing)
@@ -99,6 +100,38 @@ class LiveRanks:
         if int(options["live"]) > 0:
             sys.stderr.write(line(window.get("at_s") or 0.0, len(rows), job.world_size, straggler, count, late, missing))
             sys.stderr.flush()
+
+
+    def _own_rank(self, rank: int, row: str) -> bool:
+        """A row is believed only about the rank whose key it came from: one that claims another
+        rank (rank 2 writing rank 1's row would make the healthy rank 1 the straggler) is refused,
+        said once for that rank."""
+        words = row.split(" ", 2)
+        claimed = words[1] if len(words) > 1 else ""
+        if claimed.isdigit() and int(claimed) == rank:
+            return True
+        self._refuse(rank, f"it claims to be rank {_log.printable(claimed[:20]) or '(none)'}")
+        return False
+
+    def _straggler(self, rows: List[str]) -> Optional[Dict[str, Any]]:
+        """The rule on the rows; a row the core cannot read is refused (its rank named, once) and
+        the verdict taken on the others, so one bad row stops no later verdict."""
+        try:
+            return _core.window_straggler(rows)
+        except ValueError:
+            good = []
+            for row in rows:
+                try:
+                    _core.window_straggler([row])
+                    good.append(row)
+                except ValueError as e:  # its rank was checked against its key (_own_rank)
+                    self._refuse(int(row.split(" ", 2)[1]), str(e))
+            return _core.window_straggler(good) if len(good) >= 2 else None
+
+    def _refuse(self, rank: int, why: str) -> None:
+        if rank not in self.refused:
+            self.refused.add(rank)
+            _log.say(f"live rank windows: rank {rank}'s row refused ({why}); its windows are judged without it")
 
 
 def line(at_s: float, rows: int, world: int, straggler: Optional[Dict[str, Any]], count: Dict[str, Any],

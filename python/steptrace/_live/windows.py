@@ -109,6 +109,10 @@ class Listeners:
                 return
         self.add(fn)
 
+    def holds(self, fn: Callable[[Dict[str, Any]], Any]) -> bool:
+        with self._lock:
+            return fn in self._calls
+
     def remove(self, fn: Callable[[Dict[str, Any]], Any]) -> None:
         with self._lock:
             if fn in self._calls:

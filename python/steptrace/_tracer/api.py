@@ -47,6 +47,15 @@ def _in_event_loop() -> bool:
     return aio is not None and aio._get_running_loop() is not None
 
 
+def _start_rank_windows(core: Any) -> None:
+    """Under a job of 2 ranks or more with the live view on, rank 0's live rank verdicts need every
+    window to reach the window thread (``keep_running``). Started by whatever tells steptrace of
+    the job first: a steps() loop, configure(), a DDP model; a ``with step()`` loop itself runs
+    no Python of steptrace's, and the exit says when none of them came (``rank_windows_unstarted``)."""
+    if _live_ranks.wanted(core):  # it notices the rank
+        _windows.listeners(core).add_once(_live_ranks.keep_running)
+
+
 def _stream_handle(stream: Any) -> int:
     """The integer handle of a CUDA stream (0 is the default stream); None: torch's current one."""
     if stream is None:
@@ -182,8 +191,7 @@ class Tracer:
         exception propagates unchanged and that step counts as failed. Whatever happens, nothing
         stays open on the thread. ``stream``: as for ``step``."""
         handle = None if stream is None else _stream_handle(stream)
-        if _live_ranks.wanted(self._core):  # under a job with the live view: the rank windows (it notices the rank)
-            _windows.listeners(self._core).add_once(_live_ranks.keep_running)
+        _start_rank_windows(self._core)
         feeds = getattr(iterable, "_steptrace_feeds_steps", None)
         if feeds is not None:
             feeds()  # this loader's settings are the ones the advice describes
@@ -257,6 +265,7 @@ class Tracer:
         self._core.configure({key: _option_text(key, value) for key, value in options.items()})
         if "capture" in options:
             _capture.of(self).configure(self.options()["capture"])
+        _start_rank_windows(self._core)  # the live view turned on under a job: any loop gets the verdicts
 
     def capture(self, steps: Optional[int] = None) -> bool:
         """Captures the next ``steps`` steps (``capture_steps``, 5) with torch.profiler (without
@@ -264,8 +273,10 @@ class Tracer:
         next step's start: the trace goes to ``capture_dir``, and steptrace reads it back and says
         its diagnosis in one block (also in ``summary().to_dict()["captures"]``). False when a
         capture is already armed or running, or the run has had ``capture_max``."""
-        if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool) or steps < 1):
-            raise ValueError(f"steptrace: capture(steps=...) takes a positive int, not {steps!r}")
+        if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool)
+                                  or not 1 <= steps <= _capture.MAX_STEPS):
+            raise ValueError(f"steptrace: capture(steps=...) takes 1 to {_capture.MAX_STEPS} steps (as the "
+                             f"capture_steps option), not {steps!r}")
         return _capture.of(self).request("on demand: capture()", steps)
 
     def options(self) -> Dict[str, Any]:
@@ -327,5 +338,5 @@ if os.environ.get("STEPTRACE_CAPTURE"):  # the core read it; the triggers are Py
 
 _core.set_gpu_library_dirs(_paths.cupti_dirs())
 _profiler.install()  # hand CUPTI to torch.profiler sessions, whenever torch is imported
-_collective.on_model = _ranks.notice  # a DDP model made: this process's rank is known
+_collective.on_model = _start_rank_windows  # a DDP model made: the rank is known, live verdicts start
 _collective.install()  # time DDP's all-reduce wait, whenever torch imports DDP

@@ -13,6 +13,8 @@ from . import api as _api
 from .._capture import capturer as _capture
 from .._common import log as _log
 from .._ranks import gather as _ranks
+from .._live import rank_verdicts as _live_ranks
+from .._live import windows as _windows
 from .allocator import note_allocator
 
 
@@ -97,6 +99,16 @@ def _in_a_worker_process() -> bool:
         return False
 
 
+def _rank_windows_unstarted(core: Any) -> None:
+    """Under a job with the live view on, live rank verdicts start with a steps() loop, configure()
+    or a DDP model made after torch.distributed's start; a run whose loop was `with step()` and
+    that met none of them had none, which is said rather than left silent."""
+    if _live_ranks.wanted(core) and not _windows.listeners(core).holds(_live_ranks.keep_running):
+        _log.say("no live rank verdicts this run: they start with a `steptrace.steps()` loop, a DDP model, or "
+                 "steptrace.configure(...) called after torch.distributed's init_process_group; a `with "
+                 "steptrace.step():` loop alone starts none (call configure(live=...) after the init)")
+
+
 def _report_at_exit() -> None:
     if _in_a_worker_process() and _api._default.options()["print_at_exit"] != "always":
         try:  # no table, and no json_path/trace_path/html_path written over the parent's
@@ -112,6 +124,7 @@ def _report_at_exit() -> None:
             core = _core.default_tracer()
             note_allocator(core)
             _ranks.notice(core)  # the summary at exit carries the rank even where nothing noticed it before
+            _rank_windows_unstarted(core)
             text = core.exit_report(held.guard(_seen_when_shown(_with_html(_ranks.gather_at_exit(_api._default._gather)))))
             if text:
                 sys.stderr.write(text)

@@ -28,9 +28,18 @@ void check_figures(const summary& s) {
   check_order(s.step_ms, "step_ms");
   if (s.step_device_ms) check_order(*s.step_device_ms, "step_device_ms");
   double shares = 0;
+  // A phase's time a step fits inside the step it belongs to: no phase's mean or max (with the
+  // phases inside it) is longer than the longest step (steps of 0 ms beside 3 ms of phases made
+  // `compare` call a run 100% faster).
+  const double longest = std::max({s.step_ms.max, s.step_ms.p99, s.step_ms.mean});
   for (const phase_stats& p : s.phases) {
     if (p.share > 1.000001) throw std::invalid_argument("phase \"" + p.name + "\" has a share above 1");
     check_order(p.ms, "phase \"" + p.name + "\"");
+    const double phase_longest = std::max({p.ms.mean, p.ms.max, p.inclusive_ms.mean, p.inclusive_ms.max});
+    if (s.steps > 0 && !at_most(phase_longest, longest)) {
+      throw std::invalid_argument(fmt::format("phase \"{}\" takes {:.4g} ms a step, more than the longest step ({:.4g} ms): "
+                                              "a phase fits inside its step", p.name, phase_longest, longest));
+    }
     shares += p.share;
   }
   // A run's phases (with `other`) share out its step time: their shares sum to 1 (to rounding),

@@ -1,0 +1,139 @@
+"""Names and rows that lie, tried as an attacker would: names from a trace (kernels, ops, the
+GPU, the file's own name) cannot drive a terminal nor forge a table row in `show`, `show
+--kernels` or `compare`; a summary whose phases do not fit inside its steps is refused by name;
+a live rank row is believed only about the rank whose key it came from, and one row the core
+cannot read is refused by its rank while the verdicts go on."""
+
+import gzip
+import json
+import os
+
+import pytest
+
+import steptrace
+from steptrace import _core
+from steptrace._live import rank_verdicts
+
+from conftest import cli
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRACE = os.path.join(HERE, "..", "data", "profiler_traces", "hta_alexnet_benchmark.json.gz")
+ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x1b[8m"  # retitle, clear, hide what follows
+
+
+def hostile_trace(path, slow_kernel=1.0):
+    """The real AlexNet trace with the GPU's, a kernel's and an op's names carrying escape
+    sequences and a newline that would start a forged row; `slow_kernel` scales that kernel."""
+    d = json.load(gzip.open(TRACE))
+    d["deviceProperties"][0]["name"] = "A100" + ESCAPES
+    kernels = [e for e in d["traceEvents"] if e.get("cat") == "kernel"]
+    heavy = max({e["name"] for e in kernels}, key=lambda n: sum(e["dur"] for e in kernels if e["name"] == n))
+    for e in d["traceEvents"]:
+        if e.get("name") == heavy:
+            e["name"] = "evil" + ESCAPES + "\nFORGED ROW  99%  evil"
+            if e.get("cat") == "kernel":
+                e["dur"] = e["dur"] * slow_kernel
+        elif e.get("cat") == "cpu_op" and e.get("name") == "aten::conv2d":
+            e["name"] = "aten::conv2d" + ESCAPES
+    with gzip.open(path, "wt") as f:
+        json.dump(d, f)
+    return path
+
+
+def assert_inert(proc):
+    shown = proc.stdout + proc.stderr
+    assert proc.returncode in (0, 1), shown
+    assert "\x1b" not in shown and "\x07" not in shown, repr(shown[:2000])
+    assert not any(line.lstrip().startswith("FORGED ROW") for line in shown.splitlines()), shown
+
+
+def test_names_from_a_trace_reach_no_terminal_raw_in_show_kernels_and_compare(tmp_path):
+    base = hostile_trace(tmp_path / ("base" + ESCAPES + ".json.gz"))
+    new = hostile_trace(tmp_path / "new.json.gz", slow_kernel=3.0)
+    shown = cli("show", base)
+    assert_inert(shown)
+    assert "A100\\x1B]0;pwned\\x07" in shown.stdout, shown.stdout  # shown, escaped, not dropped
+    assert_inert(cli("show", "--kernels", base))
+    compared = cli("compare", base, new)
+    assert_inert(compared)
+    assert "evil\\x1B" in compared.stdout or "evil" not in compared.stdout, compared.stdout
+
+
+def test_a_summary_whose_phases_do_not_fit_its_steps_is_refused_by_name(tmp_path, tracer):
+    for _ in range(3):
+        with tracer.step():
+            with tracer.phase("decode"):
+                pass
+    d = tracer.summary().to_dict()
+    for key in ("mean", "p50", "p95", "p99", "max"):
+        d["step_ms"][key] = 0.0  # steps of 0 ms beside the phases' time
+    decode = d["phases"]["decode"]
+    for key in ("mean", "p50", "p95", "p99", "max"):
+        decode[key + "_ms"] = 3.0
+    path = tmp_path / "lying.json"
+    path.write_text(json.dumps(d))
+    with pytest.raises(ValueError, match='phase "decode" takes 3 ms a step, more than the longest step'):
+        steptrace.load(path)
+    proc = cli("compare", path, path)
+    assert proc.returncode == 2 and "more than the longest step" in proc.stderr, proc.stderr
+
+
+# --- live rank rows --------------------------------------------------------------------------
+
+class Store:
+    def __init__(self):
+        self.data = {}
+
+    def set(self, key, value):
+        self.data[key] = value.encode() if isinstance(value, str) else value
+
+    def compare_set(self, key, expected, value):
+        self.data.setdefault(key, value.encode())
+
+    def multi_get(self, keys):
+        return [self.data.get(k, b"x ") for k in keys]
+
+
+def row(rank, world, input_ms):
+    """A live row as live_row writes it: rank, world, steps, step mean/p50/p95, then input, h2d,
+    compute, wait, other, GPU wait (ms a step). Every rank's step is 50 ms: a rank slow in its
+    input waits the less at the collective, as a straggler does."""
+    wait = 50 - 8 - input_ms
+    return f"r2 {rank} {world} 100 50 50 50 {input_ms} 0 8 {wait} 0 0"
+
+
+def judge(monkeypatch, rows_by_key, world):
+    """Rank 0 judges one slot whose rows came under each rank's key as given."""
+    from steptrace._ranks import gather as _ranks
+
+    store = Store()
+    job = type("Job", (), {"rank": 0, "world_size": world, "store": store})()
+    monkeypatch.setattr(_ranks, "notice", lambda core: job)
+    core = steptrace.Tracer(warmup_steps=0, print_at_exit="never")._core
+    live = rank_verdicts.LiveRanks()
+    live.window(core, None, {}, 10)  # rank 0's own window of slot 10 (no steps: no row of its own)
+    for rank, text in rows_by_key.items():
+        store.set(rank_verdicts.key(rank, 10), f"10 {text}")
+    window = {}
+    live.window(core, None, window, 11)  # judges slot 10
+    return window
+
+
+def test_a_row_that_claims_another_rank_is_refused_and_the_healthy_rank_is_not_blamed(monkeypatch, capfd):
+    world = 5
+    rows = {1: row(1, world, 1.0), 2: row(2, world, 1.0), 3: row(3, world, 1.0),
+            4: row(1, world, 40.0)}  # rank 4 writes a slow row claiming to be rank 1
+    window = judge(monkeypatch, rows, world)
+    err = capfd.readouterr().err
+    assert window.get("straggler_rank") != 1, window
+    assert "rank 4's row refused (it claims to be rank 1)" in err, err
+
+
+def test_one_row_the_core_cannot_read_is_refused_by_rank_and_the_verdict_goes_on(monkeypatch, capfd):
+    world = 5
+    rows = {1: row(1, world, 1.0), 2: "r2 2 5 garbage", 3: row(3, world, 1.0), 4: row(4, world, 40.0)}
+    window = judge(monkeypatch, rows, world)
+    err = capfd.readouterr().err
+    assert window.get("straggler_rank") == 4, (window, err)  # the slow rank is still named
+    assert "rank 2's row refused" in err and "cannot be reached" not in err, err
+    assert _core.window_straggler([row(1, world, 1.0), row(3, world, 1.0), row(4, world, 40.0)])["rank"] == 4
