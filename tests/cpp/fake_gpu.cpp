@@ -1,4 +1,5 @@
 // The fake libcuda and libcupti of fake_gpu.hpp: plain functions over one global state.
+// Over 400 lines on purpose: every fake entry of the driver tables in one place, beside the one state they share.
 #include "fake_gpu.hpp"
 
 #include <algorithm>

@@ -15,6 +15,9 @@ void complete(summary& s);
 std::string summary_json_line(const summary& s);
 // The table's section on a profiler run's cycles, a line at a time (cycles.cpp).
 void cycle_lines(const std::vector<cycle_row>& cycles, const std::function<void(std::string)>& line);
+// The table's ranks section (rank_table.cpp): rank 0's row per rank, and the live windows' stragglers.
+void rank_lines(const ranks_view& v, const std::function<void(std::string)>& line);
+void live_rank_lines(const live_ranks_view& v, const std::function<void(std::string)>& line);
 // The table's device block lines on kernels, ops and kinds (kernels.cpp).
 void kernel_lines(const kernel_stats& k, const std::function<void(std::string)>& line);
 // Live rank windows (ranks.cpp): "rank 17 slowest in 41 of 48 windows (input): chronic", "rank 3
