@@ -6,6 +6,8 @@ import os
 
 from steptrace._capture import capturer as _capture
 
+from fake_store import Store
+
 
 def test_the_cool_down_holds(tmp_path):
     """Synthetic windows (no clock): after a capture, a trigger waits COOL_DOWN windows."""
@@ -17,7 +19,8 @@ def test_the_cool_down_holds(tmp_path):
             pass
 
     flag = tmp_path / "flag"
-    c = _capture.Capturer(FakeTracer())
+    fake = FakeTracer()  # held here: a capturer holds its tracer weakly
+    c = _capture.Capturer(fake)
     c.configure(f"file={flag}")
     asked = []
 
@@ -45,19 +48,6 @@ def test_a_straggler_is_planned_once_a_stretch_and_not_for_a_rank_stalled_by_its
     the median rank's torch.profiler capture took seconds and rank 2 was captured twice.)"""
     from steptrace._ranks import gather as _ranks
 
-    class Store:
-        def __init__(self):
-            self.data = {}
-
-        def set(self, key, value):
-            self.data[key] = value
-
-        def check(self, keys):
-            return all(k in self.data for k in keys)
-
-        def get(self, key):
-            return self.data[key].encode()
-
     class FakeTracer:
         _core = None
 
@@ -67,7 +57,8 @@ def test_a_straggler_is_planned_once_a_stretch_and_not_for_a_rank_stalled_by_its
     store = Store()
     job = type("Job", (), {"rank": 0, "world_size": 3, "store": store})()
     monkeypatch.setattr(_ranks, "notice", lambda core: job)
-    c = _capture.Capturer(FakeTracer())
+    fake = FakeTracer()  # held here: a capturer holds its tracer weakly
+    c = _capture.Capturer(fake)
     c.request = lambda reason, steps=None, at=None: True
     calm = [-1] * _capture.COOL_DOWN
     # rank 2 named; during its plan's capture rank 0, then none (no calm: the capture's windows),

@@ -14,6 +14,8 @@ import pytest
 
 import steptrace
 
+from fake_store import Store
+
 NOBODY = 65534
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
 
@@ -184,21 +186,21 @@ def test_a_capture_that_cannot_be_written_names_its_path_and_why_and_leaves_noth
     assert files_in(caps) == []  # nothing partial, nothing temporary
 
 
+def test_a_dropped_tracer_with_capture_set_is_freed(run_python):
+    proc = run_python("""
+        import gc, time, weakref, steptrace
+        t = steptrace.Tracer(warmup_steps=0, print_at_exit="never", capture="slow,signal", live=1)
+        for i in t.steps(range(20)):
+            time.sleep(0.001)
+        gone = weakref.ref(t)
+        del t
+        gc.collect()
+        print("freed" if gone() is None else "alive")
+        """)
+    assert proc.stdout.split()[-1] == "freed", proc.stdout + proc.stderr
+
+
 # --- 6. the store's plan -----------------------------------------------------------------------
-
-class Store:
-    def __init__(self):
-        self.data = {}
-
-    def set(self, key, value):
-        self.data[key] = value
-
-    def check(self, keys):
-        return all(k in self.data for k in keys)
-
-    def get(self, key):
-        return self.data[key].encode()
-
 
 def _rank1_capturer(monkeypatch, store, folder="."):
     from steptrace._capture import capturer as _capture
@@ -212,7 +214,10 @@ def _rank1_capturer(monkeypatch, store, folder="."):
 
     job = type("Job", (), {"rank": 1, "world_size": 3, "store": store})()
     monkeypatch.setattr(_ranks, "notice", lambda core: job)
-    return _capture, _capture.Capturer(FakeTracer())
+    fake = FakeTracer()
+    c = _capture.Capturer(fake)
+    c.fake = fake  # the test's own hold on it: a capturer holds its tracer weakly
+    return _capture, c
 
 
 def test_a_plan_that_is_not_one_is_ignored_by_name_and_the_next_one_is_taken(monkeypatch, capfd):

@@ -15,6 +15,7 @@ from steptrace import _core
 from steptrace._live import rank_verdicts
 
 from conftest import cli
+from fake_store import Store
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRACE = os.path.join(HERE, "..", "data", "profiler_traces", "hta_alexnet_benchmark.json.gz")
@@ -59,12 +60,17 @@ def test_names_from_a_trace_reach_no_terminal_raw_in_show_kernels_and_compare(tm
     assert "evil\\x1B" in compared.stdout or "evil" not in compared.stdout, compared.stdout
 
 
-def test_a_summary_whose_phases_do_not_fit_its_steps_is_refused_by_name(tmp_path, tracer):
+def three_steps(tracer):
+    """Three steps of `tracer`, each with a phase `decode`; the summary as a dict."""
     for _ in range(3):
         with tracer.step():
             with tracer.phase("decode"):
                 pass
-    d = tracer.summary().to_dict()
+    return tracer.summary().to_dict()
+
+
+def test_a_summary_whose_phases_do_not_fit_its_steps_is_refused_by_name(tmp_path, tracer):
+    d = three_steps(tracer)
     for key in ("mean", "p50", "p95", "p99", "max"):
         d["step_ms"][key] = 0.0  # steps of 0 ms beside the phases' time
     decode = d["phases"]["decode"]
@@ -79,20 +85,6 @@ def test_a_summary_whose_phases_do_not_fit_its_steps_is_refused_by_name(tmp_path
 
 
 # --- live rank rows --------------------------------------------------------------------------
-
-class Store:
-    def __init__(self):
-        self.data = {}
-
-    def set(self, key, value):
-        self.data[key] = value.encode() if isinstance(value, str) else value
-
-    def compare_set(self, key, expected, value):
-        self.data.setdefault(key, value.encode())
-
-    def multi_get(self, keys):
-        return [self.data.get(k, b"x ") for k in keys]
-
 
 def row(rank, world, input_ms):
     """A live row as live_row writes it: rank, world, steps, step mean/p50/p95, then input, h2d,
@@ -137,3 +129,44 @@ def test_one_row_the_core_cannot_read_is_refused_by_rank_and_the_verdict_goes_on
     assert window.get("straggler_rank") == 4, (window, err)  # the slow rank is still named
     assert "rank 2's row refused" in err and "cannot be reached" not in err, err
     assert _core.window_straggler([row(1, world, 1.0), row(3, world, 1.0), row(4, world, 40.0)])["rank"] == 4
+
+
+# --- steps that outlast their trace, figures wider than their columns ----------------------------
+
+def _trace(tmp_path, name, steps_us, session_us=None):
+    events = []
+    at = 0
+    for i, dur in enumerate(steps_us):
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1,
+                       "ts": at, "dur": dur})
+        events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": at + 10, "dur": 500})
+        at += min(dur, 1000) + 10
+    if session_us is not None:  # Kineto's record of the profiler's session
+        events.append({"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": "PyTorch Profiler",
+                       "ts": 0, "dur": session_us})
+    path = tmp_path / name
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return path
+
+
+def test_a_step_longer_than_its_trace_is_refused_by_name(tmp_path):
+    years = _trace(tmp_path, "years.json", [900, 900, 31 * 365 * 24 * 3600 * 10**6, 900])  # 31 years
+    proc = cli("show", years)
+    assert proc.returncode == 2 and "step 2 lasts" in proc.stderr and "longer than" in proc.stderr, proc.stderr
+    session = _trace(tmp_path, "session.json", [900, 900, 20_000, 900], session_us=5_000)
+    proc = cli("show", session)
+    assert proc.returncode == 2 and "longer than the profiler's session" in proc.stderr, proc.stderr
+    fine = _trace(tmp_path, "fine.json", [900, 900, 900, 900], session_us=5_000)  # every step within its session
+    assert cli("show", fine).returncode == 0
+
+
+def test_a_figure_wider_than_its_column_keeps_a_space(tmp_path, tracer):
+    d = three_steps(tracer)
+    big = 123456789012.0
+    d["step_ms"].update(mean=big, p50=big, p95=big, p99=big, max=big, total=3 * big)
+    d["phases"]["decode"].update(mean_ms=big, p50_ms=big, p95_ms=big, p99_ms=big, max_ms=big, total_ms=3 * big)
+    path = tmp_path / "wide.json"
+    path.write_text(json.dumps(d))
+    proc = cli("show", path)
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("decode"))
+    assert row.split()[1:7] == ["3"] + [steptrace._core.format_ms(big)] * 5, row

@@ -1,5 +1,7 @@
 #include "profiler/trace_steps.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <stdexcept>
@@ -241,7 +243,42 @@ void drop_stubs(const trace_events& t, step_choice& out) {
 
 }  // namespace
 
+static step_choice choose_steps_unchecked(const trace_events& t, const std::string& file, const std::string& step_name);
+
+// No step outlasts the trace: the profiler's session when the trace records it, else the span of
+// its other events and an hour (a last step only the profiler's stop closed may run long after
+// them). A step past that (a 31-year ProfilerStep) is no step's time: the file is refused by name.
+static void check_step_spans(const trace_events& t, const std::string& file, const step_choice& out) {
+  std::uint64_t begin = t.session_begin, end = t.session_end, slack = 1'000'000;  // 1 ms of rounding
+  if (end == 0) {
+    begin = UINT64_MAX;
+    for (const trace_event& e : t.events) {
+      if (is_profiler_step(t.names[e.name]) || t.names[e.name] == own_step_name) continue;
+      begin = std::min(begin, e.ts);
+      end = std::max(end, e.ts + e.dur);
+    }
+    slack = 3'600'000'000'000ULL;
+    if (end == 0) return;
+  }
+  const std::uint64_t span = end - begin;
+  for (std::size_t i = 0; i < out.steps.size(); ++i) {
+    const std::uint64_t length = out.steps[i].end - out.steps[i].begin;
+    if (length > span + slack) {
+      throw std::invalid_argument(fmt::format(
+          "{}: step {} lasts {:.6g} s, longer than {} ({:.6g} s): not a step's time", file, i, length / 1e9,
+          t.session_end ? "the profiler's session the trace records" : "the trace's other events and an hour",
+          span / 1e9));
+    }
+  }
+}
+
 step_choice choose_steps(const trace_events& t, const std::string& file, const std::string& step_name) {
+  step_choice out = choose_steps_unchecked(t, file, step_name);
+  check_step_spans(t, file, out);
+  return out;
+}
+
+static step_choice choose_steps_unchecked(const trace_events& t, const std::string& file, const std::string& step_name) {
   step_choice out;
   const auto name_is = [&t](const trace_event& e, std::string_view n) { return t.names[e.name] == n; };
   if (!step_name.empty()) {  // the user's explicit choice comes before any the trace suggests

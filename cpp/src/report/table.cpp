@@ -173,7 +173,8 @@ std::string summary::table() const {
       total += p->share;
       const std::string calls = p->name == "other" ? "-" : std::to_string(p->calls);
       const std::string name = cut_columns(std::string(2 * depth, ' ') + p->name, width - 2);
-      line("{}{:>9}{:>10}{:>10}{:>10}{:>10}{:>10}{:>7.1f}%  {}", name + std::string(width - text_width(name), ' '), calls,
+      // ` {:>9}`: a figure wider than its column (12 digits) still keeps a space before it
+      line("{}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9}{:>7.1f}%  {}", name + std::string(width - text_width(name), ' '), calls,
            ms(p->ms.mean), ms(p->ms.p50), ms(p->ms.p95), ms(p->ms.p99), ms(p->ms.max), 100 * p->share, bar(p->share));
       if (p->inclusive_ms.total > p->ms.total) parents.push_back(p);
     }

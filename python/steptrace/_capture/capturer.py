@@ -40,7 +40,10 @@ class Capturer(StragglerPlans):
     """One tracer's captures: its triggers, the capture in flight, and those done."""
 
     def __init__(self, tracer: Any) -> None:
-        self._tracer = tracer
+        # Weakly: the listener, the signal handler and the step hook hold this capturer from
+        # threads and process-wide tables; a tracer the program drops is freed all the same (a
+        # dropped tracer with `capture` set lived on, its collector printing "0 steps").
+        self._tracer_ref = weakref.ref(tracer)
         self._lock = threading.RLock()  # RLock: a SIGUSR2 handler runs on the thread it interrupts
         self._rule: Optional[Any] = None  # _core.CaptureRule of the `capture` option
         self.done: List[Dict[str, Any]] = []
@@ -61,6 +64,13 @@ class Capturer(StragglerPlans):
         self._plan_seen = 0  # the last plan this rank read
         self._index: Optional[int] = None  # the index of the step beginning, while a capture waits for one
 
+    @property
+    def _tracer(self) -> Any:
+        tracer = self._tracer_ref()
+        if tracer is None:
+            raise ReferenceError("steptrace: this capture's tracer was dropped")
+        return tracer
+
     # -- triggers --------------------------------------------------------------------------
 
     def configure(self, spec: str) -> None:
@@ -70,7 +80,7 @@ class Capturer(StragglerPlans):
             self._install_signal()
         if self._rule is not None and not self._listening:
             self._listening = True
-            self._tracer.on_window(self.on_window)
+            self._tracer.on_window(_weakly(self))
 
     def _install_signal(self) -> None:
         """SIGUSR2 arms a capture. Python lets only the main thread install a handler: from any
@@ -309,10 +319,23 @@ def of(tracer: Any) -> Capturer:
     return c
 
 
+def _weakly(c: Capturer) -> Any:
+    """The capturer's window listener, holding it weakly (the listeners hold what they are given)."""
+    ref = weakref.ref(c)
+
+    def on_window(window: Dict[str, Any]) -> None:
+        found = ref()
+        if found is not None and found._tracer_ref() is not None:
+            found.on_window(window)
+
+    return on_window
+
+
 def window_fields(core: Any) -> Dict[str, Any]:
     """The capture fields for a live window of the tracer whose core is ``core``."""
     for c in list(_all):
-        if c._tracer._core is core:
+        tracer = c._tracer_ref()
+        if tracer is not None and tracer._core is core:
             return c.window_fields()
     return {}
 
