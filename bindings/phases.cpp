@@ -309,7 +309,10 @@ PyObject* phases_remember(PyObject* obj, PyObject* const* args, Py_ssize_t nargs
 }
 
 PyMethodDef phases_methods[] = {
-    {"lookup", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(phases_lookup)), METH_FASTCALL | METH_KEYWORDS,
+    // Named `phase` of a type named SteptracePhases: what torch.compile(fullgraph=True) names when a
+    // phase is called inside the compiled code (Dynamo cannot trace a C method), so its error says
+    // steptrace's phase rather than an unknown `Phases.lookup`.
+    {"phase", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(phases_lookup)), METH_FASTCALL | METH_KEYWORDS,
      "phase(name, stream=None)\n--\n\nA named scope inside a step: ``with steptrace.phase(\"compute\"):`` or "
      "``@steptrace.phase(\"compute\")``. help(steptrace.Tracer.phase) says the rest."},
     {"remember", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(phases_remember)), METH_FASTCALL,
@@ -340,8 +343,9 @@ void steptrace::bindings::bind_phases(py::module_& m) {
   noop_type.tp_dealloc = noop_dealloc;
   noop_type.tp_call = noop_call;
 
-  gc_type(phases_type, "steptrace._core.Phases", sizeof(phases_obj),
-          "Phases(tracer, slow): a tracer's phase table; lookup is its phase(name, stream=None)", phases_new,
+  gc_type(phases_type, "steptrace._core.SteptracePhases", sizeof(phases_obj),
+          "Phases(tracer, slow): a tracer's phase table; its method phase is the tracer's phase(name, stream=None)",
+          phases_new,
           phases_dealloc, phases_traverse, phases_clear, phases_methods);
 
   for (PyTypeObject* type : {&phase_type, &noop_type, &phases_type}) {

@@ -170,3 +170,15 @@ def test_a_figure_wider_than_its_column_keeps_a_space(tmp_path, tracer):
     proc = cli("show", path)
     row = next(line for line in proc.stdout.splitlines() if line.startswith("decode"))
     assert row.split()[1:7] == ["3"] + [steptrace._core.format_ms(big)] * 5, row
+
+
+def test_a_phase_inside_fullgraph_compiled_code_is_named_as_steptraces(tmp_path):
+    torch = pytest.importorskip("torch")
+
+    def f(x):
+        with steptrace.phase("inner"):
+            return x * 2
+
+    with pytest.raises(Exception) as raised:
+        torch.compile(f, fullgraph=True, backend="eager")(torch.ones(3))
+    assert "SteptracePhases.phase" in str(raised.value) and "Phases.lookup" not in str(raised.value), str(raised.value)

@@ -97,7 +97,7 @@ class Tracer:
         self._phases: Dict[Any, _PhaseScope] = {}  # by name, or by (name, stream handle)
         # phase(name) in C: a name seen before is one dict lookup there, the rest comes here
         self._phase_table = _core.Phases(core, functools.partial(Tracer.phase, self))
-        self.phase = self._phase_table.lookup  # type: ignore[method-assign]
+        self.phase = self._phase_table.phase  # type: ignore[method-assign]
         self._excludes: Dict[str, _ExcludeScope] = {}
         self._feeding: Any = None  # weakref to the loader whose fetches feed the steps
         self._shown_recorded = -1  # steps recorded when the program last printed a summary's table or JSON
