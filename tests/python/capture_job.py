@@ -1,4 +1,4 @@
-"""One rank of a 3-rank gloo job for tests/python/test_capture.py: every step a small `input`,
+"""One rank of a 3-rank gloo job for tests/python/capture/test_capture.py: every step a small `input`,
 `compute` (30 ms on the slowed rank, 2 ms elsewhere) and an all-reduce in `wait`; capture on the
 straggler trigger. Writes OUT_DIR/captures-RANK.json.
 

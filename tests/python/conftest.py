@@ -3,10 +3,16 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
 import steptrace
+
+# Where things are, for the tests in the folders below (a folder per concern of the package):
+HERE = Path(__file__).resolve().parent  # this folder: the job scripts and helpers the tests share
+ROOT = HERE.parent.parent  # the repository
+TRACES = ROOT / "tests" / "data" / "profiler_traces"  # the real traces
 
 
 def spin(seconds: float) -> float:

@@ -1,4 +1,4 @@
-"""One rank of a 4-rank gloo job for tests/python/test_live_ranks.py, with live windows of 1 s.
+"""One rank of a 4-rank gloo job for tests/python/ranks/test_live_ranks.py, with live windows of 1 s.
 
     python live_ranks_job.py MODE OUT_DIR
 

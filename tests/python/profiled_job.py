@@ -1,4 +1,4 @@
-"""One rank of a gloo job profiled by torch.profiler, for tests/python/test_job_timeline.py.
+"""One rank of a gloo job profiled by torch.profiler, for tests/python/traces/test_job_timeline.py.
 
     python profiled_job.py OUT_DIR
 

@@ -1,4 +1,4 @@
-"""One rank of a small DDP job on CPU (gloo), run by tests/python/test_ranks.py under torchrun or
+"""One rank of a small DDP job on CPU (gloo), run by tests/python/ranks/test_ranks.py under torchrun or
 as plain processes with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT set.
 
     python ranks_job.py SCENARIO STEPS DELAY_MS OUT_DIR

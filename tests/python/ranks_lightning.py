@@ -1,6 +1,6 @@
 """A Lightning DDP run on CPU, 2 processes (Lightning starts the second itself), with
 StepTraceCallback and nothing else of steptrace: rank 1's dataset is DELAY_MS slower per batch.
-Run by tests/python/test_ranks.py:  python ranks_lightning.py DELAY_MS"""
+Run by tests/python/ranks/test_ranks.py:  python ranks_lightning.py DELAY_MS"""
 
 import os
 import sys

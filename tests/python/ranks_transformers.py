@@ -1,6 +1,6 @@
 """A Hugging Face Trainer run under torchrun on CPU (2 processes, DDP through accelerate), with
 StepTraceCallback and nothing else of steptrace: rank 1's dataset is DELAY_MS slower per batch.
-Run by tests/python/test_ranks.py:  torchrun --nproc_per_node=2 ranks_transformers.py DELAY_MS OUT"""
+Run by tests/python/ranks/test_ranks.py:  torchrun --nproc_per_node=2 ranks_transformers.py DELAY_MS OUT"""
 
 import os
 import sys

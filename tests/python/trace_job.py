@@ -1,5 +1,5 @@
 """One rank of a small DDP job on CPU (gloo) under torch.profiler, without steptrace: each rank
-writes its own trace, as users profile a job. Run by tests/python/test_trace_jobs.py as plain
+writes its own trace, as users profile a job. Run by tests/python/traces/test_trace_jobs.py as plain
 processes with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT set.
 
     python trace_job.py SLOW_RANK DELAY_MS OUT_DIR

@@ -15,8 +15,9 @@ import pytest
 
 import steptrace
 from trace_truth import exposed_comm_by_op, one_time_calls, read_causes
+from conftest import TRACES  # noqa: E402
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "profiler_traces"
+DATA = TRACES
 
 
 def load(name: str):

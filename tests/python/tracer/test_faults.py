@@ -8,6 +8,7 @@ import pytest
 
 import steptrace
 from steptrace import _core
+from conftest import ROOT  # noqa: E402
 
 
 def test_children_forked_while_a_thread_records_exit_and_answer(run_python):
@@ -298,7 +299,7 @@ def test_the_readme_options_table_is_the_option_table():
 
     from steptrace._cli.docs import options_markdown
 
-    readme = (Path(__file__).resolve().parents[2] / "docs" / "python.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "python.md").read_text(encoding="utf-8")
     block = readme.split("<!-- options: begin")[1].split("<!-- options: end -->")[0]
     assert block.split("-->", 1)[1].strip() == options_markdown()
 

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 import steptrace
+from conftest import HERE  # noqa: E402
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
-JOB = Path(__file__).with_name("trace_job.py")
+JOB = HERE / "trace_job.py"
 DELAY_MS = 40
 
 

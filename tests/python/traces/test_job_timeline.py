@@ -14,8 +14,9 @@ import pytest
 pytest.importorskip("torch")
 
 from steptrace._cli.main import main  # noqa: E402
+from conftest import HERE, TRACES  # noqa: E402
 
-JOB = os.path.join(os.path.dirname(__file__), "profiled_job.py")
+JOB = str(HERE / "profiled_job.py")
 SLOW_RANK, SLOW_STEP = 2, 6
 
 
@@ -136,7 +137,7 @@ def test_eight_ranks_of_a_real_nccl_trace_align_on_their_all_reduce_kernels(tmp_
     rank: exactly, as the kernels are the same."""
     import gzip
 
-    with gzip.open(os.path.join(os.path.dirname(__file__), "..", "data", "profiler_traces", "hta_nccl_data.json.gz")) as f:
+    with gzip.open(str(TRACES / "hta_nccl_data.json.gz")) as f:
         src = json.load(f)
     traces = tmp_path / "traces"
     traces.mkdir()

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import steptrace
+from conftest import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 CLIENTS, PER_CLIENT, MAX_BATCH = 16, 25, 8
 WARMUP = 5  # the default: the first requests to end, and the first batches, are not counted
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 import steptrace
+from conftest import TRACES  # noqa: E402
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "profiler_traces"
+DATA = TRACES
 NW0 = DATA / "resnet50_num_workers_0.pt.trace.json.gz"
 NW4 = DATA / "resnet50_num_workers_4.pt.trace.json.gz"
 

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 import steptrace
+from conftest import ROOT, TRACES
 from tracker_files import KEYS, holding, jsonl_windows, tensorboard_scalars, truth, wandb_history
 
 LOOP = """
@@ -219,7 +220,7 @@ def test_a_window_with_a_device_view_and_gains_gives_them_to_listeners():
 
     from steptrace._live import windows as _windows
 
-    trace = Path(__file__).resolve().parent.parent / "data" / "profiler_traces" / "resnet50_num_workers_0.pt.trace.json.gz"
+    trace = TRACES / "resnet50_num_workers_0.pt.trace.json.gz"
     d = steptrace.load(trace).to_dict()
     got = _windows.figures(d, 7, 1.5)
     assert got["gpu_busy_share"] == d["gpu"]["busy_share"] > 0
@@ -249,7 +250,7 @@ def test_log_to_names_what_it_cannot_log_to():
 def test_the_readmes_label_codes_are_the_labels_in_order():
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "docs" / "python.md").read_text()
+    readme = (ROOT / "docs" / "python.md").read_text()
     row = next(line for line in readme.splitlines() if line.startswith("| `label`, `label_code`"))
     codes = [f"{i} {label}" for i, label in enumerate(steptrace.LABELS, 1)]
     assert "0 none, " + ", ".join(codes) in row

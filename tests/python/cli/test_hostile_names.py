@@ -16,9 +16,9 @@ from steptrace._live import rank_verdicts
 
 from conftest import cli
 from fake_store import Store
+from conftest import TRACES  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TRACE = os.path.join(HERE, "..", "data", "profiler_traces", "hta_alexnet_benchmark.json.gz")
+TRACE = TRACES / "hta_alexnet_benchmark.json.gz"
 ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x1b[8m"  # retitle, clear, hide what follows
 
 

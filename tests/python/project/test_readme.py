@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 
 

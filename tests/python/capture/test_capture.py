@@ -17,6 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import steptrace  # noqa: E402
+from conftest import HERE  # noqa: E402
 
 FAST_S, SLOW_S = 0.004, 0.080
 
@@ -227,7 +228,7 @@ def test_a_straggler_is_captured_with_a_median_rank_on_the_same_steps(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    job = os.path.join(os.path.dirname(__file__), "capture_job.py")
+    job = str(HERE / "capture_job.py")
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
     procs = [subprocess.Popen([sys.executable, job, "2", "220", str(tmp_path)], cwd=tmp_path,
                               env={**env, "OMP_NUM_THREADS": "1", "RANK": str(r), "WORLD_SIZE": "3",

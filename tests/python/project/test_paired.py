@@ -1,10 +1,11 @@
 """The overhead benchmarks' verdict (benchmarks/paired.py): met or missed only when the middle half
 of the rounds is on one side of the target, with quartiles taken within the rounds seen."""
 
-import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from paired import verdict  # noqa: E402
 

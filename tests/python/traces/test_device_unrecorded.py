@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 import steptrace
+from conftest import TRACES  # noqa: E402
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "profiler_traces"
+DATA = TRACES
 DEVICE = {"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"}
 RUNTIME = {"cuda_runtime", "cuda_driver", "Runtime"}
 WORK_CALL = re.compile(r"^(__)?(cu|hip)\w*(Launch|Memcpy|Memset)")  # launches, copies, memsets

@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 
 import steptrace
+from conftest import HERE  # noqa: E402
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
-JOB = Path(__file__).with_name("ranks_job.py")
+JOB = HERE / "ranks_job.py"
 DELAY_MS = 15
 
 

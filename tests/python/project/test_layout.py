@@ -5,8 +5,8 @@ scripts/check_layers.py from the source, so a circle fails here before it bites 
 import importlib.util
 import sys
 from pathlib import Path
+from conftest import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def _checker():

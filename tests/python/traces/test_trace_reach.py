@@ -14,8 +14,9 @@ import pytest
 
 import steptrace
 import trace_truth
+from conftest import TRACES  # noqa: E402
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "profiler_traces"
+DATA = TRACES
 QWEN_H100 = DATA / "tracelens_h100_qwen1.5-0.5b.json.gz"
 QWEN_MI300 = DATA / "tracelens_mi300_qwen1.5-0.5b.json.gz"
 OWLV2 = DATA / "tracelens_h100_owlv2.json.gz"

@@ -1,5 +1,5 @@
 """The capture triggers' decisions on synthetic windows (no clock, no processes): the cool-down
-after a capture, and rank 0's straggler plans (tests/python/test_capture.py runs them for real)."""
+after a capture, and rank 0's straggler plans (tests/python/capture/test_capture.py runs them for real)."""
 
 import json
 import os

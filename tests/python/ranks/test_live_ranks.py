@@ -11,10 +11,11 @@ import subprocess
 import sys
 
 import pytest
+from conftest import HERE  # noqa: E402
 
 pytest.importorskip("torch")
 
-JOB = os.path.join(os.path.dirname(__file__), "live_ranks_job.py")
+JOB = str(HERE / "live_ranks_job.py")
 
 
 def run_job(tmp_path, mode):

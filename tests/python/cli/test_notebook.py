@@ -13,8 +13,9 @@ import pytest
 import steptrace
 from screenshots import measured, needs_chromium, screenshot
 from steptrace._report import html as _html
+from conftest import TRACES  # noqa: E402
 
-TRACE = Path(__file__).resolve().parent.parent / "data" / "profiler_traces" / "resnet50_num_workers_0.pt.trace.json.gz"
+TRACE = TRACES / "resnet50_num_workers_0.pt.trace.json.gz"
 
 
 def test_a_summary_displays_as_its_report_in_a_notebook_and_its_table_in_a_repl(tracer):

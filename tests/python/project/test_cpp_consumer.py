@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import steptrace
+from conftest import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")

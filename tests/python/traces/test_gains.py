@@ -15,8 +15,9 @@ import pytest
 
 import steptrace
 import trace_truth
+from conftest import TRACES  # noqa: E402
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "profiler_traces"
+DATA = TRACES
 # (before, after, whether the after trace's first step ran work from before the trace: read by
 # hand, num_workers=4's step 5 has its first copy launched at +8.556 ms start at +44.992 ms with no
 # traced device work between)

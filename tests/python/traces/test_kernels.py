@@ -12,8 +12,9 @@ import pytest
 
 import steptrace
 from conftest import cli
+from conftest import TRACES  # noqa: E402
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "profiler_traces"
+DATA = TRACES
 TRACES = ["resnet50_num_workers_4.pt.trace.json.gz", "hta_trace_diff_test.json.gz",
           "tracelens_h100_qwen1.5-0.5b.json.gz", "tracelens_mi300_resnet_act_checkpoint.json.gz"]
 DEVICE = ("kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset")
