@@ -250,7 +250,7 @@ class event_reader {
     in_.enter_object();
     trace_event e;
     activity_args where;
-    bool complete = false, used = false, ts_ok = false, dur_ok = false, session = false;
+    bool complete = false, used = false, ts_ok = false, dur_ok = false;
     bad_ts_.clear();
     bad_dur_.clear();
     std::string_view key;
@@ -262,9 +262,8 @@ class event_reader {
       } else if (k0 == 'c' && key == "cat") {
         const std::string_view cat = in_.peek() == json_scanner::kind::string ? in_.read_string() : std::string_view();
         used = category_of(cat, e.cat);
-        session = cat == "Trace";  // the profiler's session: its span bounds every step's
         if (!used && cat.substr(0, 5) == "mtia_") ++out_.mtia_records;
-        if (!used && !session) return in_.skip_object_rest();  // python_function, ac2g, gpu_user_annotation, ...
+        if (!used) return in_.skip_object_rest();  // python_function, ac2g, gpu_user_annotation, ...
       } else if (k0 == 'n' && key == "name") {
         if (in_.peek() == json_scanner::kind::string) {
           e.name = names_(in_.read_string());
@@ -285,11 +284,6 @@ class event_reader {
       } else {
         in_.skip_value();
       }
-    }
-    if (complete && session && ts_ok && dur_ok && e.ts <= UINT64_MAX - e.dur) {
-      const bool first = out_.session_end == 0;
-      out_.session_begin = first ? e.ts : std::min(out_.session_begin, e.ts);
-      out_.session_end = std::max(out_.session_end, e.ts + e.dur);
     }
     if (!complete || !used) return;
     const std::string& name = e.name < names_table().size() ? names_table()[e.name] : empty_;

@@ -70,8 +70,6 @@ struct trace_events {
   // so that a trace of one is not taken for a CPU job's.
   std::uint64_t mtia_records = 0;
   std::uint64_t skipped_events = 0;  // events with a bad field, left out (see `problems`)
-  // The profiler's session as the trace records it (Kineto's `Trace` events), ns; both 0: none.
-  std::uint64_t session_begin = 0, session_end = 0;
   std::vector<std::string> problems;  // the first few, for the message
 };
 

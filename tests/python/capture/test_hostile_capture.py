@@ -97,7 +97,10 @@ def test_a_storm_of_sigusr2_is_coalesced_and_the_run_lives(tmp_path, run_python)
                            "    for _ in range(5000):\n"
                            "        os.kill(os.getpid(), signal.SIGUSR2)\n"
                            "th = threading.Thread(target=storm)\nth.start()"),
-                   after="th.join()\nprint('captures', len(t.summary().to_dict().get('captures') or []))")
+                   after=("th.join()\n"  # a capture armed late in the storm: its steps, then time to write it
+                          "for i in t.steps(range(10)): time.sleep(0.001)\n"
+                          "time.sleep(0.5)\n"
+                          "print('captures', len(t.summary().to_dict().get('captures') or []))"))
     proc = run_python(code, check=False)
     assert proc.returncode == 0 and "RecursionError" not in proc.stderr, proc.stderr[-2000:]
     assert proc.stdout.split()[-1] in ("1", "2"), proc.stdout  # coalesced: never more than capture_max
@@ -123,7 +126,7 @@ def test_captures_without_torch_never_pass_capture_max(tmp_path, run_python):
     meanwhile made a third)."""
     caps = tmp_path / "caps"
     proc = run_python(program(caps, steps=400, torch=False, options=", capture_max=2", each="t.capture(steps=1)",
-                              after="print(len(t.summary().to_dict()['captures']))"))
+                              after="time.sleep(0.5)\nprint(len(t.summary().to_dict()['captures']))"))
     assert 1 <= int(proc.stdout.split()[-1]) <= 2 and 1 <= len(files_in(caps)) <= 2, (proc.stdout, files_in(caps))
 
 

@@ -153,10 +153,8 @@ def test_a_step_longer_than_its_trace_is_refused_by_name(tmp_path):
     years = _trace(tmp_path, "years.json", [900, 900, 31 * 365 * 24 * 3600 * 10**6, 900])  # 31 years
     proc = cli("show", years)
     assert proc.returncode == 2 and "step 2 lasts" in proc.stderr and "longer than" in proc.stderr, proc.stderr
-    session = _trace(tmp_path, "session.json", [900, 900, 20_000, 900], session_us=5_000)
-    proc = cli("show", session)
-    assert proc.returncode == 2 and "longer than the profiler's session" in proc.stderr, proc.stderr
-    fine = _trace(tmp_path, "fine.json", [900, 900, 900, 900], session_us=5_000)  # every step within its session
+    # an open last step that only the profiler's stop closed, seconds past the session: it reads
+    fine = _trace(tmp_path, "fine.json", [900, 900, 900, 13_000_000], session_us=5_000)
     assert cli("show", fine).returncode == 0
 
 
