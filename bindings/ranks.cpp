@@ -22,17 +22,35 @@ void bind_ranks(py::module_& m) {
       "combine_ranks",
       [](const std::vector<py::tuple>& reports, std::uint32_t world_size, double timeout_s, bool from_files,
          const std::vector<std::pair<std::uint32_t, std::string>>& refused) {
-        std::vector<rank_report> in;  // (summary, waits, collectives[, device_wait_ms])
+        // (summary, waits, collectives[, device_wait_ms[, the trace's summary, whose collective calls it carries]])
+        std::vector<rank_report> in;
         for (const py::tuple& r : reports) {
           in.push_back({r[0].cast<summary>(), r[1].cast<std::vector<double>>(), r[2].cast<std::uint64_t>(),
                         r.size() > 3 ? r[3].cast<double>() : 0.0});
+          if (r.size() > 4) {
+            const summary& traced = r[4].cast<const summary&>();
+            in.back().calls = traced.collective_calls;
+            in.back().calls_numbered = traced.collective_calls_numbered;
+          }
         }
         return combine_ranks(in, world_size, timeout_s, from_files, refused);
       },
       py::arg("reports"), py::arg("world_size"), py::arg("timeout_s"), py::arg("from_files") = false,
       py::arg("refused") = std::vector<std::pair<std::uint32_t, std::string>>{});
   m.def("rank_digest", &rank_digest, py::arg("summary"));
-  m.def("live_row", &live_row, py::arg("window"));
+  m.def(
+      "live_row",  // waits_ms: this rank's last waits at DDP's all-reduce, the first numbered first_seq
+      [](const summary& window, const std::vector<double>& waits_ms, std::uint64_t first_seq) {
+        if (waits_ms.empty()) return live_row(window);
+        summary w = window;
+        w.collective_calls.clear();
+        for (std::size_t i = 0; i < waits_ms.size(); ++i) {
+          w.collective_calls.push_back({"ddp", "all-reduce", first_seq + i, -1e3 * waits_ms[i], 0.0, ""});
+        }
+        return live_row(w);
+      },
+      py::arg("window"), py::arg("waits_ms") = std::vector<double>{}, py::arg("first_seq") = 0);
+  m.attr("MIN_WINDOW_STEPS") = min_window_steps;
   m.def(
       "window_straggler",  // a dict, or None
       [](const std::vector<std::string>& rows) -> py::object {
@@ -42,6 +60,17 @@ void bind_ranks(py::module_& m) {
         out["rank"] = s->rank, out["phase"] = s->phase, out["excess_ms"] = s->excess_ms;
         out["own_wait_ms"] = s->own_wait_ms, out["others_wait_ms"] = s->others_wait_ms;
         out["median_rank"] = s->median_rank;
+        auto text = [](const std::string& v) {  // bytes as Python spells names
+          PyObject* o = PyUnicode_DecodeUTF8(v.data(), static_cast<Py_ssize_t>(v.size()), "surrogateescape");
+          if (o == nullptr) throw py::error_already_set();
+          return py::reinterpret_steal<py::str>(o);
+        };
+        if (s->arrivals_compared > 0) {  // from the rows' arrival at their last collectives
+          out["arrivals_last"] = s->arrivals_last, out["arrivals_compared"] = s->arrivals_compared;
+          out["arrival_late_ms"] = s->arrival_late_ms;
+          out["before"] = text(s->before);
+        }
+        if (!s->node.empty()) out["node"] = text(s->node);
         if (!s->within.empty()) {  // a named phase inside `phase`; its bytes as Python spells names
           PyObject* within = PyUnicode_DecodeUTF8(s->within.data(), static_cast<Py_ssize_t>(s->within.size()),
                                                   "surrogateescape");

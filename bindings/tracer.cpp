@@ -124,6 +124,7 @@ void bind_tracer(py::module_& m) {
               s.emplace();
               s->rank = straggler["rank"].cast<std::uint32_t>();
               s->phase = straggler["phase"].cast<std::string>();
+              if (straggler.contains("node")) s->node = straggler["node"].cast<std::string>();
             }
             const rank_window_count c = t.note_rank_window(s, std::move(late), std::move(missing));
             py::dict out;

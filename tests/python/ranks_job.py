@@ -5,7 +5,8 @@ as plain processes with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT set.
 
 Scenarios: balanced (every rank waits DELAY_MS for each batch: the same step everywhere, long
 enough that a busy machine's uneven CPU share is well inside the straggler rule's margin); slow_input (rank 1 waits DELAY_MS for each batch); slow_backward (the last
-rank spends DELAY_MS more in backward); turns (rank step % world is slow in input: every rank
+rank, or SLOW_RANK, spends DELAY_MS more in backward, each sleep's length written to
+OUT_DIR/slept-RANK.json; NAMED_BACKWARD=1 puts backward in a phase of its own); turns (rank step % world is slow in input: every rank
 waits in most steps); crash (the last rank dies with os._exit at step 8, rank 1 raises at
 step 8: the others' next all-reduce fails); idle_last / idle_first (the last rank / rank 0
 records no step); disabled_last (the last rank runs with STEPTRACE_DISABLE=1). Ground truth, written to OUT_DIR/truth-RANK.json: per
@@ -33,6 +34,11 @@ dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
 torch.set_num_threads(1)
 torch.manual_seed(0)
+slept = []  # ms, each SlowBackward delay
+# slow_backward: the rank SLOW_RANK names (default the last); NAMED_BACKWARD=1 puts loss.backward()
+# in a phase `backward` of its own.
+slow_rank = int(os.environ.get("SLOW_RANK", world - 1))
+named_backward = os.environ.get("NAMED_BACKWARD") == "1"
 
 
 class SlowBackward(torch.autograd.Function):
@@ -44,7 +50,9 @@ class SlowBackward(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
+        t0 = time.perf_counter()
         time.sleep(delay)
+        slept.append(1000 * (time.perf_counter() - t0))  # the delay as this process's clock saw it
         return grad
 
 
@@ -62,7 +70,7 @@ class Net(torch.nn.Module):
         return self.second(h)
 
 
-model = DDP(Net(scenario == "slow_backward" and rank == world - 1))
+model = DDP(Net(scenario == "slow_backward" and rank == slow_rank))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 last_grad = [0.0]
 for p in model.parameters():
@@ -90,11 +98,18 @@ for i, x in enumerate(batches() if untraced else steptrace.steps(batches())):
     with steptrace.phase("compute"):
         loss = model(x).square().mean()
         last_grad[0] = 0.0
-        loss.backward()
+        if named_backward:
+            with steptrace.phase("backward"):
+                loss.backward()
+        else:
+            loss.backward()
         truth.append(time.perf_counter() - last_grad[0])
         opt.step()
         opt.zero_grad()
 
 with open(os.path.join(out_dir, f"truth-{rank}.json"), "w") as f:
     json.dump([1000 * t for t in truth], f)
+if slept:
+    with open(os.path.join(out_dir, f"slept-{rank}.json"), "w") as f:
+        json.dump(slept, f)
 dist.destroy_process_group()  # as scripts do: the gather at exit still works

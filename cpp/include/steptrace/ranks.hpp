@@ -56,6 +56,55 @@ struct rank_row {
   std::optional<double> step_begin_us, first_collective_us;
 };
 
+// One collective call of one rank (docs/architecture.md, "Arrival at the collectives"): with NCCL
+// its kernel on the device, with gloo the host's range; times on the rank's own clock.
+struct collective_call {
+  std::string group;            // its process group ("0", a stream's name when the trace names none)
+  std::string kind;             // "all-reduce", "all-gather", ...; "" when not told
+  std::uint64_t seq = 0;        // the group's call number: the trace's, or the call's place in the trace
+  double start_us = 0, end_us = 0;
+  std::string before;           // the phase the rank ran just before it reached the call ("": not known)
+};
+
+// The ranks' arrival at the collectives they share: each matched call aligned on its end (the
+// ranks leave a collective together), so a rank arrives `end - start` before the end, and the one
+// that arrived last is what the others waited for.
+struct arrival_rank {
+  std::uint32_t rank = 0;
+  std::uint64_t last = 0;        // collectives it arrived last at
+  double late_ms = 0;            // its median lateness at those: last arrival minus the others' median
+  std::string before;            // the phase it ran before those arrivals, most often
+};
+struct collective_arrival {
+  std::string group, kind;
+  std::uint64_t seq = 0;
+  std::uint32_t last_rank = 0;
+  double late_ms = 0;            // the last arrival after the median of the others'
+  std::string before;            // the last rank's phase before it
+};
+struct arrival_view {
+  std::uint64_t compared = 0;    // collectives matched on every rank with calls
+  std::string matched_by;        // "sequence" (the traces' numbers), "end" (calls that end together)
+  std::vector<arrival_rank> ranks;              // by rank: every rank that arrived last at least once
+  std::vector<collective_arrival> collectives;  // the matched calls, in order: the first max_arrival_rows
+};
+inline constexpr std::size_t max_arrival_rows = 512;
+
+// One reading of a rank's node, once a window (docs/architecture.md, "Node health"): its GPU
+// through NVML (loaded at run time; absent, `gpu` is false) and its host from /proc. A field not
+// read is negative.
+struct node_health {
+  bool gpu = false;
+  double sm_clock_mhz = -1, mem_clock_mhz = -1, power_w = -1, temperature_c = -1;
+  std::uint64_t throttle = 0;         // NVML's clock-event reasons (bits), of those that slow the GPU
+  double ecc_errors = -1;             // uncorrected ECC errors since the driver loaded
+  double xid_errors = -1;             // XID errors NVML reported since steptrace started
+  double steal_share = -1;            // of the window's CPU time, what the hypervisor gave others
+  double involuntary_per_s = -1;      // this process's involuntary context switches a second
+  double others_cpu_share = -1;       // of the window, the share its main thread was runnable but waited
+                                      // for a core (other processes' CPU on its cores)
+};
+
 // The rank the others wait for (see STRAGGLER in the diagnosis).
 struct straggler_info {
   std::uint32_t rank = 0;
@@ -74,6 +123,14 @@ struct straggler_info {
   // live windows from the 8 largest named phases each row carries. Empty when none does.
   std::string within;
   double within_ms = 0;
+  // From its arrival at the collectives (arrival_view), when the ranks carried their calls: of
+  // `compared` collectives it arrived last at `last`, by a median `arrival_late_ms`, after `before`.
+  std::uint64_t arrivals_last = 0, arrivals_compared = 0;
+  double arrival_late_ms = 0;
+  std::string before;
+  // Its node's readings that depart from the median rank's ("SM clock 1,410 MHz against 1,980
+  // median, thermal slowdown"), when the ranks sent them; empty when none departs.
+  std::string node;
 };
 
 struct ranks_view {
@@ -92,6 +149,7 @@ struct ranks_view {
   std::uint32_t worst_rank = 0;
   double worst_ms = 0, median_ms = 0;
   std::optional<straggler_info> straggler;
+  std::optional<arrival_view> arrivals;  // when two ranks or more carried their collective calls
 };
 
 // Live rank windows (the Python package under torch.distributed with the live view on): each
@@ -103,6 +161,7 @@ struct rank_window_count {
   std::uint64_t windows = 0;                        // windows it was the straggler in
   std::uint64_t first_window = 0, last_window = 0;  // the first and the last of those (from 0)
   std::string phase;                                // the phase it was named by most often
+  std::string node;  // the latest window's words on its node (straggler_info::node), when any departed
 };
 struct live_ranks_view {
   std::uint64_t windows = 0;               // windows judged
@@ -112,6 +171,9 @@ struct live_ranks_view {
   std::vector<std::uint32_t> late, missing;
   std::vector<rank_window_count> counts;   // by rank: each rank named at least once
 };
+// A window is judged only when every rank's row holds this many counted steps: in a shorter one
+// (the partial first window, start-up) one rank's noise reads as a straggler. Not judged, it is said.
+inline constexpr std::uint64_t min_window_steps = 5;
 inline constexpr std::uint32_t missing_windows = 3;
 
 }  // namespace steptrace

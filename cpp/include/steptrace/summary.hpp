@@ -115,6 +115,10 @@ struct nccl_stats {
   double kernels_per_step = 0;
   double ms_per_step = 0;          // their device time
   double exposed_ms_per_step = 0;  // of it, the time no other kernel overlapped
+  // Live windows: the window's last collective kernels (up to recent_collectives), each stream's
+  // numbered in order, for the ranks' arrival at them (a live rank row carries them).
+  std::vector<collective_call> recent;
+  static constexpr std::size_t recent_collectives = 8;
 };
 
 // What the device's time went to, by kernel, by the op that launched it and by kind (gemm,
@@ -264,10 +268,17 @@ class STEPTRACE_API summary {
   timeline_view timeline;
   step_series series;
   std::optional<host_memory_stats> host_memory;
+  // A live window of a rank: its node's reading (ranks.hpp), sent with its row.
+  std::optional<node_health> node;
   // Rank 0 of a job with live rank windows: how often each rank was a window's straggler.
   std::optional<live_ranks_view> live_ranks;
   // Captures on trouble: the run's so far; in a live window, those that ended since the last.
   std::vector<capture_record> captures;
+  // Its collective calls (ranks.hpp), for a job's arrival at them: read from a trace (combine_ranks
+  // is given them in each rank_report); in a live window, its waits at DDP's all-reduce, which
+  // live_row sends before the device's (gpu->nccl.recent). Not in the JSON.
+  std::vector<collective_call> collective_calls;
+  bool collective_calls_numbered = false;
 
   const phase_stats* phase(std::string_view name) const noexcept;
   // Every kernel, op and kind row of gpu->kernels as a table (`steptrace show --kernels`); one
@@ -332,6 +343,11 @@ struct rank_report {
   // long waiting for the slow rank's data). Its row's own column; with the host `wait`, what the
   // straggler rule counts as the rank's wait at the collectives.
   double device_wait_ms = 0;
+  // Its collective calls (ranks.hpp), when it knows them: from a trace, every collective kernel
+  // (NCCL) or host range (gloo); from a live gather, its last waits at DDP's all-reduce. With two
+  // ranks or more carrying them, the job's straggler is read from their arrival (arrival_view).
+  std::vector<collective_call> calls;
+  bool calls_numbered = false;  // their seq are the trace's sequence numbers (else their order)
 };
 
 // What a rank sends to rank 0, and what rank 0 accepts: the figures the job's table reads (counts,
@@ -360,11 +376,14 @@ STEPTRACE_API summary combine_ranks(const std::vector<rank_report>& reports, std
 // Live rank windows (ranks.hpp). A rank's row of one live window, one line of text: "r2", its
 // rank, world size, steps, step mean/p50/p95 and each built-in phase's ms a step with the phases
 // inside it, and its device wait (about 100 bytes), then its 8 largest named phases (group, ms,
-// name; about 470 bytes in all): what it sends rank 0 each window, read back by window_straggler
+// name; about 470 bytes in all), then its last collective calls of one group (" a", their waits
+// before each call's end, about 60 bytes: collective_calls, else gpu->nccl.recent) and its node
+// (" n", about 50 bytes: node): what it sends rank 0 each window, read back by window_straggler
 // far faster than JSON at 1,024 ranks. Throws std::invalid_argument when the window has no rank.
 STEPTRACE_API std::string live_row(const summary& window);
 // Rank 0: the straggler among the rows of one window (the STRAGGLER rule of combine_ranks, on the
-// window's figures, `within` from the rows' named phases), or none. Rows written as "r1" (no
+// window's figures and the rows' arrival at their last collectives, `within` from the rows' named
+// phases, `node` from their nodes' readings), or none. Rows written as "r1" (no
 // named phases) are read too. Throws std::invalid_argument naming a row that is not one.
 STEPTRACE_API std::optional<straggler_info> window_straggler(const std::vector<std::string>& rows);
 // STRAGGLER's words for s.within, as the exit's diagnosis says them: ", 9.5 ms of it in `decode`",

@@ -40,6 +40,7 @@ void list_launched(step_device_view& v, const device_record& r, std::uint64_t be
                    const std::vector<host_segment>& segments) {
   if (r.kind != device_activity::kernel || r.name == 0 || r.launched < begin || r.launched >= end) return;
   v.kernel_calls.push_back({r.name, phase_at(r.launched, segments), r.end - r.start});
+  if (r.nccl) v.collectives.push_back({{r.context, r.stream}, r.start, r.end, v.kernel_calls.back().phase});
 }
 
 void count(step_device_view& v, const device_record& r, const std::vector<host_segment>& /*segments*/) {
@@ -170,6 +171,17 @@ void device_aggregate::add(const step_device_view& v) {
     if (v.copy_ns) kernel_table_.add_transfer(false, v.copy_ns);
     if (v.memset_ns) kernel_table_.add_transfer(true, v.memset_ns);
   }
+  for (const step_device_view::collective_launch& c : v.collectives) {
+    auto [at, added] = collective_streams_.try_emplace(c.stream, collective_stream{static_cast<std::uint32_t>(collective_streams_.size()), 0});
+    collective_call call;
+    call.group = "c" + std::to_string(at->second.group);
+    call.seq = at->second.next++;
+    call.start_us = static_cast<double>(c.start) * 1e-3;
+    call.end_us = static_cast<double>(c.end) * 1e-3;
+    if (c.phase < step_device_view::launched_outside) call.before = phase_label(phase_id{c.phase});
+    recent_collectives_.push_back(std::move(call));
+    if (recent_collectives_.size() > nccl_stats::recent_collectives) recent_collectives_.pop_front();
+  }
   totals_.nccl_kernels += v.nccl_kernels;
   totals_.nccl_ns += v.nccl_ns;
   totals_.nccl_exposed_ns += v.nccl_exposed_ns;
@@ -232,6 +244,7 @@ void device_aggregate::fill(gpu_stats& out) const {
   out.nccl.kernels_per_step = static_cast<double>(totals_.nccl_kernels) * per_step;
   out.nccl.ms_per_step = ms(totals_.nccl_ns) * per_step;
   out.nccl.exposed_ms_per_step = ms(totals_.nccl_exposed_ns) * per_step;
+  out.nccl.recent.assign(recent_collectives_.begin(), recent_collectives_.end());
   auto mb = [](double bytes) { return bytes * 1e-6; };
   out.memory.allocations_per_step = static_cast<double>(totals_.mem_allocs) * per_step;
   out.memory.allocated_mb_per_step = mb(static_cast<double>(totals_.mem_allocated)) * per_step;

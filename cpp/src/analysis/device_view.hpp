@@ -54,6 +54,13 @@ struct step_device_view {
   // part of it no other kernel of their context overlaps (the communication compute does not hide).
   std::uint64_t nccl_kernels = 0, nccl_ns = 0, nccl_exposed_ns = 0;
   std::vector<device_record> nccl;  // the step's collective kernels, until their exposure is known
+  // The collective kernels launched in the step, for the ranks' arrival at them (live rows).
+  struct collective_launch {
+    stream_key stream;
+    std::uint64_t start, end;
+    std::uint32_t phase;  // where the host was when it launched it (a phase id, or launched_outside)
+  };
+  std::vector<collective_launch> collectives;
   // Device memory allocated and released through CUDA during the step, and the highest it held
   // above what it held at the step's start.
   std::uint64_t mem_allocs = 0, mem_allocated = 0, mem_freed = 0, mem_peak = 0;
@@ -70,7 +77,12 @@ class device_aggregate {
   void add(const step_device_view& v);
   // Per-step figures are over the steps added; shares of their summed windows.
   void fill(gpu_stats& out) const;
-  void clear() { *this = device_aggregate{}; }
+  // Everything but the collectives' numbering, which runs on (a rank's k-th call is every rank's).
+  void clear() {
+    auto numbering = std::move(collective_streams_);
+    *this = device_aggregate{};
+    collective_streams_ = std::move(numbering);
+  }
 
   std::uint64_t incomplete = 0, dropped = 0;
   std::uint64_t uncovered = 0;  // steps not viewed: another tool held CUPTI during them
@@ -81,6 +93,14 @@ class device_aggregate {
   std::uint64_t steps_ = 0, busy_total_ = 0, idle_total_ = 0, device_busy_total_ = 0, all_streams_ = 0;
   std::vector<std::uint64_t> idle_by_phase_;
   step_device_view totals_;
+  // Each stream's collective kernels numbered in order, the streams by first use ("c0", "c1"...:
+  // the same on every rank, whose process groups are made in one order), and the last few.
+  struct collective_stream {
+    std::uint32_t group;
+    std::uint64_t next;
+  };
+  std::map<stream_key, collective_stream> collective_streams_;
+  std::deque<collective_call> recent_collectives_;
 };
 
 // Holds counted steps until the device records of their window have arrived, then views them.

@@ -25,10 +25,11 @@ rank_window_count tracer::note_rank_window(const std::optional<straggler_info>& 
   auto at = std::lower_bound(v.counts.begin(), v.counts.end(), straggler->rank,
                              [](const rank_window_count& c, std::uint32_t r) { return c.rank < r; });
   if (at == v.counts.end() || at->rank != straggler->rank) {
-    at = v.counts.insert(at, rank_window_count{straggler->rank, 0, window, window, {}});
+    at = v.counts.insert(at, rank_window_count{straggler->rank, 0, window, window, {}, {}});
   }
   at->windows += 1;
   at->last_window = window;
+  if (!straggler->node.empty()) at->node = straggler->node;  // its node's latest departures
   // The phase it was named by most often (the first named, on a tie).
   auto& phases = impl_->live.live_rank_phases[straggler->rank];
   const std::uint64_t n = ++phases[straggler->phase];

@@ -105,8 +105,10 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
   const std::string jsonl = cfg.jsonl_path;
   const bool print = cfg.live > 0;
   const std::uint64_t step = stats.steps_ended;
+  const std::optional<rank_info> who = rank;
   lock.unlock();  // formatting and writing without the tracer lock
   try {
+    if (who && who->world_size > 1) w.node = live.node.read(who->local_rank, w.gpu.has_value() || backend_now().cuda);
     finish_window(w);
     if (print) {
       const std::string line = live_line(w, now_s - live.live_origin_s);

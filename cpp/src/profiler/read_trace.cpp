@@ -226,6 +226,8 @@ void complete_trace(summary& out, const trace_events& events, const trace_readin
 // A trace's summary made whole: rank, source, facts, the backend's reason, the diagnosis.
 summary completed(summary out, const trace_events& events, const trace_reading& reading, const std::string& path) {
   complete_trace(out, events, reading, path);
+  out.collective_calls = reading.calls;
+  out.collective_calls_numbered = reading.calls_numbered;
   out.backend.reason = backend_reason(path, events, reading, out);
   complete(out);
   return out;

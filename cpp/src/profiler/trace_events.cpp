@@ -220,6 +220,13 @@ class event_reader {
         small = &where.context;
       } else if (key == "stream") {
         small = &where.stream;
+      } else if (key == "Seq" || key == "seq" || key == "seq_num") {
+        field = &where.seq;
+      } else if (key == "Process Group Name") {
+        std::string_view text;
+        bool was_string = false;
+        if (in_.read_scalar(text, was_string)) where.group = names_(text.substr(0, 255));
+        continue;
       }
       if (field == nullptr && small == nullptr) {
         in_.skip_value();
@@ -239,7 +246,7 @@ class event_reader {
   std::uint32_t args_index(const activity_args& a) {
     const activity_args& last = out_.args.back();
     if (out_.args.size() > 1 && last.device == a.device && last.context == a.context && last.stream == a.stream &&
-        last.bytes == a.bytes) {
+        last.bytes == a.bytes && last.group == a.group && last.seq == a.seq) {
       return static_cast<std::uint32_t>(out_.args.size() - 1);
     }
     out_.args.push_back(a);

@@ -30,6 +30,11 @@ enum class event_cat : std::uint8_t {
 struct activity_args {
   std::uint32_t device = 0, context = 0, stream = 0;
   std::uint64_t bytes = 0;
+  // A collective kernel's (newer traces): its process group ("Process Group Name", in
+  // trace_events::names; 0: none) and the group's call number ("Seq"; no_seq: none).
+  std::uint32_t group = 0;
+  std::uint64_t seq = no_seq;
+  static constexpr std::uint64_t no_seq = UINT64_MAX;
 };
 
 // 40 bytes: a trace's memory is mostly its events (docs/architecture.md, "Reading torch.profiler

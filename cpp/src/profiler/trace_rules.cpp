@@ -11,6 +11,7 @@
 #include "profiler/trace_facts.hpp"
 #include "profiler/trace_kernels.hpp"
 #include "profiler/trace_names.hpp"
+#include "profiler/trace_collectives.hpp"
 #include "profiler/trace_phase_names.hpp"
 #include "report/diagnosis/summary_facts.hpp"
 #include "steptrace/phase.hpp"
@@ -62,6 +63,7 @@ class rules {
     }
     release_host();
     collect_device();
+    collect_calls();
     note_facts();
     note_gaps();
     note_start();
@@ -349,6 +351,12 @@ class rules {
     out_.kernels = read_kernels(t_, device_, pid_, {steps.begin() + out_.warmup_steps, steps.end()}, out_.device);
     for (const step_interval& s : untraced) out_.untraced_ns += s.end - s.begin;
     out_.untraced = std::move(untraced);
+  }
+
+  void collect_calls() {
+    trace_calls c = read_collective_calls(t_, device_.pid, pid_, out_.device, out_.records);
+    out_.calls = std::move(c.calls);
+    out_.calls_numbered = c.numbered;
   }
 
   void note_facts() { setup_facts(t_, pid_, out_.device, out_.facts); }

@@ -53,6 +53,9 @@ struct trace_reading {
   std::uint64_t kernels_without_launch = 0;  // a sampled trace: kernels whose launch is absent
   std::uint64_t custom_phases_folded = 0;    // record_function names past the cap, folded in
   std::vector<std::pair<std::string, std::string>> facts;
+  // Its collective calls (trace_collectives.hpp): the ranks' arrival at them, in a job's folder.
+  std::vector<collective_call> calls;
+  bool calls_numbered = false;
   kernel_table kernels;  // the counted steps' device time by kernel, op and kind (trace_kernels.hpp)
 };
 

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <iterator>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -25,6 +26,7 @@ namespace {
 constexpr const char* live_groups[] = {"input", "h2d", "compute", "wait", "other"};  // a named phase's group, by index
 constexpr std::size_t live_named_phases = 8;  // the most a row carries: its largest
 constexpr std::size_t live_name_bytes = 64;   // a longer name is cut (and a cut name matches only itself)
+constexpr std::size_t live_arrivals = nccl_stats::recent_collectives;  // the most collective calls a row carries
 
 // A phase name as one word of a row: bytes outside printable ASCII, and '%', as %XX.
 std::string row_word(std::string_view name) {
@@ -64,11 +66,45 @@ struct named_ms {
   std::string name;
 };
 
+// A row's last collective calls (" a"): their group, the first's number, the calls a step, each
+// call's wait before its end (us) and the phase before the last: a DDP job's waits at its
+// all-reduce (collective_calls), else the device's collective kernels (gpu->nccl.recent), the
+// last of one group with consecutive numbers.
+std::string arrival_section(const summary& window) {
+  const std::vector<collective_call>& calls =
+      !window.collective_calls.empty() || !window.gpu ? window.collective_calls : window.gpu->nccl.recent;
+  if (calls.empty()) return {};
+  const std::string& group = calls.back().group;
+  std::vector<const collective_call*> run;  // the last calls of its group, numbered one after another
+  for (auto it = calls.rbegin(); it != calls.rend() && run.size() < live_arrivals; ++it) {
+    if (it->group != group) continue;
+    if (!run.empty() && it->seq + 1 != run.back()->seq) break;
+    run.push_back(&*it);
+  }
+  std::reverse(run.begin(), run.end());
+  const double per_step = window.gpu && window.collective_calls.empty() ? window.gpu->nccl.kernels_per_step : 1.0;
+  std::string out = fmt::format(" a {} {} {:.3g} ", row_word(group.empty() ? "-" : group), run.front()->seq,
+                                std::isfinite(per_step) && per_step > 0 ? per_step : 1.0);
+  for (std::size_t i = 0; i < run.size(); ++i) {
+    const double wait = run[i]->end_us - run[i]->start_us;
+    out += fmt::format("{}{:.0f}", i ? "," : "", std::isfinite(wait) && wait > 0 ? wait : 0.0);
+  }
+  return out + " b" + row_word(run.back()->before);
+}
+
+// A row's " a" section: the calls, numbered from `first`, each aligned on its own end.
+struct row_arrivals {
+  std::string group, before;
+  std::uint64_t first = 0;
+  double per_step = 1;
+  std::vector<double> waits_us;
+};
+
 }  // namespace
 
 std::string live_row(const summary& window) {
   if (!window.rank) throw std::invalid_argument("live_row: the window has no rank (tracer::set_rank)");
-  const rank_row r = detail::row_of({window, {}, 0, 0});
+  const rank_row r = detail::row_of({window, {}, 0, 0, {}, false});
   std::string out = fmt::format("r2 {} {} {} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g}", r.who.rank,
                                 r.who.world_size, r.steps, r.step_mean_ms, r.step_p50_ms, r.step_p95_ms, r.input_ms,
                                 r.h2d_ms, r.compute_ms, r.wait_ms, r.other_ms, r.device_wait_ms);
@@ -84,6 +120,12 @@ std::string live_row(const summary& window) {
   });
   if (named.size() > live_named_phases) named.resize(live_named_phases);
   for (const named_ms& n : named) out += fmt::format(" {} {:.9g} {}", n.group, n.ms, row_word(n.name));
+  out += arrival_section(window);
+  if (const std::optional<node_health>& n = window.node) {
+    out += fmt::format(" n {} {:.5g} {:.5g} {:.5g} {:.4g} {:x} {:.6g} {:.6g} {:.3g} {:.5g} {:.3g}", n->gpu ? 1 : 0,
+                       n->sm_clock_mhz, n->mem_clock_mhz, n->power_w, n->temperature_c, n->throttle, n->ecc_errors,
+                       n->xid_errors, n->steal_share, n->involuntary_per_s, n->others_cpu_share);
+  }
   return out;
 }
 
@@ -91,7 +133,8 @@ namespace {
 
 // A row as live_row wrote it: its version ("r1" before named phases, "r2"), 3 counts and 9
 // finite, non-negative numbers; then, in "r2", triples of group, ms and name.
-rank_row live_row_from(const std::string& text, std::vector<named_ms>& named) {
+rank_row live_row_from(const std::string& text, std::vector<named_ms>& named, std::optional<row_arrivals>& arrivals,
+                       std::optional<node_health>& node) {
   const char* at = text.c_str();
   const bool with_named = text.compare(0, 3, "r2 ") == 0;
   if (!with_named && text.compare(0, 3, "r1 ") != 0) throw std::invalid_argument("not a live row (r2 ...)");
@@ -121,7 +164,8 @@ rank_row live_row_from(const std::string& text, std::vector<named_ms>& named) {
                     &r.other_ms, &r.device_wait_ms}) {
     *v = number();
   }
-  while (with_named && *at == ' ' && named.size() < live_named_phases) {
+  auto section = [&]() { return at[0] == ' ' && std::isalpha(static_cast<unsigned char>(at[1])) && at[2] == ' '; };
+  while (with_named && *at == ' ' && !section() && named.size() < live_named_phases) {
     const std::uint64_t group = count();
     if (group >= std::size(live_groups)) throw std::invalid_argument("a named phase in no group");
     const double ms = number();
@@ -130,6 +174,59 @@ rank_row live_row_from(const std::string& text, std::vector<named_ms>& named) {
     while (*at != '\0' && *at != ' ') ++at;
     if (at == word) throw std::invalid_argument("a named phase without its name");
     named.push_back({static_cast<std::size_t>(group), ms, from_row_word(std::string_view(word, at - word))});
+  }
+  auto word = [&]() {
+    if (*at != ' ') throw std::invalid_argument("a section cut short");
+    const char* from = ++at;
+    while (*at != '\0' && *at != ' ') ++at;
+    return std::string_view(from, static_cast<std::size_t>(at - from));
+  };
+  auto signed_number = [&]() {  // a reading: -1 when not read
+    char* end = nullptr;
+    const double v = std::strtod(at, &end);
+    if (end == at || !std::isfinite(v) || v < -1) throw std::invalid_argument("a reading that is not a number");
+    at = end;
+    return v;
+  };
+  while (with_named && section()) {
+    const char kind = at[1];
+    at += 2;
+    if (kind == 'a' && !arrivals) {
+      row_arrivals& a = arrivals.emplace();
+      const std::string_view group = word();
+      a.group = group == "-" ? "" : from_row_word(group);
+      a.first = count();
+      a.per_step = number();
+      const std::string_view waits = word();
+      for (std::size_t from = 0; from <= waits.size();) {
+        const std::size_t comma = std::min(waits.find(',', from), waits.size());
+        const std::string one(waits.substr(from, comma - from));
+        char* end = nullptr;
+        const double v = std::strtod(one.c_str(), &end);
+        if (one.empty() || *end != '\0' || !std::isfinite(v) || v < 0 || a.waits_us.size() == live_arrivals) {
+          throw std::invalid_argument("a collective's wait that is not one");
+        }
+        a.waits_us.push_back(v);
+        from = comma + 1;
+      }
+      const std::string_view before = word();
+      if (before.empty() || before[0] != 'b') throw std::invalid_argument("collective calls without the phase before");
+      a.before = from_row_word(before.substr(1));
+    } else if (kind == 'n' && !node) {
+      node_health& n = node.emplace();
+      n.gpu = count() == 1;
+      for (double* v : {&n.sm_clock_mhz, &n.mem_clock_mhz, &n.power_w, &n.temperature_c}) *v = signed_number();
+      const std::string_view bits = word();
+      char* end = nullptr;
+      const std::string hex(bits);
+      n.throttle = std::strtoull(hex.c_str(), &end, 16);
+      if (hex.empty() || *end != '\0') throw std::invalid_argument("clock-event reasons that are not hex");
+      for (double* v : {&n.ecc_errors, &n.xid_errors, &n.steal_share, &n.involuntary_per_s, &n.others_cpu_share}) {
+        *v = signed_number();
+      }
+    } else {
+      throw std::invalid_argument("a section a row does not have");
+    }
   }
   if (*at != '\0') throw std::invalid_argument("more than a row");
   return r;
@@ -140,14 +237,44 @@ rank_row live_row_from(const std::string& text, std::vector<named_ms>& named) {
 std::optional<straggler_info> window_straggler(const std::vector<std::string>& rows) {
   ranks_view view;
   std::vector<std::vector<named_ms>> named(rows.size());
+  std::vector<std::optional<row_arrivals>> arrivals(rows.size());
+  std::vector<std::optional<node_health>> nodes(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     try {
-      view.rows.push_back(live_row_from(rows[i], named[i]));
+      view.rows.push_back(live_row_from(rows[i], named[i], arrivals[i], nodes[i]));
     } catch (const std::exception& e) {
       throw std::invalid_argument("window_straggler: a row that is not one (" + detail::cut_reason(e.what()) + ")");
     }
   }
-  std::optional<straggler_info> s = find_straggler(view);
+  view.straggler = find_straggler(view);
+  // the rows' arrival at their last collectives: each call aligned on its own end
+  std::vector<detail::rank_calls> calls;
+  std::vector<double> per_step;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (!arrivals[i] || view.rows[i].steps == 0) continue;
+    detail::rank_calls& c = calls.emplace_back();
+    c.rank = view.rows[i].who.rank;
+    c.numbered = true;
+    for (std::size_t k = 0; k < arrivals[i]->waits_us.size(); ++k) {
+      c.calls.push_back({arrivals[i]->group, "", arrivals[i]->first + k, -arrivals[i]->waits_us[k], 0.0, arrivals[i]->before});
+    }
+    per_step.push_back(arrivals[i]->per_step);
+  }
+  if (calls.size() >= 2) detail::apply_arrivals(view, calls, detail::median(per_step));
+  std::optional<straggler_info> s = view.straggler;
+  if (s) {  // its node, against the other ranks'
+    std::optional<node_health> own;
+    std::vector<node_health> others;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (!nodes[i]) continue;
+      if (view.rows[i].who.rank == s->rank) {
+        own = nodes[i];
+      } else {
+        others.push_back(*nodes[i]);
+      }
+    }
+    if (own) s->node = detail::node_departures(*own, others);
+  }
   if (!s || s->late_ms > 0) return s;
   // its `within`, as the exit's (straggler.hpp), from the named phases the rows carry
   std::unordered_map<std::string_view, double> own;
@@ -160,6 +287,7 @@ std::optional<straggler_info> window_straggler(const std::vector<std::string>& r
     }
   }
   detail::choose_within(*s, own, others);
+  if (s->arrivals_compared > 0 && s->before.empty()) s->before = s->within.empty() ? s->phase : s->within;
   return s;
 }
 

@@ -53,6 +53,20 @@ void rank_lines(const ranks_view& v, const std::function<void(std::string)>& lin
                                                     v.steps_compared)
                                       : std::string()));
   }
+  if (v.arrivals) {  // who arrived last at the collectives the ranks share
+    const arrival_view& a = *v.arrivals;
+    std::vector<const arrival_rank*> most;
+    for (const arrival_rank& r : a.ranks) most.push_back(&r);
+    std::stable_sort(most.begin(), most.end(), [](auto* x, auto* y) { return x->last > y->last; });
+    std::string words;
+    for (std::size_t i = 0; i < most.size() && i < 4; ++i) {
+      words += fmt::format("{}rank {} at {} ({:.0f}%, median {} ms late{})", i ? "; " : "", most[i]->rank, most[i]->last,
+                           100.0 * static_cast<double>(most[i]->last) / static_cast<double>(a.compared),
+                           ms(most[i]->late_ms), most[i]->before.empty() ? "" : ", after `" + most[i]->before + "`");
+    }
+    line(fmt::format("  arrival at {} collective{} (matched by {}, aligned on their ends), last: {}", a.compared,
+                     a.compared == 1 ? "" : "s", a.matched_by, words));
+  }
   for (const auto& [rank, why] : v.refused) {
     line(fmt::format("  refused: rank {}: its summary arrived but did not hold together ({}); the figures are over "
                      "the others",

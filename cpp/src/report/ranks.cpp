@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/arrivals.hpp"
 #include "report/diagnosis/diagnosis.hpp"
 #include "report/diagnosis/gains.hpp"
 #include "report/json/json_fields.hpp"
@@ -67,6 +68,36 @@ void count_slowest(const std::vector<const rank_report*>& reports, ranks_view& v
 }
 
 
+// The ranks' arrival at their collectives: from their calls (traces), else from the waits at
+// DDP's all-reduce each rank kept (a gather: the k-th of one rank is the k-th of each, and the
+// ranks leave it together, so a rank arrived its wait before the end).
+void read_job_arrivals(const std::vector<const rank_report*>& reports, ranks_view& view) {
+  std::vector<detail::rank_calls> ranks;
+  std::vector<double> per_step;
+  const bool traced = std::any_of(reports.begin(), reports.end(), [](const rank_report* r) { return !r->calls.empty(); });
+  for (const rank_report* r : reports) {
+    detail::rank_calls c;
+    c.rank = r->s.rank->rank;
+    if (traced) {
+      c.calls = r->calls;
+      c.numbered = r->calls_numbered;
+    } else if (!r->recent_wait_ms.empty() && r->recent_wait_ms.size() <= r->collectives) {
+      const std::uint64_t first = r->collectives - r->recent_wait_ms.size();
+      for (std::size_t i = 0; i < r->recent_wait_ms.size(); ++i) {
+        const double wait = std::isfinite(r->recent_wait_ms[i]) ? std::max(0.0, r->recent_wait_ms[i]) : 0.0;
+        c.calls.push_back({"ddp", "all-reduce", first + i, -1e3 * wait, 0.0, ""});
+      }
+      c.numbered = true;
+    }
+    if (r->s.steps > 0) {
+      per_step.push_back(traced ? static_cast<double>(r->calls.size()) / static_cast<double>(r->s.steps + r->s.warmup_steps)
+                                : 1.0);
+    }
+    ranks.push_back(std::move(c));
+  }
+  detail::apply_arrivals(view, ranks, median(per_step));
+}
+
 // What the live windows add to the job's diagnosis at exit: how often its straggler lagged, and
 // whether that is its node (chronic) or a stall (one-off); or, with no straggler at exit, the
 // ranks the windows named.
@@ -78,6 +109,7 @@ void add_live_words(diagnosis& d, const live_ranks_view& live, const std::option
   if (straggler && named != nullptr && !d.advice.empty()) {
     const std::string pattern = straggler_pattern(*named, live.windows);
     d.evidence += " Live windows: " + detail::live_rank_words(*named, live.windows) + ".";
+    if (!named->node.empty()) d.evidence += fmt::format(" Its node, the last window it lagged: {}.", named->node);
     if (pattern == "chronic") {
       d.advice.front() += fmt::format(
           "; it lagged in {} of the {} windows since it first did: a chronic straggler, so look at its node first "
@@ -219,7 +251,15 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
   view.median_ms = median(own_work);
   count_slowest(sorted, view);
   view.straggler = find_straggler(view);
+  read_job_arrivals(sorted, view);  // the rank that arrived last at the collectives, when they tell
   if (view.straggler && view.straggler->late_ms == 0) detail::name_within(*view.straggler, sorted);
+  if (view.straggler && view.straggler->arrivals_compared > 0 && view.straggler->before.empty()) {
+    // Waits alone (a gather) do not say what ran before each arrival: where its extra time went does.
+    view.straggler->before = view.straggler->within.empty() ? view.straggler->phase : view.straggler->within;
+    for (arrival_rank& r : view.arrivals->ranks) {
+      if (r.rank == view.straggler->rank && r.before.empty()) r.before = view.straggler->before;
+    }
+  }
   summary out = sorted.front()->s;
   const bool others_have_steps =
       std::any_of(sorted.begin(), sorted.end(), [](const rank_report* r) { return r->s.steps > 0; });
@@ -234,7 +274,12 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
     // Every rank waits for the straggler: its excess over the median rank is what its fix can save.
     // A late rank's fix saves the others' wait for it.
     const double step = out.step_ms.mean > 0 ? out.step_ms.mean : view.median_ms;
-    const double saved = view.straggler->late_ms > 0 ? view.straggler->others_wait_ms : view.straggler->excess_ms;
+    // One that arrives last at the collectives: the others' wait for it (their exposed collective
+    // time beyond its own, which is the collective's transfer).
+    const straggler_info& st = *view.straggler;
+    const double saved = st.late_ms > 0                ? st.others_wait_ms
+                         : st.arrivals_compared > 0 ? std::max(0.0, st.others_wait_ms - st.own_wait_ms)
+                                                     : st.excess_ms;
     const double gain = step > 0 ? std::clamp(saved / step, 0.0, 1.0) : 0.0;
     out.diag.gains = {{fmt::format("rank {}", view.straggler->rank), gain}};
     out.diag.advice.front() += detail::gain_words(gain);

@@ -25,9 +25,11 @@ from typing import Any, Dict, List, Optional
 
 from .. import _core
 from .._common import log as _log
+from .._ranks import collective as _collective
 from .._ranks import gather as _ranks
 
 MISSING_WINDOWS = 3  # windows in a row without a new row: missing (ranks.hpp's missing_windows)
+ROW_WAITS = 8  # the most DDP all-reduce waits a row carries (summary.hpp's nccl_stats::recent_collectives)
 _EMPTY = "x "  # a key made by rank 0 before its rank wrote: no slot, no row
 
 
@@ -36,6 +38,7 @@ class LiveRanks:
 
     def __init__(self) -> None:
         self.own: Optional[tuple] = None  # rank 0: (slot, row) of its last window
+        self.waits_seen = 0  # DDP all-reduce waits already sent in a row
         self.stale: Dict[int, int] = {}  # rank 0: windows in a row without that slot's row
         self.made = [False, False]  # rank 0: every rank's key of each parity exists
         self.said = False
@@ -56,7 +59,7 @@ class LiveRanks:
                 _log.say(f"live rank windows: torch.distributed's store cannot be reached ({type(e).__name__}: {e})")
 
     def _window(self, core: Any, job: Any, summary: Any, window: Dict[str, Any], slot: int) -> None:
-        own = _core.live_row(summary) if window.get("steps") else ""
+        own = self._row(core, summary) if window.get("steps") else ""
         # Two keys a rank, by the slot's parity: rank 0 reads the slot before while each rank
         # writes the one just ended.
         job.store.set(key(job.rank, slot), f"{slot} {own}")
@@ -84,23 +87,43 @@ class LiveRanks:
                 continue
             self.stale[r] = self.stale.get(r, 0) + 1
             (missing if self.stale[r] >= MISSING_WINDOWS else late).append(r)
-        straggler = self._straggler(rows) if len(rows) >= 2 else None
-        count = core.note_rank_window(straggler, late, missing)
+        short = _too_short(rows)
+        straggler = self._straggler(rows) if len(rows) >= 2 and not short else None
+        count = core.note_rank_window(straggler, late, missing) if not short else {"windows": 0}
         window["straggler_rank"] = straggler["rank"] if straggler else -1
         window["ranks_late"], window["ranks_missing"] = len(late), len(missing)
+        if short:  # a partial window (start-up): one rank's noise would read as a straggler
+            window["ranks_too_short"] = short
         if straggler:
             window["straggler_excess_ms"] = straggler["excess_ms"]
             window["straggler_phase"], window["straggler_median_rank"] = straggler["phase"], straggler["median_rank"]
             if "within" in straggler:  # the named phase inside it that holds most of the excess
                 window["straggler_within"], window["straggler_within_ms"] = straggler["within"], straggler["within_ms"]
+            if "arrivals_last" in straggler:  # it arrived last at the rows' last collectives
+                window["straggler_arrivals_last"] = straggler["arrivals_last"]
+                window["straggler_arrivals_compared"] = straggler["arrivals_compared"]
+                window["straggler_late_ms"], window["straggler_before"] = straggler["arrival_late_ms"], straggler["before"]
+            if "node" in straggler:  # its node's readings that depart from the median rank's
+                window["straggler_node"] = straggler["node"]
         options = core.options()
         record = {"slot": judged, "rows": len(rows), "straggler": straggler, "late": late, "missing": missing,
-                  "straggler_windows": count["windows"] if straggler else 0}
+                  "straggler_windows": count["windows"] if straggler else 0, "too_short": short}
         _log.to_jsonl(options["jsonl_path"], job.rank, {"ranks": record}, "live rank windows")
         if int(options["live"]) > 0:
-            sys.stderr.write(line(window.get("at_s") or 0.0, len(rows), job.world_size, straggler, count, late, missing))
+            sys.stderr.write(line(window.get("at_s") or 0.0, len(rows), job.world_size, straggler, count, late, missing,
+                                  short))
             sys.stderr.flush()
 
+
+    def _row(self, core: Any, summary: Any) -> str:
+        """This rank's row: the window's figures, and its waits at DDP's all-reduce measured since
+        its last row (the last ``_core`` allows), numbered as every rank numbers them."""
+        waits, measured = _collective.recent_waits(core)
+        new = min(measured - self.waits_seen, len(waits), ROW_WAITS)
+        self.waits_seen = measured
+        if new <= 0:
+            return _core.live_row(summary)
+        return _core.live_row(summary, waits[-new:], measured - new)
 
     def _own_rank(self, rank: int, row: str) -> bool:
         """A row is believed only about the rank whose key it came from: one that claims another
@@ -134,16 +157,36 @@ class LiveRanks:
             _log.say(f"live rank windows: rank {rank}'s row refused ({why}); its windows are judged without it")
 
 
+def _too_short(rows: List[str]) -> List[int]:
+    """The ranks whose row holds fewer counted steps than a window needs to be judged."""
+    short = []
+    for row in rows:
+        words = row.split(" ", 4)
+        if len(words) > 3 and words[3].isdigit() and int(words[3]) < _core.MIN_WINDOW_STEPS:
+            short.append(int(words[1]))
+    return short
+
+
 def line(at_s: float, rows: int, world: int, straggler: Optional[Dict[str, Any]], count: Dict[str, Any],
-         late: List[int], missing: List[int]) -> str:
+         late: List[int], missing: List[int], short: Optional[List[int]] = None) -> str:
     """Rank 0's line for one window, after the live line: its verdict on the window before."""
-    if straggler:
+    if straggler and "arrivals_last" in straggler:
+        verdict = (f"rank {straggler['rank']} is the straggler (last at {straggler['arrivals_last']} of "
+                   f"{straggler['arrivals_compared']} collectives, {_core.format_ms(straggler['arrival_late_ms'])} ms "
+                   f"late, after `{straggler['before']}`; "
+                   f"{count['windows']} window{'s' if count['windows'] != 1 else ''} so far)")
+    elif straggler:
         verdict = (f"rank {straggler['rank']} is the straggler (`{straggler['phase']}` "
                    f"+{_core.format_ms(straggler['excess_ms'])} ms a step over the median rank"
                    f"{straggler.get('within_words', '')}; "
                    f"{count['windows']} window{'s' if count['windows'] != 1 else ''} so far)")
+    elif short:
+        verdict = (f"too short to judge (fewer than {_core.MIN_WINDOW_STEPS} steps on rank"
+                   f"{'s' if len(short) > 1 else ''} {_ranks_words(short)})")
     else:
         verdict = "no straggler"
+    if straggler and straggler.get("node"):
+        verdict += f"; its node: {straggler['node']}"
     text = f"steptrace ranks, the window before {at_s:.1f} s: {verdict}; {rows} of {world} ranks' rows"
     if late:
         text += f"; late: {_ranks_words(late)}"

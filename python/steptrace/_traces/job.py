@@ -141,7 +141,8 @@ def load_job(names: List[str], step: Optional[str] = None) -> Any:
         device_wait = s.nccl_exposed_ms
         # The lowest rank's summary is the job's own table; of the others, what a row reads.
         try:
-            reports.append((s if i == 0 else _core.rank_digest(s), [], 0, device_wait))
+            # the trace's own summary last: its collective calls, for the ranks' arrival at them
+            reports.append((s if i == 0 else _core.rank_digest(s), [], 0, device_wait, s))
         except ValueError as e:  # its figures do not hold together: the file is named
             raise ValueError(f"{shown(name)}: {str(e).removeprefix('steptrace: ')}") from None
     return _core.combine_ranks(reports, world, 0.0, True)

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "analysis/aggregate.hpp"
+#include "core/node_reading.hpp"
 #include "steptrace/summary.hpp"
 
 namespace steptrace::detail {
@@ -37,6 +38,9 @@ struct live_state {
   // rank_windows.cpp: rank 0's count of each live window's straggler.
   std::optional<live_ranks_view> live_ranks;
   std::map<std::uint32_t, std::map<std::string, std::uint64_t>> live_rank_phases;  // by rank: windows by phase
+  // In a job, each live window reads this rank's node (its row carries it): on the window's
+  // thread, without the tracer lock (one window is made at a time).
+  node_reader node;
 
   // tracer::reset: the windows' figures and counts start afresh; the period's clock, the
   // listeners and what was said once stay.

@@ -96,17 +96,21 @@ std::unordered_map<std::string_view, double> named_inside(const summary& s, std:
   return out;
 }
 
-std::optional<straggler_info> find_straggler(const ranks_view& view) {
+namespace {
+
+std::vector<const rank_row*> rows_with_steps(const ranks_view& view) {
   std::vector<const rank_row*> rows;
   for (const rank_row& r : view.rows) {
     if (r.steps > 0) rows.push_back(&r);
   }
-  if (rows.size() < 2) return std::nullopt;
-  const rank_row* least = *std::min_element(rows.begin(), rows.end(),
-                                            [](const rank_row* a, const rank_row* b) { return collective_wait(*a) < collective_wait(*b); });
-  std::vector<double> others_wait, steps;
+  return rows;
+}
+
+// The straggler's figures for `least`: its wait and the others', the median rank, and the phase
+// of its own work it exceeds the others' median most in.
+straggler_info describe(const std::vector<const rank_row*>& rows, const rank_row* least) {
+  std::vector<double> others_wait;
   for (const rank_row* r : rows) {
-    steps.push_back(r->step_mean_ms);
     if (r != least) others_wait.push_back(collective_wait(*r));
   }
   straggler_info s;
@@ -119,10 +123,6 @@ std::optional<straggler_info> find_straggler(const ranks_view& view) {
   s.median_rank = others_work[(others_work.size() - 1) / 2].second;
   s.own_wait_ms = collective_wait(*least);
   s.others_wait_ms = median(others_wait);
-  const double gap = s.others_wait_ms - s.own_wait_ms;
-  if (gap < default_thresholds.straggler_gap_share * median(steps) || gap < default_thresholds.straggler_gap_ms) {
-    return std::nullopt;
-  }
   s.excess_ms = -1e300;
   for (const char* phase : own_phases) {
     std::vector<double> others;
@@ -131,6 +131,68 @@ std::optional<straggler_info> find_straggler(const ranks_view& view) {
     }
     const double excess = phase_of(*least, phase) - median(others);
     if (excess > s.excess_ms) s.excess_ms = excess, s.phase = phase;
+  }
+  return s;
+}
+
+}  // namespace
+
+std::optional<straggler_info> describe_straggler(const ranks_view& view, std::uint32_t rank) {
+  const std::vector<const rank_row*> rows = rows_with_steps(view);
+  const auto it = std::find_if(rows.begin(), rows.end(), [&](const rank_row* r) { return r->who.rank == rank; });
+  if (rows.size() < 2 || it == rows.end()) return std::nullopt;
+  return describe(rows, *it);
+}
+
+bool arrival_holds(const arrival_rank& last, const arrival_view& v, double calls_per_step, double step_ms) {
+  if (v.compared == 0 || last.late_ms < default_thresholds.straggler_gap_ms) return false;
+  const double per_step = last.late_ms * static_cast<double>(last.last) / static_cast<double>(v.compared) *
+                          std::max(1.0, calls_per_step);
+  return per_step >= default_thresholds.straggler_gap_share * step_ms;
+}
+
+void apply_arrivals(ranks_view& view, const std::vector<rank_calls>& calls, double calls_per_step) {
+  view.arrivals = read_arrivals(calls);
+  if (!view.arrivals) return;
+  const arrival_rank* last = most_often_last(*view.arrivals);
+  if (last == nullptr) return;
+  std::vector<double> steps;
+  for (const rank_row& r : view.rows) {
+    if (r.steps > 0) steps.push_back(r.step_mean_ms);
+  }
+  if (!arrival_holds(*last, *view.arrivals, calls_per_step, median(steps))) return;
+  std::optional<straggler_info> s =
+      view.straggler && view.straggler->rank == last->rank ? view.straggler : describe_straggler(view, last->rank);
+  if (!s) return;
+  s->arrivals_last = last->last;
+  s->arrivals_compared = view.arrivals->compared;
+  s->arrival_late_ms = last->late_ms;
+  s->before = last->before;
+  view.straggler = std::move(s);
+}
+
+std::string arrival_words(const straggler_info& s) {
+  if (s.arrivals_compared == 0) return {};
+  std::string out = fmt::format("It arrived last at {} of the {} collectives the ranks share ({:.0f}%), a median {:.2f} ms "
+                                "after the others",
+                                s.arrivals_last, s.arrivals_compared,
+                                100.0 * static_cast<double>(s.arrivals_last) / static_cast<double>(s.arrivals_compared),
+                                s.arrival_late_ms);
+  if (!s.before.empty()) out += fmt::format(", after `{}`", s.before);
+  return out;
+}
+
+std::optional<straggler_info> find_straggler(const ranks_view& view) {
+  const std::vector<const rank_row*> rows = rows_with_steps(view);
+  if (rows.size() < 2) return std::nullopt;
+  const rank_row* least = *std::min_element(rows.begin(), rows.end(),
+                                            [](const rank_row* a, const rank_row* b) { return collective_wait(*a) < collective_wait(*b); });
+  std::vector<double> steps;
+  for (const rank_row* r : rows) steps.push_back(r->step_mean_ms);
+  straggler_info s = describe(rows, least);
+  const double gap = s.others_wait_ms - s.own_wait_ms;
+  if (gap < default_thresholds.straggler_gap_share * median(steps) || gap < default_thresholds.straggler_gap_ms) {
+    return std::nullopt;
   }
   // It began its step late and arrived last at the collectives: late before the traced step, by
   // more than any phase of its own explains.
@@ -199,15 +261,31 @@ diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s, b
     };
     return d;
   }
-  d.evidence = fmt::format(
-      "Rank {} waits {:.2f} ms a step at the collectives while {} {:.2f} ms{} for it. It spends {:.2f} ms a step "
-      "more in `{}` than the median of the others{}.",
-      s.rank, s.own_wait_ms, others, s.others_wait_ms, n == 1 ? "" : " (median)", s.excess_ms, s.phase, within_words(s));
+  d.evidence = fmt::format("Rank {} waits {:.2f} ms a step at the collectives while {} {:.2f} ms{} for it.", s.rank,
+                           s.own_wait_ms, others, s.others_wait_ms, n == 1 ? "" : " (median)");
+  if (s.arrivals_compared == 0 || s.excess_ms >= 0.05) {  // no phase of its own is longer: its arrival says it
+    d.evidence += fmt::format(" It spends {:.2f} ms a step more in `{}` than the median of the others{}.", s.excess_ms,
+                              s.phase, within_words(s));
+  }
   for (const rank_row& r : view.rows) {
     if (r.who.rank == s.rank && view.steps_compared > 0) {
       d.evidence += fmt::format(" It was the slowest rank in {} of the last {} steps.", r.slowest_steps,
                                 view.steps_compared);
     }
+  }
+  if (s.arrivals_compared > 0) {  // read from the collectives themselves: the device's view on a GPU
+    d.evidence += " " + arrival_words(s) + ".";
+    straggler_info where = s;  // where its time went: the phase it ran before arriving
+    if (where.within.empty() && !s.before.empty()) (is_builtin(s.before) ? where.phase : where.within) = s.before;
+    d.advice = {
+        fmt::format("rank {} arrives last at {} of {} collectives, a median {:.1f} ms after the others{}; {} {:.1f} ms a "
+                    "step for it: {}",
+                    s.rank, s.arrivals_last, s.arrivals_compared, s.arrival_late_ms,
+                    s.before.empty() ? std::string() : fmt::format(", after `{}`", s.before), others, s.others_wait_ms,
+                    where_to_look(where, gpu)),
+        "the fix on that rank speeds up every rank: the job runs at the pace of its slowest rank",
+    };
+    return d;
   }
   d.advice = {
       fmt::format("rank {} spends {:.1f} ms more in `{}` than the median rank{}; {} {:.1f} ms a step for it at the "

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/arrivals.hpp"
 #include "base/median.hpp"  // median, which the rule and its callers share
 #include "steptrace/summary.hpp"
 
@@ -33,6 +34,25 @@ rank_row row_of(const rank_report& report);
 // The rank that waits least at the collectives, when the others wait for it beyond the
 // thresholds (report/diagnosis/diagnosis.hpp) and it does more of its own work, or began late.
 std::optional<straggler_info> find_straggler(const ranks_view& view);
+// The same figures for a given rank (its wait, the others', the median rank, the phase it exceeds
+// the others' median most in), whatever the thresholds: the rank its arrival at the collectives
+// named (view.arrivals). None when it recorded no steps or is the only rank that did.
+std::optional<straggler_info> describe_straggler(const ranks_view& view, std::uint32_t rank);
+// Whether the rank that arrived last most often at the collectives holds the others back by the
+// STRAGGLER thresholds: its median lateness at the collectives it was last at, times how many of
+// those a step holds (`calls_per_step` of each rank's calls), against the median step.
+bool arrival_holds(const arrival_rank& last, const arrival_view& v, double calls_per_step, double step_ms);
+// The arrival rule on a job's view (its rows and find_straggler's verdict in): reads the ranks'
+// arrival at `calls` into view.arrivals, and when the rank that arrived last most often holds the
+// others back (arrival_holds), makes it the straggler with its arrival figures (the rank the
+// host-wait rule named keeps its figures). `calls_per_step`: the ranks' median.
+void apply_arrivals(ranks_view& view, const std::vector<rank_calls>& calls, double calls_per_step);
+// The readings of `own` that depart from the median of `others`' ("SM clock 1410 MHz against 1980
+// median, thermal slowdown"); empty when none does, or with no others.
+std::string node_departures(const node_health& own, const std::vector<node_health>& others);
+// "It arrived last at 38 of the 40 collectives the ranks share (95%), a median 27.1 ms after the
+// others, after `backward`"; empty without arrivals.
+std::string arrival_words(const straggler_info& s);
 
 // Names, in `s`, the custom phase inside s.phase (at any depth; for `compute`, also one outside
 // every built-in) whose time a step, with the phases inside it, exceeds the median of the other

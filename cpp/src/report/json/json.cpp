@@ -113,7 +113,7 @@ gpu_stats gpu_from(const json_doc& j) {
   if (j.contains("kernels")) g.kernels = detail::kernels_from(j.at("kernels"));
   if (j.contains("nccl")) {
     const json_doc& n = j.at("nccl");
-    g.nccl = nccl_stats{number_at(n, "kernels_per_step"), number_at(n, "ms_per_step"), number_at(n, "exposed_ms_per_step")};
+    g.nccl = nccl_stats{number_at(n, "kernels_per_step"), number_at(n, "ms_per_step"), number_at(n, "exposed_ms_per_step"), {}};
   }
   return g;
 }

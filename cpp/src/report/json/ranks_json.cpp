@@ -126,6 +126,48 @@ live_ranks_view live_ranks_from(const json_doc& j) {
   return v;
 }
 
+json_doc arrivals_json(const arrival_view& a) {
+  json_doc ranks = json_doc::array(), calls = json_doc::array();
+  for (const arrival_rank& r : a.ranks) {
+    ranks.push_back({{"rank", r.rank}, {"last", r.last}, {"late_ms", r.late_ms}, {"before", r.before}});
+  }
+  for (const collective_arrival& c : a.collectives) {
+    calls.push_back({{"group", c.group}, {"kind", c.kind}, {"seq", c.seq}, {"last_rank", c.last_rank},
+                     {"late_ms", c.late_ms}, {"before", c.before}});
+  }
+  return json_doc{{"compared", a.compared}, {"matched_by", a.matched_by}, {"ranks", ranks}, {"collectives", calls}};
+}
+
+arrival_view arrivals_from(const json_doc& j, std::uint32_t world_size) {
+  arrival_view a;
+  a.compared = count_at(j, "compared");
+  a.matched_by = j.at("matched_by").get<std::string>();
+  for (const json_doc& r : j.at("ranks")) {
+    arrival_rank read;
+    read.rank = rank_count_at(r, "rank");
+    read.last = count_at(r, "last");
+    read.late_ms = number_at(r, "late_ms");
+    read.before = r.at("before").get<std::string>();
+    if (read.rank >= world_size || read.last > a.compared) {
+      throw std::invalid_argument("an arrival's rank is not of the world, or was last at more collectives than compared");
+    }
+    a.ranks.push_back(std::move(read));
+  }
+  for (const json_doc& c : j.at("collectives")) {
+    if (a.collectives.size() == max_arrival_rows) throw std::invalid_argument("more collectives listed than a summary lists");
+    collective_arrival read;
+    read.group = c.at("group").get<std::string>();
+    read.kind = c.at("kind").get<std::string>();
+    read.seq = count_at(c, "seq");
+    read.last_rank = rank_count_at(c, "last_rank");
+    read.late_ms = number_at(c, "late_ms");
+    read.before = c.at("before").get<std::string>();
+    if (read.last_rank >= world_size) throw std::invalid_argument("a collective's last rank is not of the world");
+    a.collectives.push_back(std::move(read));
+  }
+  return a;
+}
+
 json_doc ranks_json(const ranks_view& v) {
   json_doc rows = json_doc::array();
   for (const rank_row& r : v.rows) rows.push_back(row_json(r));
@@ -138,12 +180,18 @@ json_doc ranks_json(const ranks_view& v) {
                  {"others_wait_ms", s->others_wait_ms}};
     if (s->late_ms > 0) straggler["late_ms"] = s->late_ms;
     if (!s->within.empty()) straggler["within"] = {{"phase", s->within}, {"excess_ms", s->within_ms}};
+    if (s->arrivals_compared > 0) {
+      straggler["arrivals"] = {{"last", s->arrivals_last}, {"compared", s->arrivals_compared},
+                               {"late_ms", s->arrival_late_ms}, {"before", s->before}};
+    }
   }
-  return json_doc{{"world_size", v.world_size}, {"rows", rows},           {"missing", v.missing}, {"missing_count", v.missing_count},
+  json_doc out{{"world_size", v.world_size}, {"rows", rows},           {"missing", v.missing}, {"missing_count", v.missing_count},
                   {"refused", refused_json(v.refused)},
                   {"timeout_s", v.timeout_s},   {"from_files", v.from_files}, {"steps_compared", v.steps_compared},
                   {"worst", {{"rank", v.worst_rank}, {"ms", v.worst_ms}, {"median_ms", v.median_ms}}},
                   {"straggler", straggler}};
+  if (v.arrivals) out["arrivals"] = arrivals_json(*v.arrivals);
+  return out;
 }
 
 ranks_view ranks_from(const json_doc& j) {
@@ -190,7 +238,16 @@ ranks_view ranks_from(const json_doc& j) {
       read.within = s.at("within").at("phase").get<std::string>();
       read.within_ms = number_at(s.at("within"), "excess_ms");
     }
+    if (s.contains("arrivals")) {
+      const json_doc& a = s.at("arrivals");
+      read.arrivals_last = count_at(a, "last");
+      read.arrivals_compared = count_at(a, "compared");
+      read.arrival_late_ms = number_at(a, "late_ms");
+      read.before = a.at("before").get<std::string>();
+      if (read.arrivals_last > read.arrivals_compared) throw std::invalid_argument("a straggler last at more collectives than compared");
+    }
   }
+  if (j.contains("arrivals")) v.arrivals = arrivals_from(j.at("arrivals"), v.world_size);
   return v;
 }
 

@@ -1,0 +1,192 @@
+// The ranks' arrival at the collectives they share (analysis/arrivals.hpp).
+#include "analysis/arrivals.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "base/median.hpp"
+
+namespace steptrace::detail {
+namespace {
+
+// Ends this close (us) are one collective's whatever else: its ranks leave it within microseconds
+// of each other (a CPU backend's hosts wake up a little apart: within half the way to the next).
+constexpr double ends_agree_us = 50;
+// Of each rank's calls of a group, the most read to find its clock's offset (their pairs sorted once).
+constexpr std::size_t max_offset_calls = 512;
+
+// One matched collective: each rank's call, by position in `ranks`.
+using match = std::vector<const collective_call*>;
+
+std::map<std::string, std::vector<const collective_call*>> by_group(const rank_calls& r) {
+  std::map<std::string, std::vector<const collective_call*>> out;
+  for (const collective_call& c : r.calls) out[c.group].push_back(&c);
+  for (auto& [group, calls] : out) {
+    std::stable_sort(calls.begin(), calls.end(), [](const collective_call* a, const collective_call* b) {
+      return a->seq != b->seq ? a->seq < b->seq : a->start_us < b->start_us;
+    });
+  }
+  return out;
+}
+
+// The offset of `mine`'s clock to `ref`'s: of every pair's end difference, the value with the most
+// others within ends_agree_us of it (the pairs that are one collective agree; a steady period
+// makes the neighbouring periods nearly as many: the one nearest 0, where clocks agree, wins a
+// tie); then the median of those.
+double clock_offset(const std::vector<const collective_call*>& ref, const std::vector<const collective_call*>& mine) {
+  std::vector<double> diffs;
+  const std::size_t n = std::min(ref.size(), max_offset_calls), m = std::min(mine.size(), max_offset_calls);
+  diffs.reserve(n * m);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < m; ++j) diffs.push_back(mine[j]->end_us - ref[i]->end_us);
+  }
+  std::sort(diffs.begin(), diffs.end());
+  std::size_t best_from = 0, best_to = 0;
+  for (std::size_t from = 0, to = 0; from < diffs.size(); ++from) {
+    to = std::max(to, from);
+    while (to < diffs.size() && diffs[to] - diffs[from] <= 2 * ends_agree_us) ++to;
+    const std::size_t count = to - from, best = best_to - best_from;
+    const double centre = (diffs[from] + diffs[to - 1]) / 2;
+    if (count > best || (count == best && std::fabs(centre) < std::fabs((diffs[best_from] + diffs[best_to - 1]) / 2))) {
+      best_from = from, best_to = to;
+    }
+  }
+  return median(std::vector<double>(diffs.begin() + static_cast<std::ptrdiff_t>(best_from),
+                                    diffs.begin() + static_cast<std::ptrdiff_t>(best_to)));
+}
+
+// The call of `calls` (sorted by end) whose end is nearest `t`; nullptr for none.
+const collective_call* nearest_end(const std::vector<const collective_call*>& calls, double t) {
+  const auto at = std::lower_bound(calls.begin(), calls.end(), t, [](const collective_call* c, double x) { return c->end_us < x; });
+  const collective_call* best = at != calls.end() ? *at : nullptr;
+  if (at != calls.begin() && (best == nullptr || t - (*(at - 1))->end_us < best->end_us - t)) best = *(at - 1);
+  return best;
+}
+
+// Each group's calls matched by their ends: every rank's clock put on the first's, a call of the
+// first rank and a call of another are one collective when each is the other's nearest by end,
+// and their ends are closer than half the way to the first rank's neighbouring calls (or within
+// ends_agree_us), and their kinds agree where both are told. A call some rank's trace lacks is
+// matched on none.
+std::vector<match> match_by_end(const std::vector<const rank_calls*>& ranks) {
+  auto by_end = [](const collective_call* a, const collective_call* b) { return a->end_us < b->end_us; };
+  std::vector<std::map<std::string, std::vector<const collective_call*>>> groups;
+  for (const rank_calls* r : ranks) groups.push_back(by_group(*r));
+  std::vector<match> out;
+  for (const auto& [group, ref] : groups.front()) {
+    std::vector<const collective_call*> ref_ends = ref;
+    std::sort(ref_ends.begin(), ref_ends.end(), by_end);
+    std::vector<std::vector<const collective_call*>> partner(ref.size());
+    for (std::size_t i = 0; i < ref.size(); ++i) partner[i].push_back(ref[i]);
+    for (std::size_t k = 1; k < ranks.size(); ++k) {
+      const auto it = groups[k].find(group);
+      if (it == groups[k].end()) return {};
+      std::vector<const collective_call*> mine = it->second;
+      std::sort(mine.begin(), mine.end(), by_end);
+      const double offset = clock_offset(ref, mine);
+      for (std::size_t i = 0; i < ref.size(); ++i) {
+        if (partner[i].size() != k) continue;  // unmatched on a rank before
+        const collective_call* other = nearest_end(mine, ref[i]->end_us + offset);
+        if (other == nullptr || nearest_end(ref_ends, other->end_us - offset) != ref[i]) continue;
+        if (!ref[i]->kind.empty() && !other->kind.empty() && ref[i]->kind != other->kind) continue;
+        const auto at = std::lower_bound(ref_ends.begin(), ref_ends.end(), ref[i], by_end);
+        double room = INFINITY;  // half the way to the first rank's neighbouring ends
+        if (at != ref_ends.begin()) room = std::min(room, (ref[i]->end_us - (*(at - 1))->end_us) / 2);
+        if (at + 1 != ref_ends.end()) room = std::min(room, ((*(at + 1))->end_us - ref[i]->end_us) / 2);
+        if (std::fabs(other->end_us - offset - ref[i]->end_us) > std::max(ends_agree_us, room)) continue;
+        partner[i].push_back(other);
+      }
+    }
+    for (std::vector<const collective_call*>& m : partner) {
+      if (m.size() == ranks.size()) out.push_back(std::move(m));
+    }
+  }
+  return out;
+}
+
+// Calls matched by (group, sequence number) present on every rank.
+std::vector<match> match_by_number(const std::vector<const rank_calls*>& ranks) {
+  std::vector<std::unordered_map<std::string, const collective_call*>> index(ranks.size());
+  auto key = [](const collective_call& c) { return c.group + '\0' + std::to_string(c.seq); };
+  for (std::size_t k = 0; k < ranks.size(); ++k) {
+    for (const collective_call& c : ranks[k]->calls) index[k].emplace(key(c), &c);
+  }
+  std::vector<match> out;
+  for (const collective_call& c : ranks.front()->calls) {
+    match m{&c};
+    for (std::size_t k = 1; k < ranks.size(); ++k) {
+      const auto it = index[k].find(key(c));
+      if (it == index[k].end()) break;
+      m.push_back(it->second);
+    }
+    if (m.size() == ranks.size()) out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<arrival_view> read_arrivals(const std::vector<rank_calls>& all) {
+  std::vector<const rank_calls*> ranks;
+  for (const rank_calls& r : all) {
+    if (!r.calls.empty()) ranks.push_back(&r);
+  }
+  if (ranks.size() < 2) return std::nullopt;
+  std::sort(ranks.begin(), ranks.end(), [](const rank_calls* a, const rank_calls* b) { return a->rank < b->rank; });
+  const bool numbered = std::all_of(ranks.begin(), ranks.end(), [](const rank_calls* r) { return r->numbered; });
+  std::vector<match> matched = numbered ? match_by_number(ranks) : match_by_end(ranks);
+  if (matched.empty()) return std::nullopt;
+  std::stable_sort(matched.begin(), matched.end(), [](const match& a, const match& b) { return a[0]->start_us < b[0]->start_us; });
+
+  arrival_view v;
+  v.matched_by = numbered ? "sequence" : "end";
+  v.compared = matched.size();
+  std::map<std::uint32_t, std::vector<double>> lateness;
+  std::map<std::uint32_t, std::map<std::string, std::uint64_t>> befores;
+  std::vector<double> others;
+  for (const match& m : matched) {
+    std::size_t last = 0;
+    for (std::size_t k = 1; k < m.size(); ++k) {
+      if (m[k]->start_us - m[k]->end_us > m[last]->start_us - m[last]->end_us) last = k;
+    }
+    others.clear();
+    for (std::size_t k = 0; k < m.size(); ++k) {
+      if (k != last) others.push_back(m[k]->start_us - m[k]->end_us);
+    }
+    const double late_ms = std::max(0.0, (m[last]->start_us - m[last]->end_us) - median(others)) / 1e3;
+    const std::uint32_t rank = ranks[last]->rank;
+    lateness[rank].push_back(late_ms);
+    if (!m[last]->before.empty()) ++befores[rank][m[last]->before];
+    if (v.collectives.size() < max_arrival_rows) {
+      v.collectives.push_back({m[0]->group, m[0]->kind, m[0]->seq, rank, late_ms, m[last]->before});
+    }
+  }
+  for (auto& [rank, late] : lateness) {
+    arrival_rank r;
+    r.rank = rank;
+    r.last = late.size();
+    r.late_ms = median(late);
+    std::uint64_t most = 0;
+    for (const auto& [phase, n] : befores[rank]) {
+      if (n > most) most = n, r.before = phase;
+    }
+    v.ranks.push_back(std::move(r));
+  }
+  return v;
+}
+
+const arrival_rank* most_often_last(const arrival_view& v, std::uint64_t min_last) {
+  const arrival_rank* best = nullptr;
+  for (const arrival_rank& r : v.ranks) {
+    if (best == nullptr || r.last > best->last) best = &r;
+  }
+  if (best == nullptr || 2 * best->last <= v.compared || best->last < min_last) return nullptr;
+  return best;
+}
+
+}  // namespace steptrace::detail
