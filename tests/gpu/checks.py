@@ -12,6 +12,7 @@
   a listener's live windows carry the GPU busy share the whole run has
   the live kernel table: known GEMMs and elementwise kernels by name, calls and launching phase;
   the same loop's torch.profiler trace names the same top kernel
+  a rank's live windows carry its GPU's NVML readings, in the device's ranges
 """
 # Over 400 lines on purpose: one script, one call on a lent GPU machine whose time is scarce.
 
@@ -203,21 +204,45 @@ def allocator_memory() -> None:
           f"max_memory_allocated before/after the summary {peak_before}/{peak_after}")
 
 
+def live_windows_of_kernels(tracer: steptrace.Tracer, seconds: float) -> list:
+    """The live windows a listener gets from `seconds` of GEMM steps."""
+    got = []
+    tracer.on_window(got.append)
+    x = torch.randn(2048, 2048, device="cuda")
+    end = time.time() + seconds
+    while time.time() < end:
+        steps_of_kernels(tracer, 10, x)
+    time.sleep(0.3)
+    return got
+
+
 def live_window_device_view() -> None:
     """A listener's live windows carry the device view: their GPU busy share is the whole run's
     for a loop that does the same work every step."""
     tracer = steptrace.Tracer(warmup_steps=0, print_at_exit="never", live=1)
-    got = []
-    tracer.on_window(got.append)
-    x = torch.randn(2048, 2048, device="cuda")
-    end = time.time() + 4.5
-    while time.time() < end:
-        steps_of_kernels(tracer, 10, x)
-    time.sleep(0.3)
+    got = live_windows_of_kernels(tracer, 4.5)
     whole = tracer.summary().to_dict()["gpu"]["busy_share"]
     shares = [w["gpu_busy_share"] for w in got if "gpu_busy_share" in w]
     check("live windows carry the GPU busy share", len(shares) >= 2 and all(abs(s - whole) <= 0.05 for s in shares),
           f"{len(got)} windows, busy shares {[round(s, 3) for s in shares]}, whole run {whole:.3f}")
+
+
+def node_health_on_gpu() -> None:
+    """A rank's live windows carry its GPU's NVML readings, each in the device's range (an H100's
+    or H200's: SM clock 200-2100 MHz, memory clock 1000-3500 MHz, power 30-800 W, 15-100 C), and
+    the collective kernels it ran are not required (a lone process told it is rank 0 of 2)."""
+    tracer = steptrace.Tracer(warmup_steps=0, print_at_exit="never", live=1)
+    tracer._core.set_rank(0, 2, 0, "gpu-check", "")
+    got = live_windows_of_kernels(tracer, 3.5)
+    read = [w for w in got if "node_sm_clock_mhz" in w]
+    ranges = {"node_sm_clock_mhz": (200, 2100), "node_mem_clock_mhz": (1000, 3500), "node_power_w": (30, 800),
+              "node_temperature_c": (15, 100)}
+    ok = bool(read) and all(lo <= w.get(k, -1) <= hi for w in read for k, (lo, hi) in ranges.items())
+    last = read[-1] if read else {}
+    check("NVML readings in live rank windows", ok,
+          f"{len(read)} of {len(got)} windows read; last: " + ", ".join(f"{k[5:]} {last.get(k)}" for k in
+                                                                         list(ranges) + ["node_throttle", "node_ecc_errors",
+                                                                                         "node_xid_errors"]))
 
 
 def trace_read_back() -> None:
@@ -414,7 +439,7 @@ def main() -> int:
     torch.cuda.init()
     for run in (profiler_orders, graph_capture, compile_reduce_overhead, collector_load, summary_while_gpu_runs,
                 allocator_memory,
-                live_window_device_view, trace_read_back, live_kernel_table, capture_on_gpu, own_capture_on_gpu):
+                live_window_device_view, node_health_on_gpu, trace_read_back, live_kernel_table, capture_on_gpu, own_capture_on_gpu):
         try:
             run()
         except Exception as e:

@@ -2,7 +2,9 @@
 
     python live_ranks_job.py MODE OUT_DIR
 
-MODE chronic: rank 2's `input` takes 25 ms more a step from 3 s on; withstep: the same in a
+MODE chronic: rank 2's `input` takes 25 ms more a step from 3 s on; ddp: a DDP model whose
+backward (a phase `backward` of its own) takes 25 ms more on rank 2 from 3 s on, each sleep's length
+appended to OUT_DIR/slept-2.json; withstep: the same in a
 `with steptrace.step():` loop, ended at 6 s (configure() after the init starts the verdicts). oneoff: rank 1's `input`
 stalls 2.5 s once, at 3.5 s. killed: no collectives, and rank 3 leaves at 2.5 s. Rank 0 ends the
 run at 9 s (8 s when killed), telling the others through the all-reduce every step already does.
@@ -11,6 +13,7 @@ run began to OUT_DIR/start-RANK.txt; rank 0 prints the exit table.
 """
 
 import itertools
+import json
 import os
 import sys
 import time
@@ -19,6 +22,7 @@ import torch
 import torch.distributed as dist
 
 import steptrace
+from slow_backward import slow_backward
 
 mode, out_dir = sys.argv[1], sys.argv[2]
 dist.init_process_group("gloo")
@@ -41,8 +45,35 @@ def steps():
             yield i
 
 
+slept = []
+
+
+# ddp: backward's first node sleeps 25 ms on rank 2 from 3 s on
+SlowBackward = slow_backward(lambda: 0.025 if rank == 2 and time.monotonic() - start > 3 else 0.0, slept)
+
+
+if mode == "ddp":
+    net = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+    model = torch.nn.parallel.DistributedDataParallel(net)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
 for i in steps():
     now = time.monotonic() - start
+    if mode == "ddp":
+        with steptrace.phase("input"):
+            x = torch.randn(16, 64)
+        with steptrace.phase("compute"):
+            # the sleep is backward's first node: every gradient bucket's all-reduce waits for it
+            loss = SlowBackward.apply(model(x)).square().mean()
+            with steptrace.phase("backward"):
+                loss.backward()
+            opt.step()
+            opt.zero_grad()
+        stop[0] = 1.0 if rank == 0 and now > 9 else 0.0
+        dist.all_reduce(stop)
+        if stop[0] > 0:
+            break
+        continue
     with steptrace.phase("input"):
         time.sleep(0.001)
         if mode in ("chronic", "withstep") and rank == 2 and now > 3:
@@ -64,3 +95,6 @@ for i in steps():
         dist.all_reduce(stop)
     if stop[0] > 0:
         break
+if slept:
+    with open(os.path.join(out_dir, f"slept-{rank}.json"), "w") as f:
+        json.dump(slept, f)

@@ -29,6 +29,7 @@ if scenario == "disabled_last" and int(os.environ["RANK"]) == int(os.environ["WO
     os.environ["STEPTRACE_DISABLE"] = "1"  # as a user turns it off on one rank
 
 import steptrace  # noqa: E402
+from slow_backward import slow_backward  # noqa: E402
 
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
@@ -41,19 +42,8 @@ slow_rank = int(os.environ.get("SLOW_RANK", world - 1))
 named_backward = os.environ.get("NAMED_BACKWARD") == "1"
 
 
-class SlowBackward(torch.autograd.Function):
-    """Identity forward; its backward sleeps: extra time inside backward on one rank."""
-
-    @staticmethod
-    def forward(ctx, x):
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        t0 = time.perf_counter()
-        time.sleep(delay)
-        slept.append(1000 * (time.perf_counter() - t0))  # the delay as this process's clock saw it
-        return grad
+# Extra time inside backward on one rank (the model's slow_backward), each sleep's length kept.
+SlowBackward = slow_backward(lambda: delay, slept)
 
 
 class Net(torch.nn.Module):

@@ -57,6 +57,9 @@ def figures(summary: Dict[str, Any], step: int, at_s: float) -> Dict[str, Any]:
         cause = max(gains, key=gains.get)
         out["gain_cause"], out["gain_share"] = cause, gains[cause]
     out.update(_capture.fields(summary.get("captures") or []))  # the core's captures since the last window
+    node = summary.get("node")  # a rank's node, in a job: each reading it took (-1: not read)
+    if node:
+        out.update({f"node_{k}": v for k, v in node.items() if k != "gpu" and v is not None and v >= 0})
     return out
 
 

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import socket
+import statistics
 import subprocess
 import sys
 
@@ -67,6 +68,32 @@ def test_a_rank_that_slows_is_named_every_window_from_then_on_and_chronic_at_exi
     assert "look at its node first" in err, err[-3000:]
 
 
+def test_ddp_ranks_carry_their_all_reduce_waits_and_the_late_rank_is_named_by_its_arrival(tmp_path):
+    """DDP on gloo; rank 2's backward sleeps 25 ms a step from 3 s on (the job's own clock): every
+    window wholly after that names rank 2 from the rows' last all-reduces, last at most of them by
+    about the sleep, after `backward`; the first, partial window is too short to judge, said."""
+    outs, records = run_job(tmp_path, "ddp")
+    err = outs[0][1]
+    slow_from = float((tmp_path / "start-2.txt").read_text()) + 3
+    after = [r for r in records[:-1] if r["slot"] >= math.ceil(slow_from)]
+    assert len(after) >= 3, ([r["slot"] for r in records], slow_from, err[-3000:])
+    truth = statistics.median(json.loads((tmp_path / "slept-2.json").read_text()))
+    for r in after:
+        s = r["straggler"]
+        assert s and s["rank"] == 2, (r, err[-3000:])
+        assert s["arrivals_last"] >= 0.9 * s["arrivals_compared"], s
+        assert abs(s["arrival_late_ms"] - truth) < 0.3 * truth, (s, truth)
+        assert s["before"] == "backward", s
+    before = [r for r in records[1:] if r["slot"] + 1 <= slow_from]
+    assert not any(r["straggler"] for r in before), before
+    lines = verdicts(err)
+    assert any("rank 2 is the straggler (last at" in line and "after `backward`" in line for line in lines), lines
+    # the first window (the run's start, part of a period) held fewer than 5 steps on some rank
+    short = [r for r in records if r["too_short"]]
+    assert all(r["straggler"] is None for r in short)
+    assert all("too short to judge" in line for line in lines if "too short" in line)
+
+
 def test_a_rank_stalled_once_is_a_one_off(tmp_path):
     outs, records = run_job(tmp_path, "oneoff")
     err = outs[0][1]
@@ -92,3 +119,19 @@ def test_a_with_step_loop_gets_its_verdicts_too(tmp_path):
     said = verdicts(outs[0][1])
     assert said and any("rank 2 is the straggler" in line for line in said), outs[0][1][-3000:]
     assert any(r["straggler"] and r["straggler"]["rank"] == 2 for r in records), records
+
+
+def test_a_window_with_too_few_steps_on_a_rank_is_not_judged_and_says_so():
+    from steptrace._core import MIN_WINDOW_STEPS, window_straggler
+    from steptrace._live import rank_verdicts
+
+    def row(rank, steps, input_ms, wait_ms):  # r2: rank, world, steps, step mean/p50/p95, the phases, device wait
+        step = input_ms + 8 + wait_ms
+        return f"r2 {rank} 4 {steps} {step} {step} {step} {input_ms} 0 8 {wait_ms} 0 0"
+
+    start_up = [row(0, 12, 1, 8), row(1, MIN_WINDOW_STEPS - 1, 9, 0), row(2, 12, 1, 8), row(3, 12, 1, 8)]
+    assert window_straggler(start_up) is not None  # the rule alone would name rank 1 on its few steps
+    assert rank_verdicts._too_short(start_up) == [1]
+    said = rank_verdicts.line(1.0, 4, 4, None, {"windows": 0}, [], [], [1])
+    assert f"too short to judge (fewer than {MIN_WINDOW_STEPS} steps on rank 1)" in said
+    assert rank_verdicts._too_short([row(r, MIN_WINDOW_STEPS, 1, 0) for r in range(4)]) == []

@@ -69,7 +69,8 @@ std::string within_words(const straggler_info& s) {
 }
 
 // Each custom phase counted toward `group` in `s` (for `compute`, also one outside every
-// built-in), with its time a step together with the phases inside it.
+// built-in), with its time a step together with the phases inside it but `wait` (DDP's wait for
+// the other ranks opens inside the user's `backward`: the others' time, not its own).
 std::unordered_map<std::string_view, double> named_inside(const summary& s, std::string_view group) {
   const std::size_t n = s.phases.size();
   std::unordered_map<std::string_view, std::size_t> index;
@@ -78,6 +79,8 @@ std::unordered_map<std::string_view, double> named_inside(const summary& s, std:
   for (std::size_t i = 0; i < n; ++i) {  // each phase's own time, added to it and every phase around it
     const double own = s.phases[i].ms.mean;
     if (!std::isfinite(own) || own <= 0) continue;
+    // but the wait for the other ranks (DDP's, inside a `backward` of the user's): not its own work
+    if (s.phases[i].name == "wait" || s.phases[i].name == collective_phase) continue;
     std::size_t at = i;
     for (std::size_t depth = 0; depth < n; ++depth) {  // bounded: a cycle of parents read from a file
       with_inner[at] += own;
@@ -275,14 +278,21 @@ diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s, b
   }
   if (s.arrivals_compared > 0) {  // read from the collectives themselves: the device's view on a GPU
     d.evidence += " " + arrival_words(s) + ".";
-    straggler_info where = s;  // where its time went: the phase it ran before arriving
-    if (where.within.empty() && !s.before.empty()) (is_builtin(s.before) ? where.phase : where.within) = s.before;
+    // Where its time went: the phase it exceeds the others in when that explains half its lateness
+    // or more, else (its host phases alike the others': a device-bound rank) the phase it ran before arriving.
+    straggler_info where = s;
+    if (where.within.empty() && s.excess_ms < 0.5 * s.arrival_late_ms && !s.before.empty()) {
+      (is_builtin(s.before) ? where.phase : where.within) = s.before;
+    }
     d.advice = {
-        fmt::format("rank {} arrives last at {} of {} collectives, a median {:.1f} ms after the others{}; {} {:.1f} ms a "
+        fmt::format("rank {} arrives last at {} of {} collectives, a median {:.1f} ms after the others{}{}; {} {:.1f} ms a "
                     "step for it: {}",
                     s.rank, s.arrivals_last, s.arrivals_compared, s.arrival_late_ms,
-                    s.before.empty() ? std::string() : fmt::format(", after `{}`", s.before), others, s.others_wait_ms,
-                    where_to_look(where, gpu)),
+                    s.before.empty() ? std::string() : fmt::format(", after `{}`", s.before),
+                    s.excess_ms >= 0.05 ? fmt::format(" (it spends {:.1f} ms more in `{}` than the median rank{})",
+                                                      s.excess_ms, s.phase, within_words(s))
+                                        : std::string(),
+                    others, s.others_wait_ms, where_to_look(where, gpu)),
         "the fix on that rank speeds up every rank: the job runs at the pace of its slowest rank",
     };
     return d;

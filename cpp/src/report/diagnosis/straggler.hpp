@@ -65,7 +65,7 @@ void name_within(straggler_info& s, const std::vector<const rank_report*>& repor
 void choose_within(straggler_info& s, const std::unordered_map<std::string_view, double>& own,
                    const std::vector<std::unordered_map<std::string_view, double>>& others);
 // A summary's named phases inside the built-in `group` (for `compute`, also those outside every
-// built-in), each with its time a step including the phases inside it.
+// built-in), each with its time a step including the phases inside it but `wait` (the other ranks' time).
 std::unordered_map<std::string_view, double> named_inside(const summary& s, std::string_view group);
 // " (`decode` alone: 12.0 ms more)" or ", 9.5 ms of it in `decode`"; empty without s.within.
 std::string within_words(const straggler_info& s);

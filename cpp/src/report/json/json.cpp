@@ -252,6 +252,19 @@ std::string summary::json() const {
   if (host_memory) doc["host_memory"] = detail::host_memory_json(*host_memory);
   if (!captures.empty()) doc["captures"] = detail::captures_json(captures);
   if (live_ranks) doc["live_ranks"] = detail::live_ranks_json(*live_ranks);
+  if (node) {  // a live window of a rank: its node's readings (-1: not read)
+    doc["node"] = {{"gpu", node->gpu},
+                   {"sm_clock_mhz", node->sm_clock_mhz},
+                   {"mem_clock_mhz", node->mem_clock_mhz},
+                   {"power_w", node->power_w},
+                   {"temperature_c", node->temperature_c},
+                   {"throttle", node->throttle},
+                   {"ecc_errors", node->ecc_errors},
+                   {"xid_errors", node->xid_errors},
+                   {"steal_share", node->steal_share},
+                   {"involuntary_per_s", node->involuntary_per_s},
+                   {"others_cpu_share", node->others_cpu_share}};
+  }
   if (!series.points.empty()) doc["series"] = detail::series_json(series);
   if (!timeline.steps.empty() || !timeline.set_aside.empty()) doc["timeline"] = detail::timeline_json(timeline);
   // Names are valid UTF-8 (the registry sees to it); a byte that is not still never throws.
@@ -338,6 +351,22 @@ summary summary::from_json(std::string_view text) {
     if (doc.contains("host_memory")) s.host_memory = detail::host_memory_from(doc.at("host_memory"));
     if (doc.contains("captures")) s.captures = detail::captures_from(doc.at("captures"));
     if (doc.contains("live_ranks")) s.live_ranks = detail::live_ranks_from(doc.at("live_ranks"));
+    if (doc.contains("node")) {
+      const json_doc& n = doc.at("node");
+      node_health& read = s.node.emplace();
+      if (!n.at("gpu").is_boolean()) throw std::invalid_argument("\"node\": \"gpu\" is not true or false");
+      read.gpu = n.at("gpu").get<bool>();
+      read.throttle = count_at(n, "throttle");
+      for (auto [key, field] : {std::pair{"sm_clock_mhz", &node_health::sm_clock_mhz}, {"mem_clock_mhz", &node_health::mem_clock_mhz},
+                                {"power_w", &node_health::power_w}, {"temperature_c", &node_health::temperature_c},
+                                {"ecc_errors", &node_health::ecc_errors}, {"xid_errors", &node_health::xid_errors},
+                                {"steal_share", &node_health::steal_share}, {"involuntary_per_s", &node_health::involuntary_per_s},
+                                {"others_cpu_share", &node_health::others_cpu_share}}) {
+        const double v = signed_at(n, key);
+        if (v < -1) throw std::invalid_argument(std::string("\"node\": \"") + key + "\" is below -1");
+        read.*field = v;
+      }
+    }
     if (doc.contains("series")) s.series = detail::series_from(doc.at("series"));
     if (doc.contains("timeline")) s.timeline = detail::timeline_from(doc.at("timeline"));
     detail::check_figures(s);
