@@ -160,10 +160,16 @@ class LiveRanks:
 def _too_short(rows: List[str]) -> List[int]:
     """The ranks whose row holds fewer counted steps than a window needs to be judged."""
     short = []
-    for row in rows:
-        words = row.split(" ", 4)
-        if len(words) > 3 and words[3].isdigit() and int(words[3]) < _core.MIN_WINDOW_STEPS:
-            short.append(int(words[1]))
+    least = _core.MIN_WINDOW_STEPS
+    for row in rows:  # "r2 RANK WORLD STEPS ...": found, not split (rank 0 reads 1,024 rows a window)
+        at = row.find(" ", 3)
+        world_end = row.find(" ", at + 1)
+        steps_end = row.find(" ", world_end + 1)
+        if at < 0 or world_end < 0 or steps_end < 0:
+            continue  # not a row: the rule refuses it, naming it
+        steps = row[world_end + 1:steps_end]
+        if steps.isdigit() and int(steps) < least:
+            short.append(int(row[3:at]))
     return short
 
 
