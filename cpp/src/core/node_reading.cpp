@@ -6,6 +6,7 @@
 namespace steptrace::detail {
 
 node_health node_reader::read(std::int64_t device, bool gpu) {
+  std::lock_guard<std::mutex> lock(mutex_);
   node_health out;
   if (gpu) {
     gpu_health g;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 
 #include "gpu/nvml.hpp"
 #include "record/host_health.hpp"
@@ -15,9 +16,11 @@ namespace steptrace::detail {
 class node_reader {
  public:
   // `device`: the CUDA ordinal this rank uses (its local rank); `gpu`: the process has one.
+  // Thread-safe: the run's last window (at exit) may be made while a periodic one is.
   node_health read(std::int64_t device, bool gpu);
 
  private:
+  std::mutex mutex_;
   nvml_reader nvml_;
   host_health_reader host_;
   bool said_ = false;
