@@ -135,7 +135,7 @@ std::vector<match> match_by_number(const std::vector<const rank_calls*>& ranks) 
 
 }  // namespace
 
-std::optional<arrival_view> read_arrivals(const std::vector<rank_calls>& all) {
+std::optional<arrival_view> read_arrivals(const std::vector<rank_calls>& all, std::map<std::uint32_t, double>* net_late_ms) {
   std::vector<const rank_calls*> ranks;
   for (const rank_calls& r : all) {
     if (!r.calls.empty()) ranks.push_back(&r);
@@ -163,12 +163,25 @@ std::optional<arrival_view> read_arrivals(const std::vector<rank_calls>& all) {
       if (k != last) others.push_back(m[k]->start_us - m[k]->end_us);
     }
     const double late_ms = std::max(0.0, (m[last]->start_us - m[last]->end_us) - median(others)) / 1e3;
+    if (net_late_ms != nullptr) {  // every rank's arrival against the median of the others'
+      std::vector<double> rest;
+      for (std::size_t k = 0; k < m.size(); ++k) {
+        rest.clear();
+        for (std::size_t j = 0; j < m.size(); ++j) {
+          if (j != k) rest.push_back(m[j]->start_us - m[j]->end_us);
+        }
+        (*net_late_ms)[ranks[k]->rank] += ((m[k]->start_us - m[k]->end_us) - median(rest)) / 1e3;
+      }
+    }
     const std::uint32_t rank = ranks[last]->rank;
     lateness[rank].push_back(late_ms);
     if (!m[last]->before.empty()) ++befores[rank][m[last]->before];
     if (v.collectives.size() < max_arrival_rows) {
       v.collectives.push_back({m[0]->group, m[0]->kind, m[0]->seq, rank, late_ms, m[last]->before});
     }
+  }
+  if (net_late_ms != nullptr) {
+    for (auto& [rank, sum] : *net_late_ms) sum /= static_cast<double>(matched.size());
   }
   for (auto& [rank, late] : lateness) {
     arrival_rank r;

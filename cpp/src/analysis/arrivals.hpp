@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -29,7 +30,10 @@ struct rank_calls {
   bool numbered = false;  // the calls' seq are the trace's own numbers, not their order
 };
 
-std::optional<arrival_view> read_arrivals(const std::vector<rank_calls>& ranks);
+// `net_late_ms`, when given: each rank's mean over every matched call of its arrival less the
+// median of the others' (signed: a rank last by chance as often as it is first nets about 0).
+std::optional<arrival_view> read_arrivals(const std::vector<rank_calls>& ranks,
+                                          std::map<std::uint32_t, double>* net_late_ms = nullptr);
 
 // The rank that arrived last most often, when it was last at more than half of the compared
 // collectives and at least `min_last` of them; none otherwise.

@@ -147,15 +147,15 @@ std::optional<straggler_info> describe_straggler(const ranks_view& view, std::ui
   return describe(rows, *it);
 }
 
-bool arrival_holds(const arrival_rank& last, const arrival_view& v, double calls_per_step, double step_ms) {
-  if (v.compared == 0 || last.late_ms < default_thresholds.straggler_gap_ms) return false;
-  const double per_step = last.late_ms * static_cast<double>(last.last) / static_cast<double>(v.compared) *
-                          std::max(1.0, calls_per_step);
+bool arrival_holds(const arrival_rank& last, double net_late_ms, double calls_per_step, double step_ms) {
+  if (last.late_ms < default_thresholds.straggler_gap_ms) return false;
+  const double per_step = std::max(0.0, net_late_ms) * std::max(1.0, calls_per_step);
   return per_step >= default_thresholds.straggler_gap_share * step_ms;
 }
 
 void apply_arrivals(ranks_view& view, const std::vector<rank_calls>& calls, double calls_per_step) {
-  view.arrivals = read_arrivals(calls);
+  std::map<std::uint32_t, double> net;
+  view.arrivals = read_arrivals(calls, &net);
   if (!view.arrivals) return;
   const arrival_rank* last = most_often_last(*view.arrivals);
   if (last == nullptr) return;
@@ -163,7 +163,7 @@ void apply_arrivals(ranks_view& view, const std::vector<rank_calls>& calls, doub
   for (const rank_row& r : view.rows) {
     if (r.steps > 0) steps.push_back(r.step_mean_ms);
   }
-  if (!arrival_holds(*last, *view.arrivals, calls_per_step, median(steps))) return;
+  if (!arrival_holds(*last, net[last->rank], calls_per_step, median(steps))) return;
   std::optional<straggler_info> s =
       view.straggler && view.straggler->rank == last->rank ? view.straggler : describe_straggler(view, last->rank);
   if (!s) return;

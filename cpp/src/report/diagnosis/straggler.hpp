@@ -39,9 +39,10 @@ std::optional<straggler_info> find_straggler(const ranks_view& view);
 // named (view.arrivals). None when it recorded no steps or is the only rank that did.
 std::optional<straggler_info> describe_straggler(const ranks_view& view, std::uint32_t rank);
 // Whether the rank that arrived last most often at the collectives holds the others back by the
-// STRAGGLER thresholds: its median lateness at the collectives it was last at, times how many of
-// those a step holds (`calls_per_step` of each rank's calls), against the median step.
-bool arrival_holds(const arrival_rank& last, const arrival_view& v, double calls_per_step, double step_ms);
+// STRAGGLER thresholds: its median lateness at the collectives it was last at (0.5 ms at least),
+// and its net lateness over every call (`net_late_ms`, read_arrivals'), times the calls a step
+// (`calls_per_step`), against the median step: a rank last by chance as often as first nets ~0.
+bool arrival_holds(const arrival_rank& last, double net_late_ms, double calls_per_step, double step_ms);
 // The arrival rule on a job's view (its rows and find_straggler's verdict in): reads the ranks'
 // arrival at `calls` into view.arrivals, and when the rank that arrived last most often holds the
 // others back (arrival_holds), makes it the straggler with its arrival figures (the rank the
