@@ -198,7 +198,8 @@ def line(at_s: float, rows: int, world: int, straggler: Optional[Dict[str, Any]]
         text += f"; late: {_ranks_words(late)}"
     if missing:
         text += f"; missing: {_ranks_words(missing)}"
-    return text + "\n"
+    # phase names and node words come from the program and the rows: no escape sequence reaches the terminal
+    return _log.printable(text) + "\n"
 
 
 def _ranks_words(ranks: List[int], listed: int = 16) -> str:

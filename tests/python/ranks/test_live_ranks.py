@@ -135,3 +135,13 @@ def test_a_window_with_too_few_steps_on_a_rank_is_not_judged_and_says_so():
     said = rank_verdicts.line(1.0, 4, 4, None, {"windows": 0}, [], [], [1])
     assert f"too short to judge (fewer than {MIN_WINDOW_STEPS} steps on rank 1)" in said
     assert rank_verdicts._too_short([row(r, MIN_WINDOW_STEPS, 1, 0) for r in range(4)]) == []
+
+
+def test_rank_0s_line_escapes_names_from_the_rows():
+    from steptrace._live import rank_verdicts
+
+    straggler = {"rank": 2, "arrivals_last": 8, "arrivals_compared": 8, "arrival_late_ms": 25.0,
+                 "before": "back\x1b[2Jward", "node": "SM clock\x07 1410 MHz"}
+    said = rank_verdicts.line(1.0, 4, 4, straggler, {"windows": 1}, [], [])
+    assert "\x1b" not in said and "\x07" not in said
+    assert "back\\x1B[2Jward" in said and said.endswith("\n")
