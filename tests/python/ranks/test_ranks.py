@@ -4,8 +4,6 @@ separate the right rank and phase from the wrong ones whatever else the machine 
 collective wait is checked against ground truth stamped beside steptrace's records."""
 
 import json
-import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -17,25 +15,13 @@ import pytest
 
 import steptrace
 from conftest import HERE  # noqa: E402
+from rank_jobs import TORCH_EXIT_ABORT, combined, free_port, job_env, ok  # noqa: E402
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 JOB = HERE / "ranks_job.py"
 DELAY_MS = 15
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def job_env(extra=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
-    env.update({"OMP_NUM_THREADS": "1", "STEPTRACE_LOG_LEVEL": "warn"})
-    env.update(extra or {})
-    return env
 
 
 def run_ranks(tmp_path, scenario, world, steps=40, env=None, timeout=120):
@@ -54,22 +40,6 @@ def run_ranks(tmp_path, scenario, world, steps=40, env=None, timeout=120):
         stdout, stderr = p.communicate(timeout=timeout)
         out.append((p.returncode, stdout, stderr, time.monotonic() - started))
     return out
-
-
-# torch's gloo teardown at exit sometimes aborts a process after everything else ran (seen with
-# steptrace not even imported: benchmarks/bench_ranks.py's plain runs); every file and line
-# checked here is written before that.
-TORCH_EXIT_ABORT = "terminate called without an active exception"
-
-
-def ok(rc: int, err: str) -> bool:
-    return rc == 0 or (rc == -6 and err.rstrip().endswith(TORCH_EXIT_ABORT))
-
-
-def combined(path: Path) -> dict:
-    doc = json.loads(path.read_text())
-    assert doc["rank"]["rank"] == 0 and "ranks" in doc, doc.keys()
-    return doc
 
 
 def test_torchrun_slow_input_one_file_one_table(tmp_path):
@@ -112,57 +82,6 @@ def test_slow_backward_is_found_in_compute(tmp_path):
     s = doc["ranks"]["straggler"]
     assert (s["rank"], s["phase"]) == (2, "compute"), doc["diagnosis"]
     assert 0.5 * DELAY_MS < s["excess_ms"] < 1.5 * DELAY_MS
-
-
-def arrivals_job(tmp_path, delay_ms, slow_rank):
-    """torchrun, 4 ranks, `backward` a phase of its own, rank `slow_rank` (or none) sleeping
-    delay_ms in it each step. Returns the combined summary and the sleeps (ms) as measured."""
-    env = job_env({"STEPTRACE_JSON": str(tmp_path / "run.json"), "NAMED_BACKWARD": "1",
-                   "SLOW_RANK": str(slow_rank if slow_rank is not None else 99)})
-    proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=4", f"--master_port={free_port()}",
-         str(JOB), "slow_backward", "40", str(delay_ms), str(tmp_path)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0 or TORCH_EXIT_ABORT in proc.stderr, proc.stderr
-    slept = json.loads((tmp_path / f"slept-{slow_rank}.json").read_text()) if slow_rank is not None else []
-    return combined(tmp_path / "run.json"), slept
-
-
-def check_arrival_verdict(doc, slept, rel):
-    arrivals = doc["ranks"]["arrivals"]
-    assert arrivals["compared"] >= 20, arrivals
-    by_rank = {r["rank"]: r for r in arrivals["ranks"]}
-    assert by_rank[2]["last"] >= 0.9 * arrivals["compared"], arrivals["ranks"]
-    truth = statistics.median(slept)  # the delay as the slow rank's own clock measured it
-    assert abs(by_rank[2]["late_ms"] - truth) < rel * truth, (by_rank[2], truth)
-    s = doc["ranks"]["straggler"]
-    assert s["rank"] == 2 and s["arrivals"]["before"] == "backward", s
-    assert "arrived last at" in doc["diagnosis"]["evidence"]
-
-
-def test_a_rank_slow_in_backward_arrives_last_at_the_all_reduces_by_the_delay(tmp_path):
-    """4 ranks under torchrun; rank 2 sleeps 40 ms in `backward` each step: it reaches 90% or
-    more of the all-reduces last, by the delay within 20%, after `backward`."""
-    doc, slept = arrivals_job(tmp_path, 40, 2)
-    check_arrival_verdict(doc, slept, 0.2)
-
-
-def test_no_delay_names_no_rank_by_arrival(tmp_path):
-    doc, _ = arrivals_job(tmp_path, 40, None)
-    arrivals = doc["ranks"]["arrivals"]
-    assert all(r["last"] <= 0.5 * arrivals["compared"] for r in arrivals["ranks"]), arrivals["ranks"]
-    assert doc["ranks"]["straggler"] is None, doc["ranks"]["straggler"]
-
-
-def test_the_arrival_verdict_holds_under_ten_cpu_burners(tmp_path):
-    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(10)]
-    try:
-        doc, slept = arrivals_job(tmp_path, 40, 2)
-    finally:
-        for b in burners:
-            b.kill()
-            b.wait()
-    check_arrival_verdict(doc, slept, 0.5)
 
 
 def test_balanced_ranks_no_straggler(tmp_path):
