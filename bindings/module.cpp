@@ -53,6 +53,7 @@ PYBIND11_MODULE(_core, m) {
   bind_phases(m);      // phases.cpp
   bind_step_loop(m);   // step_loop.cpp
   bind_scopes(m);      // scopes.cpp
+  bind_hangs(m);       // hangs.cpp
   m.def("register_phase", [](const std::string& name) { return register_phase(name).value; }, py::arg("name"));
   m.attr("INPUT") = builtin::input.value;
   m.attr("H2D") = builtin::h2d.value;

@@ -15,5 +15,6 @@ void bind_files(pybind11::module_& m);      // files.cpp
 void bind_phases(pybind11::module_& m);     // phases.cpp
 void bind_step_loop(pybind11::module_& m);  // step_loop.cpp
 void bind_scopes(pybind11::module_& m);     // scopes.cpp
+void bind_hangs(pybind11::module_& m);      // hangs.cpp: collective marks, the job's hang, stacks
 
 }  // namespace steptrace::bindings

@@ -49,6 +49,8 @@ struct STEPTRACE_API config {
   std::uint32_t capture_steps = 5;          // steps each capture records
   std::string capture_dir = "steptrace-captures";
   std::uint32_t capture_max = 3;            // captures per run at most
+  // A step open this long (seconds) is a suspected hang (hang.hpp); 0: automatic, -1: not watched.
+  double hang_after_s = 0;
 
   // Sets one option from its text form. Throws std::invalid_argument naming the option and
   // the bad value.
@@ -65,6 +67,7 @@ struct STEPTRACE_API config {
 // One row of the option table. `kind` says which values set() takes:
 //   "bool"  1/0, true/false, yes/no, on/off     "uint"  a non-negative integer
 //   "text"  any string                          "path"  a file path ("" for none)
+//   "seconds"  a number of seconds, `auto` or `off`
 //   "choice:a|b|c"  one of the words (booleans are accepted too where doc says so)
 struct option_info {
   const char* name;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "steptrace/export.hpp"
+#include "steptrace/hang.hpp"
 #include "steptrace/ranks.hpp"
 #include "steptrace/timeline.hpp"
 
@@ -272,6 +273,9 @@ class STEPTRACE_API summary {
   std::optional<node_health> node;
   // Rank 0 of a job with live rank windows: how often each rank was a window's straggler.
   std::optional<live_ranks_view> live_ranks;
+  // The steps open now and the last collectives (hang.hpp): in live windows and metrics(), when a
+  // step is open.
+  std::optional<hang_view> hang;
   // Captures on trouble: the run's so far; in a live window, those that ended since the last.
   std::vector<capture_record> captures;
   // Its collective calls (ranks.hpp), for a job's arrival at them: read from a trace (combine_ranks

@@ -23,6 +23,24 @@ void recent_window::on_step(const built_step& s, std::uint64_t length) {
   }
 }
 
+namespace {
+double quantile(const std::vector<std::uint64_t>& values, std::uint64_t zeros, double q);
+}  // namespace
+
+std::uint64_t recent_window::length_quantile(double q) const {
+  std::vector<std::uint64_t> lengths;
+  lengths.reserve(steps_.size());
+  for (const step_entry& e : steps_) lengths.push_back(e.length);
+  std::sort(lengths.begin(), lengths.end());
+  return static_cast<std::uint64_t>(quantile(lengths, 0, q));
+}
+
+std::vector<std::uint64_t> recent_window::last_lengths(std::size_t n) const {
+  std::vector<std::uint64_t> out;
+  for (std::size_t i = steps_.size() > n ? steps_.size() - n : 0; i < steps_.size(); ++i) out.push_back(steps_[i].length);
+  return out;
+}
+
 void recent_window::clear() {
   steps_.clear();
   slices_.clear();

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <vector>
 
 #include "analysis/step_builder.hpp"
 #include "steptrace/summary.hpp"
@@ -19,6 +20,10 @@ class recent_window {
 
   void on_step(const built_step& s, std::uint64_t length);  // a counted step
   void clear();
+  bool empty() const noexcept { return steps_.empty(); }
+  // The kept steps' length (ticks) at quantile q (nearest rank), and the last n lengths, oldest first.
+  std::uint64_t length_quantile(double q) const;
+  std::vector<std::uint64_t> last_lengths(std::size_t n) const;
   // Replaces the quantiles (p50, p95, p99, max) of `out`'s step time and of each of its phases
   // with those of the kept steps that ended at `since` (ticks) or later; a phase that did not
   // run in a step counts 0 there, as in the whole-run figures. How many steps that was.

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "gpu/device_record.hpp"
@@ -133,6 +134,11 @@ class step_builder {
   std::uint32_t thread() const noexcept { return thread_; }
   // A step has begun and not ended (of the records consumed so far).
   bool in_step() const noexcept { return in_step_; }
+  // The step open now, or the held fetch (`input`) that will begin it: its index, where it began
+  // (ticks), the time set aside in it so far (ticks) and whether a set-aside span is open now, and
+  // the phases open in it, outermost first, as (id, begin). False when neither is.
+  bool open_step(std::uint64_t& index, std::uint64_t& begin, std::uint64_t& set_aside, bool& aside_open,
+                 std::vector<std::pair<std::uint32_t, std::uint64_t>>& phases) const;
   std::uint64_t unbalanced() const noexcept { return unbalanced_; }
   // Event pairs of phases ended since the last call (the caller harvests their device time).
   std::vector<event_pair>& event_pairs() noexcept { return event_pairs_; }

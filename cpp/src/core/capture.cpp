@@ -58,14 +58,14 @@ void install_usr2() {
   sigaction(SIGUSR2, &now, &before_usr2);
 }
 
+}  // namespace
+
 std::string safe_name(std::string name) {
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
   }
   return name.empty() ? "run" : name;
 }
-
-}  // namespace
 
 bool tracer_impl::arm_capture(std::string reason, std::uint32_t steps) {
   if (capture.armed) return false;

@@ -17,6 +17,9 @@
 
 namespace steptrace::detail {
 
+// A name as part of a file name: letters, digits, `-`, `_` and `.`, the rest `_` ("run" if empty).
+std::string safe_name(std::string name);
+
 struct capture_state {  // under tracer_impl::mutex
   // The triggers, weighed by the collector on each live window: a C++ program's. The Python
   // binding weighs its own (elsewhere), with torch.profiler's captures and the job's store.

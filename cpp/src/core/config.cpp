@@ -2,6 +2,7 @@
 // defined here once. config::set / get / from_env, the error texts, Python's configure() and
 // options(), and the option list in docs/python.md all read it.
 #include <algorithm>
+#include <cstdio>
 #include <cctype>
 #include <cstdlib>
 #include <functional>
@@ -85,6 +86,25 @@ std::string parse_capture(std::string_view v) {
     at = comma + 1;
   }
   return std::string(v);
+}
+
+// hang_after: `auto` (0), `off` (-1) or seconds (0.1 to a week).
+double parse_hang_after(std::string_view v) {
+  const std::string s = lower(v);
+  if (s == "auto") return 0;
+  if (s == "off") return -1;
+  char* end = nullptr;
+  const double f = s.empty() ? 0 : std::strtod(s.c_str(), &end);
+  if (end == nullptr || *end != '\0' || !(f >= 0.1 && f <= 604800)) {
+    throw std::invalid_argument("expected seconds (0.1 to 604800), auto or off");
+  }
+  return f;
+}
+
+std::string fmt_seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", s);
+  return text;
 }
 
 std::string parse_path(std::string_view v) {
@@ -231,6 +251,15 @@ const std::vector<option>& options() {
         "captures per run at most (at most 100); after each, the next trigger waits 3 windows"},
        [](config& c, std::string_view v) { c.capture_max = parse_uint(v, 100); },
        [](const config& c) { return std::to_string(c.capture_max); }},
+      {{"hang_after", "STEPTRACE_HANG_AFTER", false, "seconds", "auto",
+        "a step open this many seconds is a suspected hang: its report (every thread's open phases and "
+        "stack, the last collectives) goes to stderr, `jsonl_path` and `capture_dir`, once a hang; `auto`: "
+        "the larger of 60 s and 10x the p99 step (600 s before any step is counted: start-up, compiling); "
+        "`off`: not watched"},
+       [](config& c, std::string_view v) { c.hang_after_s = parse_hang_after(v); },
+       [](const config& c) {
+         return c.hang_after_s == 0 ? std::string("auto") : c.hang_after_s < 0 ? std::string("off") : fmt_seconds(c.hang_after_s);
+       }},
   };
   return table;
 }

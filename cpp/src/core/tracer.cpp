@@ -272,6 +272,7 @@ void tracer::reset() {
   impl_->reqs.restart();
   impl_->live.restart();
   impl_->stats.restart();
+  impl_->hang.restart();
   impl_->start_device_reading();
 }
 

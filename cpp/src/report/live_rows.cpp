@@ -2,6 +2,7 @@
 // of text a rank sends rank 0 each window, read back far faster than JSON at 1,024 ranks, and the
 // STRAGGLER rule on them. See docs/architecture.md, "Live rank windows".
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -15,6 +16,7 @@
 
 #include "report/json/json_fields.hpp"
 #include "report/report.hpp"
+#include "report/diagnosis/hang_wavefront.hpp"
 #include "report/diagnosis/straggler.hpp"
 #include "steptrace/summary.hpp"
 
@@ -27,6 +29,7 @@ constexpr const char* live_groups[] = {"input", "h2d", "compute", "wait", "other
 constexpr std::size_t live_named_phases = 8;  // the most a row carries: its largest
 constexpr std::size_t live_name_bytes = 64;   // a longer name is cut (and a cut name matches only itself)
 constexpr std::size_t live_arrivals = nccl_stats::recent_collectives;  // the most collective calls a row carries
+constexpr std::size_t live_marks = 4;  // the most groups' last collective a row carries (" c")
 
 // A phase name as one word of a row: bytes outside printable ASCII, and '%', as %XX.
 std::string row_word(std::string_view name) {
@@ -121,6 +124,18 @@ std::string live_row(const summary& window) {
   if (named.size() > live_named_phases) named.resize(live_named_phases);
   for (const named_ms& n : named) out += fmt::format(" {} {:.9g} {}", n.group, n.ms, row_word(n.name));
   out += arrival_section(window);
+  if (const std::optional<hang_view>& h = window.hang; h && h->longest()) {  // the step open now: the job's view of a hang
+    const open_step_now& open = *h->longest();
+    const std::string phase = h->phase();
+    out += fmt::format(" h {} {} {} {:.6g} {} {}", ::getpid(), row_word(window.rank->host.empty() ? "-" : window.rank->host),
+                       open.step, std::max(0.0, open.open_s * 1e3), h->suspected ? 1 : 0, phase.empty() ? "-" : row_word(phase));
+    for (std::size_t i = 0; i < h->collectives.size() && i < live_marks; ++i) {
+      const collective_mark& m = h->collectives[i];
+      out += fmt::format(" c {} {} {} {:.6g} {:.6g}", row_word(m.group.empty() ? "-" : m.group),
+                         row_word(m.kind.empty() ? "-" : m.kind), m.seq, std::max(0.0, m.entered_s * 1e3),
+                         m.left_s < 0 ? -1.0 : m.left_s * 1e3);
+    }
+  }
   if (const std::optional<node_health>& n = window.node) {
     out += fmt::format(" n {} {:.5g} {:.5g} {:.5g} {:.4g} {:x} {:.6g} {:.6g} {:.3g} {:.5g} {:.3g}", n->gpu ? 1 : 0,
                        n->sm_clock_mhz, n->mem_clock_mhz, n->power_w, n->temperature_c, n->throttle, n->ecc_errors,
@@ -134,7 +149,9 @@ namespace {
 // A row as live_row wrote it: its version ("r1" before named phases, "r2"), 3 counts and 9
 // finite, non-negative numbers; then, in "r2", triples of group, ms and name.
 rank_row live_row_from(const std::string& text, std::vector<named_ms>& named, std::optional<row_arrivals>& arrivals,
-                       std::optional<node_health>& node) {
+                       std::optional<node_health>& node, detail::row_hang* hang = nullptr) {
+  detail::row_hang ignored;
+  detail::row_hang& open = hang != nullptr ? *hang : ignored;
   const char* at = text.c_str();
   const bool with_named = text.compare(0, 3, "r2 ") == 0;
   if (!with_named && text.compare(0, 3, "r1 ") != 0) throw std::invalid_argument("not a live row (r2 ...)");
@@ -212,6 +229,25 @@ rank_row live_row_from(const std::string& text, std::vector<named_ms>& named, st
       const std::string_view before = word();
       if (before.empty() || before[0] != 'b') throw std::invalid_argument("collective calls without the phase before");
       a.before = from_row_word(before.substr(1));
+    } else if (kind == 'h' && !open.open) {
+      open.open = true;
+      open.pid = count();
+      const std::string_view host = word();
+      open.host = host == "-" ? "" : from_row_word(host);
+      open.step = count();
+      open.open_s = number() / 1e3;
+      open.suspected = count() == 1;
+      const std::string_view phase = word();
+      open.phase = phase == "-" ? "" : from_row_word(phase);
+    } else if (kind == 'c' && open.open && open.marks.size() < live_marks) {
+      collective_mark& m = open.marks.emplace_back();
+      const std::string_view group = word(), what = word();
+      m.group = group == "-" ? "" : from_row_word(group);
+      m.kind = what == "-" ? "" : from_row_word(what);
+      m.seq = count();
+      m.entered_s = number() / 1e3;
+      m.left_s = signed_number();
+      if (m.left_s >= 0) m.left_s /= 1e3;
     } else if (kind == 'n' && !node) {
       node_health& n = node.emplace();
       n.gpu = count() == 1;
@@ -229,6 +265,8 @@ rank_row live_row_from(const std::string& text, std::vector<named_ms>& named, st
     }
   }
   if (*at != '\0') throw std::invalid_argument("more than a row");
+  open.rank = r.who.rank;
+  open.steps = r.steps;
   return r;
 }
 
@@ -289,6 +327,28 @@ std::optional<straggler_info> window_straggler(const std::vector<std::string>& r
   detail::choose_within(*s, own, others);
   if (s->arrivals_compared > 0 && s->before.empty()) s->before = s->within.empty() ? s->phase : s->within;
   return s;
+}
+
+job_hang window_hang(const std::vector<std::string>& rows, const std::vector<gone_rank>& gone) {
+  auto read = [](const std::string& row, detail::row_hang& into) {
+    std::vector<named_ms> named;
+    std::optional<row_arrivals> arrivals;
+    std::optional<node_health> node;
+    try {
+      live_row_from(row, named, arrivals, node, &into);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument("window_hang: a row that is not one (" + detail::cut_reason(e.what()) + ")");
+    }
+  };
+  std::vector<detail::row_hang> live(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) read(rows[i], live[i]);
+  std::vector<std::pair<detail::row_hang, bool>> last;
+  for (const gone_rank& g : gone) {
+    detail::row_hang& r = last.emplace_back(detail::row_hang{}, g.exited).first;
+    if (!g.last_row.empty()) read(g.last_row, r);
+    r.rank = g.rank;
+  }
+  return detail::wavefront(live, last);
 }
 
 std::string straggler_within_words(const straggler_info& s) { return detail::within_words(s); }

@@ -126,6 +126,9 @@ std::string summary::prometheus(std::string_view prefix) const {
     w.family("host_resident_peak_bytes", "gauge", "The highest resident memory sampled at step ends.");
     w.sample("host_resident_peak_bytes", "", host_memory->peak_mb * 1024 * 1024);
   }
+  w.family("stuck_seconds", "gauge",
+           "How long the step open longest has been open, once past hang_after (a suspected hang); 0 otherwise.");
+  w.sample("stuck_seconds", "", hang && hang->suspected && hang->longest() ? hang->longest()->open_s : 0.0);
   if (live_ranks) {
     w.family("straggler_rank", "gauge", "The rank the latest live window named the straggler; -1: none.");
     w.sample("straggler_rank", "", live_ranks->straggler ? static_cast<double>(*live_ranks->straggler) : -1.0);

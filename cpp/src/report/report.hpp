@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,12 @@ void kernel_lines(const kernel_stats& k, const std::function<void(std::string)>&
 // Live rank windows (ranks.cpp): "rank 17 slowest in 41 of 48 windows (input): chronic", "rank 3
 // once, window 12 (wait): one-off".
 std::string live_rank_words(const rank_window_count& c, std::uint64_t windows);
+// A hang (hang_report.cpp): a process's lines on stderr, its report file (with the stacks and the
+// job's view, when known), and the usual causes of being stuck in the innermost built-in phase open.
+std::string hang_lines(const hang_view& v, const std::optional<rank_info>& who);
+std::string hang_report_text(const hang_view& v, const std::optional<rank_info>& who, std::string_view stacks,
+                             std::string_view job);
+std::string stuck_phase_causes(const std::vector<open_phase_now>& phases, bool in_collective = false);
 // The live view's line for one window: steps, step p50/p95, the largest phases, the label.
 std::string live_line(const summary& window, double at_s);
 

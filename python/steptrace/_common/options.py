@@ -22,12 +22,15 @@ def _option_text(name: str, value: Any) -> str:
         return "1" if value else "0"
     if kind == "uint" and isinstance(value, int) and not isinstance(value, bool):
         return str(value)
+    if kind == "seconds" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return repr(float(value))
     if kind == "path":
         if value is None:
             return ""
         if isinstance(value, os.PathLike) and isinstance(os.fspath(value), str):
             return os.fspath(value)
-    wanted = {"bool": "a bool", "uint": "an int", "path": "a str or os.PathLike path"}.get(
+    wanted = {"bool": "a bool", "uint": "an int", "path": "a str or os.PathLike path",
+              "seconds": "a number of seconds, 'auto' or 'off'"}.get(
         kind, "a str (" + kind.split(":", 1)[-1].replace("|", ", ") + ")")
     raise ValueError(f"steptrace: option {name!r} takes {wanted}, not {value!r} ({type(value).__name__})")
 

@@ -27,6 +27,7 @@ from .. import _core
 from .._common import log as _log
 from .._ranks import collective as _collective
 from .._ranks import gather as _ranks
+from . import rank_hangs as _hangs
 
 MISSING_WINDOWS = 3  # windows in a row without a new row: missing (ranks.hpp's missing_windows)
 ROW_WAITS = 8  # the most DDP all-reduce waits a row carries (summary.hpp's nccl_stats::recent_collectives)
@@ -43,6 +44,7 @@ class LiveRanks:
         self.made = [False, False]  # rank 0: every rank's key of each parity exists
         self.said = False
         self.refused: set = set()  # rank 0: the ranks whose row was refused (said once each)
+        self.hangs = _hangs.JobHang()  # any rank: the job's view once its own step is past hang_after
 
     def window(self, core: Any, summary: Any, window: Dict[str, Any], slot: int) -> None:
         """Called on the window thread with each live window (``summary``: the core's; ``slot``:
@@ -59,11 +61,16 @@ class LiveRanks:
                 _log.say(f"live rank windows: torch.distributed's store cannot be reached ({type(e).__name__}: {e})")
 
     def _window(self, core: Any, job: Any, summary: Any, window: Dict[str, Any], slot: int) -> None:
-        own = self._row(core, summary) if window.get("steps") else ""
+        # a row when it counted steps, or has a step open (the job's view of a hang reads it)
+        own = self._row(core, summary) if window.get("steps") or window.get("open_step_s") else ""
         # Two keys a rank, by the slot's parity: rank 0 reads the slot before while each rank
         # writes the one just ended.
         job.store.set(key(job.rank, slot), f"{slot} {own}")
+        said_hang = self.hangs.window(core, job, window, slot, key)  # its own step open past hang_after
         if job.rank != 0:
+            return
+        if said_hang:  # the window's verdict is the hang: no straggler is judged on stuck rows
+            self.own = (slot, own)
             return
         judged, mine = slot - 1, self.own
         self.own = (slot, own)

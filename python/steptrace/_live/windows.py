@@ -57,6 +57,13 @@ def figures(summary: Dict[str, Any], step: int, at_s: float) -> Dict[str, Any]:
         cause = max(gains, key=gains.get)
         out["gain_cause"], out["gain_share"] = cause, gains[cause]
     out.update(_capture.fields(summary.get("captures") or []))  # the core's captures since the last window
+    hang = summary.get("hang")  # a step open now: how long, and whether past hang_after (a suspected hang)
+    if hang:
+        out["open_step_s"] = hang["stuck_s"]
+        out["hang_s"] = hang["stuck_s"] if hang["suspected"] else 0.0
+        out["hang_phase"] = hang["phase"] if hang["suspected"] else ""
+        if hang["suspected"] and hang["report"]:
+            out["hang_report"] = hang["report"]
     node = summary.get("node")  # a rank's node, in a job: each reading it took (-1: not read)
     if node:
         out.update({f"node_{k}": v for k, v in node.items() if k != "gpu" and v is not None and v >= 0})

@@ -43,6 +43,7 @@ class _Backward:
         self.open = False   # `wait` is open
         self.thread = 0     # the thread that ran the forward
         self.began_ns = 0
+        self.seq = 0  # the open wait's number among DDP's all-reduce waits (_core.collective_entered)
         self.waits: Deque[float] = collections.deque(maxlen=WAITS_KEPT)
         self.measured = 0
         self.phase = _core.PhaseScope(_core.default_tracer(), _core.WAIT)  # host time only, no stream
@@ -142,6 +143,7 @@ def _work_done() -> None:
         _state.armed = False
         return
     _state.open = True
+    _state.seq = _core.collective_entered("ddp", "all_reduce")  # numbered as every rank numbers DDP's
     _state.began_ns = time.perf_counter_ns()
     _state.phase.__enter__()
     _state.collective.__enter__()
@@ -153,6 +155,7 @@ def _wait_done() -> None:
         return
     _state.collective.__exit__(None, None, None)
     _state.phase.__exit__(None, None, None)
+    _core.collective_left("ddp", _state.seq)
     _state.open = False
     _state.armed = False
     _state.waits.append((time.perf_counter_ns() - _state.began_ns) / 1e6)

@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar
 from .. import _core
 from .._capture import capturer as _capture
 from .._ranks import collective as _collective
+from .._ranks import marks as _marks
 from .._live import rank_verdicts as _live_ranks
 from .._common import log as _log
 from . import loop as _loop
@@ -340,3 +341,4 @@ _core.set_gpu_library_dirs(_paths.cupti_dirs())
 _profiler.install()  # hand CUPTI to torch.profiler sessions, whenever torch is imported
 _collective.on_model = _start_rank_windows  # a DDP model made: the rank is known, live verdicts start
 _collective.install()  # time DDP's all-reduce wait, whenever torch imports DDP
+_marks.install()  # number torch.distributed's collectives, for a hang's report and the ranks' rows

@@ -252,6 +252,7 @@ std::string summary::json() const {
   if (host_memory) doc["host_memory"] = detail::host_memory_json(*host_memory);
   if (!captures.empty()) doc["captures"] = detail::captures_json(captures);
   if (live_ranks) doc["live_ranks"] = detail::live_ranks_json(*live_ranks);
+  if (hang) doc["hang"] = detail::hang_json(*hang);
   if (node) {  // a live window of a rank: its node's readings (-1: not read)
     doc["node"] = {{"gpu", node->gpu},
                    {"sm_clock_mhz", node->sm_clock_mhz},
@@ -351,6 +352,7 @@ summary summary::from_json(std::string_view text) {
     if (doc.contains("host_memory")) s.host_memory = detail::host_memory_from(doc.at("host_memory"));
     if (doc.contains("captures")) s.captures = detail::captures_from(doc.at("captures"));
     if (doc.contains("live_ranks")) s.live_ranks = detail::live_ranks_from(doc.at("live_ranks"));
+    if (doc.contains("hang")) s.hang = detail::hang_from(doc.at("hang"));
     if (doc.contains("node")) {
       const json_doc& n = doc.at("node");
       node_health& read = s.node.emplace();

@@ -74,6 +74,10 @@ rank_row row_from(const json_doc& j);
 json_doc live_ranks_json(const live_ranks_view& v);
 live_ranks_view live_ranks_from(const json_doc& j);
 
+// A hang, or the steps open now (hang_json.cpp).
+json_doc hang_json(const hang_view& h);
+hang_view hang_from(const json_doc& j);
+
 // Captures on trouble (captures_json.cpp).
 json_doc captures_json(const std::vector<capture_record>& captures);
 std::vector<capture_record> captures_from(const json_doc& j);

@@ -1,0 +1,101 @@
+// Hangs as Python sees them: the marks torch.distributed's wrapped collectives leave, the job's
+// view from the ranks' rows, and every Python thread's stack in a hang report, written as
+// faulthandler writes it (without the interpreter's lock, which the stuck thread may hold).
+#include <dlfcn.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "register.hpp"
+#include "steptrace/steptrace.hpp"
+
+namespace py = pybind11;
+
+namespace steptrace::bindings {
+namespace {
+
+// CPython's own dump (faulthandler's, exported by every CPython 3.8+): every thread's frames,
+// read without the GIL. Looked up at import; absent, the report says why.
+using dump_fn = const char* (*)(int, PyInterpreterState*, PyThreadState*);
+dump_fn g_dump = nullptr;
+PyInterpreterState* g_interpreter = nullptr;
+
+void write_text(int fd, const char* text) {
+  std::size_t left = std::strlen(text);
+  while (left > 0) {
+    const ssize_t n = ::write(fd, text, left);
+    if (n <= 0) return;
+    text += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+void dump_stacks(int fd) {
+  if (g_dump == nullptr) {
+    write_text(fd, "  not available: this Python does not export _Py_DumpTracebackThreads\n");
+    return;
+  }
+  if (const char* error = g_dump(fd, g_interpreter, nullptr); error != nullptr) {
+    write_text(fd, "  not available: ");
+    write_text(fd, error);
+    write_text(fd, "\n");
+  }
+}
+
+py::str text(const std::string& v) {  // bytes as Python spells names
+  PyObject* o = PyUnicode_DecodeUTF8(v.data(), static_cast<Py_ssize_t>(v.size()), "surrogateescape");
+  if (o == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
+py::dict rank_dict(const hang_rank& r) {
+  py::dict d;
+  d["rank"] = r.rank, d["step"] = r.step, d["phase"] = text(r.phase), d["open_s"] = r.open_s;
+  if (r.has_collective) {
+    d["group"] = text(r.group), d["kind"] = text(r.kind), d["seq"] = r.seq, d["in_collective"] = r.in_collective;
+  }
+  d["exited"] = r.exited;
+  return d;
+}
+
+py::list rank_dicts(const std::vector<hang_rank>& ranks) {
+  py::list out;
+  for (const hang_rank& r : ranks) out.append(rank_dict(r));
+  return out;
+}
+
+}  // namespace
+
+void bind_hangs(py::module_& m) {
+  g_dump = reinterpret_cast<dump_fn>(::dlsym(RTLD_DEFAULT, "_Py_DumpTracebackThreads"));
+  g_interpreter = PyInterpreterState_Get();
+  set_stack_writer(&dump_stacks);
+  m.def(
+      "collective_entered",
+      [](std::string_view group, std::string_view kind) { return collective_entered(group, kind); },
+      py::arg("group"), py::arg("kind"));
+  m.def(
+      "collective_left", [](std::string_view group, std::uint64_t seq) { collective_left(group, seq); },
+      py::arg("group"), py::arg("seq"));
+  m.def(
+      "window_hang",  // a dict, or None when the rows show no hang
+      [](const std::vector<std::string>& rows, const std::vector<std::tuple<std::uint32_t, std::string, bool>>& gone) -> py::object {
+        std::vector<gone_rank> g;
+        for (const auto& [rank, row, exited] : gone) g.push_back({rank, row, exited});
+        const job_hang h = window_hang(rows, g);
+        if (!h.hang) return py::none();
+        py::dict out;
+        out["group"] = text(h.group), out["kind"] = text(h.kind), out["seq"] = h.seq;
+        out["culprits"] = rank_dicts(h.culprits), out["waiting"] = rank_dicts(h.waiting);
+        out["mismatched"] = rank_dicts(h.mismatched), out["gone"] = rank_dicts(h.gone);
+        out["words"] = text(h.words);
+        return std::move(out);
+      },
+      py::arg("rows"), py::arg("gone") = std::vector<std::tuple<std::uint32_t, std::string, bool>>{});
+}
+
+}  // namespace steptrace::bindings

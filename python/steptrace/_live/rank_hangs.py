@@ -1,0 +1,173 @@
+"""The job's view of a hang, from the ranks' live rows (``_core.window_hang``).
+
+Each rank's row carries its open step (how long, the innermost open phase, its pid and host) and
+the last collective of each group it marked (``_ranks/marks.py``). Once a rank's own window says
+its step has been open past ``hang_after`` (the core's watch wrote its report already), that rank
+reads every rank's two keys (both slots' parities, one ``multi_get``) at each window: a rank
+whose newest row is a slot or more behind is gone (its process exited, when it ran on this host
+and its pid is no longer there; else silent), and the rest are judged together: the ranks
+waiting in collective k, those that never entered it and the phase each is in, those at k in
+another kind of collective. Every live rank adds the view to its own hang report and its JSONL
+(``{"hang_job": ...}``), and asks PyTorch's Flight Recorder to dump where it records; the lowest
+live rank (rank 0 while it lives) says it on stderr and labels its window HANG. Nothing here
+waits on a rank: the store answers with what is there. See docs/architecture.md, "Hangs".
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+from .. import _core
+from .._common import log as _log
+
+_EMPTY = "x "  # a key made before its rank wrote (as rank_verdicts makes them)
+_JOB_MARK = "\nThe job's view:\n"
+_STACKS_MARK = "\nEvery thread's stack"
+
+
+class JobHang:
+    """One tracer's view of the job's hangs, on any rank."""
+
+    def __init__(self) -> None:
+        self.made = [False, False]  # every rank's key of each parity exists
+        self.said: Optional[tuple] = None  # the view last written, with the report: a changed one is written again
+        self.dumped: Optional[str] = None  # the hang report the Flight Recorder was dumped for
+        self.flight_recorder = ""  # its file
+        self.printed: Optional[tuple] = None  # the view last said on stderr (by the judging rank)
+
+    def window(self, core: Any, job: Any, window: Dict[str, Any], slot: int, key: Any) -> bool:
+        """Called on each window of a job's rank after it wrote its row; True when this rank said
+        the job's hang (the window then carries ``label`` HANG and the culprits)."""
+        if not window.get("hang_s"):
+            self.said = self.printed = None
+            return False
+        rows, gone = self._rows(job, slot, key)
+        hang = _core.window_hang(rows, gone)
+        if hang is None:
+            return False
+        culprits = [r["rank"] for r in hang["gone"] + hang["culprits"] + hang["mismatched"]]
+        live = sorted(int(row.split(" ", 2)[1]) for row in rows)
+        judge = bool(live) and job.rank == live[0]
+        report = window.get("hang_report") or ""  # the core writes it at its next look: perhaps after this window
+        shape = (report, _shape(hang))  # who is where: the seconds in the words change every window
+        if shape != self.said:
+            self.said = shape
+            options = core.options()
+            if report and report != self.dumped:
+                self.dumped = report
+                self.flight_recorder = _flight_recorder(options["capture_dir"], job.rank)
+            words = hang["words"] + (f"\nPyTorch's Flight Recorder: {self.flight_recorder}" if self.flight_recorder else "")
+            _add_to_report(report, words)
+            _log.to_jsonl(options["jsonl_path"], job.rank,
+                          {"hang_job": dict(hang, rank=job.rank, slot=slot, at=time.time(),
+                                            flight_recorder=self.flight_recorder)}, "the job's hang")
+        if judge and shape[1] != self.printed:  # said once a view, not again when only its report came
+            self.printed = shape[1]
+            sys.stderr.write(_log.printable(f"steptrace ranks: {hang['words']}") + "\n")
+            sys.stderr.flush()
+        if self.flight_recorder:
+            window["hang_flight_recorder"] = self.flight_recorder
+        if judge:
+            window["label"] = "HANG"
+            window["label_code"] = 0
+            window["hang_ranks"] = culprits
+            window["hang_words"] = hang["words"]
+        return judge
+
+    def _rows(self, job: Any, slot: int, key: Any) -> Tuple[List[str], List[Tuple[int, str, bool]]]:
+        """The newest row of each rank (of the slots just written and the one before), and the
+        ranks gone: a slot or more behind, or none at all."""
+        keys = [key(r, s) for s in (slot, slot - 1) for r in range(job.world_size)]
+        for parity in (slot % 2, (slot - 1) % 2):
+            if not self.made[parity]:
+                for r in range(job.world_size):
+                    job.store.compare_set(key(r, parity), "", _EMPTY)  # a rank's own row, if there, stays
+                self.made[parity] = True
+        values = job.store.multi_get(keys)
+        newest: Dict[int, Tuple[int, str]] = {}
+        for i, value in enumerate(values):
+            r = i % job.world_size
+            slot_text, _, row = value.decode("utf-8", "replace").partition(" ")
+            if not slot_text.lstrip("-").isdigit() or not row or not _own(r, row):
+                continue
+            s = int(slot_text)
+            if r not in newest or s > newest[r][0]:
+                newest[r] = (s, row)
+        rows, gone = [], []
+        for r in range(job.world_size):
+            if r in newest and newest[r][0] >= slot - 1:
+                rows.append(newest[r][1])
+            else:
+                last = newest[r][1] if r in newest else ""
+                gone.append((r, last, _exited(last)))
+        return rows, gone
+
+
+def _shape(hang: Dict[str, Any]) -> tuple:
+    """Who is where in a view, without its times."""
+    return (hang["group"], hang["kind"], hang["seq"]) + tuple(
+        tuple((r["rank"], r["phase"], r.get("seq"), r.get("kind")) for r in hang[part])
+        for part in ("gone", "culprits", "mismatched", "waiting"))
+
+
+def _own(rank: int, row: str) -> bool:
+    words = row.split(" ", 2)
+    return len(words) > 1 and words[1].isdigit() and int(words[1]) == rank
+
+
+def _exited(row: str) -> bool:
+    """Whether the process that wrote this row is known to be gone: it ran on this host (its row's
+    " h PID HOST" section says so) and no process has its pid, or only its zombie."""
+    at = row.find(" h ")
+    if at < 0:
+        return False
+    parts = row[at + 3:].split(" ", 2)
+    if len(parts) < 2 or not parts[0].isdigit() or parts[1] != socket.gethostname():
+        return False
+    try:
+        with open(f"/proc/{int(parts[0])}/stat", encoding="ascii", errors="replace") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    except (OSError, IndexError):
+        return False
+    return state == "Z"  # a zombie: exited, not yet reaped by its launcher
+
+
+def _add_to_report(path: str, words: str) -> None:
+    """The job's view, written into this process's hang report (replacing an older one)."""
+    if not path:
+        return
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        head, _, rest = text.partition(_STACKS_MARK)
+        head = head.split(_JOB_MARK, 1)[0]
+        _core.write_file(path, head + _JOB_MARK + words + "\n" + _STACKS_MARK + rest)
+    except OSError as e:
+        _log.say(f"could not add the job's view to the hang report {path}: {e}")
+
+
+def _flight_recorder(folder: str, rank: int) -> str:
+    """PyTorch's Flight Recorder, asked to dump where it records (TORCH_FR_BUFFER_SIZE or
+    TORCH_NCCL_TRACE_BUFFER_SIZE set): its file, or "" when it records nothing here."""
+    size = os.environ.get("TORCH_FR_BUFFER_SIZE") or os.environ.get("TORCH_NCCL_TRACE_BUFFER_SIZE") or "0"
+    if not size.isdigit() or int(size) == 0 or "torch" not in sys.modules:
+        return ""
+    try:
+        c10d = sys.modules["torch"]._C._distributed_c10d
+        dump = getattr(c10d, "_dump_fr_trace", None) or getattr(c10d, "_dump_nccl_trace", None)
+        if dump is None:
+            return ""
+        data = dump()
+        os.makedirs(folder or ".", exist_ok=True)
+        path = os.path.join(folder or ".", f"flight-recorder-rank{rank}-pid{os.getpid()}.pkl")
+        _core.write_file(path, data if isinstance(data, bytes) else str(data).encode())
+        return path
+    except Exception as e:  # torch's own: said, the job goes on
+        _log.say(f"PyTorch's Flight Recorder could not dump: {type(e).__name__}: {e}")
+        return ""

@@ -1,0 +1,193 @@
+// Each tracer watches its own open steps (hang.hpp): a step held open by the test past
+// `hang_after` is reported once, with what the test knows is open (its phase, its collectives,
+// the steps before it), and again only for another step. The truth is the test's own: what it
+// opened and when, by its own clock; the bounds separate a report from none by seconds.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <unistd.h>
+
+#include "helpers.hpp"
+#include "steptrace/hang.hpp"
+#include "steptrace/steptrace.hpp"
+
+using namespace steptrace;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct temp_dir {
+  fs::path path;
+  temp_dir() {
+    char name[] = "/tmp/steptrace-hang-XXXXXX";
+    path = ::mkdtemp(name);
+  }
+  ~temp_dir() { fs::remove_all(path); }
+};
+
+std::vector<fs::path> reports(const fs::path& dir) {
+  std::vector<fs::path> out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().string().find("-hang-step") != std::string::npos) out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Waits (up to 20 s: a busy machine) until `dir` holds `n` reports.
+bool wait_for_reports(const fs::path& dir, std::size_t n) {
+  for (int i = 0; i < 1000 && reports(dir).size() < n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return reports(dir).size() >= n;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("A step open past hang_after is reported once, with its open phase, collectives and the steps before", "[hang]") {
+  temp_dir dir;
+  config cfg = testing::quiet();
+  cfg.hang_after_s = 0.3;
+  cfg.capture_dir = (dir.path / "caps").string();
+  cfg.jsonl_path = (dir.path / "live.jsonl").string();
+  tracer t(cfg);
+  const phase_id load = register_phase("load shard");
+  for (int i = 0; i < 6; ++i) {
+    t.begin_step();
+    t.end_step();
+  }
+  collective_entered("hang-test", "all_reduce");
+  collective_left("hang-test", 0);
+  const std::uint64_t seq = collective_entered("hang-test", "broadcast");
+  CHECK(seq == 1);
+  const auto opened = std::chrono::steady_clock::now();
+  t.begin_step();  // step 6, held open
+  t.begin_phase(load);
+  REQUIRE(wait_for_reports(dir.path / "caps", 1));
+  const double held_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - opened).count();
+  const std::string text = read(reports(dir.path / "caps").front());
+  CHECK_THAT(text, Contains("hang suspected: step 6 has been open"));
+  CHECK_THAT(text, Contains("`load shard` open"));
+  CHECK_THAT(text, Contains("group hang-test: broadcast #1, entered"));
+  CHECK_THAT(text, Contains("not left"));
+  CHECK_THAT(text, Contains("The last counted steps before it (ms, oldest first):"));
+  CHECK_THAT(text, Contains("no Python interpreter"));  // a C++ program has no stacks to give
+  // metrics() while it hangs: the open step, past hang_after and no longer than the test held it
+  const summary m = t.metrics();
+  REQUIRE(m.hang);
+  CHECK(m.hang->suspected);
+  REQUIRE(m.hang->longest());
+  CHECK(m.hang->longest()->open_s >= 0.3);
+  CHECK(m.hang->longest()->open_s <= std::chrono::duration<double>(std::chrono::steady_clock::now() - opened).count());
+  CHECK(m.hang->phase() == "load shard");
+  CHECK(m.hang->report == reports(dir.path / "caps").front().string());
+  CHECK_THAT(m.prometheus(), Contains("steptrace_stuck_seconds "));
+  CHECK_THAT(m.prometheus(), !Contains("steptrace_stuck_seconds 0\n"));
+  CHECK_THAT(read(dir.path / "live.jsonl"), Contains("{\"hang\":{\"suspected\":true"));
+  CHECK(held_s < 20);
+  // once a hang: two more looks (a second apart) write nothing more
+  std::this_thread::sleep_for(std::chrono::milliseconds(2200));
+  CHECK(reports(dir.path / "caps").size() == 1);
+  // the step ends (the job moved); the next one held open is reported again
+  t.end_phase(load);
+  t.end_step();
+  collective_left("hang-test", seq);
+  t.begin_step();
+  REQUIRE(wait_for_reports(dir.path / "caps", 2));
+  CHECK_THAT(read(reports(dir.path / "caps").back()), Contains("step 7 has been open"));
+  t.end_step();
+  CHECK_FALSE(t.metrics().hang);  // nothing open
+}
+
+TEST_CASE("Steps that keep ending are never a hang; a set-aside span is not watched; off watches nothing", "[hang]") {
+  temp_dir dir;
+  config cfg = testing::quiet();
+  cfg.hang_after_s = 1.5;
+  cfg.capture_dir = dir.path.string();
+  tracer t(cfg);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(3000);
+  while (std::chrono::steady_clock::now() < until) {  // 20 ms steps: far under 1.5 s even when preempted
+    t.begin_step();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    t.end_step();
+  }
+  CHECK(reports(dir.path).empty());
+  // a step whose open time is set aside (a checkpoint inside it) is not watched
+  const phase_id save = register_phase("checkpoint");
+  t.begin_step();
+  t.begin_exclude(save);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2600));
+  CHECK(reports(dir.path).empty());
+  const summary m = t.metrics();
+  CHECK_FALSE(m.hang);
+  t.end_exclude(save);
+  t.end_step();
+
+  config off = testing::quiet();
+  off.set("hang_after", "off");
+  tracer quiet_one(off);
+  quiet_one.begin_step();
+  const summary o = quiet_one.metrics();
+  REQUIRE(o.hang);
+  CHECK_FALSE(o.hang->suspected);
+  CHECK(o.hang->hang_after_s < 0);
+  quiet_one.end_step();
+}
+
+TEST_CASE("hang_after auto: 600 s before any counted step, then the larger of 60 s and 10x the p99 step", "[hang]") {
+  tracer t(testing::quiet());
+  t.begin_step();
+  REQUIRE(t.metrics().hang);
+  CHECK(t.metrics().hang->hang_after_s == 600);
+  t.end_step();
+  for (int i = 0; i < 20; ++i) {
+    t.begin_step();
+    t.end_step();
+  }
+  t.begin_step();
+  CHECK(t.metrics().hang->hang_after_s == 60);  // 10x a step of microseconds is far under the floor
+  t.end_step();
+  config c;
+  CHECK(c.get("hang_after") == "auto");
+  c.set("hang_after", "2.5");
+  CHECK(c.hang_after_s == 2.5);
+  CHECK(c.get("hang_after") == "2.5");
+  CHECK_THROWS_WITH(c.set("hang_after", "0.01"), Contains("expected seconds (0.1 to 604800), auto or off"));
+  CHECK_THROWS_WITH(c.set("hang_after", "soon"), Contains("'hang_after'"));
+}
+
+TEST_CASE("Collectives are numbered per group in the order entered; only the last call's exit counts", "[hang]") {
+  const std::uint64_t a = collective_entered("numbering-a", "all_reduce");
+  const std::uint64_t b = collective_entered("numbering-b", "barrier");
+  const std::uint64_t a2 = collective_entered("numbering-a", "all_gather");
+  CHECK(a2 == a + 1);
+  collective_left("numbering-a", a);  // an older call's exit: the open one stays open
+  collective_left("numbering-b", b);
+  bool seen_a = false, seen_b = false;
+  for (const collective_mark& m : last_collectives()) {
+    if (m.group == "numbering-a") {
+      seen_a = true;
+      CHECK(m.kind == "all_gather");
+      CHECK(m.seq == a2);
+      CHECK(m.left_s < 0);
+    }
+    if (m.group == "numbering-b") {
+      seen_b = true;
+      CHECK(m.left_s >= 0);
+    }
+  }
+  CHECK(seen_a);
+  CHECK(seen_b);
+}
