@@ -6,9 +6,11 @@
 #pragma once
 
 #include <dlfcn.h>
+#include <stdlib.h>
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -32,6 +34,16 @@ inline config quiet(std::uint32_t warmup = 0) {
   c.print_at_exit = steptrace::exit_print::never;
   return c;
 }
+
+// A folder of its own under /tmp, removed with everything in it when the test ends.
+struct temp_dir {
+  std::filesystem::path path;
+  temp_dir() {
+    char name[] = "/tmp/steptrace-test-XXXXXX";
+    path = ::mkdtemp(name);
+  }
+  ~temp_dir() { std::filesystem::remove_all(path); }
+};
 
 inline double spin_for(std::chrono::microseconds d) {
   const auto start = std::chrono::steady_clock::now();

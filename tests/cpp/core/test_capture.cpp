@@ -28,14 +28,7 @@ namespace {
 
 constexpr double none = std::numeric_limits<double>::quiet_NaN();
 
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    char name[] = "/tmp/steptrace-capture-XXXXXX";
-    path = ::mkdtemp(name);
-  }
-  ~temp_dir() { fs::remove_all(path); }
-};
+using testing::temp_dir;
 
 // One step: `input` sleeping `input_ms`, then `compute` sleeping `compute_ms`.
 void step(tracer& t, int input_ms, int compute_ms) {

@@ -22,14 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    char name[] = "/tmp/steptrace-hang-XXXXXX";
-    path = ::mkdtemp(name);
-  }
-  ~temp_dir() { fs::remove_all(path); }
-};
+using testing::temp_dir;
 
 std::vector<fs::path> reports(const fs::path& dir) {
   std::vector<fs::path> out;
