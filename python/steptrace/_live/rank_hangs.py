@@ -27,6 +27,7 @@ from .._common import log as _log
 _EMPTY = "x "  # a key made before its rank wrote (as rank_verdicts makes them)
 _JOB_MARK = "\nThe job's view:\n"
 _STACKS_MARK = "\nEvery thread's stack"
+_VIEWS_KEPT = 8  # the job's views a report keeps (each a change in who is where)
 
 
 class JobHang:
@@ -46,7 +47,12 @@ class JobHang:
             self.said = self.printed = None
             return False
         rows, gone = self._rows(job, slot, key)
-        hang = _core.window_hang(rows, gone)
+        try:
+            hang = _core.window_hang(rows, gone)
+        except ValueError:  # a row the core cannot read (rank_verdicts names it): judged without it
+            rows = [row for row in rows if _readable(row)]
+            gone = [g for g in gone if _readable(g[1])]
+            hang = _core.window_hang(rows, gone)
         if hang is None:
             return False
         culprits = [r["rank"] for r in hang["gone"] + hang["culprits"] + hang["mismatched"]]
@@ -114,6 +120,14 @@ def _shape(hang: Dict[str, Any]) -> tuple:
         for part in ("gone", "culprits", "mismatched", "waiting"))
 
 
+def _readable(row: str) -> bool:
+    try:
+        _core.window_hang([row] if row else [])
+        return True
+    except ValueError:
+        return False
+
+
 def _own(rank: int, row: str) -> bool:
     words = row.split(" ", 2)
     return len(words) > 1 and words[1].isdigit() and int(words[1]) == rank
@@ -139,15 +153,19 @@ def _exited(row: str) -> bool:
 
 
 def _add_to_report(path: str, words: str) -> None:
-    """The job's view, written into this process's hang report (replacing an older one)."""
+    """The job's view, added to this process's hang report with the time it was taken: the first
+    view of a hang stays (the ranks killed after it, by torchrun or the scheduler, change the later
+    ones), at most ``_VIEWS_KEPT`` in all."""
     if not path:
         return
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
         head, _, rest = text.partition(_STACKS_MARK)
-        head = head.split(_JOB_MARK, 1)[0]
-        _core.write_file(path, head + _JOB_MARK + words + "\n" + _STACKS_MARK + rest)
+        head, _, views = head.partition(_JOB_MARK)
+        kept = [v for v in views.strip("\n").split("\n\n") if v][: _VIEWS_KEPT - 1]
+        kept.append(time.strftime("at %H:%M:%S: ") + words)
+        _core.write_file(path, head.rstrip("\n") + "\n" + _JOB_MARK + "\n\n".join(kept) + "\n" + _STACKS_MARK + rest)
     except OSError as e:
         _log.say(f"could not add the job's view to the hang report {path}: {e}")
 

@@ -105,7 +105,9 @@ def whole(report: str) -> bool:
 
 
 def test_a_rank_stuck_in_input_is_named_by_every_rank_with_the_collective_the_others_wait_in(tmp_path):
-    got, err = run_until_viewed(tmp_path, "input", [0, 1, 2, 3])
+    # PyTorch's Flight Recorder on (it records gloo's collectives too): each rank asks it to dump
+    got, err = run_until_viewed(tmp_path, "input", [0, 1, 2, 3],
+                                launch=lambda out, mode: torchrun(out, mode, {"TORCH_FR_BUFFER_SIZE": "100"}))
     stall_at = float((tmp_path / "stall-2.txt").read_text())
     for r in range(4):
         assert whole(got[r]), got[r][:2000]  # SIGTERM after the hang left every report whole
@@ -125,6 +127,8 @@ def test_a_rank_stuck_in_input_is_named_by_every_rank_with_the_collective_the_ot
     hangs = jsonl(tmp_path, 2, "hang")
     assert len(hangs) == 1 and hangs[0]["phase"] == "input" and hangs[0]["stuck_s"] >= HANG_AFTER_S
     assert "in items" in hangs[0]["stacks"]
+    recorded = [Path(v["flight_recorder"]) for v in views if v["flight_recorder"]]
+    assert recorded and recorded[0].stat().st_size > 0 and f"PyTorch's Flight Recorder: {recorded[0]}" in got[0]
     windows = [json.loads(line) for line in (tmp_path / "live-2.jsonl").read_text().splitlines()
                if line.startswith('{"schema"')]
     assert any((w.get("hang") or {}).get("suspected") for w in windows)  # the windows carry it too

@@ -1,0 +1,88 @@
+"""The job's view of a hang on one rank (steptrace/_live/rank_hangs.py), driven on rows written by
+hand into a dict standing for the store: who is judged live or gone, which rank says it, what a
+row that cannot be read does. No processes but one reaped child (a pid known to be gone), no clock."""
+
+import json
+import socket
+import subprocess
+import sys
+from types import SimpleNamespace
+
+from fake_store import Store
+
+from steptrace import _core
+from steptrace._live import rank_hangs
+from steptrace._live.rank_verdicts import key
+
+HOST = socket.gethostname()
+ZEROS = " ".join(["0"] * 10)  # steps, then the 9 figures of a row
+
+
+def row(rank, world, phase, seq, left, pid=1, kind="all_reduce", host=HOST):
+    left_ms = "4000" if left else "-1"
+    return f"r2 {rank} {world} {ZEROS} h {pid} {host} 10 5000 1 {phase} c 0 {kind} {seq} 4500 {left_ms}"
+
+
+def job(rank, world, rows, slot=100):
+    store = Store()
+    for r, (at, text) in rows.items():
+        store.set(key(r, at), f"{at} {text}")
+    return SimpleNamespace(rank=rank, world_size=world, store=store), slot
+
+
+def tracer(tmp_path):
+    core = _core.Tracer()
+    core.configure({"jsonl_path": str(tmp_path / "live.jsonl"), "capture_dir": str(tmp_path)})
+    return core
+
+
+def test_the_lowest_live_rank_says_the_hang_and_every_rank_writes_its_view(tmp_path):
+    rows = {0: (100, row(0, 3, "compute", 10, False)), 1: (100, row(1, 3, "input", 9, True)),
+            2: (99, row(2, 3, "compute", 10, False))}
+    core = tracer(tmp_path)
+    report = tmp_path / "report.txt"
+    report.write_text("steptrace hang report\n\nhead\n\nEvery thread's stack (as faulthandler writes it):\nstacks\n")
+    for rank in (0, 2):
+        the_job, slot = job(rank, 3, rows)
+        window = {"hang_s": 5.0, "hang_report": str(report)}
+        said = rank_hangs.JobHang().window(core, the_job, window, slot, key)
+        assert said == (rank == 0)
+        assert (window.get("label") == "HANG") == (rank == 0)
+    assert window.get("hang_ranks") is None  # rank 2 did not say it
+    text = report.read_text()
+    assert text.count("The job's view:") == 1  # replaced, not added twice
+    assert "rank 1 never entered all_reduce #10 of group 0: stuck in `input`" in text
+    assert text.endswith("Every thread's stack (as faulthandler writes it):\nstacks\n")
+    lines = [json.loads(line)["hang_job"] for line in (tmp_path / "live.jsonl").read_text().splitlines()]
+    assert [v["rank"] for v in lines] == [0, 2] and lines[0]["culprits"][0]["rank"] == 1
+
+
+def test_a_rank_two_slots_behind_is_gone_and_exited_when_its_pid_is_gone_here(tmp_path):
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()  # reaped: no process has its pid now
+    rows = {0: (100, row(0, 3, "wait", 10, True)), 1: (100, row(1, 3, "wait", 10, True)),
+            2: (97, row(2, 3, "compute", 9, True, pid=child.pid))}
+    the_job, slot = job(0, 3, rows)
+    window = {"hang_s": 5.0}
+    assert rank_hangs.JobHang().window(tracer(tmp_path), the_job, window, slot, key)
+    assert window["hang_ranks"] == [2]
+    assert "rank 2 is gone (its process exited); its last row: step 10, in `compute`" in window["hang_words"]
+    # the same row from another host: silent, not known to have exited
+    rows[2] = (97, row(2, 3, "compute", 9, True, pid=child.pid, host="elsewhere"))
+    the_job, slot = job(0, 3, rows)
+    window = {"hang_s": 5.0}
+    rank_hangs.JobHang().window(tracer(tmp_path), the_job, window, slot, key)
+    assert "no row since: exited, or stuck holding the interpreter" in window["hang_words"]
+
+
+def test_a_row_that_cannot_be_read_is_left_out_and_no_hang_is_looked_for_without_one(tmp_path):
+    rows = {0: (100, row(0, 3, "compute", 10, False)), 1: (100, row(1, 3, "input", 9, True)),
+            2: (100, "r2 2 3 0 0 0 0 0 0 0 0 0 0 h not-a-pid")}
+    the_job, slot = job(0, 3, rows)
+    window = {"hang_s": 5.0}
+    assert rank_hangs.JobHang().window(tracer(tmp_path), the_job, window, slot, key)
+    assert window["hang_ranks"] == [1]
+    quiet_job, slot = job(0, 3, rows)
+    before = dict(quiet_job.store.data)
+    assert not rank_hangs.JobHang().window(tracer(tmp_path), quiet_job, {"hang_s": 0.0}, slot, key)
+    assert quiet_job.store.data == before  # nothing read or made
