@@ -4,8 +4,9 @@ Each rank's row carries its open step (how long, the innermost open phase, its p
 the last collective of each group it marked (``_ranks/marks.py``). Once a rank's own window says
 its step has been open past ``hang_after`` (the core's watch wrote its report already), that rank
 reads every rank's two keys (both slots' parities, one ``multi_get``) at each window: a rank
-whose newest row is a slot or more behind is gone (its process exited, when it ran on this host
-and its pid is no longer there; else silent), and the rest are judged together: the ranks
+whose newest row is ``GONE_WINDOWS`` slots behind is gone (its process exited, when it ran on
+this host and its pid is no longer there; else silent; on this host and still running, its last
+row stands), and the rest are judged together: the ranks
 waiting in collective k, those that never entered it and the phase each is in, those at k in
 another kind of collective. Every live rank adds the view to its own hang report and its JSONL
 (``{"hang_job": ...}``), and asks PyTorch's Flight Recorder to dump where it records; the lowest
@@ -27,6 +28,7 @@ from .._common import log as _log
 _EMPTY = "x "  # a key made before its rank wrote (as rank_verdicts makes them)
 _JOB_MARK = "\nThe job's view:\n"
 _STACKS_MARK = "\nEvery thread's stack"
+GONE_WINDOWS = 3  # windows in a row without a row: gone (as rank_verdicts' MISSING_WINDOWS)
 _VIEWS_KEPT = 8  # the job's views a report keeps (each a change in who is where)
 
 
@@ -105,11 +107,16 @@ class JobHang:
                 newest[r] = (s, row)
         rows, gone = [], []
         for r in range(job.world_size):
-            if r in newest and newest[r][0] >= slot - 1:
-                rows.append(newest[r][1])
+            last = newest[r][1] if r in newest else ""
+            if r in newest and newest[r][0] > slot - GONE_WINDOWS:
+                rows.append(last)
+                continue
+            state = _process_state(last)
+            if state == "alive":  # its rows lag (a busy machine), but its process is there: its last row holds,
+                words = last.split(" ", 4)  # its steps long past: they do not say it moved
+                rows.append(" ".join(words[:3] + ["0"] + words[4:]) if len(words) == 5 else last)
             else:
-                last = newest[r][1] if r in newest else ""
-                gone.append((r, last, _exited(last)))
+                gone.append((r, last, state == "exited"))
         return rows, gone
 
 
@@ -133,23 +140,24 @@ def _own(rank: int, row: str) -> bool:
     return len(words) > 1 and words[1].isdigit() and int(words[1]) == rank
 
 
-def _exited(row: str) -> bool:
-    """Whether the process that wrote this row is known to be gone: it ran on this host (its row's
-    " h PID HOST" section says so) and no process has its pid, or only its zombie."""
+def _process_state(row: str) -> str:
+    """"exited" when the process that wrote this row ran on this host (its row's " h PID HOST"
+    section says so) and no process has its pid, or only its zombie; "alive" when it is there;
+    "unknown" from another host or a row without the section."""
     at = row.find(" h ")
     if at < 0:
-        return False
+        return "unknown"
     parts = row[at + 3:].split(" ", 2)
     if len(parts) < 2 or not parts[0].isdigit() or parts[1] != socket.gethostname():
-        return False
+        return "unknown"
     try:
         with open(f"/proc/{int(parts[0])}/stat", encoding="ascii", errors="replace") as f:
             state = f.read().rsplit(")", 1)[1].split()[0]
     except FileNotFoundError:
-        return True
+        return "exited"
     except (OSError, IndexError):
-        return False
-    return state == "Z"  # a zombie: exited, not yet reaped by its launcher
+        return "unknown"
+    return "exited" if state == "Z" else "alive"  # a zombie: exited, not yet reaped by its launcher
 
 
 def _add_to_report(path: str, words: str) -> None:

@@ -75,6 +75,16 @@ def test_a_rank_two_slots_behind_is_gone_and_exited_when_its_pid_is_gone_here(tm
     assert "no row since: exited, or stuck holding the interpreter" in window["hang_words"]
 
 
+def test_a_rank_whose_rows_lag_but_runs_here_keeps_its_last_row_and_its_old_steps_do_not_count(tmp_path):
+    import os
+    lagging = row(2, 3, "input", 9, True, pid=os.getpid()).replace(f"r2 2 3 {ZEROS}", "r2 2 3 40 " + ZEROS[2:])
+    rows = {0: (100, row(0, 3, "compute", 10, False)), 1: (100, row(1, 3, "compute", 10, False)), 2: (90, lagging)}
+    the_job, slot = job(0, 3, rows)
+    window = {"hang_s": 5.0}
+    assert rank_hangs.JobHang().window(tracer(tmp_path), the_job, window, slot, key)
+    assert window["hang_ranks"] == [2] and "rank 2 never entered all_reduce #10 of group 0: stuck in `input`" in window["hang_words"]
+
+
 def test_a_row_that_cannot_be_read_is_left_out_and_no_hang_is_looked_for_without_one(tmp_path):
     rows = {0: (100, row(0, 3, "compute", 10, False)), 1: (100, row(1, 3, "input", 9, True)),
             2: (100, "r2 2 3 0 0 0 0 0 0 0 0 0 0 h not-a-pid")}

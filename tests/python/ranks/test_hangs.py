@@ -17,6 +17,8 @@ import pytest
 
 from rank_jobs import free_port, job_env
 
+pytest.importorskip("torch")
+
 JOB = Path(__file__).resolve().parents[1] / "hang_job.py"
 HANG_AFTER_S = 3.0
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="torchrun jobs on Linux")

@@ -11,6 +11,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+pytest.importorskip("torch")
+
 JOB = Path(__file__).resolve().parents[1] / "hang_loader.py"
 
 
