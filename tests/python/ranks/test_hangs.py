@@ -148,7 +148,8 @@ def test_a_rank_killed_is_named_gone_with_its_last_phase(tmp_path):
     assert 3 not in got  # a SIGKILLed process writes nothing
     for r in (0, 1, 2):
         assert re.search(r"rank 3 is gone \(its process exited\); its last row: step \d+, in `compute`", got[r]), got[r]
-        assert "ranks 0, 1, 2 in `wait`, past all_reduce #" in got[r], got[r]
+        assert re.search(r"ranks 0, 1, 2 entered all_reduce #\d+ of group 0 \(its call returned: with NCCL, a launch\) "
+                         r"and are in `wait`", got[r]), got[r]
     assert "Read rank 3's log first" in got[0]
 
 

@@ -131,9 +131,9 @@ job_hang wavefront(const std::vector<row_hang>& live, const std::vector<std::pai
     const bool inside = std::all_of(out.waiting.begin(), out.waiting.end(), [](const hang_rank& w) { return w.in_collective; });
     if (!call.empty() && inside) {
       parts.push_back(fmt::format("{} {} wait inside {}", ranks_word(out.waiting), rank_list(out.waiting), call));
-    } else if (!call.empty()) {  // they left it (a call that returns at launch, or the last one before)
-      parts.push_back(fmt::format("{} {} {}, past {}", ranks_word(out.waiting), rank_list(out.waiting),
-                                  phase_words(out.waiting.front()), call));
+    } else if (!call.empty()) {  // its call returned: a launch (NCCL, async_op), or they are stuck after it
+      parts.push_back(fmt::format("{} {} entered {} (its call returned: with NCCL, a launch) and are {}",
+                                  ranks_word(out.waiting), rank_list(out.waiting), call, phase_words(out.waiting.front())));
     } else {
       parts.push_back(fmt::format("{} {} {}", ranks_word(out.waiting), rank_list(out.waiting), phase_words(out.waiting.front())));
     }
