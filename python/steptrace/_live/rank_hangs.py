@@ -87,8 +87,8 @@ class JobHang:
         return judge
 
     def _rows(self, job: Any, slot: int, key: Any) -> Tuple[List[str], List[Tuple[int, str, bool]]]:
-        """The newest row of each rank (of the slots just written and the one before), and the
-        ranks gone: a slot or more behind, or none at all."""
+        """The newest row of each rank (its keys of both parities), and the ranks gone: their newest
+        row ``GONE_WINDOWS`` slots behind (or none at all) and their process not known to run here."""
         keys = [key(r, s) for s in (slot, slot - 1) for r in range(job.world_size)]
         for parity in (slot % 2, (slot - 1) % 2):
             if not self.made[parity]:
