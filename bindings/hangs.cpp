@@ -2,6 +2,8 @@
 // view from the ranks' rows, and every Python thread's stack in a hang report, written as
 // faulthandler writes it (without the interpreter's lock, which the stuck thread may hold).
 #include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <unistd.h>
@@ -34,9 +36,36 @@ void write_text(int fd, const char* text) {
   }
 }
 
+// Where CPython keeps its dump to itself (3.10, 3.13: not exported), faulthandler's own handler
+// for a signal (`faulthandler.register`, made by steptrace/_common/stacks.py) writes it: raised on
+// this thread, it runs here, before pthread_kill returns, and writes into the file registered.
+int g_signal = 0, g_signal_fd = -1;
+
+void dump_by_signal(int fd) {
+  if (::ftruncate(g_signal_fd, 0) != 0 || ::lseek(g_signal_fd, 0, SEEK_SET) != 0) return;
+  if (::pthread_kill(::pthread_self(), g_signal) != 0) return;
+  if (::lseek(g_signal_fd, 0, SEEK_SET) != 0) return;
+  char buffer[8192];
+  for (std::size_t copied = 0; copied < 64 * 1024;) {
+    const ssize_t n = ::read(g_signal_fd, buffer, sizeof buffer);
+    if (n <= 0) break;
+    for (ssize_t at = 0; at < n;) {
+      const ssize_t w = ::write(fd, buffer + at, static_cast<std::size_t>(n - at));
+      if (w <= 0) return;
+      at += w;
+    }
+    copied += static_cast<std::size_t>(n);
+  }
+}
+
 void dump_stacks(int fd) {
+  if (g_dump == nullptr && g_signal != 0) {
+    dump_by_signal(fd);
+    return;
+  }
   if (g_dump == nullptr) {
-    write_text(fd, "  not available: this Python does not export _Py_DumpTracebackThreads\n");
+    write_text(fd, "  not available: this Python neither exports _Py_DumpTracebackThreads nor has a signal for "
+                   "faulthandler\n");
     return;
   }
   if (const char* error = g_dump(fd, g_interpreter, nullptr); error != nullptr) {
@@ -74,6 +103,14 @@ void bind_hangs(py::module_& m) {
   g_dump = reinterpret_cast<dump_fn>(::dlsym(RTLD_DEFAULT, "_Py_DumpTracebackThreads"));
   g_interpreter = PyInterpreterState_Get();
   set_stack_writer(&dump_stacks);
+  m.def("stacks_need_signal", [] { return g_dump == nullptr; });
+  m.def(
+      "set_stack_signal",  // faulthandler.register(signal, file=fd, all_threads=True) was made
+      [](int signal, int fd) {
+        g_signal = signal;
+        g_signal_fd = fd;
+      },
+      py::arg("signal"), py::arg("fd"));
   m.def(
       "collective_entered",
       [](std::string_view group, std::string_view kind) { return collective_entered(group, kind); },

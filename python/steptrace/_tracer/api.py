@@ -13,6 +13,7 @@ from .. import _core
 from .._capture import capturer as _capture
 from .._ranks import collective as _collective
 from .._ranks import marks as _marks
+from .._common import stacks as _stacks
 from .._live import rank_verdicts as _live_ranks
 from .._common import log as _log
 from . import loop as _loop
@@ -342,3 +343,4 @@ _profiler.install()  # hand CUPTI to torch.profiler sessions, whenever torch is 
 _collective.on_model = _start_rank_windows  # a DDP model made: the rank is known, live verdicts start
 _collective.install()  # time DDP's all-reduce wait, whenever torch imports DDP
 _marks.install()  # number torch.distributed's collectives, for a hang's report and the ranks' rows
+_stacks.install()  # Python's stacks in a hang report, where CPython does not export its dump
