@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -29,7 +30,8 @@ _EMPTY = "x "  # a key made before its rank wrote (as rank_verdicts makes them)
 _JOB_MARK = "\nThe job's view:\n"
 _STACKS_MARK = "\nEvery thread's stack"
 GONE_WINDOWS = 3  # windows in a row without a row: gone (as rank_verdicts' MISSING_WINDOWS)
-_VIEWS_KEPT = 8  # the job's views a report keeps (each a change in who is where)
+_VIEWS_KEPT = 8
+_report_lock = threading.Lock()  # the job's views a report keeps (each a change in who is where)
 
 
 class JobHang:
@@ -65,14 +67,13 @@ class JobHang:
         if shape != self.said:
             self.said = shape
             options = core.options()
-            if report and report != self.dumped:
-                self.dumped = report
-                self.flight_recorder = _flight_recorder(options["capture_dir"], job.rank)
-            words = hang["words"] + (f"\nPyTorch's Flight Recorder: {self.flight_recorder}" if self.flight_recorder else "")
-            _add_to_report(report, words)
+            _add_to_report(report, hang["words"])
             _log.to_jsonl(options["jsonl_path"], job.rank,
-                          {"hang_job": dict(hang, rank=job.rank, slot=slot, at=time.time(),
-                                            flight_recorder=self.flight_recorder)}, "the job's hang")
+                          {"hang_job": dict(hang, rank=job.rank, slot=slot, at=time.time())}, "the job's hang")
+            if report and report != self.dumped:  # on a thread of its own: a dump took seconds with gloo
+                self.dumped = report
+                threading.Thread(target=self._dump, args=(options["capture_dir"], options["jsonl_path"], job.rank, report),
+                                 name="steptrace-flight-recorder", daemon=True).start()
         if judge and shape[1] != self.printed:  # said once a view, not again when only its report came
             self.printed = shape[1]
             sys.stderr.write(_log.printable(f"steptrace ranks: {hang['words']}") + "\n")
@@ -85,6 +86,16 @@ class JobHang:
             window["hang_ranks"] = culprits
             window["hang_words"] = hang["words"]
         return judge
+
+    def _dump(self, folder: str, jsonl: str, rank: int, report: str) -> None:
+        """PyTorch's Flight Recorder asked to dump, off the window thread; its file named in the
+        report, the JSONL and the next windows."""
+        path = _flight_recorder(folder, rank)
+        if path:
+            self.flight_recorder = path
+            _add_to_report(report, f"PyTorch's Flight Recorder dumped: {path}")
+            _log.to_jsonl(jsonl, rank, {"hang_job": {"rank": rank, "flight_recorder": path, "at": time.time()}},
+                          "the job's hang")
 
     def _rows(self, job: Any, slot: int, key: Any) -> Tuple[List[str], List[Tuple[int, str, bool]]]:
         """The newest row of each rank (its keys of both parities), and the ranks gone: their newest
@@ -166,6 +177,11 @@ def _add_to_report(path: str, words: str) -> None:
     ones), at most ``_VIEWS_KEPT`` in all."""
     if not path:
         return
+    with _report_lock:  # the window thread and the Flight Recorder's
+        _add_to_report_locked(path, words)
+
+
+def _add_to_report_locked(path: str, words: str) -> None:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
