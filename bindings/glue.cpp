@@ -21,6 +21,10 @@ bool open_step(tracer& t, const stream_arg& stream) {
 }
 
 
+PyObject* name_text(const std::string& v) {
+  return PyUnicode_DecodeUTF8(v.data(), static_cast<Py_ssize_t>(v.size()), "surrogateescape");
+}
+
 tracer* tracer_of(PyObject* obj) {
   try {
     return py::handle(obj).cast<tracer*>();

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "steptrace/steptrace.hpp"
@@ -32,6 +33,10 @@ tracer* tracer_of(PyObject* obj);
 
 // None, or a stream handle (an int >= 0); false with an error set for anything else.
 bool stream_of(PyObject* obj, stream_arg* out);
+
+// A name's bytes as Python spells names (UTF-8, other bytes as surrogates); a new reference, or
+// nullptr with an error set.
+PyObject* name_text(const std::string& v);
 
 // Interned Python strings for the names the C types look up; throws if one cannot be made.
 void intern_all(std::initializer_list<std::pair<PyObject**, const char*>> names);

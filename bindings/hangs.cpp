@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "glue.hpp"
 #include "register.hpp"
 #include "steptrace/steptrace.hpp"
 
@@ -75,8 +76,8 @@ void dump_stacks(int fd) {
   }
 }
 
-py::str text(const std::string& v) {  // bytes as Python spells names
-  PyObject* o = PyUnicode_DecodeUTF8(v.data(), static_cast<Py_ssize_t>(v.size()), "surrogateescape");
+py::str text(const std::string& v) {
+  PyObject* o = name_text(v);
   if (o == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::str>(o);
 }

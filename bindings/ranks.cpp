@@ -61,7 +61,7 @@ void bind_ranks(py::module_& m) {
         out["own_wait_ms"] = s->own_wait_ms, out["others_wait_ms"] = s->others_wait_ms;
         out["median_rank"] = s->median_rank;
         auto text = [](const std::string& v) {  // bytes as Python spells names
-          PyObject* o = PyUnicode_DecodeUTF8(v.data(), static_cast<Py_ssize_t>(v.size()), "surrogateescape");
+          PyObject* o = name_text(v);
           if (o == nullptr) throw py::error_already_set();
           return py::reinterpret_steal<py::str>(o);
         };
@@ -72,10 +72,7 @@ void bind_ranks(py::module_& m) {
         }
         if (!s->node.empty()) out["node"] = text(s->node);
         if (!s->within.empty()) {  // a named phase inside `phase`; its bytes as Python spells names
-          PyObject* within = PyUnicode_DecodeUTF8(s->within.data(), static_cast<Py_ssize_t>(s->within.size()),
-                                                  "surrogateescape");
-          if (within == nullptr) throw py::error_already_set();
-          out["within"] = py::reinterpret_steal<py::str>(within);
+          out["within"] = text(s->within);
           out["within_ms"] = s->within_ms;
           const std::string words = straggler_within_words(*s);  // the exit's words, for rank 0's line
           PyObject* said = PyUnicode_DecodeUTF8(words.data(), static_cast<Py_ssize_t>(words.size()), "replace");

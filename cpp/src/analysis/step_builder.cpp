@@ -362,20 +362,6 @@ void step_builder::finish(step_sink& sink) {
   drop_open();
 }
 
-bool step_builder::open_step(std::uint64_t& index, std::uint64_t& begin, std::uint64_t& set_aside, bool& aside_open,
-                             std::vector<std::pair<std::uint32_t, std::uint64_t>>& phases) const {
-  if (!in_step_ && capture_ == capture::none) return false;  // neither a step nor its fetch is open
-  index = finished_;
-  begin = begin_;
-  set_aside = set_aside_;
-  aside_open = excluding_ > 0;
-  phases.clear();
-  for (const open_phase& p : stack_) {
-    if (!p.set_aside) phases.emplace_back(p.id, p.begin);
-  }
-  return true;
-}
-
 void step_builder::restart() {
   finished_ = batches_finished_ = unbalanced_ = 0;
   counted_any_ = false;

@@ -138,7 +138,18 @@ class step_builder {
   // (ticks), the time set aside in it so far (ticks) and whether a set-aside span is open now, and
   // the phases open in it, outermost first, as (id, begin). False when neither is.
   bool open_step(std::uint64_t& index, std::uint64_t& begin, std::uint64_t& set_aside, bool& aside_open,
-                 std::vector<std::pair<std::uint32_t, std::uint64_t>>& phases) const;
+                 std::vector<std::pair<std::uint32_t, std::uint64_t>>& phases) const {
+    if (!in_step_ && capture_ == capture::none) return false;  // neither a step nor its fetch is open
+    index = finished_;
+    begin = begin_;
+    set_aside = set_aside_;
+    aside_open = excluding_ > 0;
+    phases.clear();
+    for (const open_phase& p : stack_) {
+      if (!p.set_aside) phases.emplace_back(p.id, p.begin);
+    }
+    return true;
+  }
   std::uint64_t unbalanced() const noexcept { return unbalanced_; }
   // Event pairs of phases ended since the last call (the caller harvests their device time).
   std::vector<event_pair>& event_pairs() noexcept { return event_pairs_; }

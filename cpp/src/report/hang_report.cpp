@@ -34,9 +34,9 @@ std::string printable_lines(const std::string& text) {
   return out;
 }
 
-std::string seconds(double s) { return s < 10 ? fmt::format("{:.1f} s", s) : fmt::format("{:.0f} s", s); }
-
 }  // namespace
+
+std::string seconds_text(double s) { return s < 10 ? fmt::format("{:.1f} s", s) : fmt::format("{:.0f} s", s); }
 
 std::string stuck_phase_causes(const std::vector<open_phase_now>& phases, bool in_collective) {
   if (in_collective) {
@@ -66,15 +66,15 @@ std::string hang_lines(const hang_view& v, const std::optional<rank_info>& who) 
   if (s == nullptr) return {};
   const std::string where = who ? fmt::format("rank {} ", who->rank) : std::string();
   std::string out = fmt::format("steptrace: {}hang suspected: step {} has been open {} (hang_after {})", where, s->step,
-                                seconds(s->open_s), seconds(v.hang_after_s));
+                                seconds_text(s->open_s), seconds_text(v.hang_after_s));
   if (!s->phases.empty()) {
-    out += fmt::format(", in `{}` for {}", s->phases.back().phase, seconds(s->phases.back().open_s));
+    out += fmt::format(", in `{}` for {}", s->phases.back().phase, seconds_text(s->phases.back().open_s));
   }
   out += "\n";
   if (!v.collectives.empty()) {
     const collective_mark& c = v.collectives.front();
     out += fmt::format("steptrace:   its last collective: {} #{} of group {}, entered {} ago, {}\n", c.kind, c.seq,
-                       c.group, seconds(c.entered_s), c.left_s < 0 ? "not left" : "left " + seconds(c.left_s) + " ago");
+                       c.group, seconds_text(c.entered_s), c.left_s < 0 ? "not left" : "left " + seconds_text(c.left_s) + " ago");
   }
   const bool inside = std::any_of(v.collectives.begin(), v.collectives.end(), [](const collective_mark& c) { return c.left_s < 0; });
   out += "steptrace:   usual causes: " + stuck_phase_causes(s->phases, inside) + "\n";
@@ -88,10 +88,10 @@ std::string hang_report_text(const hang_view& v, const std::optional<rank_info>&
   if (who) out += fmt::format("rank {} of {} (local rank {}), pid {}\n\n", who->rank, who->world_size, who->local_rank, ::getpid());
   out += "Steps open now, longest first (each thread's open phases, outermost first):\n";
   for (const open_step_now& t : v.threads) {
-    out += fmt::format("  thread {}: step {} open {}\n", t.thread, t.step, seconds(t.open_s));
+    out += fmt::format("  thread {}: step {} open {}\n", t.thread, t.step, seconds_text(t.open_s));
     std::string indent = "    ";
     for (const open_phase_now& p : t.phases) {
-      out += fmt::format("{}`{}` open {}\n", indent, printable_text(p.phase), seconds(p.open_s));
+      out += fmt::format("{}`{}` open {}\n", indent, printable_text(p.phase), seconds_text(p.open_s));
       indent += "  ";
     }
   }
@@ -99,7 +99,7 @@ std::string hang_report_text(const hang_view& v, const std::optional<rank_info>&
   if (v.collectives.empty()) out += "  none marked (torch.distributed's collectives are marked once steptrace is imported)\n";
   for (const collective_mark& c : v.collectives) {
     out += fmt::format("  group {}: {} #{}, entered {} ago, {}\n", printable_text(c.group), printable_text(c.kind), c.seq,
-                       seconds(c.entered_s), c.left_s < 0 ? "not left" : "left " + seconds(c.left_s) + " ago");
+                       seconds_text(c.entered_s), c.left_s < 0 ? "not left" : "left " + seconds_text(c.left_s) + " ago");
   }
   out += "\nThe last counted steps before it (ms, oldest first):";
   if (v.last_steps_ms.empty()) out += " none";

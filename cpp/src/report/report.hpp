@@ -29,6 +29,7 @@ std::string live_rank_words(const rank_window_count& c, std::uint64_t windows);
 std::string hang_lines(const hang_view& v, const std::optional<rank_info>& who);
 std::string hang_report_text(const hang_view& v, const std::optional<rank_info>& who, std::string_view stacks,
                              std::string_view job);
+std::string seconds_text(double s);  // "3.9 s", "62 s": a hang's durations as its words say them
 std::string stuck_phase_causes(const std::vector<open_phase_now>& phases, bool in_collective = false);
 // The live view's line for one window: steps, step p50/p95, the largest phases, the label.
 std::string live_line(const summary& window, double at_s);

@@ -31,7 +31,8 @@ _JOB_MARK = "\nThe job's view:\n"
 _STACKS_MARK = "\nEvery thread's stack"
 GONE_WINDOWS = 3  # windows in a row without a row: gone (as rank_verdicts' MISSING_WINDOWS)
 _VIEWS_KEPT = 8
-_report_lock = threading.Lock()  # the job's views a report keeps (each a change in who is where)
+_report_lock = threading.Lock()
+_REPORT_MAX = 1 << 20  # the job's views a report keeps (each a change in who is where)
 
 
 class JobHang:
@@ -184,7 +185,10 @@ def _add_to_report(path: str, words: str) -> None:
 def _add_to_report_locked(path: str, words: str) -> None:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
+            text = f.read(_REPORT_MAX)  # ours: a header, 64 KB of stacks and the views; more is not ours
+        if len(text) == _REPORT_MAX or _STACKS_MARK not in text:
+            _log.say(f"the hang report {path} is not steptrace's as written: the job's view is not added to it")
+            return
         head, _, rest = text.partition(_STACKS_MARK)
         head, _, views = head.partition(_JOB_MARK)
         kept = [v for v in views.strip("\n").split("\n\n") if v][: _VIEWS_KEPT - 1]

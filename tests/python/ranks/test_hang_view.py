@@ -96,3 +96,11 @@ def test_a_row_that_cannot_be_read_is_left_out_and_no_hang_is_looked_for_without
     before = dict(quiet_job.store.data)
     assert not rank_hangs.JobHang().window(tracer(tmp_path), quiet_job, {"hang_s": 0.0}, slot, key)
     assert quiet_job.store.data == before  # nothing read or made
+
+
+def test_a_report_file_that_is_not_steptraces_is_left_as_it_is(tmp_path, capsys):
+    other = tmp_path / "other.txt"
+    other.write_text("someone else's file\n")
+    rank_hangs._add_to_report(str(other), "HANG: words")
+    assert other.read_text() == "someone else's file\n"
+    assert "is not steptrace's as written" in capsys.readouterr().err

@@ -16,8 +16,6 @@
 namespace steptrace::detail {
 namespace {
 
-std::string seconds(double s) { return s < 10 ? fmt::format("{:.1f} s", s) : fmt::format("{:.0f} s", s); }
-
 std::string rank_list(const std::vector<hang_rank>& ranks, std::size_t listed = 16) {
   std::string out;
   for (std::size_t i = 0; i < ranks.size() && i < listed; ++i) out += (i ? ", " : "") + std::to_string(ranks[i].rank);
@@ -118,9 +116,9 @@ job_hang wavefront(const std::vector<row_hang>& live, const std::vector<std::pai
   }
   const std::string call = out.kind.empty() ? std::string() : fmt::format("{} #{} of group {}", out.kind, out.seq, out.group);
   for (const hang_rank& c : out.culprits) {
-    parts.push_back(call.empty() ? fmt::format("rank {} is stuck {} for {}", c.rank, phase_words(c), seconds(c.open_s))
+    parts.push_back(call.empty() ? fmt::format("rank {} is stuck {} for {}", c.rank, phase_words(c), seconds_text(c.open_s))
                                  : fmt::format("rank {} never entered {}: stuck {} for {}", c.rank, call, phase_words(c),
-                                               seconds(c.open_s)));
+                                               seconds_text(c.open_s)));
   }
   for (const hang_rank& m : out.mismatched) {
     parts.push_back(fmt::format("rank {} called {} #{} where {} {} called {} #{} (a mismatched collective: a rank that "
