@@ -214,7 +214,7 @@ def exposed_comm_by_op(path, skip_first: bool = False) -> Dict[str, float]:
 ONE_TIME_MIN_US = 1000.0
 
 
-def one_time_calls(path) -> List[Tuple[str, float, float]]:
+def one_time_calls(path, spans: bool = False) -> list:
     """Runtime calls of the main process's threads in the first window that are neither syncs nor copies, block
     the host 1 ms or more while the device's kernels, copies and memsets cover under half of the
     call, and whose name blocks like that in no later window: (name, ms, device busy ms during
@@ -237,6 +237,67 @@ def one_time_calls(path) -> List[Tuple[str, float, float]]:
 
     first = windows[0]
     later = {(e["tid"], str(e["name"])) for e in events if blocks(e) and first[1] <= float(e["ts"]) < windows[-1][1]}
-    found = [(str(e["name"]), float(e["dur"]) / 1000, length(clip(busy, *span(e))) / 1000) for e in events
+    found = [(str(e["name"]), float(e["dur"]) / 1000, length(clip(busy, *span(e))) / 1000) + ((span(e),) if spans else ())
+             for e in events
              if blocks(e) and first[0] <= float(e["ts"]) < first[1] and (e["tid"], str(e["name"])) not in later]
     return sorted(found, key=lambda x: -x[1])
+
+
+WAITING_OPS = ("aten::to", "aten::_to_copy", "aten::copy_", "aten::item", "aten::_local_scalar_dense")
+JIT_NAMES = re.compile(r"^(fallback_function|<forward op>|Torch-Compiled Region|CompiledFunction|TorchDynamo)|CompiledFxGraph")
+
+
+def first_calls(path) -> List[Tuple[str, float]]:
+    """First calls far longer than the later ones of their name, read the plain way: ops and
+    ranges of the main thread in the windows (not copies, `.item()` or DataLoader fetches), a
+    name called 3 times or more, the first at least 10x the median of the others and 1 ms over
+    it, with the GPU's kernels, copies and memsets covering under half of it (without a GPU: only
+    in a trace holding a JIT's or torch.compile's ranges), and sync or copy calls under half of
+    it; the outermost of those nested. (name, ms, GPU busy ms during it, span), in time order."""
+    events = events_of(path)
+    main, windows = main_and_windows(events)
+    kernels_pid = collections.Counter(e["pid"] for e in events if e.get("cat") in ("kernel", "Kernel")).most_common(1)
+    if not kernels_pid and not any(JIT_NAMES.search(str(e["name"])) for e in events):
+        return []
+    busy = union([span(e) for e in events if kernels_pid and e["pid"] == kernels_pid[0][0] and e.get("cat") in DEVICE])
+    waits = union([span(e) for e in events if (e["pid"], e["tid"]) == main and e.get("cat") in ("cuda_runtime", "cuda_driver", "Runtime")
+                   and (str(e["name"]).endswith("Synchronize") or "Memcpy" in str(e["name"]) or "Memset" in str(e["name"]))])
+    inside = lambda e: any(a <= float(e["ts"]) < b for a, b in windows)
+    calls = collections.defaultdict(list)
+    for e in sorted(events, key=lambda e: (float(e["ts"]), -float(e["dur"]))):
+        name = str(e["name"])
+        if (e["pid"], e["tid"]) != main or e.get("cat") not in OPS or not inside(e) or name.startswith("ProfilerStep#"):
+            continue
+        if name in WAITING_OPS or name.startswith("enumerate(DataLoader)#"):
+            continue
+        calls[name].append(e)
+    found = []
+    for name, es in calls.items():
+        if len(es) < 3:
+            continue
+        rest = sorted(float(e["dur"]) for e in es[1:])
+        median = rest[len(rest) // 2]
+        e = es[0]
+        dur = float(e["dur"])
+        a, b = span(e)
+        if dur < 10 * median or dur < median + 1000:
+            continue
+        if 2 * length(clip(busy, a, b)) >= dur or 2 * length(clip(waits, a, b)) >= dur:
+            continue
+        found.append(e)
+    found.sort(key=lambda e: (float(e["ts"]), -float(e["dur"])))
+    outer = []
+    for e in found:
+        if not any(span(o)[0] <= float(e["ts"]) < span(o)[1] for o in outer):
+            outer.append(e)
+    return [(str(e["name"]), float(e["dur"]) / 1000, length(clip(busy, *span(e))) / 1000, span(e)) for e in outer]
+
+
+def set_aside_truth(path) -> Tuple[float, float]:
+    """What one-time work takes out of the first window, read the plain way: the union of the
+    one-time runtime calls and the far longer first calls, in ms, and the GPU's busy ms in it."""
+    events = events_of(path)
+    kernels_pid = collections.Counter(e["pid"] for e in events if e.get("cat") in ("kernel", "Kernel")).most_common(1)
+    busy = union([span(e) for e in events if kernels_pid and e["pid"] == kernels_pid[0][0] and e.get("cat") in DEVICE])
+    spans = union([c[3] for c in one_time_calls(path, spans=True)] + [c[3] for c in first_calls(path)])
+    return length(spans) / 1000, sum(length(clip(busy, a, b)) for a, b in spans) / 1000

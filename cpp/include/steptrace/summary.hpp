@@ -74,9 +74,12 @@ struct diagnosis {
   // The gain of each fix: for each cause the diagnosis names (the label's, each secondary
   // finding's), the most that removing it could save, an upper bound, as a fraction of step time
   // (of run time for time set aside). Keys are phase names (`input`, `h2d`, `wait`, `other`,
-  // `compute`), `comm` (collectives no compute hides), a set-aside name, or `rank N` (STRAGGLER).
+  // `compute`), `comm` (collectives no compute hides), a set-aside name, `rank N` (STRAGGLER), or
+  // from a trace `runtime_calls` (blocking runtime calls) and `op` (the op holding the idle time).
   // Largest first. COMPUTE-BOUND names no host gain.
   std::vector<std::pair<std::string, double>> gains;
+  // A close call: the label the rules put next, within 10 points of the step; "" otherwise.
+  std::string runner_up;
 };
 
 // Every label the diagnosis can give, in the order its rules are documented.

@@ -98,7 +98,7 @@ std::string backend_reason(const std::string& path, const trace_events& t, const
                           "median, the program's start-up (lazy loads, algorithm search, the allocator's growth) in it",
                           format_ms(static_cast<double>(r.loop.first_ns) / 1e6),
                           format_ms(static_cast<double>(r.loop.others_median_ns) / 1e6));
-  } else if (r.untraced_ns) {
+  } else if (r.untraced_ns && r.launched_before) {  // the trace shows work launched before it
     reason += r.warmup_steps
                   ? fmt::format("; the first step is left out as warm-up: its device ran work launched before the trace "
                                 "for {} ms",
@@ -107,6 +107,16 @@ std::string backend_reason(const std::string& path, const trace_events& t, const
                                 "busy, not idle",
                                 format_ms(static_cast<double>(r.untraced_ns) / 1e6),
                                 r.source == step_source::whole_trace ? "window" : "step");
+  } else if (r.untraced_ns) {  // no sign of work launched before the trace: the wait is unexplained
+    reason += fmt::format(
+        "; {}the device started work {} ms after it was launched with nothing traced running before it, though every "
+        "kernel's launch is in the trace and no step ran before it (work the trace does not hold, such as another "
+        "process's, or a device clock offset from the host's){}",
+        r.warmup_steps ? "the first step is left out as warm-up: " : "",
+        format_ms(static_cast<double>(r.untraced_ns) / 1e6),
+        r.warmup_steps ? "" : fmt::format(": {} ms of the first {} counted busy, not idle",
+                                          format_ms(static_cast<double>(r.untraced_ns) / 1e6),
+                                          r.source == step_source::whole_trace ? "window" : "step"));
   }
   if (!r.has_device) {
     const std::string* unrecorded = s.fact("trace.device_unrecorded");

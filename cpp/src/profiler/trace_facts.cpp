@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "base/utf8.hpp"
@@ -87,6 +88,54 @@ void mark_captures(const trace_events& t, const forest& main, const std::vector<
   }
 }
 
+// First calls far longer than the later ones (first_call_ratio): a JIT's or a compiler's first
+// run, not the steady state. Ops and ranges of `main` in the steps; with a device, only a first
+// call in which the device ran traced work less than half the time (a prefill before decode
+// steps keeps the GPU busy); without one, only in a trace that holds a JIT's run (names_jit_run).
+void mark_first_calls(const trace_events& t, const forest& main, const trace_device& device,
+                      const std::vector<step_interval>& steps, const start_up_names& names,
+                      std::vector<std::uint8_t>& marks, one_time_found& out) {
+  if (!device.present && !names.jit) return;
+  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> calls;  // by name, in time order
+  for (std::uint32_t i = 0; i < main.size(); ++i) {
+    const trace_event& e = main.event(i);
+    if (e.cat != event_cat::op && e.cat != event_cat::user_annotation) continue;
+    const std::string_view n = t.names[e.name];
+    if (is_copy_op(n) || is_item_op(n) || is_input_op(n)) continue;  // waits, on the device or a loader
+    const auto step = step_after(steps, main.begin(i));
+    if (step == steps.end() || main.begin(i) < step->begin) continue;  // in no step
+    calls[e.name].push_back(i);
+  }
+  std::vector<std::uint32_t> first;
+  for (auto& [name, nodes] : calls) {
+    if (nodes.size() < first_call_min_calls) continue;
+    std::vector<std::uint64_t> later;
+    for (std::size_t k = 1; k < nodes.size(); ++k) later.push_back(main.end[nodes[k]] - main.begin(nodes[k]));
+    std::nth_element(later.begin(), later.begin() + static_cast<std::ptrdiff_t>(later.size() / 2), later.end());
+    const std::uint64_t median = later[later.size() / 2];
+    const std::uint32_t i = nodes.front();
+    const std::uint64_t dur = main.end[i] - main.begin(i);
+    if (dur < first_call_ratio * median || dur < median + first_call_min_ns) continue;
+    if (device.present && 2 * busy_within(device, main.begin(i), main.end[i]) >= dur) continue;
+    // A first call that waited on the device (a copy or sync inside it) waited, it did not compile.
+    std::uint64_t waited = 0;
+    main.walk(
+        i,
+        [&](std::uint32_t k) {
+          const trace_event& c = main.event(k);
+          if (c.cat != event_cat::runtime) return true;
+          const std::string_view n = t.names[c.name];
+          if (is_sync(n) || is_copy_call(n)) waited += main.end[k] - main.begin(k);
+          return false;
+        },
+        [](std::uint32_t) {});
+    if (2 * waited >= dur) continue;
+    first.push_back(i);
+  }
+  std::sort(first.begin(), first.end());  // parents before their children: the outermost is set aside
+  for (const std::uint32_t i : first) mark(t, main, i, marks, out);
+}
+
 }  // namespace
 
 void setup_facts(const trace_events& t, std::uint32_t pid, const std::vector<device_record>& device,
@@ -140,13 +189,15 @@ start_up_names start_up_names_of(const trace_events& t) {
   for (std::size_t i = 0; i < t.names.size(); ++i) {
     if (is_capture_begin(t.names[i])) out.of[i] |= start_up_names::capture_begin;
     if (is_capture_end(t.names[i])) out.of[i] |= start_up_names::capture_end;
+    if (names_compile_work(t.names[i])) out.of[i] |= start_up_names::compile;
+    out.jit = out.jit || names_jit_run(t.names[i]);
   }
   return out;
 }
 
 std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& main, const trace_device& device,
                                          const std::vector<step_interval>& steps, const start_up_names& names,
-                                         one_time_found& out) {
+                                         bool main_thread, one_time_found& out) {
   std::vector<std::uint8_t> marks(main.size(), 0);
   if (steps.empty()) return marks;
   mark_captures(t, main, steps, names, marks, out);
@@ -165,6 +216,16 @@ std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& ma
     if (warmup_holds(covered, *step)) continue;  // the step is the warm-up, not a part of it
     mark(t, main, i, marks, out);
   }
+  // Compile and autotuning ranges by their names, and first calls far longer than the later ones.
+  for (std::uint32_t i = 0; i < main.size(); ++i) {
+    const trace_event& e = main.event(i);
+    if ((e.cat != event_cat::op && e.cat != event_cat::user_annotation) || (names.of[e.name] & start_up_names::compile) == 0) {
+      continue;
+    }
+    const auto step = step_after(steps, main.begin(i));
+    if (step != steps.end() && main.end[i] > step->begin) mark(t, main, i, marks, out);
+  }
+  if (main_thread) mark_first_calls(t, main, device, steps, names, marks, out);
   std::unordered_set<std::string_view> later;  // names that block so in a later step
   for (std::uint32_t i = 0; i < main.size(); ++i) {
     if (main.begin(i) >= first.end && main.begin(i) < steps_end && blocks_idle(t, device, main.event(i))) {

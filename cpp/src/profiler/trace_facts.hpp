@@ -42,15 +42,24 @@ inline constexpr std::uint64_t one_time_min_ns = 1'000'000;  // a runtime call b
 // names_warmup) is one in any step (`steps`: in time order) it covers less than half of: its
 // own words say it runs before the measured work. So is the range that holds a step's graph
 // captures (its launches record a graph and run nothing), unless every step captures; their
-// count is added to `out.captures`. Returns a mark per node (a node inside one already marked
-// is not marked) and adds each found (ns, name) to `out.found`.
+// count is added to `out.captures`. So are ranges whose names say they compile or autotune
+// (names_compile_work) and, on the main thread (`main_thread`), first calls far longer than the
+// later ones of their name (first_call_ratio below). Returns a mark per node (a node inside one
+// already marked is not marked) and adds each found (ns, name) to `out.found`.
 // By name id, what a name says of start-up: warm-up (names_warmup), a graph capture's begin or end.
 // Built once a trace (start_up_names_of), for every thread's forest.
 struct start_up_names {
-  static constexpr std::uint8_t warmup = 1, capture_begin = 2, capture_end = 4;
+  static constexpr std::uint8_t warmup = 1, capture_begin = 2, capture_end = 4, compile = 8;
   std::vector<std::uint8_t> of;
+  bool jit = false;  // the trace holds a JIT's or compiler's run (trace_names.hpp, names_jit_run)
 };
 start_up_names start_up_names_of(const trace_events& t);
+
+// A first call far longer than the later ones of its name is one-time work (a JIT's first run,
+// a compiler's, an autotuning search): at least this many calls of the name in the steps, the
+// first this many times their median and first_call_min_ns over it.
+inline constexpr std::size_t first_call_min_calls = 3;
+inline constexpr std::uint64_t first_call_ratio = 10, first_call_min_ns = 1'000'000;
 
 // What one_time_costs found, over every thread: (ns, name) of each node set aside, and the graph
 // captures among them.
@@ -60,7 +69,7 @@ struct one_time_found {
 };
 std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& nodes, const trace_device& device,
                                          const std::vector<step_interval>& steps, const start_up_names& names,
-                                         one_time_found& out);
+                                         bool main_thread, one_time_found& out);
 // The longest three with their ms ("cudaDeviceGetStreamPriorityRange 29927, cudaFree 6009 and
 // 36 more"); empty when none was found.
 std::string one_time_said(std::vector<std::pair<std::uint64_t, std::string_view>> found);

@@ -3,6 +3,7 @@
 // each counts as its `cuda*` twin.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "gpu/device_record.hpp"
@@ -86,6 +87,52 @@ inline bool is_device_work_call(std::string_view n) {
   if (starts_with(n, "__")) n.remove_prefix(2);  // __cudaLaunchKernel (CUDA 13's <<<...>>>)
   if (!starts_with(n, "cu") && !starts_with(n, "hip")) return false;
   return n.find("Launch") != std::string_view::npos || is_copy_call(n);
+}
+
+// A graph's replay: one host call for all the kernels the graph holds (cudaGraphLaunch,
+// hipGraphLaunch, cuGraphLaunch).
+inline bool is_graph_launch(std::string_view n) {
+  return (starts_with(n, "cu") || starts_with(n, "hip")) && n.find("GraphLaunch") != std::string_view::npos;
+}
+
+// A runtime or driver call that blocks the host without being a sync or a copy: allocation and
+// release (cudaMalloc, cudaFree, hipFree, cudaHostAlloc, cudaHostRegister; not the stream-ordered
+// ...Async ones), event and stream creation, module loads. cudaFree waits for the device.
+inline bool is_blocking_runtime_call(std::string_view n) {
+  if (starts_with(n, "hip")) n.remove_prefix(3);
+  else if (starts_with(n, "cuda")) n.remove_prefix(4);
+  else if (starts_with(n, "cu")) n.remove_prefix(2);
+  else return false;
+  if (ends_with(n, "Async")) return false;
+  for (std::string_view p : {"Malloc", "Free", "HostAlloc", "HostRegister", "HostUnregister", "MemAlloc", "MemFree",
+                             "MemHostAlloc", "MemHostRegister", "EventCreate", "StreamCreate", "ModuleLoad",
+                             "LibraryLoad"}) {
+    if (starts_with(n, p)) return true;
+  }
+  return false;
+}
+
+// A range whose name says it compiles or searches: "compile" or "compilation" as in
+// torch.compile's `compile_fx_inner`, `inductor_compile` (not "Compiled", the compiled code's own
+// calls in every step), "autotun" (Triton's autotuning), "cudnnFind" (cuDNN's benchmark search).
+inline bool names_compile_work(std::string_view n) {
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  std::string low(n.size(), ' ');
+  for (std::size_t i = 0; i < n.size(); ++i) low[i] = lower(n[i]);
+  for (std::size_t at = low.find("compil"); at != std::string::npos; at = low.find("compil", at + 1)) {
+    if (low.compare(at, 7, "compile") == 0 && (at + 7 >= low.size() || low[at + 7] != 'd')) return true;
+    if (low.compare(at, 11, "compilation") == 0) return true;
+  }
+  return low.find("autotun") != std::string::npos || low.find("cudnnfind") != std::string::npos;
+}
+
+// Names only a JIT's or compiler's runs carry: TorchScript's profiling executor
+// (`fallback_function`, `<forward op>`), torch.compile's (`Torch-Compiled Region`, `CompiledFunction`,
+// `## Call CompiledFxGraph`, `TorchDynamo Cache Lookup`).
+inline bool names_jit_run(std::string_view n) {
+  return n == "fallback_function" || n == "<forward op>" || starts_with(n, "Torch-Compiled Region") ||
+         starts_with(n, "CompiledFunction") || n.find("CompiledFxGraph") != std::string_view::npos ||
+         starts_with(n, "TorchDynamo");
 }
 
 // An op only a GPU runs: a cuDNN, MIOpen or cuBLAS call, or an NCCL/RCCL collective's range.

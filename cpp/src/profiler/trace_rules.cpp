@@ -7,6 +7,7 @@
 
 #include "profiler/host_fill.hpp"
 #include "profiler/host_forest.hpp"
+#include "profiler/idle_holders.hpp"
 #include "profiler/trace_device.hpp"
 #include "profiler/trace_facts.hpp"
 #include "profiler/trace_kernels.hpp"
@@ -60,6 +61,7 @@ class rules {
       mark_one_time();
       fill_ = std::make_unique<host_fill>(others_);
       emit_steps();
+      holders_ = read_idle_holders(t_, *main_, one_time_, others_, one_time_kind, device_, pid_, step_intervals());
     }
     release_host();
     collect_device();
@@ -182,9 +184,9 @@ class rules {
     for (const segment& w : windows_) steps.push_back({w.begin, w.end});
     const start_up_names names = start_up_names_of(t_);
     one_time_found found;
-    one_time_ = one_time_costs(t_, *main_, device_, steps, names, found);
+    one_time_ = one_time_costs(t_, *main_, device_, steps, names, true, found);
     for (forest& f : others_) {
-      const std::vector<std::uint8_t> marks = one_time_costs(t_, f, device_, steps, names, found);
+      const std::vector<std::uint8_t> marks = one_time_costs(t_, f, device_, steps, names, false, found);
       for (std::size_t i = 0; i < f.size(); ++i) {  // parents come before their children
         if (marks[i] || (f.parent[i] != forest::npos && f.kind[f.parent[i]] == one_time_kind)) f.kind[i] = one_time_kind;
       }
@@ -343,6 +345,7 @@ class rules {
     device_reading d = read_device(t_, device_, pid_, steps);
     out_.device = std::move(d.records);
     out_.kernels_without_launch = d.kernels_without_launch;
+    out_.launched_before = d.kernels_without_launch > 0 || profiler_steps_before();
     out_.steps_without_device = d.steps_without_device;
     if (steps.empty()) return;
     std::vector<step_interval> untraced = untraced_busy(t_, device_, pid_, out_.device, steps.front());
@@ -353,13 +356,41 @@ class rules {
     out_.untraced = std::move(untraced);
   }
 
+  // Whether the main thread's first ProfilerStep is numbered past 0: steps ran before the trace.
+  bool profiler_steps_before() const {
+    std::uint64_t first = UINT64_MAX, number = 0;
+    for (const trace_event& e : t_.events) {
+      if (e.pid != pid_ || e.tid != tid_ || e.cat == event_cat::runtime || !is_profiler_step(name_of(e)) || e.ts >= first) {
+        continue;
+      }
+      first = e.ts;
+      number = 0;
+      for (const char c : name_of(e).substr(std::string_view("ProfilerStep#").size())) {
+        if (c < '0' || c > '9') break;
+        number = number * 10 + static_cast<std::uint64_t>(c - '0');
+      }
+    }
+    return first != UINT64_MAX && number > 0;
+  }
+
   void collect_calls() {
     trace_calls c = read_collective_calls(t_, device_.pid, pid_, out_.device, out_.records);
     out_.calls = std::move(c.calls);
     out_.calls_numbered = c.numbered;
   }
 
-  void note_facts() { setup_facts(t_, pid_, out_.device, out_.facts); }
+  void note_facts() {
+    setup_facts(t_, pid_, out_.device, out_.facts);
+    idle_holder_facts(t_, holders_, step_intervals(), device_, out_.warmup_steps, out_.facts);
+    holders_ = idle_holders{};
+  }
+
+  std::vector<step_interval> step_intervals() const {
+    std::vector<step_interval> steps;
+    steps.reserve(windows_.size());
+    for (const segment& w : windows_) steps.push_back({w.begin, w.end});
+    return steps;
+  }
 
   const trace_events& t_;
   const std::string& name_;
@@ -380,6 +411,7 @@ class rules {
   static constexpr std::uint8_t set_aside_mark = 0xff;
   static constexpr std::uint32_t one_time_kind = 0xfffffffeu;  // another thread's one-time cost, in the fill
   std::vector<host_gaps> gaps_;  // by step
+  idle_holders holders_;  // by step: what held the GPU idle (profiler/idle_holders.hpp)
 };
 
 }  // namespace

@@ -51,6 +51,10 @@ struct trace_reading {
   std::uint64_t untraced_ns = 0;       // of the first step: busy with work launched before the trace
   std::uint64_t steps_without_device = 0;
   std::uint64_t kernels_without_launch = 0;  // a sampled trace: kernels whose launch is absent
+  // The trace shows work launched before it: kernels whose launch it lacks, or steps numbered past
+  // the first (ProfilerStep#5: the program ran steps before the profiler recorded). Without it,
+  // untraced_ns is not said to be work launched before the trace.
+  bool launched_before = false;
   std::uint64_t custom_phases_folded = 0;    // record_function names past the cap, folded in
   std::vector<std::pair<std::string, std::string>> facts;
   // Its collective calls (trace_collectives.hpp): the ranks' arrival at them, in a job's folder.

@@ -321,7 +321,8 @@ std::string summary::table() const {
   if (live_ranks) detail::live_rank_lines(*live_ranks, [&](const std::string& text) { line("{}", text); });
   if (!cycles.empty()) detail::cycle_lines(cycles, [&](const std::string& text) { line("{}", text); });
   line("");
-  line("{:<11}{}", "diagnosis", diag.label.empty() ? "-" : diag.label);
+  line("{:<11}{}{}", "diagnosis", diag.label.empty() ? "-" : diag.label,
+       diag.runner_up.empty() ? "" : fmt::format(" (a close call: {} next)", diag.runner_up));
   line("{:<11}{}", "", diag.evidence);
   for (std::size_t i = 0; i < diag.advice.size(); ++i) {
     line("{:<11}{}", i == 0 ? "try first" : "then", diag.advice[i]);

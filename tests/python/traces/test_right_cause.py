@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import steptrace
-from trace_truth import exposed_comm_by_op, one_time_calls, read_causes
+from trace_truth import exposed_comm_by_op, first_calls, one_time_calls, read_causes, set_aside_truth
 from conftest import TRACES  # noqa: E402
 
 DATA = TRACES
@@ -132,13 +132,17 @@ def test_one_time_initialisation_is_set_aside_and_never_advised_on(name):
     calls = one_time_calls(DATA / name)
     assert calls
     aside = d["set_aside"]["initialisation"]
-    assert aside["total_ms"] == pytest.approx(sum(ms for _, ms, _ in calls), rel=1e-6)
-    assert calls[0][0] in d["diagnosis"]["evidence"] and "one-time initialisation" in d["diagnosis"]["evidence"]
+    # the runtime calls, and first calls far longer than the later ones (MIOpen's first-use
+    # compiles in the normalization benchmark; cuDNN's first calls in PARAM's window)
+    aside_ms, aside_busy_ms = set_aside_truth(DATA / name)
+    assert aside["total_ms"] == pytest.approx(aside_ms, rel=1e-6)
+    said = calls + first_calls(DATA / name)
+    assert max(said, key=lambda c: c[1])[0] in d["diagnosis"]["evidence"] and "one-time initialisation" in d["diagnosis"]["evidence"]
     advice = " ".join(d["diagnosis"]["advice"])
     assert "initialisation" not in advice and "pin" not in advice
     assert d["diagnosis"]["label"] != "H2D-BOUND"
     # the step is what is left: its GPU busy share is of that, not of the start-up
-    busy_ms = truth["window_ms"] * (1 - truth["idle"]) - sum(b for _, _, b in calls)
+    busy_ms = truth["window_ms"] * (1 - truth["idle"]) - aside_busy_ms
     assert d["step_ms"]["mean"] == pytest.approx(truth["window_ms"] - aside["total_ms"], rel=1e-6)
     assert d["gpu"]["busy_share"] == pytest.approx(busy_ms / d["step_ms"]["mean"], rel=0.01)
 

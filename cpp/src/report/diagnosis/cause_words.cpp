@@ -64,20 +64,29 @@ std::string short_kernel_sources(const summary& s) {
 }
 
 void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d) {
+  const double replays = fact_double(s, "trace.graph_replays_per_step").value_or(0);
   d.evidence = fmt::format(
       "The GPU sat idle {:.1f}% of step time while the host was in `compute`, launching {:.0f} kernels a step with a "
       "median of {:.1f} us (half the kernel time in kernels under {:.1f} us); the host spends {:.1f} us in `compute` "
-      "per kernel: launch overhead outruns the kernels.",
+      "per launch: launch overhead outruns the kernels.",
       100 * idle.compute, s.gpu->kernels_per_step, s.gpu->kernel_median_us, s.gpu->kernel_time_median_us,
       host_us_per_kernel(s));
+  d.evidence += graph_replay_words(s);
   const std::string sources = short_kernel_sources(s);
   if (!sources.empty()) {
     d.evidence += fmt::format(" The ops launching the most kernels of at most {:.0f} us: {}.", short_kernel_us, sources);
   }
   const char* graphs = fact_bool(s, "gpu.amd").value_or(false) ? "HIP" : "CUDA";
   const auto captures = fact_int(s, "trace.graph_captures");
+  const double eager = host_launches_per_step(s) - replays;
   d.advice = {
-      captures && *captures > 0
+      replays > 0 && !(captures && *captures > 0)
+          // Replaying graphs already: what runs outside them is what the GPU waits on.
+          ? fmt::format("the program already replays {} graphs ({:.0f} a step): the {:.0f} launches a step made outside "
+                        "them, and the host work before each replay, are what the GPU waits on; capture those ops too "
+                        "(torch.compile's graph breaks: TORCH_LOGS=graph_breaks), or move that host work off the step",
+                        graphs, replays, eager)
+      : captures && *captures > 0
           // The program records graphs already: the launches left ran outside them (a compiled
           // function's first, eager call before its capture; ops the capture leaves out).
           ? fmt::format("the program already records {} graphs ({} capture{} set aside): the {:.0f} launches a step "
@@ -93,12 +102,23 @@ void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d)
   };
 }
 
+std::string graph_replay_words(const summary& s) {
+  const double replays = fact_double(s, "trace.graph_replays_per_step").value_or(0);
+  if (replays <= 0) return "";
+  const double graph_kernels = fact_double(s, "trace.graph_kernels_per_step").value_or(0);
+  const double eager = host_launches_per_step(s) - replays;
+  return fmt::format(" It replays {:.0f} graph{} a step ({:.0f} kernels, each replay one launch) and launches {:.0f} "
+                     "kernel{} a step outside them.",
+                     replays, replays == 1 ? "" : "s", graph_kernels, eager, eager == 1 ? "" : "s");
+}
+
 void one_time_evidence(const summary& s, diagnosis& d) {
   for (const set_aside_stats& a : s.set_aside) {
     if (a.name != one_time_phase) continue;
     const std::string* calls = s.fact("trace.one_time_calls");
     d.evidence += fmt::format(" Set aside as one-time initialisation, not advised on: {} ms ({}), {:.0f}% of the "
-                              "trace, work a process does once (context creation, module loading).",
+                              "trace, work a process does once (context creation, module loading, a JIT's or "
+                              "compiler's first run).",
                               format_ms(a.total_ms), calls ? *calls : "runtime calls that blocked with the device idle",
                               100 * a.run_share);
     if (const auto captures = fact_int(s, "trace.graph_captures"); captures && *captures > 0) {
@@ -124,6 +144,16 @@ std::string idle_custom_in_compute(const summary& s) {
     }
   }
   return "";
+}
+
+void steady_state_advice(const summary& s, const diagnosis_thresholds& t, diagnosis& d) {
+  for (const set_aside_stats& a : s.set_aside) {
+    if (a.name != one_time_phase || a.run_share < t.start_up_mostly_share) continue;
+    d.advice.push_back(fmt::format("{:.0f}% of this trace is start-up, set aside: trace the steady state, "
+                                   "torch.profiler.schedule(wait=N, warmup=1, active=3) past the first iterations, for "
+                                   "figures that hold",
+                                   100 * a.run_share));
+  }
 }
 
 bool start_up_only(const summary& s, const diagnosis_thresholds& t, diagnosis& d) {

@@ -168,6 +168,11 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     return d;
   }
   if (start_up_only(s, t, d)) return d;  // nothing left but one-time work: no cause to weigh
+  if (auto typical = typical_step(s, t)) {  // a one-off stall is not the steady state
+    d = diagnose(typical->typical, t);
+    one_off_words(s, typical->found, d);
+    return d;
+  }
   const double input = group_share(s, "input");
   const double wait = group_share(s, "wait"), other = group_share(s, "other");
   const double compute = group_share(s, "compute");
@@ -343,10 +348,10 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     d.evidence = fmt::format(
         "The GPU is busy only {:.1f}% of the step and idles mostly while the host is in `compute` ({:.1f}% of step "
         "time), yet not for launches: half the kernel time is in kernels over {:.1f} us, and the host spends {:.1f} "
-        "us in `compute` per kernel it launches: the host-side work in `compute` is what the GPU waits on.",
+        "us in `compute` per launch: the host-side work in `compute` is what the GPU waits on.",
         100 * busy, 100 * idle.compute, s.gpu->kernel_time_median_us,
         host_us_per_kernel(s));
-    d.evidence += near_miss;
+    d.evidence += graph_replay_words(s) + near_miss;
     d.advice = {"profile the host side of `compute` (Python overhead, CPU ops, host syncs inside the phase)" +
                 idle_custom_in_compute(s)};
   } else {
@@ -359,7 +364,22 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
     d.advice = {fmt::format("no single cause stands out: start with the largest phase, `{}`", largest->name)};
   }
   one_time_evidence(s, d);
-  add_gains(s, secondary_findings(s, t, c, d.label), device && compute_idle_largest, d);
+  std::vector<finding> found = secondary_findings(s, t, c, d.label);
+  // The cause the rules put next, for a close call: the other candidates; behind COMPUTE-BOUND
+  // also the GPU's idle time in `compute` when it is not launches (what BALANCED would name).
+  ranked_cause runner;
+  for (const candidate& x : candidates) {
+    if (x.label != label && x.share > runner.share) runner = {x.label, x.share};
+  }
+  if (best) {
+    close_call(s, t, best->share - runner.share, runner, found, d);
+  } else if (label == "COMPUTE-BOUND") {
+    if (device && c.launch == 0 && idle.compute > runner.share) runner = {"BALANCED", idle.compute};
+    close_call(s, t, device ? busy - t.device_busy_share : compute - t.compute_share, runner, found, d);
+  }
+  add_gains(s, found, device && compute_idle_largest, d);
+  idle_holder_advice(s, t, d);  // first, with its own gain, when one call or op holds the idle time
+  steady_state_advice(s, t, d);
   if (server) advise_server(s, t, d);
   device_unrecorded_advice(s, d);
   cpu_findings(s, t, d);  // first in the advice, under any label

@@ -99,10 +99,25 @@ struct diagnosis_thresholds {
   // A trace of one step (or window) whose one-time work set aside takes this share of it: what is
   // left is no basis for a cause (cause_words.cpp, start_up_only).
   double start_up_only_share = 0.99;
+  // One-time work set aside from this share of a trace: the advice adds to trace the steady state.
+  double start_up_mostly_share = 0.50;
   // COMPUTE-BOUND's first place to look: an op holding this share of the GPU's time or more is
   // the step itself (a range around it, a graph replay), and its heaviest kernel is named
   // instead; collective kernels at this share of it are said, with how much compute hid them.
   double whole_step_op_share = 0.80;
+  // A trace's blocking runtime calls (cudaFree, cudaHostRegister, ...) or one op holding this
+  // share of the GPU's idle time or more is named in the first fix (idle_holder_advice.cpp).
+  double holder_idle_share = 0.25;
+  // One-off stalls (one_off.cpp): with this many counted steps or more, a phase whose time a few
+  // steps hold (half of it or more), that time being this share of all step time or more, is
+  // left out of the label and gains, and named apart.
+  std::uint64_t one_off_min_steps = 10;
+  // A label leading the cause behind it by less than this share of the step is a close call
+  // (close_call.cpp): the runner-up, holding close_call_min_share of the step or more, is named
+  // with its gain. COMPUTE-BOUND's lead is the GPU's busy share past device_busy_share.
+  double close_call_points = 0.10;
+  double close_call_min_share = 0.05;
+  double one_off_share = 0.10;
   double collective_note_share = 0.20;
   double straggler_gap_share = 0.10;
   double straggler_gap_ms = 0.5;
@@ -134,6 +149,14 @@ std::string comm_evidence(const summary& s, const cause_shares& c, const idle_gr
                           const diagnosis_thresholds& t);
 std::vector<std::string> comm_advice(const summary& s);
 void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d);
+// The first fix naming what held the GPU idle in a trace (report/diagnosis/idle_holder_advice.cpp):
+// blocking runtime calls holding holder_idle_share of its idle time, under any host-side label;
+// else, under BALANCED and LAUNCH-BOUND, the op holding that much (not one around the whole
+// step), with what such an op usually means. Each with its own gain.
+void idle_holder_advice(const summary& s, const diagnosis_thresholds& t, diagnosis& d);
+// " It replays N graphs a step (K kernels) and launches E kernels a step outside them.": a
+// trace's graph replays (trace.graph_*), empty without.
+std::string graph_replay_words(const summary& s);
 void one_time_evidence(const summary& s, diagnosis& d);
 // ", starting with `NAME`: the GPU spends N% of its idle time while the host is in it": the phase
 // the program opened in `compute` (or outside every built-in) holding a quarter or more of the
@@ -142,6 +165,9 @@ std::string idle_custom_in_compute(const summary& s);
 // A one-step trace that is almost all one-time work (start_up_only_share): the label is BALANCED,
 // the evidence says so, and the only advice is to trace the steady state. True when it applied.
 bool start_up_only(const summary& s, const diagnosis_thresholds& t, diagnosis& d);
+// A trace mostly start-up (start_up_mostly_share set aside): the advice ends with tracing the
+// steady state.
+void steady_state_advice(const summary& s, const diagnosis_thresholds& t, diagnosis& d);
 // A trace's trace.device_unrecorded fact in words: "104 runtime calls that launch kernels or copy
 // memory", "`aten::cudnn_convolution`, an op only a GPU runs", or "1313 records of an MTIA
 // accelerator".
@@ -159,6 +185,33 @@ void device_unrecorded_advice(const summary& s, diagnosis& d);
 std::string compute_target(const summary& s, const diagnosis_thresholds& t = default_thresholds);
 
 diagnosis diagnose(const summary& s, const diagnosis_thresholds& t = default_thresholds);
+
+// A cause the rules weighed, by its label, with its share of the step (its gain).
+struct ranked_cause {
+  std::string_view label;
+  double share = 0;
+};
+struct finding;
+// A label leading `runner` by less than close_call_points of the step: d.runner_up and the
+// evidence say so, and an "also:" finding names the runner-up with its gain (unless one for its
+// cause is in `found` already).
+void close_call(const summary& s, const diagnosis_thresholds& t, double lead, const ranked_cause& runner,
+                std::vector<finding>& found, diagnosis& d);
+
+// A phase's time a few steps hold: its excess over the typical step, summed (ms).
+struct one_off {
+  std::string phase;
+  double excess_ms = 0, max_ms = 0, p50_ms = 0;
+};
+struct typical_reading {
+  summary typical;  // the summary less the one-offs' excess (shares, step time, the GPU's idle)
+  std::vector<one_off> found;
+};
+// The typical step when one-off stalls hold most of a phase's time (report/diagnosis/one_off.cpp);
+// empty when none do.
+std::optional<typical_reading> typical_step(const summary& s, const diagnosis_thresholds& t);
+// The stalls named in the evidence, and capture on trouble advised for the next one.
+void one_off_words(const summary& s, const std::vector<one_off>& found, diagnosis& d);
 
 // CUPTI viewed the steps and they did nothing on a GPU: no kernel, copy, memset, sync or
 // allocation. Its zeros are no evidence of idle time (the table says so in one line instead).

@@ -48,7 +48,13 @@ double host_gain(const summary& s, std::string_view cause) {
 }
 
 double host_us_per_kernel(const summary& s) {
-  return viewed(s) && s.gpu->kernels_per_step > 0 ? 1e3 * mean_of(s, "compute") / s.gpu->kernels_per_step : 0.0;
+  const double launches = host_launches_per_step(s);
+  return viewed(s) && launches > 0 ? 1e3 * mean_of(s, "compute") / launches : 0.0;
+}
+
+double host_launches_per_step(const summary& s) {
+  if (!viewed(s)) return 0.0;
+  return fact_double(s, "trace.launches_per_step").value_or(s.gpu->kernels_per_step);
 }
 
 bool short_kernels(const summary& s, const diagnosis_thresholds& t) {

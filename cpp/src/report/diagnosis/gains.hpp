@@ -62,8 +62,11 @@ cause_shares cause_shares_of(const summary& s, const diagnosis_thresholds& t);
 // no longer than launch_kernel_us or than the host's own time per kernel (launch overhead
 // exceeds their run time).
 bool short_kernels(const summary& s, const diagnosis_thresholds& t);
-// The host's time in `compute` per kernel it launches, in us (0 without kernels).
+// The host's time in `compute` per launch it makes, in us (0 without kernels).
 double host_us_per_kernel(const summary& s);
+// The host's launch calls a step: a trace's graph replay counts once however many kernels it
+// runs (trace.launches_per_step); else the kernels a step.
+double host_launches_per_step(const summary& s);
 
 // Read from a torch.profiler trace by its ops: `other` is the host outside every op, not untraced
 // time (a trace of steptrace's own annotations keeps the live meaning: outside every phase).

@@ -57,6 +57,16 @@ std::vector<std::string> input_advice(const summary& s, const diagnosis_threshol
                                  cpus, suggest));
   } else if (workers && cpus > 0 && *workers < suggest) {
     advice.push_back(fmt::format("num_workers={}: try {} ({} cores here)", *workers, suggest, cpus));
+  } else if (!workers && fact_bool(s, "dataloader.multiprocessing") == true) {
+    // A trace of a loader already in worker processes (`_MultiProcessingDataLoaderIter`): the
+    // workers do not keep up with the steps, and their count is not in the trace.
+    advice.push_back(
+        "the DataLoader already loads in worker processes (`_MultiProcessingDataLoaderIter`) and the training thread "
+        "still waits for them: each batch costs the workers more than a step; add workers while cores are free, "
+        "prefetch_factor=4 so batches are ready ahead, persistent_workers=True so they are not restarted each epoch");
+    advice.push_back("make each sample cheaper in the dataset's __getitem__: cache decoded data, move transforms to "
+                     "compiled code or the GPU; pin_memory=True for the copies");
+    return advice;
   } else if (!workers) {
     advice.push_back(
         "DataLoader(num_workers=N): start near 4, not above the core count, so loading and collating leave the "

@@ -228,7 +228,8 @@ std::string summary::json() const {
        {{"label", diag.label.empty() ? json_doc(nullptr) : json_doc(diag.label)},
         {"evidence", diag.evidence},
         {"advice", diag.advice},
-        {"gains", gains_json(diag.gains)}}},
+        {"gains", gains_json(diag.gains)},
+        {"runner_up", diag.runner_up.empty() ? json_doc(nullptr) : json_doc(diag.runner_up)}}},
       {"backend",
        {{"cuda", backend.cuda}, {"cupti", backend.cupti}, {"reason", backend.reason}, {"host_clock", backend.host_clock}}},
       {"errors",
@@ -333,6 +334,7 @@ summary summary::from_json(std::string_view text) {
     s.diag.label = d.at("label").is_null() ? "" : d.at("label").get<std::string>();
     s.diag.evidence = d.at("evidence").get<std::string>();
     s.diag.advice = d.at("advice").get<std::vector<std::string>>();
+    if (d.contains("runner_up") && d.at("runner_up").is_string()) s.diag.runner_up = d.at("runner_up").get<std::string>();
     if (d.contains("gains")) s.diag.gains = gains_from(d.at("gains"));
     const json_doc& b = doc.at("backend");
     s.backend = {b.at("cuda").get<bool>(), b.at("cupti").get<bool>(), b.at("reason").get<std::string>(),
