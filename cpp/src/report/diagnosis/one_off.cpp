@@ -81,21 +81,24 @@ std::optional<typical_reading> typical_step(const summary& s, const diagnosis_th
 }
 
 void one_off_words(const summary& s, const std::vector<one_off>& found, diagnosis& d) {
-  std::string said;
+  std::string said, brief;
   for (const one_off& f : found) {
     double ms = 0;
     const timeline_step* st = step_with(s, f.phase, ms);
     const bool once = f.max_ms - f.p50_ms >= 0.9 * f.excess_ms;
-    said += fmt::format("{}{}: {} ms in `{}`{} ({:.0f}x its median of {} ms)", said.empty() ? "" : "; ",
-                        st != nullptr && ms >= 0.5 * f.max_ms ? fmt::format("step {}", st->index) : std::string("one step"),
-                        format_ms(f.max_ms), f.phase, once ? ", once" : ", and a few more steps like it",
+    const std::string where = fmt::format("{}: {} ms in `{}`{}",
+                                          st != nullptr && ms >= 0.5 * f.max_ms ? fmt::format("step {}", st->index)
+                                                                                : std::string("its slowest step"),
+                                          format_ms(f.max_ms), f.phase, once ? ", once" : ", and a few more like it");
+    said += fmt::format("{}{}, {:.0f}x its median of {} ms", said.empty() ? "" : "; ", where,
                         f.p50_ms > 0 ? f.max_ms / f.p50_ms : 0.0, format_ms(f.p50_ms));
+    brief += (brief.empty() ? "" : "; ") + where;
   }
-  d.evidence += fmt::format(" A one-off stall is left out of the label and gains, which follow the typical step: {}.",
-                            said);
-  d.advice.push_back(fmt::format("a one-off stall ({}) is not the steady state: capture on trouble "
-                                 "(capture=\"slow\") records the ops of the next one",
-                                 said));
+  d.evidence = "Read from the typical step, the one-off stall below left out of the label and gains: " + d.evidence +
+               fmt::format(" The one-off: {}.", said);
+  d.advice.push_back(fmt::format("a one-off stall is not the steady state ({}): capture on trouble (capture=\"slow\") "
+                                 "records the ops of the next one",
+                                 brief));
 }
 
 }  // namespace steptrace::detail
