@@ -49,20 +49,6 @@ void tally(const trace_device& device, const std::vector<step_interval>& set_asi
   ++h.calls;
 }
 
-// Sorts and merges intervals in place.
-void merge(std::vector<step_interval>& v) {
-  std::sort(v.begin(), v.end(), [](const step_interval& a, const step_interval& b) { return a.begin < b.begin; });
-  std::vector<step_interval> out;
-  for (const step_interval& x : v) {
-    if (!out.empty() && x.begin <= out.back().end) {
-      out.back().end = std::max(out.back().end, x.end);
-    } else {
-      out.push_back(x);
-    }
-  }
-  v.swap(out);
-}
-
 // Blocking calls of every thread of the process; `skip(i)`: set aside.
 template <class Skip>
 void tally_calls(const trace_events& t, const forest& f, Skip&& skip, const trace_device& device,
@@ -100,7 +86,7 @@ idle_holders read_idle_holders(const trace_events& t, const forest& main, const 
       if (f.kind[i] == one_time_kind && (p == forest::npos || f.kind[p] != one_time_kind)) spans.push_back({f.begin(i), f.end[i]});
     }
   }
-  merge(spans);
+  merge_intervals(spans);
   for (std::uint32_t i = 0; i < main.size(); ++i) {
     const std::uint32_t p = main.parent[i];
     in_op[i] = p != forest::npos && (in_op[p] || main.event(p).cat == event_cat::op);

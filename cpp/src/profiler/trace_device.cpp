@@ -196,16 +196,21 @@ std::vector<step_interval> untraced_busy(const trace_events& t, const trace_devi
     const std::uint64_t to = std::min(e.ts, step.end);
     if (to >= from + untraced_wait_ns) out.push_back({from, to});
   }
-  std::sort(out.begin(), out.end(), [](const step_interval& a, const step_interval& b) { return a.begin < b.begin; });
+  merge_intervals(out);
+  return out;
+}
+
+void merge_intervals(std::vector<step_interval>& v) {
+  std::sort(v.begin(), v.end(), [](const step_interval& a, const step_interval& b) { return a.begin < b.begin; });
   std::vector<step_interval> merged;
-  for (const step_interval& s : out) {
+  for (const step_interval& s : v) {
     if (!merged.empty() && s.begin <= merged.back().end) {
       merged.back().end = std::max(merged.back().end, s.end);
     } else {
       merged.push_back(s);
     }
   }
-  return merged;
+  v.swap(merged);
 }
 
 }  // namespace steptrace::detail

@@ -48,6 +48,9 @@ void stretch_to_device_work(const trace_events& t, const trace_device& device, s
 
 inline constexpr std::uint64_t untraced_wait_ns = 1'000'000;
 
+// Sorts `v` by start and merges the intervals that touch or overlap, in place.
+void merge_intervals(std::vector<step_interval>& v);
+
 // The spans of `step` in which the device was busy with untraced work: before each record
 // launched in the step that started at least untraced_wait_ns after its launch began, the part
 // of that wait in which no traced record ran. Sorted, disjoint; empty without evidence.
