@@ -56,7 +56,7 @@ TEST_CASE("a close call names the runner-up and its gain; a clear lead does not"
   REQUIRE(d.label == "COMPUTE-BOUND");
   CHECK(d.runner_up == "BALANCED");
   CHECK_THAT(d.evidence, Catch::Matchers::Contains("A close call: BALANCED is 1.7 points of the step behind (38.3% of "
-                                                   "the step)."));
+                                                   "the step; the GPU idles 38.3% of the step in all)."));
   CHECK(says(d, "also: a close call, BALANCED: the GPU idles 38% of each step while the host is in `compute`"));
   CHECK(says(d, "(up to 38% shorter steps)"));
   // 10 points past the rule is no close call
