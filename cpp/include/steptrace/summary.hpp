@@ -181,6 +181,9 @@ struct gpu_stats {
   double syncs_per_step = 0;
   double sync_ms_per_step = 0;  // host time blocked in synchronisation calls
   double kernels_per_step = 0;
+  // Of them, those graphs' replays ran (cudaGraphLaunch: one launch call for all of a graph's
+  // kernels), and the replays a step.
+  double graph_kernels_per_step = 0, graph_replays_per_step = 0;
   double kernel_median_us = 0;       // by count: half the kernels are shorter
   double kernel_time_median_us = 0;  // by time: half the kernel time is in kernels shorter than this
   nccl_stats nccl;

@@ -47,6 +47,10 @@ void count(step_device_view& v, const device_record& r, const std::vector<host_s
   switch (r.kind) {
     case device_activity::kernel:
       ++v.kernels;
+      if (r.graph) {
+        ++v.graph_kernels;
+        if (v.graph_launches.empty() || v.graph_launches.back() != r.correlation) v.graph_launches.push_back(r.correlation);
+      }
       v.kernel_ns.push_back(r.end - r.start);
       if (r.name != 0 && r.launched == 0) v.kernel_calls.push_back({r.name, step_device_view::launch_not_seen, r.end - r.start});
       if (r.nccl) {
@@ -197,6 +201,10 @@ void device_aggregate::add(const step_device_view& v) {
   totals_.syncs += v.syncs;
   totals_.sync_ns += v.sync_ns;
   totals_.kernels += v.kernels;
+  totals_.graph_kernels += v.graph_kernels;
+  std::vector<std::uint32_t> replays = v.graph_launches;
+  std::sort(replays.begin(), replays.end());
+  totals_.graph_replays += static_cast<std::uint64_t>(std::unique(replays.begin(), replays.end()) - replays.begin());
   totals_.mem_allocs += v.mem_allocs;
   totals_.mem_allocated += v.mem_allocated;
   totals_.mem_freed += v.mem_freed;
@@ -239,6 +247,8 @@ void device_aggregate::fill(gpu_stats& out) const {
   out.syncs_per_step = static_cast<double>(totals_.syncs) * per_step;
   out.sync_ms_per_step = ms(totals_.sync_ns) * per_step;
   out.kernels_per_step = static_cast<double>(totals_.kernels) * per_step;
+  out.graph_kernels_per_step = static_cast<double>(totals_.graph_kernels) * per_step;
+  out.graph_replays_per_step = static_cast<double>(totals_.graph_replays) * per_step;
   out.kernel_median_us = static_cast<double>(kernel_.quantile(0.5)) * 1e-3;
   out.kernel_time_median_us = static_cast<double>(kernel_.weighted_quantile(0.5)) * 1e-3;
   out.nccl.kernels_per_step = static_cast<double>(totals_.nccl_kernels) * per_step;

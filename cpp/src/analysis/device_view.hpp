@@ -39,6 +39,10 @@ struct step_device_view {
   std::uint64_t d2h_bytes = 0, d2h_pageable_bytes = 0, d2h_ns = 0, d2h_count = 0;
   std::uint64_t syncs = 0, sync_ns = 0;
   std::uint64_t kernels = 0;
+  // Of them, those a graph's replay ran, and the replays (their launches' correlation ids, one
+  // each once the step is added up; the totals keep only the count in graph_replays).
+  std::uint64_t graph_kernels = 0, graph_replays = 0;
+  std::vector<std::uint32_t> graph_launches;
   std::vector<std::uint64_t> kernel_ns;
   // Named kernels (live CUPTI records carry names; a trace's kernels are added up apart, in
   // profiler/trace_kernels.cpp) with the host phase open when each was launched, for the kernel

@@ -1,5 +1,8 @@
 #include "gpu/cupti_decode.hpp"
 
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
+
 #include "gpu/cupti_records.hpp"
 #include "record/kernel_names.hpp"
 
@@ -108,6 +111,10 @@ decoded decode(const CUpti_Activity& activity, device_record& out) noexcept {
     case CUPTI_ACTIVITY_KIND_DRIVER: {
       const auto& a = reinterpret_cast<const api_record&>(activity);
       out.kind = device_activity::launch;
+      out.graph = activity.kind == CUPTI_ACTIVITY_KIND_RUNTIME
+                      ? a.cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 ||
+                            a.cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000
+                      : a.cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch || a.cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
       out.correlation = a.correlationId;
       out.start = a.start;
       out.end = a.end;

@@ -36,6 +36,7 @@ static_assert(offsetof(kernel, start) == 16 && offsetof(kernel, end) == 24);
 static_assert(offsetof(kernel, deviceId) == 40 && offsetof(kernel, contextId) == 44 && offsetof(kernel, streamId) == 48);
 static_assert(offsetof(kernel, name) == 104 && offsetof(kernel, correlationId) == 92);
 static_assert(offsetof(api, start) == 8 && offsetof(api, end) == 16 && offsetof(api, correlationId) == 32);
+static_assert(offsetof(api, kind) == 0 && offsetof(api, cbid) == 4);
 static_assert(offsetof(memcpy, copyKind) == 4 && offsetof(memcpy, srcKind) == 5 && offsetof(memcpy, dstKind) == 6);
 static_assert(offsetof(memcpy, bytes) == 8 && offsetof(memcpy, start) == 16 && offsetof(memcpy, end) == 24);
 static_assert(offsetof(memcpy, deviceId) == 32 && offsetof(memcpy, contextId) == 36 && offsetof(memcpy, streamId) == 40);

@@ -33,6 +33,7 @@ struct device_record {
   bool pageable = false;              // memcpy: the host side was pageable (not pinned) memory
   bool freed = false;                 // memory: a release (else an allocation)
   bool nccl = false;                  // kernel: a collective's (record/collective_kernels.hpp)
+  bool graph = false;                 // launch: a graph's replay (cudaGraphLaunch); kernel: run by one
   std::uint32_t device = 0;   // unknown (0) for syncs
   std::uint32_t context = 0;  // CUPTI's context id
   std::uint32_t stream = no_stream;

@@ -7,7 +7,7 @@ void launch_matcher::take(const std::vector<device_record>& records, std::uint64
                           std::vector<device_record>& ready) {
   for (const device_record& r : records) {  // launches first: a call may follow its kernel in a buffer
     if (r.kind == device_activity::launch) {
-      launches_[r.correlation % launches_.size()] = {r.correlation, r.start};
+      launches_[r.correlation % launches_.size()] = {r.correlation, r.graph, r.start};
       ++launches_seen_;
     }
   }
@@ -18,7 +18,7 @@ void launch_matcher::take(const std::vector<device_record>& records, std::uint64
       continue;
     }
     device_record k = r;
-    k.launched = find(r.correlation);
+    find(k);
     if (k.launched != 0) {
       ready.push_back(k);
     } else if (launches_absent()) {
@@ -40,7 +40,7 @@ void launch_matcher::sweep(std::uint64_t now_ns, bool all, std::vector<device_re
   std::size_t kept = 0;
   for (std::size_t i = 0; i < waiting_.size(); ++i) {
     waiting_kernel& w = waiting_[i];
-    w.record.launched = find(w.record.correlation);
+    find(w.record);
     if (w.record.launched != 0 || all || i < over || now_ns - w.since >= hold_ns) {
       unmatched_ += w.record.launched == 0 ? 1 : 0;
       ready.push_back(w.record);

@@ -53,11 +53,14 @@ class launch_matcher {
   // direct-mapped, so bounded; an entry a later call took over is not found.
   struct slot {
     std::uint32_t correlation = 0;
+    bool graph = false;  // a graph's replay: its kernels are marked so
     std::uint64_t start = 0;
   };
-  std::uint64_t find(std::uint32_t correlation) const {
-    const slot& s = launches_[correlation % launches_.size()];
-    return s.correlation == correlation ? s.start : 0;
+  // Gives `k` its launch's start (0 when not known) and whether a graph's replay ran it.
+  void find(device_record& k) const {
+    const slot& s = launches_[k.correlation % launches_.size()];
+    k.launched = s.correlation == k.correlation ? s.start : 0;
+    k.graph = s.correlation == k.correlation && s.graph;
   }
   void sweep(std::uint64_t now_ns, bool all, std::vector<device_record>& ready);
 

@@ -99,7 +99,6 @@ idle_holders read_idle_holders(const trace_events& t, const forest& main, const 
     tally_calls(t, f, [&](std::uint32_t i) { return f.kind[i] == one_time_kind; }, device, spans, steps, out.steps);
   }
   // Launches: a graph's replay is one call, however many kernels it runs.
-  std::unordered_map<std::uint64_t, std::size_t> replay_step;  // graph launches' correlation -> step
   for (const trace_event& e : t.events) {
     if (e.pid != pid || e.cat != event_cat::runtime) continue;
     const std::string_view n = t.names[e.name];
@@ -107,15 +106,7 @@ idle_holders read_idle_holders(const trace_events& t, const forest& main, const 
     const std::size_t k = step_of(steps, e.ts);
     if (k >= steps.size()) continue;
     ++out.steps[k].launches;
-    if (is_graph_launch(n)) {
-      ++out.steps[k].graph_replays;
-      if (e.correlation != 0) replay_step.emplace(e.correlation, k);
-    }
-  }
-  if (replay_step.empty()) return out;
-  for (const trace_event& e : t.events) {
-    if (e.pid != device.pid || e.cat != event_cat::kernel || e.correlation == 0) continue;
-    if (const auto it = replay_step.find(e.correlation); it != replay_step.end()) ++out.steps[it->second].graph_kernels;
+    out.steps[k].graph_replays += is_graph_launch(n) ? 1 : 0;
   }
   return out;
 }
@@ -126,7 +117,7 @@ void idle_holder_facts(const trace_events& t, const idle_holders& holders, const
   const std::vector<step_holders>& by_step = holders.steps;
   if (!device.present || from >= by_step.size()) return;
   std::unordered_map<std::uint32_t, idle_holder> ops, calls;
-  std::uint64_t step_ns = 0, idle_ns = 0, replays = 0, graph_kernels = 0, launches = 0;
+  std::uint64_t step_ns = 0, idle_ns = 0, replays = 0, launches = 0;
   for (std::size_t k = from; k < by_step.size(); ++k) {
     const counted c = counted_within(device, holders.set_aside, steps[k].begin, steps[k].end);
     step_ns += c.ns;
@@ -142,7 +133,6 @@ void idle_holder_facts(const trace_events& t, const idle_holders& holders, const
     add(ops, by_step[k].ops);
     add(calls, by_step[k].calls);
     replays += by_step[k].graph_replays;
-    graph_kernels += by_step[k].graph_kernels;
     launches += by_step[k].launches;
   }
   const double n = static_cast<double>(by_step.size() - from);
@@ -181,9 +171,7 @@ void idle_holder_facts(const trace_events& t, const idle_holders& holders, const
     facts.emplace_back("trace.idle_op_calls_per_step", fmt::format("{:.1f}", static_cast<double>(h.calls) / n));
     facts.emplace_back("trace.idle_op_ms_per_step", fmt::format("{:.3f}", static_cast<double>(h.host_ns) / 1e6 / n));
   }
-  if (replays > 0) {
-    facts.emplace_back("trace.graph_replays_per_step", fmt::format("{:.1f}", static_cast<double>(replays) / n));
-    facts.emplace_back("trace.graph_kernels_per_step", fmt::format("{:.1f}", static_cast<double>(graph_kernels) / n));
+  if (replays > 0) {  // the kernels the replays ran are in the device view (gpu_stats::graph_*)
     facts.emplace_back("trace.launches_per_step", fmt::format("{:.1f}", static_cast<double>(launches) / n));
   }
 }

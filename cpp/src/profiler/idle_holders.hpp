@@ -2,7 +2,7 @@
 // (docs/architecture.md, "Reading torch.profiler traces"): the main thread's outermost ops (the
 // calls the program's Python made: `aten::randn`, `aten::linear`), the blocking runtime calls of
 // any of the process's threads (allocation and release, event and stream creation, module loads:
-// trace_names.hpp), and the graph replays beside the eager launches. Read from the host forests
+// trace_names.hpp), and the host's launches with a graph's replay counted once. Read from the host forests
 // before they are freed; said as trace.* facts for the counted steps.
 #pragma once
 
@@ -29,7 +29,6 @@ struct step_holders {
   std::unordered_map<std::uint32_t, idle_holder> ops;    // by name (trace_events::names)
   std::unordered_map<std::uint32_t, idle_holder> calls;  // blocking runtime calls, by name
   std::uint64_t graph_replays = 0;  // graph launch calls made in the step
-  std::uint64_t graph_kernels = 0;  // device kernels those replays ran
   std::uint64_t launches = 0;       // the host's kernel and graph launch calls (copies left out)
 };
 
@@ -53,8 +52,8 @@ idle_holders read_idle_holders(const trace_events& t, const forest& main,
 //   trace.blocking_ms_per_step, trace.blocking_calls_per_step
 //   trace.idle_op, trace.idle_op_share (of the GPU's idle time), trace.idle_op_step_share,
 //   trace.idle_op_calls_per_step, trace.idle_op_ms_per_step: the outermost op holding the most
-//   trace.graph_replays_per_step, trace.graph_kernels_per_step, trace.launches_per_step (with
-//   graph replays only)
+//   trace.launches_per_step: the host's launch calls, a graph's replay one (with replays only;
+//   the kernels they ran are the device view's, gpu_stats::graph_*)
 void idle_holder_facts(const trace_events& t, const idle_holders& holders,
                        const std::vector<step_interval>& steps, const trace_device& device, std::size_t from,
                        std::vector<std::pair<std::string, std::string>>& facts);

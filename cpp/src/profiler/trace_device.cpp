@@ -63,10 +63,12 @@ device_reading read_device(const trace_events& t, const trace_device& device, st
   }
   out.records.reserve(syncs + work);
   std::vector<std::uint64_t> launched;  // the launch calls' correlation ids, sorted
+  std::vector<std::uint64_t> replays;   // of them, graphs' replays
   launched.reserve(calls);
   for (const trace_event& e : t.events) {
     if (e.pid != pid || e.cat != event_cat::runtime) continue;
     if (e.correlation != 0) launched.push_back(e.correlation);
+    if (e.correlation != 0 && is_graph_launch(t.names[e.name])) replays.push_back(e.correlation);
     if (is_sync(t.names[e.name])) {
       device_record r;
       r.kind = device_activity::sync;
@@ -76,6 +78,7 @@ device_reading read_device(const trace_events& t, const trace_device& device, st
     }
   }
   std::sort(launched.begin(), launched.end());
+  std::sort(replays.begin(), replays.end());
   std::vector<signed char> collective(t.names.size(), -1);  // by name: each name is classified once
   for (const trace_event& e : t.events) {
     if (!device.present || e.pid != device.pid || !is_device_work(e.cat)) continue;
@@ -92,6 +95,8 @@ device_reading read_device(const trace_events& t, const trace_device& device, st
       signed char& c = collective[e.name];
       if (c < 0) c = is_collective_kernel(n) ? 1 : 0;
       r.nccl = c == 1;
+      r.graph = e.correlation != 0 && std::binary_search(replays.begin(), replays.end(), e.correlation);
+      if (r.graph) r.correlation = static_cast<std::uint32_t>(e.correlation);  // one replay's kernels share it
     }
     const activity_args& where = t.args_of(e);
     r.device = where.device;

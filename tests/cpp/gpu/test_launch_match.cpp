@@ -2,8 +2,10 @@
 // records, a fake clock.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <vector>
 
+#include "analysis/device_view.hpp"
 #include "gpu/launch_match.hpp"
 
 using steptrace::detail::device_activity;
@@ -109,4 +111,26 @@ TEST_CASE("kernels in plenty and not one launch record: kernels stop waiting for
   m.take({launch(6000, 100), kernel(6000, 9100)}, launch_matcher::hold_ns, ready);  // launches after all
   CHECK_FALSE(m.launches_absent());
   CHECK(ready.back().launched == 100);
+}
+
+TEST_CASE("a graph's replay marks the kernels it ran, and a step counts it once", "[gpu][launches]") {
+  // CUPTI's cudaGraphLaunch record (decoded with `graph` set) and three kernels of that replay,
+  // beside an eager launch and its kernel, in two buffers.
+  launch_matcher m;
+  std::vector<device_record> ready;
+  device_record replay = launch(40, 100);
+  replay.graph = true;
+  m.take({kernel(40, 200), kernel(40, 210)}, 0, ready);
+  m.take({replay, launch(41, 150), kernel(40, 220), kernel(41, 230)}, 1, ready);
+  REQUIRE(ready.size() == 4);
+  int graph = 0;
+  for (const device_record& r : ready) graph += r.graph ? 1 : 0;
+  CHECK(graph == 3);
+  for (const device_record& r : ready) CHECK(r.graph == (r.correlation == 40));
+  // the step's view: 4 kernels, 3 of them one replay's
+  std::sort(ready.begin(), ready.end(), [](const device_record& a, const device_record& b) { return a.start < b.start; });
+  const steptrace::detail::step_device_view v = steptrace::detail::view_step(0, 1000, {}, ready);
+  CHECK(v.kernels == 4);
+  CHECK(v.graph_kernels == 3);
+  CHECK(v.graph_launches.size() == 1);
 }

@@ -112,8 +112,8 @@ TEST_CASE("a graph's replay is one launch, and a program replaying graphs is not
   }
   const summary s = read_profiler_trace(temp_file(t.json()).path);
   REQUIRE(s.steps == 10);
-  CHECK(std::stod(*s.fact("trace.graph_replays_per_step")) == 1);
-  CHECK(std::stod(*s.fact("trace.graph_kernels_per_step")) == 100);
+  CHECK(s.gpu->graph_replays_per_step == Approx(1));
+  CHECK(s.gpu->graph_kernels_per_step == Approx(100));
   CHECK(std::stod(*s.fact("trace.launches_per_step")) == 21);
   CHECK(s.gpu->kernels_per_step == Approx(120));
   REQUIRE(s.diag.label == "LAUNCH-BOUND");

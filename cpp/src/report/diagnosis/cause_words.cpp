@@ -64,7 +64,7 @@ std::string short_kernel_sources(const summary& s) {
 }
 
 void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d) {
-  const double replays = fact_double(s, "trace.graph_replays_per_step").value_or(0);
+  const double replays = s.gpu->graph_replays_per_step;
   d.evidence = fmt::format(
       "The GPU sat idle {:.1f}% of step time while the host was in `compute`, launching {:.0f} kernels a step with a "
       "median of {:.1f} us (half the kernel time in kernels under {:.1f} us); the host spends {:.1f} us in `compute` "
@@ -103,9 +103,9 @@ void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d)
 }
 
 std::string graph_replay_words(const summary& s) {
-  const double replays = fact_double(s, "trace.graph_replays_per_step").value_or(0);
+  const double replays = s.gpu ? s.gpu->graph_replays_per_step : 0.0;
   if (replays <= 0) return "";
-  const double graph_kernels = fact_double(s, "trace.graph_kernels_per_step").value_or(0);
+  const double graph_kernels = s.gpu->graph_kernels_per_step;
   const double eager = host_launches_per_step(s) - replays;
   return fmt::format(" It replays {:.0f} graph{} a step ({:.0f} kernels, each replay one launch) and launches {:.0f} "
                      "kernel{} a step outside them.",

@@ -54,7 +54,9 @@ double host_us_per_kernel(const summary& s) {
 
 double host_launches_per_step(const summary& s) {
   if (!viewed(s)) return 0.0;
-  return fact_double(s, "trace.launches_per_step").value_or(s.gpu->kernels_per_step);
+  const gpu_stats& g = *s.gpu;
+  return fact_double(s, "trace.launches_per_step")
+      .value_or(g.kernels_per_step - g.graph_kernels_per_step + g.graph_replays_per_step);
 }
 
 bool short_kernels(const summary& s, const diagnosis_thresholds& t) {

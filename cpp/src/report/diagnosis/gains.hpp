@@ -64,8 +64,9 @@ cause_shares cause_shares_of(const summary& s, const diagnosis_thresholds& t);
 bool short_kernels(const summary& s, const diagnosis_thresholds& t);
 // The host's time in `compute` per launch it makes, in us (0 without kernels).
 double host_us_per_kernel(const summary& s);
-// The host's launch calls a step: a trace's graph replay counts once however many kernels it
-// runs (trace.launches_per_step); else the kernels a step.
+// The host's launch calls a step, a graph's replay counted once however many kernels it runs:
+// a trace's own count of its launch calls (trace.launches_per_step), else the kernels a step
+// less those replays ran, plus the replays (gpu_stats::graph_*).
 double host_launches_per_step(const summary& s);
 
 // Read from a torch.profiler trace by its ops: `other` is the host outside every op, not untraced

@@ -74,6 +74,8 @@ json_doc gpu_json(const gpu_stats& g) {
                   {"syncs_per_step", g.syncs_per_step},
                   {"sync_ms_per_step", g.sync_ms_per_step},
                   {"kernels_per_step", g.kernels_per_step},
+                  {"graph_kernels_per_step", g.graph_kernels_per_step},
+                  {"graph_replays_per_step", g.graph_replays_per_step},
                   {"kernel_median_us", g.kernel_median_us},
                   {"kernel_time_median_us", g.kernel_time_median_us},
                   {"nccl", json_doc{{"kernels_per_step", g.nccl.kernels_per_step},
@@ -100,6 +102,8 @@ gpu_stats gpu_from(const json_doc& j) {
   g.syncs_per_step = number_at(j, "syncs_per_step");
   g.sync_ms_per_step = number_at(j, "sync_ms_per_step");
   g.kernels_per_step = number_at(j, "kernels_per_step");
+  if (j.contains("graph_kernels_per_step")) g.graph_kernels_per_step = number_at(j, "graph_kernels_per_step");
+  if (j.contains("graph_replays_per_step")) g.graph_replays_per_step = number_at(j, "graph_replays_per_step");
   g.kernel_median_us = number_at(j, "kernel_median_us");
   g.incomplete_records = count_at(j, "incomplete_records");
   g.dropped_records = count_at(j, "dropped_records");
