@@ -21,6 +21,14 @@ double gain_of(const summary& s, const std::string& cause) {
   return -1;
 }
 
+// Step k at `at` (us) lasting `step_us`: an op launching one kernel of `kernel_us`.
+void mm_step(trace_text& t, int k, double at, double step_us, double kernel_us) {
+  t.add("user_annotation", "ProfilerStep#" + std::to_string(k + 1), 1, at, step_us);
+  t.add("cpu_op", "aten::mm", 1, at, 1000);
+  t.add("cuda_runtime", "cudaLaunchKernel", 1, at + 100, 5, corr(k + 1));
+  t.add("kernel", "gemm", 7, at + 200, kernel_us, device_args(k + 1), 0);
+}
+
 }  // namespace
 
 TEST_CASE("blocking runtime calls that hold the GPU idle are named with their count, time and gain", "[profiler]") {
@@ -29,10 +37,7 @@ TEST_CASE("blocking runtime calls that hold the GPU idle are named with their co
   trace_text t;
   for (int k = 0; k < 10; ++k) {
     const double at = 10000.0 * k;
-    t.add("user_annotation", "ProfilerStep#" + std::to_string(k + 1), 1, at, 10000);
-    t.add("cpu_op", "aten::mm", 1, at, 1000);
-    t.add("cuda_runtime", "cudaLaunchKernel", 1, at + 100, 5, corr(k + 1));
-    t.add("kernel", "gemm", 7, at + 200, 800, device_args(k + 1), 0);
+    mm_step(t, k, at, 10000, 800);
     t.add("cuda_runtime", "cudaFree", 1, at + 1500, 7000);
     t.add("cuda_runtime", "cudaMalloc", 1, at + 8600, 1000);
   }
@@ -52,11 +57,7 @@ TEST_CASE("blocking runtime calls that hold the GPU idle are named with their co
   // the same steps without the calls name none
   trace_text calm;
   for (int k = 0; k < 10; ++k) {
-    const double at = 2000.0 * k;
-    calm.add("user_annotation", "ProfilerStep#" + std::to_string(k + 1), 1, at, 2000);
-    calm.add("cpu_op", "aten::mm", 1, at, 1000);
-    calm.add("cuda_runtime", "cudaLaunchKernel", 1, at + 100, 5, corr(k + 1));
-    calm.add("kernel", "gemm", 7, at + 200, 1700, device_args(k + 1), 0);
+    mm_step(calm, k, 2000.0 * k, 2000, 1700);
   }
   const summary c = read_profiler_trace(temp_file(calm.json()).path);
   CHECK(c.fact("trace.blocking_call") == nullptr);
