@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "steptrace/diagnosis.hpp"
 #include "steptrace/export.hpp"
 #include "steptrace/hang.hpp"
 #include "steptrace/ranks.hpp"
@@ -66,24 +67,6 @@ struct cycle_row {
   double step_mean_ms = 0, step_p50_ms = 0;
   std::string label;  // "" with no steps
 };
-
-struct diagnosis {
-  std::string label;                // one of diagnosis_labels(); empty when there were no steps
-  std::string evidence;             // one sentence
-  std::vector<std::string> advice;  // the fix to try first comes first
-  // The gain of each fix: for each cause the diagnosis names (the label's, each secondary
-  // finding's), the most that removing it could save, an upper bound, as a fraction of step time
-  // (of run time for time set aside). Keys are phase names (`input`, `h2d`, `wait`, `other`,
-  // `compute`), `comm` (collectives no compute hides), a set-aside name, `rank N` (STRAGGLER), or
-  // from a trace `runtime_calls` (blocking runtime calls) and `op` (the op holding the idle time).
-  // Largest first. COMPUTE-BOUND names no host gain.
-  std::vector<std::pair<std::string, double>> gains;
-  // A close call: the label the rules put next, within 10 points of the step; "" otherwise.
-  std::string runner_up;
-};
-
-// Every label the diagnosis can give, in the order its rules are documented.
-STEPTRACE_API const std::vector<std::string>& diagnosis_labels();
 
 struct backend_info {
   bool cuda = false;

@@ -246,7 +246,8 @@ std::string one_time_said(std::vector<std::pair<std::uint64_t, std::string_view>
   std::stable_sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
   std::string said;
   for (std::size_t k = 0; k < found.size() && k < 3; ++k) {
-    said += fmt::format("{}{} {}", k ? ", " : "", found[k].second, format_ms(static_cast<double>(found[k].first) / 1e6));
+    said += fmt::format("{}{} {}", k ? ", " : "", escaped_utf8(found[k].second),  // a program's range names
+                        format_ms(static_cast<double>(found[k].first) / 1e6));
   }
   if (found.size() > 3) said += fmt::format(" and {} more", found.size() - 3);
   return said;

@@ -50,7 +50,7 @@ class rules {
     out_.has_device = device_.present;
     std::vector<step_interval> steps = choice.steps;
     if (window_ == step_window::tensorboard_plugin) stretch_to_device_work(t_, device_, pid_, steps);
-    for (const step_interval& s : steps) windows_.push_back({s.begin, s.end, 0});
+    windows_ = steps;
     collect_host_nodes();
     if (out_.source == step_source::own_annotations) {
       emit_own();
@@ -61,7 +61,7 @@ class rules {
       mark_one_time();
       fill_ = std::make_unique<host_fill>(others_);
       emit_steps();
-      holders_ = read_idle_holders(t_, *main_, one_time_, others_, one_time_kind, device_, pid_, step_intervals());
+      holders_ = read_idle_holders(t_, *main_, one_time_, others_, one_time_kind, device_, pid_, windows_);
     }
     release_host();
     collect_device();
@@ -75,11 +75,6 @@ class rules {
   }
 
  private:
-  struct segment {
-    std::uint64_t begin, end;
-    std::uint32_t phase;
-  };
-
   std::string_view name_of(const trace_event& e) const { return t_.names[e.name]; }
 
   // A host node of the main pid's forests: the step ranges themselves are not nodes.
@@ -179,9 +174,7 @@ class rules {
   void mark_one_time() {
     one_time_.assign(main_->size(), 0);
     if (windows_.empty()) return;
-    std::vector<step_interval> steps;
-    steps.reserve(windows_.size());
-    for (const segment& w : windows_) steps.push_back({w.begin, w.end});
+    const std::vector<step_interval>& steps = windows_;
     const start_up_names names = start_up_names_of(t_);
     one_time_found found;
     one_time_ = one_time_costs(t_, *main_, device_, steps, names, true, found);
@@ -199,7 +192,7 @@ class rules {
 
   void note_start() {
     if (windows_.size() <= out_.warmup_steps) return;
-    const segment first = windows_[out_.warmup_steps];
+    const step_interval first = windows_[out_.warmup_steps];
     start_facts(t_, pid_, out_.device, {first.begin, first.end}, out_.facts);
   }
 
@@ -251,7 +244,7 @@ class rules {
     const forest& f = *main_;
     std::vector<std::uint32_t> emitted;     // the phases open, innermost last
     std::vector<std::uint8_t> pushed(f.size(), 0);
-    for (const segment& w : windows_) {
+    for (const step_interval& w : windows_) {
       const std::uint64_t a = w.begin, b = w.end;
       gaps_.push_back({a, 0, 0, 0});
       push(a, record_kind::step_begin, 0);
@@ -340,12 +333,11 @@ class rules {
   // loop's first iteration holding the program's start-up; the first step is left out when other
   // steps exist.
   void collect_device() {
-    std::vector<step_interval> steps;
-    for (const segment& w : windows_) steps.push_back({w.begin, w.end});
+    const std::vector<step_interval>& steps = windows_;
     device_reading d = read_device(t_, device_, pid_, steps);
     out_.device = std::move(d.records);
     out_.kernels_without_launch = d.kernels_without_launch;
-    out_.launched_before = d.kernels_without_launch > 0 || profiler_steps_before();
+    out_.launched_before = d.kernels_without_launch > 0 || steps_ran_before(t_, pid_, tid_);
     out_.steps_without_device = d.steps_without_device;
     if (steps.empty()) return;
     std::vector<step_interval> untraced = untraced_busy(t_, device_, pid_, out_.device, steps.front());
@@ -356,23 +348,6 @@ class rules {
     out_.untraced = std::move(untraced);
   }
 
-  // Whether the main thread's first ProfilerStep is numbered past 0: steps ran before the trace.
-  bool profiler_steps_before() const {
-    std::uint64_t first = UINT64_MAX, number = 0;
-    for (const trace_event& e : t_.events) {
-      if (e.pid != pid_ || e.tid != tid_ || e.cat == event_cat::runtime || !is_profiler_step(name_of(e)) || e.ts >= first) {
-        continue;
-      }
-      first = e.ts;
-      number = 0;
-      for (const char c : name_of(e).substr(std::string_view("ProfilerStep#").size())) {
-        if (c < '0' || c > '9') break;
-        number = number * 10 + static_cast<std::uint64_t>(c - '0');
-      }
-    }
-    return first != UINT64_MAX && number > 0;
-  }
-
   void collect_calls() {
     trace_calls c = read_collective_calls(t_, device_.pid, pid_, out_.device, out_.records);
     out_.calls = std::move(c.calls);
@@ -381,23 +356,17 @@ class rules {
 
   void note_facts() {
     setup_facts(t_, pid_, out_.device, out_.facts);
-    idle_holder_facts(t_, holders_, step_intervals(), device_, out_.warmup_steps, out_.facts);
+    idle_holder_facts(t_, holders_, windows_, device_, out_.warmup_steps, out_.facts);
     holders_ = idle_holders{};
   }
 
-  std::vector<step_interval> step_intervals() const {
-    std::vector<step_interval> steps;
-    steps.reserve(windows_.size());
-    for (const segment& w : windows_) steps.push_back({w.begin, w.end});
-    return steps;
-  }
 
   const trace_events& t_;
   const std::string& name_;
   step_window window_;
   const std::string& step_name_;
   trace_reading out_;
-  std::vector<segment> windows_;  // the steps' [begin, end); `phase` unused
+  std::vector<step_interval> windows_;  // the steps' [begin, end)
   std::uint32_t pid_ = 0, tid_ = 0;
   trace_device device_;
   std::unique_ptr<forest> main_;

@@ -305,4 +305,20 @@ static step_choice choose_steps_unchecked(const trace_events& t, const std::stri
   return out;
 }
 
+bool steps_ran_before(const trace_events& t, std::uint32_t pid, std::uint32_t tid) {
+  std::uint64_t first = UINT64_MAX, number = 0;
+  for (const trace_event& e : t.events) {
+    if (e.pid != pid || e.tid != tid || e.cat == event_cat::runtime || !is_profiler_step(t.names[e.name]) || e.ts >= first) {
+      continue;
+    }
+    first = e.ts;
+    number = 0;
+    for (const char c : t.names[e.name].substr(std::string_view("ProfilerStep#").size())) {
+      if (c < '0' || c > '9') break;
+      number = number * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+  }
+  return first != UINT64_MAX && number > 0;
+}
+
 }  // namespace steptrace::detail

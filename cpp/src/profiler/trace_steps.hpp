@@ -68,6 +68,10 @@ struct step_choice {
 // ends where one ends.
 // By name id: whether the name says warm-up (trace_names.hpp, names_warmup), each name read once.
 std::vector<std::uint8_t> warmup_names(const trace_events& t);
+// Whether the thread's first ProfilerStep is numbered past 0 (`ProfilerStep#5`): the program ran
+// steps before the profiler recorded, so work launched before the trace is shown to exist.
+bool steps_ran_before(const trace_events& t, std::uint32_t pid, std::uint32_t tid);
+
 // Whether warm-up ranges covering `covered` ns of step `s` make it a warm-up step (half of it or
 // more) rather than a part to set aside (trace_facts.hpp, one_time_costs).
 inline bool warmup_holds(std::uint64_t covered, step_interval s) { return 2 * covered >= s.end - s.begin; }

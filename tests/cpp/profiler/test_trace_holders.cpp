@@ -125,3 +125,20 @@ TEST_CASE("a graph's replay is one launch, and a program replaying graphs is not
                                                                 "the 20 launches a step made outside them"));
   for (const std::string& a : s.diag.advice) CHECK_THAT(a, !Catch::Matchers::Contains("replay a step's"));
 }
+
+TEST_CASE("a first call set aside by its length is named with a range's name escaped", "[profiler]") {
+  // A range the program named with a terminal escape, its first call 5 ms with the GPU idle and
+  // the later ones 0.1 ms: set aside as start-up, its name said without the escape byte.
+  trace_text t;
+  for (int k = 0; k < 4; ++k) {
+    const double at = 10000.0 * k;
+    mm_step(t, k, at, 10000, 800);
+    t.add("user_annotation", "\\u001b[2Jprep", 1, at + 2000, k == 0 ? 5000 : 100);
+  }
+  const summary s = read_profiler_trace(temp_file(t.json()).path);
+  REQUIRE(s.fact("trace.one_time_calls") != nullptr);
+  const std::string said = *s.fact("trace.one_time_calls");
+  CHECK_THAT(said, Catch::Matchers::Contains("prep 5.000"));
+  CHECK(said.find('\x1b') == std::string::npos);
+  CHECK(s.diag.evidence.find('\x1b') == std::string::npos);
+}

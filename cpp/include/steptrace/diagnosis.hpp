@@ -1,0 +1,36 @@
+// steptrace/diagnosis.hpp — what a summary concludes: the label, why, the fixes and their gains.
+//
+//   const steptrace::diagnosis& d = tracer.summary().diag;
+//   std::cerr << d.label << ": " << d.advice.front() << "\n";   // "INPUT-BOUND: DataLoader(...)"
+//   for (const auto& [cause, gain] : d.gains) std::cerr << cause << " up to " << gain << "\n";
+//
+// The rules and their thresholds: docs/diagnosis.md.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "steptrace/export.hpp"
+
+namespace steptrace {
+
+struct diagnosis {
+  std::string label;                // one of diagnosis_labels(); empty when there were no steps
+  std::string evidence;             // one sentence
+  std::vector<std::string> advice;  // the fix to try first comes first
+  // The gain of each fix: for each cause the diagnosis names (the label's, each secondary
+  // finding's), the most that removing it could save, an upper bound, as a fraction of step time
+  // (of run time for time set aside). Keys are phase names (`input`, `h2d`, `wait`, `other`,
+  // `compute`), `comm` (collectives no compute hides), a set-aside name, `rank N` (STRAGGLER), or
+  // from a trace `runtime_calls` (blocking runtime calls) and `op` (the op holding the idle time).
+  // Largest first. COMPUTE-BOUND names no host gain.
+  std::vector<std::pair<std::string, double>> gains;
+  // A close call: the label the rules put next, within 10 points of the step; "" otherwise.
+  std::string runner_up;
+};
+
+// Every label the diagnosis can give, in the order its rules are documented.
+STEPTRACE_API const std::vector<std::string>& diagnosis_labels();
+
+}  // namespace steptrace
