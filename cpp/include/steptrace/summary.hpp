@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "steptrace/ceiling.hpp"
 #include "steptrace/diagnosis.hpp"
 #include "steptrace/export.hpp"
 #include "steptrace/hang.hpp"
@@ -239,6 +240,9 @@ class STEPTRACE_API summary {
   // what set-aside shares are of.
   double run_ms = 0;
   std::optional<gpu_stats> gpu;     // empty without a GPU backend
+  // FLOPs, MFU and each costed op's place on the roofline: from a trace that recorded shapes, or a
+  // live run told its FLOPs a step; empty otherwise.
+  std::optional<ceiling_stats> ceiling;
   diagnosis diag;
   backend_info backend;
   error_counts errors;

@@ -172,6 +172,9 @@ class trace_run {
     timeline_.fill(out.timeline, totals_.run_begin(), 1.0, &same_ns);
     out.errors.unbalanced_phases = builder_.unbalanced();
     if (out.gpu && !kernels_.empty()) out.gpu->kernels = kernels_.stats(out.steps);
+    if (!ceiling_.empty()) {
+      out.ceiling = ceiling_.stats(out.steps, out.step_ms.mean, gpu_name_, out.gpu ? out.gpu->busy_share : 0);
+    }
     return out;
   }
 
@@ -192,6 +195,10 @@ class trace_run {
     } else {
       kernels_.merge(r.kernels);
     }
+    ceiling_.merge(r.ceiling);
+    for (const auto& [key, value] : r.facts) {
+      if (key == "gpu.name" && gpu_name_.empty()) gpu_name_ = value;
+    }
     ++readings_;
     if (device) {
       device->join(UINT64_MAX);
@@ -204,6 +211,8 @@ class trace_run {
   trace_sink sink_{totals_, timeline_};
   step_builder builder_{0, 0};  // one thread: the main one, cycle after cycle
   kernel_table kernels_;
+  ceiling_table ceiling_;
+  std::string gpu_name_;      // the first reading's (facts' gpu.name)
   std::size_t readings_ = 0;  // added so far
 };
 

@@ -75,6 +75,8 @@ namespace {
 // a profiler's take (Kineto writes 150 to 400 with their args), so the room is rarely short; a
 // trace of shorter events grows the vector past it.
 constexpr std::uint64_t min_event_bytes = 96;
+// The highest device id a trace's deviceProperties is read at; a larger one is taken by position.
+constexpr std::uint64_t max_listed_devices = 1024;
 
 class interner {
  public:
@@ -155,15 +157,23 @@ class event_reader {
       }
       in_.enter_object();
       std::string name;
+      std::uint64_t id = UINT64_MAX;
       std::string_view key;
       while (in_.next_key(key)) {
         if (key == "name" && in_.peek() == json_scanner::kind::string) {
           name = std::string(in_.read_string());
+        } else if (key == "id" && in_.peek() == json_scanner::kind::number) {
+          std::string_view text;
+          bool was_string = false;
+          if (!in_.read_scalar(text, was_string) || !parse_uint(text, id)) id = UINT64_MAX;
         } else {
           in_.skip_value();
         }
       }
-      out_.gpu_names.push_back(name);
+      // By its id where it has one (a device's index in the process), else by position.
+      const std::size_t at = id < max_listed_devices ? static_cast<std::size_t>(id) : out_.gpu_names.size();
+      if (out_.gpu_names.size() <= at) out_.gpu_names.resize(at + 1);
+      out_.gpu_names[at] = name;
     }
   }
 
@@ -222,6 +232,8 @@ class event_reader {
         small = &where.stream;
       } else if (key == "Seq" || key == "seq" || key == "seq_num") {
         field = &where.seq;
+      } else if (shapes_wanted(e) && read_shapes(key)) {
+        continue;
       } else if (key == "Process Group Name") {
         std::string_view text;
         bool was_string = false;
@@ -238,6 +250,64 @@ class event_reader {
       if (in_.read_scalar(text, was_string) && !was_string && parse_uint(text, v)) {
         if (field) *field = v;
         if (small && v <= UINT32_MAX) *small = static_cast<std::uint32_t>(v);
+      }
+    }
+  }
+
+  // An op whose name the costing knows (profiler/op_cost.hpp) keeps its recorded inputs.
+  bool shapes_wanted(const trace_event& e) {
+    if (e.cat != event_cat::op) return false;
+    if (costable_.size() <= e.name) costable_.resize(names_table().size() + 1, -1);
+    signed char& c = costable_[e.name];
+    if (c < 0) c = costed_op_name(names_table()[e.name]) ? 1 : 0;
+    return c == 1;
+  }
+
+  // "Input Dims", "Input type", "Concrete Inputs" and "flops" into inputs_; false for another key.
+  bool read_shapes(std::string_view key) {
+    const bool dims = key == "Input Dims", types = key == "Input type", concrete = key == "Concrete Inputs";
+    if (key == "flops") {
+      std::string_view text;
+      bool was_string = false;
+      std::uint64_t v = 0;
+      if (in_.read_scalar(text, was_string) && !was_string && parse_uint(text, v)) inputs_.flops_arg = static_cast<double>(v);
+      return true;
+    }
+    if (!dims && !types && !concrete) return false;
+    if (in_.peek() != json_scanner::kind::array) {
+      in_.skip_value();
+      return true;
+    }
+    in_.enter_array();
+    while (in_.next_element()) {
+      if (dims) {
+        read_shape();
+      } else {
+        std::string_view text;
+        bool was_string = false;
+        if (!in_.read_scalar(text, was_string)) text = {};
+        (types ? inputs_.types : inputs_.concrete).emplace_back(text);
+      }
+    }
+    return true;
+  }
+
+  // One input's dims: [2, 3] a tensor, [] a scalar, [[2, 3], [4]] a list of tensors.
+  void read_shape() {
+    std::vector<std::int64_t>& shape = inputs_.next_shape();
+    if (in_.peek() != json_scanner::kind::array) return in_.skip_value();
+    in_.enter_array();
+    while (in_.next_element()) {
+      std::string_view text;
+      bool was_string = false;
+      std::uint64_t v = 0;
+      if (in_.peek() != json_scanner::kind::number) {  // a list's shapes: not kept
+        in_.skip_value();
+        inputs_.tensor_list[inputs_.count - 1] = true;
+      } else if (in_.read_scalar(text, was_string) && parse_uint(text, v) && v < (std::uint64_t{1} << 62)) {
+        shape.push_back(static_cast<std::int64_t>(v));
+      } else {
+        inputs_.tensor_list[inputs_.count - 1] = true;  // not a shape: the input is not costed
       }
     }
   }
@@ -260,6 +330,7 @@ class event_reader {
     bool complete = false, used = false, ts_ok = false, dur_ok = false;
     bad_ts_.clear();
     bad_dur_.clear();
+    inputs_.clear();
     std::string_view key;
     while (in_.next_key(key)) {
       const char k0 = key.empty() ? '\0' : key[0];
@@ -303,6 +374,10 @@ class event_reader {
                                   "); profile fewer steps (the schedule's active=) or export one step range");
     }
     if (is_device_work(e.cat)) e.args = args_index(where);
+    if (e.cat == event_cat::op && (inputs_.count > 0 || inputs_.flops_arg >= 0)) {
+      const op_cost c = cost_of(name, inputs_);
+      if (c.kind != op_kind::none) out_.op_costs.push_back({static_cast<std::uint32_t>(out_.events.size()), c});
+    }
     out_.events.push_back(e);
   }
 
@@ -328,6 +403,8 @@ class event_reader {
   const std::string& name_;
   const std::string empty_;
   std::string bad_ts_, bad_dur_;
+  op_inputs inputs_;
+  std::vector<signed char> costable_;  // by name: -1 not yet asked
 };
 
 }  // namespace

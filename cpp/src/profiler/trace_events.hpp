@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "profiler/bytes/byte_source.hpp"
+#include "profiler/op_cost.hpp"
 
 namespace steptrace::detail {
 
@@ -66,6 +67,13 @@ struct trace_events {
   std::vector<std::string> names;   // event names, interned
   std::vector<std::string> ids;     // pid and tid values as written (number or string), interned
   std::vector<activity_args> args{1};  // by trace_event::args; entry 0: none
+  // The ops whose recorded shapes (or `flops` arg) give a cost (profiler/op_cost.hpp), by event
+  // index in file order: an op traced without record_shapes has none.
+  struct costed_op {
+    std::uint32_t event;
+    op_cost cost;
+  };
+  std::vector<costed_op> op_costs;
   std::vector<std::string> gpu_names;  // deviceProperties, by position
   std::optional<std::uint32_t> rank, world_size;  // distributedInfo
   std::string distributed_backend;

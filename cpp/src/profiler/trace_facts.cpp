@@ -154,8 +154,16 @@ void setup_facts(const trace_events& t, std::uint32_t pid, const std::vector<dev
   if (hip) facts.emplace_back("gpu.amd", "1");  // HIP graphs, not CUDA graphs
   const auto kernel = std::find_if(device.begin(), device.end(),
                                    [](const device_record& r) { return r.kind == device_activity::kernel; });
-  if (kernel != device.end() && kernel->device < t.gpu_names.size() && !t.gpu_names[kernel->device].empty()) {
-    facts.emplace_back("gpu.name", t.gpu_names[kernel->device]);
+  if (kernel != device.end()) {
+    // Its device's name; a trace listing one kind of device names it for any device id (a process
+    // listing only the device it saw as 0 while its kernels ran on device 2).
+    std::string name = kernel->device < t.gpu_names.size() ? t.gpu_names[kernel->device] : "";
+    std::vector<std::string> listed;
+    for (const std::string& n : t.gpu_names) {
+      if (!n.empty() && std::find(listed.begin(), listed.end(), n) == listed.end()) listed.push_back(n);
+    }
+    if (name.empty() && listed.size() == 1) name = listed.front();
+    if (!name.empty()) facts.emplace_back("gpu.name", name);
   }
   if (pid < t.ids.size()) facts.emplace_back("trace.pid", escaped_utf8(t.ids[pid]));
   if (!t.host.empty()) facts.emplace_back("trace.host", escaped_utf8(t.host));

@@ -10,6 +10,7 @@
 #include "profiler/idle_holders.hpp"
 #include "profiler/trace_device.hpp"
 #include "profiler/trace_facts.hpp"
+#include "profiler/trace_ceiling.hpp"
 #include "profiler/trace_kernels.hpp"
 #include "profiler/trace_names.hpp"
 #include "profiler/trace_collectives.hpp"
@@ -343,7 +344,14 @@ class rules {
     std::vector<step_interval> untraced = untraced_busy(t_, device_, pid_, out_.device, steps.front());
     out_.warmup_steps = (!untraced.empty() || out_.loop.first_is_start) && steps.size() > 1 ? 1 : 0;
     out_.warmup_steps = std::max(out_.warmup_steps, out_.warmup.steps);  // the program's own (trace_steps.hpp)
-    out_.kernels = read_kernels(t_, device_, pid_, {steps.begin() + out_.warmup_steps, steps.end()}, out_.device);
+    const std::vector<step_interval> counted(steps.begin() + out_.warmup_steps, steps.end());
+    if (device_.present) {
+      const launch_sites sites(t_, pid_);
+      out_.kernels = read_kernels(t_, device_, sites, counted, out_.device);
+      out_.ceiling = read_op_ceiling(t_, device_, pid_, counted, &sites);
+    } else {
+      out_.ceiling = read_op_ceiling(t_, device_, pid_, counted, nullptr);
+    }
     for (const step_interval& s : untraced) out_.untraced_ns += s.end - s.begin;
     out_.untraced = std::move(untraced);
   }

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/ceiling.hpp"
 #include "analysis/kernel_table.hpp"
 #include "gpu/device_record.hpp"
 #include "profiler/trace_events.hpp"
@@ -61,6 +62,7 @@ struct trace_reading {
   std::vector<collective_call> calls;
   bool calls_numbered = false;
   kernel_table kernels;  // the counted steps' device time by kernel, op and kind (trace_kernels.hpp)
+  ceiling_table ceiling;  // the counted steps' costed ops (trace_ceiling.hpp)
 };
 
 // A step's window: the step's range itself; or, to compare with the TensorBoard profiler

@@ -147,6 +147,7 @@ std::string summary::kernels_table() const {
     line(k.gemm_named_share > 0 ? "by kernel name" + detail::tensor_core_words(k)
                                 : "no GEMM or convolution kernel name says whether it runs on tensor cores");
   }
+  if (ceiling) return fmt::to_string(out) + detail::ceiling_table_text(*ceiling);
   return fmt::to_string(out);
 }
 

@@ -21,6 +21,9 @@ void rank_lines(const ranks_view& v, const std::function<void(std::string)>& lin
 void live_rank_lines(const live_ranks_view& v, const std::function<void(std::string)>& line);
 // The table's device block lines on kernels, ops and kinds (kernels.cpp).
 void kernel_lines(const kernel_stats& k, const std::function<void(std::string)>& line);
+// The ceiling (ceiling_lines.cpp): the table's lines, and show --kernels' roofline rows.
+void ceiling_lines(const ceiling_stats& c, const std::function<void(std::string)>& line);
+std::string ceiling_table_text(const ceiling_stats& c);
 // Live rank windows (ranks.cpp): "rank 17 slowest in 41 of 48 windows (input): chronic", "rank 3
 // once, window 12 (wait): one-off".
 std::string live_rank_words(const rank_window_count& c, std::uint64_t windows);

@@ -243,6 +243,7 @@ std::string summary::table() const {
            g.dropped_records, g.incomplete_records);
     }
   }
+  if (ceiling && steps > 0) detail::ceiling_lines(*ceiling, [&](const std::string& text) { line("{}", text); });
   if (step_device_ms) {
     line("{:<11}each step on its stream (CUDA events): {} ms a step, p95 {}, max {} ({} steps)", "device",
          ms(step_device_ms->mean), ms(step_device_ms->p95), ms(step_device_ms->max), step_device_steps);

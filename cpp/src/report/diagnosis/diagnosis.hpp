@@ -94,6 +94,9 @@ struct diagnosis_thresholds {
   // shares of step time (with a device view, GPU idle time during them), and set-aside time at
   // this share of the run.
   double secondary_input_share = 0.15;
+  // COMPUTE-BOUND names the ceiling's fix (ceiling_advice.cpp) when reaching the roofline would
+  // save at least this share of the step.
+  double ceiling_min_gain = 0.02;
   double secondary_other_share = 0.10;
   double secondary_set_aside_share = 0.20;
   // A trace of one step (or window) whose one-time work set aside takes this share of it: what is
@@ -183,6 +186,11 @@ void device_unrecorded_advice(const summary& s, diagnosis& d);
 // largest kind other than collectives, collectives' share and how much compute hid them, and GEMM
 // time off the tensor cores; empty without them.
 std::string compute_target(const summary& s, const diagnosis_thresholds& t = default_thresholds);
+
+// COMPUTE-BOUND with a ceiling (report/diagnosis/ceiling_advice.cpp): MFU in the evidence, and in
+// place of the general model advice the fix for the op with the most to gain, with the gain
+// `ceiling`.
+void ceiling_advice(const summary& s, const diagnosis_thresholds& t, diagnosis& d);
 
 diagnosis diagnose(const summary& s, const diagnosis_thresholds& t = default_thresholds);
 

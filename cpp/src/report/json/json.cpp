@@ -255,6 +255,7 @@ std::string summary::json() const {
     doc["step_device_steps"] = step_device_steps;
   }
   if (host_memory) doc["host_memory"] = detail::host_memory_json(*host_memory);
+  if (ceiling) doc["ceiling"] = detail::ceiling_json(*ceiling);
   if (!captures.empty()) doc["captures"] = detail::captures_json(captures);
   if (live_ranks) doc["live_ranks"] = detail::live_ranks_json(*live_ranks);
   if (hang) doc["hang"] = detail::hang_json(*hang);
@@ -356,6 +357,7 @@ summary summary::from_json(std::string_view text) {
     if (doc.contains("ranks")) s.ranks = ranks_from(doc.at("ranks"));
     if (doc.contains("cycles")) s.cycles = detail::cycles_from(doc.at("cycles"));
     if (doc.contains("host_memory")) s.host_memory = detail::host_memory_from(doc.at("host_memory"));
+    if (doc.contains("ceiling")) s.ceiling = detail::ceiling_from(doc.at("ceiling"));
     if (doc.contains("captures")) s.captures = detail::captures_from(doc.at("captures"));
     if (doc.contains("live_ranks")) s.live_ranks = detail::live_ranks_from(doc.at("live_ranks"));
     if (doc.contains("hang")) s.hang = detail::hang_from(doc.at("hang"));

@@ -78,6 +78,10 @@ live_ranks_view live_ranks_from(const json_doc& j);
 json_doc hang_json(const hang_view& h);
 hang_view hang_from(const json_doc& j);
 
+// The ceiling: FLOPs, MFU, each costed op on the roofline (ceiling_json.cpp).
+json_doc ceiling_json(const ceiling_stats& c);
+ceiling_stats ceiling_from(const json_doc& j);
+
 // Captures on trouble (captures_json.cpp).
 json_doc captures_json(const std::vector<capture_record>& captures);
 std::vector<capture_record> captures_from(const json_doc& j);

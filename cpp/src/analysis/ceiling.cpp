@@ -1,0 +1,155 @@
+#include "analysis/ceiling.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace steptrace::detail {
+namespace {
+
+// A dtype holding this share of the FLOPs names them ("bf16"); MFU still weighs each at its own peak.
+constexpr double single_dtype_share = 0.95;
+
+bool matrix_kind(std::string_view kind) { return kind == "gemm" || kind == "convolution" || kind == "attention"; }
+
+// The peak an op's FLOPs run at: its dtype's; an fp32 convolution's is TF32's (cuDNN's default),
+// and an fp32 matmul's too once it runs faster than fp32's units can (TF32 allowed).
+double own_peak(const device_peak& d, std::string_view kind, dtype_class t, double tflops) {
+  if (t == dtype_class::fp32 && matrix_kind(kind) && (kind == "convolution" || tflops > d.fp32)) {
+    return peak_tflops(d, dtype_class::tf32);
+  }
+  return peak_tflops(d, t);
+}
+
+}  // namespace
+
+void ceiling_table::add(std::string_view op, const char* kind, dtype_class dtype, double flops, double bytes,
+                        std::uint64_t ns) {
+  auto it = rows_.find({std::string(op), dtype});
+  if (it == rows_.end()) {
+    if (rows_.size() >= max_ops) {
+      it = rows_.try_emplace({"(other ops)", dtype_class::unknown}).first;
+    } else {
+      it = rows_.try_emplace({std::string(op), dtype}).first;
+    }
+    if (it->second.calls == 0) it->second.kind = kind;
+  }
+  entry& e = it->second;
+  ++e.calls;
+  e.ns += ns;
+  e.flops += flops;
+  e.bytes += bytes;
+}
+
+void ceiling_table::merge(const ceiling_table& other) {
+  for (const auto& [key, o] : other.rows_) {
+    entry& e = rows_[key];
+    if (e.calls == 0) e.kind = o.kind;
+    e.calls += o.calls;
+    e.ns += o.ns;
+    e.flops += o.flops;
+    e.bytes += o.bytes;
+  }
+  kernel_ns_ += other.kernel_ns_;
+}
+
+ceiling_stats ceiling_table::stats(std::uint64_t steps, double step_ms, std::string_view gpu, double busy_share) const {
+  ceiling_stats out;
+  out.gpu = std::string(gpu);
+  out.flops_from = "shapes";
+  const device_peak* dev = find_device(gpu);
+  if (dev) out.device = dev->name;
+  if (steps == 0 || step_ms <= 0) return out;
+  const double n = static_cast<double>(steps);
+  double flops = 0, seconds_at_peak = 0, costed_ns = 0, saved_ms = 0;
+  bool moved_to_bf16 = false;
+  std::map<dtype_class, double> flops_by_dtype;
+  for (const auto& [key, e] : rows_) {
+    ceiling_row r;
+    r.op = key.first;
+    r.kind = e.kind;
+    r.dtype = dtype_name(key.second);
+    r.calls_per_step = static_cast<double>(e.calls) / n;
+    r.ms_per_step = static_cast<double>(e.ns) / 1e6 / n;
+    r.gflop_per_step = e.flops / 1e9 / n;
+    r.mb_per_step = e.bytes / 1e6 / n;
+    r.tflops = e.ns > 0 ? e.flops / static_cast<double>(e.ns) / 1e3 : 0;
+    r.gb_per_s = e.ns > 0 ? e.bytes / static_cast<double>(e.ns) : 0;
+    flops += e.flops;
+    costed_ns += static_cast<double>(e.ns);
+    if (e.flops > 0) flops_by_dtype[key.second] += e.flops;
+    if (dev) {
+      const double peak = own_peak(*dev, r.kind, key.second, r.tflops);
+      const double bw = dev->memory_gb_s;
+      if (e.flops > 0 && peak > 0) seconds_at_peak += e.flops / (peak * 1e12);
+      const double intensity = e.bytes > 0 ? e.flops / e.bytes : INFINITY;
+      const bool compute = peak > 0 && e.flops > 0 && intensity >= peak * 1e12 / (bw * 1e9);
+      if (peak > 0 || e.bytes > 0) {
+        r.bound = compute ? "compute" : "memory";
+        r.roof_share = compute ? r.tflops / peak : r.gb_per_s / bw;
+      }
+      // The gain: this op at ceiling_target_share of its roof, fp32 matrix work in bf16.
+      const bool to_bf16 = key.second == dtype_class::fp32 && matrix_kind(r.kind) && dev->bf16 > 0;
+      const double target_peak = to_bf16 ? dev->bf16 : peak;
+      double roof_s = e.bytes > 0 ? e.bytes / (bw * 1e9) : 0;
+      if (e.flops > 0 && target_peak > 0) roof_s = std::max(roof_s, e.flops / (target_peak * 1e12));
+      if (roof_s > 0 && (target_peak > 0 || e.flops == 0)) {
+        const double saved = static_cast<double>(e.ns) / 1e6 - 1e3 * roof_s / ceiling_stats::ceiling_target_share;
+        if (saved > 0) {
+          saved_ms += saved;
+          moved_to_bf16 = moved_to_bf16 || to_bf16;
+          r.gain_ms_per_step = saved / n;
+          r.to_bf16 = to_bf16;
+        }
+      }
+    }
+    out.ops.push_back(std::move(r));
+  }
+  std::sort(out.ops.begin(), out.ops.end(), [](const ceiling_row& a, const ceiling_row& b) {
+    return a.ms_per_step != b.ms_per_step ? a.ms_per_step > b.ms_per_step : a.gflop_per_step > b.gflop_per_step;
+  });
+  if (out.ops.size() > ceiling_stats::max_rows) out.ops.resize(ceiling_stats::max_rows);
+  out.gflop_per_step = flops / 1e9 / n;
+  out.tflops = out.gflop_per_step / step_ms;  // GFLOP per ms is TFLOP/s
+  out.costed_share = kernel_ns_ > 0 ? std::min(1.0, costed_ns / static_cast<double>(kernel_ns_)) : 0;
+  // The FLOPs' dtype: one that holds nearly all of them (single_dtype_share), else "mixed".
+  dtype_class only = dtype_class::unknown;
+  double most = 0;
+  for (const auto& [d, f] : flops_by_dtype) {
+    if (f > most) most = f, only = d;
+  }
+  const bool mixed = flops > 0 && most < single_dtype_share * flops;
+  out.peak_dtype = only == dtype_class::unknown ? "" : mixed ? "mixed" : dtype_name(only);
+  if (dev) {
+    out.mfu = seconds_at_peak * 1e3 / n / step_ms;
+    out.peak_tflops = mixed || only == dtype_class::unknown ? 0 : peak_tflops(*dev, only);
+    out.gain = std::min(saved_ms / n / step_ms, busy_share);
+    if (out.gain > 0) {
+      out.gain_assumption = fmt::format("each op reaching {:.0f}% of its roofline on the {}", 100 * ceiling_stats::ceiling_target_share,
+                                        dev->name);
+      if (moved_to_bf16) {
+        out.gain_assumption += fmt::format(", fp32 matmuls, convolutions and attention in bf16 ({:g} against {:g} TFLOP/s)",
+                                           dev->bf16, dev->fp32);
+      }
+    }
+  }
+  return out;
+}
+
+ceiling_stats told_ceiling(double flops_per_step, dtype_class dtype, std::string flops_from, double step_ms,
+                           std::string_view gpu) {
+  ceiling_stats out;
+  out.gpu = std::string(gpu);
+  out.flops_from = std::move(flops_from);
+  out.gflop_per_step = flops_per_step / 1e9;
+  out.peak_dtype = dtype_name(dtype);
+  if (step_ms > 0) out.tflops = out.gflop_per_step / step_ms;
+  if (const device_peak* dev = find_device(gpu)) {
+    out.device = dev->name;
+    out.peak_tflops = peak_tflops(*dev, dtype);
+    if (out.peak_tflops > 0) out.mfu = out.tflops / out.peak_tflops;
+  }
+  return out;
+}
+
+}  // namespace steptrace::detail
