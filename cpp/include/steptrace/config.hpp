@@ -51,6 +51,11 @@ struct STEPTRACE_API config {
   std::uint32_t capture_max = 3;            // captures per run at most
   // A step open this long (seconds) is a suspected hang (hang.hpp); 0: automatic, -1: not watched.
   double hang_after_s = 0;
+  // The ceiling live (ceiling.hpp): the model's FLOPs a step (0: not told), Python's `count` (FLOPs
+  // counted once by FlopCounterMode), and the dtype whose peak MFU is against.
+  double flops_per_step = 0;
+  std::string flops = "off";
+  std::string flops_dtype = "bf16";
 
   // Sets one option from its text form. Throws std::invalid_argument naming the option and
   // the bad value.

@@ -7,6 +7,8 @@
 namespace steptrace::detail {
 namespace {
 
+// The gain's words name fp32 work moved to bf16 when it makes this share of the gain or more.
+constexpr double bf16_words_share = 0.1;
 // A dtype holding this share of the FLOPs names them ("bf16"); MFU still weighs each at its own peak.
 constexpr double single_dtype_share = 0.95;
 
@@ -61,8 +63,7 @@ ceiling_stats ceiling_table::stats(std::uint64_t steps, double step_ms, std::str
   if (dev) out.device = dev->name;
   if (steps == 0 || step_ms <= 0) return out;
   const double n = static_cast<double>(steps);
-  double flops = 0, seconds_at_peak = 0, costed_ns = 0, saved_ms = 0;
-  bool moved_to_bf16 = false;
+  double flops = 0, seconds_at_peak = 0, costed_ns = 0, saved_ms = 0, saved_in_bf16_ms = 0;
   std::map<dtype_class, double> flops_by_dtype;
   for (const auto& [key, e] : rows_) {
     ceiling_row r;
@@ -97,7 +98,7 @@ ceiling_stats ceiling_table::stats(std::uint64_t steps, double step_ms, std::str
         const double saved = static_cast<double>(e.ns) / 1e6 - 1e3 * roof_s / ceiling_stats::ceiling_target_share;
         if (saved > 0) {
           saved_ms += saved;
-          moved_to_bf16 = moved_to_bf16 || to_bf16;
+          if (to_bf16) saved_in_bf16_ms += saved;
           r.gain_ms_per_step = saved / n;
           r.to_bf16 = to_bf16;
         }
@@ -127,7 +128,7 @@ ceiling_stats ceiling_table::stats(std::uint64_t steps, double step_ms, std::str
     if (out.gain > 0) {
       out.gain_assumption = fmt::format("each op reaching {:.0f}% of its roofline on the {}", 100 * ceiling_stats::ceiling_target_share,
                                         dev->name);
-      if (moved_to_bf16) {
+      if (saved_in_bf16_ms >= bf16_words_share * saved_ms) {  // said where it is a real part of the gain
         out.gain_assumption += fmt::format(", fp32 matmuls, convolutions and attention in bf16 ({:g} against {:g} TFLOP/s)",
                                            dev->bf16, dev->fp32);
       }

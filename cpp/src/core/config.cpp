@@ -101,9 +101,12 @@ double parse_hang_after(std::string_view v) {
   return f;
 }
 
-std::string fmt_seconds(double s) {
+std::string fmt_seconds(double s) {  // and FLOPs: the shortest text that reads back the same
   char text[32];
-  std::snprintf(text, sizeof text, "%g", s);
+  std::snprintf(text, sizeof text, "%.17g", s);
+  char shorter[32];
+  std::snprintf(shorter, sizeof shorter, "%g", s);
+  if (std::strtod(shorter, nullptr) == s) return shorter;
   return text;
 }
 
@@ -260,6 +263,36 @@ const std::vector<option>& options() {
        [](const config& c) {
          return c.hang_after_s == 0 ? std::string("auto") : c.hang_after_s < 0 ? std::string("off") : fmt_seconds(c.hang_after_s);
        }},
+      {{"flops_per_step", "STEPTRACE_FLOPS_PER_STEP", false, "number", "0",
+        "the model's FLOPs in one step (multiply-adds count two), for model FLOP/s and MFU against the device's "
+        "peak for `flops_dtype` (docs/diagnosis.md, \"The ceiling\"); 0: not told"},
+       [](config& c, std::string_view v) {
+         const std::string s(v);
+         char* end = nullptr;
+         const double f = s.empty() ? -1 : std::strtod(s.c_str(), &end);
+         if (end == nullptr || *end != '\0' || !(f >= 0 && f <= 1e21)) throw std::invalid_argument("expected FLOPs (0 to 1e21)");
+         c.flops_per_step = f;
+       },
+       [](const config& c) { return fmt_seconds(c.flops_per_step); }},
+      {{"flops", "STEPTRACE_FLOPS", false, "choice:off|count", "off",
+        "Python: `count` counts the FLOPs of the next step once, with torch's FlopCounterMode (that step runs "
+        "slower: a warm-up step, by default), and sets flops_per_step"},
+       [](config& c, std::string_view v) {
+         const std::string s = lower(v);
+         if (s != "off" && s != "count") throw std::invalid_argument("expected off or count");
+         c.flops = s;
+       },
+       [](const config& c) { return c.flops; }},
+      {{"flops_dtype", "STEPTRACE_FLOPS_DTYPE", false, "choice:bf16|fp16|fp32|tf32|fp8", "bf16",
+        "the dtype whose peak a live run's MFU is against"},
+       [](config& c, std::string_view v) {
+         const std::string s = lower(v);
+         if (s != "bf16" && s != "fp16" && s != "fp32" && s != "tf32" && s != "fp8") {
+           throw std::invalid_argument("expected bf16, fp16, fp32, tf32 or fp8");
+         }
+         c.flops_dtype = s;
+       },
+       [](const config& c) { return c.flops_dtype; }},
   };
   return table;
 }

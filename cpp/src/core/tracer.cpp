@@ -233,6 +233,7 @@ summary tracer::collect_summary(bool shown) const {
                     " of the steps' phases a second after the summary was asked: their kernels and copies are "
                     "not in it yet (a later summary reads them)");
   }
+  impl_->add_told_ceiling(out);
   detail::complete(out);
   return out;
 }

@@ -134,6 +134,9 @@ class tracer_impl {
 
   // windows.cpp: windows for servers and the live view, and resident memory at step ends.
   summary window_of(aggregate& from, bool restart = true);  // under `mutex`: its figures; restart: it starts afresh
+  // The ceiling of a live summary or window told its FLOPs (flops_per_step, or counted once by
+  // FlopCounterMode: the fact flops.from), on the device the fact gpu.name names.
+  void add_told_ceiling(summary& s) const;
   void finish_window(summary& w) const;  // without the lock: backend, misuse counts, diagnosis
   void sample_rss(std::unique_lock<std::mutex>& lock, bool now);  // reads /proc without the lock
   // The collector, each pass; `last`: the window in progress now, whatever its length, if it

@@ -12,6 +12,7 @@
 #include "base/log.hpp"
 #include "base/quiet_write.hpp"
 #include "base/whole_file.hpp"
+#include "analysis/ceiling.hpp"
 #include "core/tracer_impl.hpp"
 #include "record/host_memory.hpp"
 #include "record/names.hpp"
@@ -41,7 +42,16 @@ void tracer_impl::finish_window(summary& w) const {
   w.errors.requests_abandoned = reqs.requests_abandoned.load(std::memory_order_relaxed);
   w.errors.request_phases_dropped = reqs.request_phases_dropped.load(std::memory_order_relaxed);
   w.backend = backend_now();
+  add_told_ceiling(w);
   complete(w);
+}
+
+void tracer_impl::add_told_ceiling(summary& s) const {
+  if (cfg.flops_per_step <= 0 || s.steps == 0 || s.ceiling) return;
+  const std::string* from = s.fact("flops.from");
+  const std::string* gpu = s.fact("gpu.name");
+  s.ceiling = told_ceiling(cfg.flops_per_step, dtype_named(cfg.flops_dtype), from ? *from : "flops_per_step",
+                           s.step_ms.mean, gpu ? *gpu : "");
 }
 
 void tracer_impl::sample_rss(std::unique_lock<std::mutex>& lock, bool now) {

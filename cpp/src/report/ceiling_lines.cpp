@@ -4,6 +4,7 @@
 
 #include "analysis/kernel_table.hpp"
 #include "base/utf8.hpp"
+#include "report/diagnosis/gains.hpp"
 #include "report/report.hpp"
 
 namespace steptrace::detail {
@@ -60,7 +61,7 @@ void ceiling_lines(const ceiling_stats& c, const std::function<void(std::string)
     line(fmt::format("{:<11}{}: {}", "", clip_name(c.ops[i].op), op_words(c.ops[i])));
   }
   if (c.gain > 0) {
-    line(fmt::format("{:<11}up to {:.0f}% shorter steps with {}", "", 100 * c.gain, c.gain_assumption));
+    line(fmt::format("{:<11}the bound, with {}:{}", "", c.gain_assumption, gain_words(c.gain)));
   }
 }
 
@@ -78,7 +79,7 @@ std::string ceiling_table_text(const ceiling_stats& c) {
                      r.bound.empty() ? "" : fmt::format("{:.0f}%", 100 * r.roof_share), r.kind, clip_name(r.op, 60),
                      r.dtype));
   }
-  if (c.gain > 0) line(fmt::format("up to {:.0f}% shorter steps with {}", 100 * c.gain, c.gain_assumption));
+  if (c.gain > 0) line(fmt::format("the bound, with {}:{}", c.gain_assumption, gain_words(c.gain)));
   return fmt::to_string(out);
 }
 

@@ -24,13 +24,15 @@ def _option_text(name: str, value: Any) -> str:
         return str(value)
     if kind == "seconds" and isinstance(value, (int, float)) and not isinstance(value, bool):
         return repr(float(value))
+    if kind == "number" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value) if isinstance(value, int) else repr(value)
     if kind == "path":
         if value is None:
             return ""
         if isinstance(value, os.PathLike) and isinstance(os.fspath(value), str):
             return os.fspath(value)
     wanted = {"bool": "a bool", "uint": "an int", "path": "a str or os.PathLike path",
-              "seconds": "a number of seconds, 'auto' or 'off'"}.get(
+              "seconds": "a number of seconds, 'auto' or 'off'", "number": "a number"}.get(
         kind, "a str (" + kind.split(":", 1)[-1].replace("|", ", ") + ")")
     raise ValueError(f"steptrace: option {name!r} takes {wanted}, not {value!r} ({type(value).__name__})")
 
@@ -41,4 +43,6 @@ def _option_value(name: str, text: str) -> Any:
         return text == "1"
     if kind == "uint":
         return int(text)
+    if kind == "number":
+        return float(text)
     return text

@@ -48,6 +48,11 @@ def figures(summary: Dict[str, Any], step: int, at_s: float) -> Dict[str, Any]:
     gpu = summary.get("gpu")
     if gpu:
         out["gpu_busy_share"] = gpu["busy_share"]
+    ceiling = summary.get("ceiling")  # told its FLOPs (flops_per_step, flops="count"): model FLOP/s, MFU
+    if ceiling:
+        out["model_tflops"] = ceiling["tflops"]
+        if ceiling["mfu"] > 0:
+            out["mfu"] = ceiling["mfu"]
     diagnosis = summary["diagnosis"]
     label = diagnosis["label"]
     out["label"] = label

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Sequence
 
 from .._core import SHORT_KERNEL_US, short_kernel_name
 from .._core import format_ms as _ms  # the table's rule for times: never an exponent
+from . import roofline as _roofline
 
 # One colour per phase in every report: the built-in phases fixed, a custom phase by its name, so
 # `compute` is the same green in every report, whatever else the run had.
@@ -337,6 +338,7 @@ def render(summary: Dict[str, Any], table: str, idle: Dict[tuple, List[tuple]], 
 {_window_bar(summary, colours) if window else _series_chart(series, colours, _step_offset(summary))}
 {memory_line}
 {_kernels(summary)}
+{_roofline.section(summary)}
 <h2>{"The window along its time" if window else "The slowest steps"}</h2>
 {_slowest(summary.get("timeline") or {}, colours, idle, window=window)}
 <h2>Set aside</h2>

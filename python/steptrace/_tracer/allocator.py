@@ -30,5 +30,9 @@ def note_allocator(core: Any) -> None:
     except Exception:  # a broken or CPU-only CUDA: the summary goes on without these
         return
     core.set_fact("gpu.allocator.device", f"cuda:{device}")
+    try:
+        core.set_fact("gpu.name", cuda.get_device_name(device))  # the peaks table's key for MFU
+    except Exception:
+        pass
     for fact, key in _FACTS:
         core.set_fact(fact, f"{stats.get(key, 0) / 1e6:.1f}")

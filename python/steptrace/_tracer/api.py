@@ -22,6 +22,7 @@ from .._profiler import handover as _profiler
 from .._ranks import gather as _ranks
 from .._live import trackers as _trackers
 from .._live import windows as _windows
+from . import flops as _flops
 from .allocator import note_allocator
 from .loader_facts import tell_settings
 from .scopes import _BatchStep, _ExcludeScope, _PhaseScope, _RequestStepScope, _StepScope
@@ -267,6 +268,8 @@ class Tracer:
         self._core.configure({key: _option_text(key, value) for key, value in options.items()})
         if "capture" in options:
             _capture.of(self).configure(self.options()["capture"])
+        if options.get("flops") == "count":
+            _flops.arm(self)
         _start_rank_windows(self._core)  # the live view turned on under a job: any loop gets the verdicts
 
     def capture(self, steps: Optional[int] = None) -> bool:
@@ -336,6 +339,8 @@ configure = _default.configure
 capture = _default.capture
 if os.environ.get("STEPTRACE_CAPTURE"):  # the core read it; the triggers are Python's
     _capture.of(_default).configure(_default.options()["capture"])
+if _default.options()["flops"] == "count":  # STEPTRACE_FLOPS=count: the counting is Python's
+    _flops.arm(_default)
 
 
 _core.set_gpu_library_dirs(_paths.cupti_dirs())
