@@ -25,10 +25,10 @@ struct ceiling_row {  // one op by name and dtype, over the counted steps
   // for a device the peaks table lacks.
   std::string bound;
   double roof_share = 0;
-  // The step time saved if it reached ceiling_target_share of its roof (fp32 matrix work in bf16),
-  // and whether that counts moving it to bf16.
+  // The step time saved if it reached ceiling_target_share of its roof (fp32 matrix work in half
+  // precision: half_dtype), and whether that counts moving it there.
   double gain_ms_per_step = 0;
-  bool to_bf16 = false;
+  bool to_half = false;
 };
 struct ceiling_stats {
   std::string gpu;          // as the trace or CUDA names it; "" unknown
@@ -48,6 +48,7 @@ struct ceiling_stats {
   // assumption in words; 0 and "" without a known device.
   double gain = 0;
   std::string gain_assumption;
+  std::string half_dtype;   // the device's half precision for fp32 matrix work: "bf16", or "fp16" (V100, T4)
   std::vector<ceiling_row> ops;  // most time first, at most max_rows
   static constexpr std::size_t max_rows = 20;
   static constexpr double ceiling_target_share = 0.6;

@@ -7,8 +7,11 @@
 namespace steptrace::detail {
 namespace {
 
-// The gain's words name fp32 work moved to bf16 when it makes this share of the gain or more.
-constexpr double bf16_words_share = 0.1;
+// The gain's words name fp32 work moved to half precision when it makes this share of the gain or more.
+constexpr double half_words_share = 0.1;
+
+// Where fp32 matrix work moves: bf16's units, else fp16's (V100, T4: no bf16 or TF32 units).
+double half_peak(const device_peak& d) { return d.bf16 > 0 ? d.bf16 : d.fp16; }
 // A dtype holding this share of the FLOPs names them ("bf16"); MFU still weighs each at its own peak.
 constexpr double single_dtype_share = 0.95;
 
@@ -60,10 +63,13 @@ ceiling_stats ceiling_table::stats(std::uint64_t steps, double step_ms, std::str
   out.gpu = std::string(gpu);
   out.flops_from = "shapes";
   const device_peak* dev = find_device(gpu);
-  if (dev) out.device = dev->name;
+  if (dev) {
+    out.device = dev->name;
+    out.half_dtype = dev->bf16 > 0 ? "bf16" : dev->fp16 > 0 ? "fp16" : "";
+  }
   if (steps == 0 || step_ms <= 0) return out;
   const double n = static_cast<double>(steps);
-  double flops = 0, seconds_at_peak = 0, costed_ns = 0, saved_ms = 0, saved_in_bf16_ms = 0;
+  double flops = 0, seconds_at_peak = 0, costed_ns = 0, saved_ms = 0, saved_in_half_ms = 0;
   std::map<dtype_class, double> flops_by_dtype;
   for (const auto& [key, e] : rows_) {
     ceiling_row r;
@@ -90,17 +96,18 @@ ceiling_stats ceiling_table::stats(std::uint64_t steps, double step_ms, std::str
         r.roof_share = compute ? r.tflops / peak : r.gb_per_s / bw;
       }
       // The gain: this op at ceiling_target_share of its roof, fp32 matrix work in bf16.
-      const bool to_bf16 = key.second == dtype_class::fp32 && matrix_kind(r.kind) && dev->bf16 > 0;
-      const double target_peak = to_bf16 ? dev->bf16 : peak;
+      const double half = half_peak(*dev);
+      const bool to_half = key.second == dtype_class::fp32 && matrix_kind(r.kind) && half > 0;
+      const double target_peak = to_half ? half : peak;
       double roof_s = e.bytes > 0 ? e.bytes / (bw * 1e9) : 0;
       if (e.flops > 0 && target_peak > 0) roof_s = std::max(roof_s, e.flops / (target_peak * 1e12));
       if (roof_s > 0 && (target_peak > 0 || e.flops == 0)) {
         const double saved = static_cast<double>(e.ns) / 1e6 - 1e3 * roof_s / ceiling_stats::ceiling_target_share;
         if (saved > 0) {
           saved_ms += saved;
-          if (to_bf16) saved_in_bf16_ms += saved;
+          if (to_half) saved_in_half_ms += saved;
           r.gain_ms_per_step = saved / n;
-          r.to_bf16 = to_bf16;
+          r.to_half = to_half;
         }
       }
     }
@@ -128,9 +135,9 @@ ceiling_stats ceiling_table::stats(std::uint64_t steps, double step_ms, std::str
     if (out.gain > 0) {
       out.gain_assumption = fmt::format("each op reaching {:.0f}% of its roofline on the {}", 100 * ceiling_stats::ceiling_target_share,
                                         dev->name);
-      if (saved_in_bf16_ms >= bf16_words_share * saved_ms) {  // said where it is a real part of the gain
-        out.gain_assumption += fmt::format(", fp32 matmuls, convolutions and attention in bf16 ({:g} against {:g} TFLOP/s)",
-                                           dev->bf16, dev->fp32);
+      if (saved_in_half_ms >= half_words_share * saved_ms) {  // said where it is a real part of the gain
+        out.gain_assumption += fmt::format(", fp32 matmuls, convolutions and attention in {} ({:g} against {:g} TFLOP/s)",
+                                           out.half_dtype, half_peak(*dev), dev->fp32);
       }
     }
   }

@@ -137,6 +137,9 @@ class tracer_impl {
   // The ceiling of a live summary or window told its FLOPs (flops_per_step, or counted once by
   // FlopCounterMode: the fact flops.from), on the device the fact gpu.name names.
   void add_told_ceiling(summary& s) const;
+  // A live window's kernels against their first window's time a call (live.drift, under the tracer
+  // lock): the fact gpu.kernel_drift and one line a kernel.
+  void note_drift(summary& w);
   void finish_window(summary& w) const;  // without the lock: backend, misuse counts, diagnosis
   void sample_rss(std::unique_lock<std::mutex>& lock, bool now);  // reads /proc without the lock
   // The collector, each pass; `last`: the window in progress now, whatever its length, if it

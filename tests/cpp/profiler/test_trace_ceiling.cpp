@@ -6,6 +6,8 @@
 #include <string>
 
 #include "analysis/device_peaks.hpp"
+#include "analysis/kernel_drift.hpp"
+#include "report/diagnosis/diagnosis.hpp"
 #include "steptrace/profiler_trace.hpp"
 #include "steptrace/summary.hpp"
 #include "trace_files.hpp"
@@ -196,7 +198,7 @@ TEST_CASE("COMPUTE-BOUND's fix names fp32 matmuls in bf16, with the ceiling's ga
   REQUIRE(s.diag.label == "COMPUTE-BOUND");
   REQUIRE(s.ceiling);
   const ceiling_row& r = s.ceiling->ops.at(0);
-  CHECK(r.to_bf16);
+  CHECK(r.to_half);
   CHECK(r.roof_share == Approx(flops / 9e-3 / 67e12).epsilon(1e-9));
   // At 60% of bf16's 989.5 TFLOP/s the mm takes flops / (0.6 * 989.5e12) s.
   const double target_ms = flops / (0.6 * 989.5e12) * 1e3;
@@ -214,6 +216,38 @@ TEST_CASE("COMPUTE-BOUND's fix names fp32 matmuls in bf16, with the ceiling's ga
   const summary back = summary::from_json(s.json());
   REQUIRE(back.ceiling);
   CHECK(back.ceiling->gain == s.ceiling->gain);
-  CHECK(back.ceiling->ops.at(0).to_bf16);
+  CHECK(back.ceiling->ops.at(0).to_half);
   CHECK(back.table().find("ceiling") != std::string::npos);
+}
+
+TEST_CASE("a kernel taking 10% longer a call than in its first window is drift, said as a finding", "[ceiling]") {
+  detail::kernel_drift drift;
+  auto window = [](double us_a_call, double calls_per_step) {
+    kernel_stats k;
+    k.kernels.push_back({"gemm_a", "gemm", calls_per_step, calls_per_step * us_a_call / 1e3, 0.5, us_a_call, true});
+    k.kernels.push_back({"nccl:all_reduce", "collective", 2, 2 * us_a_call * 3 / 1e3, 0.2, 3 * us_a_call, false});
+    return k;
+  };
+  CHECK(drift.check(window(100, 1), 10).empty());    // 10 calls: too few to hold a baseline
+  CHECK(drift.check(window(100, 4), 10).empty());    // the baseline: 100 us a call
+  CHECK(drift.check(window(109, 4), 10).empty());    // within 10%
+  const auto found = drift.check(window(125, 4), 10);
+  REQUIRE(found.size() == 1);                        // a collective waits on ranks: never drift
+  CHECK(found[0].name == "gemm_a");
+  CHECK(found[0].baseline_us == Approx(100));
+  CHECK(found[0].now_us == Approx(125));
+  // The window's fact becomes an "also:" line under any label.
+  summary s;
+  s.steps = 10;
+  s.step_ms = {100, 10, 10, 10, 10, 10};
+  phase_stats p;
+  p.name = "compute";
+  p.ms = s.step_ms;
+  p.share = 1;
+  s.phases.push_back(p);
+  s.facts.emplace_back("gpu.kernel_drift", "gemm_a\t100.000\t125.000");
+  const diagnosis d = detail::diagnose(s);
+  bool said = false;
+  for (const std::string& a : d.advice) said = said || a.find("`gemm_a` takes 25% longer a call") != std::string::npos;
+  CHECK(said);
 }

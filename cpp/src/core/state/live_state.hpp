@@ -13,6 +13,7 @@
 #include <string>
 
 #include "analysis/aggregate.hpp"
+#include "analysis/kernel_drift.hpp"
 #include "core/node_reading.hpp"
 #include "steptrace/summary.hpp"
 
@@ -41,6 +42,10 @@ struct live_state {
   // In a job, each live window reads this rank's node (its row carries it): on the window's
   // thread, without the tracer lock (one window is made at a time).
   node_reader node;
+  // Each kernel's time a call in the first live window it ran in, for drift (windows.cpp); the
+  // kernels already said drifting (said once each).
+  kernel_drift drift;
+  std::vector<std::string> drift_said;
 
   // tracer::reset: the windows' figures and counts start afresh; the period's clock, the
   // listeners and what was said once stay.

@@ -15,7 +15,13 @@ namespace {
 // How the op with the most to gain gets there, by what holds it below its roof.
 std::string fix_for(const ceiling_stats& c, const ceiling_row& r) {
   const std::string op = fmt::format("`{}`", clip_name(r.op));
-  if (r.to_bf16) {
+  if (r.to_half && c.half_dtype == "fp16") {  // no bf16 or TF32 units (V100, T4)
+    return fmt::format("move fp32 matmuls and convolutions to fp16 (torch.autocast(\"cuda\", dtype=torch.float16) "
+                       "with a GradScaler): {} runs fp32 at {:.1f} TFLOP/s, {:.0f}% of its roof, and the {} has "
+                       "fp16 tensor cores only",
+                       op, r.tflops, 100 * r.roof_share, c.device);
+  }
+  if (r.to_half) {
     return fmt::format("move fp32 matmuls, convolutions and attention to bf16 (torch.autocast(\"cuda\", "
                        "dtype=torch.bfloat16)), or at least TF32 (torch.backends.cuda.matmul.allow_tf32 = True): {} "
                        "runs fp32 at {:.1f} TFLOP/s, {:.0f}% of its roof",

@@ -379,6 +379,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
   }
   add_gains(s, found, device && compute_idle_largest, d);
   ceiling_advice(s, t, d);
+  drift_advice(s, d);
   idle_holder_advice(s, t, d);  // first, with its own gain, when one call or op holds the idle time
   steady_state_advice(s, t, d);
   if (server) advise_server(s, t, d);

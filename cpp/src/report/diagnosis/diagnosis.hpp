@@ -192,6 +192,10 @@ std::string compute_target(const summary& s, const diagnosis_thresholds& t = def
 // `ceiling`.
 void ceiling_advice(const summary& s, const diagnosis_thresholds& t, diagnosis& d);
 
+// A live window whose kernel drifted (the fact gpu.kernel_drift, report/diagnosis/drift_advice.cpp):
+// an "also:" line naming it, its time a call then and now, and the likely causes.
+void drift_advice(const summary& s, diagnosis& d);
+
 diagnosis diagnose(const summary& s, const diagnosis_thresholds& t = default_thresholds);
 
 // A cause the rules weighed, by its label, with its share of the step (its gain).

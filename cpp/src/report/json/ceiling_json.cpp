@@ -18,7 +18,7 @@ json_doc ceiling_json(const ceiling_stats& c) {
                    {"bound", r.bound},
                    {"roof_share", r.roof_share},
                    {"gain_ms_per_step", r.gain_ms_per_step},
-                   {"to_bf16", r.to_bf16}});
+                   {"to_half", r.to_half}});
   }
   return json_doc{{"gpu", c.gpu},
                   {"device", c.device},
@@ -31,6 +31,7 @@ json_doc ceiling_json(const ceiling_stats& c) {
                   {"costed_share", c.costed_share},
                   {"gain", c.gain},
                   {"gain_assumption", c.gain_assumption},
+                  {"half_dtype", c.half_dtype},
                   {"ops", ops}};
 }
 
@@ -47,6 +48,7 @@ ceiling_stats ceiling_from(const json_doc& j) {
   c.costed_share = number_at(j, "costed_share");
   c.gain = number_at(j, "gain");
   c.gain_assumption = j.at("gain_assumption").get<std::string>();
+  c.half_dtype = j.at("half_dtype").get<std::string>();
   for (const json_doc& o : j.at("ops")) {
     ceiling_row r;
     r.op = o.at("op").get<std::string>();
@@ -61,7 +63,7 @@ ceiling_stats ceiling_from(const json_doc& j) {
     r.bound = o.at("bound").get<std::string>();
     r.roof_share = number_at(o, "roof_share");
     r.gain_ms_per_step = number_at(o, "gain_ms_per_step");
-    r.to_bf16 = o.at("to_bf16").get<bool>();
+    r.to_half = o.at("to_half").get<bool>();
     c.ops.push_back(std::move(r));
   }
   return c;
