@@ -120,6 +120,14 @@ std::string summary::prometheus(std::string_view prefix) const {
     w.family("gpu_busy_share", "gauge", "Device busy time on the steps' own streams, of the summed step time.");
     w.sample("gpu_busy_share", "", gpu->busy_share);
   }
+  if (ceiling && ceiling->tflops > 0) {
+    w.family("model_flops_per_second", "gauge", "The model's FLOPs a step over the mean step time (the ceiling).");
+    w.sample("model_flops_per_second", "", ceiling->tflops * 1e12);
+    if (ceiling->mfu > 0) {
+      w.family("mfu", "gauge", "Model FLOPs utilisation: FLOPs at their dtype's peak on this device, over the step time.");
+      w.sample("mfu", "", ceiling->mfu);
+    }
+  }
   if (host_memory) {
     w.family("host_resident_bytes", "gauge", "The process's resident memory at the last step end sampled.");
     w.sample("host_resident_bytes", "", host_memory->last_mb * 1024 * 1024);

@@ -191,6 +191,11 @@ def test_flops_count_counts_one_step_with_flop_counter_mode():
     assert c["tflops"] == pytest.approx(c["gflop_per_step"] / s["step_ms"]["mean"], rel=1e-9)
     assert t.options()["flops_per_step"] == fc.get_total_flops()
     assert "FlopCounterMode" in str(t.summary())
+    # The steps() loop's steps are counted the same way.
+    loop = steptrace.Tracer(warmup_steps=1, flops="count")
+    for _ in loop.steps(range(8)):
+        torch.mm(a, b)
+    assert loop.summary().to_dict()["ceiling"]["gflop_per_step"] * 1e9 == fc.get_total_flops()
 
 
 def test_flops_per_step_told_gives_model_flops_and_mfu_on_a_named_device():
@@ -204,6 +209,8 @@ def test_flops_per_step_told_gives_model_flops_and_mfu_on_a_named_device():
     assert c["flops_from"] == "flops_per_step" and c["device"] == "H100 SXM"
     assert c["tflops"] == pytest.approx(2e12 / 1e12 / (s["step_ms"]["mean"] / 1e3), rel=1e-9)
     assert c["mfu"] == pytest.approx(c["tflops"] / 989.5, rel=1e-9)
+    metrics = t.metrics().prometheus()
+    assert "steptrace_mfu " in metrics and "steptrace_model_flops_per_second " in metrics
     with pytest.raises(ValueError, match="flops_per_step"):
         t.configure(flops_per_step=-1)
     with pytest.raises(ValueError, match="flops_dtype"):
