@@ -71,7 +71,9 @@ std::string steps_said(const trace_reading& r) {
 }
 
 std::string backend_reason(const std::string& path, const trace_events& t, const trace_reading& r, const summary& s) {
-  std::string reason = fmt::format("read from the torch.profiler trace {} ({})", path, steps_said(r));
+  std::string reason = fmt::format("read from {} {} ({})",
+                                   t.own_timeline_events ? "steptrace's own timeline" : "the torch.profiler trace", path,
+                                   steps_said(r));
   if (r.steps_dropped) {
     reason += fmt::format("; {} more step range{} nested in or overlapping another, left out (errors.nested_steps)",
                           r.steps_dropped, r.steps_dropped == 1 ? "" : "s");

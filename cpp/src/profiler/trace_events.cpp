@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "profiler/bytes/json_scanner.hpp"
+#include "profiler/trace_names.hpp"
 
 namespace steptrace::detail {
 
@@ -106,6 +107,18 @@ bool parse_uint(std::string_view text, std::uint64_t& out) {
   }
   out = v;
   return true;
+}
+
+// steptrace's own timeline (summary::trace(), a capture without torch, trace_path): its steps and
+// phases read as steptrace's annotations are in a torch.profiler trace (`steptrace:step`,
+// `steptrace:<phase>`), its device slices as kernels on their stream (docs/architecture.md,
+// "Reading torch.profiler traces").
+enum class own_kind : std::uint8_t { none, step, phase, device };
+own_kind own_category(std::string_view cat) {
+  if (cat == "step" || cat == "step,slowest") return own_kind::step;
+  if (cat == "phase") return own_kind::phase;
+  if (cat == "device" || cat == "device,collective") return own_kind::device;
+  return own_kind::none;
 }
 
 // The category of an event, or false for one the reader does not use.
@@ -254,6 +267,24 @@ class event_reader {
     }
   }
 
+  // An event of steptrace's own timeline, renamed as its annotations are named; a device slice on
+  // the stream its track encodes (context * 65536 + stream), its process the device's.
+  void own_event(trace_event& e, activity_args& where, own_kind own) {
+    if (own == own_kind::step) {
+      e.name = names_(own_step_name);
+    } else if (own == own_kind::phase) {
+      own_name_.assign(annotation_prefix);
+      own_name_ += names_table()[e.name];
+      e.name = names_(own_name_);
+    } else {
+      std::uint64_t track = 0;
+      if (parse_uint(ids_table()[e.tid], track)) {
+        where.context = static_cast<std::uint32_t>(track / 65536);
+        where.stream = static_cast<std::uint32_t>(track % 65536);
+      }
+    }
+  }
+
   // An op whose name the costing knows (profiler/op_cost.hpp) keeps its recorded inputs.
   bool shapes_wanted(const trace_event& e) {
     if (e.cat != event_cat::op) return false;
@@ -328,6 +359,7 @@ class event_reader {
     trace_event e;
     activity_args where;
     bool complete = false, used = false, ts_ok = false, dur_ok = false;
+    own_kind own = own_kind::none;
     bad_ts_.clear();
     bad_dur_.clear();
     inputs_.clear();
@@ -340,6 +372,10 @@ class event_reader {
       } else if (k0 == 'c' && key == "cat") {
         const std::string_view cat = in_.peek() == json_scanner::kind::string ? in_.read_string() : std::string_view();
         used = category_of(cat, e.cat);
+        if (!used && (own = own_category(cat)) != own_kind::none) {
+          used = true;
+          e.cat = own == own_kind::device ? event_cat::kernel : event_cat::user_annotation;
+        }
         if (!used && cat.substr(0, 5) == "mtia_") ++out_.mtia_records;
         if (!used) return in_.skip_object_rest();  // python_function, ac2g, gpu_user_annotation, ...
       } else if (k0 == 'n' && key == "name") {
@@ -364,6 +400,7 @@ class event_reader {
       }
     }
     if (!complete || !used) return;
+    if (own != own_kind::none) own_event(e, where, own), ++out_.own_timeline_events;
     const std::string& name = e.name < names_table().size() ? names_table()[e.name] : empty_;
     if (!ts_ok) return problem("`" + name + "` has a timestamp that is not a non-negative number: " + shorten(bad_ts_));
     if (!dur_ok) return problem("`" + name + "` has a duration that is not a non-negative number: " + shorten(bad_dur_));
@@ -395,6 +432,7 @@ class event_reader {
     return s.size() > 40 ? s.substr(0, 40) + "..." : s;
   }
   const std::vector<std::string>& names_table() const { return out_.names; }
+  const std::vector<std::string>& ids_table() const { return out_.ids; }
 
   json_scanner& in_;
   trace_events& out_;
@@ -404,6 +442,7 @@ class event_reader {
   const std::string empty_;
   std::string bad_ts_, bad_dur_;
   op_inputs inputs_;
+  std::string own_name_;  // reused: "steptrace:" and a phase's name
   std::vector<signed char> costable_;  // by name: -1 not yet asked
 };
 

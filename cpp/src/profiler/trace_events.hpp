@@ -82,6 +82,9 @@ struct trace_events {
   // Records of an accelerator the reader does not read (Meta's MTIA: categories `mtia_*`), counted
   // so that a trace of one is not taken for a CPU job's.
   std::uint64_t mtia_records = 0;
+  // Events of steptrace's own timeline (summary::trace(): a capture without torch, trace_path),
+  // read as its annotations (trace_events.cpp).
+  std::uint64_t own_timeline_events = 0;
   std::uint64_t skipped_events = 0;  // events with a bad field, left out (see `problems`)
   std::vector<std::string> problems;  // the first few, for the message
 };

@@ -288,12 +288,35 @@ def test_without_torch_the_core_captures_the_steps_itself(tmp_path):
         print("CAPTURE", c["first_step"], c["last_step"], c["steps"], c["label"], c["tool"])
         trace = json.load(open(c["path"]))
         print("STEPS", sorted(e["name"] for e in trace["traceEvents"] if e.get("cat") == "step"))
+        back = steptrace.load(c["path"]).to_dict()  # every file steptrace writes, it reads back
+        print("BACK", back["steps"], back["diagnosis"]["label"], back["diagnosis"]["evidence"] == c["evidence"])
     """)
     assert r.returncode == 0, r.stderr
     assert "ASKED True" in r.stdout, r.stdout
     assert "CAPTURE 3 5 3 INPUT-BOUND steptrace" in r.stdout, r.stdout + r.stderr
     assert "STEPS ['step 3', 'step 4', 'step 5']" in r.stdout, r.stdout
+    assert "BACK 3 INPUT-BOUND True" in r.stdout, r.stdout  # the same steps, label and evidence as the capture's
     assert "captured steps 3-5: INPUT-BOUND" in r.stderr and "could not start" not in r.stderr, r.stderr
+
+
+def test_the_timeline_steptrace_writes_reads_back_with_its_figures(tmp_path):
+    """summary.trace() (trace_path at exit): read back, the steps it kept give the same phases."""
+    t = steptrace.Tracer(warmup_steps=0, print_at_exit="never")
+    for i in range(10):
+        with t.step():
+            with t.phase("input"):
+                time.sleep(0.002)
+            with t.phase("compute"):
+                with t.phase("loss"):  # a custom phase nested in a built-in
+                    time.sleep(0.001)
+    s = t.summary()
+    path = tmp_path / "timeline.json"
+    s.to_trace(path)
+    live, back = s.to_dict(), steptrace.load(path).to_dict()
+    assert back["steps"] == live["steps"] == 10
+    assert back["diagnosis"]["label"] == live["diagnosis"]["label"]
+    for phase in ("input", "compute", "loss"):  # the timeline's spans, in microseconds as written
+        assert back["phases"][phase]["mean_ms"] == pytest.approx(live["phases"][phase]["mean_ms"], abs=0.002)
 
 
 def test_a_loop_of_with_step_blocks_is_captured_too(tmp_path):
