@@ -87,7 +87,9 @@ def test_the_advice_describes_the_loader_that_feeds_the_steps(tracer):
     d = tracer.summary().to_dict()
     assert d["diagnosis"]["label"] == "INPUT-BOUND"
     assert d["facts"]["dataloader.num_workers"] == "0"
-    assert "DataLoader(num_workers=0)" in own_advice(d)[0]
+    # The training loader's advice, wherever it stands: on a busy machine the validation loader's
+    # worker start-up can make the set-aside time's finding, in run terms, the larger and first.
+    assert any("DataLoader(num_workers=0)" in a for a in own_advice(d)), own_advice(d)
     assert d["set_aside"]["validation"]["calls"] == 3
 
 
