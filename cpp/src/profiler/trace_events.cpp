@@ -6,69 +6,10 @@
 #include <stdexcept>
 
 #include "profiler/bytes/json_scanner.hpp"
+#include "profiler/op_args.hpp"
 #include "profiler/trace_names.hpp"
 
 namespace steptrace::detail {
-
-bool parse_us_as_ns(std::string_view text, std::uint64_t& ns) {
-  std::size_t i = 0;
-  if (i < text.size() && text[i] == '+') ++i;
-  // Significant digits into an integer, remembering the decimal exponent.
-  __extension__ typedef unsigned __int128 u128;
-  u128 mantissa = 0;
-  int exponent = 0, digits = 0;
-  bool any = false, round_up = false;
-  auto take = [&](char c, bool fraction) {
-    any = true;
-    if (digits < 30) {
-      if (mantissa != 0 || c != '0') ++digits;
-      mantissa = mantissa * 10 + static_cast<unsigned>(c - '0');
-      if (fraction) --exponent;
-    } else {
-      if (!fraction) ++exponent;
-      if (digits == 30 && c >= '5') round_up = true;
-      ++digits;
-    }
-  };
-  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) take(text[i], false);
-  if (i < text.size() && text[i] == '.') {
-    for (++i; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) take(text[i], true);
-  }
-  if (!any) return false;
-  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
-    ++i;
-    bool negative = false;
-    if (i < text.size() && (text[i] == '+' || text[i] == '-')) negative = text[i++] == '-';
-    int e = 0;
-    bool digit = false;
-    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
-      digit = true;
-      if (e < 100000) e = e * 10 + (text[i] - '0');
-    }
-    if (!digit) return false;
-    exponent += negative ? -e : e;
-  }
-  if (i != text.size()) return false;
-  if (round_up) ++mantissa;
-  exponent += 3;  // microseconds to nanoseconds
-  if (mantissa == 0) {
-    ns = 0;
-    return true;
-  }
-  for (; exponent > 0; --exponent) {
-    mantissa *= 10;
-    if (mantissa > UINT64_MAX) return false;
-  }
-  for (; exponent < 0; ++exponent) {
-    const unsigned last = static_cast<unsigned>(mantissa % 10);
-    mantissa /= 10;
-    if (exponent == -1 && last >= 5) ++mantissa;  // round to the nearest nanosecond
-    if (mantissa == 0) break;
-  }
-  if (mantissa > UINT64_MAX) return false;
-  ns = static_cast<std::uint64_t>(mantissa);
-  return true;
-}
 
 namespace {
 
@@ -97,17 +38,6 @@ class interner {
   std::unordered_map<std::string, std::uint32_t> index_;
   std::string key_;
 };
-
-bool parse_uint(std::string_view text, std::uint64_t& out) {
-  if (text.empty() || text.size() > 19) return false;
-  std::uint64_t v = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<std::uint64_t>(c - '0');
-  }
-  out = v;
-  return true;
-}
 
 // steptrace's own timeline (summary::trace(), a capture without torch, trace_path): its steps and
 // phases read as steptrace's annotations are in a torch.profiler trace (`steptrace:step`,
@@ -178,7 +108,7 @@ class event_reader {
         } else if (key == "id" && in_.peek() == json_scanner::kind::number) {
           std::string_view text;
           bool was_string = false;
-          if (!in_.read_scalar(text, was_string) || !parse_uint(text, id)) id = UINT64_MAX;
+          if (!in_.read_scalar(text, was_string) || !parse_uint_text(text, id)) id = UINT64_MAX;
         } else {
           in_.skip_value();
         }
@@ -204,7 +134,7 @@ class event_reader {
       }
       std::uint64_t v = 0;
       if (backend && was_string) out_.distributed_backend = std::string(text);
-      if ((rank || world) && parse_uint(text, v) && v < UINT32_MAX) {
+      if ((rank || world) && parse_uint_text(text, v) && v < UINT32_MAX) {
         (rank ? out_.rank : out_.world_size) = static_cast<std::uint32_t>(v);
       }
     }
@@ -245,7 +175,7 @@ class event_reader {
         small = &where.stream;
       } else if (key == "Seq" || key == "seq" || key == "seq_num") {
         field = &where.seq;
-      } else if (shapes_wanted(e) && read_shapes(key)) {
+      } else if (shapes_wanted(e) && read_op_arg(in_, key, inputs_)) {
         continue;
       } else if (key == "Process Group Name") {
         std::string_view text;
@@ -260,7 +190,7 @@ class event_reader {
       std::string_view text;
       bool was_string = false;
       std::uint64_t v = 0;
-      if (in_.read_scalar(text, was_string) && !was_string && parse_uint(text, v)) {
+      if (in_.read_scalar(text, was_string) && !was_string && parse_uint_text(text, v)) {
         if (field) *field = v;
         if (small && v <= UINT32_MAX) *small = static_cast<std::uint32_t>(v);
       }
@@ -278,7 +208,7 @@ class event_reader {
       e.name = names_(own_name_);
     } else {
       std::uint64_t track = 0;
-      if (parse_uint(ids_table()[e.tid], track)) {
+      if (parse_uint_text(ids_table()[e.tid], track)) {
         where.context = static_cast<std::uint32_t>(track / 65536);
         where.stream = static_cast<std::uint32_t>(track % 65536);
       }
@@ -292,55 +222,6 @@ class event_reader {
     signed char& c = costable_[e.name];
     if (c < 0) c = costed_op_name(names_table()[e.name]) ? 1 : 0;
     return c == 1;
-  }
-
-  // "Input Dims", "Input type", "Concrete Inputs" and "flops" into inputs_; false for another key.
-  bool read_shapes(std::string_view key) {
-    const bool dims = key == "Input Dims", types = key == "Input type", concrete = key == "Concrete Inputs";
-    if (key == "flops") {
-      std::string_view text;
-      bool was_string = false;
-      std::uint64_t v = 0;
-      if (in_.read_scalar(text, was_string) && !was_string && parse_uint(text, v)) inputs_.flops_arg = static_cast<double>(v);
-      return true;
-    }
-    if (!dims && !types && !concrete) return false;
-    if (in_.peek() != json_scanner::kind::array) {
-      in_.skip_value();
-      return true;
-    }
-    in_.enter_array();
-    while (in_.next_element()) {
-      if (dims) {
-        read_shape();
-      } else {
-        std::string_view text;
-        bool was_string = false;
-        if (!in_.read_scalar(text, was_string)) text = {};
-        (types ? inputs_.types : inputs_.concrete).emplace_back(text);
-      }
-    }
-    return true;
-  }
-
-  // One input's dims: [2, 3] a tensor, [] a scalar, [[2, 3], [4]] a list of tensors.
-  void read_shape() {
-    std::vector<std::int64_t>& shape = inputs_.next_shape();
-    if (in_.peek() != json_scanner::kind::array) return in_.skip_value();
-    in_.enter_array();
-    while (in_.next_element()) {
-      std::string_view text;
-      bool was_string = false;
-      std::uint64_t v = 0;
-      if (in_.peek() != json_scanner::kind::number) {  // a list's shapes: not kept
-        in_.skip_value();
-        inputs_.tensor_list[inputs_.count - 1] = true;
-      } else if (in_.read_scalar(text, was_string) && parse_uint(text, v) && v < (std::uint64_t{1} << 62)) {
-        shape.push_back(static_cast<std::int64_t>(v));
-      } else {
-        inputs_.tensor_list[inputs_.count - 1] = true;  // not a shape: the input is not costed
-      }
-    }
   }
 
   // A device activity's args: the last entry again when they are its (a stream's kernels in a row).

@@ -98,5 +98,8 @@ trace_events read_trace_events(byte_source& source, const std::string& name, std
 // nanoseconds without going through a double. False for text that is not a finite, non-negative
 // number that fits.
 bool parse_us_as_ns(std::string_view text, std::uint64_t& ns);
+// A non-negative decimal integer of at most 19 digits ("25738"); false for anything else
+// (trace_numbers.cpp, with parse_us_as_ns).
+bool parse_uint_text(std::string_view text, std::uint64_t& out);
 
 }  // namespace steptrace::detail

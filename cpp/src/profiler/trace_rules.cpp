@@ -345,13 +345,9 @@ class rules {
     out_.warmup_steps = (!untraced.empty() || out_.loop.first_is_start) && steps.size() > 1 ? 1 : 0;
     out_.warmup_steps = std::max(out_.warmup_steps, out_.warmup.steps);  // the program's own (trace_steps.hpp)
     const std::vector<step_interval> counted(steps.begin() + out_.warmup_steps, steps.end());
-    if (device_.present) {
-      const launch_sites sites(t_, pid_);
-      out_.kernels = read_kernels(t_, device_, sites, counted, out_.device);
-      out_.ceiling = read_op_ceiling(t_, device_, pid_, counted, &sites);
-    } else {
-      out_.ceiling = read_op_ceiling(t_, device_, pid_, counted, nullptr);
-    }
+    const std::unique_ptr<launch_sites> sites = device_.present ? std::make_unique<launch_sites>(t_, pid_) : nullptr;
+    if (sites) out_.kernels = read_kernels(t_, device_, *sites, counted, out_.device);
+    out_.ceiling = read_op_ceiling(t_, device_, pid_, counted, sites.get());
     for (const step_interval& s : untraced) out_.untraced_ns += s.end - s.begin;
     out_.untraced = std::move(untraced);
   }
