@@ -138,8 +138,9 @@ class tracer_impl {
   // FlopCounterMode: the fact flops.from), on the device the fact gpu.name names.
   void add_told_ceiling(summary& s) const;
   // A live window's kernels against their first window's time a call (live.drift, under the tracer
-  // lock): the fact gpu.kernel_drift and one line a kernel.
-  void note_drift(summary& w);
+  // lock): the fact gpu.kernel_drift, and the line to say once a kernel ("" when none), said after
+  // the lock is let go.
+  std::string note_drift(summary& w);
   void finish_window(summary& w) const;  // without the lock: backend, misuse counts, diagnosis
   void sample_rss(std::unique_lock<std::mutex>& lock, bool now);  // reads /proc without the lock
   // The collector, each pass; `last`: the window in progress now, whatever its length, if it

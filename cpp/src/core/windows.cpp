@@ -49,22 +49,22 @@ void tracer_impl::finish_window(summary& w) const {
   complete(w);
 }
 
-void tracer_impl::note_drift(summary& w) {
-  if (!w.gpu || !w.gpu->kernels || w.gpu->steps_viewed == 0) return;
+std::string tracer_impl::note_drift(summary& w) {
+  if (!w.gpu || !w.gpu->kernels || w.gpu->steps_viewed == 0) return {};
   const auto found = live.drift.check(*w.gpu->kernels, w.gpu->steps_viewed);
-  if (found.empty()) return;
+  if (found.empty()) return {};
   const kernel_drift::finding& worst = found.front();
   // "NAME\tBASELINE_US\tNOW_US": the diagnosis's finding (report/diagnosis/drift_advice.cpp).
   w.facts.emplace_back("gpu.kernel_drift", fmt::format("{}\t{:.3f}\t{:.3f}", worst.name, worst.baseline_us, worst.now_us));
-  if (std::find(live.drift_said.begin(), live.drift_said.end(), worst.name) == live.drift_said.end() &&
-      live.drift_said.size() < kernel_drift::max_names) {
-    live.drift_said.push_back(worst.name);
-    log(log_level::warn, fmt::format("the kernel {} takes {:.0f}% longer a call than in the first window it ran in "
-                                     "({:.1f} us against {:.1f} us): clocks held lower (heat, power) or larger shapes "
-                                     "(said once a kernel)",
-                                     short_kernel_name(worst.name), 100 * (worst.now_us / worst.baseline_us - 1),
-                                     worst.now_us, worst.baseline_us));
+  if (std::find(live.drift_said.begin(), live.drift_said.end(), worst.name) != live.drift_said.end() ||
+      live.drift_said.size() >= kernel_drift::max_names) {
+    return {};
   }
+  live.drift_said.push_back(worst.name);
+  return fmt::format("the kernel {} takes {:.0f}% longer a call than in the first window it ran in ({:.1f} us against "
+                     "{:.1f} us): clocks held lower (heat, power) or larger shapes (said once a kernel)",
+                     short_kernel_name(worst.name), 100 * (worst.now_us / worst.baseline_us - 1), worst.now_us,
+                     worst.baseline_us);
 }
 
 void tracer_impl::add_told_ceiling(summary& s) const {
@@ -131,7 +131,7 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
   live.live_slot = slot;
   summary w = window_of(live.live_totals);
   if (device_join* device = stats.totals.device()) w.gpu = device->take_recent();  // the steps viewed since
-  note_drift(w);
+  const std::string drift = note_drift(w);  // said once the lock is let go
   w.captures.assign(capture.done.begin() + static_cast<std::ptrdiff_t>(capture.sent), capture.done.end());
   capture.sent = capture.done.size();  // a window carries the captures that ended since the last
   if (hang_view open = open_view(); !open.threads.empty()) w.hang = std::move(open);  // what is open now
@@ -140,6 +140,7 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
   const std::uint64_t step = stats.steps_ended;
   const std::optional<rank_info> who = rank;
   lock.unlock();  // formatting and writing without the tracer lock
+  if (!drift.empty()) log(log_level::warn, drift);
   try {
     if (who && who->world_size > 1) w.node = live.node.read(who->local_rank, w.gpu.has_value() || backend_now().cuda);
     finish_window(w);
