@@ -88,7 +88,8 @@ void bind_capture(py::module_& m) {
   py::class_<capture_rule>(m, "CaptureRule")  // capture.hpp: the triggers Python's window thread weighs
       .def(py::init<std::string_view>(), py::arg("spec"))
       .def("weigh", &capture_rule::weigh, py::arg("step_p50_ms"), py::arg("step_p95_ms"), py::arg("label"),
-           py::arg("phase_share"))
+           py::arg("phase_share"), py::arg("step_max_ms") = 0.0)
+      .def_property_readonly("fired", &capture_rule::fired)
       .def("cool", &capture_rule::cool, py::arg("windows") = capture_rule::cool_down)
       .def("has", &capture_rule::has, py::arg("trigger"))
       .def_property_readonly("phase", &capture_rule::phase);
@@ -108,6 +109,11 @@ void bind_capture(py::module_& m) {
         r.path = c["path"].cast<std::string>();
         r.cost_s = c["cost_s"].cast<double>();
         r.tool = c["tool"].cast<std::string>();
+        if (c.contains("retroactive") && c["retroactive"].cast<bool>()) {
+          r.retroactive = true;
+          r.indices = c["indices"].cast<std::vector<std::uint64_t>>();
+          r.tripped = c["tripped"].cast<std::uint64_t>();
+        }
         return capture_block(r);
       },
       py::arg("record"));

@@ -25,6 +25,17 @@ void open_step_or_throw(tracer& t, const stream_arg& stream) {
 }
 }  // namespace
 
+// A retroactive capture's choice as Python names it (capture.py).
+kept_steps kept_steps_named(const std::string& which) {
+  if (which == "recent") return kept_steps::recent;
+  if (which == "window") return kept_steps::window;
+  if (which == "slowest") return kept_steps::slowest;
+  if (which == "numbered") return kept_steps::numbered;
+  if (which == "none") return kept_steps::none;
+  throw std::invalid_argument("steptrace: kept steps are 'recent', 'window', 'slowest', 'numbered' or 'none', not '" +
+                              which + "'");
+}
+
 void bind_tracer(py::module_& m) {
   py::class_<summary>(m, "Summary")
       .def("table", &summary::table)
@@ -133,7 +144,18 @@ void bind_tracer(py::module_& m) {
             return out;
           },
           py::arg("straggler"), py::arg("late"), py::arg("missing"))
-      .def("capture", &tracer::capture, py::arg("steps") = 0, py::arg("reason") = "on demand: capture()")
+      .def(
+          "capture",
+          [](tracer& t, std::uint32_t steps, const std::string& reason, const std::string& back) {
+            return t.capture(steps, reason, kept_steps_named(back));
+          },
+          py::arg("steps") = 0, py::arg("reason") = "on demand: capture()", py::arg("back") = "recent")
+      .def(
+          "capture_kept",  // the retroactive capture: which kept steps, "recent", "window", "slowest" or "numbered"
+          [](tracer& t, const std::string& reason, const std::string& which, const std::vector<std::uint64_t>& indices) {
+            return t.capture_kept(reason, kept_steps_named(which), indices);
+          },
+          py::arg("reason"), py::arg("which"), py::arg("indices") = std::vector<std::uint64_t>{})
       .def("capture_triggers_elsewhere", &tracer::capture_triggers_elsewhere)
       .def("reset", &tracer::reset)
       .def("set_rank",

@@ -10,6 +10,8 @@
 #include <utility>
 
 #include "gpu/testing.hpp"
+#include "helpers.hpp"
+#include "steptrace/steptrace.hpp"
 
 namespace steptrace::testing {
 namespace {
@@ -47,6 +49,8 @@ struct state_t {
   CUpti_CallbackId known_ids = UINT32_MAX;           // runtime ids from here on are refused (an older CUPTI)
   std::uint64_t other_records = 0;
   std::uint64_t stream_lookups = 0;
+  CUpti_TimestampCallbackFunc timestamp = nullptr;  // the clock registered last, and how many times one was
+  int timestamp_registrations = 0;
 };
 
 state_t& st() {
@@ -190,7 +194,12 @@ CUptiResult register_callbacks(CUpti_BuffersCallbackRequestFunc r, CUpti_Buffers
   st().completed = c;
   return CUPTI_SUCCESS;
 }
-CUptiResult register_timestamp(CUpti_TimestampCallbackFunc) { return CUPTI_SUCCESS; }
+CUptiResult register_timestamp(CUpti_TimestampCallbackFunc f) {
+  st().timestamp = f;
+  ++st().timestamp_registrations;
+  return CUPTI_SUCCESS;
+}
+std::uint64_t CUPTIAPI other_clock() { return 42; }  // a profiler's own timebase
 CUptiResult flush_all(uint32_t flag) {
   std::vector<fake_buffer> out;
   {
@@ -251,6 +260,8 @@ fake_gpu::fake_gpu(bool with_cupti, bool api_selection) {
     st().apis_off.clear();
     st().other_records = 0;
     st().stream_lookups = 0;
+    st().timestamp = nullptr;
+    st().timestamp_registrations = 0;
     st().requested = nullptr;
     st().completed = nullptr;
   }
@@ -373,6 +384,7 @@ std::size_t fake_gpu::buffers_held() const {
 }
 
 void fake_gpu::other_tool_starts() {
+  register_timestamp(other_clock);  // as Kineto does at each session's start
   register_callbacks(other_requested, other_completed);
   for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY}) enable(k);
 }
@@ -383,6 +395,8 @@ void fake_gpu::other_tool_stops() {
 }
 
 std::uint64_t fake_gpu::other_tool_records() const { return st().other_records; }
+int fake_gpu::timestamp_registrations() const { return st().timestamp_registrations; }
+bool fake_gpu::steptrace_clock() const { return st().timestamp != nullptr && st().timestamp != other_clock; }
 bool fake_gpu::steptrace_has_callbacks() const { return st().requested != nullptr && st().requested != other_requested; }
 int fake_gpu::kinds_enabled() const { return static_cast<int>(st().enabled.size()); }
 bool fake_gpu::kind_enabled(int kind) const { return st().enabled.count(kind) > 0; }
@@ -401,6 +415,14 @@ void fake_gpu::know_api_ids_below(CUpti_CallbackId first_unknown) {
 void fake_gpu::refuse_enable(bool on) {
   std::lock_guard<std::mutex> lock(st().mutex);
   st().refuse = on;
+}
+
+std::pair<std::uint64_t, std::uint64_t> one_step(tracer& t) {
+  scoped_step step(t);
+  scoped_phase p(t, builtin::compute);
+  const std::uint64_t begin = host_now_ns();
+  spin_for(std::chrono::microseconds(2000));
+  return {begin, host_now_ns()};
 }
 
 }  // namespace steptrace::testing

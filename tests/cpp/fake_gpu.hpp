@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <mutex>
 #include <set>
 #include <vector>
@@ -18,7 +19,16 @@
 #include "gpu/cupti_records.hpp"
 #include "gpu/driver_api.hpp"
 
+namespace steptrace {
+class tracer;
+}
+
 namespace steptrace::testing {
+
+// One step of about 2 ms of host time (`compute` spinning) on `t`; a window on the host clock, in
+// ns, stamped inside the step (its opening may start the backend, which takes a while the first
+// time): fake records placed in it fall in that step.
+std::pair<std::uint64_t, std::uint64_t> one_step(tracer& t);
 
 // Now on the host clock in ns, the clock steptrace has CUPTI stamp device records with: fake
 // records placed by it fall where the tracer's steps were.
@@ -78,6 +88,8 @@ class fake_gpu {
   void other_tool_starts();
   void other_tool_stops();
   std::uint64_t other_tool_records() const;  // records its callbacks received
+  int timestamp_registrations() const;       // cuptiActivityRegisterTimestampCallback calls, anyone's
+  bool steptrace_clock() const;              // the timestamp callback registered last is steptrace's
   bool steptrace_has_callbacks() const;      // the registered callbacks are steptrace's
   int kinds_enabled() const;
   bool kind_enabled(int kind) const;

@@ -49,6 +49,7 @@ struct STEPTRACE_API config {
   std::uint32_t capture_steps = 5;          // steps each capture records
   std::string capture_dir = "steptrace-captures";
   std::uint32_t capture_max = 3;            // captures per run at most
+  std::uint32_t capture_back = 8;           // retroactive capture: steps kept per thread and window (0: none)
   // A step open this long (seconds) is a suspected hang (hang.hpp); 0: automatic, -1: not watched.
   double hang_after_s = 0;
   // The ceiling live (ceiling.hpp): the model's FLOPs a step (0: not told), Python's `count` (FLOPs

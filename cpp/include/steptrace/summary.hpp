@@ -213,6 +213,12 @@ struct capture_record {
   std::string path;                              // the trace written
   double cost_s = 0;                             // the capture's own time (torch.profiler's, or writing it)
   std::string tool;                              // "torch.profiler" or "steptrace" (the flight recorder's records)
+  // A retroactive capture: steps kept from before the trigger (capture_back), `indices` of them
+  // (oldest first; not always in a row: a window's slowest), `tripped` the one that tripped it (the
+  // slowest; the last for a signal, a file or capture()).
+  bool retroactive = false;
+  std::vector<std::uint64_t> indices;
+  std::uint64_t tripped = 0;
 };
 
 class STEPTRACE_API summary {

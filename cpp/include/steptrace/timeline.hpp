@@ -32,6 +32,7 @@ struct timeline_device {
   double begin_ms = 0, end_ms = 0;
   std::uint64_t bytes = 0;
   bool collective = false;  // a kernel of a collective (NCCL): its end is shared by the ranks in it
+  std::string name;         // a kernel's name, where CUPTI gave one ("" otherwise)
 };
 
 struct timeline_step {

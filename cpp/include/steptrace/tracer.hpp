@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "steptrace/capture.hpp"
 #include "steptrace/config.hpp"
 #include "steptrace/detail/ring.hpp"
 #include "steptrace/export.hpp"
@@ -127,8 +128,18 @@ class STEPTRACE_API tracer {
   // block on stderr (also summary().captures, jsonl_path and the next live window). False when
   // one is already armed, or the run has had capture_max. More than 1000 steps (capture_steps'
   // bound) throws std::invalid_argument. The `capture` option's triggers arm it the same way,
-  // weighed by the collector on each live window (the view turns on with them).
-  bool capture(std::uint32_t steps = 0, std::string_view reason = "on demand: capture()");
+  // weighed by the collector on each live window (the view turns on with them). `back`: the kept
+  // steps written at once as well (capture_kept), when it arms.
+  bool capture(std::uint32_t steps = 0, std::string_view reason = "on demand: capture()",
+               kept_steps back = kept_steps::recent);
+  // The retroactive capture (capture_back): steps already recorded, chosen now and written by the
+  // collector to capture_dir as a Chrome trace with their diagnosis (a record with `retroactive`).
+  // `recent`: the last capture_back steps; `window`: the capture_back slowest counted steps of the
+  // live window that closed last and the one since; `slowest`: of the last 8 windows; `numbered`:
+  // the kept steps numbered `indices` (another rank's choice). The
+  // indices chosen, oldest first; none when capture_back is 0, none is kept, or one is being written.
+  std::vector<std::uint64_t> capture_kept(std::string_view reason, kept_steps which,
+                                          const std::vector<std::uint64_t>& indices = {});
   // For a binding that weighs the triggers itself (Python: torch.profiler, the job's store): the
   // collector never weighs them nor handles SIGUSR2; capture() still works.
   void capture_triggers_elsewhere();

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "analysis/device_view.hpp"
+#include "record/kernel_names.hpp"
 #include "steptrace/phase.hpp"
 
 namespace steptrace::detail {
@@ -38,7 +39,7 @@ void flight_recorder::configure(std::uint32_t recent, std::uint32_t slowest) {
   clear();
 }
 
-void flight_recorder::clear() { threads_.clear(); }
+void flight_recorder::clear() { std::vector<thread_log>().swap(threads_); }  // its memory too
 
 flight_recorder::thread_log& flight_recorder::log_of(std::uint32_t thread) {
   for (thread_log& l : threads_) {
@@ -67,7 +68,7 @@ void flight_recorder::on_set_aside(std::uint32_t thread, std::uint32_t id, std::
   l.set_aside_next = (l.set_aside_next + 1) % set_aside_kept;
 }
 
-void flight_recorder::keep(kept_step& into, const built_step& s, std::uint64_t length, thread_log& log) {
+void flight_recorder::keep(kept_step& into, const built_step& s, std::uint64_t length, thread_log& log) const {
   into.begin = s.begin;
   into.end = s.end;
   into.length = length;
@@ -75,6 +76,10 @@ void flight_recorder::keep(kept_step& into, const built_step& s, std::uint64_t l
   into.thread = s.thread;
   into.warmup = s.warmup;
   into.failed = s.failed;
+  into.first_of_thread = s.first_of_thread;
+  into.request = s.request;
+  into.set_aside_ticks = s.set_aside;
+  if (keep_phases_) into.phases.assign(s.phases.begin(), s.phases.end());
   into.device_known = false;
   into.spans.assign(s.spans.begin(), s.spans.end());  // reuses the slot's memory
   into.spans_dropped = s.spans_dropped;
@@ -133,7 +138,7 @@ void flight_recorder::attach_device(const device_join& join, std::uint64_t settl
 }
 
 std::uint64_t flight_recorder::kept_step::bytes() const noexcept {
-  return sizeof(kept_step) + spans.capacity() * sizeof(phase_span) + streams.capacity() * sizeof(stream_key) +
+  return sizeof(kept_step) + phases.capacity() * sizeof(phase_slice) + spans.capacity() * sizeof(phase_span) + streams.capacity() * sizeof(stream_key) +
          set_aside.capacity() * sizeof(aside) + device.capacity() * sizeof(device_record);
 }
 
@@ -145,6 +150,60 @@ std::uint64_t flight_recorder::bytes() const noexcept {
     n += (l.pending.capacity() + l.set_aside.capacity()) * sizeof(aside);
   }
   return n;
+}
+
+void flight_recorder::list(std::vector<kept_ref>& out) const {
+  out.clear();
+  for (const thread_log& l : threads_) {
+    auto add = [&](const kept_step& k) {
+      for (const kept_ref& r : out) {
+        if (r.thread == k.thread && r.index == k.index) return;
+      }
+      out.push_back({k.thread, k.index, k.length, k.end, !k.warmup && !k.failed});
+    };
+    for (const kept_step& k : l.recent) add(k);
+    for (const kept_step& k : l.slowest) add(k);
+  }
+}
+
+void flight_recorder::copy_to(flight_recorder& into, const std::vector<kept_ref>& chosen) const {
+  for (const thread_log& l : threads_) {
+    auto copy = [&](const kept_step& k) {
+      const bool wanted = std::any_of(chosen.begin(), chosen.end(), [&](const kept_ref& r) {
+        return r.thread == k.thread && r.index == k.index;
+      });
+      if (!wanted) return;
+      thread_log& to = into.log_of(k.thread);
+      const bool there = std::any_of(to.recent.begin(), to.recent.end(), [&](const kept_step& h) { return h.index == k.index; });
+      if (there || to.recent.size() >= into.recent_) return;
+      to.recent.push_back(k);
+      to.last_end = std::max(to.last_end, k.end);
+      to.next = to.recent.size() % into.recent_;
+    };
+    for (const kept_step& k : l.recent) copy(k);
+    for (const kept_step& k : l.slowest) copy(k);
+  }
+}
+
+void flight_recorder::replay(step_sink& sink) const {
+  std::vector<const kept_step*> all;
+  for (const thread_log& l : threads_) {
+    for (const kept_step& k : l.recent) all.push_back(&k);
+    for (const kept_step& k : l.slowest) all.push_back(&k);
+  }
+  std::sort(all.begin(), all.end(), [](const kept_step* a, const kept_step* b) {
+    return a->end != b->end ? a->end < b->end : a->thread < b->thread;
+  });
+  const std::vector<host_segment> no_segments;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const kept_step& k = *all[i];
+    if (i > 0 && all[i - 1]->thread == k.thread && all[i - 1]->index == k.index) continue;  // recent and slowest
+    for (const aside& a : k.set_aside) sink.on_set_aside(a.id, a.begin, a.end);
+    const built_step s{k.begin,  k.end,         k.set_aside_ticks, k.failed,        k.warmup, k.first_of_thread,
+                       k.thread, k.index,       k.phases,          no_segments,     k.streams, k.spans,
+                       k.spans_dropped, 0,      k.request};
+    sink.on_step(s);
+  }
 }
 
 void flight_recorder::fill(timeline_view& out, std::uint64_t origin, double ns_per_tick,
@@ -200,7 +259,8 @@ void flight_recorder::fill(timeline_view& out, std::uint64_t origin, double ns_p
       st.device_dropped = k.device_dropped;
       st.device.reserve(k.device.size());
       for (const device_record& r : k.device) {
-        st.device.push_back({kind_name(r), r.device, r.context, r.stream, device_ms(r.start), device_ms(r.end), r.bytes, r.nccl});
+        st.device.push_back({kind_name(r), r.device, r.context, r.stream, device_ms(r.start), device_ms(r.end), r.bytes,
+                             r.nccl, r.kind == device_activity::kernel ? kernel_name(r.name) : std::string()});
       }
     }
     std::vector<aside> recent_aside(l->set_aside.begin(), l->set_aside.end());

@@ -23,6 +23,9 @@ class flight_recorder {
 
   void configure(std::uint32_t recent, std::uint32_t slowest);
   bool enabled() const noexcept { return recent_ + slowest_ > 0; }
+  // Each kept step keeps its phase figures too, so replay() can give it to an aggregate again
+  // (the retroactive capture's recorders; the timeline's does not need them).
+  void keep_phases(bool on) noexcept { keep_phases_ = on; }
 
   void on_step(const built_step& step);
   void on_set_aside(std::uint32_t thread, std::uint32_t id, std::uint64_t begin, std::uint64_t end);
@@ -38,6 +41,21 @@ class flight_recorder {
             std::uint64_t (*to_ns)(std::uint64_t)) const;
   std::uint64_t bytes() const noexcept;
 
+  // A kept step, as selection sees it: which thread and step, how long (ticks, set-aside time
+  // out), when it ended.
+  struct kept_ref {
+    std::uint32_t thread = 0;
+    std::uint64_t index = 0, length = 0, end = 0;
+    bool counted = false;  // neither warm-up nor failed
+  };
+  void list(std::vector<kept_ref>& out) const;  // every kept step once (recent and slowest alike)
+  // The kept steps `chosen` names (thread and index) are copied into `into` as its recent steps
+  // (`into` configured to hold them all); a step already there is not copied twice.
+  void copy_to(flight_recorder& into, const std::vector<kept_ref>& chosen) const;
+  // Every kept step, oldest first, given to `sink` again as the fan-out gave it (its set-aside
+  // spans, then the step): the figures of those steps alone. Needs keep_phases.
+  void replay(step_sink& sink) const;
+
  private:
   struct aside {
     std::uint32_t id;
@@ -46,7 +64,9 @@ class flight_recorder {
   struct kept_step {
     std::uint64_t begin = 0, end = 0, length = 0, index = 0;
     std::uint32_t thread = 0;
-    bool warmup = false, failed = false, device_known = false;
+    bool warmup = false, failed = false, device_known = false, first_of_thread = false, request = false;
+    std::uint64_t set_aside_ticks = 0;
+    std::vector<phase_slice> phases;  // keep_phases only
     std::vector<phase_span> spans;
     std::uint32_t spans_dropped = 0, device_dropped = 0;
     std::vector<stream_key> streams;
@@ -66,9 +86,10 @@ class flight_recorder {
   };
   thread_log& log_of(std::uint32_t thread);
   static bool slower(const kept_step& a, const kept_step& b);
-  static void keep(kept_step& into, const built_step& s, std::uint64_t length, thread_log& log);
+  void keep(kept_step& into, const built_step& s, std::uint64_t length, thread_log& log) const;
 
   std::uint32_t recent_ = 64, slowest_ = 8;
+  bool keep_phases_ = false;
   std::vector<thread_log> threads_;
 };
 

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -69,10 +70,13 @@ std::string safe_name(std::string name) {
 
 bool tracer_impl::arm_capture(std::string reason, std::uint32_t steps) {
   if (capture.armed) return false;
-  if (capture.done.size() + (capture.writing ? 1 : 0) >= cfg.capture_max) {  // one being written counts
+  // Forward captures count, one being written too; the retroactive ones come with them.
+  const std::size_t done = static_cast<std::size_t>(std::count_if(
+      capture.done.begin(), capture.done.end(), [](const capture_record& c) { return !c.retroactive; }));
+  if (done + (capture.writing && !capture.back_chosen.writing ? 1 : 0) >= cfg.capture_max) {
     if (!capture.said_limit) {
       capture.said_limit = true;
-      log(log_level::warn, "capture: " + reason + ", but this run has had its " + std::to_string(capture.done.size()) +
+      log(log_level::warn, "capture: " + reason + ", but this run has had its " + std::to_string(done) +
                                " captures (capture_max)");
     }
     return false;
@@ -124,7 +128,8 @@ std::string tracer_impl::weigh_capture(const summary& w) {
   if (!capture.rule->phase().empty()) {
     if (const phase_stats* p = w.phase(capture.rule->phase())) share = p->share;
   }
-  return capture.rule->weigh(w.steps ? w.step_ms.p50 : 0, w.steps ? w.step_ms.p95 : 0, w.diag.label, share);
+  return capture.rule->weigh(w.steps ? w.step_ms.p50 : 0, w.steps ? w.step_ms.p95 : 0, w.diag.label, share,
+                             w.steps ? w.step_ms.max : 0);
 }
 
 void tracer_impl::capture_configured() {
@@ -138,8 +143,9 @@ void tracer_impl::capture_tick(std::unique_lock<std::mutex>& lock, bool last) {
   // Only a tracer that asked for it takes the signal: another tracer in the process (the default
   // one, a library's) must not take it first and arm a capture no one asked of it.
   if (capture.rule && capture.rule->has("signal") && signalled.exchange(false, std::memory_order_relaxed)) {
-    arm_capture("signal SIGUSR2", 0);
+    if (arm_capture("signal SIGUSR2", 0)) arm_back("signal SIGUSR2", kept_steps::recent, {});
   }
+  back_tick(lock, last);  // the kept steps a trigger chose, before the forward capture's
   if (!capture.armed) return;
   const bool device = stats.totals.device() != nullptr;
   const auto now = std::chrono::steady_clock::now();
@@ -166,12 +172,22 @@ void tracer_impl::capture_tick(std::unique_lock<std::mutex>& lock, bool last) {
   capture.kept.fill(s.timeline, stats.totals.run_begin(), host_clock::ns_per_tick(), &host_clock::to_monotonic_ns);
   s.facts = facts;
   s.rank = rank;
+  capture.armed = false;
+  for (auto& t : threads) t->builder.keep_spans(spans_wanted());
+  if (reqs.requests) reqs.requests->keep_spans(spans_wanted());
+  write_capture(lock, record, s, "step" + std::to_string(record.first_step), started);
+  if (capture.rule) capture.rule->cool();
+}
+
+bool tracer_impl::write_capture(std::unique_lock<std::mutex>& lock, capture_record& record, summary& s,
+                                const std::string& name, std::chrono::steady_clock::time_point started) {
   const std::string folder = cfg.capture_dir.empty() ? "." : cfg.capture_dir;
   const std::string jsonl = cfg.jsonl_path;
-  capture.armed = false;
+  std::string program;  // the run's name as the program gave it (Python: its script's), else the process's
+  for (const auto& [key, value] : facts) {
+    if (key == "run.program") program = value;
+  }
   capture.writing = true;
-  for (auto& t : threads) t->builder.keep_spans(stats.timeline.enabled());
-  if (reqs.requests) reqs.requests->keep_spans(stats.timeline.enabled());
   lock.unlock();  // the diagnosis, the trace and the files without the tracer lock
   try {
     finish_window(s);
@@ -179,9 +195,9 @@ void tracer_impl::capture_tick(std::unique_lock<std::mutex>& lock, bool last) {
     record.evidence = s.diag.evidence;
     record.advice = s.diag.advice.empty() ? "" : s.diag.advice.front();
     ::mkdir(folder.c_str(), 0777);  // one level, as the other path options; an error shows at the write
-    record.path = folder + "/" + safe_name(program_invocation_short_name ? program_invocation_short_name : "run") +
-                  "-rank" + std::to_string(record.rank) + "-step" + std::to_string(record.first_step) + "-pid" +
-                  std::to_string(::getpid()) + ".trace.json";  // unique to the process: runs may share a folder
+    record.path = folder + "/" + safe_name(program.empty() ? program_invocation_short_name ? program_invocation_short_name : "run" : program) +
+                  "-rank" + std::to_string(record.rank) + "-" + name + "-pid" + std::to_string(::getpid()) +
+                  ".trace.json";  // unique to the process: runs may share a folder
     write_file(record.path, s.trace());
     record.cost_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     write_stderr(capture_block(record));
@@ -195,25 +211,44 @@ void tracer_impl::capture_tick(std::unique_lock<std::mutex>& lock, bool last) {
                               (record.path.empty() ? "" : "could not write " + record.path + ": ") + e.what());
     lock.lock();
     capture.writing = false;
-    if (capture.rule) capture.rule->cool();
-    return;
+    return false;
   }
   lock.lock();
   capture.writing = false;
-  capture.done.push_back(std::move(record));
-  if (capture.rule) capture.rule->cool();
+  capture.done.push_back(record);
+  return true;
 }
 
 }  // namespace detail
 
-bool tracer::capture(std::uint32_t steps, std::string_view reason) {
+bool tracer::capture(std::uint32_t steps, std::string_view reason, kept_steps back) {
   if (steps > max_capture_steps) {
     throw std::invalid_argument("steptrace: capture takes 1 to " + std::to_string(max_capture_steps) +
                                 " steps (as the capture_steps option), not " + std::to_string(steps));
   }
   if (impl_->forked.load()) return false;
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  return impl_->arm_capture(std::string(reason), steps);
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    if (!impl_->arm_capture(std::string(reason), steps)) return false;
+    if (back == kept_steps::none || back == kept_steps::numbered) return true;
+    impl_->drain_all_locked();  // the steps ended so far are kept before the choice
+    if (impl_->arm_back(std::string(reason), back, {}).empty()) return true;
+  }
+  impl_->wake.notify_one();
+  return true;
+}
+
+std::vector<std::uint64_t> tracer::capture_kept(std::string_view reason, kept_steps which,
+                                                const std::vector<std::uint64_t>& indices) {
+  if (impl_->forked.load() || which == kept_steps::none) return {};
+  std::vector<std::uint64_t> chosen;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->drain_all_locked();  // the steps ended so far are kept before the choice
+    chosen = impl_->arm_back(std::string(reason), which, indices);
+  }
+  if (!chosen.empty()) impl_->wake.notify_one();
+  return chosen;
 }
 
 void tracer::capture_triggers_elsewhere() {

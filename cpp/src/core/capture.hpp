@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analysis/aggregate.hpp"
+#include "analysis/back_ring.hpp"
 #include "analysis/flight_recorder.hpp"
 #include "steptrace/capture.hpp"
 
@@ -19,6 +20,10 @@ namespace steptrace::detail {
 
 // A name as part of a file name: letters, digits, `-`, `_` and `.`, the rest `_` ("run" if empty).
 std::string safe_name(std::string name);
+
+// The kept steps a trigger's retroactive capture writes: a window's trigger (slow, stall, label,
+// phase), the window's slowest; one from outside the loop's figures (file, signal), the last ones.
+kept_steps back_choice(const capture_rule& rule);
 
 struct capture_state {  // under tracer_impl::mutex
   // The triggers, weighed by the collector on each live window: a C++ program's. The Python
@@ -35,6 +40,18 @@ struct capture_state {  // under tracer_impl::mutex
   std::chrono::steady_clock::time_point complete_at{};
   flight_recorder kept;  // those steps' raw intervals
   aggregate totals;      // and their figures, for the diagnosis of those steps alone
+
+  // The retroactive capture: the ring of kept steps (capture_back), and the steps chosen from it
+  // when a trigger fired, waiting for the collector to write them.
+  back_ring back;
+  struct {
+    bool pending = false, writing = false;
+    std::string reason;
+    std::vector<std::uint64_t> indices;
+    std::uint64_t lead = 0;
+    std::chrono::steady_clock::time_point armed_at{};
+    flight_recorder steps;
+  } back_chosen;
 
   std::vector<capture_record> done;
   bool writing = false;  // a capture's files are being written (the lock let go): it counts toward capture_max

@@ -95,6 +95,7 @@ class step_fanout final : public step_sink {
     if (windows_) impl_.live.window_totals.on_step(s);
     if (live_) impl_.live.live_totals.on_step(s);
     impl_.stats.timeline.on_step(s);
+    impl_.capture.back.on_step(s);
     if (impl_.capture.armed) impl_.capture_step(s);
     ++impl_.stats.steps_ended;
   }
@@ -108,6 +109,7 @@ class step_fanout final : public step_sink {
     if (windows_) impl_.live.window_totals.on_set_aside(id, begin, end);
     if (live_) impl_.live.live_totals.on_set_aside(id, begin, end);
     impl_.stats.timeline.on_set_aside(thread_, id, begin, end);
+    impl_.capture.back.on_set_aside(thread_, id, begin, end);
     if (impl_.capture.armed) impl_.capture_set_aside(thread_, id, begin, end);
   }
 
@@ -155,7 +157,7 @@ step_builder& tracer_impl::request_builder() {
     reqs.requests = std::make_unique<step_builder>(cfg.warmup_steps, next_thread++);
     reqs.requests->set_requests(true);
     reqs.requests->keep_segments(stats.totals.device() != nullptr);
-    reqs.requests->keep_spans(stats.timeline.enabled());
+    reqs.requests->keep_spans(spans_wanted());
   }
   return *reqs.requests;
 }
@@ -294,6 +296,7 @@ void tracer_impl::read_device(device_flush how) {
   const std::uint64_t before = how == device_flush::forced ? UINT64_MAX : (settled > 1'000'000'000 ? settled - 1'000'000'000 : 0);
   device->join(before);
   stats.timeline.attach_device(*device, before, &host_clock::to_monotonic_ns);
+  capture.back.attach_device(*device, before, &host_clock::to_monotonic_ns);
   capture_device(*device, before);
 }
 

@@ -43,7 +43,7 @@ std::uint32_t parse_uint(std::string_view v, std::uint32_t max) {
 const char* bool_text(bool b) { return b ? "1" : "0"; }
 
 // The capture triggers: comma-separated, each `slow` or `slow=F` (F > 1: a window's step p95 and p50 over
-// F times the run's baseline), `label`, `straggler`, `phase=NAME>SHARE`, `signal` (SIGUSR2) or
+// F times the run's baseline), `stall` or `stall=F` (one step over F times the baseline p50), `label`, `straggler`, `phase=NAME>SHARE`, `signal` (SIGUSR2) or
 // `file=PATH` (a file touched there).
 // What each does is capture_rule's (core/capture_rule.cpp) and, for straggler and signal in Python,
 // steptrace/_capture.py's; here only which words are known.
@@ -60,7 +60,7 @@ std::string parse_capture(std::string_view v) {
     const std::size_t eq = item.find('=');
     const std::string_view word = item.substr(0, eq), arg = eq == std::string_view::npos ? "" : item.substr(eq + 1);
     bool ok = false;
-    if (word == "slow") {
+    if (word == "slow" || word == "stall") {
       char* end = nullptr;
       const std::string number(arg);
       const double f = arg.empty() ? 2.0 : std::strtod(number.c_str(), &end);
@@ -79,7 +79,8 @@ std::string parse_capture(std::string_view v) {
            end != nullptr && *end == '\0' && f > 0 && f < 1;
     }
     if (!ok) {
-      throw std::invalid_argument("expected triggers separated by commas: slow, slow=F (F > 1), label, straggler, "
+      throw std::invalid_argument("expected triggers separated by commas: slow, slow=F (F > 1), stall, stall=F "
+                                  "(F > 1), label, straggler, "
                                   "phase=NAME>SHARE (a built-in phase, 0 < SHARE < 1), signal, file=PATH; not '" +
                                   shown(item) + "'");
     }
@@ -231,7 +232,8 @@ const std::vector<option>& options() {
         "capture on trouble: a trace of the next capture_steps steps, diagnosed alone (torch.profiler's where "
         "the program imported torch, else steptrace's own records of them), when a "
         "trigger fires: `slow` (a window's step p95 and p50 over 2x the run's baselines; `slow=1.5` sets the factor), "
-        "`label` (the live label changes and holds two windows), `straggler` (under torch.distributed: the live "
+        "`stall` (one step of a window over 5x the baseline p50 and 100 ms past it, the window's p50 not slow: a "
+        "one-off; `stall=F` sets the factor), `label` (the live label changes and holds two windows), `straggler` (under torch.distributed: the live "
         "rank windows name a new straggler, captured with the median rank on the same steps), "
         "`phase=input>0.3` (a built-in phase's share of the step crosses the bound), `signal` (SIGUSR2), "
         "`file=PATH` (a file touched there); comma-separated "
@@ -254,6 +256,13 @@ const std::vector<option>& options() {
         "captures per run at most (at most 100); after each, the next trigger waits 3 windows"},
        [](config& c, std::string_view v) { c.capture_max = parse_uint(v, 100); },
        [](const config& c) { return std::to_string(c.capture_max); }},
+      {{"capture_back", "STEPTRACE_CAPTURE_BACK", false, "uint", "8",
+        "retroactive capture: each thread's last this many steps and each of its last 8 windows' this many slowest "
+        "are kept whole (at most 64; 0: none); when a trigger fires, the steps that tripped it (a window's "
+        "trigger: its slowest; a file, a signal, capture(): the last) are written at once to capture_dir as "
+        "`<run>-rank<r>-back-step<s>-pid<p>.trace.json`, before the forward capture"},
+       [](config& c, std::string_view v) { c.capture_back = parse_uint(v, 64); },
+       [](const config& c) { return std::to_string(c.capture_back); }},
       {{"hang_after", "STEPTRACE_HANG_AFTER", false, "seconds", "auto",
         "a step open this many seconds is a suspected hang: its report (every thread's open phases and "
         "stack, the last collectives) goes to stderr, `jsonl_path` and `capture_dir`, once a hang; `auto`: "

@@ -137,7 +137,7 @@ thread_state* tracer_impl::attach_thread() {
   }
   threads.push_back(std::make_unique<thread_state>(cfg.ring_records, cfg.warmup_steps, index));
   threads.back()->builder.keep_segments(stats.totals.device() != nullptr);
-  threads.back()->builder.keep_spans(stats.timeline.enabled());
+  threads.back()->builder.keep_spans(spans_wanted());
   start_collector();
   return threads.back().get();
 }

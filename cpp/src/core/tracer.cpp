@@ -87,13 +87,14 @@ void tracer::configure(const config& cfg) {
   impl_->cfg = cfg;
   if (capture_changed) impl_->capture_configured();
   impl_->stats.timeline.configure(cfg.timeline_recent, cfg.timeline_slowest);
+  impl_->capture.back.configure(cfg.capture_back);
   for (auto& t : impl_->threads) {
     t->builder.set_warmup(cfg.warmup_steps);
-    t->builder.keep_spans(impl_->stats.timeline.enabled());
+    t->builder.keep_spans(impl_->spans_wanted());
   }
   if (impl_->reqs.requests) {
     impl_->reqs.requests->set_warmup(cfg.warmup_steps);
-    impl_->reqs.requests->keep_spans(impl_->stats.timeline.enabled());
+    impl_->reqs.requests->keep_spans(impl_->spans_wanted());
   }
   const bool inline_path = host_clock::uses_tsc() && !detail::nvtx_requested();
   mode_.store(!cfg.enabled || impl_->env_disabled ? mode::off : inline_path ? mode::bound : mode::unbound,
@@ -222,6 +223,9 @@ summary tracer::collect_summary(bool shown) const {
     out.facts.emplace_back("cupti.kernels_without_launch",
                            std::to_string(now.kernels_without_launch - device_base.kernels_without_launch));
     out.gpu->dropped_records += now.dropped - device_base.dropped;  // CUPTI's, beside those the store let go unread
+    if (now.bad_clock > device_base.bad_clock) {  // left out for times no work could have had (docs/gpu.md)
+      out.facts.emplace_back("cupti.records_bad_clock", std::to_string(now.bad_clock - device_base.bad_clock));
+    }
   }
   if (behind_ms > 0 && still_running == 0) {  // the host ran ahead: work after the last step is in no step
     out.facts.emplace_back("gpu.behind_at_summary_ms", fmt::format("{:.1f}", behind_ms));

@@ -168,6 +168,17 @@ class tracer_impl {
   // The collector, each pass: SIGUSR2, and a capture that has its steps written and said (the
   // lock let go meanwhile). `last`: the run ends; a capture with steps is written with those.
   void capture_tick(std::unique_lock<std::mutex>& lock, bool last = false);
+  // capture_back.cpp: the retroactive capture. arm_back chooses the kept steps to write now (their
+  // indices; none when capture_back is 0, nothing is kept, or one is being written); back_tick, on
+  // the collector, writes them once their device records are in.
+  std::vector<std::uint64_t> arm_back(std::string reason, kept_steps which, const std::vector<std::uint64_t>& indices);
+  void back_tick(std::unique_lock<std::mutex>& lock, bool last);
+  // Writes a capture's summary as a Chrome trace, says its block and appends it to the JSONL, the
+  // lock let go meanwhile; `name`: the file name's step part. False when it could not.
+  bool write_capture(std::unique_lock<std::mutex>& lock, capture_record& record, summary& s, const std::string& name,
+                     std::chrono::steady_clock::time_point started);
+  // Builders keep phase calls: for the timeline, the retroactive ring or a capture armed.
+  bool spans_wanted() const noexcept { return stats.timeline.enabled() || capture.back.steps() > 0 || capture.armed; }
 
   std::thread collector;
   int collector_pid = 0;

@@ -160,10 +160,11 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
     log(log_level::error, std::string("live view: ") + e.what());
   }
   lock.lock();
-  if (!last) {  // the rule, once a window: it arms a capture from the next step
-    const std::string reason = weigh_capture(w);
-    if (!reason.empty()) arm_capture(reason, 0);
+  if (!last) {  // the rule, once a window: it arms a capture from the next step, and the kept steps
+    const std::string reason = weigh_capture(w);  // that tripped it are written at once
+    if (!reason.empty() && arm_capture(reason, 0)) arm_back(reason, back_choice(*capture.rule), {});
   }
+  capture.back.next_window();
   if (live.listening && !live.listening_stopped) {
     if (live.queued.size() == tracer::queued_windows) {  // the listener fell behind: it loses the oldest
       live.queued.pop_front();

@@ -2,12 +2,14 @@
 // activity.hpp.
 #include "gpu/activity.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <iterator>
 #include <mutex>
 #include <vector>
 
+#include "base/log.hpp"
 #include "gpu/cupti_decode.hpp"
 #include "gpu/launch_match.hpp"
 #include "record/clock.hpp"
@@ -106,6 +108,39 @@ std::string result_text(const cupti_functions& api, CUptiResult r) {
 // CUPTI stamps device activity with this: the same clock as every host record, in ns.
 std::uint64_t CUPTIAPI host_timestamp() { return host_clock::to_monotonic_ns(host_clock::now()); }
 
+// When collection last began (host ns): no record of work can start before it.
+std::atomic<std::uint64_t> g_enabled_at{0};
+
+// A record CUPTI stamped on another clock: after a timestamp callback is registered again (each
+// hand-back from torch.profiler, whose Kineto registers its own), CUPTI was seen to give the first
+// kernel records of a session times off by ~1e14 ns, its own clock's, while their launch calls'
+// records stayed right (pytorch issue #192021). Such a record is left out and counted: work that
+// started before collection began, that ends after its buffer came back, or a kernel that started
+// before its own launch call. The slacks cover clock conversion and reading jitter, never a wrong
+// clock: a second against the host's clock, a millisecond against the launch call's.
+constexpr std::uint64_t clock_slack_ns = 1'000'000'000, launch_slack_ns = 1'000'000;
+bool impossible_time(const device_record& r, std::uint64_t enabled_at, std::uint64_t now) {
+  if (r.start == 0 && r.end == 0) return false;  // no time at all: incomplete, counted apart
+  if (r.start + clock_slack_ns < enabled_at || r.end > now + clock_slack_ns || r.end < r.start) return true;
+  return r.kind == device_activity::kernel && r.launched != 0 && r.start + launch_slack_ns < r.launched;
+}
+
+// Leaves out of `records` those with impossible times; how many.
+std::uint64_t drop_bad_clock(std::vector<device_record>& records) {
+  const std::uint64_t now = host_timestamp(), enabled_at = g_enabled_at.load(std::memory_order_relaxed);
+  const auto good_end = std::remove_if(records.begin(), records.end(),
+                                       [&](const device_record& r) { return impossible_time(r, enabled_at, now); });
+  const auto bad = static_cast<std::uint64_t>(records.end() - good_end);
+  records.erase(good_end, records.end());
+  static std::atomic<bool> said{false};
+  if (bad > 0 && !said.exchange(true)) {
+    log(log_level::warn, "CUPTI gave " + std::to_string(bad) + " device record" + (bad == 1 ? "" : "s") +
+                             " stamped on another clock (a profiler's timestamp callback registered again?): left "
+                             "out, and counted in the fact cupti.records_bad_clock");
+  }
+  return bad;
+}
+
 // Kernels wait for their launch calls' records here (they come in other buffers, in either order).
 std::mutex g_launch_mutex;  // buffer_completed runs on CUPTI's thread and on flushing threads
 launch_matcher g_launches;
@@ -137,9 +172,10 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uin
     std::lock_guard<std::mutex> lock(g_launch_mutex);
     g_launches.take(decoded, host_timestamp(), records);
   }
+  const std::uint64_t bad_clock = drop_bad_clock(records);
   std::size_t dropped = 0;
   if (api->dropped_records) api->dropped_records(context, stream, &dropped);
-  store->add(records, incomplete, dropped);
+  store->add(records, incomplete, dropped, bad_clock);
   store->give_back(buffer);
 }
 
@@ -149,6 +185,8 @@ std::string start_activity(const cupti_functions& api, record_store& store) {
   g_api.store(&api, std::memory_order_release);
   g_store.store(&store, std::memory_order_release);
   host_clock::ns_per_tick();  // fix the tick scale before CUPTI takes its first timestamp
+  g_enabled_at.store(host_timestamp(), std::memory_order_relaxed);
+  // Registered at each start: after a hand-over the callback is the other tool's, on its clock.
   if (CUptiResult r = api.register_timestamp(&host_timestamp); r != CUPTI_SUCCESS) return result_text(api, r);
   if (CUptiResult r = api.register_callbacks(&buffer_requested, &buffer_completed); r != CUPTI_SUCCESS) {
     return "CUPTI refused steptrace (" + result_text(api, r) + "); another profiler may hold it";
@@ -197,7 +235,8 @@ void release_waiting_kernels(bool all) {
     if (g_launches.waiting() == 0) return;
     g_launches.release(host_timestamp(), all, records);
   }
-  if (!records.empty()) store->add(records, 0, 0);
+  const std::uint64_t bad_clock = drop_bad_clock(records);
+  if (!records.empty() || bad_clock > 0) store->add(records, 0, 0, bad_clock);
 }
 
 }  // namespace steptrace::detail

@@ -245,7 +245,7 @@ device_counts device_record_counts() {
   if (state().forked_child) return {};
   const record_store::counts_t c = state().store->counts();
   const launch_counts_t l = launch_counts();
-  return {c.incomplete, c.dropped, l.launches, l.unmatched};
+  return {c.incomplete, c.dropped, l.launches, l.unmatched, c.bad_clock};
 }
 
 void use_gpu_tables_for_testing(const cuda_driver& driver, const cupti_functions* cupti) {

@@ -49,6 +49,8 @@ void read_device_records(std::uint64_t& cursor, std::vector<device_record>& out,
 struct device_counts {
   std::uint64_t incomplete = 0, dropped = 0;
   std::uint64_t launches = 0, kernels_without_launch = 0;  // launch-call records; kernels none matched
+  std::uint64_t bad_clock = 0;  // records left out: stamped before collection began, after they came, or
+                                // (a kernel) before its own launch call (activity.cpp)
 };
 device_counts device_record_counts();
 

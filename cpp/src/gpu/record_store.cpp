@@ -43,10 +43,12 @@ std::size_t record_store::buffers_made() const {
   return all_.size();
 }
 
-void record_store::add(const std::vector<device_record>& records, std::uint64_t incomplete, std::uint64_t dropped) {
+void record_store::add(const std::vector<device_record>& records, std::uint64_t incomplete, std::uint64_t dropped,
+                       std::uint64_t bad_clock) {
   std::lock_guard<std::mutex> lock(mutex_);
   counts_.incomplete += incomplete;
   counts_.dropped += dropped;
+  counts_.bad_clock += bad_clock;
   records_.insert(records_.end(), records.begin(), records.end());
   while (records_.size() > max_records_) {  // the oldest go; a reader that had not read them counts them lost
     records_.pop_front();

@@ -40,8 +40,10 @@ class record_store {
   std::size_t buffers_made() const;
 
   // Records of one completed buffer, in arrival order; `incomplete`: records flushed before
-  // they finished; `dropped`: records CUPTI could not store. The oldest records go past the cap.
-  void add(const std::vector<device_record>& records, std::uint64_t incomplete, std::uint64_t dropped);
+  // they finished; `dropped`: records CUPTI could not store; `bad_clock`: records left out for times
+  // no work could have had (activity.cpp). The oldest records go past the cap.
+  void add(const std::vector<device_record>& records, std::uint64_t incomplete, std::uint64_t dropped,
+           std::uint64_t bad_clock = 0);
 
   // The sequence number after the newest record: a reader starting here sees only what follows.
   std::uint64_t end() const;
@@ -51,7 +53,7 @@ class record_store {
   // Since the process started: records flushed unfinished, and records CUPTI dropped. A reader
   // that starts later keeps the value at its start and reports the difference.
   struct counts_t {
-    std::uint64_t incomplete = 0, dropped = 0;
+    std::uint64_t incomplete = 0, dropped = 0, bad_clock = 0;
   };
   counts_t counts() const;
 

@@ -166,7 +166,7 @@ void add_trace_events(const rank_tracks& tracks, const std::vector<const timelin
         e = slice(d.kind, "sync", at(d.begin_ms), at(d.end_ms), device_pid, sync_track + d.context);
       } else {
         note(streams, std::make_pair(d.context, d.stream));
-        e = slice(d.kind, d.collective ? "device,collective" : "device", at(d.begin_ms), at(d.end_ms), device_pid,
+        e = slice(d.name.empty() ? d.kind : d.name, d.collective ? "device,collective" : "device", at(d.begin_ms), at(d.end_ms), device_pid,
                   d.context * 65536u + d.stream);
         if (d.kind != "sync") busy.push_back({std::max(d.begin_ms, s.begin_ms), std::min(d.end_ms, s.end_ms)});
       }

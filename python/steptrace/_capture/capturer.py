@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Optional, Set
 from .. import _core
 from .._profiler import annotate as _annotate
 from .._common import log as _log
-from .files import CaptureWriteError, own_folder, write_trace
+from .files import CaptureWriteError, own_folder, run_name, write_trace
 from .plans import COOL_DOWN, PLAN_KEY, StragglerPlans  # noqa: F401  (PLAN_KEY: the tests' name for it)
 
 MAX_STEPS = 1000  # the most steps a capture takes: the capture_steps option's bound (core/config.cpp)
@@ -63,6 +63,9 @@ class Capturer(StragglerPlans):
         self._plan_cool = 0  # rank 0: windows before the next plan
         self._plan_seen = 0  # the last plan this rank read
         self._index: Optional[int] = None  # the index of the step beginning, while a capture waits for one
+        self.kept: List[int] = []  # the kept steps the last request wrote (the retroactive capture)
+        self._kept_wait: Optional[Dict[str, Any]] = None  # a median rank: the straggler's kept steps, awaited
+        self._kept_told: Set[str] = set()  # rank 0: the kept steps each rank wrote, said once
 
     @property
     def _tracer(self) -> Any:
@@ -121,9 +124,10 @@ class Capturer(StragglerPlans):
                 return
             share = window.get(f"{rule.phase}_share") if rule.phase else None
             reason = rule.weigh(window.get("step_p50_ms") or 0.0, window.get("step_p95_ms") or 0.0,
-                                window.get("label") or "", float("nan") if share is None else float(share))
-            if reason:
-                self.request(reason)
+                                window.get("label") or "", float("nan") if share is None else float(share),
+                                window.get("step_max_ms") or 0.0)
+            if reason:  # a window's trigger: the window's slowest steps were what tripped it; a file, the last
+                self.request(reason, back="recent" if rule.fired == "file" else "window")
         if self._has("straggler"):
             try:
                 self._job_window(window)
@@ -139,9 +143,12 @@ class Capturer(StragglerPlans):
         if self._rule is not None:
             self._rule.cool(windows)
 
-    def request(self, reason: str, steps: Optional[int] = None, at: Optional[int] = None) -> bool:
+    def request(self, reason: str, steps: Optional[int] = None, at: Optional[int] = None,
+                back: str = "recent") -> bool:
         """Arms a capture of ``steps`` steps (capture_steps) from the next step's start (or from
-        step ``at``, as the loop counts from 0): whether it did."""
+        step ``at``, as the loop counts from 0): whether it did. First the kept steps ``back`` names
+        (the core's ring, capture_back: "recent", "window", "slowest" or "none") are written at once: the
+        retroactive capture, of the steps that tripped the trigger."""
         with self._lock:
             if self._pending or self._running:
                 return False
@@ -154,8 +161,9 @@ class Capturer(StragglerPlans):
             if not 1 <= n <= MAX_STEPS:
                 raise ValueError(f"steptrace: capture(steps=...) takes 1 to {MAX_STEPS} steps (as the capture_steps "
                                  f"option), not {steps!r}")
+            self._tracer._core.set_fact("run.program", run_name())  # the core's capture files named as Python's
             if _torch_absent():  # a process without torch: the core's own capture, from now
-                return bool(self._tracer._core.capture(n, reason))
+                return bool(self._tracer._core.capture(n, reason, back))
             try:  # a folder that is not the user's is refused now, before torch.profiler runs for nothing
                 own_folder(self._tracer.options()["capture_dir"] or ".")
             except CaptureWriteError as e:
@@ -166,7 +174,9 @@ class Capturer(StragglerPlans):
             self._pending = {"reason": reason, "steps": n, "at": at}
             self._index = None
             _annotate.arm(self._at_step)
-            return True
+        # Written by the core's collector and said there; the steps chosen, for the other ranks.
+        self.kept = list(self._tracer._core.capture_kept(reason, back)) if back != "none" else []
+        return True
 
     # -- the capture, on the loop's thread --------------------------------------------------
 
@@ -204,7 +214,7 @@ class Capturer(StragglerPlans):
     def _start(self, pending: Dict[str, Any]) -> None:
         if sys.modules.get("torch") is None:  # the program has not imported torch: the core's capture, from this step
             _annotate.disarm()
-            self._tracer._core.capture(pending["steps"], pending["reason"])
+            self._tracer._core.capture(pending["steps"], pending["reason"], "none")  # the kept steps went at the request
             return
         if _annotate.active:  # another torch.profiler session holds the process's profiler
             if not self._said_busy:

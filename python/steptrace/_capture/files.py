@@ -18,13 +18,8 @@ def write_trace(prof: Any, capture_dir: str, rank: int, first: int) -> str:
     ``<run>-rank<r>-step<s>-pid<p>.pt.trace.json.gz`` and returns its path; raises
     CaptureWriteError, leaving nothing, when it cannot."""
     folder = own_folder(capture_dir)
-    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else "run"
-    run = os.path.splitext(os.path.basename(script))[0]
-    if run == "__main__":  # python -m package: the package's name
-        run = os.path.basename(os.path.dirname(script))
-    run = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in run) or "run"
     # The process id makes the name unique: two runs sharing a folder each keep their capture.
-    path = os.path.join(folder, f"{run}-rank{rank}-step{first}-pid{os.getpid()}.pt.trace.json.gz")
+    path = os.path.join(folder, f"{run_name()}-rank{rank}-step{first}-pid{os.getpid()}.pt.trace.json.gz")
     # torch.profiler writes its own temporary files beside the name it is given, following
     # links: it is given a name in a folder made new, that only this user can write (0700),
     # and the gzip is renamed from there into place whole (a rename replaces a link, never
@@ -43,6 +38,16 @@ def write_trace(prof: Any, capture_dir: str, rank: int, first: int) -> str:
     finally:
         shutil.rmtree(private, ignore_errors=True)
     return path
+
+
+def run_name() -> str:
+    """The run's name in capture file names: its script's (a package's for ``python -m``). The
+    core's own captures (the kept steps) take it from the fact ``run.program``."""
+    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else "run"
+    run = os.path.splitext(os.path.basename(script))[0]
+    if run == "__main__":  # python -m package: the package's name
+        run = os.path.basename(os.path.dirname(script))
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in run) or "run"
 
 
 def _whole(raw: str) -> None:

@@ -7,7 +7,7 @@ reach is let go, so it blocks no later capture."""
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from .. import _core
 from .._common import log as _log
@@ -68,9 +68,52 @@ class StragglerPlans:
             elif plan["id"] != self._plan_seen:
                 self._plan_seen = plan["id"]
                 if job.rank in plan["ranks"]:
-                    role = "the straggler" if job.rank == plan["ranks"][0] else "a median rank, for contrast"
-                    self.request(f"{plan['reason']}; rank {job.rank} is {role}", at=plan["step"])
+                    straggler = job.rank == plan["ranks"][0]
+                    role = "the straggler" if straggler else "a median rank, for contrast"
+                    reason = f"{plan['reason']}; rank {job.rank} is {role}"
+                    # The straggler writes its slowest kept steps, and names them in the store; a
+                    # median rank writes the same step numbers once they are there.
+                    armed = self.request(reason, at=plan["step"], back="slowest" if straggler else "none")
+                    if straggler and armed and self.kept:
+                        job.store.set(_kept_key(plan["id"], job.rank), json.dumps(self.kept))
+                    elif not straggler:
+                        self._kept_wait = {"id": plan["id"], "from": plan["ranks"][0], "reason": reason, "windows": 0}
+        self._kept_steps(job)
         self._expire(window)
+
+    def _kept_steps(self, job: Any) -> None:
+        """A median rank writes the steps the straggler kept (a retroactive capture of the same step
+        numbers); rank 0 says, once each, which kept steps each rank wrote."""
+        wait = self._kept_wait
+        if wait is not None:
+            key = _kept_key(wait["id"], wait["from"])
+            if job.store.check([key]):
+                self._kept_wait = None
+                steps = _indices(job.store.get(key))
+                chosen = list(self._tracer._core.capture_kept(wait["reason"], "numbered", steps)) if steps else []
+                if chosen:
+                    job.store.set(_kept_key(wait["id"], job.rank), json.dumps(chosen))
+                else:
+                    _log.say(f"capture: {wait['reason']}, but this rank no longer kept steps {steps} (capture_back)")
+            else:
+                wait["windows"] += 1
+                if wait["windows"] > PLAN_WAIT:
+                    self._kept_wait = None
+        if job.rank != 0 or self._planned == 0 or not job.store.check([PLAN_KEY]):
+            return
+        plan = _plan(job.store.get(PLAN_KEY))
+        if plan is None:
+            return
+        for r in plan["ranks"]:
+            key = _kept_key(plan["id"], r)
+            if key in self._kept_told or not job.store.check([key]):
+                continue
+            self._kept_told.add(key)
+            steps = _indices(job.store.get(key)) or []
+            role = "the straggler" if r == plan["ranks"][0] else "the median rank"
+            folder = self._tracer.options()["capture_dir"] or "."
+            _log.say(f"capture: rank {r} ({role}) wrote its kept steps {', '.join(map(str, steps))} from before the "
+                     f"trigger: {folder}/*-rank{r}-back-step*.trace.json")
 
     def _expire(self, window: Dict[str, Any]) -> None:
         """A plan's capture waits for its step; one whose step this rank has not reached
@@ -86,6 +129,21 @@ class StragglerPlans:
             _annotate.disarm()
         _log.say(f"capture: {pending['reason']}, but this rank did not reach step {pending['at']} within "
                  f"{PLAN_WAIT} windows: let go")
+
+
+def _kept_key(plan_id: int, rank: int) -> str:
+    """Where a rank named by plan ``plan_id`` puts the kept steps it wrote."""
+    return f"{PLAN_KEY}/{plan_id}/kept/{rank}"
+
+
+def _indices(text: Any) -> Optional[List[int]]:
+    """Step numbers read from the store, or None when they are not a list of them."""
+    try:
+        steps = json.loads(text)
+    except (ValueError, TypeError):
+        return None
+    ok = isinstance(steps, list) and len(steps) <= 1000 and all(isinstance(s, int) and s >= 0 for s in steps)
+    return steps if ok else None
 
 
 def _plan(text: Any) -> Optional[Dict[str, Any]]:

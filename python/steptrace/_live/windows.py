@@ -40,6 +40,7 @@ def figures(summary: Dict[str, Any], step: int, at_s: float) -> Dict[str, Any]:
     if summary["steps"]:
         out["step_p50_ms"] = summary["step_ms"]["p50"]
         out["step_p95_ms"] = summary["step_ms"]["p95"]
+        out["step_max_ms"] = summary["step_ms"]["max"]
         phases = summary["phases"]
         for name in BUILT_IN:
             if name in phases:

@@ -17,6 +17,8 @@
 
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "helpers.hpp"
 #include "steptrace/capture.hpp"
 #include "steptrace/steptrace.hpp"
@@ -41,11 +43,24 @@ void step(tracer& t, int input_ms, int compute_ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(compute_ms));
 }
 
-// The tracer's captures once `n` have been written (or what it has after 20 s).
+// The tracer's forward captures; the retroactive ones that come before each, apart.
+std::vector<capture_record> forward(tracer& t, std::vector<capture_record>* back = nullptr) {
+  std::vector<capture_record> out;
+  for (capture_record& c : t.summary().captures) {
+    if (!c.retroactive) {
+      out.push_back(std::move(c));
+    } else if (back != nullptr) {
+      back->push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+// The tracer's forward captures once `n` have been written (or what it has after 20 s).
 std::vector<capture_record> wait_for(tracer& t, std::size_t n) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   std::vector<capture_record> got;
-  while ((got = t.summary().captures).size() < n && std::chrono::steady_clock::now() < until) {
+  while ((got = forward(t)).size() < n && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return got;
@@ -69,6 +84,25 @@ TEST_CASE("slow fires once a stretch, on p95 and p50 together, against the first
   for (int i = 0; i < 4; ++i) factor.weigh(10, 12, "", none);
   CHECK(factor.weigh(35, 45, "", none).empty());  // 3.75x: under 4
   CHECK_FALSE(factor.weigh(41, 49, "", none).empty());
+}
+
+TEST_CASE("stall fires on one step far past the baseline p50, not on a slow window", "[capture]") {
+  capture_rule rule("stall");
+  CHECK(rule.weigh(100, 300, "", none, 300).empty());  // the first window: warm-up, left out
+  for (int i = 0; i < 3; ++i) CHECK(rule.weigh(10, 12, "", none, 14).empty());  // the baseline p50: 10
+  CHECK(rule.weigh(30, 36, "", none, 145).empty());  // p50 3x the baseline: a slow window, not a one-off
+  CHECK(rule.weigh(10, 12, "", none, 45).empty());  // 4.5x: under 5x
+  CHECK(rule.weigh(10, 12, "", none, 109).empty());  // 10.9x, but 99 ms past: under stall_min_ms
+  CHECK(rule.weigh(10, 12, "", none, 410) == "stall: a step of " + format_ms(410) + " ms, 41x the baseline p50 10.00 ms");
+  CHECK(rule.fired() == "stall");
+  rule.cool(0);
+  CHECK(rule.weigh(25, 300, "", none, 410).empty());  // p50 2.5x: a slow window, `slow`'s to say
+  CHECK(rule.fired().empty());
+  capture_rule both("slow,stall=20");
+  for (int i = 0; i < 4; ++i) both.weigh(10, 12, "", none, 12);
+  CHECK(both.weigh(10, 12, "", none, 150).empty());  // 15x: under 20
+  CHECK(both.weigh(10, 12, "", none, 260).rfind("stall: ", 0) == 0);
+  CHECK_THROWS_WITH(capture_rule("stall=1"), Catch::Contains("'stall=1'"));
 }
 
 TEST_CASE("label fires on a label that holds two windows; phase once per crossing; cool-down", "[capture]") {
@@ -135,8 +169,24 @@ TEST_CASE("capture() keeps the steps that begin after it, writes them, and says 
   for (int i = 2; i <= 4; ++i) CHECK(trace.find("\"step " + std::to_string(i) + "\"") != std::string::npos);
   for (int i : {1, 5}) CHECK(trace.find("\"step " + std::to_string(i) + "\"") == std::string::npos);
   CHECK(trace.find("\"input\"") != std::string::npos);
-  CHECK(t.summary().captures.size() == 1);
-  CHECK(summary::from_json(t.summary().json()).captures.at(0).path == c.path);  // JSON both ways
+  // Steps 0 and 1, kept before capture(), were written at once: the retroactive capture.
+  std::vector<capture_record> back;
+  forward(t, &back);
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].indices == std::vector<std::uint64_t>{0, 1});
+  CHECK(back[0].tripped == 1);  // on demand: the last step kept
+  CHECK(back[0].label == "COMPUTE-BOUND");
+  CHECK(back[0].path == cfg.capture_dir + "/" + program_invocation_short_name + "-rank0-back-step1-pid" +
+                            std::to_string(getpid()) + ".trace.json");
+  const std::string kept = testing::read_file(back[0].path);
+  CHECK(kept.find("\"step 1\"") != std::string::npos);
+  CHECK(kept.find("\"step 2\"") == std::string::npos);
+  CHECK(capture_block(back[0]).find("kept steps 0, 1 (step 1 tripped it): COMPUTE-BOUND\n") != std::string::npos);
+  const auto read = summary::from_json(t.summary().json()).captures;  // JSON both ways
+  REQUIRE(read.size() == 2);
+  CHECK(read.at(0).retroactive);
+  CHECK(read.at(0).indices == back[0].indices);
+  CHECK(read.at(1).path == c.path);
   CHECK_FALSE(t.capture(3));  // capture_max
   const std::string block = capture_block(c);
   CHECK(block.find("captured steps 2-4: INPUT-BOUND\n") != std::string::npos);
@@ -157,7 +207,7 @@ TEST_CASE("a phase trigger captures the steps after the crossing, and the JSONL 
   while (std::chrono::steady_clock::now() < until) step(t, 0, 3), ++steps;  // compute only
   const std::uint64_t first_input = steps;
   std::vector<capture_record> got;
-  for (int i = 0; i < 2000 && (got = t.summary().captures).empty(); ++i) step(t, 4, 0);  // input only
+  for (int i = 0; i < 2000 && (got = forward(t)).empty(); ++i) step(t, 4, 0);  // input only
   REQUIRE(got.size() == 1);
   CHECK(got[0].reason.rfind("phase: `input`", 0) == 0);
   CHECK(got[0].first_step >= first_input);
@@ -186,7 +236,7 @@ config on_signal(const temp_dir& dir) {
 std::vector<capture_record> step_until_captured(tracer& t) {
   std::vector<capture_record> got;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  while ((got = t.summary().captures).empty() && std::chrono::steady_clock::now() < until) step(t, 0, 2);
+  while ((got = forward(t)).empty() && std::chrono::steady_clock::now() < until) step(t, 0, 2);
   return got;
 }
 
@@ -228,7 +278,7 @@ TEST_CASE("SIGUSR2 arms the tracer that asked for it, not another one in the pro
   const std::vector<capture_record> got = step_until_captured(t);
   busy.store(false);
   other_loop.join();
-  CHECK(other.summary().captures.empty());
+  CHECK(other.summary().captures.empty());  // neither forward nor retroactive
   REQUIRE(got.size() == 1);
   CHECK(got[0].reason == "signal SIGUSR2");
   sigaction(SIGUSR2, &old, nullptr);
@@ -243,10 +293,50 @@ TEST_CASE("a run that ends inside a capture writes the steps it has", "[capture]
   REQUIRE(t.capture(10));
   for (int i = 0; i < 3; ++i) step(t, 2, 0);
   t.end_live();
-  const auto got = t.summary().captures;
+  const auto got = forward(t);
   REQUIRE(got.size() == 1);
   CHECK(got[0].steps == 3);
   CHECK(got[0].first_step == 1);
   CHECK(got[0].last_step == 3);
   CHECK(fs::exists(got[0].path));
+}
+
+TEST_CASE("a stall already past is written at once: the kept steps that tripped it, the stall in its phase",
+          "[capture][back]") {
+  temp_dir dir;
+  config cfg = testing::quiet();
+  cfg.capture_dir = dir.path.string();
+  cfg.capture_back = 4;
+  tracer t(cfg);
+  for (int i = 0; i < 30; ++i) step(t, 0, 2);
+  const auto before = std::chrono::steady_clock::now();
+  step(t, 150, 2);  // step 30 stalls in `input`
+  const double stamped_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - before).count();
+  for (int i = 0; i < 10; ++i) step(t, 0, 2);
+  const std::vector<std::uint64_t> chosen = t.capture_kept("test: the stall", kept_steps::slowest);
+  REQUIRE(std::find(chosen.begin(), chosen.end(), 30) != chosen.end());
+  std::vector<capture_record> back;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (back.empty() && std::chrono::steady_clock::now() < until) {
+    forward(t, &back);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].tripped == 30);
+  CHECK(back[0].indices == chosen);
+  CHECK(back[0].label == "INPUT-BOUND");
+  CHECK(forward(t).empty());  // capture_kept alone arms no forward capture
+  // The file holds step 30 with its stall in `input`: at least the sleep, at most the test's own clock.
+  const auto trace = nlohmann::json::parse(testing::read_file(back[0].path));
+  double longest_input_us = 0;
+  bool has_30 = false;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.value("name", "") == "step 30") has_30 = true;
+    if (e.value("name", "") == "input" && e.value("cat", "") == "phase") {
+      longest_input_us = std::max(longest_input_us, e.at("dur").get<double>());
+    }
+  }
+  CHECK(has_30);
+  CHECK(longest_input_us >= 150'000);
+  CHECK(longest_input_us <= stamped_ms * 1000 + 1);
 }

@@ -16,21 +16,11 @@
 using namespace steptrace;
 using steptrace::testing::fake_gpu;
 using steptrace::testing::host_now_ns;
+using steptrace::testing::one_step;
 using steptrace::testing::kernel_record;
 using steptrace::testing::memory_record;
 
 namespace {
-
-
-// One step of about 2 ms of host time; returns a window on the host clock, in ns, stamped inside
-// the step (its opening may start the backend, which takes a while the first time).
-std::pair<std::uint64_t, std::uint64_t> one_step(tracer& t) {
-  scoped_step step(t);
-  scoped_phase p(t, builtin::compute);
-  const std::uint64_t begin = host_now_ns();
-  steptrace::testing::spin_for(std::chrono::microseconds(2000));
-  return {begin, host_now_ns()};
-}
 
 // A 0.1 ms kernel in the middle of `window` (host clock, ns), in a CUPTI buffer of its own.
 void kernel_in(fake_gpu& gpu, std::pair<std::uint64_t, std::uint64_t> window, bool complete = true) {

@@ -24,7 +24,7 @@ def test_the_cool_down_holds(tmp_path):
     c.configure(f"file={flag}")
     asked = []
 
-    def request(reason, steps=None, at=None):  # a capture that ends at once, as _finish leaves it
+    def request(reason, steps=None, at=None, back="recent"):  # a capture that ends at once, as _finish leaves it
         asked.append(reason)
         c._cool()  # as _finish does
         return True
@@ -59,7 +59,7 @@ def test_a_straggler_is_planned_once_a_stretch_and_not_for_a_rank_stalled_by_its
     monkeypatch.setattr(_ranks, "notice", lambda core: job)
     fake = FakeTracer()  # held here: a capturer holds its tracer weakly
     c = _capture.Capturer(fake)
-    c.request = lambda reason, steps=None, at=None: True
+    c.request = lambda reason, steps=None, at=None, back="recent": True
     calm = [-1] * _capture.COOL_DOWN
     # rank 2 named; during its plan's capture rank 0, then none (no calm: the capture's windows),
     # then rank 2 again; then calm windows and rank 2: a new stretch

@@ -100,7 +100,8 @@ def test_a_storm_of_sigusr2_is_coalesced_and_the_run_lives(tmp_path, run_python)
                    after=("th.join()\n"  # a capture armed late in the storm: its steps, then time to write it
                           "for i in t.steps(range(10)): time.sleep(0.001)\n"
                           "time.sleep(0.5)\n"
-                          "print('captures', len(t.summary().to_dict().get('captures') or []))"))
+                          "print('captures', len([c for c in t.summary().to_dict().get('captures') or [] "
+                          "if not c.get('retroactive')]))"))
     proc = run_python(code, check=False)
     assert proc.returncode == 0 and "RecursionError" not in proc.stderr, proc.stderr[-2000:]
     assert proc.stdout.split()[-1] in ("1", "2"), proc.stdout  # coalesced: never more than capture_max
@@ -126,8 +127,12 @@ def test_captures_without_torch_never_pass_capture_max(tmp_path, run_python):
     meanwhile made a third)."""
     caps = tmp_path / "caps"
     proc = run_python(program(caps, steps=400, torch=False, options=", capture_max=2", each="t.capture(steps=1)",
-                              after="time.sleep(0.5)\nprint(len(t.summary().to_dict()['captures']))"))
-    assert 1 <= int(proc.stdout.split()[-1]) <= 2 and 1 <= len(files_in(caps)) <= 2, (proc.stdout, files_in(caps))
+                              after="time.sleep(0.5)\nc = t.summary().to_dict()['captures']\n"
+                                    "print(len([x for x in c if x.get('retroactive')]), len(c))"))
+    back, everything = map(int, proc.stdout.split()[-2:])
+    forward = [f for f in files_in(caps) if "-back-" not in f]
+    assert 1 <= everything - back <= 2 and 1 <= len(forward) <= 2, (proc.stdout, files_in(caps))
+    assert back <= 2 and len(files_in(caps)) - len(forward) == back, (proc.stdout, files_in(caps))  # the same bound
 
 
 def test_capture_steps_keep_the_options_bound(tracer):
@@ -209,8 +214,15 @@ def _rank1_capturer(monkeypatch, store, folder="."):
     from steptrace._capture import capturer as _capture
     from steptrace._ranks import gather as _ranks
 
+    class FakeCore:  # the retroactive capture's calls: nothing kept
+        def set_fact(self, key, value):
+            pass
+
+        def capture_kept(self, reason, which, indices=()):
+            return []
+
     class FakeTracer:
-        _core = None
+        _core = FakeCore()
 
         def options(self):
             return {"capture_max": 10, "capture_steps": 5, "capture_dir": str(folder)}
@@ -227,7 +239,7 @@ def test_a_plan_that_is_not_one_is_ignored_by_name_and_the_next_one_is_taken(mon
     store = Store()
     _capture, c = _rank1_capturer(monkeypatch, store)
     asked = []
-    c.request = lambda reason, steps=None, at=None: asked.append((reason, at)) or True
+    c.request = lambda reason, steps=None, at=None, back="recent": asked.append((reason, at)) or True
     for bad in ("not json {", json.dumps({"id": 1}), json.dumps([1, 2])):
         store.set(_capture.PLAN_KEY, bad)
         c._job_window({"step": 100, "steps": 10})

@@ -28,6 +28,11 @@ json_doc captures_json(const std::vector<capture_record>& captures) {
                    {"path", c.path},
                    {"cost_s", c.cost_s},
                    {"tool", c.tool}});
+    if (c.retroactive) {
+      out.back()["retroactive"] = true;
+      out.back()["indices"] = c.indices;
+      out.back()["tripped"] = c.tripped;
+    }
   }
   return out;
 }
@@ -48,6 +53,13 @@ std::vector<capture_record> captures_from(const json_doc& j) {
     r.path = text_or_empty(c, "path");
     r.cost_s = number_at(c, "cost_s");
     r.tool = text_or_empty(c, "tool");
+    r.retroactive = c.value("retroactive", false);
+    if (r.retroactive && c.contains("indices")) {
+      const json_doc& at = c.at("indices");
+      if (!at.is_array() || at.size() > 1000) throw std::invalid_argument("captures: indices: expected a list of at most 1000");
+      for (const json_doc& i : at) r.indices.push_back(i.get<std::uint64_t>());
+    }
+    if (r.retroactive) r.tripped = count_at(c, "tripped");
     out.push_back(std::move(r));
   }
   return out;

@@ -44,6 +44,7 @@ json_doc timeline_json(const timeline_view& t) {
                         {"end_ms", d.end_ms},
                         {"bytes", d.bytes},
                         {"collective", d.collective}});
+      if (!d.name.empty()) device.back()["name"] = d.name;
     }
     steps.push_back({{"thread", s.thread},
                      {"index", s.index},
@@ -98,7 +99,7 @@ timeline_view timeline_from(const json_doc& j) {
       for (const json_doc& d : s.at("device")) {
         st.device.push_back({d.at("kind").get<std::string>(), id_at(d, "device"), id_at(d, "context"),
                              id_at(d, "stream"), signed_at(d, "begin_ms"), signed_at(d, "end_ms"), count_at(d, "bytes"),
-                             d.value("collective", false)});
+                             d.value("collective", false), d.value("name", std::string())});
       }
     }
     st.device_dropped = id_at(s, "device_dropped");
