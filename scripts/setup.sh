@@ -50,6 +50,7 @@ setup_environment() {
     python3 -m venv .venv
   fi
   need_python_packages "pybind11>=2.12" "scikit-build-core>=0.10" "pytest>=7" prometheus-client
+  use_compiler_cache  # ccache may have come with the packages just now
 }
 
 # The PyTorch side: torch pinned to 2.13.0 (the CPU build on this kind of machine; an unpinned
@@ -109,11 +110,16 @@ PYEOF
 
 # The C++ builds share one compiler cache in build/ (so a fresh clone starts it empty): the
 # CUPTI-header builds and the Python module's build reuse every object the plain build made
-# whose preprocessed source is the same. Paths are taken relative to the root.
-if command -v ccache >/dev/null; then
-  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_DIR="${CCACHE_DIR:-$ROOT/build/ccache}"
-  export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=true CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-3G}"
-fi
+# whose preprocessed source is the same. Paths are taken relative to the root. Decided again once
+# setup_environment has installed ccache: a first run that installed it must build with it, or
+# the second run's launcher changes every compile command and rebuilds everything.
+use_compiler_cache() {
+  if command -v ccache >/dev/null; then
+    export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_DIR="${CCACHE_DIR:-$ROOT/build/ccache}"
+    export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=true CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-3G}"
+  fi
+}
+use_compiler_cache
 
 # Runs a command with its output in LOG, saying every 30 s how far it has got (the last
 # "[done/total]" line Ninja wrote, or the seconds so far). Returns its exit status.

@@ -42,7 +42,7 @@ class STEPTRACE_API capture_rule {
   // of the `phase=` trigger's phase (NaN: not in the window) and its slowest step (0: not known).
   // The reason to capture now, or "".
   // `slow`: p95 and p50 both over F x their baselines (the medians of windows 2-4; a p95 alone
-  // moves with preemption on a busy machine), once per slow stretch, which ends after cool_down
+  // moves with preemption on a busy machine), or the p50 alone over 1.5 F x, once per slow stretch, which ends after cool_down
   // windows in a row that are not slow. `stall`: a one-off, the slowest step over F x the p50
   // baseline and stall_min_ms past it while the window's p50 is not slow. `label`: a new label
   // that holds two windows. `phase`: once per crossing. `file`: the file's mtime moved. Nothing

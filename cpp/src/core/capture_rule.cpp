@@ -80,15 +80,24 @@ std::string capture_rule::weigh(double p50, double p95, std::string_view label, 
         b95.push_back(base_[i].second);
       }
       const double base50 = median3(b50), base95 = median3(b95);
-      const bool slow = slow_ > 0 && p95 > slow_ * base95 && p50 > slow_ * base50;
+      // Both over F x, or the p50 alone far over (1.5 F x: a loaded host's p95 baseline, inflated
+      // by preemption, kept three windows of p50 at 6x from counting).
+      const bool p50_far = slow_ > 0 && p50 > 1.5 * slow_ * base50;
+      const bool slow = slow_ > 0 && ((p95 > slow_ * base95 && p50 > slow_ * base50) || p50_far);
       // A slow stretch ends after cool_down windows in a row that are not slow: one quick window
       // inside it (a preempted machine's noise) starts no second capture.
       calm_ = slow ? 0 : calm_ + 1;
       if (slow && !in_slow_) {
         char factor[32];
-        std::snprintf(factor, sizeof factor, "%g", slow_);
-        reason = "slow: step p95 " + format_ms(p95) + " ms, over " + factor + "x the baseline " + format_ms(base95) +
-                 " ms (p50 " + format_ms(p50) + " ms against " + format_ms(base50) + ")";
+        if (p95 > slow_ * base95) {
+          std::snprintf(factor, sizeof factor, "%g", slow_);
+          reason = "slow: step p95 " + format_ms(p95) + " ms, over " + factor + "x the baseline " +
+                   format_ms(base95) + " ms (p50 " + format_ms(p50) + " ms against " + format_ms(base50) + ")";
+        } else {
+          std::snprintf(factor, sizeof factor, "%g", 1.5 * slow_);
+          reason = "slow: step p50 " + format_ms(p50) + " ms, over " + factor + "x the baseline " +
+                   format_ms(base50) + " ms (p95 " + format_ms(p95) + " ms against " + format_ms(base95) + ")";
+        }
         fired_ = "slow";
       }
       in_slow_ = slow || (in_slow_ && calm_ < cool_down);

@@ -306,6 +306,32 @@ const std::vector<option>& options() {
   return table;
 }
 
+// The known name nearest to a misspelt one (edits: a letter added, dropped or changed), if one is
+// within two edits and a third of its length: " (did you mean X?)", else "".
+template <class Names>
+std::string did_you_mean(std::string_view given, const Names& names) {
+  std::string best;
+  std::size_t best_edits = 3;
+  for (std::string_view name : names) {
+    std::vector<std::size_t> row(name.size() + 1);
+    for (std::size_t j = 0; j <= name.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= given.size(); ++i) {
+      std::size_t diagonal = row[0];
+      row[0] = i;
+      for (std::size_t j = 1; j <= name.size(); ++j) {
+        const std::size_t above = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (given[i - 1] == name[j - 1] ? 0 : 1)});
+        diagonal = above;
+      }
+    }
+    if (row[name.size()] < best_edits && row[name.size()] * 3 <= name.size()) {
+      best_edits = row[name.size()];
+      best = std::string(name);
+    }
+  }
+  return best.empty() ? "" : " (did you mean " + best + "?)";
+}
+
 std::string known_names() {
   std::string out;
   for (const option& o : options()) out += (out.empty() ? "" : ", ") + std::string(o.info.name);
@@ -316,7 +342,11 @@ const option& find(std::string_view key) {
   for (const option& o : options()) {
     if (key == o.info.name) return o;
   }
-  throw std::invalid_argument("steptrace: unknown option '" + shown(key) + "' (known: " + known_names() + ")");
+  std::vector<std::string_view> names;
+  for (const option& o : options()) names.push_back(o.info.name);
+  const std::string near = did_you_mean(key, names);
+  throw std::invalid_argument("steptrace: unknown option '" + shown(key) + "'" + near +
+                              (near.empty() ? " (known: " + known_names() + ")" : ""));
 }
 
 }  // namespace
@@ -365,7 +395,11 @@ config config::from_env(std::vector<std::string>* errors) {
       const std::string_view name = entry.substr(0, entry.find('='));
       const bool known = std::any_of(options().begin(), options().end(),
                                      [&](const option& o) { return name == o.info.env; });
-      if (!known) errors->push_back(shown(name) + " is not a steptrace variable and is ignored");
+      if (!known) {
+        std::vector<std::string_view> envs;
+        for (const option& o : options()) envs.push_back(o.info.env);
+        errors->push_back(shown(name) + " is not a steptrace variable and is ignored" + did_you_mean(name, envs));
+      }
     }
   }
   return cfg;

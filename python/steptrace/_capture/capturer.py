@@ -66,6 +66,7 @@ class Capturer(StragglerPlans):
         self.kept: List[int] = []  # the kept steps the last request wrote (the retroactive capture)
         self._kept_wait: Optional[Dict[str, Any]] = None  # a median rank: the straggler's kept steps, awaited
         self._kept_told: Set[str] = set()  # rank 0: the kept steps each rank wrote, said once
+        self._plans_made: List[Dict[str, Any]] = []  # rank 0: its plans (capture_max at most)
 
     @property
     def _tracer(self) -> Any:

@@ -58,6 +58,7 @@ class StragglerPlans:
                                   f"+{_core.format_ms(window['straggler_excess_ms'])} ms a step over the median "
                                   f"rank {median_rank}"}
                 job.store.set(PLAN_KEY, json.dumps(plan))
+                self._plans_made.append(plan)
         if job.store.check([PLAN_KEY]):
             plan = _plan(job.store.get(PLAN_KEY))
             if plan is None:
@@ -99,11 +100,10 @@ class StragglerPlans:
                 wait["windows"] += 1
                 if wait["windows"] > PLAN_WAIT:
                     self._kept_wait = None
-        if job.rank != 0 or self._planned == 0 or not job.store.check([PLAN_KEY]):
-            return
-        plan = _plan(job.store.get(PLAN_KEY))
-        if plan is None:
-            return
+        for plan in self._plans_made if job.rank == 0 else []:  # each of its plans, a later one replacing it or not
+            self._say_kept(job, plan)
+
+    def _say_kept(self, job: Any, plan: Dict[str, Any]) -> None:
         for r in plan["ranks"]:
             key = _kept_key(plan["id"], r)
             if key in self._kept_told or not job.store.check([key]):

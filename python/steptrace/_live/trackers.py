@@ -9,6 +9,7 @@ goes as text where the tracker takes text (TensorBoard text, a W&B value, an MLf
 from __future__ import annotations
 
 import importlib
+import os
 import time
 import types
 from typing import Any, Callable, Dict, Optional
@@ -87,6 +88,9 @@ def adapter(target: Any) -> Optional[Callable[[Window], None]]:
         if target is None:
             _log.say(f"log_to({name!r}): no run to log to ({first}); no windows go there")
             return None
+        if name == "tensorboard":  # a writer made here: where it writes, said once
+            _log.say(f"log_to('tensorboard'): windows go to {target.get_logdir()} (tensorboard --logdir "
+                     f"{os.path.dirname(target.get_logdir()) or '.'})")
     if isinstance(target, types.ModuleType) and target.__name__ == "mlflow":
         return _mlflow(target)
     kind = type(target)

@@ -73,6 +73,7 @@ TEST_CASE("slow fires once a stretch, on p95 and p50 together, against the first
   CHECK(rule.weigh(100, 300, "", none).empty());  // the first window: warm-up, left out
   for (int i = 0; i < 3; ++i) CHECK(rule.weigh(10, 12, "", none).empty());  // the baselines: 10 and 12
   CHECK(rule.weigh(11, 30, "", none).empty());    // p95 alone over 2x: a preempted window, not a slow run
+  CHECK(rule.weigh(29, 23, "", none).empty());    // p50 2.9x alone (p95 under 2x its baseline): not yet
   const std::string reason = rule.weigh(25, 30, "", none);
   CHECK(reason == "slow: step p95 30.00 ms, over 2x the baseline 12.00 ms (p50 25.00 ms against 10.00)");
   CHECK(rule.weigh(25, 30, "", none).empty());  // the same stretch
@@ -80,6 +81,11 @@ TEST_CASE("slow fires once a stretch, on p95 and p50 together, against the first
   CHECK(rule.weigh(25, 30, "", none).empty());
   for (int i = 0; i < capture_rule::cool_down; ++i) CHECK(rule.weigh(10, 12, "", none).empty());
   CHECK_FALSE(rule.weigh(25, 30, "", none).empty());  // a new stretch
+  // A loaded host's p95 baseline, inflated by preemption: a window of p50 at 6x counts on its own.
+  capture_rule loaded("slow");
+  loaded.weigh(100, 300, "", none);
+  for (int i = 0; i < 3; ++i) loaded.weigh(10, 60, "", none);  // p95 baseline 60: preempted steps
+  CHECK(loaded.weigh(60, 70, "", none) == "slow: step p50 60.00 ms, over 3x the baseline 10.00 ms (p95 70.00 ms against 60.00)");
   capture_rule factor("slow=4");
   for (int i = 0; i < 4; ++i) factor.weigh(10, 12, "", none);
   CHECK(factor.weigh(35, 45, "", none).empty());  // 3.75x: under 4

@@ -67,6 +67,18 @@ TEST_CASE("environment variables overlay the defaults and bad ones are skipped w
   REQUIRE(errors.size() == 2);
   CHECK_THAT(errors[0], Contains("STEPTRACE_LOG_LEVEL='shouting' is ignored"));
   CHECK_THAT(errors[1], Contains("STEPTRACE_WARMUP is not a steptrace variable"));
+  CHECK_THAT(errors[1], !Contains("did you mean"));  // 6 letters from STEPTRACE_WARMUP_STEPS: no guess
+}
+
+TEST_CASE("a misspelt option or variable is answered with the nearest name", "[config][errors]") {
+  scoped_env a("STEPTRACE_JSN", "run.json");
+  std::vector<std::string> errors;
+  (void)config::from_env(&errors);
+  REQUIRE(errors.size() == 1);
+  CHECK_THAT(errors[0], Contains("STEPTRACE_JSN is not a steptrace variable and is ignored (did you mean STEPTRACE_JSON?)"));
+  config c;
+  CHECK_THROWS_WITH(c.set("capture_bak", "4"), Contains("unknown option 'capture_bak' (did you mean capture_back?)"));
+  CHECK_THROWS_WITH(c.set("wramup_steps", "4"), Contains("(did you mean warmup_steps?)"));
 }
 
 TEST_CASE("STEPTRACE_DISABLE=1 keeps a tracer off whatever is configured", "[config]") {

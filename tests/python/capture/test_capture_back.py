@@ -129,19 +129,21 @@ def test_a_one_off_stall_on_one_rank_is_written_by_it_and_the_median_rank(tmp_pa
         path = tmp_path / f"captures-{r}.json"
         assert path.exists(), outs[r][1][-3000:]
         back[r] = forward_and_back(json.loads(path.read_text()))[1]
-    assert len(back[1]) == 1, (back, outs[1][1][-3000:])
-    slow = back[1][0]
-    assert slow["tripped"] == stall_at and "rank 1 is the straggler" in slow["reason"], slow
+    # On a loaded machine other ranks may be named too, in plans of their own: this one's is rank 1's.
+    mine = [b for b in back[1] if "rank 1 is the straggler" in b["reason"]]
+    assert len(mine) == 1, (back, outs[1][1][-3000:])
+    slow = mine[0]
+    assert slow["tripped"] == stall_at and stall_at in slow["indices"], slow
     assert 400 <= longest_input_ms(slow["path"]) <= stall["ms"] + 5
-    median = [r for r in (0, 2) if back[r]]
-    assert len(median) == 1 and len(back[median[0]]) == 1, (back, outs[0][1][-3000:], outs[2][1][-3000:])
-    mid = back[median[0]][0]
+    plan = slow["reason"].split(";")[0]
+    mids = [(r, b) for r in (0, 2) for b in back[r] if b["reason"].startswith(plan + ";") and "a median rank" in b["reason"]]
+    assert len(mids) == 1, (back, outs[0][1][-3000:], outs[2][1][-3000:])
+    median, mid = mids[0]
     # The same step numbers, as many of them as the median rank kept (its own slowest): the stall's among them.
     assert stall_at in mid["indices"] and set(mid["indices"]) <= set(slow["indices"]), (mid, slow)
-    assert "a median rank" in mid["reason"], mid
     # The median rank waited for rank 1 at the all-reduce: its stalled step is long in `wait`, not `input`.
     read = steptrace.load(mid["path"]).to_dict()
     assert read["phases"]["wait"]["max_ms"] >= 300, read["phases"]["wait"]
     said = [line for line in outs[0][1].splitlines() if "wrote its kept steps" in line]
     assert any("rank 1 (the straggler)" in line and str(stall_at) in line for line in said), outs[0][1][-3000:]
-    assert any(f"rank {median[0]} (the median rank)" in line for line in said), outs[0][1][-3000:]
+    assert any(f"rank {median} (the median rank)" in line for line in said), outs[0][1][-3000:]

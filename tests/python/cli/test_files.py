@@ -248,7 +248,10 @@ def test_empty_files_and_broken_json_are_said_in_steptraces_own_words(tmp_path):
         "empty.json": (b"", "the file is empty"),
         "nothing.json.gz": (gzip.compress(b""), "a gzip file of nothing"),
         "blank.json": (b"  \n", "only white space"),
-        "cut.json": (b'{"schema": "steptrace.summary/1", "steps": ', "not valid JSON (at byte"),
+        # a summary cut short is said as a trace cut short is
+        "cut.json": (b'{"schema": "steptrace.summary/1", "steps": ', "the text ends early (a truncated file?) at byte"),
+        "cut-trace.json": (b'{"traceEvents": [{"ph": "X", "name": "a", ', "the text ends early (a truncated file?)"),
+        "bad.json": (b'{"schema": "steptrace.summary/1", "steps": x}', "not valid JSON (at byte"),
         "fields.json": (b'{"schema": "steptrace.summary/1"}', "malformed steptrace summary: no \""),
     }
     for name, (data, said) in cases.items():

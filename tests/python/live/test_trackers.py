@@ -322,3 +322,14 @@ for _ in range(3):  # all warm-up: nothing counted
 """)
     said = [line for line in proc.stderr.splitlines() if "no window reached the listeners" in line]
     assert len(said) == 1 and "warmup_steps" in said[0], proc.stderr
+
+
+def test_log_to_tensorboard_by_name_says_where_the_windows_go(tmp_path, monkeypatch, capfd):
+    pytest.importorskip("tensorboard")
+    monkeypatch.chdir(tmp_path)  # SummaryWriter's default folder: ./runs/<date>_<host>
+    t = steptrace.Tracer(print_at_exit="never")
+    t.log_to("tensorboard")
+    err = capfd.readouterr().err
+    made = [p for p in (tmp_path / "runs").iterdir()]
+    assert len(made) == 1 and f"windows go to {made[0].relative_to(tmp_path)}" in err, (made, err)
+    assert "tensorboard --logdir runs" in err, err

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "base/utf8.hpp"
 
@@ -83,7 +84,9 @@ json_doc printable(const json_doc& v) {
 
 std::string json_words(const nlohmann::json::exception& e) {
   if (const auto* p = dynamic_cast<const nlohmann::json::parse_error*>(&e)) {
-    return "at byte " + std::to_string(p->byte);
+    // A file cut short is said as the trace reader says it (profiler/bytes/json_scanner.cpp).
+    const bool early = std::string_view(e.what()).find("end of input") != std::string_view::npos;
+    return (early ? "the text ends early (a truncated file?) at byte " : "at byte ") + std::to_string(p->byte);
   }
   const std::string what = e.what();
   if (dynamic_cast<const nlohmann::json::out_of_range*>(&e) != nullptr) {
