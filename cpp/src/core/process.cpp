@@ -101,7 +101,7 @@ std::string tracer::exit_report(const exit_finish& finish) {
 std::uint64_t tracer::open_steps() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->drain_all_locked();
-  std::uint64_t open = 0;
+  std::uint64_t open = impl_->stats.open_at_thread_end;  // left open by threads that have ended
   for (const auto& t : impl_->threads) open += t->builder.in_step() ? 1 : 0;
   return open;
 }

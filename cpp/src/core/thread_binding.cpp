@@ -145,6 +145,9 @@ thread_state* tracer_impl::attach_thread() {
 void tracer_impl::detach_thread(thread_state& state) {
   std::lock_guard<std::mutex> lock(mutex);
   drain_locked(state);
+  // A step still open here is dropped with the thread: the main thread's ends before the exit
+  // report runs (thread_local destructors come first), so the report must hear of it from here.
+  if (state.builder.in_step()) ++stats.open_at_thread_end;
   state.builder.finish(stats.totals);
   state.retired = true;
 }

@@ -50,9 +50,9 @@ class keeping_source final : public byte_source {
   std::string kept_;
 };
 
-enum class kind { trace, summary, execution_trace };
+enum class kind { trace, listed_events, summary, execution_trace };
 
-// By the top-level keys: "traceEvents" (or a bare array) is a trace, "schema" a summary, the
+// By the top-level keys: "traceEvents" (or a bare array, if it lists events) is a trace, "schema" a summary, the
 // first of them met deciding. A document with neither, or that is not JSON, goes to the summary
 // reader, which names what is wrong in its own words; one with a Kineto key (schemaVersion,
 // deviceProperties) to the trace reader, which says it lacks traceEvents. A "schema" not
@@ -62,7 +62,7 @@ kind decide(keeping_source& source, const std::string& name) {
   json_scanner probe(source, name);
   try {
     const auto first = probe.peek();
-    if (first == json_scanner::kind::array) return kind::trace;
+    if (first == json_scanner::kind::array) return kind::listed_events;  // a trace, if its events are
     if (first != json_scanner::kind::object) return kind::summary;
     probe.enter_object();
     bool kineto = false, foreign_schema = false;
@@ -133,8 +133,19 @@ summary read_file(const std::string& path, const trace_options& options) {
   }
   if (k == kind::summary) return read_summary_text(*source, std::move(head), name, options);
   trace_events about;
-  return summarise_trace(about, read_trace_reading(prefixed(std::move(head), std::move(source)), name, options.step, about),
-                         name);
+  try {
+    return summarise_trace(about,
+                           read_trace_reading(prefixed(std::move(head), std::move(source)), name, options.step, about),
+                           name);
+  } catch (const std::invalid_argument&) {
+    // A list of no trace events: another program's JSON (a test's own truth beside the traces),
+    // which a job's folder leaves out as it does an execution trace.
+    if (k == kind::listed_events && about.events.empty() && about.skipped_events == 0) {
+      throw other_file_kind(name + ": a JSON list of no trace events (none with \"ph\" and \"ts\"): neither a "
+                                   "torch.profiler trace nor a steptrace summary");
+    }
+    throw;
+  }
 }
 
 }  // namespace steptrace

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import platform
 import inspect
 import os
 import sys
@@ -89,6 +90,7 @@ class Tracer:
     def _init(self, core: _core.Tracer) -> None:
         self._core = core
         core.capture_triggers_elsewhere()  # Python weighs them (_capture.py): torch.profiler, the job's store
+        core.set_fact("python.version", platform.python_version())  # the advice may name Python's tools
         self._gather = _ranks.Gather(core, "default" if core is _core.default_tracer() else f"tracer{Tracer._made}")
         Tracer._made += 1
         self._step = _StepScope(core)

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
 #include "helpers.hpp"
 #include "steptrace/steptrace.hpp"
@@ -119,4 +120,19 @@ TEST_CASE("an exception inside a step propagates unchanged and the step counts a
   CHECK(s.steps == 3);
   CHECK(s.failed_steps == 1);
   CHECK(s.phase("compute") == nullptr);  // the failed step's phases are not in the statistics
+}
+
+TEST_CASE("a step a thread left open when it ended is still said at exit", "[tracer][errors]") {
+  // The main thread's thread_local state ends before the exit report runs (std::exit): its open
+  // step was dropped unsaid.
+  tracer t(testing::quiet());
+  std::thread([&] {
+    for (int i = 0; i < 3; ++i) scoped_step s(t);
+    t.begin_step();  // never ended
+  }).join();
+  CHECK(t.open_steps() == 1);
+  std::thread([&] { scoped_step s(t); }).join();  // a thread that ended its steps adds none
+  CHECK(t.open_steps() == 1);
+  t.reset();
+  CHECK(t.open_steps() == 0);
 }

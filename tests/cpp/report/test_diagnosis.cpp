@@ -377,3 +377,16 @@ TEST_CASE("every cause named carries its gain, and the largest gain comes first"
   const summary back = summary::from_json(json_run.json());
   CHECK(back.diag.gains == json_run.diag.gains);
 }
+
+TEST_CASE("a C++ program's compute advice names its own tools, a Python program's torch's", "[diagnosis]") {
+  summary cpp = with_shares({{"compute", 0.9}, {"other", 0.1}});  // live, no GPU, no python.version fact
+  const auto own = diagnose(cpp);
+  REQUIRE(own.label == "COMPUTE-BOUND");
+  for (const std::string& line : own.advice) CHECK_THAT(line, !Catch::Matchers::Contains("torch"));
+  CHECK_THAT(own.advice.at(0), Catch::Matchers::Contains("vectorise the hot loops"));
+  summary python = cpp;
+  python.facts.emplace_back("python.version", "3.11.2");
+  const auto py = diagnose(python);
+  CHECK_THAT(py.advice.at(0), Catch::Matchers::Contains("torch.compile"));
+  CHECK_THAT(py.advice.at(1), Catch::Matchers::Contains("torch.set_num_threads"));
+}

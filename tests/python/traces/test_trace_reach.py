@@ -260,3 +260,25 @@ def test_a_one_step_schedule_counts_its_step(tmp_path):
     d = steptrace.load(path).to_dict()
     assert (d["steps"], d["warmup_steps"], d["windows"]) == (1, 0, False)
     assert d["step_ms"]["mean"] >= 15
+
+
+def test_a_jobs_folder_leaves_out_a_list_of_no_trace_events_and_trace_writes_the_job(tmp_path, capfd):
+    """A job's folder with a program's own truth beside the traces (a JSON list of its steps): `show`,
+    `load` and `trace` read the traces and say the other file in one line, rather than stop on it."""
+    import shutil
+
+    shutil.copy(B200, tmp_path / "rank-0.json.gz")
+    (tmp_path / "truth-0.json").write_text(json.dumps([{"step": i, "ms": 10.0 + i} for i in range(5)]))
+    alone = steptrace.load(B200).to_dict()
+    capfd.readouterr()
+    d = steptrace.load(tmp_path).to_dict()
+    said = capfd.readouterr().err
+    assert d["step_ms"] == alone["step_ms"], said
+    assert said.count("\n") == 1 and "left out of the job: " in said and "truth-0.json: a JSON list of no trace events" in said
+    out = tmp_path / "job.trace.json"
+    done = subprocess.run([sys.executable, "-m", "steptrace", "trace", str(tmp_path), "-o", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and out.exists(), done.stderr
+    assert "truth-0.json" in done.stderr and "no host events" not in done.stderr, done.stderr
+    with pytest.raises(ValueError, match="truth-0.json: a JSON list of no trace events"):
+        steptrace.load(tmp_path / "truth-0.json")

@@ -76,9 +76,11 @@ void cpu_findings(const summary& s, const diagnosis_thresholds& t, diagnosis& d)
       100 * *waiting / *busy, *busy, *waiting, cpus ? *cpus : "?");
   d.advice.insert(d.advice.begin(),
                   fmt::format("free the cores first: other processes on this host, or more threads than cores "
-                              "(torch.set_num_threads, OMP_NUM_THREADS, {}) share them; every {} waits for a core "
-                              "until then",
-                              server ? "worker pools" : "DataLoader workers", server ? "request" : "step"));
+                              "({}) share them; every {} waits for a core until then",
+                              !python_program(s) ? (server ? "worker pools, OMP_NUM_THREADS" : "thread pools, OMP_NUM_THREADS")
+                              : server           ? "torch.set_num_threads, OMP_NUM_THREADS, worker pools"
+                                                 : "torch.set_num_threads, OMP_NUM_THREADS, DataLoader workers",
+                              server ? "request" : "step"));
 }
 
 // Causes that hold a real share without deciding the label, said under it ("also: ..."), so a
@@ -336,6 +338,13 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
       d.advice = {
           keeps_up + "speed up the model: mixed precision (bf16, TF32), fused kernels, torch.compile",
           "check the batch size against device memory",
+      };
+    } else if (!python_program(s)) {  // a C++ program with no GPU: its own code's compute
+      d.advice = {
+          keeps_up + "speed up the compute itself: vectorise the hot loops (SIMD, a BLAS), build with -O2 or -O3 "
+                     "and -march for this CPU, no allocation inside the step",
+          "threads: as many workers as free cores, pinned (pthread affinity, taskset); OMP_NUM_THREADS for "
+          "OpenMP code",
       };
     } else {  // no GPU here: advice for the host's own compute
       d.advice = {

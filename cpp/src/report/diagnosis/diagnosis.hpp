@@ -133,6 +133,13 @@ struct diagnosis_thresholds {
 };
 
 
+// A program the Python package traced (it sets the fact python.version), or a trace read from a
+// file (torch.profiler's, a PyTorch program's): its advice may name torch's tools; a C++ program's
+// names its own.
+inline bool python_program(const summary& s) {
+  return s.fact("python.version") != nullptr || s.backend.host_clock == "trace";
+}
+
 // A run whose steps are mostly requests (request.hpp, or steps in asyncio tasks).
 inline bool is_server_run(const summary& s) { return s.requests > 0 && 2 * s.requests >= s.steps; }
 
