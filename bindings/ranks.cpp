@@ -17,6 +17,32 @@ namespace py = pybind11;
 
 namespace steptrace::bindings {
 
+namespace {
+
+// A capture's record from the dict Summary.to_dict() gives it.
+capture_record capture_of(const py::dict& c) {
+  capture_record r;
+  r.reason = c["reason"].cast<std::string>();
+  r.first_step = c["first_step"].cast<std::uint64_t>();
+  r.last_step = c["last_step"].cast<std::uint64_t>();
+  r.steps = c["steps"].cast<std::uint64_t>();
+  r.rank = c["rank"].cast<std::uint32_t>();
+  r.label = c["label"].is_none() ? "" : c["label"].cast<std::string>();
+  r.evidence = c["evidence"].cast<std::string>();
+  r.advice = c["advice"].cast<std::string>();
+  r.path = c["path"].cast<std::string>();
+  r.cost_s = c["cost_s"].cast<double>();
+  r.tool = c["tool"].cast<std::string>();
+  if (c.contains("retroactive") && c["retroactive"].cast<bool>()) {
+    r.retroactive = true;
+    r.indices = c["indices"].cast<std::vector<std::uint64_t>>();
+    r.tripped = c["tripped"].cast<std::uint64_t>();
+  }
+  return r;
+}
+
+}  // namespace
+
 void bind_ranks(py::module_& m) {
   m.def(
       "combine_ranks",
@@ -96,27 +122,10 @@ void bind_capture(py::module_& m) {
   m.attr("CAPTURE_COOL_DOWN") = capture_rule::cool_down;
   m.def(
       "capture_block",  // the capture's lines, from its record as Summary.to_dict() gives it
-      [](const py::dict& c) {
-        capture_record r;
-        r.reason = c["reason"].cast<std::string>();
-        r.first_step = c["first_step"].cast<std::uint64_t>();
-        r.last_step = c["last_step"].cast<std::uint64_t>();
-        r.steps = c["steps"].cast<std::uint64_t>();
-        r.rank = c["rank"].cast<std::uint32_t>();
-        r.label = c["label"].is_none() ? "" : c["label"].cast<std::string>();
-        r.evidence = c["evidence"].cast<std::string>();
-        r.advice = c["advice"].cast<std::string>();
-        r.path = c["path"].cast<std::string>();
-        r.cost_s = c["cost_s"].cast<double>();
-        r.tool = c["tool"].cast<std::string>();
-        if (c.contains("retroactive") && c["retroactive"].cast<bool>()) {
-          r.retroactive = true;
-          r.indices = c["indices"].cast<std::vector<std::uint64_t>>();
-          r.tripped = c["tripped"].cast<std::uint64_t>();
-        }
-        return capture_block(r);
-      },
-      py::arg("record"));
+      [](const py::dict& c) { return capture_block(capture_of(c)); }, py::arg("record"));
+  m.def(
+      "note_capture",  // a torch.profiler capture, kept with the core's (tracer::note_capture)
+      [](tracer& t, const py::dict& c) { t.note_capture(capture_of(c)); }, py::arg("tracer"), py::arg("record"));
 }
 
 }  // namespace steptrace::bindings

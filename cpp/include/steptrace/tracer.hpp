@@ -140,6 +140,9 @@ class STEPTRACE_API tracer {
   // indices chosen, oldest first; none when capture_back is 0, none is kept, or one is being written.
   std::vector<std::uint64_t> capture_kept(std::string_view reason, kept_steps which,
                                           const std::vector<std::uint64_t>& indices = {});
+  // A capture taken outside the core (Python's torch.profiler captures): kept with the core's, so
+  // summary().captures, the JSON written at exit, the table and the next live window list it.
+  void note_capture(capture_record record);
   // For a binding that weighs the triggers itself (Python: torch.profiler, the job's store): the
   // collector never weighs them nor handles SIGUSR2; capture() still works.
   void capture_triggers_elsewhere();

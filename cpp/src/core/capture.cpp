@@ -251,6 +251,12 @@ std::vector<std::uint64_t> tracer::capture_kept(std::string_view reason, kept_st
   return chosen;
 }
 
+void tracer::note_capture(capture_record record) {
+  if (impl_->forked.load()) return;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->capture.done.push_back(std::move(record));
+}
+
 void tracer::capture_triggers_elsewhere() {
   if (impl_->forked.load()) return;
   std::lock_guard<std::mutex> lock(impl_->mutex);

@@ -321,6 +321,17 @@ std::string summary::table() const {
   if (ranks) detail::rank_lines(*ranks, [&](const std::string& text) { line("{}", text); });
   if (live_ranks) detail::live_rank_lines(*live_ranks, [&](const std::string& text) { line("{}", text); });
   if (!cycles.empty()) detail::cycle_lines(cycles, [&](const std::string& text) { line("{}", text); });
+  if (!captures.empty()) {  // what each capture read, and where its trace is
+    line("");
+    for (std::size_t i = 0; i < captures.size(); ++i) {
+      const capture_record& c = captures[i];
+      const std::string which = c.retroactive ? fmt::format("kept steps {}-{} ({}, step {} tripped it)", c.first_step,
+                                                            c.last_step, c.steps, c.tripped)
+                                              : fmt::format("steps {}-{}", c.first_step, c.last_step);
+      line("{:<11}{} ({}): {}", i == 0 ? "captures" : "", which, c.reason, c.label.empty() ? "no steps read" : c.label);
+      line("{:<11}{}", "", c.path);
+    }
+  }
   line("");
   line("{:<11}{}{}", "diagnosis", diag.label.empty() ? "-" : diag.label,
        diag.runner_up.empty() ? "" : fmt::format(" (a close call: {} next)", diag.runner_up));

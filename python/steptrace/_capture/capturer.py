@@ -47,7 +47,6 @@ class Capturer(StragglerPlans):
         self._lock = threading.RLock()  # RLock: a SIGUSR2 handler runs on the thread it interrupts
         self._rule: Optional[Any] = None  # _core.CaptureRule of the `capture` option
         self.done: List[Dict[str, Any]] = []
-        self._unsent: List[Dict[str, Any]] = []  # done, not yet in a live window
         self._pending: Optional[Dict[str, Any]] = None
         self._running: Optional[Dict[str, Any]] = None
         self._listening = False
@@ -265,7 +264,8 @@ class Capturer(StragglerPlans):
                   "advice": (diag.get("advice") or [""])[0], "path": path,
                   "cost_s": round(time.perf_counter() - run["started"], 3), "tool": "torch.profiler"}
         self.done.append(record)
-        self._unsent.append(record)
+        # Kept with the core's captures: the summary, the JSON at exit, the table, the next window.
+        _core.note_capture(self._tracer._core, record)
         sys.stderr.write(block(record))
         sys.stderr.flush()
         self._to_jsonl(record)
@@ -273,12 +273,6 @@ class Capturer(StragglerPlans):
     def _to_jsonl(self, record: Dict[str, Any]) -> None:
         """The live JSONL gets the capture as a line of its own: {"capture": {...}}."""
         _log.to_jsonl(self._tracer.options()["jsonl_path"], _rank(), {"capture": record}, "capture")
-
-    def window_fields(self) -> Dict[str, Any]:
-        """For the next live window (listeners, trackers): the newest capture since the last."""
-        with self._lock:
-            unsent, self._unsent = self._unsent, []
-        return fields(unsent)
 
     def _write(self, prof: Any, first: int) -> str:
         return write_trace(prof, self._tracer.options()["capture_dir"] or ".", _rank(), first)
@@ -340,15 +334,6 @@ def _weakly(c: Capturer) -> Any:
             found.on_window(window)
 
     return on_window
-
-
-def window_fields(core: Any) -> Dict[str, Any]:
-    """The capture fields for a live window of the tracer whose core is ``core``."""
-    for c in list(_all):
-        tracer = c._tracer_ref()
-        if tracer is not None and tracer._core is core:
-            return c.window_fields()
-    return {}
 
 
 def finish_all() -> None:

@@ -178,7 +178,6 @@ class Listeners:
             summary, step, at_s, slot = got
             window = figures(json.loads(summary.json()), step, at_s)
             _live_ranks.window(self._core(), summary, window, slot)  # a job's rank windows: rank 0 adds its verdict
-            window.update(_capture.window_fields(self._core()))  # a capture that ended since the last window
             del got, summary
             with self._lock:
                 calls = list(self._calls)

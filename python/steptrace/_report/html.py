@@ -240,6 +240,26 @@ def _set_aside(summary: Dict[str, Any]) -> str:
     return f'<table><tr><th>name</th><th>calls</th><th>total</th><th>of the run</th></tr>{body}</table>'
 
 
+def _captures(summary: Dict[str, Any]) -> str:
+    """The run's captures on trouble: the steps each kept, why, what they read, and the trace."""
+    rows = summary.get("captures") or []
+    if not rows:
+        return ""
+
+    def steps(c: Dict[str, Any]) -> str:
+        if c.get("retroactive"):
+            return "kept " + ", ".join(str(i) for i in c.get("indices") or [])
+        return f"{c['first_step']}-{c['last_step']}"
+
+    body = "".join(
+        f'<tr><td>{steps(c)}</td><td>{html.escape(c["reason"])}</td><td>{html.escape(c.get("label") or "no steps read")}'
+        f'</td><td><code>{html.escape(c["path"])}</code></td></tr>'
+        for c in rows
+    )
+    return (f'<h2>Captures on trouble</h2><table><tr><th>steps</th><th>why</th><th>read as</th><th>trace</th></tr>'
+            f'{body}</table>')
+
+
 _STYLE = """
 body { font: 14px system-ui, sans-serif; margin: 24px; color: #222; max-width: 960px; }
 pre { background: #f6f6f6; padding: 12px; font: 12px ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace; white-space: pre; overflow-x: auto; }
@@ -343,6 +363,7 @@ def render(summary: Dict[str, Any], table: str, idle: Dict[tuple, List[tuple]], 
 {_slowest(summary.get("timeline") or {}, colours, idle, window=window)}
 <h2>Set aside</h2>
 {_set_aside(summary)}
+{_captures(summary)}
 <h2>The summary</h2>
 <pre>{html.escape(table)}</pre>
 </body></html>

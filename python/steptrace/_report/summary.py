@@ -37,20 +37,13 @@ class Summary:
         after a gather, ``to_dict()["ranks"]`` has every rank's row."""
         return self._core.rank
 
-    def _captures(self) -> list:
-        capturer = getattr(self._tracer, "_capturer", None)
-        return list(capturer.done) if capturer is not None else []
-
     def to_dict(self) -> Dict[str, Any]:
-        out = json.loads(self._core.json())  # the core's own captures (a program without torch) are in it
-        if self._captures():
-            out["captures"] = out.get("captures", []) + self._captures()
-        return out
+        return json.loads(self._core.json())  # every capture is the core's (Python's noted there)
 
     def to_json(self, path: Union[str, "os.PathLike[str]", None] = None) -> str:
         """The summary as JSON (schema ``steptrace.summary/1``), also written to ``path``, whole
         or not at all (as every file steptrace writes)."""
-        text = self._core.json() if not self._captures() else json.dumps(self.to_dict())
+        text = self._core.json()
         if path is not None:
             _core.write_file(os.fsencode(path), text + "\n")
         else:

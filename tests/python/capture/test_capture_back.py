@@ -147,3 +147,35 @@ def test_a_one_off_stall_on_one_rank_is_written_by_it_and_the_median_rank(tmp_pa
     said = [line for line in outs[0][1].splitlines() if "wrote its kept steps" in line]
     assert any("rank 1 (the straggler)" in line and str(stall_at) in line for line in said), outs[0][1][-3000:]
     assert any(f"rank {median} (the median rank)" in line for line in said), outs[0][1][-3000:]
+
+
+def test_every_report_of_the_run_lists_its_captures(tmp_path):
+    """The JSON written at exit, the exit table and the HTML report list each capture, torch.profiler's
+    and the kept steps', with its steps, reason, reading and file."""
+    prog = tmp_path / "prog.py"
+    prog.write_text(
+        "import time, torch, steptrace\n"
+        "t = steptrace.default_tracer()\n"
+        f"t.configure(warmup_steps=0, capture_steps=2, capture_dir={str(tmp_path / 'caps')!r})\n"
+        "for i in t.steps(range(20)):\n"
+        "    if i == 8:\n"
+        "        t.capture()\n"
+        "    with t.phase('compute'):\n"
+        "        time.sleep(0.002)\n"
+        "time.sleep(0.3)  # the kept steps are written on the collector thread\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
+    env.update(STEPTRACE_JSON=str(tmp_path / "run.json"), STEPTRACE_HTML=str(tmp_path / "run.html"),
+               STEPTRACE_PRINT_AT_EXIT="always")
+    done = subprocess.run([sys.executable, str(prog)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    caps = json.loads((tmp_path / "run.json").read_text()).get("captures") or []
+    forward, back = forward_and_back(caps)
+    assert [c["tool"] for c in forward] == ["torch.profiler"] and (forward[0]["first_step"], forward[0]["last_step"]) == (9, 10), caps
+    assert len(back) == 1 and back[0]["indices"] == list(range(0, 8)), back
+    table = done.stderr[done.stderr.index("── steptrace summary"):]
+    assert "captures   kept steps 0-7 (8, step 7 tripped it) (on demand: capture()): " in table, table
+    assert "           steps 9-10 (on demand: capture()): " in table, table
+    assert forward[0]["path"] in table and back[0]["path"] in table, table
+    page = (tmp_path / "run.html").read_text()
+    assert "Captures on trouble" in page and forward[0]["path"] in page and back[0]["path"] in page
