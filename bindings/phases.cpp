@@ -33,6 +33,7 @@ struct phase_obj {
   PyObject* owner;  // the Tracer object, kept alive while this scope is
   phase_id id;
   bool on_stream;
+  bool entered;  // ever entered: a scope made and never entered was called bare (said at exit)
   void* stream;  // with on_stream: a CUDA stream handle (nullptr: the default stream)
 };
 
@@ -76,6 +77,7 @@ PyObject* phase_enter(PyObject* obj, PyObject*) {
     p->t->begin_phase(p->id);
   }
   ++phases_entered;
+  p->entered = true;
   Py_RETURN_NONE;
 }
 
@@ -97,6 +99,10 @@ PyMethodDef phase_methods[] = {
     {"__enter__", phase_enter, METH_NOARGS, nullptr},
     {"__exit__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(phase_exit)), METH_FASTCALL, nullptr},
     {nullptr, nullptr, 0, nullptr}};
+
+PyObject* phase_entered(PyObject* obj, void*) { return PyBool_FromLong(reinterpret_cast<phase_obj*>(obj)->entered); }
+PyGetSetDef phase_getset[] = {{"entered", phase_entered, nullptr, "whether a `with` ever entered it", nullptr},
+                              {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 PyTypeObject phase_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
@@ -335,6 +341,7 @@ void steptrace::bindings::bind_phases(py::module_& m) {
   phase_type.tp_new = phase_new;
   phase_type.tp_dealloc = phase_dealloc;
   phase_type.tp_methods = phase_methods;
+  phase_type.tp_getset = phase_getset;
 
   noop_type.tp_name = "steptrace._core.DisabledPhase";
   noop_type.tp_basicsize = sizeof(noop_obj);

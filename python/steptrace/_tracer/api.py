@@ -8,7 +8,7 @@ import inspect
 import os
 import sys
 import weakref
-from typing import Any, Callable, Dict, Iterable, Iterator, Optional, TypeVar
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, TypeVar
 
 from .. import _core
 from .._capture import capturer as _capture
@@ -26,7 +26,7 @@ from .._live import windows as _windows
 from . import flops as _flops
 from .allocator import note_allocator
 from .loader_facts import tell_settings
-from .scopes import _BatchStep, _ExcludeScope, _PhaseScope, _RequestStepScope, _StepScope
+from .scopes import _BatchStep, _ExcludeScope, _PhaseScope, _RequestStepScope, _StepScope, note_never_entered
 from .._common.options import OPTIONS, _option_text, _option_value
 from .._report.summary import Summary
 
@@ -100,6 +100,8 @@ class Tracer:
         self._request_step = _RequestStepScope(core)
         self._steps_on: Dict[int, _StepScope] = {}  # by stream handle
         self._phases: Dict[Any, _PhaseScope] = {}  # by name, or by (name, stream handle)
+        self._never_entered: List[str] = []  # phases made and never entered, as last noted
+        self._said_never_entered = False
         # phase(name) in C: a name seen before is one dict lookup there, the rest comes here
         self._phase_table = _core.Phases(core, functools.partial(Tracer.phase, self))
         self.phase = self._phase_table.phase  # type: ignore[method-assign]
@@ -223,6 +225,7 @@ class Tracer:
         the missing ranks and STRAGGLER (it waits at most ``gather_timeout_s`` for the others);
         the other ranks get their own."""
         note_allocator(self._core)
+        note_never_entered(self)
         job = _ranks.notice(self._core)
         own = self._core.summary()
         return Summary(self._gather(own, job) if job is not None and gather else own, self)

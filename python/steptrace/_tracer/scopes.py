@@ -20,6 +20,10 @@ class _Decorates:
 
     def __call__(self, fn: F) -> F:
         scope = self
+        try:
+            scope._steptrace_decorates = True  # type: ignore[attr-defined]  # entered when fn runs, not before
+        except AttributeError:
+            pass
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
@@ -71,6 +75,26 @@ class _BatchStep(_Decorates):
 class _PhaseScope(_Decorates, _core.PhaseScope):
     _steptrace_annotation = ""  # set per scope: the phase's name
     _steptrace_step = False
+
+
+def note_never_entered(tracer: Any) -> None:
+    """A phase made and never entered (``steptrace.phase("compute")`` without ``with``): its time is
+    `other`, and a step of nothing else reads WAIT-HEAVY. Said once, and the fact
+    ``python.phases_never_entered`` lets the diagnosis give the right advice."""
+    names = sorted({key[0] if isinstance(key, tuple) else key for key, scope in list(tracer._phases.items())
+                    if isinstance(scope, _core.PhaseScope) and not scope.entered
+                    and not getattr(scope, "_steptrace_decorates", False)})
+    if not names and not tracer._never_entered:
+        return
+    tracer._never_entered = names
+    tracer._core.set_fact("python.phases_never_entered", ", ".join(names[:8]))
+    if names and not tracer._said_never_entered:
+        tracer._said_never_entered = True
+        from .._common import log as _log
+
+        _log.say(f"steptrace.phase({names[0]!r}) was made but never entered: it is a context manager or a "
+                 f"decorator (`with steptrace.phase({names[0]!r}):`); called bare it records nothing, and its time "
+                 "is `other`")
 
 
 _annotate.register(_StepScope)

@@ -91,3 +91,26 @@ steptrace.step().__enter__()  # entered, never left
     assert "still open at exit" in alone.stderr and "no steps counted" in alone.stderr, alone.stderr
     closed = run_python(left_open.replace("steptrace.step().__enter__()", "pass"))
     assert "still open" not in closed.stderr
+
+
+def test_a_phase_made_and_never_entered_is_said_once_and_gets_no_sync_advice(run_python):
+    """`steptrace.phase("compute")` without `with` inside a real step: the step is all `other`, which
+    read WAIT-HEAVY "remove per-step host syncs" with no word of the slip."""
+    proc = run_python("""
+import time, steptrace
+
+@steptrace.phase("never_called")  # a decorator whose function never runs: not a slip
+def spare():
+    pass
+
+for _ in range(12):
+    with steptrace.step():
+        steptrace.phase("compute")  # the slip: made, never entered
+        time.sleep(0.003)
+""", env={"STEPTRACE_PRINT_AT_EXIT": "always"})
+    said = [line for line in proc.stderr.splitlines() if line.startswith("steptrace warning: steptrace.phase(")]
+    assert len(said) == 1 and "steptrace.phase('compute')" in said[0], proc.stderr
+    assert "never_called" not in said[0]
+    assert "remove per-step host syncs" not in proc.stderr, proc.stderr
+    assert "try first  steptrace.phase(...) was made but never entered (compute)" in proc.stderr, proc.stderr
+    assert "shorter steps" not in proc.stderr  # no gain from `other`: it is untraced, not a cause

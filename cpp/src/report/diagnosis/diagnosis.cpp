@@ -277,7 +277,14 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
                                         100 * t.wait_share);
     }
     d.evidence += close;
-    if (!server) {  // a server's wait advice is its own (server_advice.cpp)
+    const std::string* unentered = phases_never_entered(s);
+    if (!trace && unentered != nullptr && other > wait) {
+      // Phases made and never entered (steptrace.phase("x") without `with`): the step is `other`
+      // because nothing was recorded, not because the host waits.
+      d.advice = {fmt::format("steptrace.phase(...) was made but never entered ({}): write `with "
+                              "steptrace.phase(\"name\"):` so its time is the phase's, not `other`",
+                              *unentered)};
+    } else if (!server) {  // a server's wait advice is its own (server_advice.cpp)
       d.advice = {
           "remove per-step host syncs: .item(), .cpu(), printing the loss every step; log every N steps",
           "run checkpointing, validation and logging less often; where they belong in the loop, wrap them in "

@@ -140,6 +140,13 @@ inline bool python_program(const summary& s) {
   return s.fact("python.version") != nullptr || s.backend.host_clock == "trace";
 }
 
+// Phases the program made and never entered (Python's fact python.phases_never_entered: called
+// without `with`): their time is `other`, which is then no cause to save, only untraced.
+inline const std::string* phases_never_entered(const summary& s) {
+  const std::string* names = s.fact("python.phases_never_entered");
+  return names != nullptr && !names->empty() ? names : nullptr;
+}
+
 // A run whose steps are mostly requests (request.hpp, or steps in asyncio tasks).
 inline bool is_server_run(const summary& s) { return s.requests > 0 && 2 * s.requests >= s.steps; }
 

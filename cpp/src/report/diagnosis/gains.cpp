@@ -107,7 +107,8 @@ std::vector<std::pair<std::string, double>> label_causes(const summary& s, std::
   if (label == "H2D-BOUND") causes.emplace_back("h2d", host_gain(s, "h2d"));
   if (label == "WAIT-HEAVY") {
     for (const char* c : {"wait", "other"}) {
-      if (from_trace(s) && std::string_view(c) == "other") continue;  // a trace's `other` is HOST-BOUND's
+      // a trace's `other` is HOST-BOUND's; phases never entered leave it untraced, not saved
+      if ((from_trace(s) || phases_never_entered(s)) && std::string_view(c) == "other") continue;
       if (const double g = host_gain(s, c); g > 0) causes.emplace_back(c, g);
     }
   }
