@@ -23,10 +23,12 @@ void steptrace::bindings::bind_files(py::module_& m) {
   py::register_exception<other_file_kind>(m, "OtherFileKind", PyExc_ValueError);
   m.def(
       "read_file",
-      [](const std::string& path, const std::string& step, const std::string& name) {
-        return read_file(path, {step, name});
+      [](const std::string& path, const std::string& step, const std::string& name,
+         std::vector<std::pair<std::string, std::string>> facts) {
+        return read_file(path, {step, name, std::move(facts)});
       },
-      py::arg("path"), py::arg("step") = "", py::arg("name") = "", py::call_guard<py::gil_scoped_release>());
+      py::arg("path"), py::arg("step") = "", py::arg("name") = "",
+      py::arg("facts") = std::vector<std::pair<std::string, std::string>>{}, py::call_guard<py::gil_scoped_release>());
   m.def("short_kernel_name", &short_kernel_name, py::arg("name"));
   m.attr("SHORT_KERNEL_US") = short_kernel_us;
   m.def(

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include <utility>
 #include "steptrace/export.hpp"
 #include "steptrace/summary.hpp"
 
@@ -29,6 +30,10 @@ struct trace_options {
   std::string step;
   // What messages and the summary call the file ("": its path), e.g. the pipe a copy was made of.
   std::string name;
+  // Facts the file does not hold, known where it is read (a capture read back in the process that
+  // made it: host.cpus, the DataLoader's): added where the file has none, before the diagnosis, so
+  // its advice is the live run's.
+  std::vector<std::pair<std::string, std::string>> facts;
 };
 
 // Throws std::invalid_argument, naming the file and the problem, for a file that cannot be

@@ -10,6 +10,7 @@
 #include "profiler/trace_events.hpp"
 #include "profiler/trace_rules.hpp"
 #include "profiler/trace_summary.hpp"
+#include "report/report.hpp"
 #include "steptrace/profiler_trace.hpp"
 
 namespace steptrace {
@@ -119,7 +120,9 @@ summary read_summary_text(byte_source& source, std::string text, const std::stri
 }  // namespace
 }  // namespace detail
 
-summary read_file(const std::string& path, const trace_options& options) {
+namespace {
+
+summary read_any(const std::string& path, const trace_options& options) {
   using namespace detail;
   const std::string& name = options.name.empty() ? path : options.name;
   std::unique_ptr<byte_source> source = open_trace_file(path, name);
@@ -146,6 +149,22 @@ summary read_file(const std::string& path, const trace_options& options) {
     }
     throw;
   }
+}
+
+// The facts the reader was given, where the summary has none of its own; the diagnosis again.
+summary with_facts(summary s, const trace_options& options) {
+  if (options.facts.empty()) return s;
+  for (const auto& [key, value] : options.facts) {
+    if (s.fact(key) == nullptr) s.facts.emplace_back(key, value);
+  }
+  detail::complete(s);
+  return s;
+}
+
+}  // namespace
+
+summary read_file(const std::string& path, const trace_options& options) {
+  return with_facts(read_any(path, options), options);
 }
 
 }  // namespace steptrace

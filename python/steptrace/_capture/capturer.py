@@ -19,13 +19,14 @@ runs (said once).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
 import threading
 import time
 import weakref
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .. import _core
 from .._profiler import annotate as _annotate
@@ -247,9 +248,7 @@ class Capturer(StragglerPlans):
         try:
             run["prof"].__exit__(None, None, None)
             path = self._write(run["prof"], first)
-            from .._traces.load import load
-
-            summary = load(path).to_dict()
+            summary = json.loads(_core.read_file(os.fsencode(path), "", path, self._host_facts()).json())
         except CaptureWriteError as e:
             _log.say(f"capture of steps {first}-{first + n - 1} ({reason}) failed: {e}")
             return
@@ -269,6 +268,12 @@ class Capturer(StragglerPlans):
         sys.stderr.write(block(record))
         sys.stderr.flush()
         self._to_jsonl(record)
+
+    def _host_facts(self) -> List[Tuple[str, str]]:
+        """What the trace cannot hold and this process knows: its cores and its DataLoader's settings,
+        so the capture's advice is the live table's (not "num_workers=4, not above the core count")."""
+        facts = json.loads(self._tracer._core.summary().json()).get("facts") or {}
+        return [(k, str(v)) for k, v in facts.items() if k == "host.cpus" or k.startswith("dataloader.")]
 
     def _to_jsonl(self, record: Dict[str, Any]) -> None:
         """The live JSONL gets the capture as a line of its own: {"capture": {...}}."""

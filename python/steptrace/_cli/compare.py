@@ -352,11 +352,21 @@ def compare(a_runs: Any, b_runs: Any, max_regression_pct: Optional[float]) -> Co
     return c
 
 
+NAME_WIDTH = 40  # the first column's widest: a longer phase name is clipped, as the kernel table's are
+
+
+def _clipped(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def render(c: Comparison, name_a: str, name_b: str) -> str:
-    width = max(len(r[1]) for r in c.rows + [("", name_a, "", "")]) + 2
-    lines = [f"{'':<16}{name_a:>{width}}  {name_b:>{width}}  change"]
-    for what, va, vb, ch in c.rows:  # a phase's name as a file spelled it: shown escaped, as every name
-        lines.append(f"{_core.printable_text(what):<16}{va:>{width}}  {vb:>{width}}  {ch}")
+    # Every column as wide as its widest entry, so long names and values keep the columns aligned.
+    whats = [_clipped(_core.printable_text(r[0]), NAME_WIDTH) for r in c.rows]  # as a file spelled it, escaped
+    first = max([16] + [len(w) + 1 for w in whats])
+    width = max(len(x) for r in c.rows + [("", name_a, name_b, "")] for x in (r[1], r[2])) + 2
+    lines = [f"{'':<{first}}{name_a:>{width}}  {name_b:>{width}}  change"]
+    for what, (_, va, vb, ch) in zip(whats, c.rows):
+        lines.append(f"{what:<{first}}{va:>{width}}  {vb:>{width}}  {ch}")
     lines.append("")
     lines.append(c.verdict)
     if c.moved:

@@ -47,6 +47,9 @@ def _step_offset(summary: Dict[str, Any]) -> int:
     return int(summary.get("warmup_steps", 0)) if one_thread else -1
 
 
+FEW_BARS = 12  # a per-step chart of this many bars or fewer labels each
+
+
 def _series_chart(series: Dict[str, Any], colours: Dict[str, str], offset: int = 0) -> str:
     """Stacked bars, one per point of the series: mean ms per step in each phase. `offset`: added
     to the series' step numbers (-1: none can be, they are counted steps)."""
@@ -78,7 +81,9 @@ def _series_chart(series: Dict[str, Any], colours: Dict[str, str], offset: int =
             parts.append(f'<rect class="bar" x="{x:.2f}" y="{y:.2f}" width="{max(bar - 0.5, 0.5):.2f}" '
                          f'height="{h:.2f}" fill="{colours[name]}"><title>{html.escape(title)}; '
                          f'{html.escape(name)} {_ms(ms)} ms</title></rect>')
-    ticks = sorted({min(len(points) - 1, round(k * (len(points) - 1) / 4)) for k in range(5)})
+    # Every bar labelled when there are few (a 6-step trace's slowest went unlabelled), else five.
+    ticks = (list(range(len(points))) if len(points) <= FEW_BARS
+             else sorted({min(len(points) - 1, round(k * (len(points) - 1) / 4)) for k in range(5)}))
     for i in ticks:  # ticks along the steps: each at the first step of the bar under it, each bar once
         x = left + (i + 0.5) * bar
         anchor = "middle" if len(ticks) == 1 else "start" if i == ticks[0] else "end" if i == ticks[-1] else "middle"

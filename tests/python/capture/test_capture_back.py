@@ -179,3 +179,27 @@ def test_every_report_of_the_run_lists_its_captures(tmp_path):
     assert forward[0]["path"] in table and back[0]["path"] in table, table
     page = (tmp_path / "run.html").read_text()
     assert "Captures on trouble" in page and forward[0]["path"] in page and back[0]["path"] in page
+
+
+def test_a_captures_advice_is_the_live_tables_for_the_same_loader(tmp_path):
+    """The capture is read back knowing what the trace cannot hold (this machine's cores, the
+    DataLoader's settings): its fix is the one the run's own table names, not a generic one."""
+    t = steptrace.Tracer(warmup_steps=0, print_at_exit="never", capture_dir=str(tmp_path / "caps"), capture_steps=3)
+
+    class Slow(torch.utils.data.Dataset):
+        def __len__(self):
+            return 40
+
+        def __getitem__(self, i):
+            time.sleep(0.004)
+            return torch.zeros(4)
+
+    loader = torch.utils.data.DataLoader(Slow(), batch_size=2, num_workers=0)
+    for i, _ in enumerate(t.steps(loader)):
+        if i == 2:
+            t.capture()
+    forward, _ = captures_of(t, 0, 1)
+    live = t.summary().to_dict()["diagnosis"]["advice"][0].split(" (up to")[0]
+    assert forward and forward[0]["label"] == "INPUT-BOUND", forward
+    assert forward[0]["advice"].split(" (up to")[0] == live, (forward[0]["advice"], live)
+    assert "not above the machine's core count" not in forward[0]["advice"]

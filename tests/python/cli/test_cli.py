@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import sys
+import time
 
 import steptrace
 from conftest import cli
@@ -150,3 +151,30 @@ def test_compare_judges_short_runs_by_a_rank_test_on_their_steps(tmp_path):
     mixed = _write(tmp_path / "mixed.json", _six_steps([9.9, 10.3, 10.0, 10.1, 9.7, 10.5]))
     tie = cli("compare", a, mixed, "--max-regression", 10)
     assert tie.returncode == 0 and "too short to tell: 6 and 6 steps overlap (rank test:" in tie.stdout
+
+
+def test_compare_keeps_its_columns_aligned_with_long_names(tmp_path):
+    """A long phase name and a long run name: every row's values end in the same columns (a name
+    past 40 characters clipped, as the kernel table clips)."""
+    from steptrace._cli import compare as _compare
+
+    def run(sleep_s):
+        t = steptrace.Tracer(warmup_steps=0, print_at_exit="never")
+        for _ in range(6):
+            with t.step():
+                with t.phase("data_loading_and_augmentation_of_the_whole_batch_on_the_host"):
+                    time.sleep(sleep_s)
+                with t.phase("compute"):
+                    pass
+        return t.summary().to_dict()
+
+    c = _compare.compare(run(0.002), run(0.001), None)
+    text = _compare.render(c, "baseline-run-with-a-long-name.json", "b.json")
+    rows = text.split("\n\n")[0].splitlines()
+    header, body = rows[0], rows[1:]
+    a_end = header.index("baseline-run-with-a-long-name.json") + len("baseline-run-with-a-long-name.json")
+    b_end = header.index("b.json") + len("b.json")
+    for what, va, vb, _ in c.rows:  # each value ends where its column's name ends
+        line = next(r for r in body if r.startswith(_compare._clipped(what, _compare.NAME_WIDTH)))
+        assert line[a_end - len(va):a_end] == va and line[b_end - len(vb):b_end] == vb, text
+    assert any(r.startswith("data_loading_and_augmentation_of_the_...") for r in body), text

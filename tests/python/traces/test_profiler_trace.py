@@ -3,6 +3,7 @@ steps and phases annotated in a real profiler session's trace."""
 
 import gzip
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -252,3 +253,16 @@ def test_cycles_given_as_pipes_are_read_once_each_never_waited_on(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "ranks      2 of 2 read from files" in proc.stdout
     assert "cycles of one process" not in proc.stdout
+
+
+def test_facts_known_where_a_trace_is_read_reach_its_advice():
+    """A trace holds no core count: read with the facts of the process reading it (a capture read
+    back where it was made), its loader advice is that machine's; facts the trace has are kept."""
+    from steptrace import _core
+
+    plain = json.loads(_core.read_file(os.fsencode(str(NW0))).json())
+    told = json.loads(_core.read_file(os.fsencode(str(NW0)), "", "", [("host.cpus", "2")]).json())
+    assert plain["diagnosis"]["label"] == told["diagnosis"]["label"] == "INPUT-BOUND"
+    assert "not above the machine's core count" in plain["diagnosis"]["advice"][0], plain["diagnosis"]["advice"]
+    assert "on this 2-core machine try num_workers=2" in told["diagnosis"]["advice"][0], told["diagnosis"]["advice"]
+    assert told["facts"]["host.cpus"] == "2" and "host.cpus" not in plain["facts"]

@@ -290,3 +290,17 @@ def test_the_slowest_steps_print_their_phases_ms_where_they_fit(outlier_run):
     labels = re.findall(r'title="compute ([0-9.]+) ms">([0-9.]+) ms</span>', slowest)
     assert labels and all(title == shown for title, shown in labels)  # visible, no hover needed
     assert max(float(ms) for _, ms in labels) == pytest.approx(slow_ms, rel=0.05)
+
+
+def test_the_per_step_chart_labels_every_step_when_there_are_few():
+    """A 6-step run: each bar has its step's label (five ticks left the slowest one's out)."""
+    t = steptrace.Tracer(warmup_steps=0, print_at_exit="never")
+    for i in range(6):
+        with t.step():
+            with t.phase("compute"):
+                time.sleep(0.004 if i == 3 else 0.001)
+    page = t.summary().to_html()
+    chart = page[page.index('aria-label="time per step in each phase over the run"'):]
+    chart = chart[:chart.index("</svg>")]
+    labels = re.findall(r'<line class="tick"[^>]*/><text [^>]*>(\d+)</text>', chart)
+    assert labels == [str(i) for i in range(6)], labels
