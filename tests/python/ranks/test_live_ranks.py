@@ -78,7 +78,11 @@ def test_ddp_ranks_carry_their_all_reduce_waits_and_the_late_rank_is_named_by_it
     after = [r for r in records[:-1] if r["slot"] >= math.ceil(slow_from)]
     assert len(after) >= 3, ([r["slot"] for r in records], slow_from, err[-3000:])
     truth = statistics.median(json.loads((tmp_path / "slept-2.json").read_text()))
-    for r in after:
+    # A window with too few steps on some rank (a rank held up by the busy machine) is not judged,
+    # and says so (below): every judged window after the slowdown names rank 2.
+    judged = [r for r in after if not r["too_short"]]
+    assert len(judged) >= 2, (after, err[-3000:])
+    for r in judged:
         s = r["straggler"]
         assert s and s["rank"] == 2, (r, err[-3000:])
         assert s["arrivals_last"] >= 0.9 * s["arrivals_compared"], s
