@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/log.hpp"
+#include "base/near_name.hpp"
 #include "base/utf8.hpp"
 #include "steptrace/config.hpp"
 
@@ -306,32 +307,6 @@ const std::vector<option>& options() {
   return table;
 }
 
-// The known name nearest to a misspelt one (edits: a letter added, dropped or changed), if one is
-// within two edits and a third of its length: " (did you mean X?)", else "".
-template <class Names>
-std::string did_you_mean(std::string_view given, const Names& names) {
-  std::string best;
-  std::size_t best_edits = 3;
-  for (std::string_view name : names) {
-    std::vector<std::size_t> row(name.size() + 1);
-    for (std::size_t j = 0; j <= name.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= given.size(); ++i) {
-      std::size_t diagonal = row[0];
-      row[0] = i;
-      for (std::size_t j = 1; j <= name.size(); ++j) {
-        const std::size_t above = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (given[i - 1] == name[j - 1] ? 0 : 1)});
-        diagonal = above;
-      }
-    }
-    if (row[name.size()] < best_edits && row[name.size()] * 3 <= name.size()) {
-      best_edits = row[name.size()];
-      best = std::string(name);
-    }
-  }
-  return best.empty() ? "" : " (did you mean " + best + "?)";
-}
-
 std::string known_names() {
   std::string out;
   for (const option& o : options()) out += (out.empty() ? "" : ", ") + std::string(o.info.name);
@@ -344,7 +319,7 @@ const option& find(std::string_view key) {
   }
   std::vector<std::string_view> names;
   for (const option& o : options()) names.push_back(o.info.name);
-  const std::string near = did_you_mean(key, names);
+  const std::string near = detail::did_you_mean(key, names);
   throw std::invalid_argument("steptrace: unknown option '" + shown(key) + "'" + near +
                               (near.empty() ? " (known: " + known_names() + ")" : ""));
 }
@@ -398,7 +373,7 @@ config config::from_env(std::vector<std::string>* errors) {
       if (!known) {
         std::vector<std::string_view> envs;
         for (const option& o : options()) envs.push_back(o.info.env);
-        errors->push_back(shown(name) + " is not a steptrace variable and is ignored" + did_you_mean(name, envs));
+        errors->push_back(shown(name) + " is not a steptrace variable and is ignored" + detail::did_you_mean(name, envs));
       }
     }
   }

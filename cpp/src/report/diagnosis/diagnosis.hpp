@@ -147,6 +147,9 @@ inline const std::string* phases_never_entered(const summary& s) {
   return names != nullptr && !names->empty() ? names : nullptr;
 }
 
+// What the CPU figures add under any label: an oversubscribed host comes first (cpu_findings.cpp).
+void cpu_findings(const summary& s, const diagnosis_thresholds& t, diagnosis& d);
+
 // A run whose steps are mostly requests (request.hpp, or steps in asyncio tasks).
 inline bool is_server_run(const summary& s) { return s.requests > 0 && 2 * s.requests >= s.steps; }
 
