@@ -1,6 +1,6 @@
 // steptrace._core's files: a summary or a trace read (read_file, read_cycles; OtherFileKind, a
 // ValueError, for a file of another kind such as an execution trace), a file written
-// whole (write_file, its refusals as OSError), a kernel name shortened, a job's timeline of slow
+// whole or a line appended whole (write_file, append_line; refusals as OSError), a kernel name shortened, a job's timeline of slow
 // steps (JobTimeline). Conversions only.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -17,6 +17,29 @@
 
 namespace py = pybind11;
 using namespace steptrace;
+
+namespace {
+
+// Runs `write` without the GIL; its std::system_error becomes OSError(errno, why, path), so
+// callers catch FileNotFoundError & co. what() is "PATH: why": the errno's words, or why a
+// planted link or file was refused.
+template <typename Write>
+void written_or_raised(const std::string& path, Write&& write) {
+  try {
+    py::gil_scoped_release unlocked;
+    write();
+  } catch (const std::system_error& e) {
+    const int code = e.code().value();
+    const std::string what = e.what(), head = path + ": ";
+    const std::string why = what.rfind(head, 0) == 0 ? what.substr(head.size()) : std::strerror(code);
+    // the path as Python spells names (bytes outside UTF-8 as surrogates), never a decode error
+    const py::object name = py::reinterpret_steal<py::object>(PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size())));
+    PyErr_SetObject(PyExc_OSError, py::make_tuple(code, why, name).ptr());
+    throw py::error_already_set();
+  }
+}
+
+}  // namespace
 
 void steptrace::bindings::bind_files(py::module_& m) {
   // a ValueError, so callers that catch those still do; a job's folder leaves such a file out
@@ -37,22 +60,12 @@ void steptrace::bindings::bind_files(py::module_& m) {
       py::arg("paths"), py::arg("step") = "", py::call_guard<py::gil_scoped_release>());
   m.def(
       "write_file",
-      [](const std::string& path, const std::string& text) {
-        try {
-          py::gil_scoped_release unlocked;
-          write_file(path, text);
-        } catch (const std::system_error& e) {  // OSError(errno, why, path): FileNotFoundError & co.
-          // what() is "PATH: why": the errno's words, or why a planted link or file was refused
-          const int code = e.code().value();
-          const std::string what = e.what(), head = path + ": ";
-          const std::string why = what.rfind(head, 0) == 0 ? what.substr(head.size()) : std::strerror(code);
-          // the path as Python spells names (bytes outside UTF-8 as surrogates), never a decode error
-          const py::object name = py::reinterpret_steal<py::object>(PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size())));
-          PyErr_SetObject(PyExc_OSError, py::make_tuple(code, why, name).ptr());
-          throw py::error_already_set();
-        }
-      },
+      [](const std::string& path, const std::string& text) { written_or_raised(path, [&] { write_file(path, text); }); },
       py::arg("path"), py::arg("text"));
+  m.def(
+      "append_line",
+      [](const std::string& path, const std::string& line) { written_or_raised(path, [&] { append_line(path, line); }); },
+      py::arg("path"), py::arg("line"));
   py::class_<job_timeline>(m, "JobTimeline")
       .def(py::init<std::uint32_t>(), py::arg("slowest_per_rank") = 3)
       .def("add", &job_timeline::add, py::arg("summary"))

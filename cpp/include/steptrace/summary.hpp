@@ -335,6 +335,11 @@ STEPTRACE_API std::string printable_text(std::string_view text);
 // errno; what() is "PATH: why"), having left nothing behind; a NUL in the path gets EINVAL.
 STEPTRACE_API void write_file(const std::string& path, std::string_view text);
 
+// Appends `line` (its newline included) to `path`, created if missing, whole or not at all, as
+// steptrace appends its JSON lines: the path held to write_file's rules (a link of yours is
+// followed, one another user may have planted is refused with EPERM). Throws as write_file does.
+STEPTRACE_API void append_line(const std::string& path, std::string_view line);
+
 // What one rank sends to rank 0: its summary, and the time it waited at each of its last
 // collectives (oldest first), with how many it has waited at in all.
 struct rank_report {

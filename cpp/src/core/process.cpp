@@ -14,10 +14,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <tuple>
 
 #include "base/log.hpp"
+#include "base/output_path.hpp"
 #include "base/quiet_write.hpp"
 #include "base/whole_file.hpp"
 #include "core/tracer_impl.hpp"
@@ -31,6 +33,14 @@ namespace detail {
 }  // namespace detail
 
 void write_file(const std::string& path, std::string_view text) { detail::write_whole_file(path, text); }
+
+void append_line(const std::string& path, std::string_view line) {
+  std::string why;
+  if (const int code = detail::append_whole_line(path, line, &why); code != 0) {
+    if (why != std::strerror(code)) throw detail::refused_output(path, why);  // a planted link or file
+    throw std::system_error(code, std::generic_category(), path);
+  }
+}
 
 std::string tracer::exit_report() { return exit_report({}); }
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import Any, Dict
 
@@ -28,16 +27,13 @@ def say(text: str) -> None:
 
 
 def to_jsonl(path: str, rank: int, record: Dict[str, Any], what: str) -> None:
-    """A line of its own in the live JSONL (``jsonl_path``, ``{rank}`` filled in), as the core
-    appends its windows: never through a symbolic link, one write a whole line. A failure is said."""
+    """A line of its own in the live JSONL (``jsonl_path``, ``{rank}`` filled in), appended by the
+    core as it appends its windows: whole or not at all, the path held to the rule for every file
+    steptrace writes (a link of yours is followed, one another user may have planted is refused:
+    docs/architecture.md, "Writes"). A failure is said."""
     if not path:
         return
     try:
-        fd = os.open(path.replace("{rank}", str(rank)),
-                     os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
-        try:
-            os.write(fd, (json.dumps(record) + "\n").encode("utf-8"))
-        finally:
-            os.close(fd)
+        _core.append_line(path.replace("{rank}", str(rank)), json.dumps(record) + "\n")
     except OSError as e:
-        say(f"{what}: could not add it to {path}: {e}")
+        say(f"{what}: could not add it to {path}: {e.strerror}")

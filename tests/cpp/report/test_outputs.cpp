@@ -67,6 +67,13 @@ void refused(const fs::path& path, const std::string& words) {
   std::string why;
   CHECK(detail::append_whole_line(path.string(), "{}\n", &why) == EPERM);
   CHECK_THAT(why, Contains(words));
+  try {  // the public append (Python's JSONL lines): the same refusal, said the same way
+    append_line(path.string(), "{}\n");
+    FAIL("appended through " << path);
+  } catch (const std::system_error& e) {
+    CHECK(e.code().value() == EPERM);
+    CHECK_THAT(e.what(), Contains(path.string()) && Contains(words) && !Contains("Operation not permitted"));
+  }
 }
 
 }  // namespace
@@ -116,6 +123,8 @@ TEST_CASE("outputs: a link another user planted in a shared folder is refused, t
     fs::create_symlink(home / "secret", own);
     write_file(own.string(), "new\n");
     CHECK(read_all(home / "secret") == "new\n");
+    append_line(own.string(), "line\n");
+    CHECK(read_all(home / "secret") == "new\nline\n");
     CHECK(mode_of(home / "secret") == 0600);  // the file replaced keeps its mode
     CHECK(fs::is_symlink(own));
   }
