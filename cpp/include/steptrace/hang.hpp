@@ -28,7 +28,7 @@ struct open_phase_now {
   double open_s = 0;
 };
 
-// A thread's step open now (or the fetch that will begin it: a held `input`).
+// A thread's step open now (or the fetch in progress that will begin it: an `input` before its step).
 struct open_step_now {
   std::uint32_t thread = 0;
   std::uint64_t step = 0;  // the thread's step index (warm-up and failed ones included)

@@ -134,12 +134,14 @@ class step_builder {
   std::uint32_t thread() const noexcept { return thread_; }
   // A step has begun and not ended (of the records consumed so far).
   bool in_step() const noexcept { return in_step_; }
-  // The step open now, or the held fetch (`input`) that will begin it: its index, where it began
-  // (ticks), the time set aside in it so far (ticks) and whether a set-aside span is open now, and
-  // the phases open in it, outermost first, as (id, begin). False when neither is.
+  // The step open now, or the fetch (`input`) in progress that will begin it: its index, where it
+  // began (ticks), the time set aside in it so far (ticks) and whether a set-aside span is open
+  // now, and the phases open in it, outermost first, as (id, begin). False when neither is. A
+  // fetch that has ended is held for the next step, but the thread is no longer in it: a loop whose
+  // iterable ran out leaves its last fetch held for good, which is no step open.
   bool open_step(std::uint64_t& index, std::uint64_t& begin, std::uint64_t& set_aside, bool& aside_open,
                  std::vector<std::pair<std::uint32_t, std::uint64_t>>& phases) const {
-    if (!in_step_ && capture_ == capture::none) return false;  // neither a step nor its fetch is open
+    if (!in_step_ && capture_ != capture::open) return false;  // neither a step nor its fetch is open
     index = finished_;
     begin = begin_;
     set_aside = set_aside_;

@@ -184,3 +184,31 @@ TEST_CASE("Collectives are numbered per group in the order entered; only the las
   CHECK(seen_a);
   CHECK(seen_b);
 }
+
+TEST_CASE("A fetch in progress past hang_after is a hang; the last fetch of a loop that ran out is none", "[hang]") {
+  // steps(iterable) opens `input` before it asks for each item; the last ask finds none and the
+  // fetch ends with no step after it, held for a next loop's first step. Found in the suite: a
+  // finished loop's tracer named "step 60 open 60 s" a minute later.
+  temp_dir dir;
+  config cfg = testing::quiet();
+  cfg.hang_after_s = 0.5;
+  cfg.capture_dir = dir.path.string();
+  tracer t(cfg);
+  for (int i = 0; i < 3; ++i) {
+    t.begin_phase(builtin::input);  // the fetch, outside a step
+    t.end_phase(builtin::input);
+    t.begin_step();
+    t.end_step();
+  }
+  t.begin_phase(builtin::input);  // a fetch that hangs (a stuck DataLoader worker)
+  REQUIRE(wait_for_reports(dir.path, 1));
+  CHECK_THAT(read(reports(dir.path).front()), Contains("hang suspected: step 3 has been open"));
+  t.end_phase(builtin::input);  // it returns: the iterable ran out, and no step follows
+  std::this_thread::sleep_for(std::chrono::milliseconds(1600));  // past hang_after, three watch ticks
+  const summary m = t.metrics();
+  CHECK_FALSE((m.hang && !m.hang->threads.empty()));  // no step open (metrics carry none then)
+  CHECK(reports(dir.path).size() == 1);
+  t.begin_step();  // a next loop's first step still claims the held fetch
+  t.end_step();
+  CHECK(t.summary().steps == 4);
+}

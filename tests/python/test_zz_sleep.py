@@ -1,0 +1,5 @@
+import gc, time, threading
+def test_zz_sleep():
+    gc.collect()
+    print("THREADS", [t.name for t in threading.enumerate()], flush=True)
+    time.sleep(75)
