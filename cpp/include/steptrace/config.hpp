@@ -36,6 +36,7 @@ struct STEPTRACE_API config {
   std::string log_level = "warn";
   std::uint32_t ring_records = 16384;
   bool cupti = true;
+  std::uint32_t device_sample = 1;       // CUPTI records one window in this many (1: every one)
   std::uint32_t gather_timeout_s = 60;  // many ranks: how long rank 0 waits for the others
   bool collective_wait = true;           // Python: DDP's gradient all-reduce wait timed as `wait`
   std::uint32_t timeline_recent = 64;    // flight recorder: most recent steps kept per thread

@@ -178,6 +178,11 @@ struct gpu_stats {
   // (torch.profiler, Nsight) held CUPTI during them.
   std::uint64_t steps_viewed = 0;
   std::uint64_t steps_without_records = 0;
+  // device_sample: CUPTI recorded one window in `sample_every` (1: every window), so the figures
+  // above are over the steps of the recorded windows; `steps_sampled_out` ran in the others (CUDA
+  // events still timed their phases given a stream).
+  std::uint32_t sample_every = 1;
+  std::uint64_t steps_sampled_out = 0;
   std::uint64_t steps_all_streams = 0;  // viewed steps that named no stream
   // Kernels by name, the op around each launch (live: the phase) and kind: from traces, and live
   // from CUPTI records (docs/architecture.md, "Kernels and ops").

@@ -245,17 +245,22 @@ void device_join::let_go(std::uint64_t before) {
   drop(busy_);
 }
 
-bool device_join::in_gap(const waiting& w) const {
-  for (const auto& [begin, end] : gaps_) {
-    if (w.begin < end && begin < w.end) return true;
+device_join::coverage device_join::covered(const waiting& w) const {
+  coverage c = coverage::recorded;
+  for (const cupti_gap& g : gaps_) {
+    if (w.begin < g.end && g.begin < w.end) {
+      if (!g.sampled) return coverage::held;  // another tool's hold is said first
+      c = coverage::sampled_out;
+    }
   }
-  return false;
+  return c;
 }
 
 void device_join::add_view(device_aggregate& to, const waiting& w, device_aggregate* also) const {
-  if (in_gap(w)) {
-    ++to.uncovered;
-    if (also) ++also->uncovered;
+  if (const coverage c = covered(w); c != coverage::recorded) {
+    std::uint64_t device_aggregate::*count = c == coverage::held ? &device_aggregate::uncovered : &device_aggregate::sampled_out;
+    ++(to.*count);
+    if (also) ++(also->*count);
     return;
   }
   const step_device_view v = view(w);  // viewed once, whoever adds it

@@ -268,6 +268,7 @@ void device_aggregate::fill(gpu_stats& out) const {
   out.dropped_records = dropped;
   out.steps_viewed = steps_;
   out.steps_without_records = uncovered;
+  out.steps_sampled_out = sampled_out;
 }
 
 }  // namespace steptrace::detail

@@ -89,7 +89,8 @@ class device_aggregate {
   }
 
   std::uint64_t incomplete = 0, dropped = 0;
-  std::uint64_t uncovered = 0;  // steps not viewed: another tool held CUPTI during them
+  std::uint64_t uncovered = 0;    // steps not viewed: another tool held CUPTI during them
+  std::uint64_t sampled_out = 0;  // steps not viewed: device_sample left their window out
 
  private:
   histogram busy_, idle_, kernel_, mem_peak_;
@@ -127,9 +128,10 @@ class device_join {
   // The joined steps and, provisionally, every step still waiting, with the records so far: a
   // summary taken while work is in flight, which later summaries complete.
   void fill(gpu_stats& out) const;
-  // Times [begin, end) in ns when another tool held CUPTI (end UINT64_MAX: still held). A step
-  // that overlaps one has no device records to trust: it is counted apart, never viewed.
-  void set_gaps(std::vector<std::pair<std::uint64_t, std::uint64_t>> gaps) { gaps_ = std::move(gaps); }
+  // Times when no device activity was recorded (another tool held CUPTI, or device_sample left the
+  // window out). A step that overlaps one has no device records to trust: it is counted apart
+  // (uncovered, or sampled_out when only windows left out overlap it), never viewed.
+  void set_gaps(std::vector<cupti_gap> gaps) { gaps_ = std::move(gaps); }
   std::uint64_t newest_record_end() const noexcept { return newest_; }
   // The kernels, copies, memsets and syncs that start in [begin, end) on `streams` (empty: every
   // stream) and the syncs with no stream of their contexts, by start, for the timeline: at most
@@ -163,7 +165,8 @@ class device_join {
   };
   step_device_view view(const waiting& w) const;
   void count_in(const track& t, const waiting& w, step_device_view& v) const;
-  bool in_gap(const waiting& w) const;
+  enum class coverage { recorded, held, sampled_out };
+  coverage covered(const waiting& w) const;
   void add_view(device_aggregate& to, const waiting& w, device_aggregate* also = nullptr) const;
   void let_go(std::uint64_t before);
   std::deque<waiting> waiting_;
@@ -173,7 +176,7 @@ class device_join {
   std::map<std::uint32_t, busy_union> compute_busy_;  // the context's kernels but NCCL's
   busy_union busy_;                                   // every stream of every device
   std::uint64_t newest_ = 0;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> gaps_;
+  std::vector<cupti_gap> gaps_;
 };
 
 }  // namespace steptrace::detail

@@ -38,6 +38,7 @@ void tracer_impl::collect_loop() {
     if (stopping) break;
     const auto now = std::chrono::steady_clock::now();
     const double pool_fill = harvest_events();
+    sample_device_tick();  // device_sample: a window's start turns CUPTI's kinds on or off
     if (now - last_device_read > std::chrono::seconds(1)) {
       read_device(device_flush::none);
       lock.unlock();  // /proc is read without the tracer lock

@@ -191,6 +191,17 @@ const std::vector<option>& options() {
         "collect device activity with CUPTI when a GPU is there (0: CUDA events only)"},
        [](config& c, std::string_view v) { c.cupti = parse_bool(v); },
        [](const config& c) { return std::string(bool_text(c.cupti)); }},
+      {{"device_sample", "STEPTRACE_DEVICE_SAMPLE", false, "uint", "1",
+        "CUPTI records device activity one live window in this many (1 to 1000; windows of `live` seconds, else "
+        "10; every window until one whole window is recorded), under CUPTI's own cost of ~0.25 us of GPU time a "
+        "kernel; CUDA events still time every step's phases given a stream, and the device figures, diagnosis "
+        "and gains are over the recorded windows' steps, said so. CUPTI is the process's: the tracer that set "
+        "it last decides"},
+       [](config& c, std::string_view v) {
+         c.device_sample = parse_uint(v, 1000);
+         if (c.device_sample == 0) throw std::invalid_argument("expected 1 to 1000");
+       },
+       [](const config& c) { return std::to_string(c.device_sample); }},
       {{"gather_timeout_s", "STEPTRACE_GATHER_TIMEOUT", false, "uint", "60",
         "many ranks (torch.distributed): at exit (and at summary(gather=True)), rank 0 waits at most this many "
         "seconds for the other ranks' summaries, then names the missing ones (at most 86400)"},

@@ -84,6 +84,12 @@ void tracer::configure(const config& cfg) {
   detail::set_log_level(detail::parse_log_level(cfg.log_level));
   std::lock_guard<std::mutex> lock(impl_->mutex);
   const bool capture_changed = impl_->cfg.capture != cfg.capture || !impl_->capture.rule;
+  // CUPTI is the process's: a tracer asks for sampling when its own choice moves from 1, or back
+  if (const std::uint32_t period = cfg.live > 0 ? cfg.live : 10;
+      cfg.device_sample != impl_->sample_asked.first || (cfg.device_sample > 1 && period != impl_->sample_asked.second)) {
+    detail::set_device_sample(cfg.device_sample, period);
+    impl_->sample_asked = {cfg.device_sample, period};
+  }
   impl_->cfg = cfg;
   if (capture_changed) impl_->capture_configured();
   impl_->stats.timeline.configure(cfg.timeline_recent, cfg.timeline_slowest);
@@ -202,6 +208,7 @@ summary tracer::collect_summary(bool shown) const {
     out.rank = impl_->rank;
     out.captures = impl_->capture.done;
     out.live_ranks = impl_->live.live_ranks;
+    if (out.gpu) out.gpu->sample_every = impl_->cfg.device_sample;
     if (shown) impl_->stats.shown_steps = out.steps + out.warmup_steps + out.failed_steps;
   }
   add_cpu_facts(out, impl_->cpu_so_far());

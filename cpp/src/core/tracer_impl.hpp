@@ -182,6 +182,7 @@ class tracer_impl {
 
   std::thread collector;
   int collector_pid = 0;
+  std::pair<std::uint32_t, std::uint32_t> sample_asked{1, 10};  // device_sample and its period, as last told the backend
   bool stopping = false;  // under `mutex`
   std::condition_variable wake;
 

@@ -105,6 +105,19 @@ std::string result_text(const cupti_functions& api, CUptiResult r) {
   return text ? text : "CUPTI error " + std::to_string(static_cast<int>(r));
 }
 
+// Enables the record kinds and the launch calls' records: "" once they are on, else why not
+// (none left on).
+std::string enable_kinds(const cupti_functions& api) {
+  for (std::size_t i = 0; i < std::size(kinds); ++i) {
+    if (CUptiResult r = api.enable(kinds[i]); r != CUPTI_SUCCESS && i < required_kinds) {
+      for (std::size_t j = 0; j < i; ++j) api.disable(kinds[j]);
+      return "CUPTI is held by another tool such as torch.profiler or Nsight (" + result_text(api, r) + ")";
+    }
+  }
+  launch_records(api, true);
+  return "";
+}
+
 // CUPTI stamps device activity with this: the same clock as every host record, in ns.
 std::uint64_t CUPTIAPI host_timestamp() { return host_clock::to_monotonic_ns(host_clock::now()); }
 
@@ -191,13 +204,7 @@ std::string start_activity(const cupti_functions& api, record_store& store) {
   if (CUptiResult r = api.register_callbacks(&buffer_requested, &buffer_completed); r != CUPTI_SUCCESS) {
     return "CUPTI refused steptrace (" + result_text(api, r) + "); another profiler may hold it";
   }
-  for (std::size_t i = 0; i < std::size(kinds); ++i) {
-    if (CUptiResult r = api.enable(kinds[i]); r != CUPTI_SUCCESS && i < required_kinds) {
-      for (std::size_t j = 0; j < i; ++j) api.disable(kinds[j]);
-      return "CUPTI is held by another tool such as torch.profiler or Nsight (" + result_text(api, r) + ")";
-    }
-  }
-  launch_records(api, true);
+  if (std::string why = enable_kinds(api); !why.empty()) return why;
   if (api.flush_period) api.flush_period(200);  // CUPTI's own thread hands over full buffers
   return "";
 }
@@ -210,6 +217,19 @@ void stop_activity() {
   for (CUpti_ActivityKind kind : kinds) api->disable(kind);
   launch_records(*api, false);
   if (api->flush_period) api->flush_period(0);  // the other tool flushes on its own schedule
+}
+
+void pause_activity() {
+  const cupti_functions* api = g_api.load(std::memory_order_acquire);
+  if (api == nullptr) return;
+  for (CUpti_ActivityKind kind : kinds) api->disable(kind);
+  launch_records(*api, false);
+}
+
+std::string resume_activity() {
+  const cupti_functions* api = g_api.load(std::memory_order_acquire);
+  if (api == nullptr) return "CUPTI was never started";
+  return enable_kinds(*api);
 }
 
 void flush_activity(activity_flush how) {

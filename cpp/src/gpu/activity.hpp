@@ -25,6 +25,12 @@ std::string start_activity(const cupti_functions& api, record_store& store);
 // Hands CUPTI over to another tool: every buffer comes back (a forced flush, so none of ours
 // reaches the other tool's callbacks) and the kinds steptrace enabled are disabled.
 void stop_activity();
+// Sampling (device_sample): between recorded windows the kinds are off and back on, while the
+// callbacks and the timestamp source stay steptrace's (registering a timestamp callback again made
+// CUPTI stamp a session's first records on its own clock: pytorch issue #192021). Records of work
+// launched before a pause still come. resume_activity returns "" once the kinds are on again.
+void pause_activity();
+std::string resume_activity();
 void flush_activity(activity_flush how);
 // Kernels still waiting for their launch call's record (gpu/launch_match.hpp) go to the store:
 // those that waited long enough, or all. flush_activity lets all of them go after its flush.

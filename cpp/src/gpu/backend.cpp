@@ -2,6 +2,8 @@
 // record store to the tracers. See backend.hpp.
 #include "gpu/backend.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
@@ -12,6 +14,7 @@
 #include "gpu/backend_state.hpp"
 #include "gpu/driver_api.hpp"
 #include "gpu/record_store.hpp"
+#include "gpu/sample_plan.hpp"
 #include "gpu/testing.hpp"
 #include "record/clock.hpp"
 
@@ -31,7 +34,16 @@ struct backend {
   bool collecting = false;     // steptrace's callbacks and kinds are in place
   std::string holder;          // another tool holding CUPTI now ("" for none)
   std::string collecting_reason;
-  std::deque<std::pair<std::uint64_t, std::uint64_t>> gaps;
+  std::deque<cupti_gap> gaps;
+  bool own_callbacks = false;  // the registered callbacks and timestamp source are steptrace's
+  // device_sample (sample_plan.hpp): the setting, the plan, a window being left out now, and a
+  // resume whose gap waits for the first kernel launched after it (`sampling`: either).
+  std::uint32_t sample_every = 1, sample_period_s = 10;
+  sample_plan plan;
+  bool sample_paused = false, resume_pending = false;
+  std::uint64_t resume_ns = 0;
+  std::atomic<bool> sampling{false};
+  bool test_slots = false;  // tests: sample_device_at alone moves the plan, not the collectors' ticks
   bool forked_child = false;   // set once, single-threaded, by forget_gpu_in_forked_child
   bool fake = false;  // tests: the tables below instead of the real libraries
   cuda_driver fake_driver;
@@ -42,6 +54,38 @@ struct backend {
 backend& state() {
   static auto* b = new backend;  // never destroyed: CUPTI may call back during exit
   return *b;
+}
+
+// Under b.mutex: a gap opens at `at`; the newest gap of that kind still open, or nullptr.
+void add_gap(backend& b, std::uint64_t at, bool sampled) {
+  b.gaps.push_back({at, UINT64_MAX, sampled});
+  while (b.gaps.size() > max_cupti_gaps) b.gaps.pop_front();
+}
+cupti_gap* open_gap(backend& b, bool sampled) {
+  for (auto it = b.gaps.rbegin(); it != b.gaps.rend(); ++it) {
+    if (it->sampled == sampled && it->end == UINT64_MAX) return &*it;
+  }
+  return nullptr;
+}
+
+// Under b.mutex: the window left out ends at `at`, no earlier than the resume.
+void end_resume_gap(backend& b, std::uint64_t at) {
+  if (cupti_gap* g = open_gap(b, true)) g->end = std::max(at, b.resume_ns);
+  b.resume_pending = false;
+  b.sampling.store(b.sample_paused, std::memory_order_relaxed);
+}
+
+// Under b.mutex: a resume's gap ends where the first kernel launched after it starts (a kernel
+// with no launch record: one that starts after it), among `records`.
+void end_resume_gap_at_kernels(backend& b, const device_record* first, const device_record* last) {
+  if (!b.resume_pending) return;
+  std::uint64_t at = UINT64_MAX;
+  for (const device_record* r = first; r != last; ++r) {
+    if (r->kind == device_activity::kernel && (r->launched != 0 ? r->launched : r->start) >= b.resume_ns) {
+      at = std::min(at, r->start);
+    }
+  }
+  if (at != UINT64_MAX) end_resume_gap(b, at);
 }
 
 std::string held_reason(const backend& b) {  // under b.mutex
@@ -90,7 +134,7 @@ gpu_status start(backend& b, bool use_cupti) {
     // A profiler that already holds CUPTI keeps it: steptrace takes it when the profiler stops.
     if (b.holder.empty()) {
       why_not = start_activity(b.cupti, *b.store);
-      b.collecting = why_not.empty();
+      b.collecting = b.own_callbacks = why_not.empty();
     }
   }
   if (!why_not.empty() && use_cupti) {
@@ -167,9 +211,9 @@ void yield_cupti(const std::string& holder) noexcept {
     std::lock_guard<std::mutex> lock(b.mutex);
     if (!b.holder.empty()) return;
     b.holder = holder.empty() ? "another tool" : holder;
-    b.gaps.emplace_back(host_clock::to_monotonic_ns(host_clock::now()), UINT64_MAX);
-    while (b.gaps.size() > max_cupti_gaps) b.gaps.pop_front();
-    if (b.collecting) {
+    add_gap(b, host_clock::to_monotonic_ns(host_clock::now()), false);
+    b.own_callbacks = false;  // the other tool registers its own
+    if (b.collecting || (b.sample_paused && b.cupti_loaded)) {  // paused: buffers of ours still in flight
       stop_activity();  // calls buffer_completed, which takes only the store's lock
       b.collecting = false;
       log(log_level::info, "CUPTI handed to " + b.holder + "; steptrace resumes device activity when it stops");
@@ -186,10 +230,10 @@ void reclaim_cupti() noexcept {
     std::lock_guard<std::mutex> lock(b.mutex);
     if (b.holder.empty()) return;
     b.holder.clear();
-    if (!b.gaps.empty()) b.gaps.back().second = host_clock::to_monotonic_ns(host_clock::now());
-    if (b.cupti_loaded && !b.collecting) {
+    if (cupti_gap* g = open_gap(b, false)) g->end = host_clock::to_monotonic_ns(host_clock::now());
+    if (b.cupti_loaded && !b.collecting && !b.sample_paused) {  // a window left out: taken back at its end
       const std::string why_not = start_activity(b.cupti, *b.store);
-      b.collecting = why_not.empty();
+      b.collecting = b.own_callbacks = why_not.empty();
       if (!b.collecting) {
         log(log_level::warn, "could not take CUPTI back (" + why_not + "); device activity stays off");
         b.status.cupti = false;
@@ -202,7 +246,7 @@ void reclaim_cupti() noexcept {
   }
 }
 
-std::vector<std::pair<std::uint64_t, std::uint64_t>> cupti_gaps() {
+std::vector<cupti_gap> cupti_gaps() {
   std::lock_guard<std::mutex> lock(state().mutex);
   return {state().gaps.begin(), state().gaps.end()};
 }
@@ -211,6 +255,74 @@ std::string cupti_holder() {
   std::lock_guard<std::mutex> lock(state().mutex);
   return state().holder;
 }
+
+void set_device_sample(std::uint32_t every, std::uint32_t period_s) noexcept {
+  backend& b = state();
+  std::lock_guard<std::mutex> lock(b.mutex);
+  b.sample_every = std::max<std::uint32_t>(every, 1);
+  b.sample_period_s = std::max<std::uint32_t>(period_s, 1);
+  if (b.sample_every > 1) b.sampling.store(true, std::memory_order_relaxed);
+}
+
+namespace {
+void sample_at(backend& b, std::int64_t slot, std::uint64_t now) noexcept {
+  try {
+    std::lock_guard<std::mutex> once(b.start_mutex);  // no start, yield or reclaim meanwhile
+    std::lock_guard<std::mutex> lock(b.mutex);
+    if (b.forked_child || !b.cupti_loaded || !b.status.cupti) return;
+    if (b.resume_pending && now > b.resume_ns + 2'000'000'000) end_resume_gap(b, b.resume_ns + 2'000'000'000);
+    const bool record = b.plan.record(slot, b.sample_every);
+    if (record == !b.sample_paused) {
+      b.sampling.store(b.sample_every > 1 || b.sample_paused || b.resume_pending, std::memory_order_relaxed);
+      return;
+    }
+    if (!record) {  // this window is left out
+      if (b.resume_pending) end_resume_gap(b, now);
+      b.sample_paused = true;
+      add_gap(b, now, true);
+      if (b.collecting) pause_activity();
+      b.collecting = false;
+    } else {  // recorded again: the gap ends with the first kernel launched from now
+      b.sample_paused = false;
+      b.resume_pending = true;
+      b.resume_ns = now;
+      if (b.holder.empty() && !b.collecting) {
+        const std::string why_not = b.own_callbacks ? resume_activity() : start_activity(b.cupti, *b.store);
+        b.collecting = why_not.empty();
+        b.own_callbacks = b.own_callbacks || b.collecting;
+        if (!b.collecting) {
+          log(log_level::warn, "could not take CUPTI back after a window left out (device_sample) (" + why_not +
+                                   "); device activity stays off");
+          b.status.cupti = false;
+          b.status.reason = "device activity off after a window left out: " + why_not;
+        }
+      }
+    }
+    b.sampling.store(true, std::memory_order_relaxed);
+  } catch (...) {  // never break the traced program
+  }
+}
+}  // namespace
+
+void sample_device_tick() noexcept {
+  backend& b = state();
+  if (!b.sampling.load(std::memory_order_relaxed) || !b.started.load(std::memory_order_acquire)) return;
+  std::uint32_t period_s;
+  {
+    std::lock_guard<std::mutex> lock(b.mutex);
+    if (b.test_slots) return;
+    period_s = b.sample_period_s;
+  }
+  const std::int64_t slot = std::chrono::system_clock::now().time_since_epoch() / std::chrono::seconds(period_s);
+  sample_at(b, slot, host_clock::to_monotonic_ns(host_clock::now()));
+}
+
+void sample_slots_for_testing() noexcept {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().test_slots = true;
+}
+
+void sample_device_at(std::int64_t slot, std::uint64_t now) noexcept { sample_at(state(), slot, now); }
 
 std::uint64_t device_records_end() { return state().forked_child ? 0 : state().store->end(); }
 
@@ -228,7 +340,12 @@ void read_device_records(std::uint64_t& cursor, std::vector<device_record>& out,
   } else {
     release_waiting_kernels(false);  // those whose launch call's record is overdue
   }
+  const std::size_t before = out.size();
   b.store->read(cursor, out, lost);
+  if (b.sampling.load(std::memory_order_relaxed) && out.size() > before) {
+    std::lock_guard<std::mutex> lock(b.mutex);
+    end_resume_gap_at_kernels(b, out.data() + before, out.data() + out.size());
+  }
   // No launch-call record is coming (launch_matcher::launches_absent): said once, since the
   // kernel table loses its launching phase.
   static std::atomic<bool> said{false};
@@ -248,6 +365,17 @@ device_counts device_record_counts() {
   return {c.incomplete, c.dropped, l.launches, l.unmatched, c.bad_clock};
 }
 
+namespace {
+void reset_sampling(backend& b) {  // under b.mutex
+  b.own_callbacks = b.sample_paused = b.resume_pending = false;
+  b.sample_every = 1;
+  b.sample_period_s = 10;
+  b.test_slots = false;
+  b.plan = sample_plan{};
+  b.sampling.store(false);
+}
+}  // namespace
+
 void use_gpu_tables_for_testing(const cuda_driver& driver, const cupti_functions* cupti) {
   backend& b = state();
   std::lock_guard<std::mutex> once(b.start_mutex);
@@ -266,6 +394,7 @@ void use_gpu_tables_for_testing(const cuda_driver& driver, const cupti_functions
   b.cupti_loaded = b.collecting = false;
   b.holder.clear();
   b.gaps.clear();
+  reset_sampling(b);
 }
 
 void use_real_gpu_for_testing() {
@@ -280,6 +409,7 @@ void use_real_gpu_for_testing() {
   b.cupti_loaded = b.collecting = false;
   b.holder.clear();
   b.gaps.clear();
+  reset_sampling(b);
 }
 
 }  // namespace steptrace::detail

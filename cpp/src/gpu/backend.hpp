@@ -61,10 +61,21 @@ device_counts device_record_counts();
 // backend starts, the start leaves CUPTI alone until the reclaim. Says so in one line.
 void yield_cupti(const std::string& holder) noexcept;
 void reclaim_cupti() noexcept;
-// The times [begin, end), host clock in ns, when another tool held CUPTI; end UINT64_MAX while it
-// still does. The latest max_cupti_gaps only.
+// The times [begin, end), host clock in ns, when steptrace recorded no device activity: another
+// tool held CUPTI, or (`sampled`) device_sample left the window out; end UINT64_MAX while it still
+// does (cupti_gap, in gpu/device_record.hpp). The latest max_cupti_gaps only.
 constexpr std::size_t max_cupti_gaps = 256;
-std::vector<std::pair<std::uint64_t, std::uint64_t>> cupti_gaps();
+std::vector<cupti_gap> cupti_gaps();
+
+// device_sample (gpu/sample_plan.hpp): CUPTI records one window in `every` (1: every window) of
+// `period_s` seconds on the wall clock. CUPTI is the process's, so this is too: the tracer that
+// set it last decides (a tracer sets it when its own value changes from 1, or back). The
+// collectors tick it on each pass, at no cost while it is 1 and nothing is left out. A window
+// left out is a `sampled` gap; it ends when recording resumes, or later: work launched while
+// nothing was recorded can run after the resume, so the gap ends where the first kernel launched
+// after the resume starts (2 s after the resume at most, when none comes).
+void set_device_sample(std::uint32_t every, std::uint32_t period_s) noexcept;
+void sample_device_tick() noexcept;
 std::string cupti_holder();  // the tool holding CUPTI now, "" for none
 
 // NVTX ranges in the `steptrace` domain, for Nsight timelines. Off unless a tool that collects

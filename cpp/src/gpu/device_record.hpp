@@ -44,4 +44,11 @@ struct device_record {
   std::uint64_t bytes = 0;           // memcpy, memset, memory
 };
 
+// A time [begin, end) on the host clock (ns) when steptrace recorded no device activity: another
+// tool held CUPTI, or (`sampled`) device_sample left the window out. end UINT64_MAX: still so.
+struct cupti_gap {
+  std::uint64_t begin = 0, end = UINT64_MAX;
+  bool sampled = false;
+};
+
 }  // namespace steptrace::detail

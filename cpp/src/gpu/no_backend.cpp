@@ -24,7 +24,9 @@ event_result pair_elapsed(const thread_events&, std::uint32_t, std::uint32_t, fl
 void yield_cupti(const std::string&) noexcept {}
 void reclaim_cupti() noexcept {}
 std::string cupti_holder() { return {}; }
-std::vector<std::pair<std::uint64_t, std::uint64_t>> cupti_gaps() { return {}; }
+std::vector<cupti_gap> cupti_gaps() { return {}; }
+void set_device_sample(std::uint32_t, std::uint32_t) noexcept {}
+void sample_device_tick() noexcept {}
 bool nvtx_requested() noexcept { return false; }
 void nvtx_push(std::uint32_t) noexcept {}
 void nvtx_pop() noexcept {}

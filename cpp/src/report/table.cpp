@@ -227,6 +227,11 @@ std::string summary::table() const {
            "", m.allocated_mb_per_step, m.allocations_per_step, m.freed_mb_per_step, m.step_peak_mb_p50,
            m.step_peak_mb_max, m.net_mb);
     }
+    if (g.sample_every > 1) {
+      line("{:<11}device_sample={}: CUPTI recorded one window in {}; the device figures are over the {} of {} steps in "
+           "the recorded windows (CUDA events timed every step's phases given a stream)",
+           "", g.sample_every, g.sample_every, g.steps_viewed, g.steps_viewed + g.steps_sampled_out + g.steps_without_records);
+    }
     if (g.steps_without_records) {
       line("{:<11}{} of {} steps ran while another tool (torch.profiler, Nsight) held CUPTI: the device figures are over the other {}",
            "", g.steps_without_records, g.steps_without_records + g.steps_viewed, g.steps_viewed);

@@ -128,11 +128,11 @@ bool ran_no_gpu_work(const gpu_stats& g) {
          g.h2d.count == 0 && g.d2h.count == 0 && g.memory.allocations_per_step == 0;
 }
 
-diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
+static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t) {
   if (s.gpu && ran_no_gpu_work(*s.gpu)) {  // the host rules alone, and the reason said
     summary host = s;
     host.gpu.reset();
-    diagnosis d = diagnose(host, t);
+    diagnosis d = diagnose_steps(host, t);
     constexpr std::string_view said = " The device view shows no GPU work in these steps (no kernels, copies or syncs).";
     if (const auto at = d.evidence.find(host_view_only); at != std::string::npos) {
       d.evidence.replace(at, host_view_only.size(), said);
@@ -149,7 +149,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
   }
   if (start_up_only(s, t, d)) return d;  // nothing left but one-time work: no cause to weigh
   if (auto typical = typical_step(s, t)) {  // a one-off stall is not the steady state
-    d = diagnose(typical->typical, t);
+    d = diagnose_steps(typical->typical, t);
     one_off_words(s, typical->found, d);
     return d;
   }
@@ -379,6 +379,16 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
   if (server) advise_server(s, t, d);
   device_unrecorded_advice(s, d);
   cpu_findings(s, t, d);  // first in the advice, under any label
+  return d;
+}
+
+diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
+  diagnosis d = diagnose_steps(s, t);
+  if (const auto& g = s.gpu; g && g->sample_every > 1 && g->steps_viewed > 0) {  // device_sample: said in the evidence
+    d.evidence += fmt::format(" The device figures are over the windows CUPTI recorded (device_sample={}: {} of {} steps).",
+                              g->sample_every, g->steps_viewed,
+                              g->steps_viewed + g->steps_sampled_out + g->steps_without_records);
+  }
   return d;
 }
 

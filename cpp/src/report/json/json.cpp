@@ -87,6 +87,10 @@ json_doc gpu_json(const gpu_stats& g) {
                   {"steps_viewed", g.steps_viewed},
                   {"steps_without_records", g.steps_without_records},
                   {"steps_all_streams", g.steps_all_streams}};
+  if (g.sample_every > 1) {  // device_sample: written only when windows were left out by choice
+    out["sample_every"] = g.sample_every;
+    out["steps_sampled_out"] = g.steps_sampled_out;
+  }
   if (g.kernels) out["kernels"] = detail::kernels_json(*g.kernels);
   return out;
 }
@@ -112,6 +116,12 @@ gpu_stats gpu_from(const json_doc& j) {
   if (j.contains("steps_without_records")) g.steps_without_records = count_at(j, "steps_without_records");
   if (j.contains("device_busy_share")) g.device_busy_share = number_at(j, "device_busy_share");
   if (j.contains("steps_all_streams")) g.steps_all_streams = count_at(j, "steps_all_streams");
+  if (j.contains("sample_every")) {
+    const std::uint64_t every = count_at(j, "sample_every");
+    if (every < 1 || every > 1000) throw std::invalid_argument("gpu.sample_every: expected 1 to 1000");
+    g.sample_every = static_cast<std::uint32_t>(every);
+  }
+  if (j.contains("steps_sampled_out")) g.steps_sampled_out = count_at(j, "steps_sampled_out");
   if (j.contains("memory")) g.memory = memory_from(j.at("memory"));
   if (j.contains("kernel_time_median_us")) g.kernel_time_median_us = number_at(j, "kernel_time_median_us");
   if (j.contains("kernels")) g.kernels = detail::kernels_from(j.at("kernels"));

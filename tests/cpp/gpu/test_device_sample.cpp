@@ -1,0 +1,136 @@
+// device_sample on the fake CUPTI (fake_gpu.hpp): which windows record (sample_plan), CUPTI's kinds
+// off between them with steptrace's callbacks and clock kept, and every step that a window left out
+// could touch counted apart, never viewed with idle time it did not have. The windows are told by
+// the test (sample_device_at), so nothing here waits for a wall-clock window.
+#include <catch2/catch.hpp>
+
+#include "fake_gpu.hpp"
+#include "gpu/backend.hpp"
+#include "gpu/sample_plan.hpp"
+#include "gpu/testing.hpp"
+#include "helpers.hpp"
+#include "steptrace/steptrace.hpp"
+
+using namespace steptrace;
+using steptrace::testing::fake_gpu;
+using steptrace::testing::host_now_ns;
+using steptrace::testing::kernel_record;
+using steptrace::testing::one_step;
+
+namespace {
+
+// A kernel over the middle half of a step's window, as CUPTI gives it when its kinds are on.
+void kernel_in(fake_gpu& gpu, std::pair<std::uint64_t, std::uint64_t> step) {
+  REQUIRE(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  const std::uint64_t quarter = (step.second - step.first) / 4;
+  gpu.emit({kernel_record(step.first + quarter, step.second - quarter)});
+}
+
+}  // namespace
+
+TEST_CASE("sample_plan: one window in N, every window until a whole one is recorded", "[gpu][sample]") {
+  detail::sample_plan plan;
+  // slot 31 is the first pass, part way in: recorded, and so is 32, the first whole one
+  CHECK(plan.record(31, 3));
+  CHECK(plan.record(31, 3));
+  CHECK(plan.record(32, 3));
+  CHECK_FALSE(plan.record(34, 3));  // 32 was whole; 34 % 3 != 0 (a window passed unseen is no matter)
+  CHECK_FALSE(plan.record(35, 3));
+  CHECK(plan.record(36, 3));
+  CHECK_FALSE(plan.record(37, 3));
+  CHECK(plan.record(37, 1));  // sampling turned off mid-window: recording from now
+  CHECK(plan.record(38, 1));
+  CHECK_FALSE(plan.record(39, 10));  // on again: a whole window was recorded long since
+  CHECK(plan.record(40, 10));
+  CHECK_FALSE(plan.record(41, 10));
+
+  detail::sample_plan short_run;  // a run shorter than N windows still records whole windows
+  CHECK(short_run.record(7, 100));
+  CHECK(short_run.record(8, 100));
+  CHECK_FALSE(short_run.record(9, 100));
+}
+
+TEST_CASE("device_sample: windows left out have CUPTI's kinds off and their steps counted apart, said in every output",
+          "[gpu][sample]") {
+  fake_gpu gpu;
+  detail::sample_slots_for_testing();
+  config cfg = steptrace::testing::quiet();
+  cfg.device_sample = 3;
+  tracer t(cfg);
+  one_step(t);  // the backend starts: CUPTI on, steptrace's clock registered
+  const int registrations = gpu.timestamp_registrations();
+  std::uint64_t step_index = 1;
+  auto recorded = [&](std::int64_t slot) {  // a window CUPTI records: a step with its kernel
+    detail::sample_device_at(slot, host_now_ns());
+    const auto step = one_step(t);
+    kernel_in(gpu, step);
+    ++step_index;
+  };
+  recorded(30);  // the first pass, part way into slot 30
+  recorded(31);  // 30 was partial: 31 is recorded too, whole
+  detail::sample_device_at(32, host_now_ns());  // 32 % 3 != 0: left out
+  CHECK_FALSE(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  CHECK(gpu.steptrace_has_callbacks());  // kinds off; the callbacks and clock stay steptrace's
+  one_step(t);  // nothing recorded: CUPTI's kinds are off
+  one_step(t);
+  detail::sample_device_at(33, host_now_ns());  // recorded again
+  CHECK(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  CHECK(gpu.timestamp_registrations() == registrations);  // never registered again (pytorch #192021)
+  // Work launched while nothing was recorded may still run: the step right after the resume has
+  // none of the records of what ran in it, so it is counted apart until the first kernel launched
+  // after the resume starts, which is in the next step.
+  one_step(t);
+  const auto first_after = one_step(t);
+  kernel_in(gpu, first_after);
+  recorded(33);
+  recorded(33);
+  const summary s = t.summary();
+  REQUIRE(s.gpu);
+  CHECK(s.gpu->sample_every == 3);
+  CHECK(s.gpu->steps_viewed == 5);       // the start's step (no kernel), 30, 31 and the two after the first kernel
+  CHECK(s.gpu->steps_sampled_out == 4);  // the two left out, the one after the resume, the one its first kernel is in
+  CHECK(s.gpu->steps_without_records == 0);
+  CHECK(s.gpu->kernels_per_step * 5 == Approx(4));  // the four kernels of the viewed steps, none lost or doubled
+  CHECK_THAT(s.table(), Catch::Matchers::Contains("device_sample=3: CUPTI recorded one window in 3; the device "
+                                                  "figures are over the 5 of 9 steps"));
+  CHECK_THAT(s.diag.evidence, Catch::Matchers::Contains("(device_sample=3: 5 of 9 steps)"));
+  const summary back = summary::from_json(s.json());
+  REQUIRE(back.gpu);
+  CHECK(back.gpu->sample_every == 3);
+  CHECK(back.gpu->steps_sampled_out == 4);
+}
+
+TEST_CASE("device_sample: a profiler that takes CUPTI during a window left out gets none of steptrace's buffers; "
+          "the next recorded window takes CUPTI back whole", "[gpu][sample][handover]") {
+  fake_gpu gpu;
+  detail::sample_slots_for_testing();
+  config cfg = steptrace::testing::quiet();
+  cfg.device_sample = 2;
+  tracer t(cfg);
+  one_step(t);
+  detail::sample_device_at(10, host_now_ns());
+  detail::sample_device_at(11, host_now_ns());
+  const auto before = one_step(t);
+  gpu.emit({kernel_record(before.first + 1000, before.second - 1000)}, /*complete=*/false);  // still running
+  detail::sample_device_at(13, host_now_ns());  // left out; a buffer of steptrace's is still with CUPTI
+  REQUIRE_FALSE(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  detail::yield_cupti("torch.profiler");
+  CHECK(gpu.buffers_held() == 0);  // flushed before the profiler's callbacks were registered
+  gpu.other_tool_starts();
+  gpu.other_tool_stops();
+  detail::reclaim_cupti();  // during the window left out: CUPTI stays off until the next recorded one
+  CHECK_FALSE(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  CHECK(gpu.other_tool_records() == 0);
+  detail::sample_device_at(14, host_now_ns());  // recorded: steptrace's callbacks and clock again
+  CHECK(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  CHECK(gpu.steptrace_has_callbacks());
+  CHECK(gpu.steptrace_clock());
+  one_step(t);
+  const auto step = one_step(t);
+  kernel_in(gpu, step);
+  one_step(t);
+  const summary s = t.summary();
+  REQUIRE(s.gpu);
+  CHECK(s.gpu->steps_without_records + s.gpu->steps_sampled_out == 2);  // the step after the resume, its first kernel's
+  CHECK(s.gpu->steps_viewed == 3);
+}
