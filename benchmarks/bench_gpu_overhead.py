@@ -8,7 +8,8 @@ torch.profiler for reference) run in the first REFERENCE_ROUNDS. Each figure is 
 run's mean step time; the untraced loop's spread over its rounds is printed beside it as the
 noise floor. Prints `check ...: PASS|FAIL|NOT MEASURABLE here` lines against the targets
 (paired.py's verdict on the per-round ratios: met or missed only when the middle half of the
-rounds agrees): steptrace adds <= 0.5% on ~10 ms steps and <= 2% on ~1.5 ms steps. Each mode also
+rounds agrees): steptrace adds <= 0.5% on ~10 ms steps and <= 2% on ~1.5 ms steps; with
+device_sample=10, <= 0.2% and <= 1% (SAMPLED_MODE below). Each mode also
 prints the host's time from one step's `.item()` to the next step's first launch, which the GPU
 idles through. (A launch-bound loop was dropped on 11-28: its untraced rounds were 27-55% apart;
 what CUPTI costs a launch is measured by tests/gpu/probe_launch_records.cu.)"""
@@ -24,6 +25,11 @@ ROUNDS, REFERENCE_ROUNDS = 4, 2  # rounds of processes: the verdict's two modes,
 STEPS, REPEATS = 60, 3  # runs of STEPS steps in each process, the best kept
 VERDICT_MODES = ("untraced", "steptrace")
 REFERENCE_MODES = ("steptrace, CUPTI off", "steptrace, steps only, CUPTI off", "torch.profiler")
+# device_sample: CUPTI records one 1 s window in SAMPLE_EVERY. Its mode is timed inside windows left
+# out (the steady state between recorded windows); its cost over a whole cycle is computed from that
+# and the full mode's, weighted (SAMPLE_EVERY - 1):1, and said so.
+SAMPLE_EVERY = 10
+SAMPLED_MODE = "steptrace, device_sample, window left out"
 
 
 def make_step(torch, size: int, products: int):
@@ -80,6 +86,11 @@ def child(mode: str, size: int, products: int) -> None:
     steptrace.configure(print_at_exit=False, warmup_steps=0)
     step = make_step(torch, size, products)
     timed(torch, step, 10, "untraced")  # warm-up: kernels loaded, clocks up
+    if mode == SAMPLED_MODE:  # past the first whole recorded window, then just after a recorded one
+        steptrace.configure(device_sample=SAMPLE_EVERY, live=1)
+        began = time.time()
+        while time.time() - began < 2.5 or int(time.time()) % SAMPLE_EVERY != 1:
+            timed(torch, step, 5, mode)
     if mode == "torch.profiler":
         from torch.profiler import ProfilerActivity, profile
 
@@ -133,11 +144,11 @@ def main() -> int:
     # (what, products a step, target ms, allowed)
     for what, products, target_ms, allowed in (("~10 ms steps", 200, 10.0, 0.005), ("~1.5 ms steps", 20, 1.5, 0.02)):
         size = int(run_child("calibrate", str(target_ms), str(products)))
-        modes = VERDICT_MODES + REFERENCE_MODES
+        modes = VERDICT_MODES + (SAMPLED_MODE,) + REFERENCE_MODES
         seen = {m: [] for m in modes}
         gap_us = {m: [] for m in modes}
         for round_ in range(ROUNDS):
-            for mode in modes if round_ < REFERENCE_ROUNDS else VERDICT_MODES:
+            for mode in modes if round_ < REFERENCE_ROUNDS else VERDICT_MODES + (SAMPLED_MODE,):
                 ms, gap = (float(v) for v in run_child("child", mode, str(size), str(products)).split())
                 seen[mode].append(ms)
                 gap_us[mode].append(gap)
@@ -167,6 +178,18 @@ def main() -> int:
               + ", ".join(f"{100 * (r - 1):+.2f}%" for r in ratios) + f"; <= {100 * allowed:.1f}%; host phases alone "
               f"{100 * host:+.2f}%), torch.profiler {100 * (best['torch.profiler'] / base - 1):+.2f}%, untraced "
               f"{base:.3f} ms/step")
+        # device_sample over a whole cycle: the windows left out at their own cost, one in
+        # SAMPLE_EVERY at the full mode's, per round (the same round's untraced step as the base).
+        sampled = [((SAMPLE_EVERY - 1) * s_ + f) / SAMPLE_EVERY / u
+                   for s_, f, u in zip(seen[SAMPLED_MODE], seen["steptrace"], seen["untraced"])]
+        sampled_allowed = {"~10 ms steps": 0.002, "~1.5 ms steps": 0.01}[what]
+        said = verdict(sampled, 1 + sampled_allowed)
+        missed += 1 if said == "missed" else 0
+        word = {"met": "PASS", "missed": "FAIL"}.get(said, "NOT MEASURABLE here")
+        print(f"check device_sample={SAMPLE_EVERY} overhead on {what}: {word} per round "
+              + ", ".join(f"{100 * (r - 1):+.2f}%" for r in sampled)
+              + f" (<= {100 * sampled_allowed:.1f}%; a cycle: {SAMPLE_EVERY - 1} windows left out, timed, and one "
+              f"recorded, at the full mode's cost; left out alone {100 * (best[SAMPLED_MODE] / base - 1):+.2f}%)")
     return 1 if missed else 0
 
 

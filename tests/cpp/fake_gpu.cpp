@@ -378,6 +378,8 @@ void fake_gpu::finish_work() {
   }
 }
 
+void fake_gpu::periodic_flush() { flush_all(0); }
+
 std::size_t fake_gpu::buffers_held() const {
   std::lock_guard<std::mutex> lock(st().mutex);
   return st().buffers.size();

@@ -81,6 +81,7 @@ class fake_gpu {
   // end time, as CUPTI does).
   void emit(const std::vector<fake_record>& records, bool complete = true);
   void finish_work();                // the device finishes what unfinished buffers hold
+  void periodic_flush();             // CUPTI's own thread (flush_period): every complete buffer back
   std::size_t buffers_held() const;  // requested and not yet handed back
   void refuse_enable(bool on);       // another tool holds CUPTI
   // Another CUPTI client (a profiler) registers its own callbacks and enables its kinds; when it

@@ -2,8 +2,6 @@
 // record store to the tracers. See backend.hpp.
 #include "gpu/backend.hpp"
 
-#include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
@@ -11,52 +9,26 @@
 
 #include "base/log.hpp"
 #include "gpu/activity.hpp"
+#include "gpu/backend_data.hpp"
 #include "gpu/backend_state.hpp"
 #include "gpu/driver_api.hpp"
 #include "gpu/record_store.hpp"
-#include "gpu/sample_plan.hpp"
 #include "gpu/testing.hpp"
 #include "record/clock.hpp"
 
 namespace steptrace::detail {
 namespace {
 
-struct backend {
-  std::mutex start_mutex;      // one start at a time
-  std::atomic<bool> started{false};
-  cuda_driver driver;          // set by start, before `started`; read-only afterwards
-  cupti_functions cupti;       // likewise
-  record_store* store = new record_store;  // never freed: CUPTI may call back during exit
-  std::mutex mutex;            // status, dirs and the hand-over below
-  gpu_status status{false, false, "host only: no step has run yet, so the GPU was not looked at"};
-  std::vector<std::string> dirs;
-  bool cupti_loaded = false;   // CUPTI was found and steptrace may use it
-  bool collecting = false;     // steptrace's callbacks and kinds are in place
-  std::string holder;          // another tool holding CUPTI now ("" for none)
-  std::string collecting_reason;
-  std::deque<cupti_gap> gaps;
-  bool own_callbacks = false;  // the registered callbacks and timestamp source are steptrace's
-  // device_sample (sample_plan.hpp): the setting, the plan, a window being left out now, and a
-  // resume whose gap waits for the first kernel launched after it (`sampling`: either).
-  std::uint32_t sample_every = 1, sample_period_s = 10;
-  sample_plan plan;
-  bool sample_paused = false, resume_pending = false;
-  std::uint64_t resume_ns = 0;
-  std::atomic<bool> sampling{false};
-  bool test_slots = false;  // tests: sample_device_at alone moves the plan, not the collectors' ticks
-  bool forked_child = false;   // set once, single-threaded, by forget_gpu_in_forked_child
-  bool fake = false;  // tests: the tables below instead of the real libraries
-  cuda_driver fake_driver;
-  cupti_functions fake_cupti;
-  bool fake_has_cupti = false;
-};
 
-backend& state() {
+backend& state() { return backend_data(); }
+
+}  // namespace
+
+backend& backend_data() {
   static auto* b = new backend;  // never destroyed: CUPTI may call back during exit
   return *b;
 }
 
-// Under b.mutex: a gap opens at `at`; the newest gap of that kind still open, or nullptr.
 void add_gap(backend& b, std::uint64_t at, bool sampled) {
   b.gaps.push_back({at, UINT64_MAX, sampled});
   while (b.gaps.size() > max_cupti_gaps) b.gaps.pop_front();
@@ -68,25 +40,8 @@ cupti_gap* open_gap(backend& b, bool sampled) {
   return nullptr;
 }
 
-// Under b.mutex: the window left out ends at `at`, no earlier than the resume.
-void end_resume_gap(backend& b, std::uint64_t at) {
-  if (cupti_gap* g = open_gap(b, true)) g->end = std::max(at, b.resume_ns);
-  b.resume_pending = false;
-  b.sampling.store(b.sample_paused, std::memory_order_relaxed);
-}
 
-// Under b.mutex: a resume's gap ends where the first kernel launched after it starts (a kernel
-// with no launch record: one that starts after it), among `records`.
-void end_resume_gap_at_kernels(backend& b, const device_record* first, const device_record* last) {
-  if (!b.resume_pending) return;
-  std::uint64_t at = UINT64_MAX;
-  for (const device_record* r = first; r != last; ++r) {
-    if (r->kind == device_activity::kernel && (r->launched != 0 ? r->launched : r->start) >= b.resume_ns) {
-      at = std::min(at, r->start);
-    }
-  }
-  if (at != UINT64_MAX) end_resume_gap(b, at);
-}
+namespace {
 
 std::string held_reason(const backend& b) {  // under b.mutex
   return "CUPTI held by " + b.holder + ": device activity resumes when it lets go (CUDA events meanwhile)";
@@ -256,74 +211,6 @@ std::string cupti_holder() {
   return state().holder;
 }
 
-void set_device_sample(std::uint32_t every, std::uint32_t period_s) noexcept {
-  backend& b = state();
-  std::lock_guard<std::mutex> lock(b.mutex);
-  b.sample_every = std::max<std::uint32_t>(every, 1);
-  b.sample_period_s = std::max<std::uint32_t>(period_s, 1);
-  if (b.sample_every > 1) b.sampling.store(true, std::memory_order_relaxed);
-}
-
-namespace {
-void sample_at(backend& b, std::int64_t slot, std::uint64_t now) noexcept {
-  try {
-    std::lock_guard<std::mutex> once(b.start_mutex);  // no start, yield or reclaim meanwhile
-    std::lock_guard<std::mutex> lock(b.mutex);
-    if (b.forked_child || !b.cupti_loaded || !b.status.cupti) return;
-    if (b.resume_pending && now > b.resume_ns + 2'000'000'000) end_resume_gap(b, b.resume_ns + 2'000'000'000);
-    const bool record = b.plan.record(slot, b.sample_every);
-    if (record == !b.sample_paused) {
-      b.sampling.store(b.sample_every > 1 || b.sample_paused || b.resume_pending, std::memory_order_relaxed);
-      return;
-    }
-    if (!record) {  // this window is left out
-      if (b.resume_pending) end_resume_gap(b, now);
-      b.sample_paused = true;
-      add_gap(b, now, true);
-      if (b.collecting) pause_activity();
-      b.collecting = false;
-    } else {  // recorded again: the gap ends with the first kernel launched from now
-      b.sample_paused = false;
-      b.resume_pending = true;
-      b.resume_ns = now;
-      if (b.holder.empty() && !b.collecting) {
-        const std::string why_not = b.own_callbacks ? resume_activity() : start_activity(b.cupti, *b.store);
-        b.collecting = why_not.empty();
-        b.own_callbacks = b.own_callbacks || b.collecting;
-        if (!b.collecting) {
-          log(log_level::warn, "could not take CUPTI back after a window left out (device_sample) (" + why_not +
-                                   "); device activity stays off");
-          b.status.cupti = false;
-          b.status.reason = "device activity off after a window left out: " + why_not;
-        }
-      }
-    }
-    b.sampling.store(true, std::memory_order_relaxed);
-  } catch (...) {  // never break the traced program
-  }
-}
-}  // namespace
-
-void sample_device_tick() noexcept {
-  backend& b = state();
-  if (!b.sampling.load(std::memory_order_relaxed) || !b.started.load(std::memory_order_acquire)) return;
-  std::uint32_t period_s;
-  {
-    std::lock_guard<std::mutex> lock(b.mutex);
-    if (b.test_slots) return;
-    period_s = b.sample_period_s;
-  }
-  const std::int64_t slot = std::chrono::system_clock::now().time_since_epoch() / std::chrono::seconds(period_s);
-  sample_at(b, slot, host_clock::to_monotonic_ns(host_clock::now()));
-}
-
-void sample_slots_for_testing() noexcept {
-  std::lock_guard<std::mutex> lock(state().mutex);
-  state().test_slots = true;
-}
-
-void sample_device_at(std::int64_t slot, std::uint64_t now) noexcept { sample_at(state(), slot, now); }
-
 std::uint64_t device_records_end() { return state().forked_child ? 0 : state().store->end(); }
 
 void read_device_records(std::uint64_t& cursor, std::vector<device_record>& out, std::uint64_t& lost, device_flush how) {
@@ -333,7 +220,9 @@ void read_device_records(std::uint64_t& cursor, std::vector<device_record>& out,
   {
     std::lock_guard<std::mutex> lock(b.mutex);
     if (!b.status.cupti) return;
-    collecting = b.collecting;
+    // a window left out (device_sample): the buffers CUPTI still holds are steptrace's, of work
+    // launched before it, and come back to steptrace's callbacks
+    collecting = b.collecting || (b.sample_paused && b.own_callbacks && b.holder.empty());
   }
   if (how != device_flush::none && collecting) {  // never flush a profiler's buffers for it
     flush_activity(how == device_flush::forced ? activity_flush::forced : activity_flush::completed);
@@ -365,16 +254,6 @@ device_counts device_record_counts() {
   return {c.incomplete, c.dropped, l.launches, l.unmatched, c.bad_clock};
 }
 
-namespace {
-void reset_sampling(backend& b) {  // under b.mutex
-  b.own_callbacks = b.sample_paused = b.resume_pending = false;
-  b.sample_every = 1;
-  b.sample_period_s = 10;
-  b.test_slots = false;
-  b.plan = sample_plan{};
-  b.sampling.store(false);
-}
-}  // namespace
 
 void use_gpu_tables_for_testing(const cuda_driver& driver, const cupti_functions* cupti) {
   backend& b = state();

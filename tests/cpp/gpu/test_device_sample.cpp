@@ -3,6 +3,8 @@
 // could touch counted apart, never viewed with idle time it did not have. The windows are told by
 // the test (sample_device_at), so nothing here waits for a wall-clock window.
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <thread>
 
 #include "fake_gpu.hpp"
 #include "gpu/backend.hpp"
@@ -59,17 +61,19 @@ TEST_CASE("device_sample: windows left out have CUPTI's kinds off and their step
   tracer t(cfg);
   one_step(t);  // the backend starts: CUPTI on, steptrace's clock registered
   const int registrations = gpu.timestamp_registrations();
-  std::uint64_t step_index = 1;
   auto recorded = [&](std::int64_t slot) {  // a window CUPTI records: a step with its kernel
     detail::sample_device_at(slot, host_now_ns());
     const auto step = one_step(t);
     kernel_in(gpu, step);
-    ++step_index;
   };
   recorded(30);  // the first pass, part way into slot 30
-  recorded(31);  // 30 was partial: 31 is recorded too, whole
+  detail::sample_device_at(31, host_now_ns());  // 30 was partial: 31 is recorded too, whole
+  const auto last_recorded = one_step(t);
+  const std::uint64_t quarter = (last_recorded.second - last_recorded.first) / 4;
+  gpu.emit({kernel_record(last_recorded.first + quarter, last_recorded.second - quarter)}, /*complete=*/false);
   detail::sample_device_at(32, host_now_ns());  // 32 % 3 != 0: left out
   CHECK_FALSE(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  gpu.finish_work();  // the kernel launched before the pause ends now: its buffer is steptrace's to flush
   CHECK(gpu.steptrace_has_callbacks());  // kinds off; the callbacks and clock stay steptrace's
   one_step(t);  // nothing recorded: CUPTI's kinds are off
   one_step(t);
@@ -133,4 +137,49 @@ TEST_CASE("device_sample: a profiler that takes CUPTI during a window left out g
   REQUIRE(s.gpu);
   CHECK(s.gpu->steps_without_records + s.gpu->steps_sampled_out == 2);  // the step after the resume, its first kernel's
   CHECK(s.gpu->steps_viewed == 3);
+}
+
+TEST_CASE("device_sample on the wall clock: 1 s windows, one in 2 recorded, on and off again and again", "[gpu][sample]") {
+  // The collectors' own ticks (not the test's), over real windows: CUPTI's kinds follow the plan,
+  // and the test emits a kernel in a step only when CUPTI records, as CUPTI does.
+  fake_gpu gpu;
+  config cfg = steptrace::testing::quiet();
+  cfg.device_sample = 2;
+  cfg.live = 1;
+  cfg.warmup_steps = 1;  // the step that starts the backend, with CUPTI not yet on
+  tracer t(cfg);
+  one_step(t);
+  std::uint64_t kernels = 0, switches = 0, steps = 0;
+  bool was_on = gpu.kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(6500);
+  while (std::chrono::steady_clock::now() < until) {  // 2 ms steps: over 3,000 of them
+    const bool on = gpu.kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    switches += on != was_on;
+    was_on = on;
+    const auto step = one_step(t);
+    if (on && gpu.kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {  // on for the whole step
+      kernel_in(gpu, step);
+      ++kernels;
+    }
+    if (++steps % 16 == 0) gpu.periodic_flush();  // CUPTI's own thread hands buffers back, on or off
+  }
+  t.configure(steptrace::testing::quiet());  // device_sample back to 1: recording from now
+  const summary s = t.summary();
+  REQUIRE(s.gpu);
+  // 6.5 s: the partial first window and the first whole one recorded, then one in two: off and on
+  // at least twice each (a plan that stopped ticking after its first resume switched twice). A busy
+  // machine may stretch a step across a switch: such a step has no kernel and is counted apart.
+  INFO("switches " << switches << ", kernels " << kernels << ", steps viewed " << s.gpu->steps_viewed << " and left out "
+                    << s.gpu->steps_sampled_out << " of " << s.steps);
+  CHECK(switches >= 4);
+  CHECK(s.gpu->steps_sampled_out > 0);
+  CHECK(s.gpu->steps_viewed > 0);
+  CHECK(s.gpu->steps_viewed + s.gpu->steps_sampled_out == s.steps);
+  // every viewed step is one CUPTI recorded whole: its one kernel, never a left-out step's idle
+  CHECK(s.gpu->kernels_per_step == Approx(1.0).epsilon(0.02));
+  CHECK(s.gpu->steps_viewed <= kernels);
+  for (int i = 0; i < 100 && !gpu.kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the collector's next pass
+  }
+  CHECK(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
 }

@@ -47,3 +47,23 @@ def test_the_default_stream_gives_device_time_to_steps_and_phases():
     assert d["step_device_steps"] == 5
     assert d["phases"]["compute"]["device_ms"]["mean"] > 1.0
     assert d["step_device_ms"]["mean"] >= d["phases"]["compute"]["device_ms"]["mean"] * 0.98
+
+
+def test_device_sample_gives_the_same_labels_from_its_recorded_windows():
+    """device_sample=2 with 1 s windows: each scenario runs 4 s, so CUPTI leaves windows out; the
+    label comes from the recorded windows' steps and matches the full mode's expectation."""
+    import time
+
+    import steptrace
+
+    for before, _after, body, _ in demo.gpu_pairs(steps=40):
+        tracer = steptrace.Tracer(print_at_exit=False, warmup_steps=5, device_sample=2, live=1)
+        began = time.perf_counter()
+        while time.perf_counter() - began < 4.0:
+            body(tracer)
+        tracer.configure(live=0)
+        d = tracer.summary().to_dict()
+        gpu = d["gpu"]
+        assert gpu["sample_every"] == 2 and gpu["steps_sampled_out"] > 0 and gpu["steps_viewed"] > 0, gpu
+        assert d["diagnosis"]["label"] == before.label_expected, (before.name, str(tracer.summary()))
+        assert "device_sample=2" in d["diagnosis"]["evidence"]
