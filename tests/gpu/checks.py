@@ -16,6 +16,7 @@
   the ceiling: a bf16 GEMM loop's MFU (flops_per_step) within 5% of its FLOPs over its CUDA-event
   time against the peaks table; its torch.profiler trace (record_shapes) costs each mm at its
   kernels' rate; an fp32 loop moved to bf16 realises at least half the gain its trace predicted
+  device_sample=2 on real CUPTI: windows left out counted apart, every viewed step with its kernels
 """
 # Over 400 lines on purpose: one script, one call on a lent GPU machine whose time is scarce.
 
@@ -30,6 +31,7 @@ from torch.profiler import ProfilerActivity, profile
 
 import capture_checks
 import ceiling_checks
+import sample_checks
 import steptrace
 from trace_spans import op_spans
 
@@ -445,6 +447,10 @@ def captures_on_gpu() -> None:
     capture_checks.run(check)
 
 
+def device_sample_on_gpu() -> None:
+    sample_checks.run(check)
+
+
 def main() -> int:
     if not torch.cuda.is_available():
         print("check cuda available: FAIL torch.cuda.is_available() is False")
@@ -453,7 +459,7 @@ def main() -> int:
     for run in (profiler_orders, graph_capture, compile_reduce_overhead, collector_load, summary_while_gpu_runs,
                 allocator_memory,
                 live_window_device_view, node_health_on_gpu, trace_read_back, live_kernel_table, capture_on_gpu, own_capture_on_gpu,
-                ceiling_on_gpu, captures_on_gpu):
+                ceiling_on_gpu, captures_on_gpu, device_sample_on_gpu):
         try:
             run()
         except Exception as e:
