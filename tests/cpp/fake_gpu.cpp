@@ -32,6 +32,7 @@ struct fake_buffer {
 
 struct state_t {
   std::mutex mutex;
+  std::mutex kinds_mutex;  // enabled, apis_on, apis_off: the collector switches kinds while a test reads them
   std::vector<fake_event> events;  // CUevent n+1 is events[n]
   std::set<CUstream> capturing;
   bool hold = false, fail = false, invalidated = false, refuse = false;
@@ -159,6 +160,7 @@ int api_domain(int kind) { return kind == CUPTI_ACTIVITY_KIND_RUNTIME ? 0 : kind
 
 CUptiResult enable(CUpti_ActivityKind kind) {
   if (st().refuse) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  std::lock_guard<std::mutex> lock(st().kinds_mutex);
   st().enabled.insert(kind);
   for (auto* set : {&st().apis_on, &st().apis_off}) {
     for (auto it = set->begin(); it != set->end();) it = it->first == api_domain(kind) ? set->erase(it) : std::next(it);
@@ -166,12 +168,14 @@ CUptiResult enable(CUpti_ActivityKind kind) {
   return CUPTI_SUCCESS;
 }
 CUptiResult disable(CUpti_ActivityKind kind) {
+  std::lock_guard<std::mutex> lock(st().kinds_mutex);
   st().enabled.erase(kind);
   return CUPTI_SUCCESS;
 }
 CUptiResult choose_api(int domain, CUpti_CallbackId id, uint8_t on) {
   if (st().refuse) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   if (domain == 0 && id >= st().known_ids) return CUPTI_ERROR_INVALID_PARAMETER;
+  std::lock_guard<std::mutex> lock(st().kinds_mutex);
   (on ? st().apis_on : st().apis_off).insert({domain, id});
   (on ? st().apis_off : st().apis_on).erase({domain, id});
   return CUPTI_SUCCESS;
@@ -400,9 +404,16 @@ std::uint64_t fake_gpu::other_tool_records() const { return st().other_records; 
 int fake_gpu::timestamp_registrations() const { return st().timestamp_registrations; }
 bool fake_gpu::steptrace_clock() const { return st().timestamp != nullptr && st().timestamp != other_clock; }
 bool fake_gpu::steptrace_has_callbacks() const { return st().requested != nullptr && st().requested != other_requested; }
-int fake_gpu::kinds_enabled() const { return static_cast<int>(st().enabled.size()); }
-bool fake_gpu::kind_enabled(int kind) const { return st().enabled.count(kind) > 0; }
+int fake_gpu::kinds_enabled() const {
+  std::lock_guard<std::mutex> lock(st().kinds_mutex);
+  return static_cast<int>(st().enabled.size());
+}
+bool fake_gpu::kind_enabled(int kind) const {
+  std::lock_guard<std::mutex> lock(st().kinds_mutex);
+  return st().enabled.count(kind) > 0;
+}
 bool fake_gpu::api_recorded(int domain, CUpti_CallbackId id) const {
+  std::lock_guard<std::mutex> lock(st().kinds_mutex);
   const std::pair<int, CUpti_CallbackId> call{domain, id};
   const bool kind_on = st().enabled.count(domain == 0 ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER) > 0;
   return kind_on ? st().apis_off.count(call) == 0 : st().apis_on.count(call) != 0;
