@@ -151,6 +151,7 @@ void forget_gpu_in_forked_child() noexcept {
   b.cupti = cupti_functions{};
   b.collecting = false;
   b.cupti_loaded = false;
+  b.sampling.store(false);  // device_sample: nothing to switch here
   b.status = {false, false, "host only: a process forked from one that had started CUDA cannot use it"};
 }
 

@@ -32,7 +32,8 @@ struct backend {
   std::deque<cupti_gap> gaps;
   bool own_callbacks = false;  // the registered callbacks and timestamp source are steptrace's
   // device_sample (sample_plan.hpp): the setting, the plan, a window being left out now, and a
-  // resume whose gap waits for the first kernel launched after it (`sampling`: either).
+  // resume whose gap waits for the first kernel launched after it (`sampling`: the ticks have
+  // work, N above 1 or either of those; read without the lock).
   std::uint32_t sample_every = 1, sample_period_s = 10;
   sample_plan plan;
   bool sample_paused = false, resume_pending = false;
