@@ -245,10 +245,10 @@ void device_join::let_go(std::uint64_t before) {
   drop(busy_);
 }
 
-device_join::coverage device_join::covered(const waiting& w) const {
+device_join::coverage device_join::covered(std::uint64_t begin, std::uint64_t end) const {
   coverage c = coverage::recorded;
   for (const cupti_gap& g : gaps_) {
-    if (w.begin < g.end && g.begin < w.end) {
+    if (begin < g.end && g.begin < end) {
       if (!g.sampled) return coverage::held;  // another tool's hold is said first
       c = coverage::sampled_out;
     }
@@ -257,7 +257,7 @@ device_join::coverage device_join::covered(const waiting& w) const {
 }
 
 void device_join::add_view(device_aggregate& to, const waiting& w, device_aggregate* also) const {
-  if (const coverage c = covered(w); c != coverage::recorded) {
+  if (const coverage c = covered(w.begin, w.end); c != coverage::recorded) {
     std::uint64_t device_aggregate::*count = c == coverage::held ? &device_aggregate::uncovered : &device_aggregate::sampled_out;
     ++(to.*count);
     if (also) ++(also->*count);

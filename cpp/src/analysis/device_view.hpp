@@ -132,6 +132,8 @@ class device_join {
   // window out). A step that overlaps one has no device records to trust: it is counted apart
   // (uncovered, or sampled_out when only windows left out overlap it), never viewed.
   void set_gaps(std::vector<cupti_gap> gaps) { gaps_ = std::move(gaps); }
+  // [begin, end) (ns) overlaps such a time: its device records are not all there.
+  bool unrecorded(std::uint64_t begin, std::uint64_t end) const { return covered(begin, end) != coverage::recorded; }
   std::uint64_t newest_record_end() const noexcept { return newest_; }
   // The kernels, copies, memsets and syncs that start in [begin, end) on `streams` (empty: every
   // stream) and the syncs with no stream of their contexts, by start, for the timeline: at most
@@ -166,7 +168,7 @@ class device_join {
   step_device_view view(const waiting& w) const;
   void count_in(const track& t, const waiting& w, step_device_view& v) const;
   enum class coverage { recorded, held, sampled_out };
-  coverage covered(const waiting& w) const;
+  coverage covered(std::uint64_t begin, std::uint64_t end) const;
   void add_view(device_aggregate& to, const waiting& w, device_aggregate* also = nullptr) const;
   void let_go(std::uint64_t before);
   std::deque<waiting> waiting_;

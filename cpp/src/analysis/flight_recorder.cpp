@@ -80,7 +80,7 @@ void flight_recorder::keep(kept_step& into, const built_step& s, std::uint64_t l
   into.request = s.request;
   into.set_aside_ticks = s.set_aside;
   if (keep_phases_) into.phases.assign(s.phases.begin(), s.phases.end());
-  into.device_known = false;
+  into.device_known = into.device_unrecorded = false;
   into.spans.assign(s.spans.begin(), s.spans.end());  // reuses the slot's memory
   into.spans_dropped = s.spans_dropped;
   into.streams.assign(s.streams.begin(), s.streams.end());
@@ -125,9 +125,11 @@ void flight_recorder::on_step(const built_step& s) {
 void flight_recorder::attach_device(const device_join& join, std::uint64_t settled_ns,
                                     std::uint64_t (*to_ns)(std::uint64_t)) {
   auto attach = [&](kept_step& k) {
-    if (k.device_known) return;
+    if (k.device_known || k.device_unrecorded) return;
     const std::uint64_t end = to_ns(k.end);
     if (end >= settled_ns) return;
+    // another tool held CUPTI, or device_sample left the window out: no records is not an idle GPU
+    if (k.device_unrecorded = join.unrecorded(to_ns(k.begin), end); k.device_unrecorded) return;
     join.records_in(to_ns(k.begin), end, k.streams, max_device, k.device, k.device_dropped);
     k.device_known = true;
   };

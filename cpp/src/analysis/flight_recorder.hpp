@@ -65,6 +65,7 @@ class flight_recorder {
     std::uint64_t begin = 0, end = 0, length = 0, index = 0;
     std::uint32_t thread = 0;
     bool warmup = false, failed = false, device_known = false, first_of_thread = false, request = false;
+    bool device_unrecorded = false;  // it ran while no device activity was recorded: device unknown for good
     std::uint64_t set_aside_ticks = 0;
     std::vector<phase_slice> phases;  // keep_phases only
     std::vector<phase_span> spans;

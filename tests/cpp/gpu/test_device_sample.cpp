@@ -4,6 +4,8 @@
 // the test (sample_device_at), so nothing here waits for a wall-clock window.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "fake_gpu.hpp"
@@ -88,6 +90,10 @@ TEST_CASE("device_sample: windows left out have CUPTI's kinds off and their step
   kernel_in(gpu, first_after);
   recorded(33);
   recorded(33);
+  // A second later the device ran something in no step: the steps' records have settled, and the
+  // timeline reads them (a step's are read a second after the newest record passes its end).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  gpu.emit({kernel_record(host_now_ns() - 1000, host_now_ns())});
   const summary s = t.summary();
   REQUIRE(s.gpu);
   CHECK(s.gpu->sample_every == 3);
@@ -98,6 +104,17 @@ TEST_CASE("device_sample: windows left out have CUPTI's kinds off and their step
   CHECK_THAT(s.table(), Catch::Matchers::Contains("device_sample=3: CUPTI recorded one window in 3; the device "
                                                   "figures are over the 5 of 9 steps"));
   CHECK_THAT(s.diag.evidence, Catch::Matchers::Contains("(device_sample=3: 5 of 9 steps)"));
+  // The timeline draws no GPU (nor GPU idle) for a step that ran while nothing was recorded.
+  std::set<std::uint64_t> known, idle_in;
+  for (const timeline_step& k : s.timeline.steps) {
+    if (k.device_known) known.insert(k.index);
+  }
+  const nlohmann::json trace = nlohmann::json::parse(s.trace());
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("cat", "") == "idle") idle_in.insert(e["args"]["step"].get<std::uint64_t>());
+  }
+  CHECK(known == std::set<std::uint64_t>{0, 1, 2, 7, 8});  // the viewed steps, as the device view counts them
+  CHECK(idle_in == known);  // the GPU's idle time drawn in those alone, never in a step nothing recorded
   const summary back = summary::from_json(s.json());
   REQUIRE(back.gpu);
   CHECK(back.gpu->sample_every == 3);
