@@ -22,6 +22,7 @@
 #include "steptrace/export.hpp"
 #include "steptrace/hang.hpp"
 #include "steptrace/ranks.hpp"
+#include "steptrace/output.hpp"
 #include "steptrace/timeline.hpp"
 
 namespace steptrace {
@@ -323,27 +324,7 @@ struct live_window {
   std::int64_t slot = 0;
 };
 
-// Milliseconds as steptrace prints them everywhere (table, diagnosis, reports): about four
-// significant figures and never an exponent ("0.412", "16.52", "1630").
-STEPTRACE_API std::string format_ms(double ms);
-
-// Text as steptrace echoes it everywhere (messages, tables, values read from files or the
-// environment): control characters and bytes outside UTF-8 escaped (`\t`, `\n`, `\xHH`), so no
-// value reaches a terminal as an escape sequence. A backslash stays as it is.
-STEPTRACE_API std::string printable_text(std::string_view text);
-
-// Writes `text` to `path` whole or not at all, as steptrace writes its own files: a short
-// temporary beside it (`.steptrace-PID-N.tmp`), renamed over it; temporaries left in that folder
-// by processes that no longer exist are removed first. A file replaced keeps its mode. A symbolic
-// link or file at `path` that another user may have planted (not yours or root's, in a folder
-// others can write) is refused with EPERM, what() saying why. Throws std::system_error (the
-// errno; what() is "PATH: why"), having left nothing behind; a NUL in the path gets EINVAL.
-STEPTRACE_API void write_file(const std::string& path, std::string_view text);
-
-// Appends `line` (its newline included) to `path`, created if missing, whole or not at all, as
-// steptrace appends its JSON lines: the path held to write_file's rules (a link of yours is
-// followed, one another user may have planted is refused with EPERM). Throws as write_file does.
-STEPTRACE_API void append_line(const std::string& path, std::string_view line);
+// format_ms, printable_text, write_file and append_line: steptrace/output.hpp.
 
 // What one rank sends to rank 0: its summary, and the time it waited at each of its last
 // collectives (oldest first), with how many it has waited at in all.

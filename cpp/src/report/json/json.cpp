@@ -116,11 +116,9 @@ gpu_stats gpu_from(const json_doc& j) {
   if (j.contains("steps_without_records")) g.steps_without_records = count_at(j, "steps_without_records");
   if (j.contains("device_busy_share")) g.device_busy_share = number_at(j, "device_busy_share");
   if (j.contains("steps_all_streams")) g.steps_all_streams = count_at(j, "steps_all_streams");
-  if (j.contains("sample_every")) {
-    const std::uint64_t every = count_at(j, "sample_every");
-    if (every < 1 || every > 1000) throw std::invalid_argument("gpu.sample_every: expected 1 to 1000");
-    g.sample_every = static_cast<std::uint32_t>(every);
-  }
+  const std::uint64_t every = j.contains("sample_every") ? count_at(j, "sample_every") : 1;
+  if (every < 1 || every > 1000) throw std::invalid_argument("gpu.sample_every: expected 1 to 1000");
+  g.sample_every = static_cast<std::uint32_t>(every);
   if (j.contains("steps_sampled_out")) g.steps_sampled_out = count_at(j, "steps_sampled_out");
   if (j.contains("memory")) g.memory = memory_from(j.at("memory"));
   if (j.contains("kernel_time_median_us")) g.kernel_time_median_us = number_at(j, "kernel_time_median_us");
