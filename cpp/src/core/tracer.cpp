@@ -89,6 +89,7 @@ void tracer::configure(const config& cfg) {
       cfg.device_sample != impl_->sample_asked.first || (cfg.device_sample > 1 && period != impl_->sample_asked.second)) {
     detail::set_device_sample(cfg.device_sample, period);
     impl_->sample_asked = {cfg.device_sample, period};
+    if (cfg.device_sample > 1) impl_->sample_last = cfg.device_sample;
   }
   impl_->cfg = cfg;
   if (capture_changed) impl_->capture_configured();
@@ -208,7 +209,7 @@ summary tracer::collect_summary(bool shown) const {
     out.rank = impl_->rank;
     out.captures = impl_->capture.done;
     out.live_ranks = impl_->live.live_ranks;
-    if (out.gpu) out.gpu->sample_every = impl_->cfg.device_sample;
+    if (out.gpu) out.gpu->sample_every = impl_->sample_every(*out.gpu);
     if (shown) impl_->stats.shown_steps = out.steps + out.warmup_steps + out.failed_steps;
   }
   add_cpu_facts(out, impl_->cpu_so_far());

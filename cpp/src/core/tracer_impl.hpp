@@ -183,6 +183,12 @@ class tracer_impl {
   std::thread collector;
   int collector_pid = 0;
   std::pair<std::uint32_t, std::uint32_t> sample_asked{1, 10};  // device_sample and its period, as last told the backend
+  std::uint32_t sample_last = 1;  // the last device_sample above 1 this tracer asked for
+  // The N a summary's device figures say they were sampled with: the one asked now, or, set back
+  // to 1 after windows were left out, the last one that left them out. Under the lock.
+  std::uint32_t sample_every(const gpu_stats& g) const noexcept {
+    return cfg.device_sample > 1 ? cfg.device_sample : g.steps_sampled_out > 0 ? sample_last : 1;
+  }
   bool stopping = false;  // under `mutex`
   std::condition_variable wake;
 

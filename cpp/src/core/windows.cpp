@@ -131,7 +131,7 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
   live.live_slot = slot;
   summary w = window_of(live.live_totals);
   if (device_join* device = stats.totals.device()) w.gpu = device->take_recent();  // the steps viewed since
-  if (w.gpu) w.gpu->sample_every = cfg.device_sample;
+  if (w.gpu) w.gpu->sample_every = sample_every(*w.gpu);
   const std::string drift = note_drift(w);  // said once the lock is let go
   w.captures.assign(capture.done.begin() + static_cast<std::ptrdiff_t>(capture.sent), capture.done.end());
   capture.sent = capture.done.size();  // a window carries the captures that ended since the last

@@ -190,6 +190,8 @@ TEST_CASE("device_sample on the wall clock: 1 s windows, one in 2 recorded, on a
                     << s.gpu->steps_sampled_out << " of " << s.steps);
   CHECK(switches >= 4);
   CHECK(s.gpu->steps_sampled_out > 0);
+  CHECK(s.gpu->sample_every == 2);  // set back to 1, the figures still say how they were sampled
+  CHECK_THAT(s.table(), Catch::Matchers::Contains("device_sample=2: CUPTI recorded one window in 2"));
   CHECK(s.gpu->steps_viewed > 0);
   CHECK(s.gpu->steps_viewed + s.gpu->steps_sampled_out == s.steps);
   // every viewed step is one CUPTI recorded whole: its one kernel, never a left-out step's idle
