@@ -19,7 +19,6 @@
 namespace steptrace::detail {
 namespace {
 
-
 backend& state() { return backend_data(); }
 
 }  // namespace
@@ -39,7 +38,6 @@ cupti_gap* open_gap(backend& b, bool sampled) {
   }
   return nullptr;
 }
-
 
 namespace {
 
