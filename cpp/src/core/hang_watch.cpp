@@ -146,6 +146,7 @@ void tracer_impl::hang_tick(std::unique_lock<std::mutex>& lock) {
       v.report.clear();
       path.clear();
     }
+    publish_hang_report(lock, v, path);  // metrics() names the file as soon as it is there
     write_stderr(hang_lines(v, who));
     if (!jsonl.empty()) {  // the live JSONL gets it as a line of its own: {"hang": {...}}
       json_doc body = hang_json(v);
@@ -158,7 +159,12 @@ void tracer_impl::hang_tick(std::unique_lock<std::mutex>& lock) {
     log(log_level::error, std::string("hang report: ") + e.what());
   }
   lock.lock();
+}
+
+void tracer_impl::publish_hang_report(std::unique_lock<std::mutex>& lock, const hang_view& v, const std::string& path) {
+  lock.lock();  // still the hang it was written for: the job may have moved meanwhile
   if (hang.reported && hang.thread == v.threads.front().thread && hang.step == v.threads.front().step) hang.report = path;
+  lock.unlock();
 }
 
 }  // namespace detail

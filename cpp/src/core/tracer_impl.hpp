@@ -157,6 +157,8 @@ class tracer_impl {
   // The collector, each pass (a look once a second): a step open past hang_after is reported once,
   // without the lock and without touching the stuck thread.
   void hang_tick(std::unique_lock<std::mutex>& lock);
+  // The report's file, named in metrics() once written (lock not held; taken briefly).
+  void publish_hang_report(std::unique_lock<std::mutex>& lock, const hang_view& v, const std::string& path);
   // capture.cpp: captures on trouble, all under `mutex`.
   capture_state capture;
   void capture_configured();  // the options changed: the rule anew, the SIGUSR2 handler
