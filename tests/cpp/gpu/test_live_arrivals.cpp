@@ -30,7 +30,7 @@ const char* const all_reduce = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevC
 constexpr std::uint32_t world = 4;
 
 // One rank's live row after `steps` steps of `backward` then `optimizer`, each launching its
-// all-reduce at the end of `backward`; its kernel waits `wait_ns` for the others, then moves the
+// all-reduce near the end of `backward`; its kernel waits `wait_ns` for the others, then moves the
 // data in 0.3 ms.
 std::string rank_row(std::uint32_t rank, int steps, std::uint64_t wait_ns) {
   fake_gpu gpu;
@@ -43,8 +43,11 @@ std::string rank_row(std::uint32_t rank, int steps, std::uint64_t wait_ns) {
       scoped_step step(t);
       {
         scoped_phase p(t, backward);
-        steptrace::testing::spin_for(std::chrono::microseconds(500));
+        steptrace::testing::spin_for(std::chrono::microseconds(450));
+        // the launch call begins inside `backward`, well before it ends (a launch read as the
+        // phase closed can share its end's nanosecond, which is `other`'s first)
         launch = host_now_ns();
+        steptrace::testing::spin_for(std::chrono::microseconds(50));
       }
       scoped_phase p(t, optimizer);
       steptrace::testing::spin_for(std::chrono::microseconds(300));
