@@ -34,10 +34,17 @@ std::vector<fs::path> reports(const fs::path& dir) {
   return out;
 }
 
-// Waits (up to 20 s: a busy machine) until `dir` holds `n` reports.
+// Waits (up to 20 s: a busy machine) until `done()`. The collector writes a report, then names it
+// in metrics(), then writes its JSONL line, without the tracer lock: a test waits for each.
+template <class F>
+bool eventually(F done) {
+  for (int i = 0; i < 1000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return done();
+}
+
+// Waits until `dir` holds `n` reports.
 bool wait_for_reports(const fs::path& dir, std::size_t n) {
-  for (int i = 0; i < 1000 && reports(dir).size() < n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  return reports(dir).size() >= n;
+  return eventually([&] { return reports(dir).size() >= n; });
 }
 
 std::string read(const fs::path& p) {
@@ -45,14 +52,6 @@ std::string read(const fs::path& p) {
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
-}
-
-// Waits (up to 20 s) until `done()`: the collector writes the report, then names it, then writes
-// the JSONL line, without the tracer lock; a busy machine can hold it between any two.
-template <class F>
-bool eventually(F done) {
-  for (int i = 0; i < 1000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  return done();
 }
 
 }  // namespace
@@ -87,7 +86,10 @@ TEST_CASE("A step open past hang_after is reported once, with its open phase, co
   CHECK_THAT(text, Contains("no Python interpreter"));  // a C++ program has no stacks to give
   // metrics() while it hangs: the open step, past hang_after and no longer than the test held it
   const std::string report = reports(dir.path / "caps").front().string();
-  CHECK(eventually([&] { return t.metrics().hang && t.metrics().hang->report == report; }));
+  CHECK(eventually([&] {
+    const summary now = t.metrics();
+    return now.hang && now.hang->report == report;
+  }));
   const summary m = t.metrics();
   REQUIRE(m.hang);
   CHECK(m.hang->suspected);
