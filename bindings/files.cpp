@@ -1,6 +1,7 @@
 // steptrace._core's files: a summary or a trace read (read_file, read_cycles; OtherFileKind, a
 // ValueError, for a file of another kind such as an execution trace), a file written
-// whole or a line appended whole (write_file, append_line; refusals as OSError), a kernel name shortened, a job's timeline of slow
+// whole or a line appended whole (write_file, append_line; refusals as OSError), a report into
+// a folder of this user's only (write_report, open_report_folder), a kernel name shortened, a job's timeline of slow
 // steps (JobTimeline). Conversions only.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -66,6 +67,23 @@ void steptrace::bindings::bind_files(py::module_& m) {
       "append_line",
       [](const std::string& path, const std::string& line) { written_or_raised(path, [&] { append_line(path, line); }); },
       py::arg("path"), py::arg("line"));
+  m.def(
+      "write_report",  // capture_dir's rule: a folder of this user's only (steptrace/output.hpp)
+      [](const std::string& folder, const std::string& name, const py::bytes& data, bool fresh) {
+        const std::string text = data;
+        std::string path;
+        written_or_raised(folder, [&] { path = write_report(folder, name, text, fresh); });
+        return path;
+      },
+      py::arg("folder"), py::arg("name"), py::arg("data"), py::arg("fresh") = false);
+  m.def(
+      "open_report_folder",
+      [](const std::string& folder) {
+        int fd = -1;
+        written_or_raised(folder, [&] { fd = open_report_folder(folder); });
+        return fd;
+      },
+      py::arg("folder"));
   py::class_<job_timeline>(m, "JobTimeline")
       .def(py::init<std::uint32_t>(), py::arg("slowest_per_rank") = 3)
       .def("add", &job_timeline::add, py::arg("summary"))

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <unistd.h>
@@ -40,9 +41,38 @@ void write_text(int fd, const char* text) {
 // Where CPython keeps its dump to itself (3.10, 3.13: not exported), faulthandler's own handler
 // for a signal (`faulthandler.register`, made by steptrace/_common/stacks.py) writes it: raised on
 // this thread, it runs here, before pthread_kill returns, and writes into the file registered.
+// The program may take either back (close or reuse the descriptor, reset or handle the signal):
+// each is checked against what was registered before the signal is raised (signal_taken_back).
 int g_signal = 0, g_signal_fd = -1;
+struct stat g_signal_file {};
+struct sigaction g_signal_action {};
+
+// Why the signal or the file registered are no longer steptrace's; nullptr while they are.
+const char* signal_taken_back() {
+  struct stat file {};
+  if (::fstat(g_signal_fd, &file) != 0 || file.st_dev != g_signal_file.st_dev || file.st_ino != g_signal_file.st_ino) {
+    return "the program closed the descriptor faulthandler writes them to, or opened another file under its number";
+  }
+  struct sigaction action {};
+  if (::sigaction(g_signal, nullptr, &action) != 0 ||
+      reinterpret_cast<void*>(action.sa_sigaction) != reinterpret_cast<void*>(g_signal_action.sa_sigaction) ||
+      action.sa_flags != g_signal_action.sa_flags) {
+    return "the program reset or took over the real-time signal faulthandler was registered on";
+  }
+  sigset_t blocked;
+  if (::pthread_sigmask(SIG_BLOCK, nullptr, &blocked) != 0 || ::sigismember(&blocked, g_signal) == 1) {
+    return "the real-time signal faulthandler was registered on is blocked on steptrace's thread";
+  }
+  return nullptr;
+}
 
 void dump_by_signal(int fd) {
+  if (const char* why = signal_taken_back(); why != nullptr) {
+    write_text(fd, "  not available: ");
+    write_text(fd, why);
+    write_text(fd, "\n");
+    return;
+  }
   if (::ftruncate(g_signal_fd, 0) != 0 || ::lseek(g_signal_fd, 0, SEEK_SET) != 0) return;
   if (::pthread_kill(::pthread_self(), g_signal) != 0) return;
   if (::lseek(g_signal_fd, 0, SEEK_SET) != 0) return;
@@ -107,9 +137,15 @@ void bind_hangs(py::module_& m) {
   m.def("stacks_need_signal", [] { return g_dump == nullptr; });
   m.def(
       "set_stack_signal",  // faulthandler.register(signal, file=fd, all_threads=True) was made
-      [](int signal, int fd) {
-        g_signal = signal;
+      [](int signal, int fd) {  // what they are now is what the watch checks before raising it
+        struct stat file {};
+        struct sigaction action {};
+        if (::fstat(fd, &file) != 0 || ::sigaction(signal, nullptr, &action) != 0) return false;
+        g_signal_file = file;
+        g_signal_action = action;
         g_signal_fd = fd;
+        g_signal = signal;
+        return true;
       },
       py::arg("signal"), py::arg("fd"));
   m.def(

@@ -119,11 +119,12 @@ bool annotate_call(loop_obj* self, PyObject* fn_name, PyObject* owner, PyObject*
   return result != nullptr;
 }
 
-// Calls the hook with `what`; false with its exception set.
-bool hook_call(PyObject* hook, const char* what) {
+// Calls the hook with `what` and the loop's tracer; false with its exception set.
+bool hook_call(PyObject* hook, const char* what, PyObject* owner) {
   PyObject* word = PyUnicode_FromString(what);
   if (word == nullptr) return false;
-  PyObject* result = PyObject_CallOneArg(hook, word);
+  PyObject* args[] = {word, owner};
+  PyObject* result = PyObject_Vectorcall(hook, args, 2, nullptr);
   Py_DECREF(word);
   Py_XDECREF(result);
   return result != nullptr;
@@ -156,7 +157,7 @@ bool loop_finish(loop_obj* self, bool failed) {
   PyObject* hook = PyDict_GetItemWithError(self->annotate, str_hook);
   if (hook != nullptr && hook != Py_None) {  // a capture in flight ends with the steps it has
     Py_INCREF(hook);
-    if (!hook_call(hook, in_step ? "left" : "stop")) keep_first(&type, &value, &traceback);
+    if (!hook_call(hook, in_step ? "left" : "stop", self->owner)) keep_first(&type, &value, &traceback);
     Py_DECREF(hook);
   } else if (hook == nullptr) {
     PyErr_Clear();
@@ -181,7 +182,7 @@ PyObject* loop_next(PyObject* obj) {
     if (self->hook != nullptr) {
       PyObject* hook = self->hook;
       self->hook = nullptr;
-      const bool told = hook_call(hook, "end");
+      const bool told = hook_call(hook, "end", self->owner);
       Py_DECREF(hook);
       if (!told) return loop_fail(self);
     }
@@ -192,7 +193,7 @@ PyObject* loop_next(PyObject* obj) {
     if (hook != nullptr && hook != Py_None) {
       Py_INCREF(hook);
       self->hook = hook;
-      if (!hook_call(hook, "begin")) return loop_fail(self);
+      if (!hook_call(hook, "begin", self->owner)) return loop_fail(self);
     }
     PyObject* active = PyDict_GetItemWithError(self->annotate, str_active);
     self->annotated = active == Py_True;

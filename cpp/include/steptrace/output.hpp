@@ -3,6 +3,7 @@
 //
 //   steptrace::write_file("run.json", s.json());             // whole or not at all
 //   steptrace::append_line("live.jsonl", line + "\n");       // a whole line, or none
+//   steptrace::write_report("steptrace-captures", "hang.txt", text);  // only into a folder of yours
 //   std::cout << steptrace::printable_text(name);            // no escape sequence reaches a terminal
 //
 // Every output path is held to one rule (docs/architecture.md, "Writes"): a symbolic link or file
@@ -37,5 +38,17 @@ STEPTRACE_API void write_file(const std::string& path, std::string_view text);
 // steptrace appends its JSON lines: the path held to write_file's rules (a link of yours is
 // followed, one another user may have planted is refused with EPERM). Throws as write_file does.
 STEPTRACE_API void append_line(const std::string& path, std::string_view line);
+
+// Writes `text` as `name` into `folder`, as steptrace writes its reports (captures, hang reports):
+// the folder made if missing, and used only when it is yours and no other user may change it,
+// held open while written so that swapping it for a link moves nothing. `fresh`: never replaces
+// a file; a name taken becomes `stem-2.suffix`, and on. Returns the path written. Throws as
+// write_file does (a folder refused: EPERM, what() saying why).
+STEPTRACE_API std::string write_report(const std::string& folder, const std::string& name, std::string_view text,
+                                       bool fresh = false);
+
+// That folder's descriptor, held to the same rule, for a writer that needs a path inside it
+// (`/proc/self/fd/N/...`); the caller closes it. Throws as write_report does.
+STEPTRACE_API int open_report_folder(const std::string& folder);
 
 }  // namespace steptrace

@@ -16,6 +16,7 @@ namespace {
 // Ends this close (us) are one collective's whatever else: its ranks leave it within microseconds
 // of each other (a CPU backend's hosts wake up a little apart: within half the way to the next).
 constexpr double ends_agree_us = 50;
+constexpr double max_call_us = 1e12;  // 11.6 days: longer than any run
 // Of each rank's calls of a group, the most read to find its clock's offset (their pairs sorted once).
 constexpr std::size_t max_offset_calls = 512;
 
@@ -146,6 +147,16 @@ std::optional<arrival_view> read_arrivals(const std::vector<rank_calls>& all, st
   std::vector<match> matched = numbered ? match_by_number(ranks) : match_by_end(ranks);
   if (matched.empty()) return std::nullopt;
   std::stable_sort(matched.begin(), matched.end(), [](const match& a, const match& b) { return a[0]->start_us < b[0]->start_us; });
+
+  // A call no clock can give (not finite, or lasting longer than any run: a crafted or broken
+  // record) is left out with its match, never read as a rank's lateness.
+  const auto impossible = [](const match& m) {
+    return std::any_of(m.begin(), m.end(), [](const collective_call* c) {
+      return !std::isfinite(c->start_us) || !std::isfinite(c->end_us) || std::fabs(c->end_us - c->start_us) > max_call_us;
+    });
+  };
+  matched.erase(std::remove_if(matched.begin(), matched.end(), impossible), matched.end());
+  if (matched.empty()) return std::nullopt;
 
   arrival_view v;
   v.matched_by = numbered ? "sequence" : "end";

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "analysis/kernel_table.hpp"
+
 namespace steptrace::detail {
 namespace {
 
@@ -141,8 +143,39 @@ ceiling_stats ceiling_table::stats(std::uint64_t steps, double step_ms, std::str
       }
     }
   }
+  refuse_impossible(out);
   return out;
 }
+
+void refuse_impossible(ceiling_stats& c) {
+  const auto past = std::find_if(c.ops.begin(), c.ops.end(), [](const ceiling_row& r) {
+    return !(r.tflops <= ceiling_stats::max_tflops) || !(r.gb_per_s <= ceiling_stats::max_gb_per_s);
+  });
+  const char* cause = c.flops_from == "shapes"            ? "a shape recorded wrong, or crafted"
+                      : c.flops_from == "FlopCounterMode" ? "FlopCounterMode's count"
+                                                          : "flops_per_step is wrong";
+  if (past != c.ops.end()) {
+    c.impossible = fmt::format("`{}` would run at {:.3g} TFLOP/s and {:.3g} GB/s, which no device does ({})",
+                               clip_name(past->op), past->tflops, past->gb_per_s, cause);
+  } else if (!(c.tflops <= ceiling_stats::max_tflops)) {
+    c.impossible = fmt::format("{:.3g} GFLOP a step would run at {:.3g} TFLOP/s, which no device does ({})",
+                               c.gflop_per_step, c.tflops, cause);
+  } else if (!(c.mfu <= 1)) {
+    c.impossible = fmt::format("{:.3g} GFLOP a step would run at {:.3g}% of the {}'s peak, more than it can ({})",
+                               c.gflop_per_step, 100 * c.mfu, c.device, cause);
+  } else {
+    return;
+  }
+  c.mfu = c.tflops = c.gain = 0;
+  c.gain_assumption.clear();
+  for (ceiling_row& r : c.ops) {
+    if (!(r.tflops <= ceiling_stats::max_tflops) || !(r.gb_per_s <= ceiling_stats::max_gb_per_s)) {
+      r.tflops = r.gb_per_s = r.roof_share = r.gain_ms_per_step = 0;
+      r.bound.clear();
+    }
+  }
+}
+
 
 ceiling_stats told_ceiling(double flops_per_step, dtype_class dtype, std::string flops_from, double step_ms,
                            std::string_view gpu) {
@@ -157,6 +190,7 @@ ceiling_stats told_ceiling(double flops_per_step, dtype_class dtype, std::string
     out.peak_tflops = peak_tflops(*dev, dtype);
     if (out.peak_tflops > 0) out.mfu = out.tflops / out.peak_tflops;
   }
+  refuse_impossible(out);
   return out;
 }
 

@@ -42,4 +42,9 @@ class ceiling_table {
 ceiling_stats told_ceiling(double flops_per_step, dtype_class dtype, std::string flops_from, double step_ms,
                            std::string_view gpu);
 
+// FLOPs or rates no device runs (MFU over 100%, a rate past max_tflops or max_gb_per_s) said in
+// `impossible` with their cause; their MFU, rates and gain then 0, printed as no measurement.
+// stats() and told_ceiling() apply it; so does a summary read back.
+void refuse_impossible(ceiling_stats& c);
+
 }  // namespace steptrace::detail

@@ -15,7 +15,8 @@ constexpr int max_links = 40;  // as the kernel's own limit on a path's links
 
 bool anyone_may_write(const struct stat& folder) { return (folder.st_mode & S_IWOTH) != 0; }
 
-// Why the symbolic link at `path` (lstat `link`) must not be followed; empty when it may be.
+}  // namespace
+
 std::string untrusted_link(const std::string& path, const struct stat& link) {
   struct stat folder {};
   if (::stat(folder_of(path).c_str(), &folder) == 0 && anyone_may_write(folder) && (folder.st_mode & S_ISVTX) == 0) {
@@ -27,6 +28,8 @@ std::string untrusted_link(const std::string& path, const struct stat& link) {
   }
   return {};
 }
+
+namespace {
 
 // Why the file at `path` (lstat `file`, no link) must not be replaced or written; empty when it may be.
 std::string untrusted_file(const std::string& path, const struct stat& file) {
@@ -41,8 +44,8 @@ std::string untrusted_file(const std::string& path, const struct stat& file) {
          ") in a folder anyone can write: not replaced; remove it, or write elsewhere";
 }
 
-// Each folder on the way to `path` that is a symbolic link is held to the same rule as a link at
-// the path itself (`/tmp/runs` planted as a link to another user's folder).
+}  // namespace
+
 void check_folders(const std::string& given, const std::string& path) {
   const std::string folder = folder_of(path);
   for (std::size_t end = folder.find('/', 1);; end = folder.find('/', end + 1)) {
@@ -56,8 +59,6 @@ void check_folders(const std::string& given, const std::string& path) {
     if (end == std::string::npos) break;
   }
 }
-
-}  // namespace
 
 refused_output::refused_output(const std::string& path, std::string reason)
     : std::system_error(EPERM, std::generic_category(), path), reason_(std::move(reason)), what_(path + ": " + reason_) {}

@@ -41,6 +41,14 @@ struct output_target {
 // past 40 links, EISDIR for a folder).
 output_target resolve_output(const std::string& given);
 
+// Why the symbolic link at `path` (lstat `link`) must not be followed; empty when it may be.
+std::string untrusted_link(const std::string& path, const struct stat& link);
+
+// Each folder on the way to `path` that is a symbolic link is held to the same rule as a link at
+// the path itself (`/tmp/runs` planted as a link to another user's folder). Throws refused_output
+// naming `given`.
+void check_folders(const std::string& given, const std::string& path);
+
 // The folder holding `path` ("." for a bare name).
 std::string folder_of(const std::string& path);
 

@@ -6,8 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdint>
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -47,9 +48,14 @@ pid_t temporary_pid(std::string_view name) {
 
 }  // namespace
 
-int remove_stale_temporaries(const std::string& folder) noexcept {
-  DIR* dir = ::opendir(folder.c_str());
-  if (dir == nullptr) return 0;
+int remove_stale_temporaries_at(int folder) noexcept {
+  const int copy = ::fcntl(folder, F_DUPFD_CLOEXEC, 0);  // fdopendir takes the descriptor it is given
+  DIR* dir = copy < 0 ? nullptr : ::fdopendir(copy);
+  if (dir == nullptr) {
+    if (copy >= 0) ::close(copy);
+    return 0;
+  }
+  ::rewinddir(dir);
   int removed = 0;
   while (const dirent* e = ::readdir(dir)) {
     const pid_t pid = temporary_pid(e->d_name);
@@ -59,6 +65,62 @@ int remove_stale_temporaries(const std::string& folder) noexcept {
   }
   ::closedir(dir);
   return removed;
+}
+
+int remove_stale_temporaries(const std::string& folder) noexcept {
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return 0;
+  const int removed = remove_stale_temporaries_at(dir);
+  ::close(dir);
+  return removed;
+}
+
+bool write_whole_at(int folder, const std::string& shown, const std::string& name, std::string_view text,
+                    bool replace) {
+  if (name.empty() || name.find('/') != std::string::npos || name.find('\0') != std::string::npos) {
+    fail(EINVAL, shown);
+  }
+  remove_stale_temporaries_at(folder);
+  // The name's number is random, so nobody can plant it in advance; one taken all the same is passed over.
+  std::random_device random;
+  std::string tmp;
+  int fd = -1;
+  for (int tries = 0; fd < 0 && tries < 100; ++tries) {
+    const std::uint64_t n = (std::uint64_t{random()} << 32) | random();
+    tmp = std::string(prefix) + std::to_string(::getpid()) + "-" + std::to_string(n) + std::string(suffix);
+    fd = ::openat(folder, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) fail(errno, shown);
+  struct stat was {};
+  if (::fstatat(folder, name.c_str(), &was, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(was.st_mode)) {
+    (void)::fchown(fd, was.st_uid, was.st_gid);  // the file replaced keeps its owner (where allowed) and mode
+    (void)::fchmod(fd, was.st_mode & 0777);
+  }
+  const bool written = write_all(fd, text);
+  const int write_error = errno;
+  if (::close(fd) != 0 || !written) {
+    const int code = written ? errno : write_error;
+    ::unlinkat(folder, tmp.c_str(), 0);
+    fail(code, shown);
+  }
+  int moved = 0;
+  if (replace) {
+    moved = ::renameat(folder, tmp.c_str(), folder, name.c_str());  // a link there is replaced, never followed
+  } else {
+    moved = ::renameat2(folder, tmp.c_str(), folder, name.c_str(), RENAME_NOREPLACE);
+    if (moved != 0 && (errno == EINVAL || errno == ENOSYS)) {  // a file system without it: a hard link fails alike
+      moved = ::linkat(folder, tmp.c_str(), folder, name.c_str(), 0);
+      if (moved == 0) ::unlinkat(folder, tmp.c_str(), 0);
+    }
+  }
+  if (moved != 0) {
+    const int code = errno;
+    ::unlinkat(folder, tmp.c_str(), 0);
+    if (code == EEXIST && !replace) return false;
+    fail(code, shown);
+  }
+  return true;
 }
 
 namespace {
@@ -90,34 +152,16 @@ void write_whole_file(const std::string& given, std::string_view text) {
   const output_target target = resolve_output(given);
   if (target.in_place) return write_in_place(given, text);
   const std::string folder = folder_of(target.path);
-  remove_stale_temporaries(folder);
-  // The name's number is random, so nobody can plant it in advance; one taken all the same is passed over.
-  std::random_device random;
-  std::string tmp;
-  int fd = -1;
-  for (int tries = 0; fd < 0 && tries < 100; ++tries) {
-    const std::uint64_t n = (std::uint64_t{random()} << 32) | random();
-    tmp = folder + "/" + std::string(prefix) + std::to_string(::getpid()) + "-" + std::to_string(n) + std::string(suffix);
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST) break;
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) fail(errno, given);
+  const std::size_t slash = target.path.rfind('/');
+  try {
+    write_whole_at(dir, given, slash == std::string::npos ? target.path : target.path.substr(slash + 1), text, true);
+  } catch (...) {
+    ::close(dir);
+    throw;
   }
-  if (fd < 0) fail(errno, given);
-  if (target.exists) {  // the file replaced keeps its owner (where allowed) and its mode
-    (void)::fchown(fd, target.info.st_uid, target.info.st_gid);
-    (void)::fchmod(fd, target.info.st_mode & 0777);
-  }
-  const bool written = write_all(fd, text);
-  const int write_error = errno;
-  if (::close(fd) != 0 || !written) {
-    const int code = written ? errno : write_error;
-    ::unlink(tmp.c_str());
-    fail(code, given);
-  }
-  if (::rename(tmp.c_str(), target.path.c_str()) != 0) {
-    const int code = errno;
-    ::unlink(tmp.c_str());
-    fail(code, given);
-  }
+  ::close(dir);
 }
 
 int append_whole_line(const std::string& path, std::string_view line, std::string* why) noexcept {

@@ -24,7 +24,14 @@ void write_whole_file(const std::string& path, std::string_view text);
 // SIGPIPE (a FIFO whose reader left). The path is held to the same rules as write_whole_file.
 int append_whole_line(const std::string& path, std::string_view line, std::string* why = nullptr) noexcept;
 
+// Writes `text` as `name` (no slash) in the folder open at descriptor `folder`, whole or not at
+// all, the same way; `shown` names it in errors. `replace`: whatever is at `name` is replaced (a
+// link too, never followed); else a name already taken is left as it is and false returned.
+bool write_whole_at(int folder, const std::string& shown, const std::string& name, std::string_view text,
+                    bool replace);
+
 // Removes, in `folder`, the temporaries of write_whole_file whose process is gone. How many.
 int remove_stale_temporaries(const std::string& folder) noexcept;
+int remove_stale_temporaries_at(int folder) noexcept;  // the same in the folder open at a descriptor
 
 }  // namespace steptrace::detail

@@ -16,6 +16,7 @@
 #include <system_error>
 
 #include "base/log.hpp"
+#include "base/own_folder.hpp"
 #include "base/quiet_write.hpp"
 #include "base/whole_file.hpp"
 #include "core/tracer_impl.hpp"
@@ -194,11 +195,11 @@ bool tracer_impl::write_capture(std::unique_lock<std::mutex>& lock, capture_reco
     record.label = s.diag.label;
     record.evidence = s.diag.evidence;
     record.advice = s.diag.advice.empty() ? "" : s.diag.advice.front();
-    ::mkdir(folder.c_str(), 0777);  // one level, as the other path options; an error shows at the write
-    record.path = folder + "/" + safe_name(program.empty() ? program_invocation_short_name ? program_invocation_short_name : "run" : program) +
-                  "-rank" + std::to_string(record.rank) + "-" + name + "-pid" + std::to_string(::getpid()) +
-                  ".trace.json";  // unique to the process: runs may share a folder
-    write_file(record.path, s.trace());
+    const std::string file = safe_name(program.empty() ? program_invocation_short_name ? program_invocation_short_name : "run" : program) +
+                             "-rank" + std::to_string(record.rank) + "-" + name + "-pid" + std::to_string(::getpid()) +
+                             ".trace.json";  // unique to the process: runs may share a folder
+    record.path = folder + "/" + file;
+    record.path = own_folder(folder).write(file, s.trace());  // only a folder of this user's
     record.cost_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     write_stderr(capture_block(record));
     if (!jsonl.empty()) {  // the live JSONL gets it as a line of its own: {"capture": {...}}

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "base/log.hpp"
+#include "base/own_folder.hpp"
 #include "base/quiet_write.hpp"
 #include "base/whole_file.hpp"
 #include "core/tracer_impl.hpp"
@@ -134,15 +135,17 @@ void tracer_impl::hang_tick(std::unique_lock<std::mutex>& lock) {
   std::string path;
   try {
     const std::string stacks = read_stacks();
-    ::mkdir(folder.c_str(), 0777);  // one level, as the captures' folder
-    path = folder + "/" + safe_name(program_invocation_short_name ? program_invocation_short_name : "run") + "-rank" +
-           std::to_string(who ? who->rank : 0) + "-hang-step" + std::to_string(v.threads.front().step) + "-pid" +
-           std::to_string(::getpid()) + ".txt";
-    v.report = path;
+    const std::string stem = safe_name(program_invocation_short_name ? program_invocation_short_name : "run") +
+                             "-rank" + std::to_string(who ? who->rank : 0) + "-hang-step" +
+                             std::to_string(v.threads.front().step) + "-pid" + std::to_string(::getpid());
     try {
-      write_file(path, hang_report_text(v, who, stacks, {}));
+      const own_folder dir(folder);  // only a folder of this user's, held open while written
+      path = dir.write_new(stem, ".txt", [&](const std::string& named) {
+        v.report = named;
+        return hang_report_text(v, who, stacks, {});
+      });
     } catch (const std::exception& e) {
-      log(log_level::error, std::string("could not write the hang report: ") + e.what());
+      log(log_level::error, std::string("the hang report is not written: ") + e.what());
       v.report.clear();
       path.clear();
     }

@@ -2,6 +2,7 @@
 // once-only nested-step message, the usable core count, the GPU library search path.
 #include <fmt/format.h>
 
+#include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 
 #include "base/log.hpp"
 #include "base/output_path.hpp"
+#include "base/own_folder.hpp"
 #include "base/quiet_write.hpp"
 #include "base/whole_file.hpp"
 #include "core/tracer_impl.hpp"
@@ -40,6 +42,22 @@ void append_line(const std::string& path, std::string_view line) {
     if (why != std::strerror(code)) throw detail::refused_output(path, why);  // a planted link or file
     throw std::system_error(code, std::generic_category(), path);
   }
+}
+
+std::string write_report(const std::string& folder, const std::string& name, std::string_view text, bool fresh) {
+  const detail::own_folder dir(folder);
+  if (!fresh) return dir.write(name, text);
+  const std::size_t dot = name.find('.', 1);  // "x-pid7.trace.json": the counter goes before ".trace.json"
+  const std::string stem = dot == std::string::npos ? name : name.substr(0, dot);
+  const std::string suffix = dot == std::string::npos ? std::string() : name.substr(dot);
+  return dir.write_new(stem, suffix, [&](const std::string&) { return std::string(text); });
+}
+
+int open_report_folder(const std::string& folder) {
+  const detail::own_folder dir(folder);
+  const int fd = ::fcntl(dir.descriptor(), F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), folder);
+  return fd;
 }
 
 std::string tracer::exit_report() { return exit_report({}); }

@@ -2,6 +2,8 @@
 // rows (steptrace/ceiling.hpp; docs/diagnosis.md, "The ceiling").
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include "analysis/kernel_table.hpp"
 #include "base/utf8.hpp"
 #include "report/diagnosis/gains.hpp"
@@ -14,6 +16,7 @@ constexpr std::size_t shown_in_table = 3;  // the table's top ops; --kernels sho
 
 // "MFU 41.2% on the H100 SXM (bf16 peak 989.5 TFLOP/s)", or why there is none.
 std::string mfu_words(const ceiling_stats& c) {
+  if (!c.impossible.empty()) return "no MFU: the FLOPs are impossible: " + c.impossible;
   if (c.device.empty()) {
     return c.gpu.empty() ? "no MFU: no device named"
                          : fmt::format("no MFU: steptrace's peaks table lacks the {}", c.gpu);
@@ -58,12 +61,23 @@ std::string op_words(const ceiling_row& r) {
   return fmt::format("{} {} ms a step, {}{}", r.dtype, format_ms(r.ms_per_step), rate, roof);
 }
 
+// A figure that fits its column less the space before it, else in three significant figures.
+std::string column(const std::string& figure, std::size_t width) {
+  if (figure.size() < width) return figure;
+  const double v = std::strtod(figure.c_str(), nullptr);
+  return fmt::format("{:.3g}", v);
+}
+
+// "12.3 TFLOP/s, 812 GFLOP a step", or none of it when the FLOPs are impossible (mfu_words says why).
+std::string rate_words(const ceiling_stats& c) {
+  return c.impossible.empty() ? fmt::format("{:.1f} TFLOP/s, {} a step", c.tflops, flop_words(c.gflop_per_step))
+                              : std::string("the FLOPs");
+}
+
 }  // namespace
 
 void ceiling_lines(const ceiling_stats& c, const std::function<void(std::string)>& line) {
-  line(fmt::format("{:<11}{}: {:.1f} TFLOP/s, {} a step {}{}", "ceiling", mfu_words(c), c.tflops,
-                   flop_words(c.gflop_per_step), from_words(c),
-                   costed_words(c)));
+  line(fmt::format("{:<11}{}: {} {}{}", "ceiling", mfu_words(c), rate_words(c), from_words(c), costed_words(c)));
   for (std::size_t i = 0; i < c.ops.size() && i < shown_in_table; ++i) {
     line(fmt::format("{:<11}{}: {}", "", clip_name(c.ops[i].op), op_words(c.ops[i])));
   }
@@ -76,13 +90,14 @@ std::string ceiling_table_text(const ceiling_stats& c) {
   fmt::memory_buffer out;
   auto line = [&](const std::string& text) { fmt::format_to(std::back_inserter(out), "{}\n", escaped_controls(text)); };
   line("");
-  line(fmt::format("the ceiling: {}; {:.1f} TFLOP/s, {} a step {}", mfu_words(c), c.tflops, flop_words(c.gflop_per_step),
-                   from_words(c)));
+  line(fmt::format("the ceiling: {}; {} {}", mfu_words(c), rate_words(c), from_words(c)));
   line(fmt::format("{:>11}{:>10}{:>12}{:>10}{:>12}{:>10}  {:<8}{:<6}{:<14}{}", "ms/step", "calls", "GFLOP/step",
                    "TFLOP/s", "MB/step", "GB/s", "bound", "roof", "kind", "op (dtype)"));
   for (const ceiling_row& r : c.ops) {
-    line(fmt::format("{:>11}{:>10.1f}{:>12.3g}{:>10.1f}{:>12.3g}{:>10.0f}  {:<8}{:<6}{:<14}{} ({})", format_ms(r.ms_per_step),
-                     r.calls_per_step, r.gflop_per_step, r.tflops, r.mb_per_step, r.gb_per_s, r.bound,
+    // each figure in its column whatever its size (a crafted trace's 1e40 would run two together)
+    line(fmt::format("{:>11}{:>10}{:>12.3g}{:>10}{:>12.3g}{:>10}  {:<8}{:<6}{:<14}{} ({})", column(format_ms(r.ms_per_step), 11),
+                     column(fmt::format("{:.1f}", r.calls_per_step), 10), r.gflop_per_step,
+                     column(fmt::format("{:.1f}", r.tflops), 10), r.mb_per_step, column(fmt::format("{:.0f}", r.gb_per_s), 10), r.bound,
                      r.bound.empty() ? "" : fmt::format("{:.0f}%", 100 * r.roof_share), r.kind, clip_name(r.op, 60),
                      r.dtype));
   }

@@ -30,6 +30,13 @@ constexpr std::size_t live_named_phases = 8;  // the most a row carries: its lar
 constexpr std::size_t live_name_bytes = 64;   // a longer name is cut (and a cut name matches only itself)
 constexpr std::size_t live_arrivals = nccl_stats::recent_collectives;  // the most collective calls a row carries
 constexpr std::size_t live_marks = 4;  // the most groups' last collective a row carries (" c")
+// Past these a row's figure is one no run or device gives (a crafted or broken row): refused.
+constexpr double max_row_ms = 1e9;          // 11.6 days: longer than any window, step or open hang
+constexpr double max_row_calls = 1e6;       // collective calls a step
+constexpr double max_row_count = 1e12;      // errors, context switches a second
+constexpr double max_clock_mhz = 1e5;
+constexpr double max_power_w = 1e5;
+constexpr double max_temperature_c = 1000;
 
 // A phase name as one word of a row: bytes outside printable ASCII, and '%', as %XX.
 std::string row_word(std::string_view name) {
@@ -163,10 +170,13 @@ rank_row live_row_from(const std::string& text, std::vector<named_ms>& named, st
     at = end;
     return static_cast<std::uint64_t>(v);
   };
-  auto number = [&]() {
+  // A time no run can have (a row covers one window; a step open for 11 days is past any watch):
+  // refused with the row, never judged or printed as a measurement.
+  auto number = [&](double most = max_row_ms) {
     char* end = nullptr;
     const double v = std::strtod(at, &end);
     if (end == at || !std::isfinite(v) || v < 0) throw std::invalid_argument("a time that is not a finite, non-negative number");
+    if (v > most) throw std::invalid_argument(fmt::format("a figure no run can have ({:.3g})", v));
     at = end;
     return v;
   };
@@ -198,10 +208,11 @@ rank_row live_row_from(const std::string& text, std::vector<named_ms>& named, st
     while (*at != '\0' && *at != ' ') ++at;
     return std::string_view(from, static_cast<std::size_t>(at - from));
   };
-  auto signed_number = [&]() {  // a reading: -1 when not read
+  auto signed_number = [&](double most) {  // a reading: -1 when not read; above `most` no device gives it
     char* end = nullptr;
     const double v = std::strtod(at, &end);
     if (end == at || !std::isfinite(v) || v < -1) throw std::invalid_argument("a reading that is not a number");
+    if (v > most || (v < 0 && v != -1)) throw std::invalid_argument(fmt::format("a reading no device gives ({:.3g})", v));
     at = end;
     return v;
   };
@@ -213,14 +224,15 @@ rank_row live_row_from(const std::string& text, std::vector<named_ms>& named, st
       const std::string_view group = word();
       a.group = group == "-" ? "" : from_row_word(group);
       a.first = count();
-      a.per_step = number();
+      a.per_step = number(max_row_calls);
       const std::string_view waits = word();
       for (std::size_t from = 0; from <= waits.size();) {
         const std::size_t comma = std::min(waits.find(',', from), waits.size());
         const std::string one(waits.substr(from, comma - from));
         char* end = nullptr;
         const double v = std::strtod(one.c_str(), &end);
-        if (one.empty() || *end != '\0' || !std::isfinite(v) || v < 0 || a.waits_us.size() == live_arrivals) {
+        if (one.empty() || *end != '\0' || !std::isfinite(v) || v < 0 || v > 1e3 * max_row_ms ||
+            a.waits_us.size() == live_arrivals) {
           throw std::invalid_argument("a collective's wait that is not one");
         }
         a.waits_us.push_back(v);
@@ -246,20 +258,25 @@ rank_row live_row_from(const std::string& text, std::vector<named_ms>& named, st
       m.kind = what == "-" ? "" : from_row_word(what);
       m.seq = count();
       m.entered_s = number() / 1e3;
-      m.left_s = signed_number();
+      m.left_s = signed_number(max_row_ms);
       if (m.left_s >= 0) m.left_s /= 1e3;
     } else if (kind == 'n' && !node) {
       node_health& n = node.emplace();
       n.gpu = count() == 1;
-      for (double* v : {&n.sm_clock_mhz, &n.mem_clock_mhz, &n.power_w, &n.temperature_c}) *v = signed_number();
+      n.sm_clock_mhz = signed_number(max_clock_mhz);
+      n.mem_clock_mhz = signed_number(max_clock_mhz);
+      n.power_w = signed_number(max_power_w);
+      n.temperature_c = signed_number(max_temperature_c);
       const std::string_view bits = word();
       char* end = nullptr;
       const std::string hex(bits);
       n.throttle = std::strtoull(hex.c_str(), &end, 16);
       if (hex.empty() || *end != '\0') throw std::invalid_argument("clock-event reasons that are not hex");
-      for (double* v : {&n.ecc_errors, &n.xid_errors, &n.steal_share, &n.involuntary_per_s, &n.others_cpu_share}) {
-        *v = signed_number();
-      }
+      n.ecc_errors = signed_number(max_row_count);
+      n.xid_errors = signed_number(max_row_count);
+      n.steal_share = signed_number(1);  // shares of the CPU time: at most all of it
+      n.involuntary_per_s = signed_number(max_row_count);
+      n.others_cpu_share = signed_number(1);
     } else {
       throw std::invalid_argument("a section a row does not have");
     }

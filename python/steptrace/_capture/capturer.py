@@ -166,7 +166,7 @@ class Capturer(StragglerPlans):
             if _torch_absent():  # a process without torch: the core's own capture, from now
                 return bool(self._tracer._core.capture(n, reason, back))
             try:  # a folder that is not the user's is refused now, before torch.profiler runs for nothing
-                own_folder(self._tracer.options()["capture_dir"] or ".")
+                os.close(own_folder(self._tracer.options()["capture_dir"] or "."))
             except CaptureWriteError as e:
                 if not self._said_folder:  # once: a trigger asks again every window
                     self._said_folder = True
@@ -181,7 +181,7 @@ class Capturer(StragglerPlans):
 
     # -- the capture, on the loop's thread --------------------------------------------------
 
-    def _at_step(self, where: str) -> None:
+    def _at_step(self, where: str, owner: Any = None) -> None:
         with self._lock:
             if where == "begin" and self._pending is not None and self._running is None:
                 at = self._pending["at"]

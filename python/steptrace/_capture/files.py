@@ -7,37 +7,63 @@ from __future__ import annotations
 import gzip
 import os
 import shutil
-import stat
+import secrets
 import sys
-import tempfile
 from typing import Any
+
+from .. import _core
 
 
 def write_trace(prof: Any, capture_dir: str, rank: int, first: int) -> str:
     """Writes a stopped torch.profiler session's trace into ``capture_dir`` as
     ``<run>-rank<r>-step<s>-pid<p>.pt.trace.json.gz`` and returns its path; raises
     CaptureWriteError, leaving nothing, when it cannot."""
-    folder = own_folder(capture_dir)
     # The process id makes the name unique: two runs sharing a folder each keep their capture.
-    path = os.path.join(folder, f"{run_name()}-rank{rank}-step{first}-pid{os.getpid()}.pt.trace.json.gz")
+    name = f"{run_name()}-rank{rank}-step{first}-pid{os.getpid()}.pt.trace.json.gz"
+    path = os.path.join(capture_dir or ".", name)
+    folder = own_folder(capture_dir)  # the core's rule, and the folder held open: a swap moves nothing
     # torch.profiler writes its own temporary files beside the name it is given, following
-    # links: it is given a name in a folder made new, that only this user can write (0700),
-    # and the gzip is renamed from there into place whole (a rename replaces a link, never
-    # follows it). On any failure nothing is left, and the message names the path and why.
-    private = tempfile.mkdtemp(dir=folder, prefix=".steptrace-capture-")
+    # links: it is given a name in a folder made new inside the one checked, that only this user
+    # can write (0700), reached through the descriptor (/proc/self/fd), and the gzip is renamed
+    # from there into place whole (a rename replaces a link, never follows it). On any failure
+    # nothing is left, and the message names the path and why.
+    private = f".steptrace-capture-{os.getpid()}-{secrets.token_hex(6)}"
+    made = False
     try:
-        raw, packed = os.path.join(private, "trace.json"), os.path.join(private, "trace.json.gz")
-        prof.export_chrome_trace(raw)
-        _whole(raw)
-        with open(raw, "rb") as src, open(packed, "xb") as out, gzip.GzipFile(fileobj=out, mode="wb") as dst:
-            shutil.copyfileobj(src, dst)
-        os.replace(packed, path)
+        os.mkdir(private, 0o700, dir_fd=folder)
+        made = True
+        inside = os.open(private, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+        try:
+            raw = f"/proc/self/fd/{inside}/trace.json"
+            prof.export_chrome_trace(raw)
+            _whole(raw)
+            with open(raw, "rb") as src, open(f"/proc/self/fd/{inside}/trace.json.gz", "xb") as out, \
+                    gzip.GzipFile(fileobj=out, mode="wb") as dst:
+                shutil.copyfileobj(src, dst)
+            os.replace("trace.json.gz", name, src_dir_fd=inside, dst_dir_fd=folder)
+        finally:
+            _empty(inside)
+            os.close(inside)
     except Exception as e:
         why = str(e) if isinstance(e, CaptureWriteError) else e.strerror if isinstance(e, OSError) and e.strerror else repr(e)
         raise CaptureWriteError(f"could not write {path}: {why}") from e
     finally:
-        shutil.rmtree(private, ignore_errors=True)
+        if made:
+            try:
+                os.rmdir(private, dir_fd=folder)
+            except OSError:
+                pass
+        os.close(folder)
     return path
+
+
+def _empty(folder: int) -> None:
+    """What torch.profiler left in the private folder open at ``folder``, removed."""
+    for entry in os.listdir(folder):
+        try:
+            os.unlink(entry, dir_fd=folder)
+        except OSError:
+            pass
 
 
 def run_name() -> str:
@@ -66,24 +92,12 @@ class CaptureWriteError(Exception):
     """A capture that could not be written: the message names the path and the reason."""
 
 
-def own_folder(folder: str) -> str:
-    """``capture_dir``, made if missing, and only if this user owns it:
-    a folder another user made first (a shared location) or a link another user planted there is
-    refused by name, as the core's capture refuses it."""
+def own_folder(folder: str) -> int:
+    """``capture_dir``, made if missing, held to the core's rule for the folders steptrace writes
+    its reports into (``steptrace::write_report``: this user's own, no other user may change it,
+    a link only of this user's): its descriptor, which the caller closes. A folder another user made
+    first (a shared location) or a link another user planted there is refused by name."""
     try:
-        os.makedirs(folder, exist_ok=True)
-    except FileExistsError:
-        pass  # something not a folder: said below
+        return int(_core.open_report_folder(folder or "."))
     except OSError as e:
-        raise CaptureWriteError(f"could not make capture_dir {folder}: {e.strerror}") from e
-    me = os.geteuid()
-    link = os.lstat(folder)
-    if stat.S_ISLNK(link.st_mode) and link.st_uid not in (me, 0):
-        raise CaptureWriteError(f"capture_dir {folder} is a link of another user's (uid {link.st_uid}): not followed")
-    st = os.stat(folder)
-    if not stat.S_ISDIR(st.st_mode):
-        raise CaptureWriteError(f"capture_dir {folder} is not a folder")
-    if st.st_uid != me:
-        raise CaptureWriteError(f"capture_dir {folder} belongs to another user (uid {st.st_uid}): steptrace writes "
-                                f"captures only into a folder of its own user's; set capture_dir to one")
-    return folder
+        raise CaptureWriteError(f"capture_dir {e.filename}: {e.strerror}") from e

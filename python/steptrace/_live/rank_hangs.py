@@ -24,6 +24,7 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from .. import _core
+from .._common import ascii as _ascii
 from .._common import log as _log
 
 _EMPTY = "x "  # a key made before its rank wrote (as rank_verdicts makes them)
@@ -61,7 +62,7 @@ class JobHang:
         if hang is None:
             return False
         culprits = [r["rank"] for r in hang["gone"] + hang["culprits"] + hang["mismatched"]]
-        live = sorted(int(row.split(" ", 2)[1]) for row in rows)
+        live = sorted(_ascii.number(row.split(" ", 2)[1]) or 0 for row in rows)
         judge = bool(live) and job.rank == live[0]
         report = window.get("hang_report") or ""  # the core writes it at its next look: perhaps after this window
         shape = (report, _shape(hang))  # who is where: the seconds in the words change every window
@@ -112,9 +113,9 @@ class JobHang:
         for i, value in enumerate(values):
             r = i % job.world_size
             slot_text, _, row = value.decode("utf-8", "replace").partition(" ")
-            if not slot_text.lstrip("-").isdigit() or not row or not _own(r, row):
+            s = _ascii.number(slot_text, signed=True)
+            if s is None or not row or not _own(r, row):
                 continue
-            s = int(slot_text)
             if r not in newest or s > newest[r][0]:
                 newest[r] = (s, row)
         rows, gone = [], []
@@ -149,7 +150,7 @@ def _readable(row: str) -> bool:
 
 def _own(rank: int, row: str) -> bool:
     words = row.split(" ", 2)
-    return len(words) > 1 and words[1].isdigit() and int(words[1]) == rank
+    return len(words) > 1 and _ascii.number(words[1]) == rank
 
 
 def _process_state(row: str) -> str:
@@ -160,10 +161,11 @@ def _process_state(row: str) -> str:
     if at < 0:
         return "unknown"
     parts = row[at + 3:].split(" ", 2)
-    if len(parts) < 2 or not parts[0].isdigit() or parts[1] != socket.gethostname():
+    pid = _ascii.number(parts[0]) if parts else None
+    if len(parts) < 2 or pid is None or parts[1] != socket.gethostname():
         return "unknown"
     try:
-        with open(f"/proc/{int(parts[0])}/stat", encoding="ascii", errors="replace") as f:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
             state = f.read().rsplit(")", 1)[1].split()[0]
     except FileNotFoundError:
         return "exited"
@@ -183,17 +185,27 @@ def _add_to_report(path: str, words: str) -> None:
 
 
 def _add_to_report_locked(path: str, words: str) -> None:
+    folder, name = os.path.split(path)
+    folder = folder or "."
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read(_REPORT_MAX)  # ours: a header, 64 KB of stacks and the views; more is not ours
+        fd = _core.open_report_folder(folder)  # the core's rule for capture_dir, and the folder held open
+        try:
+            report = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            with open(report, encoding="utf-8", errors="replace") as f:
+                text = f.read(_REPORT_MAX)  # ours: a header, 64 KB of stacks and the views; more is not ours
+        finally:
+            os.close(fd)
         if len(text) == _REPORT_MAX or _STACKS_MARK not in text:
-            _log.say(f"the hang report {path} is not steptrace's as written: the job's view is not added to it")
+            _log.say(f"the hang report {path} is not steptrace's as written: the job's view is not "
+                     "added to it")
             return
         head, _, rest = text.partition(_STACKS_MARK)
         head, _, views = head.partition(_JOB_MARK)
         kept = [v for v in views.strip("\n").split("\n\n") if v][: _VIEWS_KEPT - 1]
-        kept.append(time.strftime("at %H:%M:%S: ") + words)
-        _core.write_file(path, head.rstrip("\n") + "\n" + _JOB_MARK + "\n\n".join(kept) + "\n" + _STACKS_MARK + rest)
+        # other ranks' words (phase names, hosts) reach the file as they reach stderr: no escape sequence
+        kept.append(time.strftime("at %H:%M:%S: ") + "\n".join(_log.printable(line) for line in words.split("\n")))
+        text = head.rstrip("\n") + "\n" + _JOB_MARK + "\n\n".join(kept) + "\n" + _STACKS_MARK + rest
+        _core.write_report(folder, name, text.encode("utf-8", "surrogateescape"))
     except OSError as e:
         _log.say(f"could not add the job's view to the hang report {path}: {e}")
 
@@ -202,7 +214,7 @@ def _flight_recorder(folder: str, rank: int) -> str:
     """PyTorch's Flight Recorder, asked to dump where it records (TORCH_FR_BUFFER_SIZE or
     TORCH_NCCL_TRACE_BUFFER_SIZE set): its file, or "" when it records nothing here."""
     size = os.environ.get("TORCH_FR_BUFFER_SIZE") or os.environ.get("TORCH_NCCL_TRACE_BUFFER_SIZE") or "0"
-    if not size.isdigit() or int(size) == 0 or "torch" not in sys.modules:
+    if _ascii.number(size) in (None, 0) or "torch" not in sys.modules:
         return ""
     try:
         c10d = sys.modules["torch"]._C._distributed_c10d
@@ -210,10 +222,12 @@ def _flight_recorder(folder: str, rank: int) -> str:
         if dump is None:
             return ""
         data = dump()
-        os.makedirs(folder or ".", exist_ok=True)
-        path = os.path.join(folder or ".", f"flight-recorder-rank{rank}-pid{os.getpid()}.pkl")
-        _core.write_file(path, data if isinstance(data, bytes) else str(data).encode())
-        return path
     except Exception as e:  # torch's own: said, the job goes on
         _log.say(f"PyTorch's Flight Recorder could not dump: {type(e).__name__}: {e}")
+        return ""
+    try:  # capture_dir's rule: the operator runs pickle.load on it, so only into a folder of this user's
+        return str(_core.write_report(folder or ".", f"flight-recorder-rank{rank}-pid{os.getpid()}.pkl",
+                                      data if isinstance(data, bytes) else str(data).encode(), fresh=True))
+    except OSError as e:
+        _log.say(f"PyTorch's Flight Recorder's dump is not written: {e.filename}: {e.strerror}")
         return ""

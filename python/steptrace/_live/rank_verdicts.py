@@ -24,6 +24,7 @@ import weakref
 from typing import Any, Dict, List, Optional
 
 from .. import _core
+from .._common import ascii as _ascii
 from .._common import log as _log
 from .._ranks import collective as _collective
 from .._ranks import gather as _ranks
@@ -87,7 +88,7 @@ class LiveRanks:
         missing: List[int] = []
         for r, value in zip(others, job.store.multi_get(keys)):
             slot_text, _, row = value.decode("utf-8", "replace").partition(" ")
-            if slot_text.lstrip("-").isdigit() and int(slot_text) == judged:
+            if _ascii.number(slot_text, signed=True) == judged:
                 self.stale[r] = 0
                 if row and self._own_rank(r, row):
                     rows.append(row)
@@ -138,7 +139,7 @@ class LiveRanks:
         said once for that rank."""
         words = row.split(" ", 2)
         claimed = words[1] if len(words) > 1 else ""
-        if claimed.isdigit() and int(claimed) == rank:
+        if _ascii.number(claimed) == rank:
             return True
         self._refuse(rank, f"it claims to be rank {_log.printable(claimed[:20]) or '(none)'}")
         return False
@@ -155,7 +156,7 @@ class LiveRanks:
                     _core.window_straggler([row])
                     good.append(row)
                 except ValueError as e:  # its rank was checked against its key (_own_rank)
-                    self._refuse(int(row.split(" ", 2)[1]), str(e))
+                    self._refuse(_ascii.number(row.split(" ", 2)[1]) or 0, str(e))
             return _core.window_straggler(good) if len(good) >= 2 else None
 
     def _refuse(self, rank: int, why: str) -> None:
@@ -174,9 +175,9 @@ def _too_short(rows: List[str]) -> List[int]:
         steps_end = row.find(" ", world_end + 1)
         if at < 0 or world_end < 0 or steps_end < 0:
             continue  # not a row: the rule refuses it, naming it
-        steps = row[world_end + 1:steps_end]
-        if steps.isdigit() and int(steps) < least:
-            short.append(int(row[3:at]))
+        steps, rank = _ascii.number(row[world_end + 1:steps_end]), _ascii.number(row[3:at])
+        if steps is not None and rank is not None and steps < least:
+            short.append(rank)
     return short
 
 

@@ -4,8 +4,9 @@ step and phase is also a ``record_function`` range named ``steptrace:step`` or
 op-name rules. Outside a session nothing is added: the scopes' ``__enter__``/``__exit__`` are the
 C++ ones, and the annotating versions are put on their classes only while a session runs.
 
-``hook`` (a capture armed, ``_capture``): called with "begin" before each step opens and "end"
-after it closes, on the loop's thread; the annotating versions are on the classes while it is
+``hook`` (a capture armed, ``_capture``; ``flops="count"``): called with "begin" before each step
+opens and "end" after it closes ("left" or "stop" when a steps() loop ends), and the core tracer
+whose step it is, on the step's thread; the annotating versions are on the classes while it is
 set, and annotate only while a session runs."""
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def _annotated(cls: type) -> Tuple[Any, Any]:
     # the trace's range is the phase's time plus steptrace's own two timestamps.
     def __enter__(self: Any) -> Any:
         if self._steptrace_step and hook is not None:
-            hook("begin")
+            hook("begin", getattr(self, "_steptrace_core", None))
         if active:
             begin(self, self._steptrace_annotation)
         try:
@@ -77,7 +78,7 @@ def _annotated(cls: type) -> Tuple[Any, Any]:
         finally:
             end(self)
         if self._steptrace_step and hook is not None:
-            hook("end")
+            hook("end", getattr(self, "_steptrace_core", None))
         return result
 
     return __enter__, __exit__

@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import _core
 from . import collective as _collective
+from .._common import ascii as _ascii
 from .._common.log import say
 
 _IMPORTED_AT = time.time()
@@ -40,7 +41,8 @@ class Job:
         self.world_size = world_size
         self.store = store
         local = os.environ.get("LOCAL_RANK", "")
-        self.local_rank = int(local) if local.isdigit() else -1
+        local_rank = _ascii.number(local)
+        self.local_rank = local_rank if local_rank is not None else -1
         self.host = socket.gethostname()
         self.started_at = _process_started_at()
 

@@ -45,6 +45,9 @@ class _StepScope(_Decorates, _core.StepScope):
     _steptrace_annotation = "step"  # its range's name in a torch.profiler trace (_annotate)
     _steptrace_step = True  # a step: an armed capture's hook runs around it (_annotate.hook)
 
+    def __init__(self, core: Any, *stream: Any) -> None:  # the C type's own takes them at __new__
+        self._steptrace_core = core  # whose step: told to the hook
+
 
 class _RequestStepScope(_Decorates, _core.RequestStepScope):
     """A step inside a coroutine: it belongs to its task (a contextvars context), not to the
@@ -52,6 +55,10 @@ class _RequestStepScope(_Decorates, _core.RequestStepScope):
 
     _steptrace_annotation = "step"
     _steptrace_step = True
+
+    def __init__(self, core: Any, *args: Any) -> None:
+        super().__init__(core, *args)
+        self._steptrace_core = core
 
 
 class _BatchStep(_Decorates):

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, List, Optional, Tuple
 
 from .. import _core
+from .._common import ascii as _ascii
 from .._common.log import say
 from .read import read_one, shown
 
@@ -62,10 +63,10 @@ def _writer(name: str, s: Any) -> Optional[Tuple[Optional[str], str, Optional[in
 
 def _span(s: Any) -> Optional[Tuple[int, int]]:
     """When a trace's records ran (its first and last tick, the ``trace.span_ns`` fact)."""
-    words = (s.fact("trace.span_ns") or "").split()
-    if len(words) != 2 or not all(w.isdigit() for w in words):
+    numbers = [_ascii.number(w) for w in (s.fact("trace.span_ns") or "").split()]
+    if len(numbers) != 2 or None in numbers:
         return None  # none, or a saved summary's that is not two numbers: the core's reading decides
-    return int(words[0]), int(words[1])
+    return numbers[0], numbers[1]
 
 
 def _overlap(files: List[Tuple[str, Any]]) -> bool:

@@ -32,7 +32,7 @@ def natural_key(name: str) -> list:
     """`rank2` before `rank10`."""
     import re
 
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+    return [int(part) if part.isascii() and part.isdigit() else part for part in re.split(r"([0-9]+)", name)]
 
 
 def expand(paths: Sequence[PathArg]) -> List[str]:

@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "helpers.hpp"
@@ -223,4 +224,43 @@ TEST_CASE("A fetch in progress past hang_after is a hang; the last fetch of a lo
   t.begin_step();  // a next loop's first step still claims the held fetch
   t.end_step();
   CHECK(t.summary().steps == 4);
+}
+
+TEST_CASE("Two hangs in one process at the same step keep two reports; another user's capture_dir gets none", "[hang]") {
+  temp_dir dir;
+  config cfg = testing::quiet();
+  cfg.hang_after_s = 0.3;
+  cfg.capture_dir = (dir.path / "caps").string();
+  tracer first(cfg), second(cfg);  // two tracers, each its own watch: both stuck in their step 0
+  first.begin_step();
+  second.begin_step();
+  REQUIRE(wait_for_reports(dir.path / "caps", 2));
+  const std::vector<fs::path> both = reports(dir.path / "caps");
+  REQUIRE(both.size() == 2);
+  CHECK(both[0] != both[1]);
+  REQUIRE(eventually([&] { return first.metrics().hang->report != second.metrics().hang->report; }));
+  for (const fs::path& p : both) CHECK_THAT(read(p), Contains("report: " + p.string()));  // each names itself
+  first.end_step();
+  second.end_step();
+
+  if (::geteuid() != 0) {
+    WARN("not root: cannot give a folder to another user here");
+    return;
+  }
+  const fs::path theirs = dir.path / "shared" / "steptrace-captures";
+  fs::create_directories(theirs);
+  ::chmod((dir.path / "shared").c_str(), 01777);
+  REQUIRE(::chown(theirs.c_str(), 65534, 65534) == 0);  // another user made it first
+  config shared = cfg;
+  shared.capture_dir = theirs.string();
+  shared.jsonl_path = (dir.path / "live.jsonl").string();
+  tracer stuck(shared);
+  stuck.begin_step();
+  REQUIRE(eventually([&] { return fs::exists(dir.path / "live.jsonl"); }));  // the hang is still said there
+  CHECK(fs::is_empty(theirs));
+  const summary m = stuck.metrics();
+  REQUIRE(m.hang);
+  CHECK(m.hang->suspected);
+  CHECK(m.hang->report.empty());
+  stuck.end_step();
 }

@@ -60,7 +60,7 @@ def test_a_torch_capture_refuses_a_folder_another_user_made_and_follows_no_link_
         os.symlink(secret, shared / name)
         os.lchown(shared / name, NOBODY, NOBODY)
     proc = run_python(program(shared, before="t.capture(steps=2)"))
-    assert f"capture_dir {shared} belongs to another user (uid 65534)" in proc.stderr, proc.stderr
+    assert f"capture_dir {shared}: belongs to another user (uid 65534)" in proc.stderr, proc.stderr
     assert "captured steps" not in proc.stderr
     assert secret.read_text() == "secret\n" and (secret.stat().st_mode & 0o777) == 0o600
     assert files_in(shared) == sorted(["snippet-rank0-step0.pt.trace.json.gz", "trace.json", "trace.json.gz"])
@@ -75,7 +75,7 @@ def test_a_capture_dir_that_is_another_users_link_is_not_followed(tmp_path, run_
     os.symlink(mine, link)
     os.lchown(link, NOBODY, NOBODY)
     proc = run_python(program(link, before="t.capture(steps=2)"))
-    assert f"capture_dir {link} is a link of another user's (uid 65534): not followed" in proc.stderr, proc.stderr
+    assert f"capture_dir {link}: a symbolic link owned by another user (uid 65534): not written through" in proc.stderr, proc.stderr
     assert files_in(mine) == []
 
 

@@ -1,4 +1,5 @@
 // The ceiling section of the summary JSON (steptrace/ceiling.hpp; docs/json.md, "ceiling").
+#include "analysis/ceiling.hpp"
 #include "report/json/json_fields.hpp"
 
 namespace steptrace::detail {
@@ -32,6 +33,7 @@ json_doc ceiling_json(const ceiling_stats& c) {
                   {"gain", c.gain},
                   {"gain_assumption", c.gain_assumption},
                   {"half_dtype", c.half_dtype},
+                  {"impossible", c.impossible},
                   {"ops", ops}};
 }
 
@@ -66,6 +68,8 @@ ceiling_stats ceiling_from(const json_doc& j) {
     r.to_half = o.at("to_half").get<bool>();
     c.ops.push_back(std::move(r));
   }
+  if (j.contains("impossible") && j.at("impossible").is_string()) c.impossible = j.at("impossible").get<std::string>();
+  if (c.impossible.empty()) refuse_impossible(c);  // a file's figures held to what a device can give
   return c;
 }
 
