@@ -51,7 +51,8 @@ struct ceiling_stats {
   std::string half_dtype;   // the device's half precision for fp32 matrix work: "bf16", or "fp16" (V100, T4)
   std::vector<ceiling_row> ops;  // most time first, at most max_rows
   // Why these FLOPs are none a device can run (MFU over 100%, a rate past max_tflops): then mfu,
-  // tflops and gain are 0 and no figure of them is printed as a measurement; "" when they can be.
+  // tflops, gflop_per_step and gain are 0 (an impossible op's figures too) and no figure of them
+  // is printed as a measurement; "" when they can be.
   std::string impossible;
   static constexpr std::size_t max_rows = 20;
   static constexpr double max_tflops = 1e5;  // 100 PFLOP/s: past every device's peak at any dtype

@@ -166,11 +166,11 @@ void refuse_impossible(ceiling_stats& c) {
   } else {
     return;
   }
-  c.mfu = c.tflops = c.gain = 0;
+  c.mfu = c.tflops = c.gain = c.gflop_per_step = 0;  // the figures are in the words, as the cause's
   c.gain_assumption.clear();
   for (ceiling_row& r : c.ops) {
     if (!(r.tflops <= ceiling_stats::max_tflops) || !(r.gb_per_s <= ceiling_stats::max_gb_per_s)) {
-      r.tflops = r.gb_per_s = r.roof_share = r.gain_ms_per_step = 0;
+      r.tflops = r.gb_per_s = r.roof_share = r.gain_ms_per_step = r.gflop_per_step = r.mb_per_step = 0;
       r.bound.clear();
     }
   }

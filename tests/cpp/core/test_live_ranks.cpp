@@ -188,3 +188,12 @@ TEST_CASE("a one-off straggler's advice is a transient stall", "[live_ranks]") {
   CHECK_THAT(all.diag.advice.at(0), Contains("it lagged in one live window only (window 5): a transient stall"));
   CHECK_THAT(all.diag.evidence, Contains("rank 1 once, window 5 (input): one-off"));
 }
+
+TEST_CASE("a row carrying a figure no run or device can have is refused, never judged", "[live_ranks]") {
+  std::vector<std::string> good = rows({{1, 20}, {1, 20}, {11, 20}, {1, 20}});
+  std::string crafted = good[1];
+  const std::size_t step = crafted.find(' ', crafted.find(' ', crafted.find(' ', 3) + 1) + 1);  // after "r2 RANK WORLD STEPS"
+  crafted.replace(step + 1, crafted.find(' ', step + 1) - step - 1, "5e296");  // its mean step
+  CHECK_THROWS_WITH(window_straggler({good[0], crafted}), Contains("a figure no run can have (5e+296)"));
+  CHECK(window_straggler(good));
+}

@@ -5,9 +5,11 @@
 
 #include <string>
 
+#include "analysis/ceiling.hpp"
 #include "analysis/device_peaks.hpp"
 #include "analysis/kernel_drift.hpp"
 #include "report/diagnosis/diagnosis.hpp"
+#include "report/report.hpp"
 #include "steptrace/profiler_trace.hpp"
 #include "steptrace/summary.hpp"
 #include "trace_files.hpp"
@@ -250,4 +252,43 @@ TEST_CASE("a kernel taking 10% longer a call than in its first window is drift, 
   bool said = false;
   for (const std::string& a : d.advice) said = said || a.find("`gemm_a` takes 25% longer a call") != std::string::npos;
   CHECK(said);
+}
+
+TEST_CASE("FLOPs no device runs are said as impossible, with their cause, never printed as a measurement", "[ceiling]") {
+  // crafted shapes: 2 * 1e15 * 1e15 * 1e15 FLOPs in a 200 us kernel (1e46 % of an H100's peak)
+  const temp_file f(one_op_trace("NVIDIA H100 80GB HBM3", "aten::mm",
+                                 shapes("[[1000000000000000, 1000000000000000], [1000000000000000, 1000000000000000]]",
+                                        "[\"c10::BFloat16\", \"c10::BFloat16\"]"),
+                                 6, 1000, 200));
+  const summary s = read_profiler_trace(f.path);
+  REQUIRE(s.ceiling);
+  CHECK(s.ceiling->mfu == 0);
+  CHECK(s.ceiling->gain == 0);
+  CHECK_THAT(s.ceiling->impossible, Catch::Contains("`aten::mm` would run at") && Catch::Contains("no device does") &&
+                                        Catch::Contains("a shape recorded wrong, or crafted"));
+  const std::string table = s.table();
+  CHECK_THAT(table, Catch::Contains("no MFU: the FLOPs are impossible"));
+  CHECK_THAT(table, !Catch::Contains("MFU 1") && !Catch::Contains("e+46"));
+  // --kernels: every figure in its column, however large the trace made it
+  const std::string kernels = detail::ceiling_table_text(*s.ceiling);
+  for (std::size_t at = kernels.find("aten::mm ("); at != std::string::npos; at = kernels.find("aten::mm (", at + 1)) {
+    const std::size_t begin = kernels.rfind('\n', at) + 1;
+    CHECK(at - begin < 11 + 10 + 12 + 10 + 12 + 10 + 2 + 8 + 6 + 14 + 1);  // the columns' widths: none ran over
+  }
+  // read back from its JSON: the same
+  const summary back = summary::from_json(s.json());
+  REQUIRE(back.ceiling);
+  CHECK(back.ceiling->impossible == s.ceiling->impossible);
+  CHECK(back.ceiling->mfu == 0);
+
+  // told: 1e21 FLOPs a 10 ms step is 1e11 TFLOP/s; 2e13 is 2,000 TFLOP/s, past an H100's bf16 peak; 5e12 is 50%
+  const ceiling_stats told = detail::told_ceiling(1e21, detail::dtype_class::bf16, "flops_per_step", 10, "NVIDIA H100 80GB HBM3");
+  CHECK(told.mfu == 0);
+  CHECK_THAT(told.impossible, Catch::Contains("TFLOP/s, which no device does (flops_per_step is wrong)"));
+  const ceiling_stats over = detail::told_ceiling(2e13, detail::dtype_class::bf16, "flops_per_step", 10, "NVIDIA H100 80GB HBM3");
+  CHECK(over.mfu == 0);
+  CHECK_THAT(over.impossible, Catch::Contains("% of the H100 SXM's peak, more than it can (flops_per_step is wrong)"));
+  const ceiling_stats fine = detail::told_ceiling(5e12, detail::dtype_class::bf16, "flops_per_step", 10, "NVIDIA H100 80GB HBM3");
+  CHECK(fine.impossible.empty());
+  CHECK(fine.mfu == Approx(5e12 / 1e-2 / 989.5e12));
 }
