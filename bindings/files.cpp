@@ -40,6 +40,16 @@ void written_or_raised(const std::string& path, Write&& write) {
   }
 }
 
+// A path as Python holds it (str, bytes or os.PathLike) as the bytes the OS names it by: a str
+// through the file system's encoding with surrogateescape, so a name of bytes outside UTF-8 (an
+// option from the environment) reaches the same file.
+std::string os_path(const py::handle& given) {
+  PyObject* encoded = nullptr;
+  if (!PyUnicode_FSConverter(given.ptr(), &encoded)) throw py::error_already_set();
+  const py::bytes bytes = py::reinterpret_steal<py::bytes>(encoded);
+  return std::string(bytes);
+}
+
 }  // namespace
 
 void steptrace::bindings::bind_files(py::module_& m) {
@@ -61,24 +71,31 @@ void steptrace::bindings::bind_files(py::module_& m) {
       py::arg("paths"), py::arg("step") = "", py::call_guard<py::gil_scoped_release>());
   m.def(
       "write_file",
-      [](const std::string& path, const std::string& text) { written_or_raised(path, [&] { write_file(path, text); }); },
+      [](const py::object& given, const std::string& text) {
+        const std::string path = os_path(given);
+        written_or_raised(path, [&] { write_file(path, text); });
+      },
       py::arg("path"), py::arg("text"));
   m.def(
       "append_line",
-      [](const std::string& path, const std::string& line) { written_or_raised(path, [&] { append_line(path, line); }); },
+      [](const py::object& given, const std::string& line) {
+        const std::string path = os_path(given);
+        written_or_raised(path, [&] { append_line(path, line); });
+      },
       py::arg("path"), py::arg("line"));
   m.def(
       "write_report",  // capture_dir's rule: a folder of this user's only (steptrace/output.hpp)
-      [](const std::string& folder, const std::string& name, const py::bytes& data, bool fresh) {
-        const std::string text = data;
+      [](const py::object& given, const std::string& name, const py::bytes& data, bool fresh) {
+        const std::string folder = os_path(given), text = data;
         std::string path;
         written_or_raised(folder, [&] { path = write_report(folder, name, text, fresh); });
-        return path;
+        return py::reinterpret_steal<py::object>(PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size())));
       },
       py::arg("folder"), py::arg("name"), py::arg("data"), py::arg("fresh") = false);
   m.def(
       "open_report_folder",
-      [](const std::string& folder) {
+      [](const py::object& given) {
+        const std::string folder = os_path(given);
         int fd = -1;
         written_or_raised(folder, [&] { fd = open_report_folder(folder); });
         return fd;

@@ -88,8 +88,12 @@ void bind_tracer(py::module_& m) {
       .def("options",  // text forms, as config::get gives them; Python types them by the table
            [](const tracer& t) {
              const config c = t.options();
-             std::map<std::string, std::string> out;
-             for (const option_info& o : options_table()) out[o.name] = c.get(o.name);
+             py::dict out;  // a path of bytes outside UTF-8 (from the environment) as Python names files
+             for (const option_info& o : options_table()) {
+               const std::string v = c.get(o.name);
+               out[py::str(o.name)] = py::reinterpret_steal<py::object>(
+                   PyUnicode_DecodeFSDefaultAndSize(v.data(), static_cast<Py_ssize_t>(v.size())));
+             }
              return out;
            })
       .def_property_readonly("enabled", &tracer::enabled)

@@ -12,6 +12,7 @@
 #include "base/log.hpp"
 #include "base/near_name.hpp"
 #include "base/utf8.hpp"
+#include "gpu/nvml.hpp"
 #include "steptrace/config.hpp"
 
 extern char** environ;
@@ -379,8 +380,8 @@ config config::from_env(std::vector<std::string>* errors) {
       const std::string_view entry(*e);
       if (entry.rfind("STEPTRACE_", 0) != 0) continue;
       const std::string_view name = entry.substr(0, entry.find('='));
-      const bool known = std::any_of(options().begin(), options().end(),
-                                     [&](const option& o) { return name == o.info.env; });
+      const bool known = name == detail::nvml_library_variable ||  // read where it is used, not an option
+                         std::any_of(options().begin(), options().end(), [&](const option& o) { return name == o.info.env; });
       if (!known) {
         std::vector<std::string_view> envs;
         for (const option& o : options()) envs.push_back(o.info.env);

@@ -47,7 +47,7 @@ std::string visible_entry(std::int64_t device) {
 
 bool nvml_reader::start(std::int64_t device) {
   tried_ = true;
-  const char* named = std::getenv("STEPTRACE_NVML_LIBRARY");
+  const char* named = std::getenv(nvml_library_variable);
   const std::string path = named != nullptr && *named != '\0' ? named : "libnvidia-ml.so.1";
   lib_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib_ == nullptr) {

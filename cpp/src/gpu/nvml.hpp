@@ -15,6 +15,10 @@
 
 namespace steptrace::detail {
 
+// The variable naming a library loaded in NVML's place (the tests' fake NVML); config's check of
+// STEPTRACE_* variables knows it as one of steptrace's.
+inline constexpr const char* nvml_library_variable = "STEPTRACE_NVML_LIBRARY";
+
 struct gpu_health {
   double sm_clock_mhz = -1, mem_clock_mhz = -1, power_w = -1, temperature_c = -1;
   std::uint64_t clock_event_reasons = 0;

@@ -19,9 +19,11 @@ struct host_reading {
 
 class host_health_reader {
  public:
+  explicit host_health_reader(const char* stat_path = "/proc/stat") noexcept : stat_path_(stat_path) {}
   host_reading read() noexcept;
 
  private:
+  const char* stat_path_;  // every core's ticks (a test's own file)
   bool started_ = false;
   std::uint64_t wall_ns_ = 0, cpu_total_ = 0, cpu_steal_ = 0, involuntary_ = 0, main_wait_ns_ = 0;
 };

@@ -3,12 +3,15 @@
 // the median rank's, a healthy job's nodes cite nothing.
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/node_reading.hpp"
+#include "helpers.hpp"
 #include "rank_summaries.hpp"
+#include "record/host_health.hpp"
 #include "report/diagnosis/straggler.hpp"
 #include "steptrace/summary.hpp"
 
@@ -99,4 +102,21 @@ TEST_CASE("a throttled rank's node is cited in the straggler verdict; a healthy 
   capped.throttle = 0x4;
   CHECK(detail::node_departures(capped, {capped, capped}).empty());
   CHECK(detail::node_departures(capped, {healthy, healthy}) == "power cap");
+}
+
+TEST_CASE("a steal counter that steps back reads nothing, never a wrapped share", "[node]") {
+  testing::temp_dir dir;
+  const std::string stat = (dir.path / "stat").string();
+  auto ticks = [&](unsigned long long user, unsigned long long steal) {  // /proc/stat's first line
+    std::ofstream(stat) << "cpu " << user << " 0 0 1000 0 0 0 " << steal << " 0 0\ncpu0 1 2 3\n";
+  };
+  detail::host_health_reader host(stat.c_str());
+  ticks(1000, 500);
+  CHECK(host.read().steal_share == -1);  // the first read starts the span
+  ticks(1900, 600);                       // 1,000 ticks more, 100 of them stolen
+  CHECK(host.read().steal_share == Approx(0.1));
+  ticks(2900, 400);                       // the steal clock went back 200 ticks
+  CHECK(host.read().steal_share == -1);
+  ticks(3800, 500);
+  CHECK(host.read().steal_share == Approx(0.1));
 }
