@@ -84,6 +84,13 @@ void steptrace::bindings::bind_files(py::module_& m) {
       },
       py::arg("path"), py::arg("line"));
   m.def(
+      "rank_path",
+      [](const py::object& given, std::uint32_t rank) {
+        const std::string path = rank_path(os_path(given), rank);
+        return py::reinterpret_steal<py::object>(PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size())));
+      },
+      py::arg("path"), py::arg("rank"));
+  m.def(
       "write_report",  // capture_dir's rule: a folder of this user's only (steptrace/output.hpp)
       [](const py::object& given, const std::string& name, const py::bytes& data, bool fresh) {
         const std::string folder = os_path(given), text = data;

@@ -10,6 +10,7 @@
 // another user may have planted at it is refused; a link of yours is followed.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -38,6 +39,10 @@ STEPTRACE_API void write_file(const std::string& path, std::string_view text);
 // steptrace appends its JSON lines: the path held to write_file's rules (a link of yours is
 // followed, one another user may have planted is refused with EPERM). Throws as write_file does.
 STEPTRACE_API void append_line(const std::string& path, std::string_view line);
+
+// `path` with each `{rank}` in it the rank's number: every rank of a job appends its own JSONL
+// (`live-{rank}.jsonl`), the core's windows and Python's lines alike.
+STEPTRACE_API std::string rank_path(std::string_view path, std::uint32_t rank);
 
 // Writes `text` as `name` into `folder`, as steptrace writes its reports (captures, hang reports):
 // the folder made if missing, and used only when it is yours and no other user may change it,

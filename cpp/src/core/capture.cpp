@@ -183,7 +183,7 @@ void tracer_impl::capture_tick(std::unique_lock<std::mutex>& lock, bool last) {
 bool tracer_impl::write_capture(std::unique_lock<std::mutex>& lock, capture_record& record, summary& s,
                                 const std::string& name, std::chrono::steady_clock::time_point started) {
   const std::string folder = cfg.capture_dir.empty() ? "." : cfg.capture_dir;
-  const std::string jsonl = cfg.jsonl_path;
+  const std::string jsonl = rank_path(cfg.jsonl_path, rank ? rank->rank : 0);
   std::string program;  // the run's name as the program gave it (Python: its script's), else the process's
   for (const auto& [key, value] : facts) {
     if (key == "run.program") program = value;

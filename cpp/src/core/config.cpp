@@ -238,7 +238,7 @@ const std::vector<option>& options() {
        [](const config& c) { return std::to_string(c.live); }},
       {{"jsonl_path", "STEPTRACE_JSONL", false, "path", "",
         "one JSON object (the window's summary) appended here per live window: every `live` seconds, or every 10 "
-        "without it"},
+        "without it; `{rank}` is the rank's number (each rank its own file)"},
        [](config& c, std::string_view v) { c.jsonl_path = parse_path(v); },
        [](const config& c) { return c.jsonl_path; }},
       {{"capture", "STEPTRACE_CAPTURE", false, "text", "",

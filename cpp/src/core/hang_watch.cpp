@@ -129,7 +129,7 @@ void tracer_impl::hang_tick(std::unique_lock<std::mutex>& lock) {
     v.last_steps_ms.push_back(static_cast<double>(ticks) * host_clock::ns_per_tick() / 1e6);
   }
   const std::string folder = cfg.capture_dir.empty() ? "." : cfg.capture_dir;
-  const std::string jsonl = cfg.jsonl_path;
+  const std::string jsonl = rank_path(cfg.jsonl_path, rank ? rank->rank : 0);
   const std::optional<rank_info> who = rank;
   lock.unlock();  // the stacks, the file and the lines without the tracer lock
   std::string path;

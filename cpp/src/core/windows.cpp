@@ -136,7 +136,7 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
   w.captures.assign(capture.done.begin() + static_cast<std::ptrdiff_t>(capture.sent), capture.done.end());
   capture.sent = capture.done.size();  // a window carries the captures that ended since the last
   if (hang_view open = open_view(); !open.threads.empty()) w.hang = std::move(open);  // what is open now
-  const std::string jsonl = cfg.jsonl_path;
+  const std::string jsonl = rank_path(cfg.jsonl_path, rank ? rank->rank : 0);
   const bool print = cfg.live > 0;
   const std::uint64_t step = stats.steps_ended;
   const std::optional<rank_info> who = rank;

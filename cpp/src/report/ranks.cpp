@@ -338,15 +338,18 @@ summary rank_digest(const summary& s) {
   return d;
 }
 
-std::string summary::path_for(std::string_view path) const {
+std::string rank_path(std::string_view path, std::uint32_t rank) {
   static constexpr std::string_view slot = "{rank}";
-  const std::size_t at = path.find(slot);
-  if (at == std::string_view::npos) return rank && rank->rank != 0 ? std::string() : std::string(path);
   std::string out(path);
-  for (std::size_t i = at; i != std::string::npos; i = out.find(slot, i)) {
-    out.replace(i, slot.size(), std::to_string(rank ? rank->rank : 0));
+  for (std::size_t i = out.find(slot); i != std::string::npos; i = out.find(slot, i)) {
+    out.replace(i, slot.size(), std::to_string(rank));
   }
   return out;
+}
+
+std::string summary::path_for(std::string_view path) const {
+  if (path.find("{rank}") == std::string_view::npos) return rank && rank->rank != 0 ? std::string() : std::string(path);
+  return rank_path(path, rank ? rank->rank : 0);
 }
 
 }  // namespace steptrace

@@ -34,6 +34,6 @@ def to_jsonl(path: str, rank: int, record: Dict[str, Any], what: str) -> None:
     if not path:
         return
     try:
-        _core.append_line(path.replace("{rank}", str(rank)), json.dumps(record) + "\n")
+        _core.append_line(_core.rank_path(path, rank), json.dumps(record) + "\n")
     except OSError as e:
         say(f"{what}: could not add it to {path}: {e.strerror}")

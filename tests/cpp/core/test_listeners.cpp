@@ -171,3 +171,18 @@ TEST_CASE("a new period ends the window in progress at its own next boundary, no
   const std::optional<live_window> after = t.next_window(1.5);
   CHECK_FALSE(after);  // more than a poll later: none cut at once; the next is at the hour's boundary
 }
+
+TEST_CASE("{rank} in jsonl_path is each rank's number in the core's window lines, as in Python's", "[listeners]") {
+  testing::temp_dir dir;
+  tracer t(every_second((dir.path / "live-{rank}.jsonl").string()));
+  t.set_rank(rank_info{2, 4, 2, "node", ""});
+  {
+    loop l(t);
+    for (int i = 0; i < 200 && lines_in((dir.path / "live-2.jsonl").string()) == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+  }
+  CHECK(lines_in((dir.path / "live-2.jsonl").string()) >= 1);
+  CHECK_FALSE(fs::exists(dir.path / "live-{rank}.jsonl"));
+  CHECK(rank_path("out/r{rank}/live-{rank}.jsonl", 7) == "out/r7/live-7.jsonl");
+}
