@@ -14,6 +14,7 @@
 #include "steptrace/job_timeline.hpp"
 #include "steptrace/profiler_trace.hpp"
 #include "steptrace/steptrace.hpp"
+#include "glue.hpp"
 #include "register.hpp"
 
 namespace py = pybind11;
@@ -34,20 +35,10 @@ void written_or_raised(const std::string& path, Write&& write) {
     const std::string what = e.what(), head = path + ": ";
     const std::string why = what.rfind(head, 0) == 0 ? what.substr(head.size()) : std::strerror(code);
     // the path as Python spells names (bytes outside UTF-8 as surrogates), never a decode error
-    const py::object name = py::reinterpret_steal<py::object>(PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size())));
+    const py::object name = py::reinterpret_steal<py::object>(bindings::os_text(path));
     PyErr_SetObject(PyExc_OSError, py::make_tuple(code, why, name).ptr());
     throw py::error_already_set();
   }
-}
-
-// A path as Python holds it (str, bytes or os.PathLike) as the bytes the OS names it by: a str
-// through the file system's encoding with surrogateescape, so a name of bytes outside UTF-8 (an
-// option from the environment) reaches the same file.
-std::string os_path(const py::handle& given) {
-  PyObject* encoded = nullptr;
-  if (!PyUnicode_FSConverter(given.ptr(), &encoded)) throw py::error_already_set();
-  const py::bytes bytes = py::reinterpret_steal<py::bytes>(encoded);
-  return std::string(bytes);
 }
 
 }  // namespace
@@ -72,37 +63,37 @@ void steptrace::bindings::bind_files(py::module_& m) {
   m.def(
       "write_file",
       [](const py::object& given, const std::string& text) {
-        const std::string path = os_path(given);
+        const std::string path = bindings::os_path(given.ptr());
         written_or_raised(path, [&] { write_file(path, text); });
       },
       py::arg("path"), py::arg("text"));
   m.def(
       "append_line",
       [](const py::object& given, const std::string& line) {
-        const std::string path = os_path(given);
+        const std::string path = bindings::os_path(given.ptr());
         written_or_raised(path, [&] { append_line(path, line); });
       },
       py::arg("path"), py::arg("line"));
   m.def(
       "rank_path",
       [](const py::object& given, std::uint32_t rank) {
-        const std::string path = rank_path(os_path(given), rank);
-        return py::reinterpret_steal<py::object>(PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size())));
+        const std::string path = rank_path(bindings::os_path(given.ptr()), rank);
+        return py::reinterpret_steal<py::object>(bindings::os_text(path));
       },
       py::arg("path"), py::arg("rank"));
   m.def(
       "write_report",  // capture_dir's rule: a folder of this user's only (steptrace/output.hpp)
       [](const py::object& given, const std::string& name, const py::bytes& data, bool fresh) {
-        const std::string folder = os_path(given), text = data;
+        const std::string folder = bindings::os_path(given.ptr()), text = data;
         std::string path;
         written_or_raised(folder, [&] { path = write_report(folder, name, text, fresh); });
-        return py::reinterpret_steal<py::object>(PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size())));
+        return py::reinterpret_steal<py::object>(bindings::os_text(path));
       },
       py::arg("folder"), py::arg("name"), py::arg("data"), py::arg("fresh") = false);
   m.def(
       "open_report_folder",
       [](const py::object& given) {
-        const std::string folder = os_path(given);
+        const std::string folder = bindings::os_path(given.ptr());
         int fd = -1;
         written_or_raised(folder, [&] { fd = open_report_folder(folder); });
         return fd;

@@ -45,6 +45,17 @@ bool stream_of(PyObject* obj, stream_arg* out) {
   return true;
 }
 
+std::string os_path(PyObject* given) {
+  PyObject* encoded = nullptr;
+  if (!PyUnicode_FSConverter(given, &encoded)) throw py::error_already_set();
+  const py::bytes bytes = py::reinterpret_steal<py::bytes>(encoded);
+  return std::string(bytes);
+}
+
+PyObject* os_text(const std::string& path) {
+  return PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size()));
+}
+
 void intern_all(std::initializer_list<std::pair<PyObject**, const char*>> names) {
   for (auto [slot, text] : names) {
     *slot = PyUnicode_InternFromString(text);

@@ -38,6 +38,13 @@ bool stream_of(PyObject* obj, stream_arg* out);
 // nullptr with an error set.
 PyObject* name_text(const std::string& v);
 
+// A path as Python holds it (str, bytes or os.PathLike) as the bytes the OS names it by (a str
+// through the file system's encoding with surrogateescape: bytes outside UTF-8 reach the same
+// file); throws pybind11's error_already_set for anything else. And back: `os_text`, a new
+// reference (nullptr with an error set), as os.fsdecode gives it.
+std::string os_path(PyObject* given);
+PyObject* os_text(const std::string& path);
+
 // Interned Python strings for the names the C types look up; throws if one cannot be made.
 void intern_all(std::initializer_list<std::pair<PyObject**, const char*>> names);
 

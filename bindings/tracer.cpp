@@ -44,7 +44,12 @@ void bind_tracer(py::module_& m) {
       .def("kernels_table", &summary::kernels_table)
       .def("drawn", &summary::drawn, py::arg("steps") = 8)
       .def("prometheus", &summary::prometheus, py::arg("prefix") = "steptrace")
-      .def("path_for", &summary::path_for, py::arg("path"))
+      .def(
+          "path_for",  // the path as the OS names it, back as Python names files
+          [](const summary& s, const py::object& path) {
+            return py::reinterpret_steal<py::object>(os_text(s.path_for(os_path(path.ptr()))));
+          },
+          py::arg("path"))
       .def_property_readonly("label", [](const summary& s) -> py::object {
         if (s.diag.label.empty()) return py::none();
         return py::str(s.diag.label);
@@ -91,8 +96,7 @@ void bind_tracer(py::module_& m) {
              py::dict out;  // a path of bytes outside UTF-8 (from the environment) as Python names files
              for (const option_info& o : options_table()) {
                const std::string v = c.get(o.name);
-               out[py::str(o.name)] = py::reinterpret_steal<py::object>(
-                   PyUnicode_DecodeFSDefaultAndSize(v.data(), static_cast<Py_ssize_t>(v.size())));
+               out[py::str(o.name)] = py::reinterpret_steal<py::object>(os_text(v));
              }
              return out;
            })

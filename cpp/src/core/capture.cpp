@@ -66,6 +66,8 @@ std::string safe_name(std::string name) {
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
   }
+  // a name that starts with `-` or `.` reads as an option to the next command given it, or hides
+  name.erase(0, name.find_first_not_of("-."));
   return name.empty() ? "run" : name;
 }
 

@@ -18,7 +18,8 @@
 
 namespace steptrace::detail {
 
-// A name as part of a file name: letters, digits, `-`, `_` and `.`, the rest `_` ("run" if empty).
+// A name as part of a file name: letters, digits, `-`, `_` and `.`, the rest `_`, never starting
+// with `-` or `.` (`python -c`'s "-c" is "c"); "run" if empty.
 std::string safe_name(std::string name);
 
 // The kept steps a trigger's retroactive capture writes: a window's trigger (slow, stall, label,

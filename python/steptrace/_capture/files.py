@@ -73,7 +73,8 @@ def run_name() -> str:
     run = os.path.splitext(os.path.basename(script))[0]
     if run == "__main__":  # python -m package: the package's name
         run = os.path.basename(os.path.dirname(script))
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in run) or "run"
+    # the core's rule (safe_name): never a leading `-` (read as an option: `python -c` is "c") or `.`
+    return "".join(ch if ch.isascii() and ch.isalnum() or ch in "-_." else "_" for ch in run).lstrip("-.") or "run"
 
 
 def _whole(raw: str) -> None:

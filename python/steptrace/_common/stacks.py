@@ -6,7 +6,10 @@ bindings call directly; 3.10 and 3.13 do not. There, faulthandler is asked once,
 dump every thread's stack into an anonymous file on a real-time signal nobody handles
 (``faulthandler.register``); the watch raises that signal on its own thread, where faulthandler's C
 handler writes the stacks, and reads the file back. A program that already handles every such
-signal keeps its handlers; its reports then say the stacks are not available.
+signal keeps its handlers; its reports then say the stacks are not available. So do the reports of
+a program that took the signal or the descriptor back later (reset or handled the signal, closed
+the descriptor or opened another file under its number): the watch checks both against what was
+registered here before it raises the signal (bindings/hangs.cpp).
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ def install() -> None:
                 continue
             fd = os.memfd_create("steptrace-stacks", os.MFD_CLOEXEC)
             faulthandler.register(number, file=fd, all_threads=True, chain=False)
-            _core.set_stack_signal(number, fd)
+            if not _core.set_stack_signal(number, fd):
+                faulthandler.unregister(number)
+                os.close(fd)
             return
     except (OSError, RuntimeError, ValueError):  # no stacks in the reports, nothing else changes
         return

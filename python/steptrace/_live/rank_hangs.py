@@ -45,6 +45,8 @@ class JobHang:
         self.dumped: Optional[str] = None  # the hang report the Flight Recorder was dumped for
         self.flight_recorder = ""  # its file
         self.printed: Optional[tuple] = None  # the view last said on stderr (by the judging rank)
+        self.moved: Dict[int, Tuple[int, int]] = {}  # a rank far behind: its newest slot, windows unchanged
+        self.moving: set = set()  # the ranks far behind whose slot moved: a clock off, not a rank gone
 
     def window(self, core: Any, job: Any, window: Dict[str, Any], slot: int, key: Any) -> bool:
         """Called on each window of a job's rank after it wrote its row; True when this rank said
@@ -121,7 +123,7 @@ class JobHang:
         rows, gone = [], []
         for r in range(job.world_size):
             last = newest[r][1] if r in newest else ""
-            if r in newest and newest[r][0] > slot - GONE_WINDOWS:
+            if r in newest and (newest[r][0] > slot - GONE_WINDOWS or self._moves(r, newest[r][0])):
                 rows.append(last)
                 continue
             state = _process_state(last)
@@ -131,6 +133,18 @@ class JobHang:
             else:
                 gone.append((r, last, state == "exited"))
         return rows, gone
+
+
+    def _moves(self, rank: int, newest: int) -> bool:
+        """A rank whose newest slot is far behind this rank's yet still moves (its clock hours off):
+        alive, its rows judged as any rank's; one whose slot stays put ``GONE_WINDOWS`` windows is
+        gone, as a rank that stopped."""
+        last, still = self.moved.get(rank, (None, 0))
+        if last is not None and newest != last:
+            self.moving.add(rank)
+        still = still + 1 if newest == last else 0
+        self.moved[rank] = (newest, still)
+        return rank in self.moving and still < GONE_WINDOWS
 
 
 def _shape(hang: Dict[str, Any]) -> tuple:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 import weakref
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from .. import _core
 from .._common import ascii as _ascii
@@ -31,6 +31,7 @@ from .._ranks import gather as _ranks
 from . import rank_hangs as _hangs
 
 MISSING_WINDOWS = 3  # windows in a row without a new row: missing (ranks.hpp's missing_windows)
+SKEW_WINDOWS = 2  # a rank's slot this far from rank 0's: its clock is off, not its rows late
 ROW_WAITS = 8  # the most DDP all-reduce waits a row carries (summary.hpp's nccl_stats::recent_collectives)
 _EMPTY = "x "  # a key made by rank 0 before its rank wrote: no slot, no row
 
@@ -46,6 +47,9 @@ class LiveRanks:
         self.said = False
         self.refused: set = set()  # rank 0: the ranks whose row was refused (said once each)
         self.hangs = _hangs.JobHang()  # any rank: the job's view once its own step is past hang_after
+        self.skew: Dict[int, int] = {}  # rank 0: a rank's newest slot less the slot judged, for a clock far off
+        self.seen: Dict[int, int] = {}  # rank 0: the newest slot read of each such rank
+        self.top: Dict[int, int] = {}  # rank 0: each rank's newest slot read (one that stopped stays put)
 
     def window(self, core: Any, summary: Any, window: Dict[str, Any], slot: int) -> None:
         """Called on the window thread with each live window (``summary``: the core's; ``slot``:
@@ -86,15 +90,32 @@ class LiveRanks:
         rows: List[str] = [mine[1]] if mine[1] else []
         late: List[int] = []
         missing: List[int] = []
+        skewed: List[int] = []
         for r, value in zip(others, job.store.multi_get(keys)):
             slot_text, _, row = value.decode("utf-8", "replace").partition(" ")
-            if _ascii.number(slot_text, signed=True) == judged:
+            at = _ascii.number(slot_text, signed=True)
+            before = self.top.get(r)
+            if at is not None:
+                self.top[r] = at if before is None else max(at, before)
+            if at == judged:
                 self.stale[r] = 0
                 if row and self._own_rank(r, row):
                     rows.append(row)
                 continue
+            # Its clock far from rank 0's, its slots never match: a slot ahead of rank 0's, or one
+            # behind that still moves (a rank that stopped leaves a slot behind that does not).
+            far = at is not None and abs(at - judged) > SKEW_WINDOWS
+            if far and (r in self.skew or at > judged or (before is not None and at > before)):
+                skewed.append(r)
+                continue
             self.stale[r] = self.stale.get(r, 0) + 1
             (missing if self.stale[r] >= MISSING_WINDOWS else late).append(r)
+        for r, row in self._skewed_rows(core, job, skewed, judged):
+            self.stale[r] = 0 if row is not None else self.stale.get(r, 0) + 1
+            if row is None:
+                (missing if self.stale[r] >= MISSING_WINDOWS else late).append(r)
+            elif row and self._own_rank(r, row):
+                rows.append(row)
         short = _too_short(rows)
         straggler = self._straggler(rows) if len(rows) >= 2 and not short else None
         count = core.note_rank_window(straggler, late, missing) if not short else {"windows": 0}
@@ -122,6 +143,40 @@ class LiveRanks:
                                   short))
             sys.stderr.flush()
 
+
+    def _skewed_rows(self, core: Any, job: Any, ranks: List[int], judged: int) -> List[Tuple[int, Optional[str]]]:
+        """The ranks whose clock is far from rank 0's (hours off: their slots never match rank
+        0's): each one's newest row, read under both its keys, when it is new since the last
+        window judged (else None: late, then missing, as any rank). It covers the rank's last
+        window, up to one window apart from the slot judged; said once a rank."""
+        if not ranks:
+            return []
+        keys = [key(r, s) for r in ranks for s in (judged, judged + 1)]
+        for r in ranks:
+            if r not in self.skew:
+                job.store.compare_set(key(r, judged + 1), "", _EMPTY)  # the other key, before a read
+        values = job.store.multi_get(keys)
+        out: List[Tuple[int, Optional[str]]] = []
+        for i, r in enumerate(ranks):
+            newest: Optional[Tuple[int, str]] = None
+            for value in values[2 * i:2 * i + 2]:
+                slot_text, _, row = value.decode("utf-8", "replace").partition(" ")
+                at = _ascii.number(slot_text, signed=True)
+                if at is not None and (newest is None or at > newest[0]):
+                    newest = (at, row)
+            if newest is None:
+                out.append((r, None))
+                continue
+            if r not in self.skew:
+                period = int(core.options()["live"]) or 10
+                _log.say(f"live rank windows: rank {r}'s clock is about {_hours((newest[0] - judged) * period)} "
+                         f"rank 0's: its windows are judged by their order, each beside rank 0's nearest, up to one "
+                         "window apart")
+            self.skew[r] = newest[0] - judged
+            fresh = newest[0] > self.seen.get(r, newest[0] - 1)
+            self.seen[r] = newest[0]
+            out.append((r, newest[1] if fresh else None))
+        return out
 
     def _row(self, core: Any, summary: Any) -> str:
         """This rank's row: the window's figures, and its waits at DDP's all-reduce measured since
@@ -163,6 +218,14 @@ class LiveRanks:
         if rank not in self.refused:
             self.refused.add(rank)
             _log.say(f"live rank windows: rank {rank}'s row refused ({why}); its windows are judged without it")
+
+
+def _hours(seconds: float) -> str:
+    """"3.0 h ahead of", "40 s behind"."""
+    way = "ahead of" if seconds > 0 else "behind"
+    seconds = abs(seconds)
+    return (f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min" if seconds >= 60
+            else f"{seconds:.0f} s") + " " + way
 
 
 def _too_short(rows: List[str]) -> List[int]:

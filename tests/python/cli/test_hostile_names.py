@@ -180,3 +180,46 @@ def test_a_phase_inside_fullgraph_compiled_code_is_named_as_steptraces(tmp_path)
     with pytest.raises(Exception) as raised:
         torch.compile(f, fullgraph=True, backend="eager")(torch.ones(3))
     assert "SteptracePhases.phase" in str(raised.value) and "Phases.lookup" not in str(raised.value), str(raised.value)
+
+
+def test_a_rank_whose_clock_is_hours_off_is_still_judged_and_named_the_straggler(monkeypatch, capfd):
+    """Live windows end at each process's own wall clock: a rank whose clock is hours off writes
+    slots rank 0 never judges, and was "missing" every window, even as the straggler. Its windows
+    are now judged by their order, beside rank 0's nearest; a rank that stopped is still missing."""
+    from steptrace._ranks import gather as _ranks
+
+    world, skew = 4, 3 * 3600 // 10  # rank 2's clock 3 hours ahead, windows of 10 s
+    store = Store()
+    cores = [steptrace.Tracer(warmup_steps=0, print_at_exit="never")._core for _ in range(world)]
+    jobs = {id(c): type("Job", (), {"rank": r, "world_size": world, "store": store})() for r, c in enumerate(cores)}
+    monkeypatch.setattr(_ranks, "notice", lambda core: jobs[id(core)])
+    inputs = {0: 1.0, 1: 1.0, 2: 30.0, 3: 1.0}  # rank 2 is slow in its input: the straggler
+    monkeypatch.setattr(rank_verdicts.LiveRanks, "_row",
+                        lambda self, core, summary: row(jobs[id(core)].rank, world, inputs[jobs[id(core)].rank]))
+    lives = [rank_verdicts.LiveRanks() for _ in range(world)]
+    verdicts = []
+    for s in range(100, 110):
+        for r in (1, 2, 3, 0):  # the others write their row before rank 0 judges
+            if r == 3 and s >= 104:
+                continue  # rank 3 stops: its last row stays, a slot behind that does not move
+            window = {"steps": 100}
+            lives[r].window(cores[r], None, window, s + (skew if r == 2 else 0))
+        verdicts.append(window)
+    err = capfd.readouterr().err
+    judged = [v for v in verdicts if "straggler_rank" in v]
+    assert len(judged) >= 8, verdicts
+    assert all(v["straggler_rank"] == 2 for v in judged), judged
+    assert verdicts[-1]["ranks_missing"] == 1  # rank 3, which stopped
+    assert "rank 2's clock is about 3.0 h ahead of rank 0's" in err, err
+    assert "rank 3's clock" not in err
+    # behind, by hours: the same
+    lives = [rank_verdicts.LiveRanks() for _ in range(world)]
+    store.data.clear()
+    verdicts = []
+    for s in range(200, 208):
+        for r in (1, 2, 3, 0):
+            window = {"steps": 100}
+            lives[r].window(cores[r], None, window, s - (skew if r == 2 else 0))
+        verdicts.append(window)
+    assert [v.get("straggler_rank") for v in verdicts[3:]] == [2] * 5, verdicts
+    assert "rank 2's clock is about 3.0 h behind rank 0's" in capfd.readouterr().err

@@ -3,6 +3,8 @@ hand into a dict standing for the store: who is judged live or gone, which rank 
 row that cannot be read does. No processes but one reaped child (a pid known to be gone), no clock."""
 
 import json
+import os
+from pathlib import Path
 import socket
 import subprocess
 import sys
@@ -104,3 +106,62 @@ def test_a_report_file_that_is_not_steptraces_is_left_as_it_is(tmp_path, capsys)
     rank_hangs._add_to_report(str(other), "HANG: words")
     assert other.read_text() == "someone else's file\n"
     assert "is not steptrace's as written" in capsys.readouterr().err
+
+
+def test_a_store_value_with_a_digit_python_reads_as_one_blinds_no_rank(tmp_path):
+    """``'²'.isdigit()`` is true and ``int('²')`` raises: one such slot or rank in a key left every
+    rank's view unjudged (and rank 0 blamed the store). Now that key is left out, the others judged."""
+    rows = {0: (100, row(0, 3, "compute", 10, False)), 1: (100, row(1, 3, "input", 9, True)),
+            2: (100, row(2, 3, "compute", 10, False))}
+    for crafted in ("² " + row(2, 3, "compute", 10, False), "100 " + row(2, 3, "compute", 10, False).replace("r2 2 ", "r2 ² ", 1),
+                    "١٠٠ " + row(2, 3, "compute", 10, False)):
+        the_job, slot = job(0, 3, rows)
+        the_job.store.set(key(2, slot - 1), crafted)  # its other key: its row of this slot stands
+        window = {"hang_s": 5.0}
+        assert rank_hangs.JobHang().window(tracer(tmp_path), the_job, window, slot, key)
+        assert window["hang_ranks"] == [1], crafted
+        assert "rank 1 never entered all_reduce #10 of group 0: stuck in `input`" in window["hang_words"]
+        the_job.store.set(key(2, slot), crafted)  # its only row unreadable: it is the rank without a row
+        window = {"hang_s": 5.0}
+        assert rank_hangs.JobHang().window(tracer(tmp_path), the_job, window, slot, key)
+        assert 1 in window["hang_ranks"], crafted
+
+
+def test_another_ranks_escape_sequences_reach_the_report_file_escaped(tmp_path):
+    report = tmp_path / "report.txt"
+    report.write_text("steptrace hang report\n\nhead\n\nEvery thread's stack (as faulthandler writes it):\nstacks\n")
+    rank_hangs._add_to_report(str(report), "rank 1 stuck in `\x1b]8;;http://x\x07evil\x1b[2J`\nsecond line")
+    text = report.read_text()
+    assert "\x1b" not in text and "\x07" not in text
+    assert "\\x1b]8;;http://x\\x07evil\\x1b[2j" in text.lower() and "\nsecond line" in text
+
+
+def test_the_flight_recorders_dump_goes_only_into_a_folder_of_this_users(tmp_path, monkeypatch, capsys):
+    """torch's torchfrtrace reads the dump with pickle.load: in a folder another user can change, they
+    could replace it and the operator would run their code."""
+    from types import ModuleType
+
+    torch = ModuleType("torch")
+    torch._C = SimpleNamespace(_distributed_c10d=SimpleNamespace(_dump_fr_trace=lambda: b"pickled"))
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setenv("TORCH_FR_BUFFER_SIZE", "2000")
+    mine = tmp_path / "caps"
+    first = rank_hangs._flight_recorder(str(mine), 0)
+    second = rank_hangs._flight_recorder(str(mine), 0)  # a second hang's dump keeps the first
+    assert first.endswith(".pkl") and second != first and Path(first).read_bytes() == b"pickled"
+    monkeypatch.setenv("TORCH_FR_BUFFER_SIZE", "²")
+    assert rank_hangs._flight_recorder(str(mine), 0) == ""  # not a size: not asked
+    monkeypatch.setenv("TORCH_FR_BUFFER_SIZE", "2000")
+    open_to_all = tmp_path / "open"
+    open_to_all.mkdir()
+    open_to_all.chmod(0o777)
+    assert rank_hangs._flight_recorder(str(open_to_all), 0) == ""
+    assert list(open_to_all.iterdir()) == []
+    assert "Flight Recorder's dump is not written" in capsys.readouterr().err
+    if os.geteuid() == 0:  # another user's folder (a shared working folder's steptrace-captures)
+        theirs = tmp_path / "theirs"
+        theirs.mkdir()
+        os.chown(theirs, 65534, 65534)
+        assert rank_hangs._flight_recorder(str(theirs), 0) == ""
+        assert list(theirs.iterdir()) == []
+        assert "belongs to another user (uid 65534)" in capsys.readouterr().err

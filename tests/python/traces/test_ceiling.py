@@ -199,7 +199,7 @@ def test_flops_count_counts_one_step_with_flop_counter_mode():
 
 
 def test_flops_per_step_told_gives_model_flops_and_mfu_on_a_named_device():
-    t = steptrace.Tracer(warmup_steps=0, flops_per_step=2e12, flops_dtype="bf16")
+    t = steptrace.Tracer(warmup_steps=0, flops_per_step=2e6, flops_dtype="bf16")  # steps of microseconds: 2e12 would be impossible
     t.set_fact("gpu.name", "NVIDIA H100 80GB HBM3")
     for _ in range(5):
         with t.step():
@@ -207,7 +207,7 @@ def test_flops_per_step_told_gives_model_flops_and_mfu_on_a_named_device():
     s = t.summary().to_dict()
     c = s["ceiling"]
     assert c["flops_from"] == "flops_per_step" and c["device"] == "H100 SXM"
-    assert c["tflops"] == pytest.approx(2e12 / 1e12 / (s["step_ms"]["mean"] / 1e3), rel=1e-9)
+    assert c["tflops"] == pytest.approx(2e6 / 1e12 / (s["step_ms"]["mean"] / 1e3), rel=1e-9)
     assert c["mfu"] == pytest.approx(c["tflops"] / 989.5, rel=1e-9)
     metrics = t.metrics().prometheus()
     assert "steptrace_mfu " in metrics and "steptrace_model_flops_per_second " in metrics
@@ -233,3 +233,53 @@ def test_the_html_report_draws_each_costed_op_under_the_roofs():
     ys = {t: float(y) for y, t in re.findall(r'cy="([0-9.]+)"[^>]*><title>(\S+) \(', section)}
     fastest = max(plotted, key=lambda r: r["tflops"])["op"]
     assert ys[fastest] == min(ys.values())
+
+
+@pytest.mark.torch
+def test_flops_count_counts_its_own_tracers_step_on_the_thread_it_opens_on():
+    """Another tracer's step, or a step opening on another thread while the count runs, is not
+    counted; the mode is never left on a thread (a FlopCounterMode left on doubles step times)."""
+    import threading
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    a, b = torch.randn(64, 64), torch.randn(64, 64)
+    other = steptrace.Tracer(warmup_steps=0, print_at_exit=False)
+    t = steptrace.Tracer(warmup_steps=0, print_at_exit=False, flops="count")
+    with other.step():  # another tracer's step opens first: not the count's
+        torch.mm(a, a)
+    entered, release = threading.Event(), threading.Event()
+
+    def side():  # a step of the counted tracer opening on another thread while the count runs
+        entered.wait()
+        with t.step():
+            torch.mm(torch.randn(512, 512), torch.randn(512, 512))
+        release.set()
+
+    worker = threading.Thread(target=side)
+    worker.start()
+    with t.step():  # the count's step, on this thread
+        entered.set()
+        release.wait(30)
+        torch.mm(a, b)
+    worker.join()
+    assert t.options()["flops_per_step"] == 2 * 64 * 64 * 64
+    assert not _get_current_dispatch_mode_stack()  # nothing left on this thread
+    with t.step():
+        torch.mm(a, b)
+    assert t.options()["flops_per_step"] == 2 * 64 * 64 * 64  # counted once
+
+
+@pytest.mark.torch
+def test_flops_count_past_what_a_device_runs_is_said_and_never_raises_out_of_the_step(capsys):
+    big = steptrace.Tracer(warmup_steps=0, print_at_exit=False, flops="count")
+    from torch.utils.flop_counter import FlopCounterMode
+
+    real = FlopCounterMode.get_total_flops
+    FlopCounterMode.get_total_flops = lambda self: 10 ** 22  # crafted shapes: more than any device runs in a step
+    try:
+        with big.step():
+            torch.mm(torch.randn(4, 4), torch.randn(4, 4))
+    finally:
+        FlopCounterMode.get_total_flops = real
+    assert big.options()["flops_per_step"] == 0
+    assert "more than the 1e+21 any device runs in a step" in capsys.readouterr().err
