@@ -46,10 +46,12 @@ bool stream_of(PyObject* obj, stream_arg* out) {
 }
 
 std::string os_path(PyObject* given) {
-  PyObject* encoded = nullptr;
-  if (!PyUnicode_FSConverter(given, &encoded)) throw py::error_already_set();
-  const py::bytes bytes = py::reinterpret_steal<py::bytes>(encoded);
-  return std::string(bytes);
+  // A NUL byte is kept: the writer refuses it by name (EINVAL), never a path cut short at it.
+  py::object path = py::reinterpret_steal<py::object>(PyOS_FSPath(given));
+  if (!path) throw py::error_already_set();
+  if (PyUnicode_Check(path.ptr())) path = py::reinterpret_steal<py::object>(PyUnicode_EncodeFSDefault(path.ptr()));
+  if (!path) throw py::error_already_set();
+  return std::string(py::reinterpret_borrow<py::bytes>(path));
 }
 
 PyObject* os_text(const std::string& path) {

@@ -113,6 +113,10 @@ summary read_summary_text(byte_source& source, std::string text, const std::stri
   } catch (const std::invalid_argument& e) {
     std::string what = e.what();
     if (what.rfind("steptrace: ", 0) == 0) what.erase(0, 11);
+    if (what == "not a steptrace summary: no \"schema\" field") {  // another program's JSON object
+      throw other_file_kind(name + ": a JSON object with neither \"schema\" nor \"traceEvents\": neither a steptrace "
+                                   "summary nor a torch.profiler trace");
+    }
     throw std::invalid_argument(name + ": " + what);
   }
 }

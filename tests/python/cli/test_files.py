@@ -262,3 +262,25 @@ def test_empty_files_and_broken_json_are_said_in_steptraces_own_words(tmp_path):
         message = str(raised.value)
         assert message.startswith(f"{path}: ") and said in message, message
         assert "json.exception" not in message and "parse error" not in message and "steptrace: " not in message
+
+
+def test_a_stray_json_in_a_job_folder_is_left_out_and_named_by_show_and_trace_alike(tmp_path):
+    """Another program's JSON beside the rank traces (a run's notes, a config) once stopped `steptrace
+    trace DIR` ("not a steptrace summary") where it should be left out, as `show DIR` leaves out an
+    execution trace; alone, it is still refused by name."""
+    import shutil
+
+    from conftest import ROOT
+
+    for name in ("rank0.pt.trace.json.gz", "rank1.pt.trace.json.gz"):
+        shutil.copy(ROOT / "tests" / "data" / "gloo_straggler" / name, tmp_path / name)
+    (tmp_path / "notes.json").write_text('{"lr": 0.1, "note": "the run\'s settings"}\n')
+    (tmp_path / "list.json").write_text("[1, 2]\n")
+    show = cli("show", tmp_path)
+    assert show.returncode == 0, show.stderr
+    trace = cli("trace", tmp_path, "-o", tmp_path / "job.trace.json")
+    assert trace.returncode == 0, trace.stderr
+    for proc in (show, trace):
+        assert "left out of the job: " in proc.stderr and "notes.json: a JSON object with neither" in proc.stderr, proc.stderr
+    alone = cli("show", tmp_path / "notes.json")
+    assert alone.returncode == 2 and "neither a steptrace summary nor a torch.profiler trace" in alone.stderr
