@@ -55,8 +55,13 @@ import os, signal, sys, time, steptrace
 from steptrace import _core
 out, case = sys.argv[1], sys.argv[2]
 steptrace.configure(warmup_steps=0, hang_after=1.0, capture_dir=out)
-ours = [int(n) for n in os.listdir("/proc/self/fd")
-        if os.readlink(f"/proc/self/fd/{n}").startswith("/memfd:steptrace-stacks")]
+ours = []
+for n in os.listdir("/proc/self/fd"):
+    try:
+        if os.readlink(f"/proc/self/fd/{n}").startswith("/memfd:steptrace-stacks"):
+            ours.append(int(n))
+    except FileNotFoundError:  # the listing's own descriptor, closed since
+        pass
 assert len(ours) == 1, ours
 if case == "descriptor":  # closes a descriptor it did not open, and its data file takes the number
     os.close(ours[0])
