@@ -197,11 +197,12 @@ bool tracer_impl::write_capture(std::unique_lock<std::mutex>& lock, capture_reco
     record.label = s.diag.label;
     record.evidence = s.diag.evidence;
     record.advice = s.diag.advice.empty() ? "" : s.diag.advice.front();
-    const std::string file = safe_name(program.empty() ? program_invocation_short_name ? program_invocation_short_name : "run" : program) +
-                             "-rank" + std::to_string(record.rank) + "-" + name + "-pid" + std::to_string(::getpid()) +
-                             ".trace.json";  // unique to the process: runs may share a folder
-    record.path = folder + "/" + file;
-    record.path = own_folder(folder).write(file, s.trace());  // only a folder of this user's
+    const std::string stem = safe_name(program.empty() ? program_invocation_short_name ? program_invocation_short_name : "run" : program) +
+                             "-rank" + std::to_string(record.rank) + "-" + name + "-pid" + std::to_string(::getpid());
+    record.path = folder + "/" + stem + ".trace.json";  // unique to the process: runs may share a folder
+    // only a folder of this user's; a second capture tripped by the same step keeps the first
+    const std::string trace = s.trace();
+    record.path = own_folder(folder).write_new(stem, ".trace.json", [&](const std::string&) { return trace; });
     record.cost_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     write_stderr(capture_block(record));
     if (!jsonl.empty()) {  // the live JSONL gets it as a line of its own: {"capture": {...}}

@@ -4,6 +4,7 @@ unique to the process, whole or not at all."""
 
 from __future__ import annotations
 
+import errno
 import gzip
 import os
 import shutil
@@ -40,7 +41,7 @@ def write_trace(prof: Any, capture_dir: str, rank: int, first: int) -> str:
             with open(raw, "rb") as src, open(f"/proc/self/fd/{inside}/trace.json.gz", "xb") as out, \
                     gzip.GzipFile(fileobj=out, mode="wb") as dst:
                 shutil.copyfileobj(src, dst)
-            os.replace("trace.json.gz", name, src_dir_fd=inside, dst_dir_fd=folder)
+            path = os.path.join(capture_dir or ".", _link_new(inside, name, folder))
         finally:
             _empty(inside)
             os.close(inside)
@@ -55,6 +56,26 @@ def write_trace(prof: Any, capture_dir: str, rank: int, first: int) -> str:
                 pass
         os.close(folder)
     return path
+
+
+def _link_new(inside: int, name: str, folder: int) -> str:
+    """The gzip linked into ``folder`` as ``name``, or ``<stem>-2.pt.trace.json.gz`` and on when
+    that is taken (a second capture of the same step keeps the first); never replaces a file,
+    never follows a link. Its name."""
+    stem, dot, suffix = name.partition(".")
+    for n in range(1, 1000):
+        chosen = name if n == 1 else f"{stem}-{n}{dot}{suffix}"
+        try:
+            os.link("trace.json.gz", chosen, src_dir_fd=inside, dst_dir_fd=folder, follow_symlinks=False)
+            return chosen
+        except FileExistsError:
+            continue
+        except OSError as e:  # a file system without hard links: renamed, which replaces a file there
+            if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+                raise
+            os.replace("trace.json.gz", chosen, src_dir_fd=inside, dst_dir_fd=folder)
+            return chosen
+    raise CaptureWriteError(f"{name}: a thousand captures of this step already")
 
 
 def _empty(folder: int) -> None:

@@ -279,3 +279,25 @@ def test_a_huge_bad_capture_value_is_cut_in_its_message(run_python):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))
+
+
+def test_a_second_capture_of_the_same_step_keeps_the_first_and_follows_no_link(tmp_path):
+    from steptrace._capture import files
+
+    folder, private = tmp_path / "caps", tmp_path / "caps" / ".private"
+    private.mkdir(parents=True)
+    os.symlink(tmp_path / "elsewhere", folder / "run-rank0-step5-pid1-3.pt.trace.json.gz")  # planted at a later name
+    made = []
+    for text in (b"first", b"second", b"third"):
+        (private / "trace.json.gz").write_bytes(text)
+        inside, at = os.open(private, os.O_RDONLY), os.open(folder, os.O_RDONLY)
+        try:
+            made.append(files._link_new(inside, "run-rank0-step5-pid1.pt.trace.json.gz", at))
+        finally:
+            os.unlink(private / "trace.json.gz")
+            os.close(inside)
+            os.close(at)
+    assert made == ["run-rank0-step5-pid1.pt.trace.json.gz", "run-rank0-step5-pid1-2.pt.trace.json.gz",
+                    "run-rank0-step5-pid1-4.pt.trace.json.gz"]
+    assert [(folder / m).read_bytes() for m in made] == [b"first", b"second", b"third"]
+    assert not (tmp_path / "elsewhere").exists()
