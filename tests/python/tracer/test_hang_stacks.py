@@ -23,24 +23,33 @@ for i in steptrace.steps(range(20)):
 """
 
 
-def test_a_thread_stuck_holding_the_interpreters_lock_still_has_its_stack_in_the_report(tmp_path):
-    """No Python thread can run while the stuck one holds the GIL: the report comes from steptrace's
-    own thread and the stacks are read as faulthandler reads them, without the lock."""
+def run_until_reported(program, folder, *args):
+    """Runs `program` with `folder` (its capture_dir) until a hang report is there, then half a second
+    more (a signal raised at the hang lands by then); the reports, whether it was still alive, its stderr."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
-    proc = subprocess.Popen([sys.executable, "-c", GIL_HELD, str(tmp_path)], env=env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-c", program, str(folder), *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         found = []
         while time.monotonic() < deadline and proc.poll() is None and not found:
-            found = list(tmp_path.glob("*-hang-step*.txt"))
+            found = list(folder.glob("*-hang-step*.txt"))
             time.sleep(0.2)
+        time.sleep(0.5)
+        alive = proc.poll() is None
         proc.kill()
-        proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+    return found, alive, f"exit {proc.returncode}: {err}"
+
+
+def test_a_thread_stuck_holding_the_interpreters_lock_still_has_its_stack_in_the_report(tmp_path):
+    """No Python thread can run while the stuck one holds the GIL: the report comes from steptrace's
+    own thread and the stacks are read as faulthandler reads them, without the lock."""
+    found, _, _ = run_until_reported(GIL_HELD, tmp_path)
     assert found, "no hang report"
     report = found[0].read_text()
     assert "hang suspected: step 5 has been open" in report and "`compute` open" in report, report
@@ -88,24 +97,8 @@ for i in steptrace.steps(range(20)):
 @pytest.mark.skipif(not _core.stacks_need_signal(), reason="this Python exports its dump: no signal or memfd is used")
 @pytest.mark.parametrize("case", ["descriptor", "reset", "handler"])
 def test_a_signal_or_descriptor_the_program_took_back_is_not_used_at_the_hang(tmp_path, case):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
-    proc = subprocess.Popen([sys.executable, "-c", TAKEN_BACK, str(tmp_path), case], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        found = []
-        while time.monotonic() < deadline and proc.poll() is None and not found:
-            found = list(tmp_path.glob("*-hang-step*.txt"))
-            time.sleep(0.2)
-        time.sleep(0.5)  # a signal raised at the hang would have landed by now
-        alive = proc.poll() is None
-        proc.kill()
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert alive, f"the program died at the hang ({proc.returncode}): {err}"
+    found, alive, err = run_until_reported(TAKEN_BACK, tmp_path, case)
+    assert alive, f"the program died at the hang: {err}"
     assert found, err
     report = found[0].read_text()
     assert "hang suspected: step 3 has been open" in report
