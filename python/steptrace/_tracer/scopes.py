@@ -45,7 +45,7 @@ class _StepScope(_Decorates, _core.StepScope):
     _steptrace_annotation = "step"  # its range's name in a torch.profiler trace (_annotate)
     _steptrace_step = True  # a step: an armed capture's hook runs around it (_annotate.hook)
 
-    def __init__(self, core: Any, *stream: Any) -> None:  # the C type's own takes them at __new__
+    def __init__(self, core: Any, *stream: Any, **named: Any) -> None:  # the C type took them at __new__
         self._steptrace_core = core  # whose step: told to the hook
 
 
