@@ -47,7 +47,7 @@ void append_line(const std::string& path, std::string_view line) {
 std::string write_report(const std::string& folder, const std::string& name, std::string_view text, bool fresh) {
   const detail::own_folder dir(folder);
   if (!fresh) return dir.write(name, text);
-  const std::size_t dot = name.find('.', 1);  // "x-pid7.trace.json": the counter goes before ".trace.json"
+  const std::size_t dot = name.rfind('.');  // "x-pid7.pkl": the counter goes before the extension
   const std::string stem = dot == std::string::npos ? name : name.substr(0, dot);
   const std::string suffix = dot == std::string::npos ? std::string() : name.substr(dot);
   return dir.write_new(stem, suffix, [&](const std::string&) { return std::string(text); });

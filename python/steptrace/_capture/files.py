@@ -62,9 +62,10 @@ def _link_new(inside: int, name: str, folder: int) -> str:
     """The gzip linked into ``folder`` as ``name``, or ``<stem>-2.pt.trace.json.gz`` and on when
     that is taken (a second capture of the same step keeps the first); never replaces a file,
     never follows a link. Its name."""
-    stem, dot, suffix = name.partition(".")
+    suffix = ".pt.trace.json.gz" if name.endswith(".pt.trace.json.gz") else ""
+    stem = name[:len(name) - len(suffix)]  # a run's own dots ("my.script") stay in the stem
     for n in range(1, 1000):
-        chosen = name if n == 1 else f"{stem}-{n}{dot}{suffix}"
+        chosen = name if n == 1 else f"{stem}-{n}{suffix}"
         try:
             os.link("trace.json.gz", chosen, src_dir_fd=inside, dst_dir_fd=folder, follow_symlinks=False)
             return chosen

@@ -49,6 +49,8 @@ TEST_CASE("report folder: made if missing, written whole; a name taken gets -2, 
   CHECK(write_report(caps.string(), "run-hang-step5-pid7.txt", "second\n", true) == (caps / "run-hang-step5-pid7-2.txt").string());
   CHECK(write_report(caps.string(), "flight-recorder-rank0-pid7.pkl", "x", true) == (caps / "flight-recorder-rank0-pid7.pkl").string());
   CHECK(write_report(caps.string(), "flight-recorder-rank0-pid7.pkl", "y", true) == (caps / "flight-recorder-rank0-pid7-2.pkl").string());
+  CHECK(write_report(caps.string(), "my.run-pid7.pkl", "a", true) == (caps / "my.run-pid7.pkl").string());
+  CHECK(write_report(caps.string(), "my.run-pid7.pkl", "b", true) == (caps / "my.run-pid7-2.pkl").string());  // a dot of its own kept
   CHECK(read_all(caps / "run-hang-step5-pid7.txt") == "first\n");
   CHECK(read_all(caps / "run-hang-step5-pid7-2.txt") == "second\n");
   // not fresh: the same name replaced (a report the job's view is added to)
