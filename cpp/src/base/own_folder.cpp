@@ -1,3 +1,4 @@
+// The folder steptrace writes its reports into, checked once and held open (base/own_folder.hpp).
 #include "base/own_folder.hpp"
 
 #include <fcntl.h>
