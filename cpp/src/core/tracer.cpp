@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "analysis/device_peaks.hpp"
 #include "base/log.hpp"
 #include "base/utf8.hpp"
 #include "core/tracer_impl.hpp"
@@ -92,6 +93,8 @@ void tracer::configure(const config& cfg) {
     if (cfg.device_sample > 1) impl_->sample_last = cfg.device_sample;
   }
   impl_->cfg = cfg;
+  impl_->told_flops.store(cfg.flops_per_step, std::memory_order_relaxed);
+  impl_->told_dtype.store(static_cast<unsigned char>(detail::dtype_named(cfg.flops_dtype)), std::memory_order_relaxed);
   if (capture_changed) impl_->capture_configured();
   impl_->stats.timeline.configure(cfg.timeline_recent, cfg.timeline_slowest);
   impl_->capture.back.configure(cfg.capture_back);

@@ -109,6 +109,10 @@ class tracer_impl {
   // the recording threads read on every record.
   alignas(64) mutable std::mutex mutex;  // the consumer side of every ring, the builders, the aggregate
   config cfg;
+  // cfg's told FLOPs a step and their dtype (a dtype_class), as configure set them, for a window
+  // finished without the lock (add_told_ceiling) while configure may write cfg.
+  std::atomic<double> told_flops{0};
+  std::atomic<unsigned char> told_dtype{0};
   std::vector<std::unique_ptr<thread_state>> threads;
   std::uint32_t next_thread = 0;  // every thread that ever recorded gets its own number
   // Each subsystem's state, with its own restart (tracer::reset calls them).

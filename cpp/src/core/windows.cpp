@@ -67,12 +67,13 @@ std::string tracer_impl::note_drift(summary& w) {
                      worst.baseline_us);
 }
 
-void tracer_impl::add_told_ceiling(summary& s) const {
-  if (cfg.flops_per_step <= 0 || s.steps == 0 || s.ceiling) return;
+void tracer_impl::add_told_ceiling(summary& s) const {  // without the lock: cfg's copies, not cfg
+  const double flops = told_flops.load(std::memory_order_relaxed);
+  if (flops <= 0 || s.steps == 0 || s.ceiling) return;
   const std::string* from = s.fact("flops.from");
   const std::string* gpu = s.fact("gpu.name");
-  s.ceiling = told_ceiling(cfg.flops_per_step, dtype_named(cfg.flops_dtype), from ? *from : "flops_per_step",
-                           s.step_ms.mean, gpu ? *gpu : "");
+  s.ceiling = told_ceiling(flops, static_cast<dtype_class>(told_dtype.load(std::memory_order_relaxed)),
+                           from ? *from : "flops_per_step", s.step_ms.mean, gpu ? *gpu : "");
 }
 
 void tracer_impl::sample_rss(std::unique_lock<std::mutex>& lock, bool now) {
