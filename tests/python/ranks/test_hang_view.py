@@ -165,3 +165,24 @@ def test_the_flight_recorders_dump_goes_only_into_a_folder_of_this_users(tmp_pat
         assert rank_hangs._flight_recorder(str(theirs), 0) == ""
         assert list(theirs.iterdir()) == []
         assert "belongs to another user (uid 65534)" in capsys.readouterr().err
+
+
+def test_a_rank_whose_clock_is_hours_behind_but_moves_is_not_gone_and_one_that_stopped_is(tmp_path):
+    """Slots come from each process's wall clock: a rank 1,080 slots behind (3 hours at 10 s) whose
+    slot still moves each window is alive and judged; once its slot stays put three windows, gone."""
+    hang = rank_hangs.JobHang()
+    core = tracer(tmp_path)
+    behind = 1080
+    the_job, _ = job(0, 3, {})
+    said = []
+    for slot in range(100, 108):
+        moving = slot < 104  # rank 2 stops after slot 103
+        at = (slot if moving else 103) - behind
+        for r, (s, text) in {0: (slot, row(0, 3, "compute", 10, False)), 1: (slot, row(1, 3, "input", 9, True)),
+                             2: (at, row(2, 3, "compute", 10, False, host="elsewhere"))}.items():
+            the_job.store.set(key(r, s), f"{s} {text}")
+        window = {"hang_s": 5.0}
+        hang.window(core, the_job, window, slot, key)
+        said.append(window.get("hang_ranks"))
+    assert all(r == [1] for r in said[1:4]), said  # rank 2 moving: alive, rank 1 the culprit
+    assert said[-1] is not None and 2 in said[-1], said  # stopped three windows: gone
