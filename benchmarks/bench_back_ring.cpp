@@ -30,9 +30,11 @@ struct step_parts {
 // A step of `calls` phase calls (ids 1-4 in turn, 10 us each) on `thread` from `begin` (ns).
 step_parts parts_of(std::uint32_t calls, std::uint64_t begin) {
   step_parts p;
-  for (std::uint32_t id = 1; id <= 4; ++id) p.phases.push_back({id, calls * 2'500ull, calls / 4, calls * 2'500ull, phase_slice::no_parent});
+  for (std::uint32_t id = 1; id <= 4; ++id)
+    p.phases.push_back({id, calls * 2'500ull, calls / 4, calls * 2'500ull, phase_slice::no_parent});
   p.streams.push_back({1, 7});
-  for (std::uint32_t i = 0; i < calls && i < 256; ++i) p.spans.push_back({begin + i * 10'000ull, begin + (i + 1) * 10'000ull, 1 + i % 4, 0});
+  for (std::uint32_t i = 0; i < calls && i < 256; ++i)
+    p.spans.push_back({begin + i * 10'000ull, begin + (i + 1) * 10'000ull, 1 + i % 4, 0});
   return p;
 }
 
@@ -63,8 +65,21 @@ figures run(Keeper& keep, std::uint32_t threads, std::uint32_t steps, std::uint3
     }
     for (std::uint32_t th = 0; th < threads; ++th) {
       step_parts p = parts_of(calls, t);
-      const built_step b{t,         t + length, 0,       false,       false, s == 0, th, s, p.phases, p.segments,
-                         p.streams, p.spans,    calls > 256 ? calls - 256 : 0, 0, false};
+      const built_step b{t,
+                         t + length,
+                         0,
+                         false,
+                         false,
+                         s == 0,
+                         th,
+                         s,
+                         p.phases,
+                         p.segments,
+                         p.streams,
+                         p.spans,
+                         calls > 256 ? calls - 256 : 0,
+                         0,
+                         false};
       const auto began = std::chrono::steady_clock::now();
       keep.on_step(b);
       fed_ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - began).count();
@@ -87,7 +102,10 @@ figures run(Keeper& keep, std::uint32_t threads, std::uint32_t steps, std::uint3
 int main(int argc, char** argv) {
   const std::uint32_t steps = argc > 1 ? static_cast<std::uint32_t>(std::atoi(argv[1])) : 2000;
   std::printf("steptrace retroactive ring (capture_back=8), a live window every tenth of the steps\n");
-  struct shape { const char* what; std::uint32_t threads, calls, kernels; };
+  struct shape {
+    const char* what;
+    std::uint32_t threads, calls, kernels;
+  };
   for (const shape& sh : {shape{"training step: 1 thread, 12 phase calls, 1,000 kernels", 1, 12, 1000},
                           shape{"server: 64 threads, 300 phase calls each, no device", 64, 300, 0}}) {
     const std::uint32_t n = steps / (sh.threads > 1 ? 8 : 1);  // steps per thread

@@ -2,6 +2,7 @@
 the same CPU loop (about 1 ms a step of matmuls), live windows every second in both, rounds
 interleaved; prints each round's median step and the medians of the rounds. Usage:
 python benchmarks/bench_capture.py [rounds]"""
+
 import statistics
 import sys
 import time
@@ -37,5 +38,7 @@ for r in range(ROUNDS):
     off.append(run())
     armed.append(run(capture="slow,label,file=/nonexistent/steptrace-capture-flag", capture_dir="/tmp/unused"))
     print(f"round {r}: off {off[-1]:.1f} us, armed {armed[-1]:.1f} us a step (median)", flush=True)
-print(f"median of rounds: off {statistics.median(off):.1f} us, armed {statistics.median(armed):.1f} us: "
-      f"{statistics.median(armed) / statistics.median(off):.3f}x")
+print(
+    f"median of rounds: off {statistics.median(off):.1f} us, armed {statistics.median(armed):.1f} us: "
+    f"{statistics.median(armed) / statistics.median(off):.3f}x"
+)

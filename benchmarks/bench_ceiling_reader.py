@@ -37,7 +37,9 @@ def make(trace: Path, copies: int, out: Path, shapes: bool) -> Path:
     with gzip.open(trace, "rt") as f:
         doc = json.load(f)
     events = doc["traceEvents"]
-    span = max(float(e.get("ts", 0)) + float(e.get("dur", 0)) for e in events) - min(float(e["ts"]) for e in events if "ts" in e)
+    span = max(float(e.get("ts", 0)) + float(e.get("dur", 0)) for e in events) - min(
+        float(e["ts"]) for e in events if "ts" in e
+    )
     grown = []
     for k in range(copies):
         for e in events:
@@ -47,8 +49,10 @@ def make(trace: Path, copies: int, out: Path, shapes: bool) -> Path:
             if k and "correlation" in e2.get("args", {}):  # each copy's launches its own
                 e2["args"] = dict(e2["args"], correlation=e2["args"]["correlation"] + k * 10**8)
             if not shapes and "args" in e2:
-                e2["args"] = {("x " + key if key in ("Input Dims", "Input type", "Concrete Inputs") else key): v
-                              for key, v in e2["args"].items()}
+                e2["args"] = {
+                    ("x " + key if key in ("Input Dims", "Input type", "Concrete Inputs") else key): v
+                    for key, v in e2["args"].items()
+                }
             grown.append(e2)
     doc["traceEvents"] = grown
     out.write_text(json.dumps(doc))
@@ -62,23 +66,30 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        files = {"shapes read": make(args.trace, args.copies, Path(tmp) / "with.json", True),
-                 "shapes skipped": make(args.trace, args.copies, Path(tmp) / "without.json", False)}
+        files = {
+            "shapes read": make(args.trace, args.copies, Path(tmp) / "with.json", True),
+            "shapes skipped": make(args.trace, args.copies, Path(tmp) / "without.json", False),
+        }
         mb = {k: p.stat().st_size / 1e6 for k, p in files.items()}
         got = {k: [] for k in files}
         for r in range(args.rounds):
-            for name in (list(files) if r % 2 == 0 else list(files)[::-1]):  # alternated
-                out = subprocess.run([sys.executable, "-c", LOAD, str(files[name])], capture_output=True, text=True,
-                                     check=True).stdout.split()
+            for name in list(files) if r % 2 == 0 else list(files)[::-1]:  # alternated
+                out = subprocess.run(
+                    [sys.executable, "-c", LOAD, str(files[name])], capture_output=True, text=True, check=True
+                ).stdout.split()
                 got[name].append((float(out[0]), float(out[1])))
         print(f"{args.trace.name} x{args.copies}: {args.rounds} rounds alternated, each load in a fresh process")
         base = statistics.median(t for t, _ in got["shapes skipped"])
         for name, rows in got.items():
             t = statistics.median(x for x, _ in rows)
-            print(f"  {name:<16} {mb[name]:8.1f} MB JSON  load {t:7.3f} s (x{t / base:.3f}, {mb[name] / t:.0f} MB/s)  "
-                  f"GFLOP a step {rows[0][1]:.4g}")
+            print(
+                f"  {name:<16} {mb[name]:8.1f} MB JSON  load {t:7.3f} s (x{t / base:.3f}, {mb[name] / t:.0f} MB/s)  "
+                f"GFLOP a step {rows[0][1]:.4g}"
+            )
         ratios = [a[0] / b[0] for a, b in zip(got["shapes read"], got["shapes skipped"])]
-        print(f"  paired ratio of load time, median [min, max]: {statistics.median(ratios):.3f} [{min(ratios):.3f}, {max(ratios):.3f}]")
+        print(
+            f"  paired ratio of load time, median [min, max]: {statistics.median(ratios):.3f} [{min(ratios):.3f}, {max(ratios):.3f}]"
+        )
     return 0
 
 

@@ -21,9 +21,9 @@
 
 #include "../tests/cpp/fake_gpu.hpp"
 #include "analysis/device_view.hpp"
-#include "record/kernel_names.hpp"
 #include "gpu/activity.hpp"
 #include "record/clock.hpp"
+#include "record/kernel_names.hpp"
 #include "steptrace/steptrace.hpp"
 
 using namespace steptrace;
@@ -71,8 +71,9 @@ const std::vector<std::string>& bench_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
     for (int i = 0; i < 50; ++i) {
-      out.push_back("void at::native::vectorized_elementwise_kernel<4, at::native::BenchFunctor" + std::to_string(i) +
-                    "<float>, at::detail::Array<char*, 3>>(int, at::native::BenchFunctor<float>, at::detail::Array<char*, 3>)");
+      out.push_back(
+          "void at::native::vectorized_elementwise_kernel<4, at::native::BenchFunctor" + std::to_string(i) +
+          "<float>, at::detail::Array<char*, 3>>(int, at::native::BenchFunctor<float>, at::detail::Array<char*, 3>)");
     }
     return out;
   }();
@@ -125,7 +126,8 @@ void live(bool named) {
         }
         const auto corr = static_cast<std::uint32_t>(++correlation);
         batch.push_back(steptrace::testing::launch_record(at > 5'000 ? at - 5'000 : at, at, corr));
-        batch.push_back(steptrace::testing::named_kernel_record(at, at + 4'000, bench_names()[i % 50].c_str(), corr, stream));
+        batch.push_back(
+            steptrace::testing::named_kernel_record(at, at + 4'000, bench_names()[i % 50].c_str(), corr, stream));
       }
       for (std::size_t i = 0; i < batch.size(); i += 4000) {
         gpu.emit(std::vector<steptrace::testing::fake_record>(batch.begin() + i,
@@ -147,8 +149,9 @@ void live(bool named) {
   std::printf("live, %.1f s: %d steps/s of 4 phases, %d %s kernel records/s on 4 streams (fake CUPTI)\n", wall,
               steps_per_s, kernels_per_s, named ? "named (50 names, each with its launch record)" : "unnamed");
   if (named) {
-    std::printf("  kernel table: %zu names, %s\n", s.gpu && s.gpu->kernels ? s.gpu->kernels->kernels.size() : 0,
-                s.gpu && s.gpu->kernels && !s.gpu->kernels->ops.empty() ? s.gpu->kernels->ops.front().name.c_str() : "(none)");
+    std::printf(
+        "  kernel table: %zu names, %s\n", s.gpu && s.gpu->kernels ? s.gpu->kernels->kernels.size() : 0,
+        s.gpu && s.gpu->kernels && !s.gpu->kernels->ops.empty() ? s.gpu->kernels->ops.front().name.c_str() : "(none)");
   }
   std::printf("  backend: %s\n", s.backend.reason.c_str());
   std::printf("  steps counted %llu, kernels per step %.1f (sent %d)\n", static_cast<unsigned long long>(s.steps),
@@ -177,8 +180,10 @@ void analysis_only() {
   }
   std::vector<detail::host_segment> segments;
   auto segs = [&](std::uint64_t b) {
-    segments = {{b, b + 50'000, builtin::input.value}, {b + 50'000, b + 100'000, builtin::h2d.value},
-                {b + 100'000, b + 450'000, builtin::compute.value}, {b + 450'000, b + 500'000, builtin::wait.value}};
+    segments = {{b, b + 50'000, builtin::input.value},
+                {b + 50'000, b + 100'000, builtin::h2d.value},
+                {b + 100'000, b + 450'000, builtin::compute.value},
+                {b + 450'000, b + 500'000, builtin::wait.value}};
     return segments;
   };
   // As CUPTI hands them over: in order of completion, the four streams interleaved; the median of
@@ -186,7 +191,8 @@ void analysis_only() {
   auto ordered_ms = [&] {
     const auto to = std::chrono::steady_clock::now();
     detail::device_join ordered;
-    for (int s = 0; s < steps_per_s; ++s) ordered.add_step(s * 500'000ull, s * 500'000ull + 500'000, segs(s * 500'000ull));
+    for (int s = 0; s < steps_per_s; ++s)
+      ordered.add_step(s * 500'000ull, s * 500'000ull + 500'000, segs(s * 500'000ull));
     for (std::size_t i = 0; i < records.size(); i += 4096) {
       ordered.add_records(std::vector<detail::device_record>(records.begin() + i,
                                                              records.begin() + std::min(records.size(), i + 4096)));
@@ -207,8 +213,8 @@ void analysis_only() {
   for (int s = 0; s < steps_per_s; ++s) join.add_step(s * 500'000ull, s * 500'000ull + 500'000, segs(s * 500'000ull));
   std::shuffle(records.begin(), records.end(), rng);
   for (std::size_t i = 0; i < records.size(); i += 4096) {
-    join.add_records(std::vector<detail::device_record>(records.begin() + i,
-                                                        records.begin() + std::min(records.size(), i + 4096)));
+    join.add_records(
+        std::vector<detail::device_record>(records.begin() + i, records.begin() + std::min(records.size(), i + 4096)));
   }
   join.join(UINT64_MAX);
   gpu_stats unnamed_out;
@@ -217,9 +223,11 @@ void analysis_only() {
   std::shuffle(named.begin(), named.end(), rng);
   const auto tn = std::chrono::steady_clock::now();
   detail::device_join named_join;
-  for (int s = 0; s < steps_per_s; ++s) named_join.add_step(s * 500'000ull, s * 500'000ull + 500'000, segs(s * 500'000ull));
+  for (int s = 0; s < steps_per_s; ++s)
+    named_join.add_step(s * 500'000ull, s * 500'000ull + 500'000, segs(s * 500'000ull));
   for (std::size_t i = 0; i < named.size(); i += 4096) {
-    named_join.add_records(std::vector<detail::device_record>(named.begin() + i, named.begin() + std::min(named.size(), i + 4096)));
+    named_join.add_records(
+        std::vector<detail::device_record>(named.begin() + i, named.begin() + std::min(named.size(), i + 4096)));
   }
   named_join.join(UINT64_MAX);
   gpu_stats named_out;
@@ -228,13 +236,17 @@ void analysis_only() {
   std::sort(records.begin(), records.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
   const auto t1 = std::chrono::steady_clock::now();
   detail::device_aggregate old;
-  for (int s = 0; s < steps_per_s; ++s) old.add(detail::view_step(s * 500'000ull, s * 500'000ull + 500'000, segs(s * 500'000ull), records));
+  for (int s = 0; s < steps_per_s; ++s)
+    old.add(detail::view_step(s * 500'000ull, s * 500'000ull + 500'000, segs(s * 500'000ull), records));
   const double rescan = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   std::printf("analysis of one second (2000 steps, 200,000 records, 1 s retained):\n");
-  std::printf("  incremental join   %8.2f ms\n  full rescan (old)  %8.2f ms   (%.0fx; the old way retained up to 10 s, so up to 10x more)\n",
-              incremental * 1e3, rescan * 1e3, rescan / incremental);
-  std::printf("  incremental join, named kernels and the kernel table %8.2f ms   (%.2fx the unnamed; %zu kernel rows)\n",
-              with_names * 1e3, with_names / incremental, named_out.kernels ? named_out.kernels->kernels.size() : 0);
+  std::printf(
+      "  incremental join   %8.2f ms\n  full rescan (old)  %8.2f ms   (%.0fx; the old way retained up to 10 s, so up "
+      "to 10x more)\n",
+      incremental * 1e3, rescan * 1e3, rescan / incremental);
+  std::printf(
+      "  incremental join, named kernels and the kernel table %8.2f ms   (%.2fx the unnamed; %zu kernel rows)\n",
+      with_names * 1e3, with_names / incremental, named_out.kernels ? named_out.kernels->kernels.size() : 0);
 }
 
 }  // namespace

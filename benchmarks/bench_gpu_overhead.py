@@ -138,8 +138,10 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("bench_gpu_overhead: no CUDA device here; nothing measured")
         return 0
-    print(f"GPU overhead: {STEPS} steps a run, best of {ROUNDS} interleaved rounds of one process per mode, "
-          f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
+    print(
+        f"GPU overhead: {STEPS} steps a run, best of {ROUNDS} interleaved rounds of one process per mode, "
+        f"{torch.cuda.get_device_name()}, torch {torch.__version__}"
+    )
     missed = 0
     # (what, products a step, target ms, allowed)
     for what, products, target_ms, allowed in (("~10 ms steps", 200, 10.0, 0.005), ("~1.5 ms steps", 20, 1.5, 0.02)):
@@ -155,17 +157,21 @@ def main() -> int:
         best = {m: min(v) for m, v in seen.items()}
         base = best["untraced"]
         spread = max(seen["untraced"]) / base - 1  # the same untraced loop, round to round: the noise
-        print(f"  {what} (matrices {size}x{size}, {2 * products} kernels): untraced {base:.3f} ms/step; "
-              f"its rounds' spread {100 * spread:.2f}%; each mode's rounds: "
-              + "; ".join(f"{m} " + " ".join(f"{v:.3f}" for v in seen[m]) for m in modes))
+        print(
+            f"  {what} (matrices {size}x{size}, {2 * products} kernels): untraced {base:.3f} ms/step; "
+            f"its rounds' spread {100 * spread:.2f}%; each mode's rounds: "
+            + "; ".join(f"{m} " + " ".join(f"{v:.3f}" for v in seen[m]) for m in modes)
+        )
         for mode in modes[1:]:
             print(f"    {mode:<32} {best[mode]:8.3f} ms/step  {100 * (best[mode] / base - 1):+6.2f}%")
         # Where the added time goes: the host's step boundary (the GPU waits through it), or not.
         gap = {m: min(v) for m, v in gap_us.items()}
-        print("    host from .item() to the next step's first launch, median us (the GPU idles through it): "
-              + "; ".join(f"{m} {gap[m]:.1f}" for m in modes)
-              + "; of each mode's added time per step, the boundary's part: "
-              + "; ".join(f"{m} {gap[m] - gap['untraced']:+.1f} of {1000 * (best[m] - base):+.1f} us" for m in modes[1:]))
+        print(
+            "    host from .item() to the next step's first launch, median us (the GPU idles through it): "
+            + "; ".join(f"{m} {gap[m]:.1f}" for m in modes)
+            + "; of each mode's added time per step, the boundary's part: "
+            + "; ".join(f"{m} {gap[m] - gap['untraced']:+.1f} of {1000 * (best[m] - base):+.1f} us" for m in modes[1:])
+        )
         # The verdict from each round's ratio (steptrace's step over the untraced one of the same
         # round), as paired.py gives every overhead benchmark's.
         ratios = [t / u for t, u in zip(seen["steptrace"], seen["untraced"])]
@@ -174,22 +180,29 @@ def main() -> int:
         word = {"met": "PASS", "missed": "FAIL"}.get(said, "NOT MEASURABLE here")
         added = best["steptrace"] / base - 1
         host = best["steptrace, CUPTI off"] / base - 1
-        print(f"check overhead on {what}: {word} steptrace {100 * added:+.2f}% (best rounds; per round "
-              + ", ".join(f"{100 * (r - 1):+.2f}%" for r in ratios) + f"; <= {100 * allowed:.1f}%; host phases alone "
-              f"{100 * host:+.2f}%), torch.profiler {100 * (best['torch.profiler'] / base - 1):+.2f}%, untraced "
-              f"{base:.3f} ms/step")
+        print(
+            f"check overhead on {what}: {word} steptrace {100 * added:+.2f}% (best rounds; per round "
+            + ", ".join(f"{100 * (r - 1):+.2f}%" for r in ratios)
+            + f"; <= {100 * allowed:.1f}%; host phases alone "
+            f"{100 * host:+.2f}%), torch.profiler {100 * (best['torch.profiler'] / base - 1):+.2f}%, untraced "
+            f"{base:.3f} ms/step"
+        )
         # device_sample over a whole cycle: the windows left out at their own cost, one in
         # SAMPLE_EVERY at the full mode's, per round (the same round's untraced step as the base).
-        sampled = [((SAMPLE_EVERY - 1) * s_ + f) / SAMPLE_EVERY / u
-                   for s_, f, u in zip(seen[SAMPLED_MODE], seen["steptrace"], seen["untraced"])]
+        sampled = [
+            ((SAMPLE_EVERY - 1) * s_ + f) / SAMPLE_EVERY / u
+            for s_, f, u in zip(seen[SAMPLED_MODE], seen["steptrace"], seen["untraced"])
+        ]
         sampled_allowed = {"~10 ms steps": 0.002, "~1.5 ms steps": 0.01}[what]
         said = verdict(sampled, 1 + sampled_allowed)
         missed += 1 if said == "missed" else 0
         word = {"met": "PASS", "missed": "FAIL"}.get(said, "NOT MEASURABLE here")
-        print(f"check device_sample={SAMPLE_EVERY} overhead on {what}: {word} per round "
-              + ", ".join(f"{100 * (r - 1):+.2f}%" for r in sampled)
-              + f" (<= {100 * sampled_allowed:.1f}%; a cycle: {SAMPLE_EVERY - 1} windows left out, timed, and one "
-              f"recorded, at the full mode's cost; left out alone {100 * (best[SAMPLED_MODE] / base - 1):+.2f}%)")
+        print(
+            f"check device_sample={SAMPLE_EVERY} overhead on {what}: {word} per round "
+            + ", ".join(f"{100 * (r - 1):+.2f}%" for r in sampled)
+            + f" (<= {100 * sampled_allowed:.1f}%; a cycle: {SAMPLE_EVERY - 1} windows left out, timed, and one "
+            f"recorded, at the full mode's cost; left out alone {100 * (best[SAMPLED_MODE] / base - 1):+.2f}%)"
+        )
     return 1 if missed else 0
 
 

@@ -53,16 +53,20 @@ def main() -> int:
     size_mb = path.stat().st_size / 1e6
     runs = {"zcat": [], "steptrace.load": []}
     for r in range(args.rounds):
-        for name in (["zcat", "steptrace.load"] if r % 2 == 0 else ["steptrace.load", "zcat"]):
+        for name in ["zcat", "steptrace.load"] if r % 2 == 0 else ["steptrace.load", "zcat"]:
             runs[name].append(zcat_s(path) if name == "zcat" else load_s(path))
     ratios = [a / b for a, b in zip(runs["steptrace.load"], runs["zcat"])]
     low, mid, high = _quartiles(ratios)
     load = open("/proc/loadavg").read().split()[0]
-    print(f"{args.rounds} paired rounds, rotated; load average {load}; {size_mb:.0f} MB of gzip, cores {os.cpu_count()}")
+    print(
+        f"{args.rounds} paired rounds, rotated; load average {load}; {size_mb:.0f} MB of gzip, cores {os.cpu_count()}"
+    )
     for name, times in runs.items():
         print(f"  {name:<16} {statistics.median(times):8.3f} s wall (median)")
-    print(f"  target: steptrace.load(.json.gz) <= 1.2x zcat by wall: {mid:.2f}x [{low:.2f}-{high:.2f}], "
-          f"{verdict(ratios, 1.2)}")
+    print(
+        f"  target: steptrace.load(.json.gz) <= 1.2x zcat by wall: {mid:.2f}x [{low:.2f}-{high:.2f}], "
+        f"{verdict(ratios, 1.2)}"
+    )
     if not args.keep:
         path.unlink()
     return 0

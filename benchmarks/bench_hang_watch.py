@@ -42,8 +42,13 @@ for i in steptrace.steps(items()):
 
 
 def run(hang_after: str, folder: str):
-    out = subprocess.run([sys.executable, "-c", CHILD, hang_after, str(SECONDS), folder], check=True,
-                         capture_output=True, text=True, env={**os.environ, "STEPTRACE_PRINT_AT_EXIT": "never"})
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, hang_after, str(SECONDS), folder],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "STEPTRACE_PRINT_AT_EXIT": "never"},
+    )
     cpu_s, wall_s = (float(x) for x in out.stdout.split())
     reports = [n for n in os.listdir(folder) if "-hang-" in n] if os.path.isdir(folder) else []
     return cpu_s, wall_s, len(reports)
@@ -55,8 +60,10 @@ def main():
         for hang_after in ("2", "off", "2", "off"):
             folder = os.path.join(tmp, f"{hang_after}-{len(os.listdir(tmp))}")
             cpu_s, wall_s, reports = run(hang_after, folder)
-            print(f"hang_after={hang_after:>3}: steptrace thread {cpu_s * 1e3:7.1f} ms CPU in {wall_s:5.1f} s "
-                  f"= {100 * cpu_s / wall_s:.3f}% of a core; hang reports {reports}")
+            print(
+                f"hang_after={hang_after:>3}: steptrace thread {cpu_s * 1e3:7.1f} ms CPU in {wall_s:5.1f} s "
+                f"= {100 * cpu_s / wall_s:.3f}% of a core; hang reports {reports}"
+            )
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ Python spin holding the GIL, as a training loop's Python does) on three tracers,
 window every second: no listener; a listener that sleeps 2 s and one that raises; log_to a
 TensorBoard SummaryWriter. Rounds of 1.5 s interleaved, 4 of each; each step timed by
 perf_counter. Usage: python benchmarks/bench_listeners.py"""
+
 import statistics
 import tempfile
 import time
@@ -46,9 +47,11 @@ def main():
     base = statistics.median(took["none"])
     for name, times in took.items():
         errors = tracers[name].summary().to_dict()["errors"]
-        print(f"listeners {name:<13} {len(times):6d} steps  median {statistics.median(times) * 1e3:.4f} ms "
-              f"({statistics.median(times) / base:.3f}x none)  max {max(times) * 1e3:7.2f} ms  "
-              f"windows dropped {errors['windows_dropped']}, calls failed {errors['window_calls_failed']}")
+        print(
+            f"listeners {name:<13} {len(times):6d} steps  median {statistics.median(times) * 1e3:.4f} ms "
+            f"({statistics.median(times) / base:.3f}x none)  max {max(times) * 1e3:7.2f} ms  "
+            f"windows dropped {errors['windows_dropped']}, calls failed {errors['window_calls_failed']}"
+        )
 
 
 if __name__ == "__main__":

@@ -53,10 +53,11 @@ def rss_mb():
 
 
 def run(world, fast_row, slow_row, rank0_summary):
-    server = dist.TCPStore("127.0.0.1", 0, world, True, timeout=datetime.timedelta(seconds=60),
-                           wait_for_workers=False)
-    clients = [dist.TCPStore("127.0.0.1", server.port, world, False, timeout=datetime.timedelta(seconds=60))
-               for _ in range(1, world)]
+    server = dist.TCPStore("127.0.0.1", 0, world, True, timeout=datetime.timedelta(seconds=60), wait_for_workers=False)
+    clients = [
+        dist.TCPStore("127.0.0.1", server.port, world, False, timeout=datetime.timedelta(seconds=60))
+        for _ in range(1, world)
+    ]
     core = _core.Tracer()
     core.configure({"print_at_exit": "never"})
     core.set_rank(0, world, 0, "node0", "")
@@ -103,16 +104,26 @@ fast_row, slow_row = _core.live_row(fast), _core.live_row(slow)
 NODE = " n 1 1980 2619 690.5 55 0 0 0 0 20.5 0.012"
 full_fast = _core.live_row(fast, [9.5, 9.8, 10.1, 9.7, 9.9, 10.4, 9.6, 9.9], 120) + NODE
 full_slow = _core.live_row(slow, [0.3, 0.2, 0.4, 0.3, 0.2, 0.3, 0.5, 0.3], 120) + NODE.replace(" 1980 ", " 1410 ")
-print(f"a row: {len(fast_row)} bytes with 8 named phases, {len(plain(fast_row))} without, {len(full_fast)} with its "
-      f"collectives and node too ({len(plain(fast_row)) + len(full_fast) - len(fast_row)} without the phases); "
-      f"{WINDOWS} windows a size; "
-      f"load average {open('/proc/loadavg').read().split()[0]}")
-print(f"{'ranks':>6} {'rows':>6} {'rank 0 ms/window p50':>21} {'max':>7} {'keys made once, ms':>19} {'alloc peak MB':>14} "
-      f"{'RSS +MB':>8} {'rank write us p50':>18}")
+print(
+    f"a row: {len(fast_row)} bytes with 8 named phases, {len(plain(fast_row))} without, {len(full_fast)} with its "
+    f"collectives and node too ({len(plain(fast_row)) + len(full_fast) - len(fast_row)} without the phases); "
+    f"{WINDOWS} windows a size; "
+    f"load average {open('/proc/loadavg').read().split()[0]}"
+)
+print(
+    f"{'ranks':>6} {'rows':>6} {'rank 0 ms/window p50':>21} {'max':>7} {'keys made once, ms':>19} {'alloc peak MB':>14} "
+    f"{'RSS +MB':>8} {'rank write us p50':>18}"
+)
 for world in SIZES:
     r0 = window_summary(0, world, False)
-    for kind, rows in (("full", (full_fast, full_slow)), ("named", (fast_row, slow_row)),
-                       ("plain", (plain(fast_row), plain(slow_row)))):
+    for kind, rows in (
+        ("full", (full_fast, full_slow)),
+        ("named", (fast_row, slow_row)),
+        ("plain", (plain(fast_row), plain(slow_row))),
+    ):
         rank0_ms, setup, write_us, peak, grew = run(world, rows[0], rows[1], r0)
-        print(f"{world:>6} {kind:>6} {statistics.median(rank0_ms):>21.2f} {max(rank0_ms):>7.2f} {setup:>19.1f} "
-              f"{peak:>14.2f} {grew:>8.1f} {statistics.median(write_us):>18.1f}", flush=True)
+        print(
+            f"{world:>6} {kind:>6} {statistics.median(rank0_ms):>21.2f} {max(rank0_ms):>7.2f} {setup:>19.1f} "
+            f"{peak:>14.2f} {grew:>8.1f} {statistics.median(write_us):>18.1f}",
+            flush=True,
+        )

@@ -1,12 +1,12 @@
 // Resident memory stays flat however long the run: 1,000,000 steps (two phases each), resident
 // set size read after warm-up and at the end.
 //   bench_memory [steps]
-#include <steptrace/steptrace.hpp>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <unistd.h>
+#include <steptrace/steptrace.hpp>
 
 namespace {
 
@@ -38,8 +38,8 @@ int main(int argc, char** argv) {
   }
   const steptrace::summary s = t.summary();
   const long growth = resident_kib() - after_warmup;
-  std::printf("steptrace memory, %ld steps: resident %ld KiB after %ld warm-up steps, %ld KiB at the end\n", s.steps + 5,
-              after_warmup, warmup, after_warmup + growth);
+  std::printf("steptrace memory, %ld steps: resident %ld KiB after %ld warm-up steps, %ld KiB at the end\n",
+              s.steps + 5, after_warmup, warmup, after_warmup + growth);
   std::printf("  growth after warm-up: %ld KiB (target < 1024 KiB): %s\n", growth, growth < 1024 ? "met" : "MISSED");
   return s.steps + s.warmup_steps == static_cast<std::uint64_t>(steps) ? 0 : 1;
 }

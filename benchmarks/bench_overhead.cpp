@@ -8,11 +8,10 @@
 // Printed besides: the recording thread's share alone, and both back to back (no work: saturated,
 // bound by turning records into steps). The loops run far past one ring's capacity.
 //   bench_overhead [phases_per_round] [rounds]
-#include <steptrace/steptrace.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <steptrace/steptrace.hpp>
 
 #include "paired.hpp"
 
@@ -84,8 +83,8 @@ int main(int argc, char** argv) {
                        b.ratio_of_costs("scoped_phase + work", "steady_clock pair + work", "work", process), process,
                        0.7);
   const paired::spread own = b.ratio_of_costs("scoped_phase + work", "steady_clock pair + work", "work", thread);
-  std::printf("  enabled scoped_phase, with work, recording thread alone: %.2fx [%.2f-%.2f] by thread CPU\n", own.median,
-              own.low, own.high);
+  std::printf("  enabled scoped_phase, with work, recording thread alone: %.2fx [%.2f-%.2f] by thread CPU\n",
+              own.median, own.low, own.high);
   for (paired::clock_kind c : {thread, process}) {
     const paired::spread s = b.ratio_of_costs("scoped_phase, back to back", "steady_clock pair, back to back", "", c);
     std::printf("  enabled scoped_phase, back to back: %.2fx [%.2f-%.2f] by %s\n", s.median, s.low, s.high,

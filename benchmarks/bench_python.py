@@ -94,21 +94,44 @@ def loop_steps(n):
             pass
 
 
-phases = measure({"trivial with": with_trivial, "two perf_counter_ns()": with_timed,
-                  "with steptrace.phase(name), enabled": phase_on, "with steptrace.phase(name), disabled": phase_off,
-                  "with steptrace.step(), enabled": step_on, "the loop alone": empty_loop},
-                 baseline="trivial with", n=N, rounds=ROUNDS, loop="the loop alone")
+phases = measure(
+    {
+        "trivial with": with_trivial,
+        "two perf_counter_ns()": with_timed,
+        "with steptrace.phase(name), enabled": phase_on,
+        "with steptrace.phase(name), disabled": phase_off,
+        "with steptrace.step(), enabled": step_on,
+        "the loop alone": empty_loop,
+    },
+    baseline="trivial with",
+    n=N,
+    rounds=ROUNDS,
+    loop="the loop alone",
+)
 print(f"python phase, {N} calls a round, Python {sys.version.split()[0]}")
-print(report(phases, "trivial with", {"with steptrace.phase(name), enabled": 1.0,
-                                      "with steptrace.phase(name), disabled": 0.3}))
-loops = measure({"for + trivial with": loop_bare, "steptrace.steps() + trivial with": loop_steps},
-                baseline="for + trivial with", n=N // 4, rounds=ROUNDS)
+print(
+    report(
+        phases,
+        "trivial with",
+        {"with steptrace.phase(name), enabled": 1.0, "with steptrace.phase(name), disabled": 0.3},
+    )
+)
+loops = measure(
+    {"for + trivial with": loop_bare, "steptrace.steps() + trivial with": loop_steps},
+    baseline="for + trivial with",
+    n=N // 4,
+    rounds=ROUNDS,
+)
 print(f"\nsteps(), {N // 4} items a round")
 print(report(loops, "for + trivial with", {"steptrace.steps() + trivial with": 1.5}))
 if TORCH:
     import torch
 
-    phases = measure({"trivial with": with_trivial, "with steptrace.phase(name), torch imported": phase_on},
-                     baseline="trivial with", n=N, rounds=ROUNDS)
+    phases = measure(
+        {"trivial with": with_trivial, "with steptrace.phase(name), torch imported": phase_on},
+        baseline="trivial with",
+        n=N,
+        rounds=ROUNDS,
+    )
     print(f"\ntorch {torch.__version__} imported, CUDA started: {torch.cuda.is_initialized()}")
     print(report(phases, "trivial with", {"with steptrace.phase(name), torch imported": 1.0}))

@@ -50,17 +50,32 @@ def trace(rank, world):
             events.append({"ph": "X", "cat": "cpu_op", "name": f"aten::op{k}", "pid": 1, "tid": 1, "ts": t, "dur": d})
             t += d + 5
         wait = 100.0 if slow else 100.0 + OPS * 200.0  # the others wait for the slow rank
-        events.append({"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1, "tid": 1,
-                       "ts": t, "dur": wait})
+        events.append(
+            {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1, "tid": 1, "ts": t, "dur": wait}
+        )
         t += wait + 10
-        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1,
-                       "ts": step_begin, "dur": t - step_begin - 5})
-    return {"schemaVersion": 1, "distributedInfo": {"rank": rank, "world_size": world, "backend": "gloo"},
-            "traceEvents": events}
+        events.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{i}",
+                "pid": 1,
+                "tid": 1,
+                "ts": step_begin,
+                "dur": t - step_begin - 5,
+            }
+        )
+    return {
+        "schemaVersion": 1,
+        "distributedInfo": {"rank": rank, "world_size": world, "backend": "gloo"},
+        "traceEvents": events,
+    }
 
 
-print(f"{'ranks':>6} {'folder MB':>10} {'read s':>8} {'peak RSS above import, MB':>26} {'rows':>6} straggler label"
-      f"  | timeline: {'s':>5} {'peak MB':>8} {'file MB':>8} median")
+print(
+    f"{'ranks':>6} {'folder MB':>10} {'read s':>8} {'peak RSS above import, MB':>26} {'rows':>6} straggler label"
+    f"  | timeline: {'s':>5} {'peak MB':>8} {'file MB':>8} median"
+)
 for world in SIZES:
     with tempfile.TemporaryDirectory() as folder:
         for r in range(world):
@@ -71,5 +86,8 @@ for world in SIZES:
         took, peak, rows, straggler, label = out.stdout.split()
         merged = subprocess.run([sys.executable, "-c", MERGE, folder], capture_output=True, text=True, check=True)
         m_took, m_peak, m_size, _, median = merged.stdout.split()
-        print(f"{world:>6} {size:>10.1f} {float(took):>8.2f} {float(peak):>26.1f} {rows:>6} {straggler} {label}"
-              f"  | {float(m_took):>15.2f} {float(m_peak):>8.1f} {float(m_size):>8.2f} {median}", flush=True)
+        print(
+            f"{world:>6} {size:>10.1f} {float(took):>8.2f} {float(peak):>26.1f} {rows:>6} {straggler} {label}"
+            f"  | {float(m_took):>15.2f} {float(m_peak):>8.1f} {float(m_size):>8.2f} {median}",
+            flush=True,
+        )

@@ -62,19 +62,33 @@ def compare(folder: Path, rounds: int) -> None:
         for f in files:
             steptrace.load(f)
 
-    rows = measure({"one after another": one_after_another, "load(folder)": at_once},
-                   baseline="one after another", n=1, rounds=rounds)
+    rows = measure(
+        {"one after another": one_after_another, "load(folder)": at_once},
+        baseline="one after another",
+        n=1,
+        rounds=rounds,
+    )
     size = sum(os.path.getsize(f) for f in files)
-    print(f"\n{folder.name}: {len(files)} files, {size / 1e6:.0f} MB on disk, {len(os.sched_getaffinity(0))} usable cores")
+    print(
+        f"\n{folder.name}: {len(files)} files, {size / 1e6:.0f} MB on disk, {len(os.sched_getaffinity(0))} usable cores"
+    )
     print(report(rows, "one after another", {"load(folder)": 0.6}, clock="wall"))
     # What the cores allow: the folder's CPU time spread over every core, against the serial wall
     # time. A .json.gz read alone already inflates on a second core (byte_source.cpp's read-ahead),
     # so its serial time is below its CPU time and this bound is above 0.5x.
     cores = len(os.sched_getaffinity(0))
-    bound = statistics.median(rows["load(folder)"]["process"]) / cores / statistics.median(rows["one after another"]["wall"])
-    serial_cores = statistics.median(rows["one after another"]["process"]) / statistics.median(rows["one after another"]["wall"])
-    print(f"  the best {cores} cores allow: {bound:.2f}x (the folder's CPU time over {cores} cores; "
-          f"one after another already keeps {serial_cores:.2f} cores busy)")
+    bound = (
+        statistics.median(rows["load(folder)"]["process"])
+        / cores
+        / statistics.median(rows["one after another"]["wall"])
+    )
+    serial_cores = statistics.median(rows["one after another"]["process"]) / statistics.median(
+        rows["one after another"]["wall"]
+    )
+    print(
+        f"  the best {cores} cores allow: {bound:.2f}x (the folder's CPU time over {cores} cores; "
+        f"one after another already keeps {serial_cores:.2f} cores busy)"
+    )
 
 
 def main() -> int:

@@ -74,19 +74,35 @@ def free_port() -> int:
 def run(script: str, world: int, traced: bool, steps: int) -> list:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
-    env.update({"OMP_NUM_THREADS": "1", "STEPTRACE_PRINT_AT_EXIT": "never", "MASTER_ADDR": "127.0.0.1",
-                "MASTER_PORT": str(port), "WORLD_SIZE": str(world)})
-    procs = [subprocess.Popen([sys.executable, script, "traced" if traced else "plain", str(steps)],
-                              env={**env, "RANK": str(r)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for r in range(world)]
+    env.update(
+        {
+            "OMP_NUM_THREADS": "1",
+            "STEPTRACE_PRINT_AT_EXIT": "never",
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "WORLD_SIZE": str(world),
+        }
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, script, "traced" if traced else "plain", str(steps)],
+            env={**env, "RANK": str(r)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for r in range(world)
+    ]
     results = []
     for p in procs:
         out, err = p.communicate(timeout=600)
         if "RESULT " not in out:
             raise SystemExit(f"a rank failed ({p.returncode}):\n{err}")
         if p.returncode != 0:  # after its result: torch's gloo teardown at exit aborts now and then
-            aborts.append(f"{'traced' if traced else 'plain'}, {world} ranks: exit status {p.returncode}, "
-                          f"{err.strip().splitlines()[-1] if err.strip() else ''}")
+            aborts.append(
+                f"{'traced' if traced else 'plain'}, {world} ranks: exit status {p.returncode}, "
+                f"{err.strip().splitlines()[-1] if err.strip() else ''}"
+            )
         results.append(json.loads(out.split("RESULT ", 1)[1]))
     return results
 
@@ -105,8 +121,10 @@ def main() -> None:
         with open(script, "w") as f:
             f.write(JOB)
         print(f"{args.steps} steps a run, {args.repeats} runs of each, interleaved; {os.cpu_count()} cores")
-        print(f"{'ranks':>5} {'plain us/step':>14} {'traced us/step':>15} {'difference':>11} {'per rank':>9} "
-              f"{'gather ms (rank 0)':>19} {'payload B/rank':>15}")
+        print(
+            f"{'ranks':>5} {'plain us/step':>14} {'traced us/step':>15} {'difference':>11} {'per rank':>9} "
+            f"{'gather ms (rank 0)':>19} {'payload B/rank':>15}"
+        )
         for world in args.ranks:
             plain, traced, gather, payload = [], [], [], []
             for _ in range(args.repeats):
@@ -116,8 +134,10 @@ def main() -> None:
                 gather.append(results[0]["gather_ms"])
                 payload += [r["payload_bytes"] for r in results]
             p, t = statistics.median(plain), statistics.median(traced)
-            print(f"{world:>5} {p:>14.1f} {t:>15.1f} {t - p:>+10.1f}us {100 * (t - p) / p:>+8.1f}% "
-                  f"{statistics.median(gather):>19.2f} {max(payload):>15}")
+            print(
+                f"{world:>5} {p:>14.1f} {t:>15.1f} {t - p:>+10.1f}us {100 * (t - p) / p:>+8.1f}% "
+                f"{statistics.median(gather):>19.2f} {max(payload):>15}"
+            )
             time.sleep(0.5)
         for line in aborts:
             print(f"after its result, a rank exited abnormally ({line})")

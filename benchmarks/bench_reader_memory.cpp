@@ -4,8 +4,6 @@
 // (/proc/self/clear_refs), so the figure is the data the read holds. A fresh process has no free
 // heap to reuse, so a small trace reads higher here than under Python, whose interpreter has.
 //   bench_reader_memory TRACE   (one trace a process: run it once per file)
-#include <steptrace/profiler_trace.hpp>
-
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -13,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <steptrace/profiler_trace.hpp>
 #include <string>
 
 namespace {
@@ -36,7 +35,8 @@ void page_in_mapped_files() {
     in >> span >> perms >> offset >> dev >> inode >> path;
     if (perms.empty() || perms[0] != 'r' || path.empty() || path[0] != '/') continue;
     const auto dash = span.find('-');
-    const unsigned long lo = std::stoul(span.substr(0, dash), nullptr, 16), hi = std::stoul(span.substr(dash + 1), nullptr, 16);
+    const unsigned long lo = std::stoul(span.substr(0, dash), nullptr, 16),
+                        hi = std::stoul(span.substr(dash + 1), nullptr, 16);
     for (unsigned long page = lo; page < hi; page += 4096) (void)*reinterpret_cast<volatile const char*>(page);
   }
 }
@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
   const long base = status_kb("VmHWM:");
   const steptrace::summary s = steptrace::read_file(argv[1]);
   const double data = static_cast<double>(status_kb("VmHWM:") - base) * 1024;
-  std::printf("%s: %llu steps; data %.0f KB, %.2fx the file's %.1f MB\n", argv[1], static_cast<unsigned long long>(s.steps),
-              data / 1024, data / static_cast<double>(st.st_size), static_cast<double>(st.st_size) / 1e6);
+  std::printf("%s: %llu steps; data %.0f KB, %.2fx the file's %.1f MB\n", argv[1],
+              static_cast<unsigned long long>(s.steps), data / 1024, data / static_cast<double>(st.st_size),
+              static_cast<double>(st.st_size) / 1e6);
   return 0;
 }

@@ -51,9 +51,11 @@ print(status('VmHWM') - base, s.steps)
 
 def read(path: Path) -> tuple:
     """(first read, data) in bytes, each in a fresh process."""
+
     def run(what: str) -> int:
         args = [sys.executable, "-c", READ, str(path), what]
         return int(subprocess.run(args, capture_output=True, text=True, check=True).stdout.split()[0])
+
     return run("first"), run("data")
 
 
@@ -62,8 +64,10 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="steptrace-memory-"))
     print("peak resident memory in MB and as a multiple of the JSON, each read in a fresh process")
     print(f"{'':<38} {'':>7}  {'---- as .json ----':>18}  {'--- as .json.gz ---':>18}")
-    print(f"{'trace':<38} {'JSON MB':>7}  {'first':>6} {'data':>5} {'ratio':>6}  "
-          f"{'first':>6} {'data':>5} {'ratio':>6}  verdict (data)")
+    print(
+        f"{'trace':<38} {'JSON MB':>7}  {'first':>6} {'data':>5} {'ratio':>6}  "
+        f"{'first':>6} {'data':>5} {'ratio':>6}  verdict (data)"
+    )
     worst_small = worst_large = 0.0
     try:
         for trace in traces:
@@ -85,8 +89,10 @@ def main() -> int:
             cells += [f"{'-':>6} {'-':>5} {'-':>6}"] * (2 - len(forms))
             print(f"{trace.name[:38]:<38} {size / 1e6:>7.1f}  {cells[0]}  {cells[1]}  {verdict}")
             plain.unlink()
-        print(f"worst data ratio: {worst_large:.2f}x on traces of {SMALL / 1e6:.0f} MB of JSON and more, "
-              f"{worst_small:.2f}x below (target <= 0.25x)")
+        print(
+            f"worst data ratio: {worst_large:.2f}x on traces of {SMALL / 1e6:.0f} MB of JSON and more, "
+            f"{worst_small:.2f}x below (target <= 0.25x)"
+        )
     finally:
         shutil.rmtree(work)
     return 0

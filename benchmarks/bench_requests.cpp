@@ -4,13 +4,12 @@
 // thread). Target: a request's phase <= 1.3x a thread phase's. Then resident memory over 10 M
 // requests (flat: records live in the handle, the collector builds steps as they come).
 //   bench_requests [steps_per_repeat]
-#include <steptrace/steptrace.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <steptrace/steptrace.hpp>
 #include <thread>
 #include <vector>
 
@@ -94,10 +93,11 @@ int main(int argc, char** argv) {
         rq = std::min(rq, ns_per_phase(threads, steps, request_step));
       }
       const double thread_cost = th - b, request_cost = rq - b;
-      std::printf("    %d thread%s: work %.1f ns a phase; thread phase +%.2f ns, request phase +%.2f ns (step or request "
-                  "share included): %.2fx (target <= 1.3x): %s\n",
-                  threads, threads == 1 ? " " : "s", b, thread_cost, request_cost, request_cost / thread_cost,
-                  request_cost <= 1.3 * thread_cost ? "met" : "MISSED");
+      std::printf(
+          "    %d thread%s: work %.1f ns a phase; thread phase +%.2f ns, request phase +%.2f ns (step or request "
+          "share included): %.2fx (target <= 1.3x): %s\n",
+          threads, threads == 1 ? " " : "s", b, thread_cost, request_cost, request_cost / thread_cost,
+          request_cost <= 1.3 * thread_cost ? "met" : "MISSED");
     }
   }
   const double before = resident_mb();
@@ -109,7 +109,8 @@ int main(int argc, char** argv) {
     x = x * 3 + 1;
     r.end_phase(id);
     r.end();
-    if (i == 1'000'000 || i == 5'000'000 || i == 10'000'000) std::printf(", %.1f MB after %ld M", resident_mb(), i / 1'000'000);
+    if (i == 1'000'000 || i == 5'000'000 || i == 10'000'000)
+      std::printf(", %.1f MB after %ld M", resident_mb(), i / 1'000'000);
   }
   sink = x;
   const steptrace::summary s = tracer.summary();

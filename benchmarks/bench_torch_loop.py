@@ -116,8 +116,10 @@ def main():
         per_round.append(times)
     median = {name: statistics.median(t[name] for t in per_round) for name in names}
     ratio = lambda a, b: statistics.median(t[a] / t[b] for t in per_round)  # noqa: E731
-    print(f"tiny CPU training loop, {STEPS} steps a round, {ROUNDS} rounds (median), "
-          f"torch {torch.__version__}, Python {sys.version.split()[0]}")
+    print(
+        f"tiny CPU training loop, {STEPS} steps a round, {ROUNDS} rounds (median), "
+        f"torch {torch.__version__}, Python {sys.version.split()[0]}"
+    )
     for name in names:
         print(f"  {name:<28} {median[name]:7.3f} ms/step   {100 * (ratio(name, 'untraced') - 1):+6.2f}% vs untraced")
     st_vs_hand = ratio("steptrace", "hand-written perf_counter") - 1
@@ -126,18 +128,24 @@ def main():
     verdict = "met" if abs(st_vs_hand) <= 0.01 else "MISSED"
     if q3 - q1 > 0.02:  # the middle half of the rounds spans more than twice the target
         verdict = f"{verdict} in the median, but rounds spread wider than the target (see the additive estimate)"
-    print(f"  steptrace vs hand-written: {100 * st_vs_hand:+.2f}% (per-round spread, middle half: "
-          f"{100 * q1:+.2f}% .. {100 * q3:+.2f}%) (target within 1%): {verdict}")
+    print(
+        f"  steptrace vs hand-written: {100 * st_vs_hand:+.2f}% (per-round spread, middle half: "
+        f"{100 * q1:+.2f}% .. {100 * q3:+.2f}%) (target within 1%): {verdict}"
+    )
     s = tracer.summary().to_dict()
     print(f"  steptrace saw {s['steps'] + s['warmup_steps']} steps, step p50 {s['step_ms']['p50']:.3f} ms")
     us = instrumentation_us(model, opt, loss_fn, batches)
     added = us["steptrace"] - us["hand-written"]
     share = added / (median["untraced"] * 1000)
-    print(f"  the same loops with no model (best of 15 rounds): bare {us['bare']:.2f} us/step, "
-          f"hand-written timing {us['hand-written']:.2f}, steptrace {us['steptrace']:.2f}")
-    print(f"  additive estimate: steptrace adds {added:+.2f} us a step over hand-written timing, "
-          f"{100 * share:+.2f}% of a {median['untraced']:.3f} ms step (target within 1%): "
-          f"{'met' if abs(share) <= 0.01 else 'MISSED'}")
+    print(
+        f"  the same loops with no model (best of 15 rounds): bare {us['bare']:.2f} us/step, "
+        f"hand-written timing {us['hand-written']:.2f}, steptrace {us['steptrace']:.2f}"
+    )
+    print(
+        f"  additive estimate: steptrace adds {added:+.2f} us a step over hand-written timing, "
+        f"{100 * share:+.2f}% of a {median['untraced']:.3f} ms step (target within 1%): "
+        f"{'met' if abs(share) <= 0.01 else 'MISSED'}"
+    )
 
 
 if __name__ == "__main__":

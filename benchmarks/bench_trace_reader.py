@@ -23,10 +23,15 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-SAMPLE = Path(__file__).resolve().parent.parent / "tests" / "data" / "profiler_traces" / "resnet50_num_workers_0.pt.trace.json.gz"
+SAMPLE = (
+    Path(__file__).resolve().parent.parent
+    / "tests"
+    / "data"
+    / "profiler_traces"
+    / "resnet50_num_workers_0.pt.trace.json.gz"
+)
 
 # Peak memory is the process's own high-water mark (VmHWM): getrusage's maxrss keeps the peak of
 # the forked parent across exec on Linux.
@@ -139,8 +144,9 @@ def main() -> int:
             hta_text = f"{hta_s:>9.2f}"
         else:
             hta_text, ratio = f"{'-':>9}", f"{'(no HTA)':>16}"
-        print(f"{gz.name:<28} {size / 1e6:>10.0f} MB {float(st[0]):>12.3f} {hta_text} {ratio}   "
-              f"[{st[2]} steps, {st[3]}]")
+        print(
+            f"{gz.name:<28} {size / 1e6:>10.0f} MB {float(st[0]):>12.3f} {hta_text} {ratio}   [{st[2]} steps, {st[3]}]"
+        )
     print()
     print("uncompressed JSON, parse plus analysis (best of 3):")
     print(f"{'trace':<28} {'size':>9} {'seconds':>9} {'MB/s':>7} {'peak memory above the interpreter':>36}")
@@ -152,8 +158,10 @@ def main() -> int:
         size = make_trace(copies, plain)
         st = best_of(3 if copies < 16 else 1, py, STEPTRACE, str(plain))
         seconds, rss = float(st[0]), int(st[1]) - base_rss
-        print(f"{plain.name:<28} {size / 1e6:>6.0f} MB {seconds:>9.3f} {size / 1e6 / seconds:>7.0f} "
-              f"{rss / 2**20:>12.0f} MB = {rss / size:.2f}x the JSON   [{st[2]} steps, {st[3]}]")
+        print(
+            f"{plain.name:<28} {size / 1e6:>6.0f} MB {seconds:>9.3f} {size / 1e6 / seconds:>7.0f} "
+            f"{rss / 2**20:>12.0f} MB = {rss / size:.2f}x the JSON   [{st[2]} steps, {st[3]}]"
+        )
         if not args.keep:
             plain.unlink()
     print()
@@ -177,8 +185,10 @@ def rank_folder(work: Path, ranks: int, rank_mb: float, one_copy: int, base_rss:
     seq = best_of(3, py, ONE_AFTER_ANOTHER, str(folder))
     par = best_of(3, py, FOLDER, str(folder))
     for name, r in (("one after another", seq), ("load(folder)", par)):
-        print(f"  {name:<18} {float(r[0]):>7.3f} s   peak memory above the interpreter "
-              f"{(int(r[1]) - base_rss) / 2**20:>5.0f} MB   [{r[2]} steps in all]")
+        print(
+            f"  {name:<18} {float(r[0]):>7.3f} s   peak memory above the interpreter "
+            f"{(int(r[1]) - base_rss) / 2**20:>5.0f} MB   [{r[2]} steps in all]"
+        )
     print(f"  load(folder) / one after another: {float(par[0]) / float(seq[0]):.2f}x the time")
     if remove:
         shutil.rmtree(folder)

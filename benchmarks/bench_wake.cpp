@@ -10,8 +10,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <mutex>
 #include <initializer_list>
+#include <mutex>
 #include <thread>
 
 namespace {

@@ -25,7 +25,9 @@
 namespace paired {
 
 enum clock_kind { thread, process, wall };
-inline const char* clock_name(clock_kind c) { return c == thread ? "thread CPU" : c == process ? "process CPU" : "wall"; }
+inline const char* clock_name(clock_kind c) {
+  return c == thread ? "thread CPU" : c == process ? "process CPU" : "wall";
+}
 
 inline double now_ns(clockid_t id) {
   timespec ts{};
@@ -71,11 +73,14 @@ class bench {
  public:
   explicit bench(int rounds) : rounds_(rounds) {}
 
-  void add(std::string name, std::function<void(long)> fn) { variants_.push_back({std::move(name), std::move(fn), {}}); }
+  void add(std::string name, std::function<void(long)> fn) {
+    variants_.push_back({std::move(name), std::move(fn), {}});
+  }
 
   // Runs every variant n times a round; settle() after each (inside its process-CPU span, outside
   // its thread-CPU and wall spans): for work another thread finishes for it.
-  void run(long n, const std::function<void()>& settle = [] {}) {
+  void run(
+      long n, const std::function<void()>& settle = [] {}) {
     for (auto& v : variants_) v.fn(std::max(1L, n / 10));  // warm every path once
     settle();
     const std::size_t k = variants_.size();

@@ -28,8 +28,9 @@ def _time(fn: Callable[[int], None], n: int) -> Dict[str, float]:
     return {"thread": (t1 - t0) / n, "process": (p1 - p0) / n, "wall": (w1 - w0) / n}
 
 
-def measure(variants: Dict[str, Callable[[int], None]], baseline: str, n: int, rounds: int,
-            loop: Optional[str] = None) -> Dict[str, Dict[str, List[float]]]:
+def measure(
+    variants: Dict[str, Callable[[int], None]], baseline: str, n: int, rounds: int, loop: Optional[str] = None
+) -> Dict[str, Dict[str, List[float]]]:
     """Per variant and clock: the ns per call of each round, and (key "ratio:<clock>") its ratio to
     the baseline in that round; with ``loop``, also (key "net:<clock>") the ratio net of that
     variant's time. ``fn(n)`` runs the thing n times."""
@@ -38,7 +39,7 @@ def measure(variants: Dict[str, Callable[[int], None]], baseline: str, n: int, r
     for fn in variants.values():  # warm every path once
         fn(max(1, n // 10))
     for r in range(rounds):
-        order = names[r % len(names):] + names[:r % len(names)]  # rotated: no variant always runs first
+        order = names[r % len(names) :] + names[: r % len(names)]  # rotated: no variant always runs first
         got = {name: _time(variants[name], n) for name in order}
         for name in names:
             for clock in CLOCKS:
@@ -46,7 +47,9 @@ def measure(variants: Dict[str, Callable[[int], None]], baseline: str, n: int, r
                 out[name].setdefault(f"ratio:{clock}", []).append(got[name][clock] / max(got[baseline][clock], 1e-9))
                 if loop is not None:
                     net = got[baseline][clock] - got[loop][clock]
-                    out[name].setdefault(f"net:{clock}", []).append((got[name][clock] - got[loop][clock]) / max(net, 1e-9))
+                    out[name].setdefault(f"net:{clock}", []).append(
+                        (got[name][clock] - got[loop][clock]) / max(net, 1e-9)
+                    )
     return out
 
 
@@ -67,8 +70,12 @@ def verdict(ratios: List[float], target: float) -> str:
     return "not measurable here"
 
 
-def report(rows: Dict[str, Dict[str, List[float]]], baseline: str, targets: Optional[Dict[str, float]] = None,
-           clock: str = "thread") -> str:
+def report(
+    rows: Dict[str, Dict[str, List[float]]],
+    baseline: str,
+    targets: Optional[Dict[str, float]] = None,
+    clock: str = "thread",
+) -> str:
     targets = targets or {}
     load = open("/proc/loadavg").read().split()[0] if os.path.exists("/proc/loadavg") else "?"
     rounds = len(next(iter(rows.values()))[clock])
@@ -87,6 +94,8 @@ def report(rows: Dict[str, Dict[str, List[float]]], baseline: str, targets: Opti
             if ratios is None:
                 continue
             low, mid, high = _quartiles(ratios)
-            lines.append(f"  target: {name} <= {target:g}x `{baseline}` by {by}{how}: {mid:.2f}x [{low:.2f}-{high:.2f}], "
-                         f"{verdict(ratios, target)}")
+            lines.append(
+                f"  target: {name} <= {target:g}x `{baseline}` by {by}{how}: {mid:.2f}x [{low:.2f}-{high:.2f}], "
+                f"{verdict(ratios, target)}"
+            )
     return "\n".join(lines)

@@ -11,11 +11,11 @@
 #include <system_error>
 #include <vector>
 
+#include "glue.hpp"
+#include "register.hpp"
 #include "steptrace/job_timeline.hpp"
 #include "steptrace/profiler_trace.hpp"
 #include "steptrace/steptrace.hpp"
-#include "glue.hpp"
-#include "register.hpp"
 
 namespace py = pybind11;
 using namespace steptrace;
@@ -58,7 +58,9 @@ void steptrace::bindings::bind_files(py::module_& m) {
   m.attr("SHORT_KERNEL_US") = short_kernel_us;
   m.def(
       "read_cycles",
-      [](const std::vector<std::string>& paths, const std::string& step) { return read_profiler_cycles(paths, {step, ""}); },
+      [](const std::vector<std::string>& paths, const std::string& step) {
+        return read_profiler_cycles(paths, {step, ""});
+      },
       py::arg("paths"), py::arg("step") = "", py::call_guard<py::gil_scoped_release>());
   m.def(
       "write_file",

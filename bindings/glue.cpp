@@ -1,9 +1,10 @@
 // What the binding files share (glue.hpp): StepError, opening a thread's step, a tracer or a
 // stream argument read from Python, interned names. Defined here, used by every other file.
 #include "glue.hpp"
-#include "register.hpp"
 
 #include <pybind11/pybind11.h>
+
+#include "register.hpp"
 
 namespace py = pybind11;
 
@@ -19,7 +20,6 @@ bool open_step(tracer& t, const stream_arg& stream) {
                   "already opens one step per item)");
   return false;
 }
-
 
 PyObject* name_text(const std::string& v) {
   return PyUnicode_DecodeUTF8(v.data(), static_cast<Py_ssize_t>(v.size()), "surrogateescape");

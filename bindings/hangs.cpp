@@ -3,10 +3,10 @@
 // faulthandler writes it (without the interpreter's lock, which the stuck thread may hold).
 #include <dlfcn.h>
 #include <pthread.h>
-#include <signal.h>
-#include <sys/stat.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -95,8 +95,9 @@ void dump_stacks(int fd) {
     return;
   }
   if (g_dump == nullptr) {
-    write_text(fd, "  not available: this Python neither exports _Py_DumpTracebackThreads nor has a signal for "
-                   "faulthandler\n");
+    write_text(fd,
+               "  not available: this Python neither exports _Py_DumpTracebackThreads nor has a signal for "
+               "faulthandler\n");
     return;
   }
   if (const char* error = g_dump(fd, g_interpreter, nullptr); error != nullptr) {
@@ -136,7 +137,7 @@ void bind_hangs(py::module_& m) {
   set_stack_writer(&dump_stacks);
   m.def("stacks_need_signal", [] { return g_dump == nullptr; });
   m.def(
-      "set_stack_signal",  // faulthandler.register(signal, file=fd, all_threads=True) was made
+      "set_stack_signal",       // faulthandler.register(signal, file=fd, all_threads=True) was made
       [](int signal, int fd) {  // what they are now is what the watch checks before raising it
         struct stat file {};
         struct sigaction action {};
@@ -150,14 +151,15 @@ void bind_hangs(py::module_& m) {
       py::arg("signal"), py::arg("fd"));
   m.def(
       "collective_entered",
-      [](std::string_view group, std::string_view kind) { return collective_entered(group, kind); },
-      py::arg("group"), py::arg("kind"));
+      [](std::string_view group, std::string_view kind) { return collective_entered(group, kind); }, py::arg("group"),
+      py::arg("kind"));
   m.def(
       "collective_left", [](std::string_view group, std::uint64_t seq) { collective_left(group, seq); },
       py::arg("group"), py::arg("seq"));
   m.def(
       "window_hang",  // a dict, or None when the rows show no hang
-      [](const std::vector<std::string>& rows, const std::vector<std::tuple<std::uint32_t, std::string, bool>>& gone) -> py::object {
+      [](const std::vector<std::string>& rows,
+         const std::vector<std::tuple<std::uint32_t, std::string, bool>>& gone) -> py::object {
         std::vector<gone_rank> g;
         for (const auto& [rank, row, exited] : gone) g.push_back({rank, row, exited});
         const job_hang h = window_hang(rows, g);

@@ -3,12 +3,11 @@
 // in its own file (register.hpp), and none of them calls back into this one.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-
-#include <unistd.h>
 
 #include "register.hpp"
 #include "steptrace/steptrace.hpp"
@@ -29,9 +28,9 @@ PYBIND11_MODULE(_core, m) {
     }
     return rows;
   });
-  bind_ranks(m);     // ranks.cpp
+  bind_ranks(m);  // ranks.cpp
   m.def("format_ms", &format_ms, py::arg("ms"));
-  bind_capture(m);   // ranks.cpp
+  bind_capture(m);  // ranks.cpp
   m.def("printable_text", &printable_text, py::arg("text"));
   m.attr("LABELS") = diagnosis_labels();
   m.def("suggested_loader_workers", &suggested_loader_workers);
@@ -44,17 +43,20 @@ PYBIND11_MODULE(_core, m) {
   // wait forever there on a condition variable of a thread only the parent has, so the child's
   // exit(), after Python has finished, skips the C++ destructors registered before this call.
   m.def("exit_skips_destructors", [] {
-    ::on_exit([](int status, void*) {
-      std::fflush(nullptr);
-      ::_exit(status);
-    }, nullptr);
+    ::on_exit(
+        [](int status, void*) {
+          std::fflush(nullptr);
+          ::_exit(status);
+        },
+        nullptr);
   });
-  bind_files(m);       // files.cpp
-  bind_phases(m);      // phases.cpp
-  bind_step_loop(m);   // step_loop.cpp
-  bind_scopes(m);      // scopes.cpp
-  bind_hangs(m);       // hangs.cpp
-  m.def("register_phase", [](const std::string& name) { return register_phase(name).value; }, py::arg("name"));
+  bind_files(m);      // files.cpp
+  bind_phases(m);     // phases.cpp
+  bind_step_loop(m);  // step_loop.cpp
+  bind_scopes(m);     // scopes.cpp
+  bind_hangs(m);      // hangs.cpp
+  m.def(
+      "register_phase", [](const std::string& name) { return register_phase(name).value; }, py::arg("name"));
   m.attr("INPUT") = builtin::input.value;
   m.attr("H2D") = builtin::h2d.value;
   m.attr("COMPUTE") = builtin::compute.value;

@@ -8,9 +8,9 @@
 #include <optional>
 
 #include "glue.hpp"
-#include "torch_cuda.hpp"
-#include "steptrace/steptrace.hpp"
 #include "register.hpp"
+#include "steptrace/steptrace.hpp"
+#include "torch_cuda.hpp"
 
 namespace py = pybind11;
 using namespace steptrace;
@@ -28,8 +28,7 @@ bool slow_only = false;  // a forked child: every phase(name) takes the Python p
 // stack belongs to the thread, or to the asyncio request of the context).
 
 struct phase_obj {
-  PyObject_HEAD
-  tracer* t;
+  PyObject_HEAD tracer* t;
   PyObject* owner;  // the Tracer object, kept alive while this scope is
   phase_id id;
   bool on_stream;
@@ -112,8 +111,7 @@ PyTypeObject phase_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 // tracer is enabled again.
 
 struct noop_obj {
-  PyObject_HEAD
-  PyObject* scope;  // the phase's real scope (a steptrace._tracer.scopes._PhaseScope)
+  PyObject_HEAD PyObject* scope;  // the phase's real scope (a steptrace._tracer.scopes._PhaseScope)
 };
 
 PyObject* noop_enter(PyObject*, PyObject*) { Py_RETURN_NONE; }
@@ -139,8 +137,7 @@ PyTypeObject noop_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 // (a new name, a stream given, a forked child) takes the Python path, which remembers new names.
 
 struct phases_obj {
-  PyObject_HEAD
-  tracer* t;
+  PyObject_HEAD tracer* t;
   PyObject* owner;  // the Tracer object
   PyObject* slow;   // the Python path: slow(name, stream=None) -> scope
   PyObject* table;  // name -> noop_obj (whose scope is the phase's real scope)
@@ -352,8 +349,7 @@ void steptrace::bindings::bind_phases(py::module_& m) {
 
   gc_type(phases_type, "steptrace._core.SteptracePhases", sizeof(phases_obj),
           "Phases(tracer, slow): a tracer's phase table; its method phase is the tracer's phase(name, stream=None)",
-          phases_new,
-          phases_dealloc, phases_traverse, phases_clear, phases_methods);
+          phases_new, phases_dealloc, phases_traverse, phases_clear, phases_methods);
 
   for (PyTypeObject* type : {&phase_type, &noop_type, &phases_type}) {
     if (!ready(*type)) throw py::error_already_set();

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "glue.hpp"
+#include "register.hpp"
 #include "steptrace/capture.hpp"
 #include "steptrace/steptrace.hpp"
-#include "register.hpp"
 
 namespace py = pybind11;
 

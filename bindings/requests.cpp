@@ -4,8 +4,8 @@
 #include <pybind11/pybind11.h>
 
 #include "glue.hpp"
-#include "steptrace/steptrace.hpp"
 #include "register.hpp"
+#include "steptrace/steptrace.hpp"
 
 namespace py = pybind11;
 
@@ -104,7 +104,6 @@ void bind_requests(py::module_& m) {
         close_request(*s.t, !type.is_none());
         return false;
       });
-
 }
 
 }  // namespace steptrace::bindings

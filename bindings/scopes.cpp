@@ -5,8 +5,8 @@
 #include <pybind11/pybind11.h>
 
 #include "glue.hpp"
-#include "steptrace/steptrace.hpp"
 #include "register.hpp"
+#include "steptrace/steptrace.hpp"
 
 namespace py = pybind11;
 using namespace steptrace;
@@ -14,7 +14,7 @@ using namespace steptrace::bindings;
 
 namespace {
 
-PyObject* str_asyncio = nullptr;            // "asyncio"
+PyObject* str_asyncio = nullptr;           // "asyncio"
 PyObject* str_get_running_loop = nullptr;  // "_get_running_loop"
 
 // Whether this thread runs an asyncio event loop now (then step() is the task's, which the Python
@@ -37,8 +37,7 @@ int in_event_loop() {
 // aside belong to the thread), so one object serves every `with` on every thread.
 
 struct scope_obj {
-  PyObject_HEAD
-  tracer* t;
+  PyObject_HEAD tracer* t;
   PyObject* owner;  // the Tracer object, kept alive while this scope is
   phase_id id;      // ExcludeScope: the name the time is set aside under
   bool on_stream;   // StepScope: timed on the device too
@@ -133,10 +132,9 @@ PyTypeObject exclude_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 // function, a stream, a batch, a coroutine's step) takes the Python path.
 
 struct step_call_obj {
-  PyObject_HEAD
-  PyObject* scope;  // the tracer's StepScope (a steptrace._tracer.scopes._StepScope)
-  PyObject* slow;   // the Python path: slow(fn=None, *, stream=None, batch=None)
-  bool asked;       // step() was called (the exit report says why a run that asked recorded nothing)
+  PyObject_HEAD PyObject* scope;  // the tracer's StepScope (a steptrace._tracer.scopes._StepScope)
+  PyObject* slow;                 // the Python path: slow(fn=None, *, stream=None, batch=None)
+  bool asked;                     // step() was called (the exit report says why a run that asked recorded nothing)
 };
 
 PyObject* step_call(PyObject* obj, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -198,7 +196,9 @@ void step_call_dealloc(PyObject* obj) {
   Py_TYPE(obj)->tp_free(obj);
 }
 
-PyObject* step_call_asked(PyObject* obj, void*) { return PyBool_FromLong(reinterpret_cast<step_call_obj*>(obj)->asked); }
+PyObject* step_call_asked(PyObject* obj, void*) {
+  return PyBool_FromLong(reinterpret_cast<step_call_obj*>(obj)->asked);
+}
 
 int step_call_set_asked(PyObject* obj, PyObject* value, void*) {
   const int truth = value == nullptr ? 0 : PyObject_IsTrue(value);
@@ -213,9 +213,8 @@ PyMethodDef step_call_methods[] = {
      "steptrace.step():`` or ``@steptrace.step``. help(steptrace.Tracer.step) says the rest."},
     {nullptr, nullptr, 0, nullptr}};
 
-PyGetSetDef step_call_getset[] = {
-    {"asked", step_call_asked, step_call_set_asked, "whether step() was called", nullptr},
-    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+PyGetSetDef step_call_getset[] = {{"asked", step_call_asked, step_call_set_asked, "whether step() was called", nullptr},
+                                  {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 PyTypeObject step_call_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 

@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "glue.hpp"
-#include "steptrace/steptrace.hpp"
 #include "register.hpp"
+#include "steptrace/steptrace.hpp"
 
 namespace py = pybind11;
 using namespace steptrace;
@@ -94,15 +94,14 @@ class loop_guard {
 };
 
 struct loop_obj {
-  PyObject_HEAD
-  PyObject* owner;      // the Tracer object (also the owner of the `step` range)
-  PyObject* it;         // the iterator; nullptr once the loop is done
-  PyObject* annotate;   // the _annotate module's dict
-  PyObject* hook;       // the capture hook told of this step's begin, to be told of its end
+  PyObject_HEAD PyObject* owner;  // the Tracer object (also the owner of the `step` range)
+  PyObject* it;                   // the iterator; nullptr once the loop is done
+  PyObject* annotate;             // the _annotate module's dict
+  PyObject* hook;                 // the capture hook told of this step's begin, to be told of its end
   loop_guard* guard;
   bool time_input;
   bool in_step;
-  bool annotated;       // this step's ranges are in a profiler trace
+  bool annotated;  // this step's ranges are in a profiler trace
 };
 
 // Calls _annotate's begin(owner, name) or end(owner) (name nullptr); false with its exception
@@ -315,8 +314,12 @@ PyTypeObject loop_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 }  // namespace
 
 void steptrace::bindings::bind_step_loop(py::module_& m) {
-  intern_all({{&str_hook, "hook"}, {&str_active, "active"}, {&str_begin, "begin"},
-              {&str_end, "end"}, {&str_input, "input"}, {&str_step, "step"}});
+  intern_all({{&str_hook, "hook"},
+              {&str_active, "active"},
+              {&str_begin, "begin"},
+              {&str_end, "end"},
+              {&str_input, "input"},
+              {&str_step, "step"}});
   gc_type(loop_type, "steptrace._core.StepLoop", sizeof(loop_obj),
           "StepLoop(tracer, iterable, stream, time_input, annotate): steps(iterable)", loop_new, loop_dealloc,
           loop_traverse, loop_clear, loop_methods);
@@ -327,5 +330,6 @@ void steptrace::bindings::bind_step_loop(py::module_& m) {
 
   if (PyType_Ready(&loop_type) < 0) throw py::error_already_set();
   m.attr("StepLoop") = py::handle(reinterpret_cast<PyObject*>(&loop_type));
-  m.def("set_loop_watched", [](bool on) { watched = on; }, py::arg("on"));
+  m.def(
+      "set_loop_watched", [](bool on) { watched = on; }, py::arg("on"));
 }

@@ -15,8 +15,11 @@ PyObject* str_raw_stream = nullptr;   // "_cuda_getCurrentRawStream"
 }  // namespace
 
 void intern_torch_names() {
-  intern_all({{&str_torch_cuda, "torch.cuda"}, {&str_initialized, "_initialized"}, {&str_torch_c, "torch._C"},
-              {&str_get_device, "_cuda_getDevice"}, {&str_raw_stream, "_cuda_getCurrentRawStream"}});
+  intern_all({{&str_torch_cuda, "torch.cuda"},
+              {&str_initialized, "_initialized"},
+              {&str_torch_c, "torch._C"},
+              {&str_get_device, "_cuda_getDevice"},
+              {&str_raw_stream, "_cuda_getCurrentRawStream"}});
 }
 
 // Whether torch may have initialised CUDA (then a phase defaults to torch's current stream,

@@ -10,8 +10,8 @@
 #include <tuple>
 
 #include "glue.hpp"
-#include "steptrace/steptrace.hpp"
 #include "register.hpp"
+#include "steptrace/steptrace.hpp"
 
 namespace py = pybind11;
 
@@ -50,28 +50,35 @@ void bind_tracer(py::module_& m) {
             return py::reinterpret_steal<py::object>(os_text(s.path_for(os_path(path.ptr()))));
           },
           py::arg("path"))
-      .def_property_readonly("label", [](const summary& s) -> py::object {
-        if (s.diag.label.empty()) return py::none();
-        return py::str(s.diag.label);
-      })
+      .def_property_readonly("label",
+                             [](const summary& s) -> py::object {
+                               if (s.diag.label.empty()) return py::none();
+                               return py::str(s.diag.label);
+                             })
       .def_readonly("steps", &summary::steps)
-      .def("fact", [](const summary& s, const std::string& key) -> py::object {
-        const std::string* v = s.fact(key);
-        return v ? py::object(py::str(*v)) : py::object(py::none());
-      }, py::arg("key"))
+      .def(
+          "fact",
+          [](const summary& s, const std::string& key) -> py::object {
+            const std::string* v = s.fact(key);
+            return v ? py::object(py::str(*v)) : py::object(py::none());
+          },
+          py::arg("key"))
       .def_property_readonly("recorded",  // every step it saw: counted, warm-up and failed
                              [](const summary& s) { return s.steps + s.warmup_steps + s.failed_steps; })
-      .def_property_readonly("rank", [](const summary& s) -> py::object {
-        if (!s.rank) return py::none();
-        return py::int_(s.rank->rank);
-      })
-      .def_property_readonly("world_size", [](const summary& s) -> py::object {
-        if (!s.rank) return py::none();
-        return py::int_(s.rank->world_size);
-      })
-      .def_property_readonly("nccl_exposed_ms", [](const summary& s) -> double {  // per step; 0 without
-        return s.gpu ? s.gpu->nccl.exposed_ms_per_step : 0.0;
-      })
+      .def_property_readonly("rank",
+                             [](const summary& s) -> py::object {
+                               if (!s.rank) return py::none();
+                               return py::int_(s.rank->rank);
+                             })
+      .def_property_readonly("world_size",
+                             [](const summary& s) -> py::object {
+                               if (!s.rank) return py::none();
+                               return py::int_(s.rank->world_size);
+                             })
+      .def_property_readonly("nccl_exposed_ms",
+                             [](const summary& s) -> double {  // per step; 0 without
+                               return s.gpu ? s.gpu->nccl.exposed_ms_per_step : 0.0;
+                             })
       .def(  // a copy that says it is rank `rank` of `world_size` (a rank file that does not say)
           "with_rank",
           [](summary s, std::uint32_t rank, std::uint32_t world_size) {
@@ -108,12 +115,13 @@ void bind_tracer(py::module_& m) {
       .def("begin_exclude", [](tracer& t, std::uint32_t id) { t.begin_exclude(phase_id{id}); })
       .def("end_exclude", [](tracer& t, std::uint32_t id) { t.end_exclude(phase_id{id}); })
       .def("set_fact", &tracer::set_fact, py::arg("key"), py::arg("value"))
-      .def("set_batch_size",
-           [](tracer& t, std::uint32_t requests) {
-             if (request* r = request_here(t)) return r->set_batch_size(requests);
-             t.set_batch_size(requests);
-           },
-           py::arg("requests"))
+      .def(
+          "set_batch_size",
+          [](tracer& t, std::uint32_t requests) {
+            if (request* r = request_here(t)) return r->set_batch_size(requests);
+            t.set_batch_size(requests);
+          },
+          py::arg("requests"))
       // Without the GIL: a summary may wait for the GPU to finish the steps' last work (up to 1 s).
       .def("summary", &tracer::summary, py::call_guard<py::gil_scoped_release>())
       .def("window", &tracer::window)
@@ -137,7 +145,8 @@ void bind_tracer(py::module_& m) {
       .def("count_window_failure", &tracer::count_window_failure)
       .def(
           "note_rank_window",  // straggler: window_straggler's dict or None; the straggler's count as a dict
-          [](tracer& t, const py::object& straggler, std::vector<std::uint32_t> late, std::vector<std::uint32_t> missing) {
+          [](tracer& t, const py::object& straggler, std::vector<std::uint32_t> late,
+             std::vector<std::uint32_t> missing) {
             std::optional<straggler_info> s;
             if (!straggler.is_none()) {
               s.emplace();
@@ -160,21 +169,24 @@ void bind_tracer(py::module_& m) {
           py::arg("steps") = 0, py::arg("reason") = "on demand: capture()", py::arg("back") = "recent")
       .def(
           "capture_kept",  // the retroactive capture: which kept steps, "recent", "window", "slowest" or "numbered"
-          [](tracer& t, const std::string& reason, const std::string& which, const std::vector<std::uint64_t>& indices) {
+          [](tracer& t, const std::string& reason, const std::string& which,
+             const std::vector<std::uint64_t>& indices) {
             return t.capture_kept(reason, kept_steps_named(which), indices);
           },
           py::arg("reason"), py::arg("which"), py::arg("indices") = std::vector<std::uint64_t>{})
       .def("capture_triggers_elsewhere", &tracer::capture_triggers_elsewhere)
       .def("reset", &tracer::reset)
-      .def("set_rank",
-           [](tracer& t, std::uint32_t rank, std::uint32_t world_size, std::int64_t local_rank, const std::string& host,
-              const std::string& started_at) { t.set_rank({rank, world_size, local_rank, host, started_at}); },
-           py::arg("rank"), py::arg("world_size"), py::arg("local_rank"), py::arg("host"), py::arg("started_at"))
+      .def(
+          "set_rank",
+          [](tracer& t, std::uint32_t rank, std::uint32_t world_size, std::int64_t local_rank, const std::string& host,
+             const std::string& started_at) {
+            t.set_rank({rank, world_size, local_rank, host, started_at});
+          },
+          py::arg("rank"), py::arg("world_size"), py::arg("local_rank"), py::arg("host"), py::arg("started_at"))
       .def("exit_report", [](tracer& t) { return t.exit_report(); })
-      .def("exit_report",
-           [](tracer& t, const tracer::exit_finish& finish) { return t.exit_report(finish); },
-           py::arg("finish"));
-
+      .def(
+          "exit_report", [](tracer& t, const tracer::exit_finish& finish) { return t.exit_report(finish); },
+          py::arg("finish"));
 }
 
 }  // namespace steptrace::bindings

@@ -119,8 +119,10 @@ class Server:
             else:
                 body = "unknown path\n"
             data = body.encode()
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
-                         b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(data), data))
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
+                b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(data), data)
+            )
             await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
             pass  # the client left
@@ -143,8 +145,13 @@ if __name__ == "__main__":
     if torch is not None:
         torch.set_num_threads(1)
     args = sys.argv[1:]
-    asyncio.run(main(int(args[0]) if args else 8080, int(args[1]) if len(args) > 1 else 8,
-                     float(args[2]) / 1e3 if len(args) > 2 else 0.002))
+    asyncio.run(
+        main(
+            int(args[0]) if args else 8080,
+            int(args[1]) if len(args) > 1 else 8,
+            float(args[2]) / 1e3 if len(args) > 2 else 0.002,
+        )
+    )
     s = steptrace.summary()
     print(s, file=sys.stderr)
     print(s.to_json())

@@ -63,7 +63,8 @@ def python_imports(path: Path, package_dir: Path = PACKAGE) -> list[tuple[int, s
             for alias in node.names:
                 sub = f"{source}.{alias.name}"
                 is_module = (package_dir.parent / Path(*sub.split("."))).with_suffix(".py").is_file() or (
-                    package_dir.parent / Path(*sub.split("."))).is_dir()
+                    package_dir.parent / Path(*sub.split("."))
+                ).is_dir()
                 found.append((node.lineno, sub if is_module else source))
     return found
 
@@ -98,7 +99,7 @@ def check_python(package: Path = PACKAGE, rule: dict[str, list[str]] | None = No
         if state.get(name) == "done":
             return
         if state.get(name) == "open":
-            bad.append("import circle: " + " -> ".join(trail[trail.index(name):] + [name]))
+            bad.append("import circle: " + " -> ".join(trail[trail.index(name) :] + [name]))
             return
         state[name] = "open"
         for other in sorted(graph.get(name, ())):
@@ -131,12 +132,14 @@ def main() -> int:
                 if (own and target.startswith(own)) or any(target.startswith(a) for a in allowed):
                     continue
                 if folder == "cpp/include/steptrace" or "/" in target:
-                    bad.append(f"{path.relative_to(ROOT)}:{n}: includes \"{target}\", which {folder} may not")
+                    bad.append(f'{path.relative_to(ROOT)}:{n}: includes "{target}", which {folder} may not')
     modules, py_bad = check_python()
     for b in bad + py_bad:
         print(b)
-    print(f"include rule: {checked} files checked, {len(bad)} violations; "
-          f"import rule: {modules} Python modules checked, {len(py_bad)} violations")
+    print(
+        f"include rule: {checked} files checked, {len(bad)} violations; "
+        f"import rule: {modules} Python modules checked, {len(py_bad)} violations"
+    )
     return 1 if bad or py_bad else 0
 
 

@@ -12,8 +12,6 @@
 //   GET /quit     stops: the table goes to stderr, the JSON to stdout
 //
 // It prints "listening on 127.0.0.1:PORT" once it accepts (port 0: the system picks one).
-#include <steptrace/steptrace.hpp>
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -28,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <steptrace/steptrace.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -95,8 +94,9 @@ long us_since(clock_type::time_point t) {
 }
 
 void write_reply(int socket, const std::string& body) {
-  const std::string reply = "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " +
-                            std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  const std::string reply =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\nConnection: close\r\n\r\n" + body;
   for (std::size_t at = 0; at < reply.size();) {
     const ssize_t n = ::send(socket, reply.data() + at, reply.size() - at, MSG_NOSIGNAL);
     if (n <= 0) break;  // the client left: nothing to answer

@@ -3,11 +3,10 @@
 // per-phase p50/p95/p99 table to stderr and the JSON to stdout.
 //
 //   request_server [threads] [requests_per_thread]
-#include <steptrace/steptrace.hpp>
-
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <steptrace/steptrace.hpp>
 #include <thread>
 #include <vector>
 
@@ -21,9 +20,18 @@ void busy(std::chrono::microseconds d) {
 
 void handle_request(int i) {
   STEPTRACE_STEP();
-  { STEPTRACE_PHASE("preprocess"); busy(std::chrono::microseconds(200)); }  // parse, tokenize
-  { STEPTRACE_PHASE("compute"); busy(std::chrono::microseconds(i % 10 == 0 ? 3000 : 1000)); }  // a slow tail
-  { STEPTRACE_PHASE("postprocess"); busy(std::chrono::microseconds(100)); }
+  {
+    STEPTRACE_PHASE("preprocess");
+    busy(std::chrono::microseconds(200));
+  }  // parse, tokenize
+  {
+    STEPTRACE_PHASE("compute");
+    busy(std::chrono::microseconds(i % 10 == 0 ? 3000 : 1000));
+  }  // a slow tail
+  {
+    STEPTRACE_PHASE("postprocess");
+    busy(std::chrono::microseconds(100));
+  }
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ from ._tracer.api import (  # noqa: E402
 from ._tracer import exit_report as _exit  # noqa: E402,F401  (the report at exit)
 from ._traces.load import load  # noqa: E402
 from ._common.paths import cmake_dir, include_dir  # noqa: E402
-from ._common.version import __version__  # noqa: E402
+from ._common.version import __version__  # noqa: E402,F401  (steptrace.__version__)
 
 
 __all__ = [

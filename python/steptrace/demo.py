@@ -61,7 +61,10 @@ def make_dataset(size: int, read_ms: float, decode_ms: float, features: int = 51
 def make_model(features: int = 512, hidden: int = 1024):
     torch = _torch()
     return torch.nn.Sequential(
-        torch.nn.Linear(features, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
+        torch.nn.Linear(features, hidden),
+        torch.nn.ReLU(),
+        torch.nn.Linear(hidden, hidden),
+        torch.nn.ReLU(),
         torch.nn.Linear(hidden, 10),
     )
 
@@ -104,8 +107,11 @@ def train(
     loss_fn = torch.nn.CrossEntropyLoss()
     extra = dict(persistent_workers=True, prefetch_factor=4) if num_workers else {}
     loader = DataLoader(
-        make_dataset(steps * batch_size, read_ms, decode_ms), batch_size=batch_size, num_workers=num_workers,
-        pin_memory=pin_memory, **extra,
+        make_dataset(steps * batch_size, read_ms, decode_ms),
+        batch_size=batch_size,
+        num_workers=num_workers,
+        pin_memory=pin_memory,
+        **extra,
     )
     held_out = torch.randn(512, 512, device=device)
     log = io.StringIO()
@@ -265,12 +271,17 @@ def run(scenario: Scenario, body: Callable[[steptrace.Tracer], None]) -> Scenari
 def _timing(scenario: Scenario) -> str:
     """The scenario's whole time next to the table's wall time, which covers counted steps only."""
     d = scenario.summary.to_dict()
-    return (f"{scenario.seconds:.1f} s in all; the table's wall time, {d['wall_ms'] / 1000:.1f} s, spans its "
-            f"{d['steps']} counted steps, without model setup, loader start-up and warm-up")
+    return (
+        f"{scenario.seconds:.1f} s in all; the table's wall time, {d['wall_ms'] / 1000:.1f} s, spans its "
+        f"{d['steps']} counted steps, without model setup, loader start-up and warm-up"
+    )
 
 
 def side_by_side(a: Scenario, b: Scenario) -> str:
-    rows = [("label", a.summary.label, b.summary.label), ("step mean", f"{a.step_ms():.2f} ms", f"{b.step_ms():.2f} ms")]
+    rows = [
+        ("label", a.summary.label, b.summary.label),
+        ("step mean", f"{a.step_ms():.2f} ms", f"{b.step_ms():.2f} ms"),
+    ]
     for phase in ("input", "h2d", "compute", "other"):
         rows.append((f"{phase} share", f"{100 * a.share(phase):.1f}%", f"{100 * b.share(phase):.1f}%"))
     width = max(len(a.name), len(b.name), 12)
@@ -284,7 +295,11 @@ def write_asked_files(summary: steptrace.Summary) -> None:
     from the last scenario: each scenario has a tracer of its own, so the default tracer's exit
     report, which would write them, has no steps here."""
     options = steptrace.default_tracer().options()
-    for option, write in (("json_path", summary.to_json), ("trace_path", summary.to_trace), ("html_path", summary.to_html)):
+    for option, write in (
+        ("json_path", summary.to_json),
+        ("trace_path", summary.to_trace),
+        ("html_path", summary.to_html),
+    ):
         if options[option]:
             write(options[option])
             print(f"wrote {options[option]} ({option}): the last scenario's summary")
@@ -307,17 +322,24 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(scenario.summary)
         print(f"### side by side\n\n{side_by_side(before, after)}\n")
 
-    everything = run(Scenario("everything at once: slow input, validation every 20 steps, a checkpoint every 50, "
-                              "logging every 10 (set aside with exclude())", "INPUT-BOUND"),
-                     lambda t: everything_at_once(t, steps=steps))
+    everything = run(
+        Scenario(
+            "everything at once: slow input, validation every 20 steps, a checkpoint every 50, "
+            "logging every 10 (set aside with exclude())",
+            "INPUT-BOUND",
+        ),
+        lambda t: everything_at_once(t, steps=steps),
+    )
     print(f"\n### {everything.name}  ({_timing(everything)})\n")
     print(everything.summary)
     write_asked_files(everything.summary)
 
     if not torch.cuda.is_available():
-        print("Needs a GPU, not run here: pageable vs pinned copies (H2D-BOUND), a loop of tiny kernels "
-              "(LAUNCH-BOUND), a healthy loop and one reading its loss with .item() every step (both "
-              "COMPUTE-BOUND).")
+        print(
+            "Needs a GPU, not run here: pageable vs pinned copies (H2D-BOUND), a loop of tiny kernels "
+            "(LAUNCH-BOUND), a healthy loop and one reading its loss with .item() every step (both "
+            "COMPUTE-BOUND)."
+        )
     return 0
 
 

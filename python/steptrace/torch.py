@@ -138,7 +138,9 @@ def to_device(batch: Any, device: Any, non_blocking: bool = True, tracer: Option
         if isinstance(obj, (list, tuple)):
             return type(obj)(move(v) for v in obj)
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-            return dataclasses.replace(obj, **{f.name: move(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.init})
+            return dataclasses.replace(
+                obj, **{f.name: move(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.init}
+            )
         return obj
 
     with (tracer or default_tracer()).phase("h2d"):

@@ -36,13 +36,11 @@ inline step_copy copy_of(const built_step& s) {
   return c;
 }
 
-
 inline record step_begin(std::uint64_t t) { return {t, 0, record_kind::step_begin}; }
 inline record step_end(std::uint64_t t) { return {t, 0, record_kind::step_end}; }
 inline record begin(phase_id p, std::uint64_t t) { return {t, p.value, record_kind::phase_begin}; }
 inline record end(phase_id p, std::uint64_t t) { return {t, p.value, record_kind::phase_end}; }
 inline record exclude(phase_id p, std::uint64_t t) { return {t, p.value, record_kind::exclude_begin}; }
 inline record resume(phase_id p, std::uint64_t t) { return {t, p.value, record_kind::exclude_end}; }
-
 
 }  // namespace steptrace::testing

@@ -32,7 +32,7 @@ struct fake_buffer {
 
 struct state_t {
   std::mutex mutex;
-  std::mutex kinds_mutex;  // enabled, apis_on, apis_off: the collector switches kinds while a test reads them
+  std::mutex kinds_mutex;          // enabled, apis_on, apis_off: the collector switches kinds while a test reads them
   std::vector<fake_event> events;  // CUevent n+1 is events[n]
   std::set<CUstream> capturing;
   bool hold = false, fail = false, invalidated = false, refuse = false;
@@ -47,7 +47,7 @@ struct state_t {
   // recorded when its kind is on and it is not switched off, or its kind is off and it is switched
   // on; enabling the kind clears its calls' switches.
   std::set<std::pair<int, CUpti_CallbackId>> apis_on, apis_off;
-  CUpti_CallbackId known_ids = UINT32_MAX;           // runtime ids from here on are refused (an older CUPTI)
+  CUpti_CallbackId known_ids = UINT32_MAX;  // runtime ids from here on are refused (an older CUPTI)
   std::uint64_t other_records = 0;
   std::uint64_t stream_lookups = 0;
   CUpti_TimestampCallbackFunc timestamp = nullptr;  // the clock registered last, and how many times one was
@@ -59,8 +59,8 @@ state_t& st() {
   return s;
 }
 
-thread_local CUcontext t_context = nullptr;  // current
-thread_local std::vector<CUcontext> t_pushed;   // under it, pushed over
+thread_local CUcontext t_context = nullptr;    // current
+thread_local std::vector<CUcontext> t_pushed;  // under it, pushed over
 thread_local CUstreamCaptureMode t_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 const auto k_context = reinterpret_cast<CUcontext>(std::uintptr_t{0x1000});  // device 0's
 constexpr std::uintptr_t k_streams_per_device = 0x100;  // stream n of device d: 0x100 * (d + 1) + n
@@ -121,7 +121,7 @@ CUresult event_record(CUevent e, CUstream s) {
   CUcontext stream_ctx = nullptr;
   stream_context(s, &stream_ctx);
   if (stream_ctx != ev->context) return CUDA_ERROR_INVALID_HANDLE;  // an event and a stream of two contexts
-  if (st().capturing.count(s)) st().invalidated = true;  // steptrace must never record into a capture
+  if (st().capturing.count(s)) st().invalidated = true;             // steptrace must never record into a capture
   st().clock_ms += 0.5;  // each event half a millisecond after the one before
   ev->recorded = true;
   ev->pending = st().hold;
@@ -156,7 +156,9 @@ CUresult exchange_capture_mode(CUstreamCaptureMode* mode) {
   return CUDA_SUCCESS;
 }
 
-int api_domain(int kind) { return kind == CUPTI_ACTIVITY_KIND_RUNTIME ? 0 : kind == CUPTI_ACTIVITY_KIND_DRIVER ? 1 : -1; }
+int api_domain(int kind) {
+  return kind == CUPTI_ACTIVITY_KIND_RUNTIME ? 0 : kind == CUPTI_ACTIVITY_KIND_DRIVER ? 1 : -1;
+}
 
 CUptiResult enable(CUpti_ActivityKind kind) {
   if (st().refuse) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
@@ -370,7 +372,8 @@ void fake_gpu::emit(const std::vector<fake_record>& records, bool complete) {
     std::memcpy(data + i * sizeof(fake_record), &r, sizeof r);
   }
   std::lock_guard<std::mutex> lock(st().mutex);
-  st().buffers.push_back({data, n * sizeof(fake_record), complete, std::vector<fake_record>(records.begin(), records.begin() + static_cast<std::ptrdiff_t>(n))});
+  st().buffers.push_back({data, n * sizeof(fake_record), complete,
+                          std::vector<fake_record>(records.begin(), records.begin() + static_cast<std::ptrdiff_t>(n))});
 }
 
 void fake_gpu::finish_work() {
@@ -403,7 +406,9 @@ void fake_gpu::other_tool_stops() {
 std::uint64_t fake_gpu::other_tool_records() const { return st().other_records; }
 int fake_gpu::timestamp_registrations() const { return st().timestamp_registrations; }
 bool fake_gpu::steptrace_clock() const { return st().timestamp != nullptr && st().timestamp != other_clock; }
-bool fake_gpu::steptrace_has_callbacks() const { return st().requested != nullptr && st().requested != other_requested; }
+bool fake_gpu::steptrace_has_callbacks() const {
+  return st().requested != nullptr && st().requested != other_requested;
+}
 int fake_gpu::kinds_enabled() const {
   std::lock_guard<std::mutex> lock(st().kinds_mutex);
   return static_cast<int>(st().enabled.size());
@@ -418,7 +423,6 @@ bool fake_gpu::api_recorded(int domain, CUpti_CallbackId id) const {
   const bool kind_on = st().enabled.count(domain == 0 ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER) > 0;
   return kind_on ? st().apis_off.count(call) == 0 : st().apis_on.count(call) != 0;
 }
-
 
 void fake_gpu::know_api_ids_below(CUpti_CallbackId first_unknown) {
   std::lock_guard<std::mutex> lock(st().mutex);

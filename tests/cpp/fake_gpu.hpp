@@ -11,9 +11,9 @@
 #pragma once
 
 #include <cstdint>
-#include <utility>
 #include <mutex>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "gpu/cupti_records.hpp"
@@ -64,15 +64,15 @@ class fake_gpu {
   void* stream(int n, int device = 0) const;  // a fake CUstream (n >= 1) in that device's context
   // CUPTI's id of a stream (nullptr: the legacy default stream, 7 as CUPTI often numbers it).
   static std::uint32_t stream_id(void* stream);
-  std::uint64_t stream_lookups() const;       // cuptiGetStreamIdEx calls so far
-  void set_current_context(bool on);         // the calling thread's current context (device 0's)
-  void device_reset();                       // cudaDeviceReset: every event made so far is dead
-  void hold_events(bool on);                 // events recorded while on stay pending...
-  void release_events();                     // ...until this
-  void fail_events(bool on);                 // queries of events recorded while on fail
-  void begin_capture(void* stream);          // a global-mode graph capture on `stream`
+  std::uint64_t stream_lookups() const;  // cuptiGetStreamIdEx calls so far
+  void set_current_context(bool on);     // the calling thread's current context (device 0's)
+  void device_reset();                   // cudaDeviceReset: every event made so far is dead
+  void hold_events(bool on);             // events recorded while on stay pending...
+  void release_events();                 // ...until this
+  void fail_events(bool on);             // queries of events recorded while on fail
+  void begin_capture(void* stream);      // a global-mode graph capture on `stream`
   void end_capture(void* stream);
-  bool capture_invalidated() const;          // an unsafe call broke a capture
+  bool capture_invalidated() const;  // an unsafe call broke a capture
   bool this_thread_capture_mode_is_global() const;
   std::uint64_t events_recorded_on(void* stream) const;
 
@@ -95,8 +95,8 @@ class fake_gpu {
   int kinds_enabled() const;
   bool kind_enabled(int kind) const;
   bool api_recorded(int domain, CUpti_CallbackId id) const;  // a call's records on: domain 0 runtime, 1 driver
-  void know_api_ids_below(CUpti_CallbackId first_unknown);  // an older CUPTI: later runtime ids refused
-  std::uint64_t dropped = 0;         // reported by the next completed buffer
+  void know_api_ids_below(CUpti_CallbackId first_unknown);   // an older CUPTI: later runtime ids refused
+  std::uint64_t dropped = 0;                                 // reported by the next completed buffer
 };
 
 }  // namespace steptrace::testing

@@ -55,5 +55,4 @@ inline std::vector<rank_report> job(const std::vector<std::map<std::string, doub
   return out;
 }
 
-
 }  // namespace steptrace::testing

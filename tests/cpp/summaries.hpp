@@ -37,7 +37,7 @@ inline summary with_facts(summary s, std::vector<std::pair<std::string, std::str
 // host phases as given (shares of the idle time), kernels holding half their time under
 // `kernel_us` and half of them (by count) as long or longer.
 inline summary with_device(std::map<std::string, double> shares, double busy, double kernel_us,
-                    std::vector<std::pair<std::string, double>> idle = {}) {
+                           std::vector<std::pair<std::string, double>> idle = {}) {
   summary s = with_shares(std::move(shares));
   s.gpu = gpu_stats{};
   s.gpu->steps_viewed = s.steps;

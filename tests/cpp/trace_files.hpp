@@ -2,9 +2,9 @@
 // real traces by name, temporary trace files, hand-made traces, figures read off a summary.
 #pragma once
 
-#include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
@@ -14,7 +14,9 @@
 
 namespace steptrace::testing {
 
-inline std::string data(const std::string& name) { return std::string(STEPTRACE_TEST_DATA) + "/profiler_traces/" + name; }
+inline std::string data(const std::string& name) {
+  return std::string(STEPTRACE_TEST_DATA) + "/profiler_traces/" + name;
+}
 
 // A file that is removed when the test ends.
 struct temp_file {
@@ -68,8 +70,8 @@ inline std::string read_error(const std::string& path) {
 // us after `base`, written with three decimals as newer traces do.
 struct trace_text {
   std::string events;
-  void add(const std::string& cat, const std::string& name, int tid, double ts, double dur, const std::string& args = "{}",
-           int pid = 100) {
+  void add(const std::string& cat, const std::string& name, int tid, double ts, double dur,
+           const std::string& args = "{}", int pid = 100) {
     char t[64], d[64];
     std::snprintf(t, sizeof t, "1712345678%06.0f.567", ts);  // exact only as text
     std::snprintf(d, sizeof d, "%.3f", dur);
@@ -79,7 +81,8 @@ struct trace_text {
   }
   std::string json() const {
     return "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"Test GPU\"}],\n"
-           "\"traceEvents\": [\n" + events + "\n]}";
+           "\"traceEvents\": [\n" +
+           events + "\n]}";
   }
 };
 

@@ -44,19 +44,27 @@ def _captures(tracer: steptrace.Tracer, n_back: int, n_forward: int) -> tuple:
 
 def run(check: Callable[[str, bool, str], None]) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        tracer = steptrace.Tracer(warmup_steps=0, print_at_exit="never", capture_dir=folder, capture_steps=3,
-                                  capture_max=3)
+        tracer = steptrace.Tracer(
+            warmup_steps=0, print_at_exit="never", capture_dir=folder, capture_steps=3, capture_max=3
+        )
         at = {10: None, 25: None, 40: None}
         _loop(tracer, 60, at)
         forward, back = _captures(tracer, 3, 3)
         d = tracer.summary().to_dict()
         live = (d.get("gpu") or {}).get("kernels_per_step", 0)
         read = [(steptrace.load(c["path"]).to_dict().get("gpu") or {}).get("kernels_per_step", 0) for c in forward]
-        ok = (list(at.values()) == [True] * 3 and len(forward) == 3 and round(live) == KERNELS
-              and all(round(k) == KERNELS for k in read))
-        check("three forward captures read back with the live kernels a step", ok,
-              f"asked {list(at.values())}; live {live:.2f} a step; read back {[round(k, 2) for k in read]} "
-              f"({KERNELS} expected); cupti.records_bad_clock {(d.get('facts') or {}).get('cupti.records_bad_clock', 0)}")
+        ok = (
+            list(at.values()) == [True] * 3
+            and len(forward) == 3
+            and round(live) == KERNELS
+            and all(round(k) == KERNELS for k in read)
+        )
+        check(
+            "three forward captures read back with the live kernels a step",
+            ok,
+            f"asked {list(at.values())}; live {live:.2f} a step; read back {[round(k, 2) for k in read]} "
+            f"({KERNELS} expected); cupti.records_bad_clock {(d.get('facts') or {}).get('cupti.records_bad_clock', 0)}",
+        )
         inside, kernels = True, 0
         for c in back:
             with open(c["path"]) as f:
@@ -65,14 +73,25 @@ def run(check: Callable[[str, bool, str], None]) -> None:
             device = [e for e in events if e.get("cat") == "device" and not e["name"].startswith(("copy", "memset"))]
             kernels += len(device)
             inside = inside and all(any(s["ts"] <= k["ts"] <= s["ts"] + s["dur"] for s in steps) for k in device)
-        ok = len(back) == 3 and kernels >= 3 * 8 * KERNELS * 0.9 and inside and all(b["tool"] == "steptrace" for b in back)
-        check("the retroactive captures hold the kept steps' kernels, each inside its step", ok,
-              f"{len(back)} retroactive, {kernels} kernels (about {3 * 8 * KERNELS} expected), all inside a step: "
-              f"{inside}; kept {[b['indices'] for b in back]}")
+        ok = (
+            len(back) == 3
+            and kernels >= 3 * 8 * KERNELS * 0.9
+            and inside
+            and all(b["tool"] == "steptrace" for b in back)
+        )
+        check(
+            "the retroactive captures hold the kept steps' kernels, each inside its step",
+            ok,
+            f"{len(back)} retroactive, {kernels} kernels (about {3 * 8 * KERNELS} expected), all inside a step: "
+            f"{inside}; kept {[b['indices'] for b in back]}",
+        )
     a = torch.randn(2048, 2048, device="cuda")
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for _ in range(3):
             torch.mm(a, a).sum().item()
     n = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
-    check("a torch.profiler session after steptrace's last hand-back records GPU events", n >= 6,
-          f"{n} CUDA events (at least 6: 3 GEMMs and 3 sums)")
+    check(
+        "a torch.profiler session after steptrace's last hand-back records GPU events",
+        n >= 6,
+        f"{n} CUDA events (at least 6: 3 GEMMs and 3 sums)",
+    )

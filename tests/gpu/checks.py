@@ -62,8 +62,11 @@ def profiler_kernels(prof) -> int:
 
 def profiler_orders() -> None:
     x = torch.randn(512, 512, device="cuda")
-    for order in ("steptrace, then a profiler session", "steps inside a profiler session",
-                  "a profiler session, then steptrace"):
+    for order in (
+        "steptrace, then a profiler session",
+        "steps inside a profiler session",
+        "a profiler session, then steptrace",
+    ):
         tracer = quiet()
         if order != "a profiler session, then steptrace":
             steps_of_kernels(tracer, 5, x)  # steptrace holds CUPTI first
@@ -74,12 +77,19 @@ def profiler_orders() -> None:
         g = s.get("gpu") or {}
         inside = 5 if order == "steps inside a profiler session" else 0
         expected_viewed = s["steps"] - inside
-        ok = (profiler_kernels(prof) >= 20 and g.get("steps_viewed") == expected_viewed
-              and g.get("steps_without_records") == inside and g.get("kernels_per_step", 0) >= 4)
-        check(f"profiler order: {order}", ok,
-              f"profiler kernels {profiler_kernels(prof)} (>= 20), steptrace steps viewed {g.get('steps_viewed')} "
-              f"(expected {expected_viewed}), without records {g.get('steps_without_records')} (expected {inside}), "
-              f"kernels per step {g.get('kernels_per_step')} (>= 4); {s['backend']['reason']}")
+        ok = (
+            profiler_kernels(prof) >= 20
+            and g.get("steps_viewed") == expected_viewed
+            and g.get("steps_without_records") == inside
+            and g.get("kernels_per_step", 0) >= 4
+        )
+        check(
+            f"profiler order: {order}",
+            ok,
+            f"profiler kernels {profiler_kernels(prof)} (>= 20), steptrace steps viewed {g.get('steps_viewed')} "
+            f"(expected {expected_viewed}), without records {g.get('steps_without_records')} (expected {inside}), "
+            f"kernels per step {g.get('kernels_per_step')} (>= 4); {s['backend']['reason']}",
+        )
 
 
 def graph_capture() -> None:
@@ -102,8 +112,11 @@ def graph_capture() -> None:
                 graph.replay()
                 torch.cuda.synchronize()
         expected = torch.mm(static_in, static_in)
-        check("CUDA graph capture with steptrace phases on the capturing stream",
-              torch.allclose(static_out, expected), "captured, replayed 10 times, result matches")
+        check(
+            "CUDA graph capture with steptrace phases on the capturing stream",
+            torch.allclose(static_out, expected),
+            "captured, replayed 10 times, result matches",
+        )
     except Exception as e:  # a broken capture is the failure this check looks for
         check("CUDA graph capture with steptrace phases on the capturing stream", False, repr(e))
 
@@ -158,9 +171,12 @@ def collector_load() -> None:
     s = tracer.summary().to_dict()
     wall = time.perf_counter() - start
     collector = thread_cpu_seconds("steptrace") - collector_before
-    check("collector under ~100k kernels/s", collector / wall <= 0.05,
-          f"{launched / wall:,.0f} kernels/s; collector thread CPU {100 * collector / wall:.2f}% of one core (<= 5%); "
-          f"kernels per step seen {s['gpu']['kernels_per_step'] if s.get('gpu') else None} (launched {len(xs)})")
+    check(
+        "collector under ~100k kernels/s",
+        collector / wall <= 0.05,
+        f"{launched / wall:,.0f} kernels/s; collector thread CPU {100 * collector / wall:.2f}% of one core (<= 5%); "
+        f"kernels per step seen {s['gpu']['kernels_per_step'] if s.get('gpu') else None} (launched {len(xs)})",
+    )
 
 
 def summary_while_gpu_runs() -> None:
@@ -182,10 +198,12 @@ def summary_while_gpu_runs() -> None:
     running = torch.cuda.current_stream().query()
     gpu = s.get("gpu") or {}
     busy = gpu.get("busy_share", 0.0)
-    check("a summary asked while the GPU still runs the steps holds their records", busy >= 0.5 and
-          "gpu.phases_running_at_summary" not in s["facts"],
-          f"busy share {busy:.3f} (>= 0.5), kernels per step {gpu.get('kernels_per_step')}, the summary took "
-          f"{1000 * waited:.1f} ms, the stream idle after it: {running}")
+    check(
+        "a summary asked while the GPU still runs the steps holds their records",
+        busy >= 0.5 and "gpu.phases_running_at_summary" not in s["facts"],
+        f"busy share {busy:.3f} (>= 0.5), kernels per step {gpu.get('kernels_per_step')}, the summary took "
+        f"{1000 * waited:.1f} ms, the stream idle after it: {running}",
+    )
 
 
 def allocator_memory() -> None:
@@ -204,11 +222,14 @@ def allocator_memory() -> None:
     peak_after = torch.cuda.max_memory_allocated()
     now = torch.cuda.memory_allocated() / 1e6
     shown = float(facts.get("gpu.allocator.allocated_mb", "-1"))
-    check("allocator figures at the summary, peaks not reset",
-          abs(shown - now) <= 0.1 and peak_after == peak_before and
-          float(facts.get("gpu.allocator.peak_allocated_mb", "-1")) >= 256 * 1.048576,
-          f"allocated {shown} MB shown, {now:.1f} MB by torch; peak {facts.get('gpu.allocator.peak_allocated_mb')} MB; "
-          f"max_memory_allocated before/after the summary {peak_before}/{peak_after}")
+    check(
+        "allocator figures at the summary, peaks not reset",
+        abs(shown - now) <= 0.1
+        and peak_after == peak_before
+        and float(facts.get("gpu.allocator.peak_allocated_mb", "-1")) >= 256 * 1.048576,
+        f"allocated {shown} MB shown, {now:.1f} MB by torch; peak {facts.get('gpu.allocator.peak_allocated_mb')} MB; "
+        f"max_memory_allocated before/after the summary {peak_before}/{peak_after}",
+    )
 
 
 def live_windows_of_kernels(tracer: steptrace.Tracer, seconds: float) -> list:
@@ -230,8 +251,11 @@ def live_window_device_view() -> None:
     got = live_windows_of_kernels(tracer, 4.5)
     whole = tracer.summary().to_dict()["gpu"]["busy_share"]
     shares = [w["gpu_busy_share"] for w in got if "gpu_busy_share" in w]
-    check("live windows carry the GPU busy share", len(shares) >= 2 and all(abs(s - whole) <= 0.05 for s in shares),
-          f"{len(got)} windows, busy shares {[round(s, 3) for s in shares]}, whole run {whole:.3f}")
+    check(
+        "live windows carry the GPU busy share",
+        len(shares) >= 2 and all(abs(s - whole) <= 0.05 for s in shares),
+        f"{len(got)} windows, busy shares {[round(s, 3) for s in shares]}, whole run {whole:.3f}",
+    )
 
 
 def node_health_on_gpu() -> None:
@@ -242,14 +266,22 @@ def node_health_on_gpu() -> None:
     tracer._core.set_rank(0, 2, 0, "gpu-check", "")
     got = live_windows_of_kernels(tracer, 3.5)
     read = [w for w in got if "node_sm_clock_mhz" in w]
-    ranges = {"node_sm_clock_mhz": (200, 2100), "node_mem_clock_mhz": (1000, 3500), "node_power_w": (30, 800),
-              "node_temperature_c": (15, 100)}
+    ranges = {
+        "node_sm_clock_mhz": (200, 2100),
+        "node_mem_clock_mhz": (1000, 3500),
+        "node_power_w": (30, 800),
+        "node_temperature_c": (15, 100),
+    }
     ok = bool(read) and all(lo <= w.get(k, -1) <= hi for w in read for k, (lo, hi) in ranges.items())
     last = read[-1] if read else {}
-    check("NVML readings in live rank windows", ok,
-          f"{len(read)} of {len(got)} windows read; last: " + ", ".join(f"{k[5:]} {last.get(k)}" for k in
-                                                                         list(ranges) + ["node_throttle", "node_ecc_errors",
-                                                                                         "node_xid_errors"]))
+    check(
+        "NVML readings in live rank windows",
+        ok,
+        f"{len(read)} of {len(got)} windows read; last: "
+        + ", ".join(
+            f"{k[5:]} {last.get(k)}" for k in list(ranges) + ["node_throttle", "node_ecc_errors", "node_xid_errors"]
+        ),
+    )
 
 
 def trace_read_back() -> None:
@@ -288,15 +320,21 @@ def trace_read_back() -> None:
     prof.export_chrome_trace(path)
     read = steptrace.load(path).to_dict()
     lg, rg = live_s.get("gpu") or {}, read.get("gpu") or {}
-    ok = (bool(lg) and bool(rg) and "own annotations" in read["backend"]["reason"]
-          and abs(rg["busy_ms"]["mean"] - lg["busy_ms"]["mean"]) <= 0.03 * lg["busy_ms"]["mean"]
-          and lg["kernels_per_step"] == rg["kernels_per_step"]
-          and lg["h2d"]["bytes_per_step"] == rg["h2d"]["bytes_per_step"]
-          and live_s["diagnosis"]["label"] == read["diagnosis"]["label"])
+    ok = (
+        bool(lg)
+        and bool(rg)
+        and "own annotations" in read["backend"]["reason"]
+        and abs(rg["busy_ms"]["mean"] - lg["busy_ms"]["mean"]) <= 0.03 * lg["busy_ms"]["mean"]
+        and lg["kernels_per_step"] == rg["kernels_per_step"]
+        and lg["h2d"]["bytes_per_step"] == rg["h2d"]["bytes_per_step"]
+        and live_s["diagnosis"]["label"] == read["diagnosis"]["label"]
+    )
     lgain, rgain = live_s["diagnosis"].get("gains") or {}, read["diagnosis"].get("gains") or {}
-    check("the gains of a live run and of its trace agree", set(lgain) == set(rgain)
-          and all(abs(lgain[c] - rgain[c]) < 0.05 for c in lgain),
-          f"live {lgain} trace {rgain}; advice: {live_s['diagnosis']['advice'][:1]}")
+    check(
+        "the gains of a live run and of its trace agree",
+        set(lgain) == set(rgain) and all(abs(lgain[c] - rgain[c]) < 0.05 for c in lgain),
+        f"live {lgain} trace {rgain}; advice: {live_s['diagnosis']['advice'][:1]}",
+    )
     same = steptrace.Tracer(warmup_steps=0, print_at_exit="never")
     path = os.path.join(tempfile.mkdtemp(), "same-steps.json.gz")
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
@@ -313,7 +351,8 @@ def trace_read_back() -> None:
     # steptrace's phase) cannot move. The step (its range opened inside it) within 2%.
     spans = op_spans(path, ("h2d", "compute", "wait"))
     within = abs(pairs[0][2] - pairs[0][1]) <= 0.02 * pairs[0][1] and all(
-        0.98 * spans[n][0] <= a <= 1.02 * spans[n][1] for n, a, _ in pairs[1:])
+        0.98 * spans[n][0] <= a <= 1.02 * spans[n][1] for n, a, _ in pairs[1:]
+    )
     if os.environ.get("OUT"):  # the trace and both readings come back with the run, to be read again here
         import json
         import shutil
@@ -321,29 +360,40 @@ def trace_read_back() -> None:
         shutil.copy(path, os.path.join(os.environ["OUT"], "same-steps.json.gz"))
         with open(os.path.join(os.environ["OUT"], "same-steps-readings.json"), "w") as f:
             json.dump({"live": live_same, "read": read_same}, f)
-    check("the same steps live and read back from their trace: step within 2%, each phase between its ops' "
-          "span and its range", within and live_same["steps"] == read_same["steps"],
-          f"steps {live_same['steps']} vs {read_same['steps']}; " +
-          ", ".join(f"{n} {a:.3f} vs {b:.3f} ms ({100 * (b / a - 1) if a else 0:+.2f}%)" for n, a, b in pairs) +
-          "; ops' span <= live <= range: " +
-          ", ".join(f"{n} {spans[n][0]:.3f} <= {a:.3f} <= {spans[n][1]:.3f}" for n, a, _ in pairs[1:]))
+    check(
+        "the same steps live and read back from their trace: step within 2%, each phase between its ops' "
+        "span and its range",
+        within and live_same["steps"] == read_same["steps"],
+        f"steps {live_same['steps']} vs {read_same['steps']}; "
+        + ", ".join(f"{n} {a:.3f} vs {b:.3f} ms ({100 * (b / a - 1) if a else 0:+.2f}%)" for n, a, b in pairs)
+        + "; ops' span <= live <= range: "
+        + ", ".join(f"{n} {spans[n][0]:.3f} <= {a:.3f} <= {spans[n][1]:.3f}" for n, a, _ in pairs[1:]),
+    )
     one = os.path.join(tempfile.mkdtemp(), "one-step.json.gz")  # schedule(active=1): one step traced
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                 schedule=torch.profiler.schedule(wait=1, warmup=1, active=1, repeat=1)) as prof:
+    with profile(
+        activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+        schedule=torch.profiler.schedule(wait=1, warmup=1, active=1, repeat=1),
+    ) as prof:
         loop(quiet(), 4, prof)
     prof.export_chrome_trace(one)
     single = steptrace.load(one).to_dict()
-    check("a one-step profile counts its step", single["steps"] == 1 and single["warmup_steps"] == 0
-          and bool(single.get("gpu")), f"steps {single['steps']}, warm-up {single['warmup_steps']}, label "
-          f"{single['diagnosis']['label']}, gains {single['diagnosis'].get('gains')}; {single['backend']['reason']}")
-    check("a profiler trace read back agrees with the live figures", ok,
-          f"device busy a step live {(lg.get('busy_ms') or {}).get('mean', 0):.3f} ms, trace "
-          f"{(rg.get('busy_ms') or {}).get('mean', 0):.3f} ms (within 3%); busy share live {lg.get('busy_share', 0):.3f} of "
-          f"{live_s['step_ms']['mean']:.3f} ms steps, trace {rg.get('busy_share', 0):.3f} of {read['step_ms']['mean']:.3f} ms "
-          f"(the profiled run's own steps); kernels/step "
-          f"{lg.get('kernels_per_step')} vs {rg.get('kernels_per_step')}; h2d bytes/step "
-          f"{(lg.get('h2d') or {}).get('bytes_per_step')} vs {(rg.get('h2d') or {}).get('bytes_per_step')}; "
-          f"label {live_s['diagnosis']['label']} vs {read['diagnosis']['label']}; {read['backend']['reason']}")
+    check(
+        "a one-step profile counts its step",
+        single["steps"] == 1 and single["warmup_steps"] == 0 and bool(single.get("gpu")),
+        f"steps {single['steps']}, warm-up {single['warmup_steps']}, label "
+        f"{single['diagnosis']['label']}, gains {single['diagnosis'].get('gains')}; {single['backend']['reason']}",
+    )
+    check(
+        "a profiler trace read back agrees with the live figures",
+        ok,
+        f"device busy a step live {(lg.get('busy_ms') or {}).get('mean', 0):.3f} ms, trace "
+        f"{(rg.get('busy_ms') or {}).get('mean', 0):.3f} ms (within 3%); busy share live {lg.get('busy_share', 0):.3f} of "
+        f"{live_s['step_ms']['mean']:.3f} ms steps, trace {rg.get('busy_share', 0):.3f} of {read['step_ms']['mean']:.3f} ms "
+        f"(the profiled run's own steps); kernels/step "
+        f"{lg.get('kernels_per_step')} vs {rg.get('kernels_per_step')}; h2d bytes/step "
+        f"{(lg.get('h2d') or {}).get('bytes_per_step')} vs {(rg.get('h2d') or {}).get('bytes_per_step')}; "
+        f"label {live_s['diagnosis']['label']} vs {read['diagnosis']['label']}; {read['backend']['reason']}",
+    )
 
 
 def live_kernel_table() -> None:
@@ -370,14 +420,20 @@ def live_kernel_table() -> None:
     rows = k.get("kernels", [])
     ops = {o["name"]: o for o in k.get("ops", [])}
     top = rows[0] if rows else {}
-    ok = (top.get("kind") == "gemm" and abs(top.get("calls_per_step", 0) - 4) < 0.01
-          and abs(ops.get("forward", {}).get("kernels_per_step", 0) - 4) < 0.01
-          and ops.get("optimizer", {}).get("short_kernels_per_step", 0) >= 31)
-    check("live kernel table: names, calls and launching phase", ok,
-          f"top {top.get('name', '')[:60]!r} {top.get('kind')} {top.get('calls_per_step')} calls/step; ops "
-          f"{ {n: (round(o['kernels_per_step'], 2), round(o.get('short_kernels_per_step', 0), 2)) for n, o in ops.items()} }; "
-          f"launch-call records {facts.get('cupti.launch_records')}, kernels without one "
-          f"{facts.get('cupti.kernels_without_launch')}")
+    ok = (
+        top.get("kind") == "gemm"
+        and abs(top.get("calls_per_step", 0) - 4) < 0.01
+        and abs(ops.get("forward", {}).get("kernels_per_step", 0) - 4) < 0.01
+        and ops.get("optimizer", {}).get("short_kernels_per_step", 0) >= 31
+    )
+    check(
+        "live kernel table: names, calls and launching phase",
+        ok,
+        f"top {top.get('name', '')[:60]!r} {top.get('kind')} {top.get('calls_per_step')} calls/step; ops "
+        f"{ {n: (round(o['kernels_per_step'], 2), round(o.get('short_kernels_per_step', 0), 2)) for n, o in ops.items()} }; "
+        f"launch-call records {facts.get('cupti.launch_records')}, kernels without one "
+        f"{facts.get('cupti.kernels_without_launch')}",
+    )
 
 
 def capture_on_gpu() -> None:
@@ -398,12 +454,19 @@ def capture_on_gpu() -> None:
         caps = [c for c in d.get("captures") or [] if not c.get("retroactive")]  # the kept steps' apart
         read = steptrace.load(caps[0]["path"]).to_dict() if caps else {}
         rg, g = read.get("gpu") or {}, d.get("gpu") or {}
-        ok = (len(caps) == 1 and caps[0]["first_step"] == 6 and rg.get("kernels_per_step", 0) >= 4
-              and g.get("steps_without_records") == 3)
-        check("a capture on CUDA work is read back with device records", ok,
-              f"captures {[(c['first_step'], c['label']) for c in caps]}; read back: kernels/step "
-              f"{rg.get('kernels_per_step')}, busy {rg.get('busy_share')}; live: steps without records "
-              f"{g.get('steps_without_records')} (3 expected)")
+        ok = (
+            len(caps) == 1
+            and caps[0]["first_step"] == 6
+            and rg.get("kernels_per_step", 0) >= 4
+            and g.get("steps_without_records") == 3
+        )
+        check(
+            "a capture on CUDA work is read back with device records",
+            ok,
+            f"captures {[(c['first_step'], c['label']) for c in caps]}; read back: kernels/step "
+            f"{rg.get('kernels_per_step')}, busy {rg.get('busy_share')}; live: steps without records "
+            f"{g.get('steps_without_records')} (3 expected)",
+        )
 
 
 def own_capture_on_gpu() -> None:
@@ -434,9 +497,12 @@ def own_capture_on_gpu() -> None:
         gemms = [e for e in events if e.get("cat") == "device" and not e["name"].startswith(("copy", "memset"))]
         inside = all(any(s["ts"] <= k["ts"] <= s["ts"] + s["dur"] for s in steps) for k in gemms)
         ok = len(caps) == 1 and caps[0]["tool"] == "steptrace" and len(steps) == 3 and len(gemms) >= 12 and inside
-        check("the core's own capture on CUDA work holds the steps' kernels", ok,
-              f"captures {[(c['first_step'], c['label'], c['tool']) for c in caps]}; steps {len(steps)}, "
-              f"kernels {len(gemms)} (at least 12: 4 GEMMs and a sum a step), all inside a step: {inside}")
+        check(
+            "the core's own capture on CUDA work holds the steps' kernels",
+            ok,
+            f"captures {[(c['first_step'], c['label'], c['tool']) for c in caps]}; steps {len(steps)}, "
+            f"kernels {len(gemms)} (at least 12: 4 GEMMs and a sum a step), all inside a step: {inside}",
+        )
 
 
 def ceiling_on_gpu() -> None:
@@ -456,10 +522,23 @@ def main() -> int:
         print("check cuda available: FAIL torch.cuda.is_available() is False")
         return 1
     torch.cuda.init()
-    for run in (profiler_orders, graph_capture, compile_reduce_overhead, collector_load, summary_while_gpu_runs,
-                allocator_memory,
-                live_window_device_view, node_health_on_gpu, trace_read_back, live_kernel_table, capture_on_gpu, own_capture_on_gpu,
-                ceiling_on_gpu, captures_on_gpu, device_sample_on_gpu):
+    for run in (
+        profiler_orders,
+        graph_capture,
+        compile_reduce_overhead,
+        collector_load,
+        summary_while_gpu_runs,
+        allocator_memory,
+        live_window_device_view,
+        node_health_on_gpu,
+        trace_read_back,
+        live_kernel_table,
+        capture_on_gpu,
+        own_capture_on_gpu,
+        ceiling_on_gpu,
+        captures_on_gpu,
+        device_sample_on_gpu,
+    ):
         try:
             run()
         except Exception as e:

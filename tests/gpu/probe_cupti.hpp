@@ -6,13 +6,12 @@
 namespace probe {
 
 inline const CUpti_CallbackId runtime_launches[] = {
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000};
-inline const CUpti_CallbackId driver_launches[] = {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-                                                   CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-                                                   CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-                                                   CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz};
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,  CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000};
+inline const CUpti_CallbackId driver_launches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz};
 
 // The launch calls chosen by id alone; returns how many ids CUPTI refused.
 inline int choose_launches() {

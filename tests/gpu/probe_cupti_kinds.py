@@ -81,8 +81,10 @@ def child(mode: str, library: str) -> None:
         lib.probe_stop(counts)
     step = [rows[i + 1][0] - rows[i][0] for i in range(len(rows) - 1)]
     launch = [r[1] for r in rows]
-    print(f"{1e6 * statistics.median(step):.1f} {1e6 * statistics.median(launch):.1f} {1e6 * min(launches):.2f}"
-          f" records {counts[0]}/{counts[1]}/{counts[2]}")
+    print(
+        f"{1e6 * statistics.median(step):.1f} {1e6 * statistics.median(launch):.1f} {1e6 * min(launches):.2f}"
+        f" records {counts[0]}/{counts[1]}/{counts[2]}"
+    )
 
 
 def main() -> int:
@@ -96,8 +98,10 @@ def main() -> int:
             done = subprocess.run([sys.executable, __file__, "child", mode, library], capture_output=True, text=True)
             line = done.stdout.strip().splitlines()[-1] if done.returncode == 0 else "failed: " + done.stderr[-300:]
             seen[mode].append(line)
-    print("probe CUPTI kinds: median us: a step, launching its 41 kernels; us a tiny launch; records"
-          " kernels/other device/API (two rounds)")
+    print(
+        "probe CUPTI kinds: median us: a step, launching its 41 kernels; us a tiny launch; records"
+        " kernels/other device/API (two rounds)"
+    )
     for mode, lines in seen.items():
         print(f"  {mode:<22} " + "  |  ".join(lines))
     return 0

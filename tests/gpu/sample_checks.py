@@ -39,14 +39,25 @@ def run(check: Callable[[str, bool, str], None]) -> None:
     viewed, out = gpu.get("steps_viewed", 0), gpu.get("steps_sampled_out", 0)
     per_step = gpu.get("kernels_per_step", 0)
     bad = dict(d.get("facts") or {}).get("cupti.records_bad_clock", "0")
-    ok = (gpu.get("sample_every") == 2 and viewed > 0 and out > 0 and viewed + out == d["steps"]
-          and truth >= 9 and abs(per_step - truth) < 1e-6 and bad == "0")
-    check("device_sample=2 on real CUPTI: windows left out counted apart, every viewed step whole", ok,
-          f"{viewed} steps viewed and {out} left out of {d['steps']}; kernels a viewed step {per_step:.4f} "
-          f"(truth, every window recorded: {truth:.4f}); records on another clock {bad}; evidence ends "
-          f"'{d['diagnosis']['evidence'][-90:]}'")
+    ok = (
+        gpu.get("sample_every") == 2
+        and viewed > 0
+        and out > 0
+        and viewed + out == d["steps"]
+        and truth >= 9
+        and abs(per_step - truth) < 1e-6
+        and bad == "0"
+    )
+    check(
+        "device_sample=2 on real CUPTI: windows left out counted apart, every viewed step whole",
+        ok,
+        f"{viewed} steps viewed and {out} left out of {d['steps']}; kernels a viewed step {per_step:.4f} "
+        f"(truth, every window recorded: {truth:.4f}); records on another clock {bad}; evidence ends "
+        f"'{d['diagnosis']['evidence'][-90:]}'",
+    )
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         torch.mm(a, a).sum().item()
     gpu_events = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
-    check("torch.profiler after device_sample's switches records GPU events", gpu_events >= 2,
-          f"{gpu_events} GPU events")
+    check(
+        "torch.profiler after device_sample's switches records GPU events", gpu_events >= 2, f"{gpu_events} GPU events"
+    )

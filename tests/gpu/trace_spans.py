@@ -20,8 +20,15 @@ def op_spans(path: str, names) -> dict:
         span_sum = range_sum = 0.0
         for r in ranges:
             begin, end = r["ts"], r["ts"] + r["dur"]
-            inside = [e for e in host if e.get("tid") == r.get("tid") and e is not r and begin <= e["ts"]
-                      and e["ts"] + e["dur"] <= end and not e.get("name", "").startswith("steptrace:")]
+            inside = [
+                e
+                for e in host
+                if e.get("tid") == r.get("tid")
+                and e is not r
+                and begin <= e["ts"]
+                and e["ts"] + e["dur"] <= end
+                and not e.get("name", "").startswith("steptrace:")
+            ]
             if inside:
                 span_sum += max(e["ts"] + e["dur"] for e in inside) - min(e["ts"] for e in inside)
             range_sum += r["dur"]

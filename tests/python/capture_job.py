@@ -22,8 +22,14 @@ stall_at = int(sys.argv[4]) if len(sys.argv) > 4 else None
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 torch.set_num_threads(1)
-steptrace.configure(warmup_steps=0, live=1, capture="straggler", capture_steps=5, print_at_exit=False,
-                    capture_dir=os.path.join(out_dir, "caps"))
+steptrace.configure(
+    warmup_steps=0,
+    live=1,
+    capture="straggler",
+    capture_steps=5,
+    print_at_exit=False,
+    capture_dir=os.path.join(out_dir, "caps"),
+)
 x = torch.ones(16)
 for i in steptrace.steps(range(steps)):
     with steptrace.phase("input"):

@@ -26,8 +26,13 @@ def spin(seconds: float) -> float:
 
 def cli(*args, cwd=None) -> subprocess.CompletedProcess:
     """Runs the `steptrace` command (python -m steptrace) with `args`; returns the CompletedProcess."""
-    return subprocess.run([sys.executable, "-m", "steptrace"] + [str(a) for a in args], capture_output=True,
-                          text=True, timeout=120, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "steptrace"] + [str(a) for a in args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+    )
 
 
 @pytest.fixture(autouse=True)

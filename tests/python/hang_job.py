@@ -28,8 +28,14 @@ mode, out_dir = sys.argv[1], sys.argv[2]
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 torch.set_num_threads(1)
-steptrace.configure(warmup_steps=0, live=1, hang_after=4, capture_dir=os.path.join(out_dir, "caps"),
-                    jsonl_path=os.path.join(out_dir, f"live-{rank}.jsonl"), gather_timeout_s=2)
+steptrace.configure(
+    warmup_steps=0,
+    live=1,
+    hang_after=4,
+    capture_dir=os.path.join(out_dir, "caps"),
+    jsonl_path=os.path.join(out_dir, f"live-{rank}.jsonl"),
+    gather_timeout_s=2,
+)
 STALL = 150 if mode == "killed" else 10  # killed: rank 3 has written rows by then (windows of 1 s)
 
 

@@ -69,8 +69,11 @@ for p in model.parameters():
 
 def batches():
     for i in range(steps):
-        slow = (scenario == "balanced" or (scenario == "slow_input" and rank == 1)
-                or (scenario == "turns" and i % world == rank))
+        slow = (
+            scenario == "balanced"
+            or (scenario == "slow_input" and rank == 1)
+            or (scenario == "turns" and i % world == rank)
+        )
         if slow:
             time.sleep(delay)
         yield torch.randn(32, 128)

@@ -39,7 +39,15 @@ class Model(L.LightningModule):
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
-    trainer = L.Trainer(max_epochs=1, accelerator="cpu", devices=2, strategy="ddp", enable_progress_bar=False,
-                        enable_model_summary=False, logger=False, enable_checkpointing=False,
-                        callbacks=[StepTraceCallback()])
+    trainer = L.Trainer(
+        max_epochs=1,
+        accelerator="cpu",
+        devices=2,
+        strategy="ddp",
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        logger=False,
+        enable_checkpointing=False,
+        callbacks=[StepTraceCallback()],
+    )
     trainer.fit(Model(), DataLoader(Data(), batch_size=1))

@@ -35,7 +35,15 @@ class Model(torch.nn.Module):
 
 
 torch.set_num_threads(1)
-args = transformers.TrainingArguments(output_dir=sys.argv[2], per_device_train_batch_size=1, num_train_epochs=1,
-                                      use_cpu=True, report_to=[], save_strategy="no", logging_strategy="no",
-                                      disable_tqdm=True, ddp_backend="gloo")
+args = transformers.TrainingArguments(
+    output_dir=sys.argv[2],
+    per_device_train_batch_size=1,
+    num_train_epochs=1,
+    use_cpu=True,
+    report_to=[],
+    save_strategy="no",
+    logging_strategy="no",
+    disable_tqdm=True,
+    ddp_backend="gloo",
+)
 transformers.Trainer(model=Model(), args=args, train_dataset=Data(), callbacks=[StepTraceCallback()]).train()

@@ -8,15 +8,28 @@ import zlib
 
 import pytest
 
-needs_chromium = pytest.mark.skipif(shutil.which("chromium") is None,
-                                    reason="Debian's chromium is not installed (scripts/test installs it)")
+needs_chromium = pytest.mark.skipif(
+    shutil.which("chromium") is None, reason="Debian's chromium is not installed (scripts/test installs it)"
+)
 
 
 def screenshot(page, shot, width, height):
     """Chromium's screenshot of the file `page` into `shot`; its (width, height, rows of RGB)."""
-    proc = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                           f"--window-size={width},{height}", f"--screenshot={shot}", page.as_uri()],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--window-size={width},{height}",
+            f"--screenshot={shot}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert shot.exists(), proc.stderr
     return png_pixels(shot)
 
@@ -27,8 +40,8 @@ def png_pixels(path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, idat, width = 8, b"", 0
     while pos < len(data):
-        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + n]
+        n, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        body = data[pos + 8 : pos + 8 + n]
         if kind == b"IHDR":
             width, height, depth, colour = struct.unpack(">IIBB", body[:10])
             assert depth == 8 and colour in (2, 6)
@@ -40,7 +53,7 @@ def png_pixels(path):
     stride = width * bpp
     rows, prev, i = [], bytearray(stride), 0
     for _ in range(height):
-        f, line = raw[i], bytearray(raw[i + 1:i + 1 + stride])
+        f, line = raw[i], bytearray(raw[i + 1 : i + 1 + stride])
         i += 1 + stride
         for x in range(stride):
             a = line[x - bpp] if x >= bpp else 0
@@ -55,7 +68,7 @@ def png_pixels(path):
                 p = a + b - c
                 pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
                 line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        rows.append([tuple(line[x:x + 3]) for x in range(0, stride, bpp)])
+        rows.append([tuple(line[x : x + 3]) for x in range(0, stride, bpp)])
         prev = line
     return width, height, rows
 
@@ -66,8 +79,20 @@ def measured(page, script, out):
     script, so the test adds its own to a copy, written to `out`."""
     text = page.read_text()
     out.write_text(text.replace("</body>", f"<script>document.title = (() => {{ {script} }})();</script></body>"))
-    proc = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
-                           "--dump-dom", out.as_uri()], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            out.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     start = proc.stdout.find("<title>")
     assert start >= 0, proc.stderr
-    return proc.stdout[start + len("<title>"):proc.stdout.index("</title>", start)]
+    return proc.stdout[start + len("<title>") : proc.stdout.index("</title>", start)]

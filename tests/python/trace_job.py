@@ -44,8 +44,11 @@ loader = torch.utils.data.DataLoader(Batches(), batch_size=None, num_workers=0)
 model = DDP(torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 path = os.path.join(out_dir, "traces", f"rank-{rank}.pt.trace.json")
-with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup=1, active=5, repeat=1),
-             on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
+with profile(
+    activities=[ProfilerActivity.CPU],
+    schedule=schedule(wait=1, warmup=1, active=5, repeat=1),
+    on_trace_ready=lambda p: p.export_chrome_trace(path),
+) as prof:
     for x, y in loader:
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()

@@ -78,13 +78,19 @@ def events_of(path) -> list:
 def loop_iterations(events):
     """(main, windows) of a training loop marked by its fetches, as the module's docstring says; None
     when it has fewer than 3."""
-    fetch = [e for e in events if str(e["name"]).startswith("enumerate(DataLoader)#") and str(e["name"]).endswith("__next__")]
+    fetch = [
+        e for e in events if str(e["name"]).startswith("enumerate(DataLoader)#") and str(e["name"]).endswith("__next__")
+    ]
     if not fetch:
         return None
     main = collections.Counter((e["pid"], e["tid"]) for e in fetch).most_common(1)[0][0]
     starts = sorted(span(e) for e in fetch if (e["pid"], e["tid"]) == main)
     last = max(span(e)[1] for e in events if e.get("cat") in DEVICE or (e["pid"] == main[0] and e.get("cat") in HOST))
-    ops = [float(e["ts"]) for e in events if (e["pid"], e["tid"]) == main and e.get("cat") in ("cpu_op", "user_annotation", "Operator")]
+    ops = [
+        float(e["ts"])
+        for e in events
+        if (e["pid"], e["tid"]) == main and e.get("cat") in ("cpu_op", "user_annotation", "Operator")
+    ]
     if not any(t >= starts[-1][1] for t in ops):
         last = starts.pop()[0]
     if len(starts) < 3:
@@ -98,18 +104,29 @@ def loop_iterations(events):
 
 def main_and_windows(events, skip_first: bool = False):
     """The main (pid, tid) and the step windows, as the module's docstring says."""
-    steps = [e for e in events if str(e["name"]).startswith("ProfilerStep#") and e.get("cat") in ("cpu_op", "user_annotation", "Operator")]
+    steps = [
+        e
+        for e in events
+        if str(e["name"]).startswith("ProfilerStep#") and e.get("cat") in ("cpu_op", "user_annotation", "Operator")
+    ]
     if steps:
         main = collections.Counter((e["pid"], e["tid"]) for e in steps).most_common(1)[0][0]
-        windows = sorted(span(e) for e in steps if (e["pid"], e["tid"]) == main)[1 if skip_first else 0:]
+        windows = sorted(span(e) for e in steps if (e["pid"], e["tid"]) == main)[1 if skip_first else 0 :]
     elif (loop := loop_iterations(events)) is not None:
         main, windows = loop
     else:
-        main = collections.Counter((e["pid"], e["tid"]) for e in events if e.get("cat") == "cpu_op").most_common(1)[0][0]
+        main = collections.Counter((e["pid"], e["tid"]) for e in events if e.get("cat") == "cpu_op").most_common(1)[0][
+            0
+        ]
         first = min(float(e["ts"]) for e in events if (e["pid"], e["tid"]) == main and e.get("cat") in HOST)
-        last = max(span(e)[1] for e in events if e.get("cat") in DEVICE or (e["pid"] == main[0] and e.get("cat") in HOST))
-        warm = [span(e)[1] for e in events if (e["pid"], e["tid"]) == main and e.get("cat") in OPS
-                and WARMUP.search(str(e["name"]))]
+        last = max(
+            span(e)[1] for e in events if e.get("cat") in DEVICE or (e["pid"] == main[0] and e.get("cat") in HOST)
+        )
+        warm = [
+            span(e)[1]
+            for e in events
+            if (e["pid"], e["tid"]) == main and e.get("cat") in OPS and WARMUP.search(str(e["name"]))
+        ]
         ops = [float(e["ts"]) for e in events if (e["pid"], e["tid"]) == main and e.get("cat") in OPS]
         if warm and any(t >= max(warm) for t in ops):  # the program's own warm-up: start-up, left out
             first = max(warm)
@@ -125,9 +142,18 @@ def read(path, skip_first: bool = False) -> Dict[str, float]:
     gpu = collections.Counter(e["pid"] for e in events if e.get("cat") in ("kernel", "Kernel")).most_common(1)[0][0]
     busy = union([span(e) for e in events if e["pid"] == gpu and e.get("cat") in DEVICE])
     main, windows = main_and_windows(events, skip_first)
-    syncs = union([span(e) for e in events if e["pid"] == main[0] and e.get("cat") in ("cuda_runtime", "cuda_driver", "Runtime")
-                   and str(e["name"]).endswith("Synchronize")])
-    fetches = union([span(e) for e in events if (e["pid"], e["tid"]) == main and str(e["name"]).startswith("enumerate(DataLoader)")])
+    syncs = union(
+        [
+            span(e)
+            for e in events
+            if e["pid"] == main[0]
+            and e.get("cat") in ("cuda_runtime", "cuda_driver", "Runtime")
+            and str(e["name"]).endswith("Synchronize")
+        ]
+    )
+    fetches = union(
+        [span(e) for e in events if (e["pid"], e["tid"]) == main and str(e["name"]).startswith("enumerate(DataLoader)")]
+    )
     total = {"time": 0.0, "busy": 0.0, "sync": 0.0, "idle_in_sync": 0.0, "dataloader": 0.0, "idle_in_dataloader": 0.0}
     for a, b in windows:
         idle = minus([(a, b)], clip(busy, a, b))
@@ -159,8 +185,17 @@ def read_causes(path, skip_first: bool = False) -> Dict[str, float]:
     is_comm = lambda e: str(e["name"]).lower().startswith(("nccl", "rccl"))
     comm = union([span(e) for e in device if e.get("cat") in ("kernel", "Kernel") and is_comm(e)])
     other_kernels = union([span(e) for e in device if e.get("cat") in ("kernel", "Kernel") and not is_comm(e)])
-    host = union([span(e) for e in events if e["pid"] == main[0] and isinstance(e["tid"], int) and e["tid"] >= 0
-                  and e.get("cat") in HOST and not str(e["name"]).startswith("ProfilerStep#")])
+    host = union(
+        [
+            span(e)
+            for e in events
+            if e["pid"] == main[0]
+            and isinstance(e["tid"], int)
+            and e["tid"] >= 0
+            and e.get("cat") in HOST
+            and not str(e["name"]).startswith("ProfilerStep#")
+        ]
+    )
     gloo = union([span(e) for e in events if e["pid"] == main[0] and str(e["name"]).startswith("gloo:")])
     total = collections.Counter()
     longest = 0.0
@@ -174,7 +209,9 @@ def read_causes(path, skip_first: bool = False) -> Dict[str, float]:
         total["outside_ops"] += length(both(idle, outside))
         total["exposed_comm"] += length(minus(clip(comm, a, b), other_kernels))
         total["gloo"] += length(clip(gloo, a, b))
-        durations += [float(e["dur"]) for e in device if e.get("cat") in ("kernel", "Kernel") and a <= float(e["ts"]) < b]
+        durations += [
+            float(e["dur"]) for e in device if e.get("cat") in ("kernel", "Kernel") and a <= float(e["ts"]) < b
+        ]
     out = {k: v / total["time"] for k, v in total.items() if k != "time"}
     out["longest_outside_ms"] = longest / 1000
     out["kernels"] = len(durations) / len(windows)
@@ -194,8 +231,11 @@ def exposed_comm_by_op(path, skip_first: bool = False) -> Dict[str, float]:
     kernels = [e for e in events if e["pid"] == gpu and e.get("cat") in ("kernel", "Kernel")]
     is_comm = lambda e: str(e["name"]).lower().startswith(("nccl", "rccl"))
     other = union([span(e) for e in kernels if not is_comm(e)])
-    calls = {e["args"]["correlation"]: e for e in events
-             if e.get("cat") in ("cuda_runtime", "Runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    calls = {
+        e["args"]["correlation"]: e
+        for e in events
+        if e.get("cat") in ("cuda_runtime", "Runtime", "cuda_driver") and "correlation" in e.get("args", {})
+    }
     ops = collections.defaultdict(list)
     for e in events:
         if e.get("cat") in ("cpu_op", "Operator", "user_annotation") and not str(e["name"]).startswith("ProfilerStep#"):
@@ -203,7 +243,11 @@ def exposed_comm_by_op(path, skip_first: bool = False) -> Dict[str, float]:
     out = collections.Counter()
     for k in filter(is_comm, kernels):
         call = calls.get(k.get("args", {}).get("correlation"))
-        around = [] if call is None else [o for o in ops[(call["pid"], call["tid"])] if span(o)[0] <= span(call)[0] <= span(o)[1]]
+        around = (
+            []
+            if call is None
+            else [o for o in ops[(call["pid"], call["tid"])] if span(o)[0] <= span(call)[0] <= span(o)[1]]
+        )
         name = min(around, key=lambda o: span(o)[1] - span(o)[0])["name"] if around else "(none)"
         for a, b in windows:
             out[name] += length(minus(clip([span(k)], a, b), other))
@@ -237,14 +281,18 @@ def one_time_calls(path, spans: bool = False) -> list:
 
     first = windows[0]
     later = {(e["tid"], str(e["name"])) for e in events if blocks(e) and first[1] <= float(e["ts"]) < windows[-1][1]}
-    found = [(str(e["name"]), float(e["dur"]) / 1000, length(clip(busy, *span(e))) / 1000) + ((span(e),) if spans else ())
-             for e in events
-             if blocks(e) and first[0] <= float(e["ts"]) < first[1] and (e["tid"], str(e["name"])) not in later]
+    found = [
+        (str(e["name"]), float(e["dur"]) / 1000, length(clip(busy, *span(e))) / 1000) + ((span(e),) if spans else ())
+        for e in events
+        if blocks(e) and first[0] <= float(e["ts"]) < first[1] and (e["tid"], str(e["name"])) not in later
+    ]
     return sorted(found, key=lambda x: -x[1])
 
 
 WAITING_OPS = ("aten::to", "aten::_to_copy", "aten::copy_", "aten::item", "aten::_local_scalar_dense")
-JIT_NAMES = re.compile(r"^(fallback_function|<forward op>|Torch-Compiled Region|CompiledFunction|TorchDynamo)|CompiledFxGraph")
+JIT_NAMES = re.compile(
+    r"^(fallback_function|<forward op>|Torch-Compiled Region|CompiledFunction|TorchDynamo)|CompiledFxGraph"
+)
 
 
 def first_calls(path) -> List[Tuple[str, float]]:
@@ -260,8 +308,15 @@ def first_calls(path) -> List[Tuple[str, float]]:
     if not kernels_pid and not any(JIT_NAMES.search(str(e["name"])) for e in events):
         return []
     busy = union([span(e) for e in events if kernels_pid and e["pid"] == kernels_pid[0][0] and e.get("cat") in DEVICE])
-    waits = union([span(e) for e in events if (e["pid"], e["tid"]) == main and e.get("cat") in ("cuda_runtime", "cuda_driver", "Runtime")
-                   and (str(e["name"]).endswith("Synchronize") or "Memcpy" in str(e["name"]) or "Memset" in str(e["name"]))])
+    waits = union(
+        [
+            span(e)
+            for e in events
+            if (e["pid"], e["tid"]) == main
+            and e.get("cat") in ("cuda_runtime", "cuda_driver", "Runtime")
+            and (str(e["name"]).endswith("Synchronize") or "Memcpy" in str(e["name"]) or "Memset" in str(e["name"]))
+        ]
+    )
     inside = lambda e: any(a <= float(e["ts"]) < b for a, b in windows)
     calls = collections.defaultdict(list)
     for e in sorted(events, key=lambda e: (float(e["ts"]), -float(e["dur"]))):

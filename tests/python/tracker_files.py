@@ -83,5 +83,7 @@ def wandb_history(root):
                 record.ParseFromString(chunk)
                 chunk = b""
                 if record.WhichOneof("record_type") == "history":
-                    rows.append({i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in record.history.item})
+                    rows.append(
+                        {i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in record.history.item}
+                    )
     return rows

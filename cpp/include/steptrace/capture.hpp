@@ -10,8 +10,8 @@
 // A C++ program's capture is steptrace's own: the flight recorder's records of those steps (phase
 // calls, set-aside spans, device records where CUPTI runs), written by the collector thread, its
 // diagnosis from those steps alone. Before it, the steps that tripped the trigger, already kept
-// (capture_back), are written the same way: a retroactive capture. Python captures with torch.profiler where torch is there
-// (steptrace/_capture.py) and weighs the same rule, this one.
+// (capture_back), are written the same way: a retroactive capture. Python captures with torch.profiler where torch is
+// there (steptrace/_capture.py) and weighs the same rule, this one.
 #pragma once
 
 #include <cstdint>
@@ -29,9 +29,9 @@ namespace steptrace {
 // "Capture on trouble"). Not thread-safe: one window thread weighs it.
 class STEPTRACE_API capture_rule {
  public:
-  static constexpr int cool_down = 3;         // windows a trigger waits after a capture; a slow stretch's end
-  static constexpr int baseline_windows = 3;  // stable windows (after the first) whose medians are the baselines
-  static constexpr double slow_factor = 2.0;  // `slow` alone
+  static constexpr int cool_down = 3;          // windows a trigger waits after a capture; a slow stretch's end
+  static constexpr int baseline_windows = 3;   // stable windows (after the first) whose medians are the baselines
+  static constexpr double slow_factor = 2.0;   // `slow` alone
   static constexpr double stall_factor = 5.0;  // `stall` alone
   static constexpr double stall_min_ms = 100;  // and a stall is at least this far past the baseline p50
 
@@ -42,11 +42,10 @@ class STEPTRACE_API capture_rule {
   // of the `phase=` trigger's phase (NaN: not in the window) and its slowest step (0: not known).
   // The reason to capture now, or "".
   // `slow`: p95 and p50 both over F x their baselines (the medians of windows 2-4; a p95 alone
-  // moves with preemption on a busy machine), or the p50 alone over 1.5 F x, once per slow stretch, which ends after cool_down
-  // windows in a row that are not slow. `stall`: a one-off, the slowest step over F x the p50
-  // baseline and stall_min_ms past it while the window's p50 is not slow. `label`: a new label
-  // that holds two windows. `phase`: once per crossing. `file`: the file's mtime moved. Nothing
-  // while cooling down.
+  // moves with preemption on a busy machine), or the p50 alone over 1.5 F x, once per slow stretch, which ends after
+  // cool_down windows in a row that are not slow. `stall`: a one-off, the slowest step over F x the p50 baseline and
+  // stall_min_ms past it while the window's p50 is not slow. `label`: a new label that holds two windows. `phase`: once
+  // per crossing. `file`: the file's mtime moved. Nothing while cooling down.
   std::string weigh(double step_p50_ms, double step_p95_ms, std::string_view label, double phase_share,
                     double step_max_ms = 0);
   // The trigger the last reason came from ("slow", "stall", "label", "phase", "file"; "" none).

@@ -36,21 +36,21 @@ struct STEPTRACE_API config {
   std::string log_level = "warn";
   std::uint32_t ring_records = 16384;
   bool cupti = true;
-  std::uint32_t device_sample = 1;       // CUPTI records one window in this many (1: every one)
+  std::uint32_t device_sample = 1;      // CUPTI records one window in this many (1: every one)
   std::uint32_t gather_timeout_s = 60;  // many ranks: how long rank 0 waits for the others
-  bool collective_wait = true;           // Python: DDP's gradient all-reduce wait timed as `wait`
-  std::uint32_t timeline_recent = 64;    // flight recorder: most recent steps kept per thread
-  std::uint32_t timeline_slowest = 8;    // flight recorder: slowest counted steps kept per thread
-  std::string trace_path;                // the default tracer writes the timeline's Chrome trace here at exit
-  std::string html_path;                 // Python: the HTML report, written at exit
-  std::uint32_t live = 0;                // seconds between live window lines on stderr (0: none)
-  std::string jsonl_path;                // one JSON object per live window appended here
+  bool collective_wait = true;          // Python: DDP's gradient all-reduce wait timed as `wait`
+  std::uint32_t timeline_recent = 64;   // flight recorder: most recent steps kept per thread
+  std::uint32_t timeline_slowest = 8;   // flight recorder: slowest counted steps kept per thread
+  std::string trace_path;               // the default tracer writes the timeline's Chrome trace here at exit
+  std::string html_path;                // Python: the HTML report, written at exit
+  std::uint32_t live = 0;               // seconds between live window lines on stderr (0: none)
+  std::string jsonl_path;               // one JSON object per live window appended here
   // Capture on trouble (capture.hpp): a trace of the steps after a window turned bad.
-  std::string capture;                      // the triggers, comma-separated ("" none): slow[=F], label, signal, file=PATH
-  std::uint32_t capture_steps = 5;          // steps each capture records
+  std::string capture;              // the triggers, comma-separated ("" none): slow[=F], label, signal, file=PATH
+  std::uint32_t capture_steps = 5;  // steps each capture records
   std::string capture_dir = "steptrace-captures";
-  std::uint32_t capture_max = 3;            // captures per run at most
-  std::uint32_t capture_back = 8;           // retroactive capture: steps kept per thread and window (0: none)
+  std::uint32_t capture_max = 3;   // captures per run at most
+  std::uint32_t capture_back = 8;  // retroactive capture: steps kept per thread and window (0: none)
   // A step open this long (seconds) is a suspected hang (hang.hpp); 0: automatic, -1: not watched.
   double hang_after_s = 0;
   // The ceiling live (ceiling.hpp): the model's FLOPs a step (0: not told), Python's `count` (FLOPs

@@ -39,21 +39,21 @@ struct open_step_now {
 // The last collective call of one process group (collective_entered/left), as seen now.
 struct collective_mark {
   std::string group, kind;
-  std::uint64_t seq = 0;     // the group's calls before it, on this process
-  double entered_s = 0;      // seconds ago
-  double left_s = -1;        // seconds ago; -1: not left (the call has not returned)
+  std::uint64_t seq = 0;  // the group's calls before it, on this process
+  double entered_s = 0;   // seconds ago
+  double left_s = -1;     // seconds ago; -1: not left (the call has not returned)
 };
 
 // What a tracer has open now: in every live window, metrics() and the hang report.
 struct hang_view {
-  bool suspected = false;      // the longest-open step has been open hang_after_s or more
-  double hang_after_s = 0;     // the threshold now (the option's, or its automatic value)
-  std::vector<open_step_now> threads;  // every thread with a step open, longest open first
+  bool suspected = false;                    // the longest-open step has been open hang_after_s or more
+  double hang_after_s = 0;                   // the threshold now (the option's, or its automatic value)
+  std::vector<open_step_now> threads;        // every thread with a step open, longest open first
   std::vector<collective_mark> collectives;  // the last call of each group, latest entered first
-  std::vector<double> last_steps_ms;  // the latest counted steps before it (oldest first)
-  std::string report;          // the report file written for this hang ("" none yet)
+  std::vector<double> last_steps_ms;         // the latest counted steps before it (oldest first)
+  std::string report;                        // the report file written for this hang ("" none yet)
   const open_step_now* longest() const noexcept { return threads.empty() ? nullptr : &threads.front(); }
-  std::string phase() const;   // the longest-open step's innermost open phase ("" none)
+  std::string phase() const;  // the longest-open step's innermost open phase ("" none)
 };
 
 // Process-wide marks of the collectives in flight: the calls of each group are numbered from 0 in
@@ -80,17 +80,17 @@ struct hang_rank {
   std::uint64_t seq = 0;
   bool in_collective = false;  // it entered that call and has not left it
   bool has_collective = false;
-  bool exited = false;         // gone: its process is known to have exited (else it is silent)
+  bool exited = false;  // gone: its process is known to have exited (else it is silent)
 };
 struct job_hang {
-  bool hang = false;           // a rank's step open past its hang_after, and no rank moved
-  std::string group, kind;     // the collective the wavefront stopped at
+  bool hang = false;        // a rank's step open past its hang_after, and no rank moved
+  std::string group, kind;  // the collective the wavefront stopped at
   std::uint64_t seq = 0;
-  std::vector<hang_rank> culprits;   // never entered it (or gone), first in every listing
-  std::vector<hang_rank> waiting;    // entered it (or past it) and stuck
-  std::vector<hang_rank> mismatched; // at the same number in another kind of collective
-  std::vector<hang_rank> gone;       // exited or silent: their last row's phase
-  std::string words;           // the verdict, and what to read first
+  std::vector<hang_rank> culprits;    // never entered it (or gone), first in every listing
+  std::vector<hang_rank> waiting;     // entered it (or past it) and stuck
+  std::vector<hang_rank> mismatched;  // at the same number in another kind of collective
+  std::vector<hang_rank> gone;        // exited or silent: their last row's phase
+  std::string words;                  // the verdict, and what to read first
 };
 // rows: the latest row of each rank that sent one; gone: ranks with no current row, each with its
 // last row ("" if none) and whether its process is known to have exited (else it is silent).

@@ -16,9 +16,9 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include <utility>
 #include "steptrace/export.hpp"
 #include "steptrace/summary.hpp"
 

@@ -59,11 +59,11 @@ struct rank_row {
 // One collective call of one rank (docs/architecture.md, "Arrival at the collectives"): with NCCL
 // its kernel on the device, with gloo the host's range; times on the rank's own clock.
 struct collective_call {
-  std::string group;            // its process group ("0", a stream's name when the trace names none)
-  std::string kind;             // "all-reduce", "all-gather", ...; "" when not told
-  std::uint64_t seq = 0;        // the group's call number: the trace's, or the call's place in the trace
+  std::string group;      // its process group ("0", a stream's name when the trace names none)
+  std::string kind;       // "all-reduce", "all-gather", ...; "" when not told
+  std::uint64_t seq = 0;  // the group's call number: the trace's, or the call's place in the trace
   double start_us = 0, end_us = 0;
-  std::string before;           // the phase the rank ran just before it reached the call ("": not known)
+  std::string before;  // the phase the rank ran just before it reached the call ("": not known)
 };
 
 // The ranks' arrival at the collectives they share: each matched call aligned on its end (the
@@ -71,20 +71,20 @@ struct collective_call {
 // that arrived last is what the others waited for.
 struct arrival_rank {
   std::uint32_t rank = 0;
-  std::uint64_t last = 0;        // collectives it arrived last at
-  double late_ms = 0;            // its median lateness at those: last arrival minus the others' median
-  std::string before;            // the phase it ran before those arrivals, most often
+  std::uint64_t last = 0;  // collectives it arrived last at
+  double late_ms = 0;      // its median lateness at those: last arrival minus the others' median
+  std::string before;      // the phase it ran before those arrivals, most often
 };
 struct collective_arrival {
   std::string group, kind;
   std::uint64_t seq = 0;
   std::uint32_t last_rank = 0;
-  double late_ms = 0;            // the last arrival after the median of the others'
-  std::string before;            // the last rank's phase before it
+  double late_ms = 0;  // the last arrival after the median of the others'
+  std::string before;  // the last rank's phase before it
 };
 struct arrival_view {
-  std::uint64_t compared = 0;    // collectives matched on every rank with calls
-  std::string matched_by;        // "sequence" (the traces' numbers), "end" (calls that end together)
+  std::uint64_t compared = 0;                   // collectives matched on every rank with calls
+  std::string matched_by;                       // "sequence" (the traces' numbers), "end" (calls that end together)
   std::vector<arrival_rank> ranks;              // by rank: every rank that arrived last at least once
   std::vector<collective_arrival> collectives;  // the matched calls, in order: the first max_arrival_rows
 };
@@ -96,22 +96,22 @@ inline constexpr std::size_t max_arrival_rows = 512;
 struct node_health {
   bool gpu = false;
   double sm_clock_mhz = -1, mem_clock_mhz = -1, power_w = -1, temperature_c = -1;
-  std::uint64_t throttle = 0;         // NVML's clock-event reasons (bits), of those that slow the GPU
-  double ecc_errors = -1;             // uncorrected ECC errors since the driver loaded
-  double xid_errors = -1;             // XID errors NVML reported since steptrace started
-  double steal_share = -1;            // of the window's CPU time, what the hypervisor gave others
-  double involuntary_per_s = -1;      // this process's involuntary context switches a second
-  double others_cpu_share = -1;       // of the window, the share its main thread was runnable but waited
-                                      // for a core (other processes' CPU on its cores)
+  std::uint64_t throttle = 0;     // NVML's clock-event reasons (bits), of those that slow the GPU
+  double ecc_errors = -1;         // uncorrected ECC errors since the driver loaded
+  double xid_errors = -1;         // XID errors NVML reported since steptrace started
+  double steal_share = -1;        // of the window's CPU time, what the hypervisor gave others
+  double involuntary_per_s = -1;  // this process's involuntary context switches a second
+  double others_cpu_share = -1;   // of the window, the share its main thread was runnable but waited
+                                  // for a core (other processes' CPU on its cores)
 };
 
 // The rank the others wait for (see STRAGGLER in the diagnosis).
 struct straggler_info {
   std::uint32_t rank = 0;
-  std::string phase;           // where it exceeds the median of the other ranks most
-  double excess_ms = 0;        // per step, in that phase, over the median of the others
-  double own_wait_ms = 0;      // its own wait per step
-  double others_wait_ms = 0;   // the median of the other ranks' wait per step
+  std::string phase;          // where it exceeds the median of the other ranks most
+  double excess_ms = 0;       // per step, in that phase, over the median of the others
+  double own_wait_ms = 0;     // its own wait per step
+  double others_wait_ms = 0;  // the median of the other ranks' wait per step
   // From traces: how much later than the median of the others its first step began, when it also
   // started its first collective last and that delay is more than its phase excess (0: not late).
   double late_ms = 0;
@@ -140,8 +140,8 @@ struct ranks_view {
   std::uint32_t missing_count = 0;     // all of them
   // Ranks whose summary arrived but was refused (its figures did not hold together), with why.
   std::vector<std::pair<std::uint32_t, std::string>> refused;
-  double timeout_s = 0;                // how long rank 0 waited for them
-  bool from_files = false;             // read from the ranks' files (traces, summaries), not gathered live
+  double timeout_s = 0;     // how long rank 0 waited for them
+  bool from_files = false;  // read from the ranks' files (traces, summaries), not gathered live
   // The last steps whose collective waits every rank kept (the same steps on each: the k-th
   // all-reduce of one rank is the k-th of every rank); 0 when a rank kept none.
   std::uint64_t steps_compared = 0;
@@ -169,7 +169,7 @@ struct live_ranks_view {
   // The latest window's: ranks with no new row for one window (late) or for missing_windows in a
   // row (missing, a rank that died or hangs); neither is waited for.
   std::vector<std::uint32_t> late, missing;
-  std::vector<rank_window_count> counts;   // by rank: each rank named at least once
+  std::vector<rank_window_count> counts;  // by rank: each rank named at least once
 };
 // A window is judged only when every rank's row holds this many counted steps: in a shorter one
 // (the partial first window, start-up) one rank's noise reads as a straggler. Not judged, it is said.

@@ -21,8 +21,8 @@
 #include "steptrace/diagnosis.hpp"
 #include "steptrace/export.hpp"
 #include "steptrace/hang.hpp"
-#include "steptrace/ranks.hpp"
 #include "steptrace/output.hpp"
+#include "steptrace/ranks.hpp"
 #include "steptrace/timeline.hpp"
 
 namespace steptrace {
@@ -33,8 +33,8 @@ struct stat_ms {
 
 struct phase_stats {
   std::string name;
-  stat_ms ms;             // per-step time spent in this phase itself (innermost-scope rule)
-  double share = 0;       // exclusive, of the summed step time
+  stat_ms ms;        // per-step time spent in this phase itself (innermost-scope rule)
+  double share = 0;  // exclusive, of the summed step time
   std::uint64_t calls = 0;
   // Phases given a CUDA stream: device time per call, from CUDA events (from the begin event
   // to the end event on that stream). Empty otherwise.
@@ -78,12 +78,12 @@ struct backend_info {
 };
 
 struct copy_stats {
-  std::uint64_t count = 0;        // copies in counted steps
+  std::uint64_t count = 0;  // copies in counted steps
   double bytes_per_step = 0;
-  double ms_per_step = 0;         // device time spent copying
-  double gb_per_s = 0;            // bytes / copy time
-  double pageable_share = 0;      // of the bytes, the share whose host side was pageable memory
-  double exposed_ms_per_step = 0; // H2D only: copy time no kernel overlapped (the GPU computed nothing)
+  double ms_per_step = 0;          // device time spent copying
+  double gb_per_s = 0;             // bytes / copy time
+  double pageable_share = 0;       // of the bytes, the share whose host side was pageable memory
+  double exposed_ms_per_step = 0;  // H2D only: copy time no kernel overlapped (the GPU computed nothing)
 };
 
 // The device view, present when a GPU backend measured the steps.
@@ -114,12 +114,12 @@ struct nccl_stats {
 // convolution, attention, elementwise, reduction, copy, memset, collective, other), over the
 // counted steps. Kernels past the distinct-name bound are folded into one row, "(other kernels)".
 struct kernel_row {
-  std::string name;           // as the trace names it (the table shortens it, the JSON keeps it whole)
+  std::string name;  // as the trace names it (the table shortens it, the JSON keeps it whole)
   std::string kind;
   double calls_per_step = 0, ms_per_step = 0;
-  double busy_share = 0;      // of the device records' summed time (kernels, copies, memsets)
-  double median_us = 0;       // a call's median duration, within 9%
-  bool tensor_core = false;   // its name says it runs on tensor cores
+  double busy_share = 0;     // of the device records' summed time (kernels, copies, memsets)
+  double median_us = 0;      // a call's median duration, within 9%
+  bool tensor_core = false;  // its name says it runs on tensor cores
 };
 // A kernel's name as the table shows it: no return type, no parameters, no anonymous
 // namespaces, long template arguments cut.
@@ -131,8 +131,8 @@ inline constexpr double short_kernel_us = 20.0;
 struct op_row {  // the innermost host op around each launch (aten::conv2d, a record_function range)
   std::string name;
   double kernels_per_step = 0, ms_per_step = 0, busy_share = 0;
-  double short_kernels_per_step = 0;  // of its kernels, those of at most short_kernel_us
-  double collective_ms_per_step = 0;  // of its time, collective kernels' (NCCL and others)
+  double short_kernels_per_step = 0;          // of its kernels, those of at most short_kernel_us
+  double collective_ms_per_step = 0;          // of its time, collective kernels' (NCCL and others)
   double collective_exposed_ms_per_step = 0;  // of that, no other kernel beside it (traces only)
 };
 struct kind_row {
@@ -148,16 +148,16 @@ struct kernel_stats {
   // Of the GEMM and convolution time whose kernel names tell (gemm_named_share of it), the share
   // on tensor cores.
   double gemm_tensor_core_share = 0, gemm_named_share = 0;
-  std::uint64_t names = 0;          // distinct kernel names kept (at most 4096)
-  std::uint64_t calls_folded = 0;   // kernel calls whose name came past that bound: "(other kernels)"
+  std::uint64_t names = 0;         // distinct kernel names kept (at most 4096)
+  std::uint64_t calls_folded = 0;  // kernel calls whose name came past that bound: "(other kernels)"
   static constexpr std::size_t max_rows = 50, short_op_rows = 5;
 };
 
 struct gpu_stats {
   // A step's own streams are those its phases (or the step) were given; a step given none is
   // viewed on every stream of every device (steps_all_streams of them).
-  stat_ms busy_ms;   // per step: union of kernel, memcpy and memset intervals on its own streams
-  stat_ms idle_ms;   // per step: the rest of the step
+  stat_ms busy_ms;               // per step: union of kernel, memcpy and memset intervals on its own streams
+  stat_ms idle_ms;               // per step: the rest of the step
   double busy_share = 0;         // busy time on the steps' own streams / summed step time
   double device_busy_share = 0;  // busy time of their devices, every stream / summed step time
   // Where the host was while the device sat idle: (phase, share of all idle time), largest first.
@@ -191,34 +191,34 @@ struct gpu_stats {
 };
 
 struct error_counts {
-  std::uint64_t nested_steps = 0;       // step opened on a thread that already had one open
-  std::uint64_t unbalanced_phases = 0;  // phase ended that was not the innermost open one
+  std::uint64_t nested_steps = 0;            // step opened on a thread that already had one open
+  std::uint64_t unbalanced_phases = 0;       // phase ended that was not the innermost open one
   std::uint64_t requests_abandoned = 0;      // request handles destroyed without end()
   std::uint64_t request_phases_dropped = 0;  // phase calls past a request handle's capacity
   std::uint64_t phase_names_folded = 0;      // distinct names past the registry's bound: "(other names)"
-  std::uint64_t windows_dropped = 0;     // live windows a listener fell too far behind to get
-  std::uint64_t window_calls_failed = 0;  // live windows a listener's call failed on
+  std::uint64_t windows_dropped = 0;         // live windows a listener fell too far behind to get
+  std::uint64_t window_calls_failed = 0;     // live windows a listener's call failed on
 };
 
 // Steps that served a batch of requests (tracer::set_batch_size, request::set_batch_size).
 struct batch_stats {
-  std::uint64_t batches = 0;          // counted batches
+  std::uint64_t batches = 0;                         // counted batches
   double size_mean = 0, size_p50 = 0, size_max = 0;  // requests per batch
-  stat_ms ms;                         // per batch
-  std::vector<phase_stats> phases;    // per batch, as a step's phases
-  double busy_share = 0;              // time inside batches / first batch start to last batch end
+  stat_ms ms;                                        // per batch
+  std::vector<phase_stats> phases;                   // per batch, as a step's phases
+  double busy_share = 0;                             // time inside batches / first batch start to last batch end
 };
 
 // One capture on trouble (capture.hpp): the steps it kept, why, and what they say alone.
 struct capture_record {
-  std::string reason;                            // the trigger's words
-  std::uint64_t first_step = 0, last_step = 0;   // the thread's step indices (warm-up and failed ones included)
-  std::uint64_t steps = 0;                       // steps captured (fewer than asked when the run ended first)
+  std::string reason;                           // the trigger's words
+  std::uint64_t first_step = 0, last_step = 0;  // the thread's step indices (warm-up and failed ones included)
+  std::uint64_t steps = 0;                      // steps captured (fewer than asked when the run ended first)
   std::uint32_t rank = 0;
-  std::string label, evidence, advice;           // the diagnosis of those steps alone; advice: the first fix
-  std::string path;                              // the trace written
-  double cost_s = 0;                             // the capture's own time (torch.profiler's, or writing it)
-  std::string tool;                              // "torch.profiler" or "steptrace" (the flight recorder's records)
+  std::string label, evidence, advice;  // the diagnosis of those steps alone; advice: the first fix
+  std::string path;                     // the trace written
+  double cost_s = 0;                    // the capture's own time (torch.profiler's, or writing it)
+  std::string tool;                     // "torch.profiler" or "steptrace" (the flight recorder's records)
   // A retroactive capture: steps kept from before the trigger (capture_back), `indices` of them
   // (oldest first; not always in a row: a window's slowest), `tripped` the one that tripped it (the
   // slowest; the last for a signal, a file or capture()).
@@ -229,14 +229,14 @@ struct capture_record {
 
 class STEPTRACE_API summary {
  public:
-  std::uint64_t steps = 0;          // counted steps (completed, past warm-up)
-  std::uint64_t warmup_steps = 0;   // recorded but kept out of the statistics
-  std::uint64_t failed_steps = 0;   // ended by an exception; kept out of the statistics
-  std::uint64_t threads = 0;        // threads that completed at least one step
+  std::uint64_t steps = 0;         // counted steps (completed, past warm-up)
+  std::uint64_t warmup_steps = 0;  // recorded but kept out of the statistics
+  std::uint64_t failed_steps = 0;  // ended by an exception; kept out of the statistics
+  std::uint64_t threads = 0;       // threads that completed at least one step
   // Read from a trace that has no steps: its one "step" is a window of the trace (the whole
   // trace), and every output calls it a window.
   bool windows = false;
-  double wall_ms = 0;               // first counted step start to last counted step end
+  double wall_ms = 0;  // first counted step start to last counted step end
   stat_ms step_ms;
   // Steps given a CUDA stream: device time per step, from CUDA events (from the event at its
   // start to the one at its end, on that stream). Empty otherwise.
@@ -251,7 +251,7 @@ class STEPTRACE_API summary {
   // From the first instant of a step or set-aside span to the last one (warm-up steps included):
   // what set-aside shares are of.
   double run_ms = 0;
-  std::optional<gpu_stats> gpu;     // empty without a GPU backend
+  std::optional<gpu_stats> gpu;  // empty without a GPU backend
   // FLOPs, MFU and each costed op's place on the roofline: from a trace that recorded shapes, or a
   // live run told its FLOPs a step; empty otherwise.
   std::optional<ceiling_stats> ceiling;
@@ -315,7 +315,7 @@ class STEPTRACE_API summary {
 
 // One live window as a listener gets it (tracer::next_window).
 struct live_window {
-  summary figures;        // the window's statistics, as the live line and the JSONL show them
+  summary figures;         // the window's statistics, as the live line and the JSONL show them
   std::uint64_t step = 0;  // steps ended so far, of every kind: the loop's step count
   double at_s = 0;         // seconds since the first live window began
   // Windows end at the wall clock's multiples of the period (system_clock / period): the slot this
@@ -363,8 +363,8 @@ STEPTRACE_API summary rank_digest(const summary& s);
 // of its own (never the worst or the median); when it is the lowest given, the evidence says
 // the job's figures are in the rows. Throws std::invalid_argument when no report has rank info,
 // or two have the same rank.
-STEPTRACE_API summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t world_size,
-                                    double timeout_s, bool from_files = false,
+STEPTRACE_API summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t world_size, double timeout_s,
+                                    bool from_files = false,
                                     const std::vector<std::pair<std::uint32_t, std::string>>& refused = {});
 
 // Live rank windows (ranks.hpp). A rank's row of one live window, one line of text: "r2", its

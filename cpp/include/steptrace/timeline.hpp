@@ -27,7 +27,7 @@ struct timeline_span {
 
 // What the device did during a kept step (a GPU backend with CUPTI only), on the step's streams.
 struct timeline_device {
-  std::string kind;  // kernel, copy HtoD, copy DtoH, copy DtoD, copy, memset, sync
+  std::string kind;                                   // kernel, copy HtoD, copy DtoH, copy DtoD, copy, memset, sync
   std::uint32_t device = 0, context = 0, stream = 0;  // CUPTI's ids; stream UINT32_MAX: none (a sync)
   double begin_ms = 0, end_ms = 0;
   std::uint64_t bytes = 0;
@@ -39,9 +39,9 @@ struct timeline_step {
   std::uint32_t thread = 0;  // steptrace's number for the thread (0 is the first that recorded)
   std::uint64_t index = 0;   // the thread's steps before this one, warm-up and failed ones included
   double begin_ms = 0, end_ms = 0;
-  double step_ms = 0;        // its length: the window less the time set aside inside it
-  bool recent = false;       // among the thread's most recent steps
-  bool slowest = false;      // among the thread's slowest counted steps
+  double step_ms = 0;    // its length: the window less the time set aside inside it
+  bool recent = false;   // among the thread's most recent steps
+  bool slowest = false;  // among the thread's slowest counted steps
   bool warmup = false, failed = false;
   std::vector<timeline_span> phases;     // by start; a call still open at the step's end ends there
   std::uint32_t phases_dropped = 0;      // phase calls left out: past 256, the first 192 and the last 64 are kept
@@ -58,19 +58,19 @@ struct timeline_set_aside {
 
 struct timeline_view {
   std::uint32_t recent_per_thread = 0, slowest_per_thread = 0;  // the options it was kept with
-  std::vector<timeline_step> steps;          // by thread, then start
-  std::vector<timeline_set_aside> set_aside;  // the most recent set-aside spans of each thread
-  std::uint64_t bytes = 0;                   // what the recorder held when the summary was taken
+  std::vector<timeline_step> steps;                             // by thread, then start
+  std::vector<timeline_set_aside> set_aside;                    // the most recent set-aside spans of each thread
+  std::uint64_t bytes = 0;                                      // what the recorder held when the summary was taken
 };
 
 // The whole run in at most 240 points, each the mean of `steps_per_point` consecutive counted
 // steps (in the order the collector saw them end): for a chart of the phases over the run.
 struct series_point {
   std::uint64_t first_step = 0, steps = 0;
-  double step_ms = 0;               // mean
-  std::vector<double> phase_ms;     // mean exclusive time, one per step_series::phases
-  double rss_mb = -1;               // the process's resident memory at the point's last step; -1: unknown
-  double set_aside_ms = 0;          // in all, time set aside (exclude) since the previous point's last step
+  double step_ms = 0;            // mean
+  std::vector<double> phase_ms;  // mean exclusive time, one per step_series::phases
+  double rss_mb = -1;            // the process's resident memory at the point's last step; -1: unknown
+  double set_aside_ms = 0;       // in all, time set aside (exclude) since the previous point's last step
 };
 struct step_series {
   std::uint64_t steps_per_point = 1;

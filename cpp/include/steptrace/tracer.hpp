@@ -149,8 +149,8 @@ class STEPTRACE_API tracer {
   // Rank 0 of a job with live rank windows (the Python package judges each window's straggler
   // with window_straggler): counts one window, its straggler (none: none) and the ranks late or
   // missing in it; summary().live_ranks and metrics() have the count. The straggler's count now.
-  rank_window_count note_rank_window(const std::optional<straggler_info>& straggler,
-                                     std::vector<std::uint32_t> late, std::vector<std::uint32_t> missing);
+  rank_window_count note_rank_window(const std::optional<straggler_info>& straggler, std::vector<std::uint32_t> late,
+                                     std::vector<std::uint32_t> missing);
   // Forgets every recorded step and phase; warm-up starts again. A step open on another thread
   // at that moment is not counted, and leaves no error behind.
   void reset();
@@ -184,7 +184,7 @@ class STEPTRACE_API tracer {
     record_phase(id, kind == detail::record_kind::phase_begin);
   }
   step_open open_step(void* stream, bool on_stream) noexcept;
-  ::steptrace::summary collect_summary(bool shown) const;  // shown: the program fetched it
+  ::steptrace::summary collect_summary(bool shown) const;    // shown: the program fetched it
   void record_phase(std::uint32_t id, bool begin) noexcept;  // the slow path: binds the thread
   void record_phase_on(std::uint32_t id, void* stream, bool begin) noexcept;
   void record_exclude(std::uint32_t id, bool begin) noexcept;
@@ -246,8 +246,7 @@ class scoped_phase {
  public:
   scoped_phase(tracer& t, phase_id id) noexcept : tracer_(t), id_(id) { tracer_.begin_phase(id_); }
   // `stream`: a cudaStream_t (nullptr: the default stream); the phase also gets its device time.
-  scoped_phase(tracer& t, phase_id id, void* stream) noexcept
-      : tracer_(t), id_(id), stream_(stream), on_stream_(true) {
+  scoped_phase(tracer& t, phase_id id, void* stream) noexcept : tracer_(t), id_(id), stream_(stream), on_stream_(true) {
     tracer_.begin_phase(id_, stream_);
   }
   // Registers the name on every call: prefer a phase_id kept in a static, or STEPTRACE_PHASE.
@@ -297,17 +296,17 @@ class scoped_exclude {
 #define STEPTRACE_STEP() ::steptrace::scoped_step STEPTRACE_CONCAT(steptrace_step_, __LINE__)
 // A phase on the default tracer until the end of the enclosing scope; the name is registered
 // once per call site.
-#define STEPTRACE_PHASE(name)                                                                \
-  static const ::steptrace::phase_id STEPTRACE_CONCAT(steptrace_phase_id_, __LINE__) =       \
-      ::steptrace::register_phase(name);                                                     \
-  ::steptrace::scoped_phase STEPTRACE_CONCAT(steptrace_phase_, __LINE__) {                   \
-    ::steptrace::default_tracer(), STEPTRACE_CONCAT(steptrace_phase_id_, __LINE__)           \
+#define STEPTRACE_PHASE(name)                                                          \
+  static const ::steptrace::phase_id STEPTRACE_CONCAT(steptrace_phase_id_, __LINE__) = \
+      ::steptrace::register_phase(name);                                               \
+  ::steptrace::scoped_phase STEPTRACE_CONCAT(steptrace_phase_, __LINE__) {             \
+    ::steptrace::default_tracer(), STEPTRACE_CONCAT(steptrace_phase_id_, __LINE__)     \
   }
 // Time set aside under `name` on the default tracer until the end of the enclosing scope.
-#define STEPTRACE_EXCLUDE(name)                                                              \
-  static const ::steptrace::phase_id STEPTRACE_CONCAT(steptrace_exclude_id_, __LINE__) =     \
-      ::steptrace::register_phase(name);                                                     \
-  ::steptrace::scoped_exclude STEPTRACE_CONCAT(steptrace_exclude_, __LINE__) {               \
-    ::steptrace::default_tracer(), STEPTRACE_CONCAT(steptrace_exclude_id_, __LINE__)         \
+#define STEPTRACE_EXCLUDE(name)                                                          \
+  static const ::steptrace::phase_id STEPTRACE_CONCAT(steptrace_exclude_id_, __LINE__) = \
+      ::steptrace::register_phase(name);                                                 \
+  ::steptrace::scoped_exclude STEPTRACE_CONCAT(steptrace_exclude_, __LINE__) {           \
+    ::steptrace::default_tracer(), STEPTRACE_CONCAT(steptrace_exclude_id_, __LINE__)     \
   }
 #endif

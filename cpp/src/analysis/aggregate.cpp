@@ -50,8 +50,7 @@ void aggregate::on_step(const built_step& s) {
     for (const host_segment& g : s.segments) {
       segments.push_back({to_ns_(g.begin), to_ns_(g.end), g.phase});
     }
-    device_->add_step(to_ns_(s.begin), to_ns_(s.end), std::move(segments),
-                      s.streams);
+    device_->add_step(to_ns_(s.begin), to_ns_(s.end), std::move(segments), s.streams);
   }
 }
 

@@ -60,11 +60,11 @@ class aggregate final : public step_sink {
   std::uint64_t step_ticks_ = 0, first_begin_ = 0, last_end_ = 0;
   histogram step_hist_;
   std::vector<std::unique_ptr<phase_totals>> phases_;  // by phase id
-  std::vector<unscoped_totals> unscoped_;               // by phase id
-  std::vector<unscoped_totals> set_aside_;              // by name id
-  std::uint64_t run_begin_ = 0, run_end_ = 0;           // first and last instant of steps and set-aside time
+  std::vector<unscoped_totals> unscoped_;              // by phase id
+  std::vector<unscoped_totals> set_aside_;             // by name id
+  std::uint64_t run_begin_ = 0, run_end_ = 0;          // first and last instant of steps and set-aside time
   void span(std::uint64_t begin, std::uint64_t end);
-  std::uint64_t threads_ = 0;                           // with at least one counted step
+  std::uint64_t threads_ = 0;  // with at least one counted step
   step_series_builder series_;
   std::uint64_t rss_first_ = 0, rss_last_ = 0, rss_peak_ = 0, rss_samples_ = 0;
   std::unique_ptr<device_join> device_;

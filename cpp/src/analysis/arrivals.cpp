@@ -62,7 +62,8 @@ double clock_offset(const std::vector<const collective_call*>& ref, const std::v
 
 // The call of `calls` (sorted by end) whose end is nearest `t`; nullptr for none.
 const collective_call* nearest_end(const std::vector<const collective_call*>& calls, double t) {
-  const auto at = std::lower_bound(calls.begin(), calls.end(), t, [](const collective_call* c, double x) { return c->end_us < x; });
+  const auto at =
+      std::lower_bound(calls.begin(), calls.end(), t, [](const collective_call* c, double x) { return c->end_us < x; });
   const collective_call* best = at != calls.end() ? *at : nullptr;
   if (at != calls.begin() && (best == nullptr || t - (*(at - 1))->end_us < best->end_us - t)) best = *(at - 1);
   return best;
@@ -136,7 +137,8 @@ std::vector<match> match_by_number(const std::vector<const rank_calls*>& ranks) 
 
 }  // namespace
 
-std::optional<arrival_view> read_arrivals(const std::vector<rank_calls>& all, std::map<std::uint32_t, double>* net_late_ms) {
+std::optional<arrival_view> read_arrivals(const std::vector<rank_calls>& all,
+                                          std::map<std::uint32_t, double>* net_late_ms) {
   std::vector<const rank_calls*> ranks;
   for (const rank_calls& r : all) {
     if (!r.calls.empty()) ranks.push_back(&r);
@@ -146,13 +148,15 @@ std::optional<arrival_view> read_arrivals(const std::vector<rank_calls>& all, st
   const bool numbered = std::all_of(ranks.begin(), ranks.end(), [](const rank_calls* r) { return r->numbered; });
   std::vector<match> matched = numbered ? match_by_number(ranks) : match_by_end(ranks);
   if (matched.empty()) return std::nullopt;
-  std::stable_sort(matched.begin(), matched.end(), [](const match& a, const match& b) { return a[0]->start_us < b[0]->start_us; });
+  std::stable_sort(matched.begin(), matched.end(),
+                   [](const match& a, const match& b) { return a[0]->start_us < b[0]->start_us; });
 
   // A call no clock can give (not finite, or lasting longer than any run: a crafted or broken
   // record) is left out with its match, never read as a rank's lateness.
   const auto impossible = [](const match& m) {
     return std::any_of(m.begin(), m.end(), [](const collective_call* c) {
-      return !std::isfinite(c->start_us) || !std::isfinite(c->end_us) || std::fabs(c->end_us - c->start_us) > max_call_us;
+      return !std::isfinite(c->start_us) || !std::isfinite(c->end_us) ||
+             std::fabs(c->end_us - c->start_us) > max_call_us;
     });
   };
   matched.erase(std::remove_if(matched.begin(), matched.end(), impossible), matched.end());

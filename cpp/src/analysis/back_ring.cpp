@@ -29,7 +29,8 @@ void back_ring::on_set_aside(std::uint32_t thread, std::uint32_t id, std::uint64
   slowest_[now_].on_set_aside(thread, id, begin, end);
 }
 
-void back_ring::attach_device(const device_join& join, std::uint64_t settled_ns, std::uint64_t (*to_ns)(std::uint64_t)) {
+void back_ring::attach_device(const device_join& join, std::uint64_t settled_ns,
+                              std::uint64_t (*to_ns)(std::uint64_t)) {
   if (steps_ == 0) return;
   recent_.attach_device(join, settled_ns, to_ns);
   for (flight_recorder& w : slowest_) w.attach_device(join, settled_ns, to_ns);

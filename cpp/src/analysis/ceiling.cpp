@@ -1,8 +1,9 @@
 #include "analysis/ceiling.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 
 #include "analysis/kernel_table.hpp"
 
@@ -135,11 +136,12 @@ ceiling_stats ceiling_table::stats(std::uint64_t steps, double step_ms, std::str
     out.peak_tflops = mixed || only == dtype_class::unknown ? 0 : peak_tflops(*dev, only);
     out.gain = std::min(saved_ms / n / step_ms, busy_share);
     if (out.gain > 0) {
-      out.gain_assumption = fmt::format("each op reaching {:.0f}% of its roofline on the {}", 100 * ceiling_stats::ceiling_target_share,
-                                        dev->name);
+      out.gain_assumption = fmt::format("each op reaching {:.0f}% of its roofline on the {}",
+                                        100 * ceiling_stats::ceiling_target_share, dev->name);
       if (saved_in_half_ms >= half_words_share * saved_ms) {  // said where it is a real part of the gain
-        out.gain_assumption += fmt::format(", fp32 matmuls, convolutions and attention in {} ({:g} against {:g} TFLOP/s)",
-                                           out.half_dtype, half_peak(*dev), dev->fp32);
+        out.gain_assumption +=
+            fmt::format(", fp32 matmuls, convolutions and attention in {} ({:g} against {:g} TFLOP/s)", out.half_dtype,
+                        half_peak(*dev), dev->fp32);
       }
     }
   }
@@ -175,7 +177,6 @@ void refuse_impossible(ceiling_stats& c) {
     }
   }
 }
-
 
 ceiling_stats told_ceiling(double flops_per_step, dtype_class dtype, std::string flops_from, double step_ms,
                            std::string_view gpu) {

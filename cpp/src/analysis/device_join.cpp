@@ -29,7 +29,8 @@ void merge_union(std::deque<Interval>& u, const std::vector<Interval>& added) {
   u.erase(from, u.end());
   std::size_t i = 0, j = 0;
   while (i < kept.size() || j < added.size()) {
-    const Interval& x = j == added.size() || (i < kept.size() && kept[i].begin < added[j].begin) ? kept[i++] : added[j++];
+    const Interval& x =
+        j == added.size() || (i < kept.size() && kept[i].begin < added[j].begin) ? kept[i++] : added[j++];
     extend(u, x.begin, x.end);
   }
 }
@@ -208,7 +209,8 @@ void device_join::records_in(std::uint64_t begin, std::uint64_t end, const std::
       if (auto t = streams_.find(stream_key{c, no_stream}); t != streams_.end()) take(t->second);
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const device_record& a, const device_record& b) { return a.start < b.start; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const device_record& a, const device_record& b) { return a.start < b.start; });
   if (out.capacity() > out.size() + out.size() / 4) out.shrink_to_fit();  // kept with the step: no growth's slack
 }
 
@@ -258,7 +260,8 @@ device_join::coverage device_join::covered(std::uint64_t begin, std::uint64_t en
 
 void device_join::add_view(device_aggregate& to, const waiting& w, device_aggregate* also) const {
   if (const coverage c = covered(w.begin, w.end); c != coverage::recorded) {
-    std::uint64_t device_aggregate::*count = c == coverage::held ? &device_aggregate::uncovered : &device_aggregate::sampled_out;
+    std::uint64_t device_aggregate::*count =
+        c == coverage::held ? &device_aggregate::uncovered : &device_aggregate::sampled_out;
     ++(to.*count);
     if (also) ++(also->*count);
     return;

@@ -1,7 +1,7 @@
 #include "analysis/device_peaks.hpp"
 
-#include <cctype>
 #include <array>
+#include <cctype>
 
 namespace steptrace::detail {
 namespace {
@@ -57,9 +57,11 @@ bool has_word(std::string_view name, std::string_view token) {
   for (std::size_t at = 0; at + token.size() <= name.size(); ++at) {
     bool same = true;
     for (std::size_t i = 0; same && i < token.size(); ++i) {
-      same = std::tolower(static_cast<unsigned char>(name[at + i])) == std::tolower(static_cast<unsigned char>(token[i]));
+      same =
+          std::tolower(static_cast<unsigned char>(name[at + i])) == std::tolower(static_cast<unsigned char>(token[i]));
     }
-    if (same && (at == 0 || !alnum(name[at - 1])) && (at + token.size() == name.size() || !alnum(name[at + token.size()]))) {
+    if (same && (at == 0 || !alnum(name[at - 1])) &&
+        (at + token.size() == name.size() || !alnum(name[at + token.size()]))) {
       return true;
     }
   }
@@ -70,14 +72,22 @@ bool has_word(std::string_view name, std::string_view token) {
 
 const char* dtype_name(dtype_class d) {
   switch (d) {
-    case dtype_class::fp64: return "fp64";
-    case dtype_class::fp32: return "fp32";
-    case dtype_class::tf32: return "tf32";
-    case dtype_class::bf16: return "bf16";
-    case dtype_class::fp16: return "fp16";
-    case dtype_class::fp8: return "fp8";
-    case dtype_class::int8: return "int8";
-    case dtype_class::unknown: break;
+    case dtype_class::fp64:
+      return "fp64";
+    case dtype_class::fp32:
+      return "fp32";
+    case dtype_class::tf32:
+      return "tf32";
+    case dtype_class::bf16:
+      return "bf16";
+    case dtype_class::fp16:
+      return "fp16";
+    case dtype_class::fp8:
+      return "fp8";
+    case dtype_class::int8:
+      return "int8";
+    case dtype_class::unknown:
+      break;
   }
   return "?";
 }
@@ -111,12 +121,18 @@ const device_peak* find_device(std::string_view gpu_name) {
 
 double peak_tflops(const device_peak& d, dtype_class t) {
   switch (t) {
-    case dtype_class::fp32: return d.fp32;
-    case dtype_class::tf32: return d.tf32 > 0 ? d.tf32 : d.fp32;
-    case dtype_class::bf16: return d.bf16 > 0 ? d.bf16 : d.fp32;
-    case dtype_class::fp16: return d.fp16 > 0 ? d.fp16 : d.fp32;
-    case dtype_class::fp8: return d.fp8 > 0 ? d.fp8 : peak_tflops(d, dtype_class::bf16);
-    default: return 0;
+    case dtype_class::fp32:
+      return d.fp32;
+    case dtype_class::tf32:
+      return d.tf32 > 0 ? d.tf32 : d.fp32;
+    case dtype_class::bf16:
+      return d.bf16 > 0 ? d.bf16 : d.fp32;
+    case dtype_class::fp16:
+      return d.fp16 > 0 ? d.fp16 : d.fp32;
+    case dtype_class::fp8:
+      return d.fp8 > 0 ? d.fp8 : peak_tflops(d, dtype_class::bf16);
+    default:
+      return 0;
   }
 }
 

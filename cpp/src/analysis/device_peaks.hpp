@@ -13,7 +13,7 @@
 namespace steptrace::detail {
 
 enum class dtype_class : unsigned char { unknown, fp64, fp32, tf32, bf16, fp16, fp8, int8 };
-const char* dtype_name(dtype_class d);  // "fp32", "bf16", ...; "?" for unknown
+const char* dtype_name(dtype_class d);           // "fp32", "bf16", ...; "?" for unknown
 dtype_class dtype_named(std::string_view name);  // the inverse; unknown for anything else
 
 struct device_peak {

@@ -118,8 +118,8 @@ template <class Lookup>
 std::uint64_t exposed(const device_record& r, Lookup& compute) {
   std::uint64_t hidden = 0;
   if (const auto* u = compute(r.context)) {
-    const auto from = std::lower_bound(u->begin(), u->end(), r.start,
-                                       [](const auto& x, std::uint64_t t) { return x.end <= t; });
+    const auto from =
+        std::lower_bound(u->begin(), u->end(), r.start, [](const auto& x, std::uint64_t t) { return x.end <= t; });
     hidden = overlap(r.start, r.end, from, u->end());
   }
   return (r.end - r.start) - hidden;

@@ -49,10 +49,12 @@ void count(step_device_view& v, const device_record& r, const std::vector<host_s
       ++v.kernels;
       if (r.graph) {
         ++v.graph_kernels;
-        if (v.graph_launches.empty() || v.graph_launches.back() != r.correlation) v.graph_launches.push_back(r.correlation);
+        if (v.graph_launches.empty() || v.graph_launches.back() != r.correlation)
+          v.graph_launches.push_back(r.correlation);
       }
       v.kernel_ns.push_back(r.end - r.start);
-      if (r.name != 0 && r.launched == 0) v.kernel_calls.push_back({r.name, step_device_view::launch_not_seen, r.end - r.start});
+      if (r.name != 0 && r.launched == 0)
+        v.kernel_calls.push_back({r.name, step_device_view::launch_not_seen, r.end - r.start});
       if (r.nccl) {
         ++v.nccl_kernels;
         v.nccl_ns += r.end - r.start;
@@ -85,7 +87,8 @@ void count(step_device_view& v, const device_record& r, const std::vector<host_s
         ++v.mem_allocs;
         v.mem_allocated += r.bytes;
       }
-      v.mem_ops.emplace_back(r.start, r.freed ? -static_cast<std::int64_t>(r.bytes) : static_cast<std::int64_t>(r.bytes));
+      v.mem_ops.emplace_back(r.start,
+                             r.freed ? -static_cast<std::int64_t>(r.bytes) : static_cast<std::int64_t>(r.bytes));
       break;
     case device_activity::memset:
       v.memset_ns += r.end - r.start;
@@ -141,7 +144,10 @@ step_device_view view_step(std::uint64_t begin, std::uint64_t end, const std::ve
   busy_and_idle(v, begin, end, busy.begin(), busy.end(), segments);
   v.device_busy = overlap(begin, end, device.begin(), device.end());
   memory_peak(v);
-  exposure(v, [&](std::uint32_t c) { const auto it = compute.find(c); return it == compute.end() ? nullptr : &it->second; });
+  exposure(v, [&](std::uint32_t c) {
+    const auto it = compute.find(c);
+    return it == compute.end() ? nullptr : &it->second;
+  });
   return v;
 }
 
@@ -159,9 +165,8 @@ void device_aggregate::add(const step_device_view& v) {
   if (!v.kernel_calls.empty()) {
     // By kernel and phase, each group added at once: a name is looked up once a step, not per call.
     auto calls = v.kernel_calls;
-    std::sort(calls.begin(), calls.end(), [](const auto& a, const auto& b) {
-      return a.name != b.name ? a.name < b.name : a.phase < b.phase;
-    });
+    std::sort(calls.begin(), calls.end(),
+              [](const auto& a, const auto& b) { return a.name != b.name ? a.name < b.name : a.phase < b.phase; });
     std::vector<std::uint64_t> durations;
     for (std::size_t i = 0; i < calls.size();) {
       durations.clear();
@@ -169,14 +174,16 @@ void device_aggregate::add(const step_device_view& v) {
       for (; j < calls.size() && calls[j].name == calls[i].name && calls[j].phase == calls[i].phase; ++j) {
         durations.push_back(calls[j].ns);
       }
-      kernel_table_.add_kernels(kernel_name(calls[i].name), launch_phase(calls[i].phase), durations.data(), durations.size());
+      kernel_table_.add_kernels(kernel_name(calls[i].name), launch_phase(calls[i].phase), durations.data(),
+                                durations.size());
       i = j;
     }
     if (v.copy_ns) kernel_table_.add_transfer(false, v.copy_ns);
     if (v.memset_ns) kernel_table_.add_transfer(true, v.memset_ns);
   }
   for (const step_device_view::collective_launch& c : v.collectives) {
-    auto [at, added] = collective_streams_.try_emplace(c.stream, collective_stream{static_cast<std::uint32_t>(collective_streams_.size()), 0});
+    auto [at, added] = collective_streams_.try_emplace(
+        c.stream, collective_stream{static_cast<std::uint32_t>(collective_streams_.size()), 0});
     collective_call call;
     call.group = "c" + std::to_string(at->second.group);
     call.seq = at->second.next++;
@@ -215,8 +222,8 @@ void device_aggregate::fill(gpu_stats& out) const {
   const double per_step = steps_ ? 1.0 / static_cast<double>(steps_) : 0.0;
   auto ms = [](std::uint64_t ns) { return static_cast<double>(ns) * 1e-6; };
   auto stats = [&](const histogram& h, std::uint64_t total) {
-    return stat_ms{ms(total), ms(total) * per_step, ms(h.quantile(0.5)), ms(h.quantile(0.95)),
-                   ms(h.quantile(0.99)), ms(h.max())};
+    return stat_ms{ms(total),  ms(total) * per_step, ms(h.quantile(0.5)), ms(h.quantile(0.95)), ms(h.quantile(0.99)),
+                   ms(h.max())};
   };
   auto copies = [&](std::uint64_t bytes, std::uint64_t pageable, std::uint64_t ns, std::uint64_t count) {
     copy_stats c;

@@ -27,10 +27,10 @@
 namespace steptrace::detail {
 
 struct step_device_view {
-  std::uint64_t window = 0, busy = 0;             // ns; busy: on the step's own streams
-  std::uint64_t device_busy = 0;                  // ns: its devices' busy time, every stream
-  bool all_streams = false;                       // it named no stream: busy is device-wide
-  std::vector<std::uint64_t> idle_by_phase;       // ns, by phase id
+  std::uint64_t window = 0, busy = 0;        // ns; busy: on the step's own streams
+  std::uint64_t device_busy = 0;             // ns: its devices' busy time, every stream
+  bool all_streams = false;                  // it named no stream: busy is device-wide
+  std::vector<std::uint64_t> idle_by_phase;  // ns, by phase id
   std::uint64_t h2d_bytes = 0, h2d_pageable_bytes = 0, h2d_ns = 0, h2d_count = 0;
   // Host-to-device copy time no kernel of its context overlaps (the compute units wait on it),
   // and the step's H2D copies until it is known.
@@ -149,7 +149,7 @@ class device_join {
   // window's device view (the steps a second or so behind the window's host figures).
   bool recent_on = false;
   std::optional<gpu_stats> take_recent();  // empty when no step was viewed since the last take
-  std::uint64_t cursor = 0;  // this reader's position in the backend's record store
+  std::uint64_t cursor = 0;                // this reader's position in the backend's record store
 
  private:
   struct waiting {
@@ -173,7 +173,7 @@ class device_join {
   void let_go(std::uint64_t before);
   std::deque<waiting> waiting_;
   device_aggregate recent_;
-  std::map<stream_key, track> streams_;  // syncs with no stream under {context, no_stream}
+  std::map<stream_key, track> streams_;               // syncs with no stream under {context, no_stream}
   std::map<std::uint32_t, busy_union> context_busy_;  // every stream of the context
   std::map<std::uint32_t, busy_union> compute_busy_;  // the context's kernels but NCCL's
   busy_union busy_;                                   // every stream of every device

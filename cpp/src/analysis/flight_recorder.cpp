@@ -10,22 +10,32 @@ namespace steptrace::detail {
 
 namespace {
 
-
 const char* kind_name(const device_record& r) {
   switch (r.kind) {
-    case device_activity::kernel: return "kernel";
-    case device_activity::memset: return "memset";
-    case device_activity::sync: return "sync";
-    case device_activity::memory: return "memory";
-    case device_activity::untraced: return "untraced work";
-    case device_activity::launch: return "launch";  // never stored: matched to kernels (gpu/launch_match)
-    case device_activity::memcpy: break;
+    case device_activity::kernel:
+      return "kernel";
+    case device_activity::memset:
+      return "memset";
+    case device_activity::sync:
+      return "sync";
+    case device_activity::memory:
+      return "memory";
+    case device_activity::untraced:
+      return "untraced work";
+    case device_activity::launch:
+      return "launch";  // never stored: matched to kernels (gpu/launch_match)
+    case device_activity::memcpy:
+      break;
   }
   switch (r.copy) {
-    case copy_kind::h2d: return "copy HtoD";
-    case copy_kind::d2h: return "copy DtoH";
-    case copy_kind::d2d: return "copy DtoD";
-    case copy_kind::other: break;
+    case copy_kind::h2d:
+      return "copy HtoD";
+    case copy_kind::d2h:
+      return "copy DtoH";
+    case copy_kind::d2d:
+      return "copy DtoD";
+    case copy_kind::other:
+      break;
   }
   return "copy";
 }
@@ -140,8 +150,9 @@ void flight_recorder::attach_device(const device_join& join, std::uint64_t settl
 }
 
 std::uint64_t flight_recorder::kept_step::bytes() const noexcept {
-  return sizeof(kept_step) + phases.capacity() * sizeof(phase_slice) + spans.capacity() * sizeof(phase_span) + streams.capacity() * sizeof(stream_key) +
-         set_aside.capacity() * sizeof(aside) + device.capacity() * sizeof(device_record);
+  return sizeof(kept_step) + phases.capacity() * sizeof(phase_slice) + spans.capacity() * sizeof(phase_span) +
+         streams.capacity() * sizeof(stream_key) + set_aside.capacity() * sizeof(aside) +
+         device.capacity() * sizeof(device_record);
 }
 
 std::uint64_t flight_recorder::bytes() const noexcept {
@@ -171,12 +182,12 @@ void flight_recorder::list(std::vector<kept_ref>& out) const {
 void flight_recorder::copy_to(flight_recorder& into, const std::vector<kept_ref>& chosen) const {
   for (const thread_log& l : threads_) {
     auto copy = [&](const kept_step& k) {
-      const bool wanted = std::any_of(chosen.begin(), chosen.end(), [&](const kept_ref& r) {
-        return r.thread == k.thread && r.index == k.index;
-      });
+      const bool wanted = std::any_of(chosen.begin(), chosen.end(),
+                                      [&](const kept_ref& r) { return r.thread == k.thread && r.index == k.index; });
       if (!wanted) return;
       thread_log& to = into.log_of(k.thread);
-      const bool there = std::any_of(to.recent.begin(), to.recent.end(), [&](const kept_step& h) { return h.index == k.index; });
+      const bool there =
+          std::any_of(to.recent.begin(), to.recent.end(), [&](const kept_step& h) { return h.index == k.index; });
       if (there || to.recent.size() >= into.recent_) return;
       to.recent.push_back(k);
       to.last_end = std::max(to.last_end, k.end);
@@ -201,9 +212,9 @@ void flight_recorder::replay(step_sink& sink) const {
     const kept_step& k = *all[i];
     if (i > 0 && all[i - 1]->thread == k.thread && all[i - 1]->index == k.index) continue;  // recent and slowest
     for (const aside& a : k.set_aside) sink.on_set_aside(a.id, a.begin, a.end);
-    const built_step s{k.begin,  k.end,         k.set_aside_ticks, k.failed,        k.warmup, k.first_of_thread,
-                       k.thread, k.index,       k.phases,          no_segments,     k.streams, k.spans,
-                       k.spans_dropped, 0,      k.request};
+    const built_step s{k.begin,           k.end,    k.set_aside_ticks, k.failed, k.warmup,
+                       k.first_of_thread, k.thread, k.index,           k.phases, no_segments,
+                       k.streams,         k.spans,  k.spans_dropped,   0,        k.request};
     sink.on_step(s);
   }
 }
@@ -266,7 +277,8 @@ void flight_recorder::fill(timeline_view& out, std::uint64_t origin, double ns_p
       }
     }
     std::vector<aside> recent_aside(l->set_aside.begin(), l->set_aside.end());
-    std::sort(recent_aside.begin(), recent_aside.end(), [](const aside& a, const aside& b) { return a.begin < b.begin; });
+    std::sort(recent_aside.begin(), recent_aside.end(),
+              [](const aside& a, const aside& b) { return a.begin < b.begin; });
     for (const aside& a : recent_aside) out.set_aside.push_back({l->thread, span(a.id, a.begin, a.end, 0)});
   }
 }

@@ -16,9 +16,9 @@ class device_join;
 
 class flight_recorder {
  public:
-  static constexpr std::size_t max_threads = 64;      // past this the thread idle longest is let go
-  static constexpr std::size_t max_device = 256;      // device records kept per step
-  static constexpr std::size_t set_aside_kept = 16;   // recent set-aside spans per thread
+  static constexpr std::size_t max_threads = 64;     // past this the thread idle longest is let go
+  static constexpr std::size_t max_device = 256;     // device records kept per step
+  static constexpr std::size_t set_aside_kept = 16;  // recent set-aside spans per thread
   static constexpr std::size_t set_aside_per_step = 16;
 
   void configure(std::uint32_t recent, std::uint32_t slowest);
@@ -37,8 +37,7 @@ class flight_recorder {
   void attach_device(const device_join& join, std::uint64_t settled_ns, std::uint64_t (*to_ns)(std::uint64_t));
 
   // origin: the run's first instant (ticks); to_ns converts ticks, device times are already ns.
-  void fill(timeline_view& out, std::uint64_t origin, double ns_per_tick,
-            std::uint64_t (*to_ns)(std::uint64_t)) const;
+  void fill(timeline_view& out, std::uint64_t origin, double ns_per_tick, std::uint64_t (*to_ns)(std::uint64_t)) const;
   std::uint64_t bytes() const noexcept;
 
   // A kept step, as selection sees it: which thread and step, how long (ticks, set-aside time
@@ -81,8 +80,8 @@ class flight_recorder {
     std::vector<kept_step> recent;  // a ring: `next` is the oldest once it is full
     std::size_t next = 0;
     std::vector<kept_step> slowest;  // a min-heap by length
-    std::vector<aside> pending;    // set aside since its last step
-    std::vector<aside> set_aside;  // the most recent, a ring
+    std::vector<aside> pending;      // set aside since its last step
+    std::vector<aside> set_aside;    // the most recent, a ring
     std::size_t set_aside_next = 0;
   };
   thread_log& log_of(std::uint32_t thread);

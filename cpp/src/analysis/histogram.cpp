@@ -61,7 +61,9 @@ std::uint64_t histogram::quantile(double q) const noexcept {
 
 std::uint64_t histogram::weighted_quantile(double q) const noexcept {
   if (count_ == 0) return 0;
-  auto mid = [](std::size_t b) { return static_cast<double>(bucket_low(b)) + static_cast<double>(bucket_width(b) - 1) / 2; };
+  auto mid = [](std::size_t b) {
+    return static_cast<double>(bucket_low(b)) + static_cast<double>(bucket_width(b) - 1) / 2;
+  };
   double total = 0;
   for (std::size_t b = 0; b < bucket_count; ++b) total += static_cast<double>(count_at(b)) * mid(b);
   const double target = std::clamp(q, 0.0, 1.0) * total;

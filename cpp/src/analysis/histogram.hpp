@@ -48,7 +48,7 @@ class histogram {
     const std::uint16_t slot = slot_[b >> block_bits];
     return slot == absent ? 0 : counts_[(std::size_t{slot} << block_bits) | (b & (block_size - 1))];
   }
-  std::vector<std::uint64_t> counts_;  // the blocks met, in the order they were met
+  std::vector<std::uint64_t> counts_;                            // the blocks met, in the order they were met
   std::array<std::uint16_t, block_count> slot_ = empty_slots();  // a block's place in counts_
   static constexpr std::array<std::uint16_t, block_count> empty_slots() {
     std::array<std::uint16_t, block_count> a{};

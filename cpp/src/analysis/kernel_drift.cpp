@@ -20,9 +20,8 @@ std::vector<kernel_drift::finding> kernel_drift::check(const kernel_stats& k, st
     }
     if (us > drift_ratio * it->second) out.push_back({r.name, it->second, us});
   }
-  std::sort(out.begin(), out.end(), [](const finding& a, const finding& b) {
-    return a.now_us / a.baseline_us > b.now_us / b.baseline_us;
-  });
+  std::sort(out.begin(), out.end(),
+            [](const finding& a, const finding& b) { return a.now_us / a.baseline_us > b.now_us / b.baseline_us; });
   return out;
 }
 

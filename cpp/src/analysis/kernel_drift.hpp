@@ -16,8 +16,8 @@ namespace steptrace::detail {
 class kernel_drift {
  public:
   static constexpr double drift_ratio = 1.10;
-  static constexpr double min_calls = 20;          // in one window, for a time a call to hold
-  static constexpr std::size_t max_names = 1024;   // kernels with a baseline; later names are not watched
+  static constexpr double min_calls = 20;         // in one window, for a time a call to hold
+  static constexpr std::size_t max_names = 1024;  // kernels with a baseline; later names are not watched
 
   struct finding {
     std::string name;

@@ -21,12 +21,13 @@ struct kind_rule {
 const kind_rule kernel_kinds[] = {
     {"attention", {"flash", "fmha", "attention", "Attention", "_attn", "sdpa", "mha_"}},
     {"convolution", {"conv", "Conv", "cudnn::detail::", "dgrad", "wgrad", "winograd", "implicit_gemm"}},
-    {"gemm", {"gemm", "Gemm", "GEMM", "gemv", "cutlass", "cublas", "xmma", "wgmma", "matmul", "_mma", "hmma",
-              "h884", "s884", "h1688", "s1688", "h16816", "s16816", "i8816", "Kernel2", "Cijk_"}},
-    {"reduction", {"reduce", "Reduce", "softmax", "Softmax", "norm", "Norm", "bn_fw", "bn_bw", "cub::", "scan",
-                   "argmax", "topk"}},
-    {"elementwise", {"elementwise", "Elementwise", "vectorized", "unrolled", "pointwise", "triton_poi", "fill",
-                     "copy_kernel", "index", "Index", "cat_", "CatArray", "where", "cast"}},
+    {"gemm", {"gemm", "Gemm", "GEMM", "gemv",  "cutlass", "cublas", "xmma",   "wgmma", "matmul",  "_mma",
+              "hmma", "h884", "s884", "h1688", "s1688",   "h16816", "s16816", "i8816", "Kernel2", "Cijk_"}},
+    {"reduction",
+     {"reduce", "Reduce", "softmax", "Softmax", "norm", "Norm", "bn_fw", "bn_bw", "cub::", "scan", "argmax", "topk"}},
+    {"elementwise",
+     {"elementwise", "Elementwise", "vectorized", "unrolled", "pointwise", "triton_poi", "fill", "copy_kernel", "index",
+      "Index", "cat_", "CatArray", "where", "cast"}},
 };
 
 // A table's entries, most time first (then by name: the order never depends on the hash).
@@ -150,7 +151,8 @@ kernel_table::kernel_entry& kernel_table::entry_for(std::string_view name, std::
 kernel_table::op_entry& kernel_table::entry_for_op(std::string_view op) {
   const std::string name = op.empty() ? std::string("(no op)") : std::string(op);
   auto it = ops_.find(name);
-  if (it == ops_.end()) it = ops_.size() < max_ops ? ops_.emplace(name, op_entry{}).first : ops_.emplace(folded_ops, op_entry{}).first;
+  if (it == ops_.end())
+    it = ops_.size() < max_ops ? ops_.emplace(name, op_entry{}).first : ops_.emplace(folded_ops, op_entry{}).first;
   return it->second;
 }
 
@@ -159,7 +161,8 @@ void kernel_table::add_kernel(std::string_view name, std::string_view op, std::u
   if (exposed_ns != 0) entry_for_op(op).collective_exposed_ns += exposed_ns;
 }
 
-void kernel_table::add_kernels(std::string_view name, std::string_view op, const std::uint64_t* durations, std::size_t n) {
+void kernel_table::add_kernels(std::string_view name, std::string_view op, const std::uint64_t* durations,
+                               std::size_t n) {
   if (n == 0) return;
   kernel_entry& e = entry_for(name, n);
   std::uint64_t ns = 0, short_calls = 0;
@@ -252,23 +255,25 @@ kernel_stats kernel_table::stats(std::uint64_t steps) const {
   // The ops with the most time, and past them the few launching the most short kernels (little
   // time, many launches: LAUNCH-BOUND names them).
   auto op_out = [&](const std::string& name, const op_entry& e) {
-    out.ops.push_back({name, static_cast<double>(e.kernels) / static_cast<double>(steps),
-                       static_cast<double>(e.ns) * per_step, static_cast<double>(e.ns) / total,
-                       static_cast<double>(e.short_kernels) / static_cast<double>(steps),
-                       static_cast<double>(e.collective_ns) * per_step, static_cast<double>(e.collective_exposed_ns) * per_step});
+    out.ops.push_back(
+        {name, static_cast<double>(e.kernels) / static_cast<double>(steps), static_cast<double>(e.ns) * per_step,
+         static_cast<double>(e.ns) / total, static_cast<double>(e.short_kernels) / static_cast<double>(steps),
+         static_cast<double>(e.collective_ns) * per_step, static_cast<double>(e.collective_exposed_ns) * per_step});
   };
   const auto ops = by_time(ops_);
   for (std::size_t i = 0; i < ops.size() && i < kernel_stats::max_rows; ++i) op_out(*ops[i].first, *ops[i].second);
   if (ops.size() > kernel_stats::max_rows) {
     auto rest = std::vector(ops.begin() + kernel_stats::max_rows, ops.end());
     const std::size_t n = std::min<std::size_t>(kernel_stats::short_op_rows, rest.size());
-    std::partial_sort(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(n), rest.end(), [](const auto& a, const auto& b) {
-      return a.second->short_kernels != b.second->short_kernels ? a.second->short_kernels > b.second->short_kernels
-                                                                : *a.first < *b.first;
-    });
+    std::partial_sort(
+        rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(n), rest.end(), [](const auto& a, const auto& b) {
+          return a.second->short_kernels != b.second->short_kernels ? a.second->short_kernels > b.second->short_kernels
+                                                                    : *a.first < *b.first;
+        });
     for (std::size_t i = 0; i < n && rest[i].second->short_kernels > 0; ++i) op_out(*rest[i].first, *rest[i].second);
   }
-  for (const auto& [kind, ns] : kinds_) out.kinds.push_back({kind, static_cast<double>(ns) * per_step, static_cast<double>(ns) / total});
+  for (const auto& [kind, ns] : kinds_)
+    out.kinds.push_back({kind, static_cast<double>(ns) * per_step, static_cast<double>(ns) / total});
   std::sort(out.kinds.begin(), out.kinds.end(), [](const kind_row& a, const kind_row& b) {
     return a.ms_per_step != b.ms_per_step ? a.ms_per_step > b.ms_per_step : a.kind < b.kind;
   });

@@ -37,7 +37,8 @@ std::uint64_t recent_window::length_quantile(double q) const {
 
 std::vector<std::uint64_t> recent_window::last_lengths(std::size_t n) const {
   std::vector<std::uint64_t> out;
-  for (std::size_t i = steps_.size() > n ? steps_.size() - n : 0; i < steps_.size(); ++i) out.push_back(steps_[i].length);
+  for (std::size_t i = steps_.size() > n ? steps_.size() - n : 0; i < steps_.size(); ++i)
+    out.push_back(steps_[i].length);
   return out;
 }
 

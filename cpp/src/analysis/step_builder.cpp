@@ -5,7 +5,7 @@
 namespace steptrace::detail {
 
 inline __attribute__((always_inline)) void step_builder::charge(std::uint32_t id, std::uint64_t ticks,
-                                                                 std::uint32_t calls, std::uint64_t incl) {
+                                                                std::uint32_t calls, std::uint64_t incl) {
   if (id >= acc_.size()) acc_.resize(id + 1);
   phase_acc& a = acc_[id];
   if (!a.touched && (ticks | calls | incl) != 0) {
@@ -24,7 +24,8 @@ inline __attribute__((always_inline)) void step_builder::add_inclusive(open_phas
   p.incl_from = t;
 }
 
-inline __attribute__((always_inline)) void step_builder::add_segment(std::uint64_t begin, std::uint64_t end, std::uint32_t id) {
+inline __attribute__((always_inline)) void step_builder::add_segment(std::uint64_t begin, std::uint64_t end,
+                                                                     std::uint32_t id) {
   if (!keep_segments_) return;
   if (!segments_.empty() && segments_.back().end == begin &&
       (segments_.back().phase == id || segments_.size() >= max_segments_)) {
@@ -32,12 +33,13 @@ inline __attribute__((always_inline)) void step_builder::add_segment(std::uint64
     return;
   }
   host_segment& s = segments_.emplace_back();  // fields stored in place: a temporary copied
-  s.begin = begin;                              // whole stalls on store forwarding
+  s.begin = begin;                             // whole stalls on store forwarding
   s.end = end;
   s.phase = id;
 }
 
-inline __attribute__((always_inline)) void step_builder::add_span(const open_phase& p, std::uint64_t end, std::size_t depth) {
+inline __attribute__((always_inline)) void step_builder::add_span(const open_phase& p, std::uint64_t end,
+                                                                  std::size_t depth) {
   if (!keep_spans_) return;
   phase_span* slot;
   if (spans_.size() >= max_spans) {  // the ring of the latest: its oldest call is the one let go
@@ -66,7 +68,6 @@ inline __attribute__((always_inline)) void step_builder::advance(std::uint64_t t
   }
   last_ = t;
 }
-
 
 void step_builder::clear_step() {
   set_aside_ = set_aside_in_gap_ = 0;
@@ -159,8 +160,8 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
         for (auto mask = stream_unknown_ ? 0 : stream_mask_; mask != 0; mask &= mask - 1) {
           streams_.push_back(stream_table_[__builtin_ctzll(mask)]);  // each stream it used, in order
         }
-        sink.on_step(built_step{begin_, t, set_aside_, failed, warmup, first, thread_, finished_ - 1, slices_, segments_,
-                                streams_, spans_, spans_dropped_, batch_, requests_});
+        sink.on_step(built_step{begin_, t, set_aside_, failed, warmup, first, thread_, finished_ - 1, slices_,
+                                segments_, streams_, spans_, spans_dropped_, batch_, requests_});
       }
       discard_step_ = false;
       clear_step();
@@ -259,8 +260,7 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
         if (stack_[j].event != no_event) {
           // Device time, like host time, is kept out of the statistics during warm-up.
           event_pairs_.push_back(
-              {stack_[j].id, stack_[j].event, j == i - 1 ? end_event_ : no_event,
-               !warming_up() && !discard_step_});
+              {stack_[j].id, stack_[j].event, j == i - 1 ? end_event_ : no_event, !warming_up() && !discard_step_});
         }
       }
       if (stack_[i - 1].event == no_event) free_event(end_event_);  // an end event with no begin to pair
@@ -274,7 +274,6 @@ inline __attribute__((always_inline)) void step_builder::consume_one(const recor
     }
   }
 }
-
 
 void step_builder::note_exclude(const record& r, step_sink& sink) {
   const std::uint64_t t = r.ticks;

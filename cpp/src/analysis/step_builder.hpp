@@ -26,7 +26,7 @@ namespace steptrace::detail {
 struct phase_slice {
   static constexpr std::uint32_t no_parent = 0xffffffffu;
   std::uint32_t id;
-  std::uint64_t ticks;       // exclusive time in this phase during the step
+  std::uint64_t ticks;  // exclusive time in this phase during the step
   std::uint32_t calls;
   std::uint64_t incl_ticks;  // inclusive: the phase and everything opened inside it
   std::uint32_t parent;      // the phase it was opened inside (its last call), or no_parent
@@ -51,16 +51,16 @@ struct built_step {
   bool failed, warmup;
   bool first_of_thread;  // the thread's first counted step (since it started, or a reset)
   std::uint32_t thread;
-  std::uint64_t index;   // the thread's steps before this one (warm-up and failed ones too)
-  const std::vector<phase_slice>& phases;      // only phases with time or calls in this step
-  const std::vector<host_segment>& segments;   // in time order; at most max_segments_ (empty
-                                               // unless the builder keeps segments)
-  const std::vector<stream_key>& streams;      // the streams it worked on (empty: not known, or none)
-  const std::vector<phase_span>& spans;        // its phase calls; at most max_spans (empty
-                                               // unless the builder keeps spans)
-  std::uint32_t spans_dropped;                 // phase calls past max_spans
-  std::uint32_t batch;                         // requests it served as one batch (0: not a batch)
-  bool request;                                // a request's step (request.hpp), not a thread's
+  std::uint64_t index;                        // the thread's steps before this one (warm-up and failed ones too)
+  const std::vector<phase_slice>& phases;     // only phases with time or calls in this step
+  const std::vector<host_segment>& segments;  // in time order; at most max_segments_ (empty
+                                              // unless the builder keeps segments)
+  const std::vector<stream_key>& streams;     // the streams it worked on (empty: not known, or none)
+  const std::vector<phase_span>& spans;       // its phase calls; at most max_spans (empty
+                                              // unless the builder keeps spans)
+  std::uint32_t spans_dropped;                // phase calls past max_spans
+  std::uint32_t batch;                        // requests it served as one batch (0: not a batch)
+  bool request;                               // a request's step (request.hpp), not a thread's
 };
 
 class step_sink {
@@ -77,14 +77,14 @@ class step_sink {
 // A phase (or a step) that ran with CUDA events around it: the slots of its begin and end events.
 struct event_pair {
   static constexpr std::uint32_t step = 0xffffffffu;  // `phase` of a step's pair
-  std::uint32_t phase, begin, end;  // end may be no_event: free the begin slot, no time
-  bool timed = true;                // false: free both slots, no time (warm-up, failed, reset)
+  std::uint32_t phase, begin, end;                    // end may be no_event: free the begin slot, no time
+  bool timed = true;                                  // false: free both slots, no time (warm-up, failed, reset)
 };
 
 class step_builder {
  public:
   static constexpr std::size_t default_max_segments = 4096;  // past this a step's last segment grows
-  static constexpr std::size_t max_spans = 256;      // phase calls kept per step for the timeline
+  static constexpr std::size_t max_spans = 256;              // phase calls kept per step for the timeline
   // Past max_spans, the last tail_spans slots hold the latest-ending calls (a ring): a step keeps
   // its first and last calls, where a loop's input and its collectives are, and loses the middle.
   static constexpr std::size_t tail_spans = 64;
@@ -160,12 +160,12 @@ class step_builder {
   enum class capture { none, open, held };
   struct open_phase {  // 32 bytes: the wide fields first
     std::uint64_t begin;
-    std::uint64_t incl_from;          // inclusive time is charged from here on
+    std::uint64_t incl_from;  // inclusive time is charged from here on
     std::uint32_t id;
-    std::uint32_t event = no_event;   // slot of its begin event
-    bool counted;                     // its time goes into step accounting (not unscoped)
-    bool inside_itself;               // an outer phase of the same name counts this time already
-    bool set_aside;                   // opened inside a set-aside span: belongs to no step
+    std::uint32_t event = no_event;  // slot of its begin event
+    bool counted;                    // its time goes into step accounting (not unscoped)
+    bool inside_itself;              // an outer phase of the same name counts this time already
+    bool set_aside;                  // opened inside a set-aside span: belongs to no step
   };
   inline void add_inclusive(open_phase& p, std::uint64_t t);
 
@@ -199,12 +199,12 @@ class step_builder {
     return batch_ != 0 ? batches_finished_ < warmup_ : finished_ - batches_finished_ < warmup_;
   }
   bool in_step_ = false;
-  bool discard_step_ = false;  // the open step began before a reset
+  bool discard_step_ = false;    // the open step began before a reset
   bool step_set_aside_ = false;  // a step opened inside a set-aside span: ignored whole
   std::uint32_t excluding_ = 0;  // depth of open set-aside spans
   std::uint32_t exclude_id_ = 0;
-  std::uint64_t exclude_start_ = 0;   // where the open span began (reported)
-  std::uint64_t exclude_cursor_ = 0;  // how far it has been taken out of a step
+  std::uint64_t exclude_start_ = 0;     // where the open span began (reported)
+  std::uint64_t exclude_cursor_ = 0;    // how far it has been taken out of a step
   std::uint64_t set_aside_ = 0;         // in the current step (or held fetch) so far
   std::uint64_t set_aside_in_gap_ = 0;  // between a held fetch and its step
   bool counted_any_ = false;
@@ -215,7 +215,7 @@ class step_builder {
   bool requests_ = false;
   std::uint32_t batch_ = 0;  // the open step's batch size
   std::uint32_t spans_dropped_ = 0;
-  std::size_t tail_next_ = 0;  // past max_spans: the ring slot the next call takes
+  std::size_t tail_next_ = 0;           // past max_spans: the ring slot the next call takes
   std::uint32_t anchor_ = 0xffffffffu;  // set_anchor_phase (none)
   capture capture_ = capture::none;
   std::uint64_t begin_ = 0, last_ = 0, capture_end_ = 0;

@@ -38,12 +38,18 @@ spdlog::logger& logger() {
 
 spdlog::level::level_enum to_spdlog(log_level level) {
   switch (level) {
-    case log_level::trace: return spdlog::level::trace;
-    case log_level::debug: return spdlog::level::debug;
-    case log_level::info: return spdlog::level::info;
-    case log_level::warn: return spdlog::level::warn;
-    case log_level::error: return spdlog::level::err;
-    case log_level::off: return spdlog::level::off;
+    case log_level::trace:
+      return spdlog::level::trace;
+    case log_level::debug:
+      return spdlog::level::debug;
+    case log_level::info:
+      return spdlog::level::info;
+    case log_level::warn:
+      return spdlog::level::warn;
+    case log_level::error:
+      return spdlog::level::err;
+    case log_level::off:
+      return spdlog::level::off;
   }
   return spdlog::level::warn;
 }
@@ -52,9 +58,8 @@ spdlog::level::level_enum to_spdlog(log_level level) {
 
 log_level parse_log_level(std::string_view name) {
   static constexpr std::pair<std::string_view, log_level> names[] = {
-      {"trace", log_level::trace}, {"debug", log_level::debug}, {"info", log_level::info},
-      {"warn", log_level::warn},   {"warning", log_level::warn}, {"error", log_level::error},
-      {"off", log_level::off}};
+      {"trace", log_level::trace},  {"debug", log_level::debug}, {"info", log_level::info}, {"warn", log_level::warn},
+      {"warning", log_level::warn}, {"error", log_level::error}, {"off", log_level::off}};
   for (const auto& [text, level] : names) {
     if (name == text) return level;
   }
@@ -65,8 +70,6 @@ void set_log_level(log_level level) { logger().set_level(to_spdlog(level)); }
 
 // Every message is one printable line: a path or value in it (an environment variable, a file
 // name) never reaches the terminal as an escape sequence (base/utf8.hpp, the one rule).
-void log(log_level level, std::string_view message) {
-  logger().log(to_spdlog(level), "{}", escaped_controls(message));
-}
+void log(log_level level, std::string_view message) { logger().log(to_spdlog(level), "{}", escaped_controls(message)); }
 
 }  // namespace steptrace::detail

@@ -61,7 +61,9 @@ void check_folders(const std::string& given, const std::string& path) {
 }
 
 refused_output::refused_output(const std::string& path, std::string reason)
-    : std::system_error(EPERM, std::generic_category(), path), reason_(std::move(reason)), what_(path + ": " + reason_) {}
+    : std::system_error(EPERM, std::generic_category(), path),
+      reason_(std::move(reason)),
+      what_(path + ": " + reason_) {}
 
 std::string folder_of(const std::string& path) {
   const std::size_t slash = path.rfind('/');

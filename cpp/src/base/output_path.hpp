@@ -31,9 +31,9 @@ class refused_output : public std::system_error {
 };
 
 struct output_target {
-  std::string path;      // where the file is (the end of the chain of links): its folder gets the temporary
-  bool exists = false;   // `info` holds what is at `path`
-  bool in_place = false; // not a regular file (a FIFO, a device, /dev/stdout): written through `given` as it is
+  std::string path;       // where the file is (the end of the chain of links): its folder gets the temporary
+  bool exists = false;    // `info` holds what is at `path`
+  bool in_place = false;  // not a regular file (a FIFO, a device, /dev/stdout): written through `given` as it is
   struct stat info {};
 };
 

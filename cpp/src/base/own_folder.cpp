@@ -23,7 +23,8 @@ std::string joined(const std::string& folder, const std::string& name) {
 }  // namespace
 
 own_folder::own_folder(const std::string& given) : path_(given.empty() ? "." : given) {
-  if (path_.find('\0') != std::string::npos) throw std::system_error(EINVAL, std::generic_category(), "a folder holding a NUL byte");
+  if (path_.find('\0') != std::string::npos)
+    throw std::system_error(EINVAL, std::generic_category(), "a folder holding a NUL byte");
   while (path_.size() > 1 && path_.back() == '/') path_.pop_back();
   if (::mkdir(path_.c_str(), 0777) != 0 && errno != EEXIST) {  // one level, as the other path options
     throw std::system_error(errno, std::generic_category(), "could not make " + path_);
@@ -43,8 +44,9 @@ own_folder::own_folder(const std::string& given) : path_(given.empty() ? "." : g
     why = "belongs to another user (uid " + std::to_string(at.st_uid) +
           "): steptrace writes its reports only into a folder of its own user's; set capture_dir to one";
   } else if ((at.st_mode & S_IWOTH) != 0 && (at.st_mode & S_ISVTX) == 0) {
-    why = "can be changed by anyone (world-writable, no sticky bit): not written into; chmod o-w it, or set "
-          "capture_dir to another";
+    why =
+        "can be changed by anyone (world-writable, no sticky bit): not written into; chmod o-w it, or set "
+        "capture_dir to another";
   }
   if (!why.empty()) {
     ::close(fd_);
@@ -72,7 +74,8 @@ std::string own_folder::write_new(const std::string& stem, const std::string& su
     const std::string path = joined(path_, name);
     if (write_whole_at(fd_, path, name, text(path), false)) return path;  // else taken meanwhile
   }
-  throw std::system_error(EEXIST, std::generic_category(), joined(path_, stem + "-" + std::to_string(max_names) + suffix));
+  throw std::system_error(EEXIST, std::generic_category(),
+                          joined(path_, stem + "-" + std::to_string(max_names) + suffix));
 }
 
 }  // namespace steptrace::detail

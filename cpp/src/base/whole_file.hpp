@@ -1,5 +1,6 @@
 // Internal (not public API): files steptrace writes (the summary JSON, the trace, the HTML
-// report) are whole or absent, and the lines it appends (JSON lines) whole or absent. The text goes to a temporary file beside the target, named
+// report) are whole or absent, and the lines it appends (JSON lines) whole or absent. The text goes to a temporary file
+// beside the target, named
 // `.steptrace-PID-N.tmp`, N random (short whatever the target's name), which is then renamed over it. A
 // process killed meanwhile leaves its temporary behind: the next write into that folder, from
 // any process, removes the temporaries of processes that no longer exist.
@@ -27,8 +28,7 @@ int append_whole_line(const std::string& path, std::string_view line, std::strin
 // Writes `text` as `name` (no slash) in the folder open at descriptor `folder`, whole or not at
 // all, the same way; `shown` names it in errors. `replace`: whatever is at `name` is replaced (a
 // link too, never followed); else a name already taken is left as it is and false returned.
-bool write_whole_at(int folder, const std::string& shown, const std::string& name, std::string_view text,
-                    bool replace);
+bool write_whole_at(int folder, const std::string& shown, const std::string& name, std::string_view text, bool replace);
 
 // Removes, in `folder`, the temporaries of write_whole_file whose process is gone. How many.
 int remove_stale_temporaries(const std::string& folder) noexcept;

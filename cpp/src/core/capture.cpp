@@ -45,7 +45,8 @@ void on_usr2(int sig, siginfo_t* info, void* context) {
   // The program's own handler still runs.
   if (before_usr2.sa_flags & SA_SIGINFO) {
     if (before_usr2.sa_sigaction != nullptr) before_usr2.sa_sigaction(sig, info, context);
-  } else if (before_usr2.sa_handler != SIG_DFL && before_usr2.sa_handler != SIG_IGN && before_usr2.sa_handler != nullptr) {
+  } else if (before_usr2.sa_handler != SIG_DFL && before_usr2.sa_handler != SIG_IGN &&
+             before_usr2.sa_handler != nullptr) {
     before_usr2.sa_handler(sig);
   }
 }
@@ -74,13 +75,13 @@ std::string safe_name(std::string name) {
 bool tracer_impl::arm_capture(std::string reason, std::uint32_t steps) {
   if (capture.armed) return false;
   // Forward captures count, one being written too; the retroactive ones come with them.
-  const std::size_t done = static_cast<std::size_t>(std::count_if(
-      capture.done.begin(), capture.done.end(), [](const capture_record& c) { return !c.retroactive; }));
+  const std::size_t done = static_cast<std::size_t>(
+      std::count_if(capture.done.begin(), capture.done.end(), [](const capture_record& c) { return !c.retroactive; }));
   if (done + (capture.writing && !capture.back_chosen.writing ? 1 : 0) >= cfg.capture_max) {
     if (!capture.said_limit) {
       capture.said_limit = true;
-      log(log_level::warn, "capture: " + reason + ", but this run has had its " + std::to_string(done) +
-                               " captures (capture_max)");
+      log(log_level::warn,
+          "capture: " + reason + ", but this run has had its " + std::to_string(done) + " captures (capture_max)");
     }
     return false;
   }
@@ -138,7 +139,7 @@ std::string tracer_impl::weigh_capture(const summary& w) {
 void tracer_impl::capture_configured() {
   capture.rule.reset();
   if (capture.elsewhere || cfg.capture.empty()) return;
-  capture.rule.emplace(cfg.capture);  // the triggers start afresh with the words
+  capture.rule.emplace(cfg.capture);                // the triggers start afresh with the words
   if (capture.rule->has("signal")) install_usr2();  // before configure returns: a signal sent next is ours
 }
 
@@ -197,8 +198,9 @@ bool tracer_impl::write_capture(std::unique_lock<std::mutex>& lock, capture_reco
     record.label = s.diag.label;
     record.evidence = s.diag.evidence;
     record.advice = s.diag.advice.empty() ? "" : s.diag.advice.front();
-    const std::string stem = safe_name(program.empty() ? program_invocation_short_name ? program_invocation_short_name : "run" : program) +
-                             "-rank" + std::to_string(record.rank) + "-" + name + "-pid" + std::to_string(::getpid());
+    const std::string stem =
+        safe_name(program.empty() ? program_invocation_short_name ? program_invocation_short_name : "run" : program) +
+        "-rank" + std::to_string(record.rank) + "-" + name + "-pid" + std::to_string(::getpid());
     record.path = folder + "/" + stem + ".trace.json";  // unique to the process: runs may share a folder
     // only a folder of this user's; a second capture tripped by the same step keeps the first
     const std::string trace = s.trace();

@@ -24,7 +24,8 @@ kept_steps back_choice(const capture_rule& rule) {
 
 std::vector<std::uint64_t> tracer_impl::arm_back(std::string reason, kept_steps which,
                                                  const std::vector<std::uint64_t>& indices) {
-  if (capture.back.steps() == 0 || capture.back_chosen.pending || capture.back_chosen.writing || which == kept_steps::none) {
+  if (capture.back.steps() == 0 || capture.back_chosen.pending || capture.back_chosen.writing ||
+      which == kept_steps::none) {
     return {};
   }
   // Bounded as the forward captures are: at most capture_max a run (said by the forward's refusal).

@@ -91,19 +91,20 @@ std::string capture_rule::weigh(double p50, double p95, std::string_view label, 
         char factor[32];
         if (p95 > slow_ * base95) {
           std::snprintf(factor, sizeof factor, "%g", slow_);
-          reason = "slow: step p95 " + format_ms(p95) + " ms, over " + factor + "x the baseline " +
-                   format_ms(base95) + " ms (p50 " + format_ms(p50) + " ms against " + format_ms(base50) + ")";
+          reason = "slow: step p95 " + format_ms(p95) + " ms, over " + factor + "x the baseline " + format_ms(base95) +
+                   " ms (p50 " + format_ms(p50) + " ms against " + format_ms(base50) + ")";
         } else {
           std::snprintf(factor, sizeof factor, "%g", 1.5 * slow_);
-          reason = "slow: step p50 " + format_ms(p50) + " ms, over " + factor + "x the baseline " +
-                   format_ms(base50) + " ms (p95 " + format_ms(p95) + " ms against " + format_ms(base95) + ")";
+          reason = "slow: step p50 " + format_ms(p50) + " ms, over " + factor + "x the baseline " + format_ms(base50) +
+                   " ms (p95 " + format_ms(p95) + " ms against " + format_ms(base95) + ")";
         }
         fired_ = "slow";
       }
       in_slow_ = slow || (in_slow_ && calm_ < cool_down);
       // A stall: one step far past the baseline in a window whose p50 is not slow (a one-off).
       const bool p50_slow = p50 > std::max(slow_, slow_factor) * base50;
-      if (reason.empty() && stall_ > 0 && !p50_slow && step_max > stall_ * base50 && step_max - base50 >= stall_min_ms) {
+      if (reason.empty() && stall_ > 0 && !p50_slow && step_max > stall_ * base50 &&
+          step_max - base50 >= stall_min_ms) {
         char factor[32];
         std::snprintf(factor, sizeof factor, "%.0f", step_max / base50);
         reason = "stall: a step of " + format_ms(step_max) + " ms, " + factor + "x the baseline p50 " +
@@ -114,7 +115,8 @@ std::string capture_rule::weigh(double p50, double p95, std::string_view label, 
   }
   if (has("label") && !label.empty()) {  // a label settles when two windows in a row give it
     if (label == last_label_ && label != label_) {
-      if (!label_.empty() && reason.empty()) reason = "label: " + label_ + " -> " + std::string(label), fired_ = "label";
+      if (!label_.empty() && reason.empty())
+        reason = "label: " + label_ + " -> " + std::string(label), fired_ = "label";
       label_ = std::string(label);
     }
     last_label_ = std::string(label);
@@ -144,10 +146,12 @@ std::string capture_block(const capture_record& c) {
   char cost[32];
   std::snprintf(cost, sizeof cost, "%.2f", c.cost_s);
   const std::string rank = c.rank != 0 ? " on rank " + std::to_string(c.rank) : "";
-  std::string out = "── steptrace capture" + std::string(c.retroactive ? ", retroactive" : "") + " (" + c.reason + ")\n";
+  std::string out =
+      "── steptrace capture" + std::string(c.retroactive ? ", retroactive" : "") + " (" + c.reason + ")\n";
   if (c.retroactive) {  // steps kept from before the trigger: which, and the one that tripped it
     std::string which;
-    for (std::size_t i = 0; i < c.indices.size() && i < 12; ++i) which += (i ? ", " : "") + std::to_string(c.indices[i]);
+    for (std::size_t i = 0; i < c.indices.size() && i < 12; ++i)
+      which += (i ? ", " : "") + std::to_string(c.indices[i]);
     if (c.indices.size() > 12) which += ", ...";
     out += "kept step" + std::string(c.indices.size() == 1 ? " " : "s ") + which + rank + " (step " +
            std::to_string(c.tripped) + " tripped it): " + (c.label.empty() ? "no steps read" : c.label) + "\n";

@@ -27,7 +27,7 @@ std::uint64_t now_ns() noexcept {
 
 struct group_marks {
   char group[name_bytes] = {}, kind[name_bytes] = {};
-  std::uint64_t calls = 0;  // entered so far: the last one's number is calls - 1
+  std::uint64_t calls = 0;                    // entered so far: the last one's number is calls - 1
   std::uint64_t entered_ns = 0, left_ns = 0;  // the last call's; left 0: not left
 };
 
@@ -103,7 +103,8 @@ std::vector<collective_mark> last_collectives() {
                      g.left_ns == 0 ? -1.0 : (at - std::min(at, g.left_ns)) / 1e9});
     }
   }
-  std::sort(out.begin(), out.end(), [](const collective_mark& a, const collective_mark& b) { return a.entered_s < b.entered_s; });
+  std::sort(out.begin(), out.end(),
+            [](const collective_mark& a, const collective_mark& b) { return a.entered_s < b.entered_s; });
   return out;
 }
 

@@ -47,7 +47,7 @@ void tracer_impl::collect_loop() {
       last_device_read = std::chrono::steady_clock::now();
     }
     std::uint64_t now_pools_full = 0;
-    bool asked = false;  // a pool or ring half full asked for this poll: records came faster than the polls
+    bool asked = false;    // a pool or ring half full asked for this poll: records came faster than the polls
     double ring_fill = 0;  // of the fullest ring, as this poll found it
     for (auto& t : threads) {
       now_pools_full += t->events.full.load(std::memory_order_relaxed);
@@ -61,9 +61,9 @@ void tracer_impl::collect_loop() {
     capture_tick(lock);
     hang_tick(lock);
     const std::uint64_t now_self_drains = producer_drains.load(std::memory_order_relaxed);
-    interval = poll_interval::next(interval, std::chrono::duration_cast<std::chrono::microseconds>(now - last_poll),
-                                   ring_fill, pool_fill,
-                                   now_self_drains != self_drains || now_pools_full != pools_full || asked);
+    interval =
+        poll_interval::next(interval, std::chrono::duration_cast<std::chrono::microseconds>(now - last_poll), ring_fill,
+                            pool_fill, now_self_drains != self_drains || now_pools_full != pools_full || asked);
     last_poll = now;
     self_drains = now_self_drains;
     pools_full = now_pools_full;
@@ -178,12 +178,14 @@ double tracer_impl::harvest_events() {
     if (p.pair.end != no_event) {
       float ms = 0;
       switch (p.pair.timed ? pair_elapsed(events, p.pair.begin, p.pair.end, ms) : event_result::failed) {
-        case event_result::pending: return false;
+        case event_result::pending:
+          return false;
         case event_result::done:
           p.pair.phase == event_pair::step ? stats.totals.add_step_device_time(ms)
                                            : stats.totals.add_phase_device_time(p.pair.phase, ms);
           break;
-        case event_result::failed: break;
+        case event_result::failed:
+          break;
       }
       events.release(p.pair.end);
     }
@@ -195,7 +197,8 @@ double tracer_impl::harvest_events() {
   // (likely why the H100 run timed 1,659 of 2,000 phases of 20 us: polls could grow to 50 ms apart).
   std::uint32_t most = 0;
   for (const device_reading::pending_pair& p : reading.pending_events) most = std::max(most, ++p.thread->pairs_pending);
-  reading.pending_events.erase(std::remove_if(reading.pending_events.begin(), reading.pending_events.end(), done), reading.pending_events.end());
+  reading.pending_events.erase(std::remove_if(reading.pending_events.begin(), reading.pending_events.end(), done),
+                               reading.pending_events.end());
   return static_cast<double>(most) * 2 / event_pool::size;  // two slots a pair
 }
 
@@ -228,9 +231,10 @@ tracer_impl::device_wait tracer_impl::await_device_work() {
       if (first) {
         waited = pending;
       } else {
-        waited.erase(std::remove_if(waited.begin(), waited.end(),
-                                    [&](const key& k) { return !std::binary_search(pending.begin(), pending.end(), k); }),
-                     waited.end());
+        waited.erase(
+            std::remove_if(waited.begin(), waited.end(),
+                           [&](const key& k) { return !std::binary_search(pending.begin(), pending.end(), k); }),
+            waited.end());
       }
     }
     const auto now = std::chrono::steady_clock::now();
@@ -294,7 +298,8 @@ void tracer_impl::read_device(device_flush how) {
   // A step is viewed for good a second after the newest record has passed its end (its records
   // have arrived by then), or at exit. A summary before that shows it provisionally.
   const std::uint64_t settled = device->newest_record_end();
-  const std::uint64_t before = how == device_flush::forced ? UINT64_MAX : (settled > 1'000'000'000 ? settled - 1'000'000'000 : 0);
+  const std::uint64_t before =
+      how == device_flush::forced ? UINT64_MAX : (settled > 1'000'000'000 ? settled - 1'000'000'000 : 0);
   device->join(before);
   stats.timeline.attach_device(*device, before, &host_clock::to_monotonic_ns);
   capture.back.attach_device(*device, before, &host_clock::to_monotonic_ns);

@@ -1,9 +1,11 @@
 // The option table: each option's name, environment variable, value rule, default and meaning,
 // defined here once. config::set / get / from_env, the error texts, Python's configure() and
 // options(), and the option list in docs/python.md all read it.
+#include "steptrace/config.hpp"
+
 #include <algorithm>
-#include <cstdio>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <stdexcept>
@@ -13,7 +15,6 @@
 #include "base/near_name.hpp"
 #include "base/utf8.hpp"
 #include "gpu/nvml.hpp"
-#include "steptrace/config.hpp"
 
 extern char** environ;
 
@@ -45,10 +46,10 @@ std::uint32_t parse_uint(std::string_view v, std::uint32_t max) {
 const char* bool_text(bool b) { return b ? "1" : "0"; }
 
 // The capture triggers: comma-separated, each `slow` or `slow=F` (F > 1: a window's step p95 and p50 over
-// F times the run's baseline), `stall` or `stall=F` (one step over F times the baseline p50), `label`, `straggler`, `phase=NAME>SHARE`, `signal` (SIGUSR2) or
-// `file=PATH` (a file touched there).
-// What each does is capture_rule's (core/capture_rule.cpp) and, for straggler and signal in Python,
-// steptrace/_capture.py's; here only which words are known.
+// F times the run's baseline), `stall` or `stall=F` (one step over F times the baseline p50), `label`, `straggler`,
+// `phase=NAME>SHARE`, `signal` (SIGUSR2) or `file=PATH` (a file touched there). What each does is capture_rule's
+// (core/capture_rule.cpp) and, for straggler and signal in Python, steptrace/_capture.py's; here only which words are
+// known.
 std::string shown(std::string_view v);  // below: a value as an error message shows it
 
 std::string parse_capture(std::string_view v) {
@@ -81,10 +82,11 @@ std::string parse_capture(std::string_view v) {
            end != nullptr && *end == '\0' && f > 0 && f < 1;
     }
     if (!ok) {
-      throw std::invalid_argument("expected triggers separated by commas: slow, slow=F (F > 1), stall, stall=F "
-                                  "(F > 1), label, straggler, "
-                                  "phase=NAME>SHARE (a built-in phase, 0 < SHARE < 1), signal, file=PATH; not '" +
-                                  shown(item) + "'");
+      throw std::invalid_argument(
+          "expected triggers separated by commas: slow, slow=F (F > 1), stall, stall=F "
+          "(F > 1), label, straggler, "
+          "phase=NAME>SHARE (a built-in phase, 0 < SHARE < 1), signal, file=PATH; not '" +
+          shown(item) + "'");
     }
     at = comma + 1;
   }
@@ -246,15 +248,15 @@ const std::vector<option>& options() {
         "the program imported torch, else steptrace's own records of them), when a "
         "trigger fires: `slow` (a window's step p95 and p50 over 2x the run's baselines; `slow=1.5` sets the factor), "
         "`stall` (one step of a window over 5x the baseline p50 and 100 ms past it, the window's p50 not slow: a "
-        "one-off; `stall=F` sets the factor), `label` (the live label changes and holds two windows), `straggler` (under torch.distributed: the live "
+        "one-off; `stall=F` sets the factor), `label` (the live label changes and holds two windows), `straggler` "
+        "(under torch.distributed: the live "
         "rank windows name a new straggler, captured with the median rank on the same steps), "
         "`phase=input>0.3` (a built-in phase's share of the step crosses the bound), `signal` (SIGUSR2), "
         "`file=PATH` (a file touched there); comma-separated "
         "(\"\": none; `steptrace.capture()` captures on demand whatever this says)"},
        [](config& c, std::string_view v) { c.capture = parse_capture(v); },
        [](const config& c) { return c.capture; }},
-      {{"capture_steps", "STEPTRACE_CAPTURE_STEPS", false, "uint", "5",
-        "the steps each capture records (1 to 1000)"},
+      {{"capture_steps", "STEPTRACE_CAPTURE_STEPS", false, "uint", "5", "the steps each capture records (1 to 1000)"},
        [](config& c, std::string_view v) {
          c.capture_steps = parse_uint(v, max_capture_steps);
          if (c.capture_steps == 0) throw std::invalid_argument("expected 1 to " + std::to_string(max_capture_steps));
@@ -283,7 +285,9 @@ const std::vector<option>& options() {
         "`off`: not watched"},
        [](config& c, std::string_view v) { c.hang_after_s = parse_hang_after(v); },
        [](const config& c) {
-         return c.hang_after_s == 0 ? std::string("auto") : c.hang_after_s < 0 ? std::string("off") : fmt_seconds(c.hang_after_s);
+         return c.hang_after_s == 0  ? std::string("auto")
+                : c.hang_after_s < 0 ? std::string("off")
+                                     : fmt_seconds(c.hang_after_s);
        }},
       {{"flops_per_step", "STEPTRACE_FLOPS_PER_STEP", false, "number", "0",
         "the model's FLOPs in one step (multiply-adds count two), for model FLOP/s and MFU against the device's "
@@ -292,7 +296,8 @@ const std::vector<option>& options() {
          const std::string s(v);
          char* end = nullptr;
          const double f = s.empty() ? -1 : std::strtod(s.c_str(), &end);
-         if (end == nullptr || *end != '\0' || !(f >= 0 && f <= 1e21)) throw std::invalid_argument("expected FLOPs (0 to 1e21)");
+         if (end == nullptr || *end != '\0' || !(f >= 0 && f <= 1e21))
+           throw std::invalid_argument("expected FLOPs (0 to 1e21)");
          c.flops_per_step = f;
        },
        [](const config& c) { return fmt_seconds(c.flops_per_step); }},
@@ -380,12 +385,14 @@ config config::from_env(std::vector<std::string>* errors) {
       const std::string_view entry(*e);
       if (entry.rfind("STEPTRACE_", 0) != 0) continue;
       const std::string_view name = entry.substr(0, entry.find('='));
-      const bool known = name == detail::nvml_library_variable ||  // read where it is used, not an option
-                         std::any_of(options().begin(), options().end(), [&](const option& o) { return name == o.info.env; });
+      const bool known =
+          name == detail::nvml_library_variable ||  // read where it is used, not an option
+          std::any_of(options().begin(), options().end(), [&](const option& o) { return name == o.info.env; });
       if (!known) {
         std::vector<std::string_view> envs;
         for (const option& o : options()) envs.push_back(o.info.env);
-        errors->push_back(shown(name) + " is not a steptrace variable and is ignored" + detail::did_you_mean(name, envs));
+        errors->push_back(shown(name) + " is not a steptrace variable and is ignored" +
+                          detail::did_you_mean(name, envs));
       }
     }
   }

@@ -30,9 +30,9 @@ namespace {
 
 std::atomic<stack_writer> g_stack_writer{nullptr};
 
-constexpr double auto_floor_s = 60;        // hang_after auto: at least this
-constexpr double auto_steps = 10;          // ... and this many p99 steps
-constexpr double auto_before_steps_s = 600;  // ... and before any counted step (start-up, compiling)
+constexpr double auto_floor_s = 60;                 // hang_after auto: at least this
+constexpr double auto_steps = 10;                   // ... and this many p99 steps
+constexpr double auto_before_steps_s = 600;         // ... and before any counted step (start-up, compiling)
 constexpr std::size_t max_stack_bytes = 64 * 1024;  // a report's stacks at most
 constexpr std::size_t last_steps_kept = 8;
 
@@ -166,7 +166,8 @@ void tracer_impl::hang_tick(std::unique_lock<std::mutex>& lock) {
 
 void tracer_impl::publish_hang_report(std::unique_lock<std::mutex>& lock, const hang_view& v, const std::string& path) {
   lock.lock();  // still the hang it was written for: the job may have moved meanwhile
-  if (hang.reported && hang.thread == v.threads.front().thread && hang.step == v.threads.front().step) hang.report = path;
+  if (hang.reported && hang.thread == v.threads.front().thread && hang.step == v.threads.front().step)
+    hang.report = path;
   lock.unlock();
 }
 

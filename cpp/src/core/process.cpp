@@ -1,8 +1,7 @@
 // Process-wide things: the default tracer and its report at exit (table and JSON file), the
 // once-only nested-step message, the usable core count, the GPU library search path.
-#include <fmt/format.h>
-
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -11,8 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <stdexcept>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -30,9 +29,7 @@
 #include "steptrace/tracer.hpp"
 
 namespace steptrace {
-namespace detail {
-
-}  // namespace detail
+namespace detail {}  // namespace detail
 
 void write_file(const std::string& path, std::string_view text) { detail::write_whole_file(path, text); }
 
@@ -113,8 +110,10 @@ std::string tracer::exit_report(const exit_finish& finish) {
     }
     if (s.rank && s.rank->rank != 0) return {};  // rank 0 prints the job's table
     switch (cfg.print_at_exit) {
-      case exit_print::never: return {};
-      case exit_print::always: return s.table();
+      case exit_print::never:
+        return {};
+      case exit_print::always:
+        return s.table();
       case exit_print::auto_:
         if (!seen) return s.table();
         return "steptrace: summary already shown (" + std::to_string(recorded) +
@@ -142,9 +141,7 @@ void tracer::warn_nested_step() const noexcept {
   }
 }
 
-long suggested_loader_workers() noexcept {
-  return detail::suggested_workers(static_cast<long>(detail::usable_cpus()));
-}
+long suggested_loader_workers() noexcept { return detail::suggested_workers(static_cast<long>(detail::usable_cpus())); }
 
 void set_gpu_library_dirs(std::vector<std::string> dirs) { detail::set_gpu_library_dirs(std::move(dirs)); }
 void yield_cupti(const std::string& holder) noexcept { detail::yield_cupti(holder); }

@@ -3,11 +3,12 @@
 // "Threads".
 #include "core/thread_binding.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <new>
-#include <pthread.h>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -69,7 +70,7 @@ void on_fork_child() {
   new (g_live_mutex) std::mutex;  // the child has one thread: nobody else can be using it
   for (auto& [uid, impl] : live_tracers()) impl->forked.store(true);
   t_binding = {0, nullptr, nullptr};  // the next record takes the slow path, which refuses
-  forget_gpu_in_forked_child();      // a tracer made in the child is host-only if CUDA was started
+  forget_gpu_in_forked_child();       // a tracer made in the child is host-only if CUDA was started
 }
 
 thread_links& this_thread_links() {
@@ -129,8 +130,8 @@ thread_state* tracer_impl::attach_thread() {
   const std::uint32_t index = next_thread++;
   for (auto& t : threads) {
     if (t->retired && t->records.capacity() == cfg.ring_records) {  // reuse the memory only:
-      t->retired = false;                                             // a new thread, with its
-      t->step_open = false;                                           // own warm-up
+      t->retired = false;                                           // a new thread, with its
+      t->step_open = false;                                         // own warm-up
       t->builder.rebind(index, cfg.warmup_steps);
       return t.get();
     }

@@ -1,5 +1,7 @@
 // The public tracer: configuration, the library's side of recording (steps, and phases the
 // inline path hands over), and the summary assembled from the aggregate.
+#include "steptrace/tracer.hpp"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -14,7 +16,6 @@
 #include "gpu/backend.hpp"
 #include "record/names.hpp"
 #include "report/report.hpp"
-#include "steptrace/tracer.hpp"
 
 namespace steptrace {
 namespace detail {
@@ -87,7 +88,8 @@ void tracer::configure(const config& cfg) {
   const bool capture_changed = impl_->cfg.capture != cfg.capture || !impl_->capture.rule;
   // CUPTI is the process's: a tracer asks for sampling when its own choice moves from 1, or back
   if (const std::uint32_t period = cfg.live > 0 ? cfg.live : 10;
-      cfg.device_sample != impl_->sample_asked.first || (cfg.device_sample > 1 && period != impl_->sample_asked.second)) {
+      cfg.device_sample != impl_->sample_asked.first ||
+      (cfg.device_sample > 1 && period != impl_->sample_asked.second)) {
     detail::set_device_sample(cfg.device_sample, period);
     impl_->sample_asked = {cfg.device_sample, period};
     if (cfg.device_sample > 1) impl_->sample_last = cfg.device_sample;
@@ -107,7 +109,9 @@ void tracer::configure(const config& cfg) {
     impl_->reqs.requests->keep_spans(impl_->spans_wanted());
   }
   const bool inline_path = host_clock::uses_tsc() && !detail::nvtx_requested();
-  mode_.store(!cfg.enabled || impl_->env_disabled ? mode::off : inline_path ? mode::bound : mode::unbound,
+  mode_.store(!cfg.enabled || impl_->env_disabled ? mode::off
+              : inline_path                       ? mode::bound
+                                                  : mode::unbound,
               std::memory_order_relaxed);
 }
 
@@ -185,7 +189,7 @@ summary tracer::summary() const { return collect_summary(true); }
 summary tracer::collect_summary(bool shown) const {
   ::steptrace::summary out;
   detail::device_counts device_base;  // the backend's counts when this tracer started reading
-  if (impl_->forked.load()) {  // no lock (its holder may not exist here), nothing recorded
+  if (impl_->forked.load()) {         // no lock (its holder may not exist here), nothing recorded
     out.backend = {false, false,
                    "this process was forked from the one that created the tracer: its copy records nothing",
                    host_clock_name()};
@@ -203,11 +207,13 @@ summary tracer::collect_summary(bool shown) const {
     impl_->read_device(shown ? detail::device_flush::completed : detail::device_flush::forced);
     impl_->sample_rss(lock, true);
     impl_->stats.totals.fill(out, host_clock::ns_per_tick());
-    impl_->stats.timeline.fill(out.timeline, impl_->stats.totals.run_begin(), host_clock::ns_per_tick(), &host_clock::to_monotonic_ns);
+    impl_->stats.timeline.fill(out.timeline, impl_->stats.totals.run_begin(), host_clock::ns_per_tick(),
+                               &host_clock::to_monotonic_ns);
     device_base = impl_->reading.device_base;
     for (auto& t : impl_->threads) out.errors.unbalanced_phases += t->builder.unbalanced();
     if (impl_->reqs.requests) out.errors.unbalanced_phases += impl_->reqs.requests->unbalanced();
-    if (impl_->stats.batches.steps() > 0) impl_->stats.batches.fill_batches(out.batches.emplace(), host_clock::ns_per_tick());
+    if (impl_->stats.batches.steps() > 0)
+      impl_->stats.batches.fill_batches(out.batches.emplace(), host_clock::ns_per_tick());
     out.facts = impl_->facts;
     out.rank = impl_->rank;
     out.captures = impl_->capture.done;

@@ -42,10 +42,10 @@ struct thread_state {
       : records(ring_records), builder(warmup, thread, streams.keys) {}
 
   ring records;
-  bool step_open = false;              // producer
-  bool step_on_stream = false;         // producer: the open step was given a stream
-  void* step_stream = nullptr;         // producer: that stream
-  std::uint32_t exclude_depth = 0;     // producer: set-aside spans open on the thread
+  bool step_open = false;                // producer
+  bool step_on_stream = false;           // producer: the open step was given a stream
+  void* step_stream = nullptr;           // producer: that stream
+  std::uint32_t exclude_depth = 0;       // producer: set-aside spans open on the thread
   std::uint32_t step_exclude_depth = 0;  // producer: exclude_depth when the open step began
   // A step began with its ring half full: the collector is asked to drain it now rather than at
   // its next timed poll (after a quiet spell that may be 50 ms away, and the ring full before it,
@@ -53,14 +53,13 @@ struct thread_state {
   // under half again (`drain_wanted`, producer only); cleared by the collector as it polls.
   std::atomic<bool> drain_asked{false};
   bool drain_wanted = false;
-  thread_events events;                // producer makes its pools; the collector reads the slots its records name
-  std::uint32_t pairs_pending = 0;     // collector: this thread's event pairs held at the last harvest
-  stream_table streams;                // producer appends; the builder reads the entries its records name
-  alignas(64) step_builder builder;    // consumer (its own cache lines: written per record)
-  std::uint32_t request_left = 0;      // consumer: records of a request block still to come
-  bool retired = false;  // consumer: its thread exited; the memory may serve a new thread
+  thread_events events;              // producer makes its pools; the collector reads the slots its records name
+  std::uint32_t pairs_pending = 0;   // collector: this thread's event pairs held at the last harvest
+  stream_table streams;              // producer appends; the builder reads the entries its records name
+  alignas(64) step_builder builder;  // consumer (its own cache lines: written per record)
+  std::uint32_t request_left = 0;    // consumer: records of a request block still to come
+  bool retired = false;              // consumer: its thread exited; the memory may serve a new thread
 };
-
 
 class tracer_impl {
  public:
@@ -73,14 +72,14 @@ class tracer_impl {
 
   // collector.cpp: drains every ring from a background thread, so recording threads rarely
   // drain their own.
-  void start_collector();                            // under `mutex`
-  void drain_for_producer(thread_state& state);      // the thread's ring is full
-  std::uint64_t drain_locked(thread_state& state);   // its records into steps; how many
+  void start_collector();                           // under `mutex`
+  void drain_for_producer(thread_state& state);     // the thread's ring is full
+  std::uint64_t drain_locked(thread_state& state);  // its records into steps; how many
   // Under `mutex`, for tracer::reset: every ring read (its CUDA event slots must go back), each
   // builder afresh, its pairs not yet read back counting in no step.
   void restart_threads();
   void drain_all_locked();
-  void first_step() noexcept;    // starts the GPU backend and the CPU accounting
+  void first_step() noexcept;          // starts the GPU backend and the CPU accounting
   void read_device(device_flush how);  // under `mutex`
   void start_device_reading();         // under `mutex`: from the records that come next
   // Under `mutex`: device time of finished event pairs. Returns how full the fullest thread's
@@ -100,7 +99,7 @@ class tracer_impl {
 
   // Read by the recording threads on every record; written once, or never.
   alignas(64) const std::uint64_t uid;
-  std::atomic<bool> forked{false};       // this copy lives in a forked child: it records nothing
+  std::atomic<bool> forked{false};   // this copy lives in a forked child: it records nothing
   std::atomic<bool> started{false};  // first_step() ran
   const int creator_pid;
   const bool env_disabled;  // STEPTRACE_DISABLE=1 wins over configure()
@@ -116,13 +115,13 @@ class tracer_impl {
   std::vector<std::unique_ptr<thread_state>> threads;
   std::uint32_t next_thread = 0;  // every thread that ever recorded gets its own number
   // Each subsystem's state, with its own restart (tracer::reset calls them).
-  step_statistics stats;     // the counted steps' figures
-  request_state reqs;        // request.hpp's steps
+  step_statistics stats;            // the counted steps' figures
+  request_state reqs;               // request.hpp's steps
   step_builder& request_builder();  // under `mutex`: reqs.requests, made on first use
-  live_state live;           // windows, the live view, listeners, live rank counts
-  device_reading reading;    // device counts and event pairs not yet read back
+  live_state live;                  // windows, the live view, listeners, live rank counts
+  device_reading reading;           // device counts and event pairs not yet read back
   std::vector<std::pair<std::string, std::string>> facts;
-  std::optional<rank_info> rank;  // tracer::set_rank
+  std::optional<rank_info> rank;                  // tracer::set_rank
   std::atomic<std::uint64_t> producer_drains{0};  // rings drained by their own thread: the collector lags
   std::atomic<bool> nested_reported{false};
   bool exit_reported = false;
@@ -145,7 +144,7 @@ class tracer_impl {
   // lock): the fact gpu.kernel_drift, and the line to say once a kernel ("" when none), said after
   // the lock is let go.
   std::string note_drift(summary& w);
-  void finish_window(summary& w) const;  // without the lock: backend, misuse counts, diagnosis
+  void finish_window(summary& w) const;                           // without the lock: backend, misuse counts, diagnosis
   void sample_rss(std::unique_lock<std::mutex>& lock, bool now);  // reads /proc without the lock
   // The collector, each pass; `last`: the window in progress now, whatever its length, if it
   // holds a counted step, and the live view ends (tracer::end_live).
@@ -165,9 +164,9 @@ class tracer_impl {
   void publish_hang_report(std::unique_lock<std::mutex>& lock, const hang_view& v, const std::string& path);
   // capture.cpp: captures on trouble, all under `mutex`.
   capture_state capture;
-  void capture_configured();  // the options changed: the rule anew, the SIGUSR2 handler
+  void capture_configured();                                  // the options changed: the rule anew, the SIGUSR2 handler
   bool arm_capture(std::string reason, std::uint32_t steps);  // 0 steps: capture_steps; whether it armed
-  void capture_step(const built_step& s);                    // the fan-out, while armed
+  void capture_step(const built_step& s);                     // the fan-out, while armed
   void capture_set_aside(std::uint32_t thread, std::uint32_t id, std::uint64_t begin, std::uint64_t end);
   void capture_device(const device_join& join, std::uint64_t settled_ns);  // read_device, after the join
   std::string weigh_capture(const summary& w);  // the rule on a live window: the reason to capture, or ""
@@ -188,8 +187,9 @@ class tracer_impl {
 
   std::thread collector;
   int collector_pid = 0;
-  std::pair<std::uint32_t, std::uint32_t> sample_asked{1, 10};  // device_sample and its period, as last told the backend
-  std::uint32_t sample_last = 1;  // the last device_sample above 1 this tracer asked for
+  std::pair<std::uint32_t, std::uint32_t> sample_asked{1,
+                                                       10};  // device_sample and its period, as last told the backend
+  std::uint32_t sample_last = 1;                             // the last device_sample above 1 this tracer asked for
   // The N a summary's device figures say they were sampled with: the one asked now, or, set back
   // to 1 after windows were left out, the last one that left them out. Under the lock.
   std::uint32_t sample_every(const gpu_stats& g) const noexcept {

@@ -2,20 +2,19 @@
 // (tracer::window()) and for the live view (options `live`, `jsonl_path`), both beside the
 // whole-run totals, which they never change. And the process's resident memory at step ends.
 // See docs/architecture.md, "Windows".
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "analysis/ceiling.hpp"
+#include "analysis/kernel_table.hpp"
 #include "base/log.hpp"
 #include "base/quiet_write.hpp"
 #include "base/whole_file.hpp"
-#include "analysis/ceiling.hpp"
-#include "analysis/kernel_table.hpp"
 #include "core/tracer_impl.hpp"
 #include "record/host_memory.hpp"
 #include "record/names.hpp"
@@ -55,16 +54,17 @@ std::string tracer_impl::note_drift(summary& w) {
   if (found.empty()) return {};
   const kernel_drift::finding& worst = found.front();
   // "NAME\tBASELINE_US\tNOW_US": the diagnosis's finding (report/diagnosis/drift_advice.cpp).
-  w.facts.emplace_back("gpu.kernel_drift", fmt::format("{}\t{:.3f}\t{:.3f}", worst.name, worst.baseline_us, worst.now_us));
+  w.facts.emplace_back("gpu.kernel_drift",
+                       fmt::format("{}\t{:.3f}\t{:.3f}", worst.name, worst.baseline_us, worst.now_us));
   if (std::find(live.drift_said.begin(), live.drift_said.end(), worst.name) != live.drift_said.end() ||
       live.drift_said.size() >= kernel_drift::max_names) {
     return {};
   }
   live.drift_said.push_back(worst.name);
-  return fmt::format("the kernel {} takes {:.0f}% longer a call than in the first window it ran in ({:.1f} us against "
-                     "{:.1f} us): clocks held lower (heat, power) or larger shapes (said once a kernel)",
-                     short_kernel_name(worst.name), 100 * (worst.now_us / worst.baseline_us - 1), worst.now_us,
-                     worst.baseline_us);
+  return fmt::format(
+      "the kernel {} takes {:.0f}% longer a call than in the first window it ran in ({:.1f} us against "
+      "{:.1f} us): clocks held lower (heat, power) or larger shapes (said once a kernel)",
+      short_kernel_name(worst.name), 100 * (worst.now_us / worst.baseline_us - 1), worst.now_us, worst.baseline_us);
 }
 
 void tracer_impl::add_told_ceiling(summary& s) const {  // without the lock: cfg's copies, not cfg
@@ -93,7 +93,8 @@ void tracer_impl::sample_rss(std::unique_lock<std::mutex>& lock, bool now) {
 
 void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
   const bool on = live_on() && !forked.load();
-  if (device_join* device = stats.totals.device()) device->recent_on = on && !last;  // the windows' device view, while they are made
+  if (device_join* device = stats.totals.device())
+    device->recent_on = on && !last;  // the windows' device view, while they are made
   if (!on) return;
   if (last) live.live_ended = true;  // whatever follows: no window, no line after this one
   const auto now = std::chrono::steady_clock::now();
@@ -114,9 +115,10 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
     if (device_join* device = stats.totals.device()) device->take_recent();  // views from before the view began
     return;
   }
-  if (live.live_origin_s < 0) live.live_origin_s = now_s, live.live_slot = slot;  // the last window is the first: it began with the run
-  if (!last && period != live.live_period) {  // the period changed (configure): the window in progress
-    live.live_period = period;                 // ends at the new period's next boundary, not at once
+  if (live.live_origin_s < 0)
+    live.live_origin_s = now_s, live.live_slot = slot;  // the last window is the first: it began with the run
+  if (!last && period != live.live_period) {            // the period changed (configure): the window in progress
+    live.live_period = period;                          // ends at the new period's next boundary, not at once
     live.live_slot = slot;
     return;
   }
@@ -127,7 +129,7 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
     return;
   }
   if (last && live.live_totals.steps() == 0) return;  // nothing counted since the last window: none to send
-  const std::int64_t covered = live.live_slot;  // the slot this window covers (the last one: to now)
+  const std::int64_t covered = live.live_slot;        // the slot this window covers (the last one: to now)
   live.live_last = now;
   live.live_slot = slot;
   summary w = window_of(live.live_totals);
@@ -152,10 +154,11 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
     }
     if (!jsonl.empty()) {
       std::string why;
-      if (const int code = append_whole_line(jsonl, summary_json_line(w) + "\n", &why); code != 0 && !live.jsonl_failed) {
+      if (const int code = append_whole_line(jsonl, summary_json_line(w) + "\n", &why);
+          code != 0 && !live.jsonl_failed) {
         live.jsonl_failed = true;  // once: it would repeat every window; later windows are still tried
-        log(log_level::error, "could not append a live window to " + jsonl + ": " + why +
-                                  " (the file keeps whole lines; said once)");
+        log(log_level::error,
+            "could not append a live window to " + jsonl + ": " + why + " (the file keeps whole lines; said once)");
       }
     }
   } catch (const std::exception& e) {
@@ -206,7 +209,8 @@ summary tracer::window() {
     impl_->harvest_events();
     impl_->sample_rss(lock, true);
     // Windows are fed only once asked for: the first one is the whole run so far.
-    out = impl_->live.windows_on ? impl_->window_of(impl_->live.window_totals) : impl_->window_of(impl_->stats.totals, false);
+    out = impl_->live.windows_on ? impl_->window_of(impl_->live.window_totals)
+                                 : impl_->window_of(impl_->stats.totals, false);
     impl_->live.windows_on = true;
   });
 }
@@ -235,7 +239,8 @@ std::optional<live_window> tracer::next_window(double timeout_s) {
   if (impl_->forked.load()) return std::nullopt;  // no lock: its holder may not exist here
   std::unique_lock<std::mutex> lock(impl_->mutex);
   const auto wait = std::chrono::duration<double>(std::max(0.0, timeout_s));
-  impl_->live.window_queued.wait_for(lock, wait, [&] { return !impl_->live.queued.empty() || impl_->live.listening_stopped; });
+  impl_->live.window_queued.wait_for(lock, wait,
+                                     [&] { return !impl_->live.queued.empty() || impl_->live.listening_stopped; });
   if (impl_->live.queued.empty() || impl_->live.listening_stopped) return std::nullopt;
   live_window w = std::move(impl_->live.queued.front());
   impl_->live.queued.pop_front();
@@ -263,6 +268,8 @@ void tracer::end_live() {
   impl_->live.live_ended = true;
 }
 
-void tracer::count_window_failure() noexcept { impl_->live.window_calls_failed.fetch_add(1, std::memory_order_relaxed); }
+void tracer::count_window_failure() noexcept {
+  impl_->live.window_calls_failed.fetch_add(1, std::memory_order_relaxed);
+}
 
 }  // namespace steptrace

@@ -176,9 +176,14 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uin
   while (buffer != nullptr && valid > 0 && api->next_record(buffer, valid, &activity) == CUPTI_SUCCESS) {
     device_record r;
     switch (decode(*activity, r)) {
-      case decoded::ok: decoded.push_back(r); break;
-      case decoded::incomplete: ++incomplete; break;
-      case decoded::ignored: break;
+      case decoded::ok:
+        decoded.push_back(r);
+        break;
+      case decoded::incomplete:
+        ++incomplete;
+        break;
+      case decoded::ignored:
+        break;
     }
   }
   {

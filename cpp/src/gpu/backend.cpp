@@ -166,7 +166,7 @@ void yield_cupti(const std::string& holder) noexcept {
     if (!b.holder.empty()) return;
     b.holder = holder.empty() ? "another tool" : holder;
     add_gap(b, host_clock::to_monotonic_ns(host_clock::now()), false);
-    b.own_callbacks = false;  // the other tool registers its own
+    b.own_callbacks = false;                                    // the other tool registers its own
     if (b.collecting || (b.sample_paused && b.cupti_loaded)) {  // paused: buffers of ours still in flight
       stop_activity();  // calls buffer_completed, which takes only the store's lock
       b.collecting = false;
@@ -212,7 +212,8 @@ std::string cupti_holder() {
 
 std::uint64_t device_records_end() { return state().forked_child ? 0 : state().store->end(); }
 
-void read_device_records(std::uint64_t& cursor, std::vector<device_record>& out, std::uint64_t& lost, device_flush how) {
+void read_device_records(std::uint64_t& cursor, std::vector<device_record>& out, std::uint64_t& lost,
+                         device_flush how) {
   backend& b = state();
   if (!gpu_backend_started()) return;
   bool collecting;
@@ -252,7 +253,6 @@ device_counts device_record_counts() {
   const launch_counts_t l = launch_counts();
   return {c.incomplete, c.dropped, l.launches, l.unmatched, c.bad_clock};
 }
-
 
 void use_gpu_tables_for_testing(const cuda_driver& driver, const cupti_functions* cupti) {
   backend& b = state();

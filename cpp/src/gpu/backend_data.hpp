@@ -17,17 +17,17 @@
 namespace steptrace::detail {
 
 struct backend {
-  std::mutex start_mutex;      // one start at a time
+  std::mutex start_mutex;  // one start at a time
   std::atomic<bool> started{false};
-  cuda_driver driver;          // set by start, before `started`; read-only afterwards
-  cupti_functions cupti;       // likewise
+  cuda_driver driver;                      // set by start, before `started`; read-only afterwards
+  cupti_functions cupti;                   // likewise
   record_store* store = new record_store;  // never freed: CUPTI may call back during exit
-  std::mutex mutex;            // status, dirs and the hand-over below
+  std::mutex mutex;                        // status, dirs and the hand-over below
   gpu_status status{false, false, "host only: no step has run yet, so the GPU was not looked at"};
   std::vector<std::string> dirs;
-  bool cupti_loaded = false;   // CUPTI was found and steptrace may use it
-  bool collecting = false;     // steptrace's callbacks and kinds are in place
-  std::string holder;          // another tool holding CUPTI now ("" for none)
+  bool cupti_loaded = false;  // CUPTI was found and steptrace may use it
+  bool collecting = false;    // steptrace's callbacks and kinds are in place
+  std::string holder;         // another tool holding CUPTI now ("" for none)
   std::string collecting_reason;
   std::deque<cupti_gap> gaps;
   bool own_callbacks = false;  // the registered callbacks and timestamp source are steptrace's
@@ -39,9 +39,9 @@ struct backend {
   bool sample_paused = false, resume_pending = false;
   std::uint64_t resume_ns = 0;
   std::atomic<bool> sampling{false};
-  bool test_slots = false;  // tests: sample_device_at alone moves the plan, not the collectors' ticks
-  bool forked_child = false;   // set once, single-threaded, by forget_gpu_in_forked_child
-  bool fake = false;  // tests: the tables below instead of the real libraries
+  bool test_slots = false;    // tests: sample_device_at alone moves the plan, not the collectors' ticks
+  bool forked_child = false;  // set once, single-threaded, by forget_gpu_in_forked_child
+  bool fake = false;          // tests: the tables below instead of the real libraries
   cuda_driver fake_driver;
   cupti_functions fake_cupti;
   bool fake_has_cupti = false;

@@ -29,11 +29,15 @@ bool blocks_host(std::uint32_t type) {
 
 copy_kind direction(std::uint8_t kind) {
   switch (kind) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return copy_kind::h2d;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return copy_kind::d2h;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+      return copy_kind::h2d;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+      return copy_kind::d2h;
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return copy_kind::d2d;
-    default: return copy_kind::other;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+      return copy_kind::d2d;
+    default:
+      return copy_kind::other;
   }
 }
 
@@ -111,10 +115,11 @@ decoded decode(const CUpti_Activity& activity, device_record& out) noexcept {
     case CUPTI_ACTIVITY_KIND_DRIVER: {
       const auto& a = reinterpret_cast<const api_record&>(activity);
       out.kind = device_activity::launch;
-      out.graph = activity.kind == CUPTI_ACTIVITY_KIND_RUNTIME
-                      ? a.cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 ||
-                            a.cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000
-                      : a.cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch || a.cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+      out.graph =
+          activity.kind == CUPTI_ACTIVITY_KIND_RUNTIME
+              ? a.cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 ||
+                    a.cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000
+              : a.cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch || a.cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
       out.correlation = a.correlationId;
       out.start = a.start;
       out.end = a.end;

@@ -34,12 +34,12 @@ struct device_record {
   bool freed = false;                 // memory: a release (else an allocation)
   bool nccl = false;                  // kernel: a collective's (record/collective_kernels.hpp)
   bool graph = false;                 // launch: a graph's replay (cudaGraphLaunch); kernel: run by one
-  std::uint32_t device = 0;   // unknown (0) for syncs
-  std::uint32_t context = 0;  // CUPTI's context id
+  std::uint32_t device = 0;           // unknown (0) for syncs
+  std::uint32_t context = 0;          // CUPTI's context id
   std::uint32_t stream = no_stream;
-  std::uint32_t name = 0;         // kernel: its interned name (record/kernel_names.hpp), 0 if none
-  std::uint32_t correlation = 0;  // kernel, launch: CUPTI's id joining a kernel to its launch call
-  std::uint64_t launched = 0;     // kernel: host time its launch call began, 0 if not seen
+  std::uint32_t name = 0;            // kernel: its interned name (record/kernel_names.hpp), 0 if none
+  std::uint32_t correlation = 0;     // kernel, launch: CUPTI's id joining a kernel to its launch call
+  std::uint64_t launched = 0;        // kernel: host time its launch call began, 0 if not seen
   std::uint64_t start = 0, end = 0;  // host clock, nanoseconds (host_clock::to_monotonic_ns scale)
   std::uint64_t bytes = 0;           // memcpy, memset, memory
 };

@@ -38,12 +38,12 @@ struct cupti_functions {
   decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
   decltype(&cuptiActivityRegisterTimestampCallback) register_timestamp = nullptr;
   decltype(&cuptiActivityFlushAll) flush_all = nullptr;
-  decltype(&cuptiActivityFlushPeriod) flush_period = nullptr;           // optional
+  decltype(&cuptiActivityFlushPeriod) flush_period = nullptr;  // optional
   decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
   decltype(&cuptiActivityGetNumDroppedRecords) dropped_records = nullptr;  // optional
   decltype(&cuptiGetResultString) result_string = nullptr;
-  decltype(&cuptiGetContextId) context_id = nullptr;    // optional: steps' own streams (gpu/stream_ids.hpp)
-  decltype(&cuptiGetStreamIdEx) stream_id = nullptr;    // optional: likewise
+  decltype(&cuptiGetContextId) context_id = nullptr;  // optional: steps' own streams (gpu/stream_ids.hpp)
+  decltype(&cuptiGetStreamIdEx) stream_id = nullptr;  // optional: likewise
   // Optional (CUPTI 12.6 and later have them): records of chosen API calls only (gpu/activity.cpp).
   decltype(&cuptiActivityEnableRuntimeApi) enable_runtime_api = nullptr;
   decltype(&cuptiActivityEnableDriverApi) enable_driver_api = nullptr;

@@ -18,8 +18,10 @@ std::unique_ptr<event_pool> make_pool(const cuda_driver& d, CUcontext context) n
   std::unique_ptr<event_pool> pool(new (std::nothrow) event_pool);
   for (std::uint32_t i = 0; pool && i < event_pool::size; ++i) {
     CUevent event = nullptr;
-    if (d.event_create(&event, CU_EVENT_DEFAULT) != CUDA_SUCCESS) pool.reset();  // the ones made leak: rare
-    else pool->events[i] = event;
+    if (d.event_create(&event, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+      pool.reset();  // the ones made leak: rare
+    else
+      pool->events[i] = event;
   }
   if (pool) pool->context = context;
   if (push) {
@@ -62,7 +64,7 @@ event_result query_pair(const cuda_driver& d, const thread_events& events, std::
   if (ready == CUDA_ERROR_NOT_READY) return event_result::pending;
   if (ready != CUDA_SUCCESS) return event_result::failed;
   return d.event_elapsed(&ms, event_at(events, begin), event_at(events, end)) == CUDA_SUCCESS ? event_result::done
-                                                                                             : event_result::failed;
+                                                                                              : event_result::failed;
 }
 
 }  // namespace
@@ -103,12 +105,14 @@ std::uint32_t record_stream_event(thread_events& events, void* stream_handle, vo
 
 event_result pair_elapsed(const thread_events& events, std::uint32_t begin, std::uint32_t end, float& ms) noexcept {
   const cuda_driver& d = loaded_driver();
-  if (!d.has_events() || events.pool_of(begin) == nullptr || events.pool_of(end) == nullptr) return event_result::failed;
+  if (!d.has_events() || events.pool_of(begin) == nullptr || events.pool_of(end) == nullptr)
+    return event_result::failed;
   // Queries are "unsafe" calls under CUDA graph capture: in the default (global) mode one made
   // here would invalidate a capture running on another thread. Asked in relaxed mode, and the
   // calling thread's own mode put back after.
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-  if (d.exchange_capture_mode(&mode) != CUDA_SUCCESS) return event_result::failed;  // no query that could break a capture
+  if (d.exchange_capture_mode(&mode) != CUDA_SUCCESS)
+    return event_result::failed;  // no query that could break a capture
   const event_result result = query_pair(d, events, begin, end, ms);
   d.exchange_capture_mode(&mode);
   return result;

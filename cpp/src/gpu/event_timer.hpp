@@ -53,10 +53,10 @@ struct thread_events {
   static constexpr std::uint32_t max_pools = 8;  // contexts, retired pools included
   static constexpr std::uint32_t max_depth = 64;
   std::unique_ptr<event_pool> pools[max_pools];
-  std::uint32_t count = 0;              // producer
-  std::uint32_t open[max_depth] = {};   // producer: begin ids of the open stream phases
-  std::uint32_t depth = 0;              // producer
-  std::uint32_t too_deep = 0;           // producer: stream phases open past max_depth (not timed)
+  std::uint32_t count = 0;             // producer
+  std::uint32_t open[max_depth] = {};  // producer: begin ids of the open stream phases
+  std::uint32_t depth = 0;             // producer
+  std::uint32_t too_deep = 0;          // producer: stream phases open past max_depth (not timed)
   // Producer writes, the collector reads: times a slot was wanted with every one in flight. The
   // collector then polls at its fastest (a loop of short stream phases outran its reads).
   std::atomic<std::uint64_t> full{0};

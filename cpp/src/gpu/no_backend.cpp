@@ -20,7 +20,9 @@ device_counts device_record_counts() { return {}; }
 void* stream_context(void*) noexcept { return nullptr; }
 std::uint32_t record_stream_event(thread_events&, void*, void*) noexcept { return no_event; }
 std::uint32_t stream_index(stream_table&, void*, void*) noexcept { return no_event; }
-event_result pair_elapsed(const thread_events&, std::uint32_t, std::uint32_t, float&) noexcept { return event_result::failed; }
+event_result pair_elapsed(const thread_events&, std::uint32_t, std::uint32_t, float&) noexcept {
+  return event_result::failed;
+}
 void yield_cupti(const std::string&) noexcept {}
 void reclaim_cupti() noexcept {}
 std::string cupti_holder() { return {}; }

@@ -72,12 +72,14 @@ bool nvml_reader::start(std::int64_t device) {
     r = by_uuid(entry.c_str(), &handle);
   }
   if (r != 0 || handle == nullptr) {
-    why_not_ = "NVML has no GPU " + std::to_string(device) + (entry.empty() ? "" : " (CUDA_VISIBLE_DEVICES " + entry + ")");
+    why_not_ =
+        "NVML has no GPU " + std::to_string(device) + (entry.empty() ? "" : " (CUDA_VISIBLE_DEVICES " + entry + ")");
     return false;
   }
   device_ = handle;
   auto create = symbol<nvml_return (*)(nvml_event_set*)>(lib_, "nvmlEventSetCreate");
-  auto listen = symbol<nvml_return (*)(nvml_device, unsigned long long, nvml_event_set)>(lib_, "nvmlDeviceRegisterEvents");
+  auto listen =
+      symbol<nvml_return (*)(nvml_device, unsigned long long, nvml_event_set)>(lib_, "nvmlDeviceRegisterEvents");
   nvml_event_set set = nullptr;
   if (create != nullptr && listen != nullptr && create(&set) == 0 && listen(handle, event_xid, set) == 0) events_ = set;
   return ok_ = true;
@@ -89,11 +91,14 @@ bool nvml_reader::read(std::int64_t device, gpu_health& out) {
   auto clock = symbol<nvml_return (*)(nvml_device, unsigned, unsigned*)>(lib_, "nvmlDeviceGetClockInfo");
   auto power = symbol<nvml_return (*)(nvml_device, unsigned*)>(lib_, "nvmlDeviceGetPowerUsage");
   auto temperature = symbol<nvml_return (*)(nvml_device, unsigned, unsigned*)>(lib_, "nvmlDeviceGetTemperature");
-  auto reasons = symbol<nvml_return (*)(nvml_device, unsigned long long*)>(lib_, "nvmlDeviceGetCurrentClocksEventReasons");
+  auto reasons =
+      symbol<nvml_return (*)(nvml_device, unsigned long long*)>(lib_, "nvmlDeviceGetCurrentClocksEventReasons");
   if (reasons == nullptr) {  // before NVML 12.2
-    reasons = symbol<nvml_return (*)(nvml_device, unsigned long long*)>(lib_, "nvmlDeviceGetCurrentClocksThrottleReasons");
+    reasons =
+        symbol<nvml_return (*)(nvml_device, unsigned long long*)>(lib_, "nvmlDeviceGetCurrentClocksThrottleReasons");
   }
-  auto ecc = symbol<nvml_return (*)(nvml_device, unsigned, unsigned, unsigned long long*)>(lib_, "nvmlDeviceGetTotalEccErrors");
+  auto ecc = symbol<nvml_return (*)(nvml_device, unsigned, unsigned, unsigned long long*)>(
+      lib_, "nvmlDeviceGetTotalEccErrors");
   auto wait = symbol<nvml_return (*)(nvml_event_set, nvml_event_data*, unsigned)>(lib_, "nvmlEventSetWait_v2");
   unsigned v = 0;
   unsigned long long big = 0;
@@ -102,7 +107,8 @@ bool nvml_reader::read(std::int64_t device, gpu_health& out) {
   if (power != nullptr && power(device_, &v) == 0) out.power_w = v / 1000.0;  // mW
   if (temperature != nullptr && temperature(device_, temperature_gpu, &v) == 0) out.temperature_c = v;
   if (reasons != nullptr && reasons(device_, &big) == 0) out.clock_event_reasons = big;
-  if (ecc != nullptr && ecc(device_, ecc_uncorrected, ecc_volatile, &big) == 0) out.ecc_uncorrected = static_cast<double>(big);
+  if (ecc != nullptr && ecc(device_, ecc_uncorrected, ecc_volatile, &big) == 0)
+    out.ecc_uncorrected = static_cast<double>(big);
   if (events_ != nullptr && wait != nullptr) {
     nvml_event_data data{};
     for (std::size_t i = 0; i < max_events_a_read && wait(events_, &data, 0) == 0; ++i) {  // 0 ms: never waits

@@ -44,10 +44,10 @@ class sample_plan {
 
  private:
   static constexpr std::int64_t unset = std::numeric_limits<std::int64_t>::min();
-  std::int64_t last_ = unset;    // the slot of the last pass
-  std::int64_t since_ = unset;   // the first slot recorded from its start, in the current stretch
+  std::int64_t last_ = unset;   // the slot of the last pass
+  std::int64_t since_ = unset;  // the first slot recorded from its start, in the current stretch
   bool recording_ = true;
-  bool whole_ = false;           // a whole window has been recorded
+  bool whole_ = false;  // a whole window has been recorded
 };
 
 }  // namespace steptrace::detail

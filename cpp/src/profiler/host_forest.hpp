@@ -81,7 +81,8 @@ struct forest {
 // The indices of the events `pick` takes, by thread, in file order: each thread's vector sized
 // once (counted first), so a trace's forests are built without regrowing their inputs.
 template <class Pick>
-std::map<std::uint32_t, std::vector<std::uint32_t>> nodes_by_thread(const std::vector<trace_event>& events, Pick&& pick) {
+std::map<std::uint32_t, std::vector<std::uint32_t>> nodes_by_thread(const std::vector<trace_event>& events,
+                                                                    Pick&& pick) {
   std::map<std::uint32_t, std::uint32_t> counts;
   for (const trace_event& e : events) {
     if (pick(e)) ++counts[e.tid];

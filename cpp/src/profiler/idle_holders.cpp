@@ -15,7 +15,8 @@ namespace {
 std::size_t step_of(const std::vector<step_interval>& steps, std::uint64_t at) {
   const auto it = std::lower_bound(steps.begin(), steps.end(), at,
                                    [](const step_interval& s, std::uint64_t t) { return s.end <= t; });
-  return it == steps.end() || at < it->begin ? static_cast<std::size_t>(-1) : static_cast<std::size_t>(it - steps.begin());
+  return it == steps.end() || at < it->begin ? static_cast<std::size_t>(-1)
+                                             : static_cast<std::size_t>(it - steps.begin());
 }
 
 // [lo, hi) less the time set aside in it: its length, and the GPU's idle time in what is left.
@@ -66,9 +67,10 @@ std::string ms_text(std::uint64_t ns) { return format_ms(static_cast<double>(ns)
 
 }  // namespace
 
-idle_holders read_idle_holders(const trace_events& t, const forest& main, const std::vector<std::uint8_t>& main_one_time,
-                               const std::vector<forest>& others, std::uint32_t one_time_kind,
-                               const trace_device& device, std::uint32_t pid, const std::vector<step_interval>& steps) {
+idle_holders read_idle_holders(const trace_events& t, const forest& main,
+                               const std::vector<std::uint8_t>& main_one_time, const std::vector<forest>& others,
+                               std::uint32_t one_time_kind, const trace_device& device, std::uint32_t pid,
+                               const std::vector<step_interval>& steps) {
   idle_holders out;
   out.steps.resize(steps.size());
   if (!device.present || steps.empty()) return out;
@@ -83,7 +85,8 @@ idle_holders read_idle_holders(const trace_events& t, const forest& main, const 
   for (const forest& f : others) {
     for (std::uint32_t i = 0; i < f.size(); ++i) {
       const std::uint32_t p = f.parent[i];
-      if (f.kind[i] == one_time_kind && (p == forest::npos || f.kind[p] != one_time_kind)) spans.push_back({f.begin(i), f.end[i]});
+      if (f.kind[i] == one_time_kind && (p == forest::npos || f.kind[p] != one_time_kind))
+        spans.push_back({f.begin(i), f.end[i]});
     }
   }
   merge_intervals(spans);
@@ -92,11 +95,14 @@ idle_holders read_idle_holders(const trace_events& t, const forest& main, const 
     in_op[i] = p != forest::npos && (in_op[p] || main.event(p).cat == event_cat::op);
     if (set_aside[i] || in_op[i] || main.event(i).cat != event_cat::op) continue;
     const std::size_t k = step_of(steps, main.begin(i));
-    if (k < steps.size()) tally(device, spans, steps[k], main.begin(i), main.end[i], out.steps[k].ops[main.event(i).name]);
+    if (k < steps.size())
+      tally(device, spans, steps[k], main.begin(i), main.end[i], out.steps[k].ops[main.event(i).name]);
   }
-  tally_calls(t, main, [&](std::uint32_t i) { return set_aside[i] != 0; }, device, spans, steps, out.steps);
+  tally_calls(
+      t, main, [&](std::uint32_t i) { return set_aside[i] != 0; }, device, spans, steps, out.steps);
   for (const forest& f : others) {
-    tally_calls(t, f, [&](std::uint32_t i) { return f.kind[i] == one_time_kind; }, device, spans, steps, out.steps);
+    tally_calls(
+        t, f, [&](std::uint32_t i) { return f.kind[i] == one_time_kind; }, device, spans, steps, out.steps);
   }
   // Launches: a graph's replay is one call, however many kernels it runs.
   for (const trace_event& e : t.events) {
@@ -122,7 +128,8 @@ void idle_holder_facts(const trace_events& t, const idle_holders& holders, const
     const counted c = counted_within(device, holders.set_aside, steps[k].begin, steps[k].end);
     step_ns += c.ns;
     idle_ns += c.idle_ns;
-    auto add = [](std::unordered_map<std::uint32_t, idle_holder>& to, const std::unordered_map<std::uint32_t, idle_holder>& from_) {
+    auto add = [](std::unordered_map<std::uint32_t, idle_holder>& to,
+                  const std::unordered_map<std::uint32_t, idle_holder>& from_) {
       for (const auto& [name, h] : from_) {
         idle_holder& x = to[name];
         x.idle_ns += h.idle_ns;
@@ -137,7 +144,9 @@ void idle_holder_facts(const trace_events& t, const idle_holders& holders, const
   }
   const double n = static_cast<double>(by_step.size() - from);
   if (step_ns == 0) return;
-  auto share = [&](std::uint64_t ns, std::uint64_t of) { return fmt::format("{:.4f}", static_cast<double>(ns) / static_cast<double>(of)); };
+  auto share = [&](std::uint64_t ns, std::uint64_t of) {
+    return fmt::format("{:.4f}", static_cast<double>(ns) / static_cast<double>(of));
+  };
   auto most_idle = [](const std::unordered_map<std::uint32_t, idle_holder>& m) {
     std::vector<std::pair<std::uint32_t, idle_holder>> v(m.begin(), m.end());
     std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
@@ -153,8 +162,8 @@ void idle_holder_facts(const trace_events& t, const idle_holders& holders, const
       all.host_ns += v[i].second.host_ns;
       all.calls += v[i].second.calls;
       if (i < 3) {
-        said += fmt::format("{}`{}` ({} call{}, {} ms)", i ? ", " : "", escaped_utf8(t.names[v[i].first]), v[i].second.calls,
-                            v[i].second.calls == 1 ? "" : "s", ms_text(v[i].second.host_ns));
+        said += fmt::format("{}`{}` ({} call{}, {} ms)", i ? ", " : "", escaped_utf8(t.names[v[i].first]),
+                            v[i].second.calls, v[i].second.calls == 1 ? "" : "s", ms_text(v[i].second.host_ns));
       }
     }
     facts.emplace_back("trace.blocking_calls", said);

@@ -28,8 +28,8 @@ struct idle_holder {
 struct step_holders {
   std::unordered_map<std::uint32_t, idle_holder> ops;    // by name (trace_events::names)
   std::unordered_map<std::uint32_t, idle_holder> calls;  // blocking runtime calls, by name
-  std::uint64_t graph_replays = 0;  // graph launch calls made in the step
-  std::uint64_t launches = 0;       // the host's kernel and graph launch calls (copies left out)
+  std::uint64_t graph_replays = 0;                       // graph launch calls made in the step
+  std::uint64_t launches = 0;                            // the host's kernel and graph launch calls (copies left out)
 };
 
 struct idle_holders {
@@ -40,10 +40,9 @@ struct idle_holders {
 // Nodes set aside as one-time work are left out (`main_one_time` by main-thread node,
 // `one_time_kind` in another forest's `kind`), and their time too.
 idle_holders read_idle_holders(const trace_events& t, const forest& main,
-                                            const std::vector<std::uint8_t>& main_one_time,
-                                            const std::vector<forest>& others, std::uint32_t one_time_kind,
-                                            const trace_device& device, std::uint32_t pid,
-                                            const std::vector<step_interval>& steps);
+                               const std::vector<std::uint8_t>& main_one_time, const std::vector<forest>& others,
+                               std::uint32_t one_time_kind, const trace_device& device, std::uint32_t pid,
+                               const std::vector<step_interval>& steps);
 
 // The steps from `from` on, as facts (shares of the steps' summed length):
 //   trace.blocking_calls       "`cudaFree` 15 calls 8310 ms, `cudaMalloc` 24 calls 298 ms" (most idle first)
@@ -54,8 +53,8 @@ idle_holders read_idle_holders(const trace_events& t, const forest& main,
 //   trace.idle_op_calls_per_step, trace.idle_op_ms_per_step: the outermost op holding the most
 //   trace.launches_per_step: the host's launch calls, a graph's replay one (with replays only;
 //   the kernels they ran are the device view's, gpu_stats::graph_*)
-void idle_holder_facts(const trace_events& t, const idle_holders& holders,
-                       const std::vector<step_interval>& steps, const trace_device& device, std::size_t from,
+void idle_holder_facts(const trace_events& t, const idle_holders& holders, const std::vector<step_interval>& steps,
+                       const trace_device& device, std::size_t from,
                        std::vector<std::pair<std::string, std::string>>& facts);
 
 }  // namespace steptrace::detail

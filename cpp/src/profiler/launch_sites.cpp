@@ -16,15 +16,19 @@ bool is_op(const trace_events& t, const trace_event& e) {
 }  // namespace
 
 launch_sites::launch_sites(const trace_events& t, std::uint32_t pid) : t_(t) {
-  auto is_launch = [pid](const trace_event& e) { return e.pid == pid && e.cat == event_cat::runtime && e.correlation != 0; };
+  auto is_launch = [pid](const trace_event& e) {
+    return e.pid == pid && e.cat == event_cat::runtime && e.correlation != 0;
+  };
   launches_.reserve(static_cast<std::size_t>(std::count_if(t.events.begin(), t.events.end(), is_launch)));
   for (std::uint32_t i = 0; i < t.events.size(); ++i) {
     if (is_launch(t.events[i])) launches_.push_back(i);
   }
-  auto ops = nodes_by_thread(t.events, [&](const trace_event& e) { return e.pid == pid && !e.tid_negative && is_op(t, e); });
+  auto ops =
+      nodes_by_thread(t.events, [&](const trace_event& e) { return e.pid == pid && !e.tid_negative && is_op(t, e); });
   // By correlation, the first in file order first: a repeated correlation is its first launch.
-  std::stable_sort(launches_.begin(), launches_.end(),
-                   [&t](std::uint32_t a, std::uint32_t b) { return t.events[a].correlation < t.events[b].correlation; });
+  std::stable_sort(launches_.begin(), launches_.end(), [&t](std::uint32_t a, std::uint32_t b) {
+    return t.events[a].correlation < t.events[b].correlation;
+  });
   for (auto& [tid, nodes] : ops) {
     threads_.emplace(tid, forest(t.events, std::move(nodes)));
     std::vector<std::uint32_t>().swap(nodes);

@@ -36,7 +36,8 @@ bool read_op_arg(json_scanner& json, std::string_view key, op_inputs& in) {
     std::string_view text;
     bool was_string = false;
     std::uint64_t v = 0;
-    if (json.read_scalar(text, was_string) && !was_string && parse_uint_text(text, v)) in.flops_arg = static_cast<double>(v);
+    if (json.read_scalar(text, was_string) && !was_string && parse_uint_text(text, v))
+      in.flops_arg = static_cast<double>(v);
     return true;
   }
   if (!dims && !types && !concrete) return false;

@@ -8,14 +8,21 @@ namespace {
 
 // What an op's name says about how to cost it; its inputs' positions where they differ by op.
 enum class rule : std::uint8_t {
-  mm, addmm, bmm, baddbmm, matmul, linear, scaled_mm, mv,
+  mm,
+  addmm,
+  bmm,
+  baddbmm,
+  matmul,
+  linear,
+  scaled_mm,
+  mv,
   conv,           // conv1d/2d/3d, convolution, _convolution, conv_transpose*, backend convolutions
   conv_backward,  // convolution_backward
   attention,      // q, k, v: by layout
   attention_backward,
-  binary,         // add, sub, mul, div: FLOPs = output elements (as torch counts them), bytes too
-  elementwise,    // unary and the rest: bytes only
-  copy,           // copy_(self, src): src read, self written
+  binary,       // add, sub, mul, div: FLOPs = output elements (as torch counts them), bytes too
+  elementwise,  // unary and the rest: bytes only
+  copy,         // copy_(self, src): src read, self written
   norm,
 };
 
@@ -113,11 +120,19 @@ double elements(const std::vector<std::int64_t>& shape) {
 
 double element_bytes(dtype_class d) {
   switch (d) {
-    case dtype_class::fp64: return 8;
-    case dtype_class::fp32: case dtype_class::tf32: return 4;
-    case dtype_class::bf16: case dtype_class::fp16: return 2;
-    case dtype_class::fp8: case dtype_class::int8: return 1;
-    case dtype_class::unknown: break;
+    case dtype_class::fp64:
+      return 8;
+    case dtype_class::fp32:
+    case dtype_class::tf32:
+      return 4;
+    case dtype_class::bf16:
+    case dtype_class::fp16:
+      return 2;
+    case dtype_class::fp8:
+    case dtype_class::int8:
+      return 1;
+    case dtype_class::unknown:
+      break;
   }
   return 0;
 }
@@ -149,7 +164,8 @@ class costing {
   const std::vector<std::int64_t>& dims(std::size_t i) const { return in_.dims[i]; }
   dtype_class type(std::size_t i) const { return i < in_.types.size() ? dtype_of(in_.types[i]) : dtype_class::unknown; }
   const std::string* concrete(int i) const {
-    return i >= 0 && static_cast<std::size_t>(i) < in_.concrete.size() ? &in_.concrete[static_cast<std::size_t>(i)] : nullptr;
+    return i >= 0 && static_cast<std::size_t>(i) < in_.concrete.size() ? &in_.concrete[static_cast<std::size_t>(i)]
+                                                                       : nullptr;
   }
   // Bytes of the tensors read: every tensor input, in its own dtype.
   double input_bytes() const {
@@ -174,7 +190,8 @@ class costing {
 };
 
 // 2*m*k*n for [..., m, k] x [..., k, n] with broadcast batch dims; false when they do not fit.
-bool matmul_cost(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b, double& flops, double& out_elems) {
+bool matmul_cost(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b, double& flops,
+                 double& out_elems) {
   if (a.empty() || b.empty()) return false;
   const double k = static_cast<double>(a.back());
   const std::int64_t kb = b.size() == 1 ? b[0] : b[b.size() - 2];
@@ -244,12 +261,18 @@ bool conv_cost(const costing& c, const named_rule& r, std::size_t x, std::size_t
 
 const char* op_kind_name(op_kind k) {
   switch (k) {
-    case op_kind::gemm: return "gemm";
-    case op_kind::conv: return "convolution";
-    case op_kind::attention: return "attention";
-    case op_kind::elementwise: return "elementwise";
-    case op_kind::norm: return "normalisation";
-    case op_kind::none: break;
+    case op_kind::gemm:
+      return "gemm";
+    case op_kind::conv:
+      return "convolution";
+    case op_kind::attention:
+      return "attention";
+    case op_kind::elementwise:
+      return "elementwise";
+    case op_kind::norm:
+      return "normalisation";
+    case op_kind::none:
+      break;
   }
   return "";
 }
@@ -274,13 +297,18 @@ op_cost cost_of(std::string_view name, const op_inputs& in) {
   double flops = 0, out_elems = 0;
   std::size_t first = 0;  // the input whose dtype is the op's
   switch (r->r) {
-    case rule::mm: case rule::bmm: case rule::matmul: case rule::scaled_mm: case rule::mv:
+    case rule::mm:
+    case rule::bmm:
+    case rule::matmul:
+    case rule::scaled_mm:
+    case rule::mv:
       if (!c.tensor(0) || !c.tensor(1) || !matmul_cost(c.dims(0), c.dims(1), flops, out_elems)) return out;
       if ((r->r == rule::mm || r->r == rule::scaled_mm) && (c.dims(0).size() != 2 || c.dims(1).size() != 2)) return out;
       if (r->r == rule::bmm && (c.dims(0).size() != 3 || c.dims(1).size() != 3)) return out;
       out.kind = op_kind::gemm;
       break;
-    case rule::addmm: case rule::baddbmm:
+    case rule::addmm:
+    case rule::baddbmm:
       if (!c.tensor(1) || !c.tensor(2) || !matmul_cost(c.dims(1), c.dims(2), flops, out_elems)) return out;
       out.kind = op_kind::gemm;
       first = 1;
@@ -323,7 +351,8 @@ op_cost cost_of(std::string_view name, const op_inputs& in) {
       first = x;
       break;
     }
-    case rule::attention: case rule::attention_backward: {
+    case rule::attention:
+    case rule::attention_backward: {
       const std::size_t q = static_cast<std::size_t>(r->q);
       if (!c.tensor(q, 3) || !c.tensor(q + 1, 3) || !c.tensor(q + 2, 3)) return out;
       const auto &qd = c.dims(q), &kd = c.dims(q + 1), &vd = c.dims(q + 2);
@@ -347,7 +376,9 @@ op_cost cost_of(std::string_view name, const op_inputs& in) {
       first = q;
       break;
     }
-    case rule::binary: case rule::elementwise: case rule::norm: {
+    case rule::binary:
+    case rule::elementwise:
+    case rule::norm: {
       first = c.largest();
       if (!c.tensor(first)) return out;
       out_elems = elements(c.dims(first));

@@ -54,15 +54,17 @@ std::string reason_of(const std::vector<cycle>& cycles, const summary& out) {
     warm += c.reading.warmup_steps;
     stubs += c.reading.stub_steps;
   }
-  std::string reason = fmt::format("read from {} torch.profiler cycles of one process ({}), {} to {}, as one run",
-                                   cycles.size(), identity(cycles.front().alone), cycles.front().name,
-                                   cycles.back().name);
+  std::string reason =
+      fmt::format("read from {} torch.profiler cycles of one process ({}), {} to {}, as one run", cycles.size(),
+                  identity(cycles.front().alone), cycles.front().name, cycles.back().name);
   if (warm) {
-    reason += fmt::format("; {} cycle{} began while the device still ran work from before it: its first step is "
-                          "left out as warm-up",
-                          warm, warm == 1 ? "" : "s");
+    reason += fmt::format(
+        "; {} cycle{} began while the device still ran work from before it: its first step is "
+        "left out as warm-up",
+        warm, warm == 1 ? "" : "s");
   }
-  if (stubs) reason += fmt::format("; {} closing stub step{} (no op, no device work) left out", stubs, stubs == 1 ? "" : "s");
+  if (stubs)
+    reason += fmt::format("; {} closing stub step{} (no op, no device work) left out", stubs, stubs == 1 ? "" : "s");
   if (const std::string* gpu = out.fact("gpu.name")) reason += fmt::format("; device: {}", *gpu);
   if (!out.backend.cuda) reason += "; the traces hold no GPU activity: host view only";
   return reason;
@@ -100,8 +102,8 @@ summary read_profiler_cycles(const std::vector<std::string>& paths, const trace_
     out.errors.nested_steps += c.reading.steps_dropped;
     windows = windows && c.reading.source == step_source::whole_trace;
     out.backend.cuda = out.backend.cuda || c.reading.has_device;
-    out.cycles.push_back({c.name, c.alone.steps, c.alone.warmup_steps, c.alone.step_ms.mean, c.alone.step_ms.p50,
-                          c.alone.diag.label});
+    out.cycles.push_back(
+        {c.name, c.alone.steps, c.alone.warmup_steps, c.alone.step_ms.mean, c.alone.step_ms.p50, c.alone.diag.label});
   }
   out.windows = windows;
   out.backend.cupti = out.backend.cuda;

@@ -33,8 +33,9 @@ class keeping_source final : public byte_source {
       throw;
     }
     if (kept_.size() + got > max_summary_bytes) {
-      throw std::invalid_argument(name_ + ": more than " + std::to_string(max_summary_bytes >> 20) +
-                                  " MB before its traceEvents (or its end): neither a trace steptrace reads nor a summary");
+      throw std::invalid_argument(
+          name_ + ": more than " + std::to_string(max_summary_bytes >> 20) +
+          " MB before its traceEvents (or its end): neither a trace steptrace reads nor a summary");
     }
     kept_.append(buf, got);
     return got;
@@ -88,18 +89,20 @@ kind decide(keeping_source& source, const std::string& name) {
   }
 }
 
-summary read_summary_text(byte_source& source, std::string text, const std::string& name, const trace_options& options) {
+summary read_summary_text(byte_source& source, std::string text, const std::string& name,
+                          const trace_options& options) {
   char chunk[1 << 16];
   while (const std::size_t got = source.read(chunk, sizeof chunk)) {
     if (text.size() + got > max_summary_bytes) {
-      throw std::invalid_argument(name + ": larger than any steptrace summary (" + std::to_string(max_summary_bytes >> 20) +
+      throw std::invalid_argument(name + ": larger than any steptrace summary (" +
+                                  std::to_string(max_summary_bytes >> 20) +
                                   " MB at most), and not a trace (no traceEvents)");
     }
     text.append(chunk, got);
   }
   if (text.empty()) {
-    throw std::invalid_argument(name + (source.compressed() ? ": a gzip file of nothing (empty once decompressed)"
-                                                            : ": the file is empty"));
+    throw std::invalid_argument(
+        name + (source.compressed() ? ": a gzip file of nothing (empty once decompressed)" : ": the file is empty"));
   }
   if (!options.step.empty()) {
     throw std::invalid_argument(name + ": --step " + escaped_utf8(options.step).substr(0, 80) +
@@ -114,8 +117,9 @@ summary read_summary_text(byte_source& source, std::string text, const std::stri
     std::string what = e.what();
     if (what.rfind("steptrace: ", 0) == 0) what.erase(0, 11);
     if (what == "not a steptrace summary: no \"schema\" field") {  // another program's JSON object
-      throw other_file_kind(name + ": a JSON object with neither \"schema\" nor \"traceEvents\": neither a steptrace "
-                                   "summary nor a torch.profiler trace");
+      throw other_file_kind(name +
+                            ": a JSON object with neither \"schema\" nor \"traceEvents\": neither a steptrace "
+                            "summary nor a torch.profiler trace");
     }
     throw std::invalid_argument(name + ": " + what);
   }
@@ -134,22 +138,23 @@ summary read_any(const std::string& path, const trace_options& options) {
   const kind k = decide(keeping, name);
   std::string head = std::move(keeping.kept());
   if (k == kind::execution_trace) {
-    throw other_file_kind(name + ": a PyTorch execution trace (ExecutionTraceObserver's \"nodes\"), not the "
-                                       "profiler's trace: steptrace reads the torch.profiler trace, the JSON with "
-                                       "\"traceEvents\" (export_chrome_trace, tensorboard_trace_handler)");
+    throw other_file_kind(name +
+                          ": a PyTorch execution trace (ExecutionTraceObserver's \"nodes\"), not the "
+                          "profiler's trace: steptrace reads the torch.profiler trace, the JSON with "
+                          "\"traceEvents\" (export_chrome_trace, tensorboard_trace_handler)");
   }
   if (k == kind::summary) return read_summary_text(*source, std::move(head), name, options);
   trace_events about;
   try {
-    return summarise_trace(about,
-                           read_trace_reading(prefixed(std::move(head), std::move(source)), name, options.step, about),
-                           name);
+    return summarise_trace(
+        about, read_trace_reading(prefixed(std::move(head), std::move(source)), name, options.step, about), name);
   } catch (const std::invalid_argument&) {
     // A list of no trace events: another program's JSON (a test's own truth beside the traces),
     // which a job's folder leaves out as it does an execution trace.
     if (k == kind::listed_events && about.events.empty() && about.skipped_events == 0) {
-      throw other_file_kind(name + ": a JSON list of no trace events (none with \"ph\" and \"ts\"): neither a "
-                                   "torch.profiler trace nor a steptrace summary");
+      throw other_file_kind(name +
+                            ": a JSON list of no trace events (none with \"ph\" and \"ts\"): neither a "
+                            "torch.profiler trace nor a steptrace summary");
     }
     throw;
   }

@@ -55,60 +55,70 @@ class trace_sink final : public step_sink {
 
 std::string steps_said(const trace_reading& r) {
   switch (r.source) {
-    case step_source::own_annotations: return fmt::format("{} steps from steptrace's own annotations", r.steps);
+    case step_source::own_annotations:
+      return fmt::format("{} steps from steptrace's own annotations", r.steps);
     case step_source::named_range:
       return fmt::format("{} steps, each a `{}` range", r.steps, escaped_utf8(r.step_name));
-    case step_source::profiler_steps: return fmt::format("{} steps", r.steps);
+    case step_source::profiler_steps:
+      return fmt::format("{} steps", r.steps);
     case step_source::loop_iterations:
-      return fmt::format("no step ranges in it: {} steps, each an iteration of the training loop {} (--step NAME makes "
-                         "each range of that name a step)",
-                         r.steps,
-                         std::string_view(r.loop.marked_by) == "fetch" ? "from one DataLoader fetch to the next"
-                                                                  : "ending with its optimizer step");
-    case step_source::whole_trace: break;
+      return fmt::format(
+          "no step ranges in it: {} steps, each an iteration of the training loop {} (--step NAME makes "
+          "each range of that name a step)",
+          r.steps,
+          std::string_view(r.loop.marked_by) == "fetch" ? "from one DataLoader fetch to the next"
+                                                        : "ending with its optimizer step");
+    case step_source::whole_trace:
+      break;
   }
   return "no steps in it: the whole trace is one window (--step NAME makes each range of that name a step)";
 }
 
 std::string backend_reason(const std::string& path, const trace_events& t, const trace_reading& r, const summary& s) {
-  std::string reason = fmt::format("read from {} {} ({})",
-                                   t.own_timeline_events ? "steptrace's own timeline" : "the torch.profiler trace", path,
-                                   steps_said(r));
+  std::string reason =
+      fmt::format("read from {} {} ({})",
+                  t.own_timeline_events ? "steptrace's own timeline" : "the torch.profiler trace", path, steps_said(r));
   if (r.steps_dropped) {
     reason += fmt::format("; {} more step range{} nested in or overlapping another, left out (errors.nested_steps)",
                           r.steps_dropped, r.steps_dropped == 1 ? "" : "s");
   }
   if (r.stub_steps) {
-    reason += fmt::format("; {} ProfilerStep range{} holding no op and no device work (the profiler's closing stub) left out",
-                          r.stub_steps, r.stub_steps == 1 ? "" : "s");
+    reason +=
+        fmt::format("; {} ProfilerStep range{} holding no op and no device work (the profiler's closing stub) left out",
+                    r.stub_steps, r.stub_steps == 1 ? "" : "s");
   }
   if (const std::string* gpu = s.fact("gpu.name")) reason += fmt::format("; device: {}", *gpu);
   if (r.warmup.ranges != 0) {
-    reason += fmt::format("; the window begins where the program's own warm-up ends: {} range{} named warm-up "
-                          "(`{}`{}), {} ms, left out",
-                          r.warmup.ranges, r.warmup.ranges == 1 ? "" : "s", escaped_utf8(r.warmup.name).substr(0, 120),
-                          r.warmup.ranges == 1 ? "" : ", ...", format_ms(static_cast<double>(r.warmup.ns) / 1e6));
+    reason += fmt::format(
+        "; the window begins where the program's own warm-up ends: {} range{} named warm-up "
+        "(`{}`{}), {} ms, left out",
+        r.warmup.ranges, r.warmup.ranges == 1 ? "" : "s", escaped_utf8(r.warmup.name).substr(0, 120),
+        r.warmup.ranges == 1 ? "" : ", ...", format_ms(static_cast<double>(r.warmup.ns) / 1e6));
   }
   if (r.warmup.steps != 0) {
-    reason += fmt::format("; the first {} left out as warm-up by the program's own words: ranges named warm-up "
-                          "(`{}`) cover most of {}",
-                          r.warmup.steps == 1 ? "step is" : fmt::format("{} steps are", r.warmup.steps),
-                          escaped_utf8(r.warmup.name).substr(0, 120), r.warmup.steps == 1 ? "it" : "each");
+    reason += fmt::format(
+        "; the first {} left out as warm-up by the program's own words: ranges named warm-up "
+        "(`{}`) cover most of {}",
+        r.warmup.steps == 1 ? "step is" : fmt::format("{} steps are", r.warmup.steps),
+        escaped_utf8(r.warmup.name).substr(0, 120), r.warmup.steps == 1 ? "it" : "each");
   }
   if (r.warmup_steps && r.loop.first_is_start) {
-    reason += fmt::format("; the first iteration is left out as warm-up: it lasted {} ms against {} ms for the others' "
-                          "median, the program's start-up (lazy loads, algorithm search, the allocator's growth) in it",
-                          format_ms(static_cast<double>(r.loop.first_ns) / 1e6),
-                          format_ms(static_cast<double>(r.loop.others_median_ns) / 1e6));
+    reason += fmt::format(
+        "; the first iteration is left out as warm-up: it lasted {} ms against {} ms for the others' "
+        "median, the program's start-up (lazy loads, algorithm search, the allocator's growth) in it",
+        format_ms(static_cast<double>(r.loop.first_ns) / 1e6),
+        format_ms(static_cast<double>(r.loop.others_median_ns) / 1e6));
   } else if (r.untraced_ns && r.launched_before) {  // the trace shows work launched before it
     reason += r.warmup_steps
-                  ? fmt::format("; the first step is left out as warm-up: its device ran work launched before the trace "
-                                "for {} ms",
-                                format_ms(static_cast<double>(r.untraced_ns) / 1e6))
-                  : fmt::format("; the device ran work launched before the trace for {} ms of the first {}: counted "
-                                "busy, not idle",
-                                format_ms(static_cast<double>(r.untraced_ns) / 1e6),
-                                r.source == step_source::whole_trace ? "window" : "step");
+                  ? fmt::format(
+                        "; the first step is left out as warm-up: its device ran work launched before the trace "
+                        "for {} ms",
+                        format_ms(static_cast<double>(r.untraced_ns) / 1e6))
+                  : fmt::format(
+                        "; the device ran work launched before the trace for {} ms of the first {}: counted "
+                        "busy, not idle",
+                        format_ms(static_cast<double>(r.untraced_ns) / 1e6),
+                        r.source == step_source::whole_trace ? "window" : "step");
   } else if (r.untraced_ns) {  // no sign of work launched before the trace: the wait is unexplained
     reason += fmt::format(
         "; {}the device started work {} ms after it was launched with nothing traced running before it, though every "
@@ -116,18 +126,19 @@ std::string backend_reason(const std::string& path, const trace_events& t, const
         "process's, or a device clock offset from the host's){}",
         r.warmup_steps ? "the first step is left out as warm-up: " : "",
         format_ms(static_cast<double>(r.untraced_ns) / 1e6),
-        r.warmup_steps ? "" : fmt::format(": {} ms of the first {} counted busy, not idle",
-                                          format_ms(static_cast<double>(r.untraced_ns) / 1e6),
-                                          r.source == step_source::whole_trace ? "window" : "step"));
+        r.warmup_steps ? ""
+                       : fmt::format(": {} ms of the first {} counted busy, not idle",
+                                     format_ms(static_cast<double>(r.untraced_ns) / 1e6),
+                                     r.source == step_source::whole_trace ? "window" : "step"));
   }
   if (!r.has_device) {
     const std::string* unrecorded = s.fact("trace.device_unrecorded");
-    reason += unrecorded == nullptr    ? "; the trace holds no GPU activity: host view only"
-              : device_unread(*unrecorded) ? "; the trace holds no GPU activity but " +
-                                                 device_unrecorded_words(*unrecorded) +
-                                                 ", which steptrace does not read: host view only"
-                                           : "; the trace holds no GPU activity, yet its host put work on a GPU (" +
-                                                 device_unrecorded_words(*unrecorded) + "): host view only";
+    reason += unrecorded == nullptr ? "; the trace holds no GPU activity: host view only"
+              : device_unread(*unrecorded)
+                  ? "; the trace holds no GPU activity but " + device_unrecorded_words(*unrecorded) +
+                        ", which steptrace does not read: host view only"
+                  : "; the trace holds no GPU activity, yet its host put work on a GPU (" +
+                        device_unrecorded_words(*unrecorded) + "): host view only";
   }
   if (r.has_device && r.steps_without_device) {
     reason += fmt::format("; {} of {} steps have no device activity at all", r.steps_without_device, r.steps);
@@ -225,7 +236,8 @@ void complete_trace(summary& out, const trace_events& events, const trace_readin
   out.facts = reading.facts;
   out.facts.emplace_back("trace.steps_from", steps_from(reading.source));
   if (reading.span) {  // when its records ran: one process's cycles never overlap (python/steptrace/_job.py)
-    out.facts.emplace_back("trace.span_ns", std::to_string(reading.span->begin) + " " + std::to_string(reading.span->end));
+    out.facts.emplace_back("trace.span_ns",
+                           std::to_string(reading.span->begin) + " " + std::to_string(reading.span->end));
   }
   if (events.rank) {
     rank_info who;
@@ -265,11 +277,11 @@ summary summarise_readings(const std::vector<const trace_reading*>& readings) {
 }
 
 const char* steps_from(step_source s) {
-  return s == step_source::own_annotations ? "annotations"
-         : s == step_source::named_range   ? "named range"
-         : s == step_source::profiler_steps ? "ProfilerStep"
+  return s == step_source::own_annotations   ? "annotations"
+         : s == step_source::named_range     ? "named range"
+         : s == step_source::profiler_steps  ? "ProfilerStep"
          : s == step_source::loop_iterations ? "training loop"
-                                            : "window";
+                                             : "window";
 }
 
 trace_reading read_trace_reading(std::unique_ptr<byte_source> source, const std::string& name,

@@ -59,7 +59,8 @@ ceiling_table read_op_ceiling(const trace_events& t, const trace_device& device,
       const auto c = std::lower_bound(t.op_costs.begin(), t.op_costs.end(), index,
                                       [](const trace_events::costed_op& x, std::uint32_t i) { return x.event < i; });
       const op_cost& cost = c->cost;
-      out.add(t.names[e.name], op_kind_name(cost.kind), cost.dtype, cost.flops, cost.bytes, host_timed ? e.dur : th.ns[r]);
+      out.add(t.names[e.name], op_kind_name(cost.kind), cost.dtype, cost.flops, cost.bytes,
+              host_timed ? e.dur : th.ns[r]);
     }
   }
   return out;

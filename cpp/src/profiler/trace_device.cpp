@@ -7,10 +7,7 @@
 #include "record/collective_kernels.hpp"
 
 namespace steptrace::detail {
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 trace_device find_device(const trace_events& t) {
   trace_device d;
@@ -28,7 +25,8 @@ trace_device find_device(const trace_events& t) {
     }
     if (d.present && e.pid == d.pid && is_device_work(e.cat) && e.dur > 0) d.busy.push_back({e.ts, e.ts + e.dur});
   }
-  std::sort(d.busy.begin(), d.busy.end(), [](const step_interval& a, const step_interval& b) { return a.begin < b.begin; });
+  std::sort(d.busy.begin(), d.busy.end(),
+            [](const step_interval& a, const step_interval& b) { return a.begin < b.begin; });
   std::vector<step_interval> merged;
   for (const step_interval& s : d.busy) {
     if (!merged.empty() && s.begin <= merged.back().end) {
@@ -83,7 +81,7 @@ device_reading read_device(const trace_events& t, const trace_device& device, st
   for (const trace_event& e : t.events) {
     if (!device.present || e.pid != device.pid || !is_device_work(e.cat)) continue;
     device_record r;
-    r.kind = e.cat == event_cat::kernel ? device_activity::kernel
+    r.kind = e.cat == event_cat::kernel   ? device_activity::kernel
              : e.cat == event_cat::memcpy ? device_activity::memcpy
                                           : device_activity::memset;
     const std::string_view n = t.names[e.name];

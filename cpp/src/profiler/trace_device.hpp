@@ -15,8 +15,8 @@
 namespace steptrace::detail {
 
 struct trace_device {
-  bool present = false;          // the trace holds kernels
-  std::uint32_t pid = 0;         // the device's pid: the one with the most kernels
+  bool present = false;                                              // the trace holds kernels
+  std::uint32_t pid = 0;                                             // the device's pid: the one with the most kernels
   std::unordered_map<std::uint64_t, copy_kind> copy_by_correlation;  // its copies, by launch
   std::vector<step_interval> busy;  // the union of its kernels, copies and memsets, in order
 };

@@ -58,12 +58,18 @@ bool category_of(std::string_view cat, event_cat& out) {
     event_cat cat;
   };
   static const entry table[] = {
-      {"cpu_op", event_cat::op},          {"Operator", event_cat::op},
+      {"cpu_op", event_cat::op},
+      {"Operator", event_cat::op},
       {"user_annotation", event_cat::user_annotation},
-      {"cuda_runtime", event_cat::runtime}, {"cuda_driver", event_cat::runtime}, {"Runtime", event_cat::runtime},
-      {"kernel", event_cat::kernel},      {"Kernel", event_cat::kernel},
-      {"gpu_memcpy", event_cat::memcpy},  {"Memcpy", event_cat::memcpy},
-      {"gpu_memset", event_cat::memset},  {"Memset", event_cat::memset},
+      {"cuda_runtime", event_cat::runtime},
+      {"cuda_driver", event_cat::runtime},
+      {"Runtime", event_cat::runtime},
+      {"kernel", event_cat::kernel},
+      {"Kernel", event_cat::kernel},
+      {"gpu_memcpy", event_cat::memcpy},
+      {"Memcpy", event_cat::memcpy},
+      {"gpu_memset", event_cat::memset},
+      {"Memset", event_cat::memset},
   };
   for (const entry& e : table) {
     if (cat == e.name) {
@@ -284,11 +290,13 @@ class event_reader {
     if (own != own_kind::none) own_event(e, where, own), ++out_.own_timeline_events;
     const std::string& name = e.name < names_table().size() ? names_table()[e.name] : empty_;
     if (!ts_ok) return problem("`" + name + "` has a timestamp that is not a non-negative number: " + shorten(bad_ts_));
-    if (!dur_ok) return problem("`" + name + "` has a duration that is not a non-negative number: " + shorten(bad_dur_));
+    if (!dur_ok)
+      return problem("`" + name + "` has a duration that is not a non-negative number: " + shorten(bad_dur_));
     if (e.ts > UINT64_MAX - e.dur) return problem("`" + name + "` ends past the end of time");
     if (out_.events.size() == limit_) {
-      throw std::invalid_argument(name_ + ": more than " + std::to_string(limit_) + " events, more than steptrace reads (" +
-                                  std::to_string(max_trace_events) + ", at byte " + std::to_string(in_.offset()) +
+      throw std::invalid_argument(name_ + ": more than " + std::to_string(limit_) +
+                                  " events, more than steptrace reads (" + std::to_string(max_trace_events) +
+                                  ", at byte " + std::to_string(in_.offset()) +
                                   "); profile fewer steps (the schedule's active=) or export one step range");
     }
     if (is_device_work(e.cat)) e.args = args_index(where);
@@ -323,7 +331,7 @@ class event_reader {
   const std::string empty_;
   std::string bad_ts_, bad_dur_;
   op_inputs inputs_;
-  std::string own_name_;  // reused: "steptrace:" and a phase's name
+  std::string own_name_;               // reused: "steptrace:" and a phase's name
   std::vector<signed char> costable_;  // by name: -1 not yet asked
 };
 

@@ -54,7 +54,9 @@ struct trace_event {
 };
 static_assert(sizeof(trace_event) == 40, "a trace's events stay 40 bytes");
 
-inline bool is_device_work(event_cat c) { return c == event_cat::kernel || c == event_cat::memcpy || c == event_cat::memset; }
+inline bool is_device_work(event_cat c) {
+  return c == event_cat::kernel || c == event_cat::memcpy || c == event_cat::memset;
+}
 
 // The most events a trace may hold for the reader to keep (ops, ranges, runtime calls, device
 // activity; other events are skipped unkept): what is kept is 40 bytes an event (64 for a device
@@ -63,9 +65,9 @@ inline bool is_device_work(event_cat c) { return c == event_cat::kernel || c == 
 inline constexpr std::size_t max_trace_events = 10'000'000;
 
 struct trace_events {
-  std::vector<trace_event> events;  // in file order
-  std::vector<std::string> names;   // event names, interned
-  std::vector<std::string> ids;     // pid and tid values as written (number or string), interned
+  std::vector<trace_event> events;     // in file order
+  std::vector<std::string> names;      // event names, interned
+  std::vector<std::string> ids;        // pid and tid values as written (number or string), interned
   std::vector<activity_args> args{1};  // by trace_event::args; entry 0: none
   // The ops whose recorded shapes (or `flops` arg) give a cost (profiler/op_cost.hpp), by event
   // index in file order: an op traced without record_shapes has none.
@@ -74,7 +76,7 @@ struct trace_events {
     op_cost cost;
   };
   std::vector<costed_op> op_costs;
-  std::vector<std::string> gpu_names;  // deviceProperties, by position
+  std::vector<std::string> gpu_names;             // deviceProperties, by position
   std::optional<std::uint32_t> rank, world_size;  // distributedInfo
   std::string distributed_backend;
   std::string host;  // host_name (newer traces), cut to 255 bytes; "" when absent
@@ -85,14 +87,15 @@ struct trace_events {
   // Events of steptrace's own timeline (summary::trace(): a capture without torch, trace_path),
   // read as its annotations (trace_events.cpp).
   std::uint64_t own_timeline_events = 0;
-  std::uint64_t skipped_events = 0;  // events with a bad field, left out (see `problems`)
+  std::uint64_t skipped_events = 0;   // events with a bad field, left out (see `problems`)
   std::vector<std::string> problems;  // the first few, for the message
 };
 
 // Reads a whole trace. Throws std::invalid_argument naming `name` when the text is not JSON,
 // not a Chrome trace (no traceEvents), or is cut short.
 // `event_limit`: max_trace_events, or less (tests).
-trace_events read_trace_events(byte_source& source, const std::string& name, std::size_t event_limit = max_trace_events);
+trace_events read_trace_events(byte_source& source, const std::string& name,
+                               std::size_t event_limit = max_trace_events);
 
 // "1623142623460172", "1712345678901234.567", "1.5e3": microseconds as decimal text, to integer
 // nanoseconds without going through a double. False for text that is not a finite, non-negative

@@ -24,7 +24,8 @@ bool blocks_idle(const trace_events& t, const trace_device& device, const trace_
 
 // The first step (in time order) that ends after `at`, or steps.end().
 std::vector<step_interval>::const_iterator step_after(const std::vector<step_interval>& steps, std::uint64_t at) {
-  return std::lower_bound(steps.begin(), steps.end(), at, [](const step_interval& s, std::uint64_t t) { return s.end <= t; });
+  return std::lower_bound(steps.begin(), steps.end(), at,
+                          [](const step_interval& s, std::uint64_t t) { return s.end <= t; });
 }
 
 // Marks node i and counts it found, unless it or a node above it is marked already.
@@ -53,7 +54,8 @@ void mark_captures(const trace_events& t, const forest& main, const std::vector<
   std::vector<span> by_step(steps.size());
   for (std::uint32_t i = 0; i < main.size(); ++i) {
     const trace_event& e = main.event(i);
-    if (e.cat != event_cat::runtime || (names.of[e.name] & (start_up_names::capture_begin | start_up_names::capture_end)) == 0) {
+    if (e.cat != event_cat::runtime ||
+        (names.of[e.name] & (start_up_names::capture_begin | start_up_names::capture_end)) == 0) {
       continue;
     }
     const bool opens = (names.of[e.name] & start_up_names::capture_begin) != 0;
@@ -173,7 +175,8 @@ void setup_facts(const trace_events& t, std::uint32_t pid, const std::vector<dev
   if (!activity) device_unrecorded_fact(t, pid, facts);  // syncs are read from the host's calls
 }
 
-void device_unrecorded_fact(const trace_events& t, std::uint32_t pid, std::vector<std::pair<std::string, std::string>>& facts) {
+void device_unrecorded_fact(const trace_events& t, std::uint32_t pid,
+                            std::vector<std::pair<std::string, std::string>>& facts) {
   std::uint64_t calls = 0;
   std::string_view op;
   for (const trace_event& e : t.events) {
@@ -215,7 +218,8 @@ std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& ma
   // half of (one covering more makes its step a warm-up step: trace_steps.hpp).
   for (std::uint32_t i = 0; i < main.size(); ++i) {
     const trace_event& e = main.event(i);
-    if ((e.cat != event_cat::op && e.cat != event_cat::user_annotation) || (names.of[e.name] & start_up_names::warmup) == 0) {
+    if ((e.cat != event_cat::op && e.cat != event_cat::user_annotation) ||
+        (names.of[e.name] & start_up_names::warmup) == 0) {
       continue;
     }
     const auto step = step_after(steps, main.begin(i));
@@ -227,7 +231,8 @@ std::vector<std::uint8_t> one_time_costs(const trace_events& t, const forest& ma
   // Compile and autotuning ranges by their names, and first calls far longer than the later ones.
   for (std::uint32_t i = 0; i < main.size(); ++i) {
     const trace_event& e = main.event(i);
-    if ((e.cat != event_cat::op && e.cat != event_cat::user_annotation) || (names.of[e.name] & start_up_names::compile) == 0) {
+    if ((e.cat != event_cat::op && e.cat != event_cat::user_annotation) ||
+        (names.of[e.name] & start_up_names::compile) == 0) {
       continue;
     }
     const auto step = step_after(steps, main.begin(i));
@@ -282,8 +287,8 @@ void host_gap_facts(const std::vector<host_gaps>& steps, const std::vector<devic
                      fmt::format("{:.1f}", static_cast<double>(count) / static_cast<double>(steps.size())));
 }
 
-void start_facts(const trace_events& t, std::uint32_t pid, const std::vector<device_record>& device, step_interval first,
-                 std::vector<std::pair<std::string, std::string>>& facts) {
+void start_facts(const trace_events& t, std::uint32_t pid, const std::vector<device_record>& device,
+                 step_interval first, std::vector<std::pair<std::string, std::string>>& facts) {
   auto us = [](std::uint64_t ns) { return fmt::format("{}.{:03}", ns / 1000, ns % 1000); };
   facts.emplace_back("trace.step_begin_us", us(first.begin));
   std::uint64_t collective = UINT64_MAX;
@@ -294,7 +299,8 @@ void start_facts(const trace_events& t, std::uint32_t pid, const std::vector<dev
     }
   }
   for (const trace_event& e : t.events) {
-    if (e.pid == pid && e.ts >= first.begin && e.ts < first.end && e.ts < collective && is_cpu_collective(t.names[e.name])) {
+    if (e.pid == pid && e.ts >= first.begin && e.ts < first.end && e.ts < collective &&
+        is_cpu_collective(t.names[e.name])) {
       collective = e.ts;
     }
   }

@@ -30,7 +30,8 @@ void setup_facts(const trace_events& t, std::uint32_t pid, const std::vector<dev
 // the activity, as its range profiler does) or "op NAME" (an op only a GPU runs, with no runtime
 // call at all: recorded with activities=[ProfilerActivity.CPU]), or "N mtia" (records of Meta's
 // MTIA accelerator, which the reader does not read). setup_facts adds it.
-void device_unrecorded_fact(const trace_events& t, std::uint32_t pid, std::vector<std::pair<std::string, std::string>>& facts);
+void device_unrecorded_fact(const trace_events& t, std::uint32_t pid,
+                            std::vector<std::pair<std::string, std::string>>& facts);
 
 inline constexpr std::uint64_t one_time_min_ns = 1'000'000;  // a runtime call blocking this long, device idle
 
@@ -88,7 +89,7 @@ void host_gap_facts(const std::vector<host_gaps>& steps, const std::vector<devic
 
 // trace.step_begin_us (the first counted step's begin) and trace.first_collective_us (its first
 // NCCL kernel or gloo range), on the trace's clock, exact to the nanosecond.
-void start_facts(const trace_events& t, std::uint32_t pid, const std::vector<device_record>& device, step_interval first,
-                 std::vector<std::pair<std::string, std::string>>& facts);
+void start_facts(const trace_events& t, std::uint32_t pid, const std::vector<device_record>& device,
+                 step_interval first, std::vector<std::pair<std::string, std::string>>& facts);
 
 }  // namespace steptrace::detail

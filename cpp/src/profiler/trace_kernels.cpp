@@ -27,7 +27,8 @@ kernel_table read_kernels(const trace_events& t, const trace_device& device, con
     const auto it = compute.find(t.args_of(e).context);
     if (it == compute.end()) return e.dur;
     const auto& u = it->second;
-    const auto from = std::lower_bound(u.begin(), u.end(), e.ts, [](const spans::interval& x, std::uint64_t ts) { return x.end <= ts; });
+    const auto from = std::lower_bound(u.begin(), u.end(), e.ts,
+                                       [](const spans::interval& x, std::uint64_t ts) { return x.end <= ts; });
     return e.dur - spans::overlap(e.ts, e.ts + e.dur, from, u.end());
   };
   auto in_counted = [&](std::uint64_t ts) {

@@ -24,17 +24,22 @@ inline bool is_profiler_step(std::string_view n) { return starts_with(n, "Profil
 
 // A blocking synchronisation: the host waits for the device.
 inline bool is_sync(std::string_view n) {
-  if (starts_with(n, "hip")) n.remove_prefix(3);  // hipDeviceSynchronize is cudaDeviceSynchronize
-  else if (starts_with(n, "cuda")) n.remove_prefix(4);
-  else if (starts_with(n, "cu")) n.remove_prefix(2);
-  else return false;
+  if (starts_with(n, "hip"))
+    n.remove_prefix(3);  // hipDeviceSynchronize is cudaDeviceSynchronize
+  else if (starts_with(n, "cuda"))
+    n.remove_prefix(4);
+  else if (starts_with(n, "cu"))
+    n.remove_prefix(2);
+  else
+    return false;
   return n == "StreamSynchronize" || n == "DeviceSynchronize" || n == "EventSynchronize" || n == "CtxSynchronize";
 }
 
 inline bool is_copy_op(std::string_view n) { return n == "aten::to" || n == "aten::_to_copy" || n == "aten::copy_"; }
 
 inline bool is_input_op(std::string_view n) {
-  return (starts_with(n, "enumerate(DataLoader)#") && ends_with(n, "__next__")) || starts_with(n, "enumerate(DataPipe)#");
+  return (starts_with(n, "enumerate(DataLoader)#") && ends_with(n, "__next__")) ||
+         starts_with(n, "enumerate(DataPipe)#");
 }
 // torch.optim's range around an optimizer's step (`Optimizer.step#SGD.step`): once an iteration.
 inline bool is_optimizer_step(std::string_view n) { return starts_with(n, "Optimizer.step#"); }
@@ -99,14 +104,18 @@ inline bool is_graph_launch(std::string_view n) {
 // release (cudaMalloc, cudaFree, hipFree, cudaHostAlloc, cudaHostRegister; not the stream-ordered
 // ...Async ones), event and stream creation, module loads. cudaFree waits for the device.
 inline bool is_blocking_runtime_call(std::string_view n) {
-  if (starts_with(n, "hip")) n.remove_prefix(3);
-  else if (starts_with(n, "cuda")) n.remove_prefix(4);
-  else if (starts_with(n, "cu")) n.remove_prefix(2);
-  else return false;
+  if (starts_with(n, "hip"))
+    n.remove_prefix(3);
+  else if (starts_with(n, "cuda"))
+    n.remove_prefix(4);
+  else if (starts_with(n, "cu"))
+    n.remove_prefix(2);
+  else
+    return false;
   if (ends_with(n, "Async")) return false;
-  for (std::string_view p : {"Malloc", "Free", "HostAlloc", "HostRegister", "HostUnregister", "MemAlloc", "MemFree",
-                             "MemHostAlloc", "MemHostRegister", "EventCreate", "StreamCreate", "ModuleLoad",
-                             "LibraryLoad"}) {
+  for (std::string_view p :
+       {"Malloc", "Free", "HostAlloc", "HostRegister", "HostUnregister", "MemAlloc", "MemFree", "MemHostAlloc",
+        "MemHostRegister", "EventCreate", "StreamCreate", "ModuleLoad", "LibraryLoad"}) {
     if (starts_with(n, p)) return true;
   }
   return false;

@@ -8,12 +8,12 @@
 #include "profiler/host_fill.hpp"
 #include "profiler/host_forest.hpp"
 #include "profiler/idle_holders.hpp"
+#include "profiler/trace_ceiling.hpp"
+#include "profiler/trace_collectives.hpp"
 #include "profiler/trace_device.hpp"
 #include "profiler/trace_facts.hpp"
-#include "profiler/trace_ceiling.hpp"
 #include "profiler/trace_kernels.hpp"
 #include "profiler/trace_names.hpp"
-#include "profiler/trace_collectives.hpp"
 #include "profiler/trace_phase_names.hpp"
 #include "report/diagnosis/summary_facts.hpp"
 #include "steptrace/phase.hpp"
@@ -182,7 +182,8 @@ class rules {
     for (forest& f : others_) {
       const std::vector<std::uint8_t> marks = one_time_costs(t_, f, device_, steps, names, false, found);
       for (std::size_t i = 0; i < f.size(); ++i) {  // parents come before their children
-        if (marks[i] || (f.parent[i] != forest::npos && f.kind[f.parent[i]] == one_time_kind)) f.kind[i] = one_time_kind;
+        if (marks[i] || (f.parent[i] != forest::npos && f.kind[f.parent[i]] == one_time_kind))
+          f.kind[i] = one_time_kind;
       }
     }
     if (found.found.empty()) return;
@@ -243,7 +244,7 @@ class rules {
 
   void emit_steps() {
     const forest& f = *main_;
-    std::vector<std::uint32_t> emitted;     // the phases open, innermost last
+    std::vector<std::uint32_t> emitted;  // the phases open, innermost last
     std::vector<std::uint8_t> pushed(f.size(), 0);
     for (const step_interval& w : windows_) {
       const std::uint64_t a = w.begin, b = w.end;
@@ -364,7 +365,6 @@ class rules {
     holders_ = idle_holders{};
   }
 
-
   const trace_events& t_;
   const std::string& name_;
   step_window window_;
@@ -376,14 +376,14 @@ class rules {
   std::unique_ptr<forest> main_;
   std::vector<forest> others_;
   std::unique_ptr<host_fill> fill_;  // the other threads' phases, read as the main thread's gaps ask
-  trace_phase_names names_;  // the phases the trace's ranges name
+  trace_phase_names names_;          // the phases the trace's ranges name
   bool no_device_ = false;
   std::uint32_t collective_ = none;     // the phase of a CPU collective, inside `wait`
   std::vector<std::uint8_t> one_time_;  // by main-thread node: set aside as initialisation
   std::uint32_t one_time_id_ = none;
   static constexpr std::uint8_t set_aside_mark = 0xff;
   static constexpr std::uint32_t one_time_kind = 0xfffffffeu;  // another thread's one-time cost, in the fill
-  std::vector<host_gaps> gaps_;  // by step
+  std::vector<host_gaps> gaps_;                                // by step
   idle_holders holders_;  // by step: what held the GPU idle (profiler/idle_holders.hpp)
 };
 

@@ -34,34 +34,34 @@
 namespace steptrace::detail {
 
 struct trace_reading {
-  std::vector<record> records;         // one thread's, in order; ticks are the trace's ns
+  std::vector<record> records;        // one thread's, in order; ticks are the trace's ns
   std::optional<step_interval> span;  // the first and the last record's ticks (none: no records)
-  std::vector<device_record> device;   // sorted by start
+  std::vector<device_record> device;  // sorted by start
   // Of the first step: busy with work launched before the trace, sorted. Apart from `device`, so
   // the records are never grown (and copied) once counted; the summary adds them as device_activity::untraced.
   std::vector<step_interval> untraced;
-  bool has_device = false;             // the trace holds device activity
+  bool has_device = false;  // the trace holds device activity
   step_source source = step_source::profiler_steps;
-  std::string step_name;               // the range the user named, for a named_range source
-  std::uint64_t steps = 0;             // steps found (windows for a whole_trace source)
-  std::uint64_t steps_dropped = 0;     // step ranges nested in or overlapping a step kept
-  std::uint64_t stub_steps = 0;        // ProfilerStep ranges holding nothing (trace_steps.hpp)
-  std::uint32_t warmup_steps = 0;      // 1 when the first step is left out (by evidence), else 0
-  loop_marks loop;                     // loop_iterations (trace_steps.hpp): the marks, the start-up's evidence
-  named_warmup warmup;                 // whole_trace (trace_steps.hpp): the warm-up the window begins after
-  std::uint64_t untraced_ns = 0;       // of the first step: busy with work launched before the trace
+  std::string step_name;            // the range the user named, for a named_range source
+  std::uint64_t steps = 0;          // steps found (windows for a whole_trace source)
+  std::uint64_t steps_dropped = 0;  // step ranges nested in or overlapping a step kept
+  std::uint64_t stub_steps = 0;     // ProfilerStep ranges holding nothing (trace_steps.hpp)
+  std::uint32_t warmup_steps = 0;   // 1 when the first step is left out (by evidence), else 0
+  loop_marks loop;                  // loop_iterations (trace_steps.hpp): the marks, the start-up's evidence
+  named_warmup warmup;              // whole_trace (trace_steps.hpp): the warm-up the window begins after
+  std::uint64_t untraced_ns = 0;    // of the first step: busy with work launched before the trace
   std::uint64_t steps_without_device = 0;
   std::uint64_t kernels_without_launch = 0;  // a sampled trace: kernels whose launch is absent
   // The trace shows work launched before it: kernels whose launch it lacks, or steps numbered past
   // the first (ProfilerStep#5: the program ran steps before the profiler recorded). Without it,
   // untraced_ns is not said to be work launched before the trace.
   bool launched_before = false;
-  std::uint64_t custom_phases_folded = 0;    // record_function names past the cap, folded in
+  std::uint64_t custom_phases_folded = 0;  // record_function names past the cap, folded in
   std::vector<std::pair<std::string, std::string>> facts;
   // Its collective calls (trace_collectives.hpp): the ranks' arrival at them, in a job's folder.
   std::vector<collective_call> calls;
   bool calls_numbered = false;
-  kernel_table kernels;  // the counted steps' device time by kernel, op and kind (trace_kernels.hpp)
+  kernel_table kernels;   // the counted steps' device time by kernel, op and kind (trace_kernels.hpp)
   ceiling_table ceiling;  // the counted steps' costed ops (trace_ceiling.hpp)
 };
 

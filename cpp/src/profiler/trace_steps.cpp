@@ -40,7 +40,8 @@ bool steps_of(const trace_events& t, Pick&& pick, step_choice& out) {
   for (const trace_event& e : t.events) {
     if (e.pid == out.pid && e.tid == out.tid && !e.tid_negative && pick(e)) found.push_back({e.ts, e.ts + e.dur});
   }
-  std::stable_sort(found.begin(), found.end(), [](const step_interval& a, const step_interval& b) { return a.begin < b.begin; });
+  std::stable_sort(found.begin(), found.end(),
+                   [](const step_interval& a, const step_interval& b) { return a.begin < b.begin; });
   for (const step_interval& s : found) {
     if (out.steps.empty() || s.begin >= out.steps.back().end) {
       out.steps.push_back(s);
@@ -131,8 +132,10 @@ void leading_warmup(const trace_events& t, step_choice& out) {
 // No steps: the main thread is the host thread with the most ops; the window runs from its first
 // host event to the last host or device event of the trace.
 void whole_trace(const trace_events& t, const std::string& file, step_choice& out) {
-  if (!steps_of(t, [](const trace_event& e) { return e.cat == event_cat::op; }, out) &&
-      !steps_of(t, [](const trace_event& e) { return is_host(e); }, out)) {
+  if (!steps_of(
+          t, [](const trace_event& e) { return e.cat == event_cat::op; }, out) &&
+      !steps_of(
+          t, [](const trace_event& e) { return is_host(e); }, out)) {
     throw std::invalid_argument(file + ": no host events: the trace holds no ops, ranges or runtime calls to read");
   }
   std::uint64_t begin = thread_begin(t, out.pid, out.tid);
@@ -185,9 +188,10 @@ bool loop_iterations(const trace_events& t, step_choice& out) {
   constexpr std::size_t min_marks = 3;
   const auto name_of = [&t](const trace_event& e) { return std::string_view(t.names[e.name]); };
   step_choice fetches, optimizer;
-  const bool fetched = steps_of(t, [&](const trace_event& e) { return is_host_op(e) && is_input_op(name_of(e)); }, fetches);
-  const bool stepped =
-      steps_of(t, [&](const trace_event& e) { return is_host_op(e) && is_optimizer_step(name_of(e)); }, optimizer);
+  const bool fetched = steps_of(
+      t, [&](const trace_event& e) { return is_host_op(e) && is_input_op(name_of(e)); }, fetches);
+  const bool stepped = steps_of(
+      t, [&](const trace_event& e) { return is_host_op(e) && is_optimizer_step(name_of(e)); }, optimizer);
   std::uint64_t last_end = fetched ? trace_end(t, fetches.pid, fetches.steps.back().begin) : 0;
   if (fetched && !op_after(t, fetches.pid, fetches.tid, fetches.steps.back().end)) {
     last_end = fetches.steps.back().begin;  // the loop's closing fetch (its StopIteration): in no iteration
@@ -275,21 +279,27 @@ step_choice choose_steps(const trace_events& t, const std::string& file, const s
   return out;
 }
 
-static step_choice choose_steps_unchecked(const trace_events& t, const std::string& file, const std::string& step_name) {
+static step_choice choose_steps_unchecked(const trace_events& t, const std::string& file,
+                                          const std::string& step_name) {
   step_choice out;
   const auto name_is = [&t](const trace_event& e, std::string_view n) { return t.names[e.name] == n; };
   if (!step_name.empty()) {  // the user's explicit choice comes before any the trace suggests
     out.source = step_source::named_range;
-    if (steps_of(t, [&](const trace_event& e) { return is_host(e) && name_is(e, step_name); }, out)) return out;
+    if (steps_of(
+            t, [&](const trace_event& e) { return is_host(e) && name_is(e, step_name); }, out))
+      return out;
     throw std::invalid_argument(file + ": no step: the trace has no host range named \"" +
                                 escaped_utf8(step_name).substr(0, 80) + "\"");
   }
   out.source = step_source::own_annotations;
-  if (steps_of(t, [&](const trace_event& e) { return e.cat == event_cat::user_annotation && name_is(e, own_step_name); }, out)) {
+  if (steps_of(
+          t, [&](const trace_event& e) { return e.cat == event_cat::user_annotation && name_is(e, own_step_name); },
+          out)) {
     return out;
   }
   out.source = step_source::profiler_steps;
-  if (steps_of(t, [&](const trace_event& e) { return is_host_op(e) && is_profiler_step(t.names[e.name]); }, out)) {
+  if (steps_of(
+          t, [&](const trace_event& e) { return is_host_op(e) && is_profiler_step(t.names[e.name]); }, out)) {
     drop_stubs(t, out);
     leading_warmup(t, out);
     return out;
@@ -308,7 +318,8 @@ static step_choice choose_steps_unchecked(const trace_events& t, const std::stri
 bool steps_ran_before(const trace_events& t, std::uint32_t pid, std::uint32_t tid) {
   std::uint64_t first = UINT64_MAX, number = 0;
   for (const trace_event& e : t.events) {
-    if (e.pid != pid || e.tid != tid || e.cat == event_cat::runtime || !is_profiler_step(t.names[e.name]) || e.ts >= first) {
+    if (e.pid != pid || e.tid != tid || e.cat == event_cat::runtime || !is_profiler_step(t.names[e.name]) ||
+        e.ts >= first) {
       continue;
     }
     first = e.ts;

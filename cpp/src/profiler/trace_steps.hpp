@@ -48,12 +48,12 @@ struct named_warmup {
 
 struct step_choice {
   step_source source = step_source::profiler_steps;
-  std::uint32_t pid = 0, tid = 0;     // the main thread (interned ids)
-  std::vector<step_interval> steps;   // in time order, none nested in or overlapping another
-  std::uint64_t dropped = 0;          // ranges of the step's name nested in or overlapping a step kept
-  std::uint64_t stubs = 0;            // ProfilerStep ranges holding nothing, left out (below)
-  loop_marks loop;                    // loop_iterations only
-  named_warmup warmup;                // the program's own warm-up, by its ranges' names
+  std::uint32_t pid = 0, tid = 0;    // the main thread (interned ids)
+  std::vector<step_interval> steps;  // in time order, none nested in or overlapping another
+  std::uint64_t dropped = 0;         // ranges of the step's name nested in or overlapping a step kept
+  std::uint64_t stubs = 0;           // ProfilerStep ranges holding nothing, left out (below)
+  loop_marks loop;                   // loop_iterations only
+  named_warmup warmup;               // the program's own warm-up, by its ranges' names
 };
 
 // A ProfilerStep#N range inside which the process ran no op, range or runtime call and the device

@@ -1,11 +1,11 @@
 #include "record/clock.hpp"
 
-#include "steptrace/phase.hpp"
-
 #include <cstring>
 #include <fstream>
 #include <mutex>
 #include <string>
+
+#include "steptrace/phase.hpp"
 
 namespace steptrace::detail {
 
@@ -30,15 +30,16 @@ bool tsc_is_invariant() {
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind("flags", 0) == 0) {
-      return line.find(" constant_tsc") != std::string::npos &&
-             line.find(" nonstop_tsc") != std::string::npos;
+      return line.find(" constant_tsc") != std::string::npos && line.find(" nonstop_tsc") != std::string::npos;
     }
   }
 #endif
   return false;
 }
 
-clock_pair read_now() { return read_both([] { return host_clock::now(); }, [] { return monotonic_ns(); }); }
+clock_pair read_now() {
+  return read_both([] { return host_clock::now(); }, [] { return monotonic_ns(); });
+}
 
 }  // namespace
 

@@ -22,7 +22,9 @@ struct typed_words {
 // First match wins: nccl:all_to_all launches NCCL's SendRecv kernels, so the all-to-all words come
 // first. The libraries' own names say no kind.
 const typed_words types[] = {
-    {"all-to-all", {"alltoall", "all_to_all", "all2all", "deep_ep", "internode::", "intranode::", "internode_ll::"}, true},
+    {"all-to-all",
+     {"alltoall", "all_to_all", "all2all", "deep_ep", "internode::", "intranode::", "internode_ll::"},
+     true},
     {"reduce-scatter", {"reducescatter", "reduce_scatter"}, true},
     {"all-gather", {"allgather", "all_gather"}, true},
     {"all-reduce", {"allreduce", "all_reduce", "cross_device_reduce"}, true},

@@ -15,10 +15,10 @@ namespace steptrace::detail {
 unsigned usable_cpus() noexcept;  // cores this process may run on (its affinity)
 
 struct cpu_totals {
-  std::uint64_t run_ns = 0;       // this process's threads on a core (all of them: getrusage)
-  std::uint64_t wait_ns = 0;      // its threads runnable, waiting for a core (those sampled alive)
+  std::uint64_t run_ns = 0;   // this process's threads on a core (all of them: getrusage)
+  std::uint64_t wait_ns = 0;  // its threads runnable, waiting for a core (those sampled alive)
   std::uint64_t children_run_ns = 0, children_wait_ns = 0;  // child processes' threads, likewise
-  std::uint64_t wall_ns = 0;      // the span these cover
+  std::uint64_t wall_ns = 0;                                // the span these cover
 };
 
 class cpu_load {

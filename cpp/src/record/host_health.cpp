@@ -59,7 +59,8 @@ host_reading host_health_reader::read() noexcept {
     if (ticks && total > cpu_total_ && steal >= cpu_steal_ && steal - cpu_steal_ <= total - cpu_total_) {
       out.steal_share = static_cast<double>(steal - cpu_steal_) / static_cast<double>(total - cpu_total_);
     }
-    if (usage && involuntary >= involuntary_) out.involuntary_per_s = static_cast<double>(involuntary - involuntary_) / (span_ns / 1e9);
+    if (usage && involuntary >= involuntary_)
+      out.involuntary_per_s = static_cast<double>(involuntary - involuntary_) / (span_ns / 1e9);
     if (waits && wait >= main_wait_ns_) out.main_wait_share = static_cast<double>(wait - main_wait_ns_) / span_ns;
   }
   started_ = true;

@@ -12,9 +12,9 @@
 namespace steptrace::detail {
 
 struct host_reading {
-  double steal_share = -1;         // of every core's time, stolen
+  double steal_share = -1;  // of every core's time, stolen
   double involuntary_per_s = -1;
-  double main_wait_share = -1;     // of the span, the main thread runnable without a core
+  double main_wait_share = -1;  // of the span, the main thread runnable without a core
 };
 
 class host_health_reader {

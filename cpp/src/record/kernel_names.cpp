@@ -32,7 +32,8 @@ std::uint32_t intern_kernel_name(const char* name, bool& collective) {
   name_table& t = table();
   std::lock_guard<std::mutex> lock(t.mutex);
   // A pointer seen before, still naming the same text (a module unloaded may free it for another).
-  if (auto it = t.by_pointer.find(name); it != t.by_pointer.end() && (it->second == folded_id || t.names[it->second] == name)) {
+  if (auto it = t.by_pointer.find(name);
+      it != t.by_pointer.end() && (it->second == folded_id || t.names[it->second] == name)) {
     collective = it->second == folded_id ? is_collective_kernel(name) : t.collective[it->second];
     return it->second;
   }

@@ -24,8 +24,12 @@ constexpr const char* overflow_label = "(other names)";
 struct registry {
   std::mutex mutex;
   std::deque<std::string> labels{"other", "input", "h2d", "compute", "wait"};  // by id, printable
-  std::unordered_map<std::string, std::uint32_t> ids{  // by the bytes the caller gave
-      {"other", 0}, {"input", 1}, {"h2d", 2}, {"compute", 3}, {"wait", 4}};
+  std::unordered_map<std::string, std::uint32_t> ids{                          // by the bytes the caller gave
+                                                     {"other", 0},
+                                                     {"input", 1},
+                                                     {"h2d", 2},
+                                                     {"compute", 3},
+                                                     {"wait", 4}};
   std::uint32_t overflow = 0;  // the overflow phase's id, once made
   std::uint64_t folded = 0;    // distinct names sent there (each counted once while remembered)
 };

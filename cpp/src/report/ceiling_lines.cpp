@@ -31,7 +31,9 @@ std::string mfu_words(const ceiling_stats& c) {
 std::string costed_words(const ceiling_stats& c) {
   if (c.costed_share <= 0) return {};
   return fmt::format("; the ops costed hold {:.0f}% of kernel time{}", 100 * c.costed_share,
-                     c.costed_share >= 0.95 ? "" : c.mfu > 0 ? " (the rest is not costed: MFU is a floor)" : " (the rest is not costed)");
+                     c.costed_share >= 0.95 ? ""
+                     : c.mfu > 0            ? " (the rest is not costed: MFU is a floor)"
+                                            : " (the rest is not costed)");
 }
 
 const char* from_words(const ceiling_stats& c) {
@@ -95,9 +97,10 @@ std::string ceiling_table_text(const ceiling_stats& c) {
                    "TFLOP/s", "MB/step", "GB/s", "bound", "roof", "kind", "op (dtype)"));
   for (const ceiling_row& r : c.ops) {
     // each figure in its column whatever its size (a crafted trace's 1e40 would run two together)
-    line(fmt::format("{:>11}{:>10}{:>12.3g}{:>10}{:>12.3g}{:>10}  {:<8}{:<6}{:<14}{} ({})", column(format_ms(r.ms_per_step), 11),
-                     column(fmt::format("{:.1f}", r.calls_per_step), 10), r.gflop_per_step,
-                     column(fmt::format("{:.1f}", r.tflops), 10), r.mb_per_step, column(fmt::format("{:.0f}", r.gb_per_s), 10), r.bound,
+    line(fmt::format("{:>11}{:>10}{:>12.3g}{:>10}{:>12.3g}{:>10}  {:<8}{:<6}{:<14}{} ({})",
+                     column(format_ms(r.ms_per_step), 11), column(fmt::format("{:.1f}", r.calls_per_step), 10),
+                     r.gflop_per_step, column(fmt::format("{:.1f}", r.tflops), 10), r.mb_per_step,
+                     column(fmt::format("{:.0f}", r.gb_per_s), 10), r.bound,
                      r.bound.empty() ? "" : fmt::format("{:.0f}%", 100 * r.roof_share), r.kind, clip_name(r.op, 60),
                      r.dtype));
   }

@@ -33,7 +33,8 @@ json_doc cycles_json(const std::vector<cycle_row>& cycles) {
 
 std::vector<cycle_row> cycles_from(const json_doc& j) {
   if (!j.is_array()) throw std::invalid_argument("\"cycles\" is not a list");
-  if (j.size() > max_cycles_read) throw std::invalid_argument(fmt::format("\"cycles\" lists {} cycles, more than {}", j.size(), max_cycles_read));
+  if (j.size() > max_cycles_read)
+    throw std::invalid_argument(fmt::format("\"cycles\" lists {} cycles, more than {}", j.size(), max_cycles_read));
   std::vector<cycle_row> out;
   for (const json_doc& c : j) {
     cycle_row row;
@@ -50,9 +51,10 @@ std::vector<cycle_row> cycles_from(const json_doc& j) {
 
 void cycle_lines(const std::vector<cycle_row>& cycles, const std::function<void(std::string)>& line) {
   line("");
-  line(fmt::format("cycles     {} torch.profiler cycles of one process: the figures above are of all their steps; "
-                   "each cycle alone:",
-                   cycles.size()));
+  line(
+      fmt::format("cycles     {} torch.profiler cycles of one process: the figures above are of all their steps; "
+                  "each cycle alone:",
+                  cycles.size()));
   line(fmt::format("  {:>5}{:>7}{:>9}{:>11}{:>10}  {:<14}{}", "cycle", "steps", "warm-up", "step mean", "step p50",
                    "label", "file"));
   for (std::size_t i = 0; i < cycles.size(); ++i) {

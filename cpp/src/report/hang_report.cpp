@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-
 #include <string>
 
 #include "report/report.hpp"
@@ -74,9 +73,11 @@ std::string hang_lines(const hang_view& v, const std::optional<rank_info>& who) 
   if (!v.collectives.empty()) {
     const collective_mark& c = v.collectives.front();
     out += fmt::format("steptrace:   its last collective: {} #{} of group {}, entered {} ago, {}\n", c.kind, c.seq,
-                       c.group, seconds_text(c.entered_s), c.left_s < 0 ? "not left" : "left " + seconds_text(c.left_s) + " ago");
+                       c.group, seconds_text(c.entered_s),
+                       c.left_s < 0 ? "not left" : "left " + seconds_text(c.left_s) + " ago");
   }
-  const bool inside = std::any_of(v.collectives.begin(), v.collectives.end(), [](const collective_mark& c) { return c.left_s < 0; });
+  const bool inside =
+      std::any_of(v.collectives.begin(), v.collectives.end(), [](const collective_mark& c) { return c.left_s < 0; });
   out += "steptrace:   usual causes: " + stuck_phase_causes(s->phases, inside) + "\n";
   if (!v.report.empty()) out += "steptrace:   report: " + v.report + "\n";
   return printable_lines(out);
@@ -85,7 +86,9 @@ std::string hang_lines(const hang_view& v, const std::optional<rank_info>& who) 
 std::string hang_report_text(const hang_view& v, const std::optional<rank_info>& who, std::string_view stacks,
                              std::string_view job) {
   std::string out = "steptrace hang report\n\n" + hang_lines(v, who) + "\n";
-  if (who) out += fmt::format("rank {} of {} (local rank {}), pid {}\n\n", who->rank, who->world_size, who->local_rank, ::getpid());
+  if (who)
+    out += fmt::format("rank {} of {} (local rank {}), pid {}\n\n", who->rank, who->world_size, who->local_rank,
+                       ::getpid());
   out += "Steps open now, longest first (each thread's open phases, outermost first):\n";
   for (const open_step_now& t : v.threads) {
     out += fmt::format("  thread {}: step {} open {}\n", t.thread, t.step, seconds_text(t.open_s));
@@ -96,10 +99,12 @@ std::string hang_report_text(const hang_view& v, const std::optional<rank_info>&
     }
   }
   out += "\nThe last collective of each process group (latest first):\n";
-  if (v.collectives.empty()) out += "  none marked (torch.distributed's collectives are marked once steptrace is imported)\n";
+  if (v.collectives.empty())
+    out += "  none marked (torch.distributed's collectives are marked once steptrace is imported)\n";
   for (const collective_mark& c : v.collectives) {
-    out += fmt::format("  group {}: {} #{}, entered {} ago, {}\n", printable_text(c.group), printable_text(c.kind), c.seq,
-                       seconds_text(c.entered_s), c.left_s < 0 ? "not left" : "left " + seconds_text(c.left_s) + " ago");
+    out +=
+        fmt::format("  group {}: {} #{}, entered {} ago, {}\n", printable_text(c.group), printable_text(c.kind), c.seq,
+                    seconds_text(c.entered_s), c.left_s < 0 ? "not left" : "left " + seconds_text(c.left_s) + " ago");
   }
   out += "\nThe last counted steps before it (ms, oldest first):";
   if (v.last_steps_ms.empty()) out += " none";
@@ -107,7 +112,8 @@ std::string hang_report_text(const hang_view& v, const std::optional<rank_info>&
   out += "\n";
   if (!job.empty()) out += "\nThe job's view:\n" + std::string(job) + "\n";
   out += "\nEvery thread's stack (as faulthandler writes it):\n";
-  out += stacks.empty() ? std::string("  not available (no Python interpreter in this process)\n") : std::string(stacks);
+  out +=
+      stacks.empty() ? std::string("  not available (no Python interpreter in this process)\n") : std::string(stacks);
   if (out.back() != '\n') out += '\n';
   return out;
 }

@@ -92,7 +92,8 @@ alignment align(const std::vector<const timeline_step*>& mine, const std::vector
 
 job_timeline::job_timeline(std::uint32_t slowest_per_rank) : slowest_per_rank_(slowest_per_rank) {
   if (slowest_per_rank == 0 || slowest_per_rank > 16) {
-    throw std::invalid_argument("job_timeline: slowest steps a rank must be 1 to 16, not " + std::to_string(slowest_per_rank));
+    throw std::invalid_argument("job_timeline: slowest steps a rank must be 1 to 16, not " +
+                                std::to_string(slowest_per_rank));
   }
 }
 
@@ -100,7 +101,8 @@ void job_timeline::add(const summary& s) {
   rank_steps r;
   r.rank = s.rank ? s.rank->rank : ranks_added();
   for (const rank_steps& other : ranks_) {
-    if (other.rank == r.rank) throw std::invalid_argument("job_timeline: rank " + std::to_string(r.rank) + " added twice");
+    if (other.rank == r.rank)
+      throw std::invalid_argument("job_timeline: rank " + std::to_string(r.rank) + " added twice");
   }
   r.p50_ms = s.step_ms.p50;
   const std::uint32_t thread = main_thread(s.timeline);
@@ -166,8 +168,9 @@ void job_timeline::set_reference(const summary& s) {
   const auto ref = reference_rank();
   const std::uint32_t who = s.rank ? s.rank->rank : UINT32_MAX;
   if (!ref || who != *ref) {
-    throw std::invalid_argument("job_timeline: set_reference wants rank " + (ref ? std::to_string(*ref) : std::string("(none)")) +
-                                "'s summary, not " + (s.rank ? "rank " + std::to_string(who) : std::string("one without a rank")));
+    throw std::invalid_argument("job_timeline: set_reference wants rank " +
+                                (ref ? std::to_string(*ref) : std::string("(none)")) + "'s summary, not " +
+                                (s.rank ? "rank " + std::to_string(who) : std::string("one without a rank")));
   }
   const std::vector<std::uint64_t> want = wanted();
   const std::set<std::uint64_t> wanted_set(want.begin(), want.end());
@@ -206,7 +209,8 @@ std::string job_timeline::trace() const {
     } else {
       for (const timeline_step& s : r->slowest) steps.push_back(&s);
     }
-    std::sort(steps.begin(), steps.end(), [](const timeline_step* a, const timeline_step* b) { return a->begin_ms < b->begin_ms; });
+    std::sort(steps.begin(), steps.end(),
+              [](const timeline_step* a, const timeline_step* b) { return a->begin_ms < b->begin_ms; });
     const alignment a = is_ref ? alignment{0, anchor_kind::step_end} : align(steps, ref_steps);
     detail::rank_tracks tracks;
     tracks.rank = r->rank;
@@ -219,7 +223,9 @@ std::string job_timeline::trace() const {
                     {"step_p50_ms", r->p50_ms},
                     {"steps", indices},
                     {"shift_ms", a.shift_ms},
-                    {"aligned_on", is_ref ? json_doc("the median rank") : a.on ? json_doc(anchor_words(*a.on)) : json_doc(nullptr)}});
+                    {"aligned_on", is_ref ? json_doc("the median rank")
+                                   : a.on ? json_doc(anchor_words(*a.on))
+                                          : json_doc(nullptr)}});
   }
   json_doc missing = json_doc::array();
   if (ref_rank) {

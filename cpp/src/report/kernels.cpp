@@ -20,8 +20,9 @@ std::string percent(double share) { return fmt::format("{:.1f}%", 100 * share); 
 // "; 62% of GEMM and convolution time on tensor cores (of the 80% whose kernel names tell)"
 std::string tensor_core_words(const kernel_stats& k) {
   return fmt::format("; {} of GEMM and convolution time on tensor cores{}", percent(k.gemm_tensor_core_share),
-                     k.gemm_named_share < 0.995 ? fmt::format(" (of the {} whose kernel names tell)", percent(k.gemm_named_share))
-                                                : std::string());
+                     k.gemm_named_share < 0.995
+                         ? fmt::format(" (of the {} whose kernel names tell)", percent(k.gemm_named_share))
+                         : std::string());
 }
 
 bool has_matrix_time(const kernel_stats& k) {
@@ -35,7 +36,8 @@ template <class Rows, class Read>
 void rows_from(const json_doc& j, const char* key, Rows& out, Read&& read) {
   const json_doc& rows = j.at(key);
   if (!rows.is_array() || rows.size() > kernel_stats::max_rows) {
-    throw std::invalid_argument(fmt::format("\"kernels.{}\" is not a list of at most {} rows", key, kernel_stats::max_rows));
+    throw std::invalid_argument(
+        fmt::format("\"kernels.{}\" is not a list of at most {} rows", key, kernel_stats::max_rows));
   }
   for (const json_doc& r : rows) out.push_back(read(r));
 }
@@ -45,20 +47,33 @@ void rows_from(const json_doc& j, const char* key, Rows& out, Read&& read) {
 json_doc kernels_json(const kernel_stats& k) {
   json_doc kernels = json_doc::array(), ops = json_doc::array(), kinds = json_doc::array();
   for (const kernel_row& r : k.kernels) {
-    kernels.push_back({{"name", r.name}, {"kind", r.kind}, {"calls_per_step", r.calls_per_step},
-                       {"ms_per_step", r.ms_per_step}, {"busy_share", r.busy_share}, {"median_us", r.median_us},
+    kernels.push_back({{"name", r.name},
+                       {"kind", r.kind},
+                       {"calls_per_step", r.calls_per_step},
+                       {"ms_per_step", r.ms_per_step},
+                       {"busy_share", r.busy_share},
+                       {"median_us", r.median_us},
                        {"tensor_core", r.tensor_core}});
   }
   for (const op_row& r : k.ops) {
-    ops.push_back({{"name", r.name}, {"kernels_per_step", r.kernels_per_step}, {"ms_per_step", r.ms_per_step},
-                   {"busy_share", r.busy_share}, {"short_kernels_per_step", r.short_kernels_per_step},
+    ops.push_back({{"name", r.name},
+                   {"kernels_per_step", r.kernels_per_step},
+                   {"ms_per_step", r.ms_per_step},
+                   {"busy_share", r.busy_share},
+                   {"short_kernels_per_step", r.short_kernels_per_step},
                    {"collective_ms_per_step", r.collective_ms_per_step},
                    {"collective_exposed_ms_per_step", r.collective_exposed_ms_per_step}});
   }
-  for (const kind_row& r : k.kinds) kinds.push_back({{"kind", r.kind}, {"ms_per_step", r.ms_per_step}, {"busy_share", r.busy_share}});
-  return {{"ms_per_step", k.ms_per_step}, {"gemm_tensor_core_share", k.gemm_tensor_core_share},
-          {"gemm_named_share", k.gemm_named_share}, {"names", k.names},
-          {"calls_folded", k.calls_folded}, {"kernels", kernels}, {"ops", ops}, {"kinds", kinds}};
+  for (const kind_row& r : k.kinds)
+    kinds.push_back({{"kind", r.kind}, {"ms_per_step", r.ms_per_step}, {"busy_share", r.busy_share}});
+  return {{"ms_per_step", k.ms_per_step},
+          {"gemm_tensor_core_share", k.gemm_tensor_core_share},
+          {"gemm_named_share", k.gemm_named_share},
+          {"names", k.names},
+          {"calls_folded", k.calls_folded},
+          {"kernels", kernels},
+          {"ops", ops},
+          {"kinds", kinds}};
 }
 
 kernel_stats kernels_from(const json_doc& j) {
@@ -70,14 +85,18 @@ kernel_stats kernels_from(const json_doc& j) {
   k.calls_folded = count_at(j, "calls_folded");
   rows_from(j, "kernels", k.kernels, [](const json_doc& r) {
     return kernel_row{r.at("name").get<std::string>(), r.at("kind").get<std::string>(), number_at(r, "calls_per_step"),
-                      number_at(r, "ms_per_step"), number_at(r, "busy_share"), number_at(r, "median_us"),
+                      number_at(r, "ms_per_step"),     number_at(r, "busy_share"),      number_at(r, "median_us"),
                       r.at("tensor_core").get<bool>()};
   });
   rows_from(j, "ops", k.ops, [](const json_doc& r) {
     // short_kernels_per_step and the collective times came later: a summary written before them reads 0.
     auto later = [&r](const char* key) { return r.contains(key) ? number_at(r, key) : 0; };
-    return op_row{r.at("name").get<std::string>(), number_at(r, "kernels_per_step"), number_at(r, "ms_per_step"),
-                  number_at(r, "busy_share"), later("short_kernels_per_step"), later("collective_ms_per_step"),
+    return op_row{r.at("name").get<std::string>(),
+                  number_at(r, "kernels_per_step"),
+                  number_at(r, "ms_per_step"),
+                  number_at(r, "busy_share"),
+                  later("short_kernels_per_step"),
+                  later("collective_ms_per_step"),
                   later("collective_exposed_ms_per_step")};
   });
   rows_from(j, "kinds", k.kinds, [](const json_doc& r) {
@@ -87,8 +106,9 @@ kernel_stats kernels_from(const json_doc& j) {
 }
 
 void kernel_lines(const kernel_stats& k, const std::function<void(std::string)>& line) {
-  line(fmt::format("{:<11}by kernel, per step, of {} ms of kernels, copies and memsets (`steptrace show --kernels`: all):",
-                   "", format_ms(k.ms_per_step)));
+  line(fmt::format(
+      "{:<11}by kernel, per step, of {} ms of kernels, copies and memsets (`steptrace show --kernels`: all):", "",
+      format_ms(k.ms_per_step)));
   for (std::size_t i = 0; i < k.kernels.size() && i < shown_in_table; ++i) {
     const kernel_row& r = k.kernels[i];
     line(fmt::format("{:<11}{:>6}  {:>9} ms  {:>7.1f} calls  {:<12}{}{}", "", percent(r.busy_share),
@@ -104,8 +124,7 @@ void kernel_lines(const kernel_stats& k, const std::function<void(std::string)>&
     kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", r.kind, percent(r.busy_share));
   }
   line(fmt::format("{:<11}by op: {}", "", ops));
-  line(fmt::format("{:<11}by kind: {}{}", "", kinds,
-                   k.gemm_named_share > 0 ? tensor_core_words(k) : std::string()));
+  line(fmt::format("{:<11}by kind: {}{}", "", kinds, k.gemm_named_share > 0 ? tensor_core_words(k) : std::string()));
 }
 
 }  // namespace detail
@@ -121,8 +140,9 @@ std::string summary::kernels_table() const {
   };
   line(fmt::format("device time per step: {} ms of kernels, copies and memsets over {} steps; {} kernel names{}",
                    format_ms(k.ms_per_step), steps, k.names,
-                   k.calls_folded ? fmt::format(" ({} calls past the name bound in \"(other kernels)\")", k.calls_folded)
-                                  : std::string()));
+                   k.calls_folded
+                       ? fmt::format(" ({} calls past the name bound in \"(other kernels)\")", k.calls_folded)
+                       : std::string()));
   line("");
   line(fmt::format("{:>7}{:>11}{:>10}{:>12}  {:<12}{:<4}{}", "share", "ms/step", "calls", "median us", "kind", "TC",
                    "kernel"));

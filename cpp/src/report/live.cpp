@@ -20,7 +20,8 @@ std::string live_line(const summary& w, double at_s) {
     for (const phase_stats& p : w.phases) {
       if (p.share >= 0.01) top.push_back(&p);
     }
-    std::stable_sort(top.begin(), top.end(), [](const phase_stats* a, const phase_stats* b) { return a->share > b->share; });
+    std::stable_sort(top.begin(), top.end(),
+                     [](const phase_stats* a, const phase_stats* b) { return a->share > b->share; });
     if (top.size() > 3) top.resize(3);
     for (std::size_t i = 0; i < top.size(); ++i) {
       char share[24];

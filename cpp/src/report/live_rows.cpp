@@ -14,10 +14,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "report/json/json_fields.hpp"
-#include "report/report.hpp"
 #include "report/diagnosis/hang_wavefront.hpp"
 #include "report/diagnosis/straggler.hpp"
+#include "report/json/json_fields.hpp"
+#include "report/report.hpp"
 #include "steptrace/summary.hpp"
 
 namespace steptrace {
@@ -31,9 +31,9 @@ constexpr std::size_t live_name_bytes = 64;   // a longer name is cut (and a cut
 constexpr std::size_t live_arrivals = nccl_stats::recent_collectives;  // the most collective calls a row carries
 constexpr std::size_t live_marks = 4;  // the most groups' last collective a row carries (" c")
 // Past these a row's figure is one no run or device gives (a crafted or broken row): refused.
-constexpr double max_row_ms = 1e9;          // 11.6 days: longer than any window, step or open hang
-constexpr double max_row_calls = 1e6;       // collective calls a step
-constexpr double max_row_count = 1e12;      // errors, context switches a second
+constexpr double max_row_ms = 1e9;      // 11.6 days: longer than any window, step or open hang
+constexpr double max_row_calls = 1e6;   // collective calls a step
+constexpr double max_row_count = 1e12;  // errors, context switches a second
 constexpr double max_clock_mhz = 1e5;
 constexpr double max_power_w = 1e5;
 constexpr double max_temperature_c = 1000;
@@ -115,9 +115,9 @@ struct row_arrivals {
 std::string live_row(const summary& window) {
   if (!window.rank) throw std::invalid_argument("live_row: the window has no rank (tracer::set_rank)");
   const rank_row r = detail::row_of({window, {}, 0, 0, {}, false});
-  std::string out = fmt::format("r2 {} {} {} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g}", r.who.rank,
-                                r.who.world_size, r.steps, r.step_mean_ms, r.step_p50_ms, r.step_p95_ms, r.input_ms,
-                                r.h2d_ms, r.compute_ms, r.wait_ms, r.other_ms, r.device_wait_ms);
+  std::string out = fmt::format("r2 {} {} {} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g} {:.9g}",
+                                r.who.rank, r.who.world_size, r.steps, r.step_mean_ms, r.step_p50_ms, r.step_p95_ms,
+                                r.input_ms, r.h2d_ms, r.compute_ms, r.wait_ms, r.other_ms, r.device_wait_ms);
   // the named phases, for the straggler's `within` (straggler.hpp): the largest, in each group
   std::vector<named_ms> named;
   for (std::size_t g = 0; g < std::size(live_groups); ++g) {
@@ -125,17 +125,18 @@ std::string live_row(const summary& window) {
       if (std::isfinite(ms) && ms > 0) named.push_back({g, ms, std::string(name)});
     }
   }
-  std::sort(named.begin(), named.end(), [](const named_ms& a, const named_ms& b) {
-    return a.ms != b.ms ? a.ms > b.ms : a.name < b.name;
-  });
+  std::sort(named.begin(), named.end(),
+            [](const named_ms& a, const named_ms& b) { return a.ms != b.ms ? a.ms > b.ms : a.name < b.name; });
   if (named.size() > live_named_phases) named.resize(live_named_phases);
   for (const named_ms& n : named) out += fmt::format(" {} {:.9g} {}", n.group, n.ms, row_word(n.name));
   out += arrival_section(window);
-  if (const std::optional<hang_view>& h = window.hang; h && h->longest()) {  // the step open now: the job's view of a hang
+  if (const std::optional<hang_view>& h = window.hang;
+      h && h->longest()) {  // the step open now: the job's view of a hang
     const open_step_now& open = *h->longest();
     const std::string phase = h->phase();
-    out += fmt::format(" h {} {} {} {:.6g} {} {}", ::getpid(), row_word(window.rank->host.empty() ? "-" : window.rank->host),
-                       open.step, std::max(0.0, open.open_s * 1e3), h->suspected ? 1 : 0, phase.empty() ? "-" : row_word(phase));
+    out += fmt::format(" h {} {} {} {:.6g} {} {}", ::getpid(),
+                       row_word(window.rank->host.empty() ? "-" : window.rank->host), open.step,
+                       std::max(0.0, open.open_s * 1e3), h->suspected ? 1 : 0, phase.empty() ? "-" : row_word(phase));
     for (std::size_t i = 0; i < h->collectives.size() && i < live_marks; ++i) {
       const collective_mark& m = h->collectives[i];
       out += fmt::format(" c {} {} {} {:.6g} {:.6g}", row_word(m.group.empty() ? "-" : m.group),
@@ -175,7 +176,8 @@ rank_row live_row_from(const std::string& text, std::vector<named_ms>& named, st
   auto number = [&](double most = max_row_ms) {
     char* end = nullptr;
     const double v = std::strtod(at, &end);
-    if (end == at || !std::isfinite(v) || v < 0) throw std::invalid_argument("a time that is not a finite, non-negative number");
+    if (end == at || !std::isfinite(v) || v < 0)
+      throw std::invalid_argument("a time that is not a finite, non-negative number");
     if (v > most) throw std::invalid_argument(fmt::format("a figure no run can have ({:.3g})", v));
     at = end;
     return v;
@@ -212,7 +214,8 @@ rank_row live_row_from(const std::string& text, std::vector<named_ms>& named, st
     char* end = nullptr;
     const double v = std::strtod(at, &end);
     if (end == at || !std::isfinite(v) || v < -1) throw std::invalid_argument("a reading that is not a number");
-    if (v > most || (v < 0 && v != -1)) throw std::invalid_argument(fmt::format("a reading no device gives ({:.3g})", v));
+    if (v > most || (v < 0 && v != -1))
+      throw std::invalid_argument(fmt::format("a reading no device gives ({:.3g})", v));
     at = end;
     return v;
   };
@@ -311,7 +314,8 @@ std::optional<straggler_info> window_straggler(const std::vector<std::string>& r
     c.rank = view.rows[i].who.rank;
     c.numbered = true;
     for (std::size_t k = 0; k < arrivals[i]->waits_us.size(); ++k) {
-      c.calls.push_back({arrivals[i]->group, "", arrivals[i]->first + k, -arrivals[i]->waits_us[k], 0.0, arrivals[i]->before});
+      c.calls.push_back(
+          {arrivals[i]->group, "", arrivals[i]->first + k, -arrivals[i]->waits_us[k], 0.0, arrivals[i]->before});
     }
     per_step.push_back(arrivals[i]->per_step);
   }

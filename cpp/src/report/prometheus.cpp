@@ -109,7 +109,8 @@ std::string summary::prometheus(std::string_view prefix) const {
   w.family("phase_share", "gauge", "Share of the summed step time spent in each phase itself.");
   for (const phase_stats& p : phases) w.sample("phase_share", "phase=\"" + escaped(p.name) + "\"", p.share);
   w.family("set_aside_seconds", "gauge", "Time set aside under each name (in no step).");
-  for (const set_aside_stats& a : set_aside) w.sample("set_aside_seconds", "name=\"" + escaped(a.name) + "\"", a.total_ms / 1e3);
+  for (const set_aside_stats& a : set_aside)
+    w.sample("set_aside_seconds", "name=\"" + escaped(a.name) + "\"", a.total_ms / 1e3);
   w.family("diagnosis", "gauge", "1 for the label the diagnosis gives.");
   if (!diag.label.empty()) w.sample("diagnosis", "label=\"" + escaped(diag.label) + "\"", 1);
   w.family("gain", "gauge",
@@ -124,7 +125,8 @@ std::string summary::prometheus(std::string_view prefix) const {
     w.family("model_flops_per_second", "gauge", "The model's FLOPs a step over the mean step time (the ceiling).");
     w.sample("model_flops_per_second", "", ceiling->tflops * 1e12);
     if (ceiling->mfu > 0) {
-      w.family("mfu", "gauge", "Model FLOPs utilisation: FLOPs at their dtype's peak on this device, over the step time.");
+      w.family("mfu", "gauge",
+               "Model FLOPs utilisation: FLOPs at their dtype's peak on this device, over the step time.");
       w.sample("mfu", "", ceiling->mfu);
     }
   }

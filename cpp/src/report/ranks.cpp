@@ -12,10 +12,10 @@
 #include "analysis/arrivals.hpp"
 #include "report/diagnosis/diagnosis.hpp"
 #include "report/diagnosis/gains.hpp"
-#include "report/json/json_fields.hpp"
-#include "report/report.hpp"
 #include "report/diagnosis/straggler.hpp"
 #include "report/diagnosis/summary_facts.hpp"
+#include "report/json/json_fields.hpp"
+#include "report/report.hpp"
 #include "steptrace/summary.hpp"
 
 namespace steptrace {
@@ -28,7 +28,6 @@ using detail::group_share;
 using detail::median;
 using detail::phase_of;
 using detail::row_of;
-
 
 // A row's share of `name`: its built-in group; a custom phase outside every built-in is the
 // rank's own work, so it counts as `compute` (as the diagnosis weighs it): the row's five shares
@@ -67,14 +66,14 @@ void count_slowest(const std::vector<const rank_report*>& reports, ranks_view& v
   }
 }
 
-
 // The ranks' arrival at their collectives: from their calls (traces), else from the waits at
 // DDP's all-reduce each rank kept (a gather: the k-th of one rank is the k-th of each, and the
 // ranks leave it together, so a rank arrived its wait before the end).
 void read_job_arrivals(const std::vector<const rank_report*>& reports, ranks_view& view) {
   std::vector<detail::rank_calls> ranks;
   std::vector<double> per_step;
-  const bool traced = std::any_of(reports.begin(), reports.end(), [](const rank_report* r) { return !r->calls.empty(); });
+  const bool traced =
+      std::any_of(reports.begin(), reports.end(), [](const rank_report* r) { return !r->calls.empty(); });
   for (const rank_report* r : reports) {
     detail::rank_calls c;
     c.rank = r->s.rank->rank;
@@ -90,8 +89,8 @@ void read_job_arrivals(const std::vector<const rank_report*>& reports, ranks_vie
       c.numbered = true;
     }
     if (r->s.steps > 0) {
-      per_step.push_back(traced ? static_cast<double>(r->calls.size()) / static_cast<double>(r->s.steps + r->s.warmup_steps)
-                                : 1.0);
+      per_step.push_back(
+          traced ? static_cast<double>(r->calls.size()) / static_cast<double>(r->s.steps + r->s.warmup_steps) : 1.0);
     }
     ranks.push_back(std::move(c));
   }
@@ -127,7 +126,8 @@ void add_live_words(diagnosis& d, const live_ranks_view& live, const std::option
   }
   if (!live.counts.empty()) {
     std::string words;
-    for (const rank_window_count& c : live.counts) words += (words.empty() ? "" : "; ") + detail::live_rank_words(c, live.windows);
+    for (const rank_window_count& c : live.counts)
+      words += (words.empty() ? "" : "; ") + detail::live_rank_words(c, live.windows);
     d.evidence += " Live windows named a straggler: " + words + ".";
   }
 }
@@ -147,7 +147,8 @@ void digest_custom_phases(const summary& s, summary& d) {
     const double own = s.phases[i].ms.mean;
     if (!detail::is_builtin(s.phases[i].name) && std::isfinite(own) && own > 0) custom.push_back(i);
   }
-  std::sort(custom.begin(), custom.end(), [&](std::size_t a, std::size_t b) { return s.phases[a].ms.mean > s.phases[b].ms.mean; });
+  std::sort(custom.begin(), custom.end(),
+            [&](std::size_t a, std::size_t b) { return s.phases[a].ms.mean > s.phases[b].ms.mean; });
   if (custom.size() > max_digest_phases) custom.resize(max_digest_phases);
   std::vector<bool> kept(s.phases.size(), false);
   std::size_t count = 0;
@@ -206,8 +207,8 @@ std::string detail::live_rank_words(const rank_window_count& c, std::uint64_t wi
 summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t world_size, double timeout_s,
                       bool from_files, const std::vector<std::pair<std::uint32_t, std::string>>& refused) {
   if (world_size > max_world_size) {
-    throw std::invalid_argument(fmt::format("a world of {} ranks is more than steptrace reads ({} at most)", world_size,
-                                            max_world_size));
+    throw std::invalid_argument(
+        fmt::format("a world of {} ranks is more than steptrace reads ({} at most)", world_size, max_world_size));
   }
   std::vector<const rank_report*> sorted;
   for (const rank_report& r : reports) {
@@ -215,7 +216,8 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
     sorted.push_back(&r);
   }
   if (sorted.empty()) throw std::invalid_argument("combine_ranks: no summaries to combine");
-  std::sort(sorted.begin(), sorted.end(), [](const rank_report* a, const rank_report* b) { return a->s.rank->rank < b->s.rank->rank; });
+  std::sort(sorted.begin(), sorted.end(),
+            [](const rank_report* a, const rank_report* b) { return a->s.rank->rank < b->s.rank->rank; });
   ranks_view view;
   view.world_size = world_size;
   view.timeout_s = timeout_s;
@@ -227,7 +229,8 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
     view.rows.push_back(row_of(*sorted[i]));
   }
   if (sorted.back()->s.rank->rank >= world_size) {
-    throw std::invalid_argument(fmt::format("combine_ranks: rank {} in a world of {}", sorted.back()->s.rank->rank, world_size));
+    throw std::invalid_argument(
+        fmt::format("combine_ranks: rank {} in a world of {}", sorted.back()->s.rank->rank, world_size));
   }
   std::vector<bool> seen(world_size, false);
   for (const rank_report* r : sorted) seen[r->s.rank->rank] = true;
@@ -246,7 +249,8 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
   for (const rank_row& r : view.rows) {
     if (r.steps == 0) continue;  // a rank that recorded nothing is neither the worst nor the median
     own_work.push_back(std::max(0.0, r.step_mean_ms - collective_wait(r)));
-    if (own_work.size() == 1 || own_work.back() > view.worst_ms) view.worst_rank = r.who.rank, view.worst_ms = own_work.back();
+    if (own_work.size() == 1 || own_work.back() > view.worst_ms)
+      view.worst_rank = r.who.rank, view.worst_ms = own_work.back();
   }
   view.median_ms = median(own_work);
   count_slowest(sorted, view);
@@ -264,11 +268,12 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
   const bool others_have_steps =
       std::any_of(sorted.begin(), sorted.end(), [](const rank_report* r) { return r->s.steps > 0; });
   if (out.steps == 0 && others_have_steps) {  // a rank 0 that only coordinates: the table is the job's
-    out.diag.evidence = fmt::format("Rank {} recorded no steps: each rank's figures are in the `ranks` table.",
-                                    out.rank->rank);
+    out.diag.evidence =
+        fmt::format("Rank {} recorded no steps: each rank's figures are in the `ranks` table.", out.rank->rank);
   }
   if (view.straggler) {
-    const bool gpu = std::any_of(sorted.begin(), sorted.end(), [](const rank_report* r) { return r->s.gpu || r->s.backend.cuda; });
+    const bool gpu =
+        std::any_of(sorted.begin(), sorted.end(), [](const rank_report* r) { return r->s.gpu || r->s.backend.cuda; });
     out.diag = detail::straggler_diagnosis(view, *view.straggler, gpu);
     if (out.live_ranks) add_live_words(out.diag, *out.live_ranks, view.straggler);  // chronic or one-off
     // Every rank waits for the straggler: its excess over the median rank is what its fix can save.
@@ -277,9 +282,9 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
     // One that arrives last at the collectives: the others' wait for it (their exposed collective
     // time beyond its own, which is the collective's transfer).
     const straggler_info& st = *view.straggler;
-    const double saved = st.late_ms > 0                ? st.others_wait_ms
+    const double saved = st.late_ms > 0             ? st.others_wait_ms
                          : st.arrivals_compared > 0 ? std::max(0.0, st.others_wait_ms - st.own_wait_ms)
-                                                     : st.excess_ms;
+                                                    : st.excess_ms;
     const double gain = step > 0 ? std::clamp(saved / step, 0.0, 1.0) : 0.0;
     out.diag.gains = {{fmt::format("rank {}", view.straggler->rank), gain}};
     out.diag.advice.front() += detail::gain_words(gain);

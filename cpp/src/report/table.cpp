@@ -174,8 +174,9 @@ std::string summary::table() const {
       const std::string calls = p->name == "other" ? "-" : std::to_string(p->calls);
       const std::string name = cut_columns(std::string(2 * depth, ' ') + p->name, width - 2);
       // ` {:>9}`: a figure wider than its column (12 digits) still keeps a space before it
-      line("{}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9}{:>7.1f}%  {}", name + std::string(width - text_width(name), ' '), calls,
-           ms(p->ms.mean), ms(p->ms.p50), ms(p->ms.p95), ms(p->ms.p99), ms(p->ms.max), 100 * p->share, bar(p->share));
+      line("{}{:>9} {:>9} {:>9} {:>9} {:>9} {:>9}{:>7.1f}%  {}", name + std::string(width - text_width(name), ' '),
+           calls, ms(p->ms.mean), ms(p->ms.p50), ms(p->ms.p95), ms(p->ms.p99), ms(p->ms.max), 100 * p->share,
+           bar(p->share));
       if (p->inclusive_ms.total > p->ms.total) parents.push_back(p);
     }
     line("{:>{}.1f}%", 100 * total, width + 66);
@@ -207,14 +208,15 @@ std::string summary::table() const {
       }
       line("{:<11}idle while the host was in: {}", "", where);
     }
-    line("{:<11}kernels {:.1f} per step, median {:.1f} us (half the kernel time in kernels under {:.1f} us); syncs "
-         "{:.1f} per step, {} ms blocked",
-         "", g.kernels_per_step, g.kernel_median_us, g.kernel_time_median_us, g.syncs_per_step,
-         ms(g.sync_ms_per_step));
+    line(
+        "{:<11}kernels {:.1f} per step, median {:.1f} us (half the kernel time in kernels under {:.1f} us); syncs "
+        "{:.1f} per step, {} ms blocked",
+        "", g.kernels_per_step, g.kernel_median_us, g.kernel_time_median_us, g.syncs_per_step, ms(g.sync_ms_per_step));
     if (g.kernels) detail::kernel_lines(*g.kernels, [&](const std::string& text) { line("{}", text); });
     if (g.nccl.kernels_per_step > 0) {
-      line("{:<11}collective kernels {:.1f} per step, {} ms per step, {} ms of it exposed (no other kernel overlapping)", "",
-           g.nccl.kernels_per_step, ms(g.nccl.ms_per_step), ms(g.nccl.exposed_ms_per_step));
+      line(
+          "{:<11}collective kernels {:.1f} per step, {} ms per step, {} ms of it exposed (no other kernel overlapping)",
+          "", g.nccl.kernels_per_step, ms(g.nccl.ms_per_step), ms(g.nccl.exposed_ms_per_step));
     }
     for (const auto& [name, c] : {std::pair<const char*, const copy_stats&>{"h2d", g.h2d}, {"d2h", g.d2h}}) {
       if (c.count == 0) continue;
@@ -222,26 +224,32 @@ std::string summary::table() const {
            c.bytes_per_step / 1e6, ms(c.ms_per_step), c.gb_per_s, 100 * c.pageable_share);
     }
     if (const device_memory_stats& m = g.memory; m.allocations_per_step > 0 || m.freed_mb_per_step > 0) {
-      line("{:<11}memory: CUDA allocated {:.2f} MB ({:.1f} calls) and freed {:.2f} MB per step; a step's peak above "
-           "its start p50 {:.2f} MB, max {:.2f} MB; {:+.2f} MB over the run",
-           "", m.allocated_mb_per_step, m.allocations_per_step, m.freed_mb_per_step, m.step_peak_mb_p50,
-           m.step_peak_mb_max, m.net_mb);
+      line(
+          "{:<11}memory: CUDA allocated {:.2f} MB ({:.1f} calls) and freed {:.2f} MB per step; a step's peak above "
+          "its start p50 {:.2f} MB, max {:.2f} MB; {:+.2f} MB over the run",
+          "", m.allocated_mb_per_step, m.allocations_per_step, m.freed_mb_per_step, m.step_peak_mb_p50,
+          m.step_peak_mb_max, m.net_mb);
     }
     if (g.sample_every > 1) {
-      line("{:<11}device_sample={}: CUPTI recorded one window in {}; the device figures are over the {} of {} steps in "
-           "the recorded windows (CUDA events timed every step's phases given a stream)",
-           "", g.sample_every, g.sample_every, g.steps_viewed, g.steps_viewed + g.steps_sampled_out + g.steps_without_records);
+      line(
+          "{:<11}device_sample={}: CUPTI recorded one window in {}; the device figures are over the {} of {} steps in "
+          "the recorded windows (CUDA events timed every step's phases given a stream)",
+          "", g.sample_every, g.sample_every, g.steps_viewed,
+          g.steps_viewed + g.steps_sampled_out + g.steps_without_records);
     }
     if (g.steps_without_records) {
-      line("{:<11}{} of {} steps ran while another tool (torch.profiler, Nsight) held CUPTI: the device figures are over the other {}",
-           "", g.steps_without_records, g.steps_without_records + g.steps_viewed, g.steps_viewed);
+      line(
+          "{:<11}{} of {} steps ran while another tool (torch.profiler, Nsight) held CUPTI: the device figures are "
+          "over the other {}",
+          "", g.steps_without_records, g.steps_without_records + g.steps_viewed, g.steps_viewed);
     }
     // Said where it moves the per-step figures by 1% or more (the JSON has it always).
     if (const auto behind = detail::fact_double(*this, "gpu.behind_at_summary_ms");
         behind && step_ms.total > 0 && *behind >= 0.01 * step_ms.total) {
-      line("{:<11}the GPU still ran the steps' work for {:.1f} ms after the summary was asked ({:.0f}% of the steps' "
-           "time): the host ran ahead of it, and what the GPU ran after the last step ended is counted in no step",
-           "", *behind, 100 * *behind / step_ms.total);
+      line(
+          "{:<11}the GPU still ran the steps' work for {:.1f} ms after the summary was asked ({:.0f}% of the steps' "
+          "time): the host ran ahead of it, and what the GPU ran after the last step ended is counted in no step",
+          "", *behind, 100 * *behind / step_ms.total);
     }
     if (g.dropped_records || g.incomplete_records) {
       line("{:<11}{} device records dropped at the buffer cap, {} still running at a flush (not counted)", "",
@@ -259,11 +267,15 @@ std::string summary::table() const {
          ms(p.device_ms->mean), ms(p.device_ms->p95), ms(p.device_ms->max), p.device_calls);
   }
   if (const std::string* now = fact("gpu.allocator.allocated_mb"); now != nullptr) {
-    auto said = [&](const char* key) { const std::string* v = fact(key); return v ? *v : std::string("?"); };
-    line("{:<11}{} (PyTorch's allocator, at the summary): {} MB allocated, peak {} MB; {} MB reserved, peak {} MB "
-         "(peaks since the program started or last reset them)",
-         "memory", said("gpu.allocator.device"), *now, said("gpu.allocator.peak_allocated_mb"),
-         said("gpu.allocator.reserved_mb"), said("gpu.allocator.peak_reserved_mb"));
+    auto said = [&](const char* key) {
+      const std::string* v = fact(key);
+      return v ? *v : std::string("?");
+    };
+    line(
+        "{:<11}{} (PyTorch's allocator, at the summary): {} MB allocated, peak {} MB; {} MB reserved, peak {} MB "
+        "(peaks since the program started or last reset them)",
+        "memory", said("gpu.allocator.device"), *now, said("gpu.allocator.peak_allocated_mb"),
+        said("gpu.allocator.reserved_mb"), said("gpu.allocator.peak_reserved_mb"));
   }
   if (host_memory && steps > 0) {
     line("{:<11}host resident memory at step ends: peak {:.1f} MiB, {:+.1f} MiB over the run ({:.1f} to {:.1f})",
@@ -282,16 +294,16 @@ std::string summary::table() const {
     line("");
     line("set aside (in no step; shares are of the run's {} s):", ms(run_ms / 1000));
     for (const set_aside_stats& a : set_aside) {
-      line("  {:<14} {} call{}, {} ms each, {} ms in all, {:.1f}% of the run", a.name, a.calls,
-           a.calls == 1 ? "" : "s", ms(a.mean_ms), ms(a.total_ms), 100 * a.run_share);
+      line("  {:<14} {} call{}, {} ms each, {} ms in all, {:.1f}% of the run", a.name, a.calls, a.calls == 1 ? "" : "s",
+           ms(a.mean_ms), ms(a.total_ms), 100 * a.run_share);
     }
   }
   if (!unscoped_phases.empty()) {
     line("");
     line("outside any step (not in the figures above):");
     for (const unscoped_phase& u : unscoped_phases) {
-      line("  {:<14} {} call{}, {} ms in all, longest {} ms", u.name, u.calls, u.calls == 1 ? "" : "s",
-           ms(u.total_ms), ms(u.max_ms));
+      line("  {:<14} {} call{}, {} ms in all, longest {} ms", u.name, u.calls, u.calls == 1 ? "" : "s", ms(u.total_ms),
+           ms(u.max_ms));
     }
   }
   if (errors.nested_steps || errors.unbalanced_phases) {
@@ -318,10 +330,11 @@ std::string summary::table() const {
     const std::string* cpus = fact("host.cpus");
     auto value = [&](const char* key) { return detail::fact_double(*this, key).value_or(0.0); };
     line("");
-    line("{:<11}this process {:.1f} cores busy, {:.1f} more waiting for one; its workers {:.1f} busy, {:.1f} "
-         "waiting (of {} cores)",
-         "cpu", value("cpu.cores_busy"), value("cpu.cores_waiting"), value("cpu.workers_cores_busy"),
-         value("cpu.workers_cores_waiting"), cpus ? *cpus : "?");
+    line(
+        "{:<11}this process {:.1f} cores busy, {:.1f} more waiting for one; its workers {:.1f} busy, {:.1f} "
+        "waiting (of {} cores)",
+        "cpu", value("cpu.cores_busy"), value("cpu.cores_waiting"), value("cpu.workers_cores_busy"),
+        value("cpu.workers_cores_waiting"), cpus ? *cpus : "?");
   }
   if (ranks) detail::rank_lines(*ranks, [&](const std::string& text) { line("{}", text); });
   if (live_ranks) detail::live_rank_lines(*live_ranks, [&](const std::string& text) { line("{}", text); });

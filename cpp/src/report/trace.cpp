@@ -41,7 +41,8 @@ json_doc meta(const char* what, std::uint32_t pid, std::uint32_t tid, const std:
 }
 
 json_doc sort_meta(std::uint32_t pid, std::uint32_t tid, std::uint32_t sort) {
-  return json_doc{{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", {{"sort_index", sort}}}};
+  return json_doc{
+      {"name", "thread_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", {{"sort_index", sort}}}};
 }
 
 struct interval {
@@ -130,9 +131,15 @@ void add_trace_events(const rank_tracks& tracks, const std::vector<const timelin
   const double shift = tracks.shift_ms;
   events.push_back(meta("process_name", host_pid, 0, "steptrace " + tracks.who + "host"));
   events.push_back(meta("process_name", device_pid, 0, "steptrace " + tracks.who + "GPU"));
-  events.push_back(json_doc{{"name", "process_sort_index"}, {"ph", "M"}, {"pid", host_pid}, {"tid", 0},
+  events.push_back(json_doc{{"name", "process_sort_index"},
+                            {"ph", "M"},
+                            {"pid", host_pid},
+                            {"tid", 0},
                             {"args", {{"sort_index", host_pid}}}});
-  events.push_back(json_doc{{"name", "process_sort_index"}, {"ph", "M"}, {"pid", device_pid}, {"tid", 0},
+  events.push_back(json_doc{{"name", "process_sort_index"},
+                            {"ph", "M"},
+                            {"pid", device_pid},
+                            {"tid", 0},
                             {"args", {{"sort_index", device_pid}}}});
   const auto at = [&](double host_ms) { return host_ms + shift; };
 
@@ -147,15 +154,16 @@ void add_trace_events(const rank_tracks& tracks, const std::vector<const timelin
     if (s.warmup) name += " (warm-up)";
     if (s.failed) name += " (failed)";
     json_doc step = slice(name, s.slowest ? "step,slowest" : "step", at(s.begin_ms), at(s.end_ms), host_pid, s.thread);
-    step["args"] = {{"step_ms", s.step_ms}, {"index", s.index}, {"slowest", s.slowest}, {"recent", s.recent},
-                    {"warmup", s.warmup},   {"failed", s.failed}};
+    step["args"] = {{"step_ms", s.step_ms}, {"index", s.index},   {"slowest", s.slowest},
+                    {"recent", s.recent},   {"warmup", s.warmup}, {"failed", s.failed}};
     if (s.phases_dropped) step["args"]["phases_dropped"] = s.phases_dropped;
     events.push_back(step);
     for (const timeline_span& p : s.phases) {
       events.push_back(slice(p.name, "phase", at(p.begin_ms), at(p.end_ms), host_pid, s.thread));
     }
     for (const timeline_span& a : s.set_aside) {
-      events.push_back(slice("set aside: " + a.name, "set aside", at(a.begin_ms), at(a.end_ms), host_pid, aside_track + s.thread));
+      events.push_back(
+          slice("set aside: " + a.name, "set aside", at(a.begin_ms), at(a.end_ms), host_pid, aside_track + s.thread));
     }
     if (!s.device_known) continue;
     std::vector<interval> busy;
@@ -166,8 +174,8 @@ void add_trace_events(const rank_tracks& tracks, const std::vector<const timelin
         e = slice(d.kind, "sync", at(d.begin_ms), at(d.end_ms), device_pid, sync_track + d.context);
       } else {
         note(streams, std::make_pair(d.context, d.stream));
-        e = slice(d.name.empty() ? d.kind : d.name, d.collective ? "device,collective" : "device", at(d.begin_ms), at(d.end_ms), device_pid,
-                  d.context * 65536u + d.stream);
+        e = slice(d.name.empty() ? d.kind : d.name, d.collective ? "device,collective" : "device", at(d.begin_ms),
+                  at(d.end_ms), device_pid, d.context * 65536u + d.stream);
         if (d.kind != "sync") busy.push_back({std::max(d.begin_ms, s.begin_ms), std::min(d.end_ms, s.end_ms)});
       }
       if (d.bytes) e["args"] = {{"bytes", d.bytes}};
@@ -215,7 +223,8 @@ void add_trace_events(const rank_tracks& tracks, const std::vector<const timelin
     events.push_back(sort_meta(host_pid, t, 2 * t));
     events.push_back(meta("thread_name", host_pid, aside_track + t, "thread " + std::to_string(t) + " set aside"));
     events.push_back(sort_meta(host_pid, aside_track + t, 2 * t + 1));
-    events.push_back(meta("thread_name", device_pid, idle_track + t, "GPU idle in thread " + std::to_string(t) + "'s steps"));
+    events.push_back(
+        meta("thread_name", device_pid, idle_track + t, "GPU idle in thread " + std::to_string(t) + "'s steps"));
   }
   for (const auto& [context, stream] : streams) {
     events.push_back(meta("thread_name", device_pid, context * 65536u + stream,

@@ -93,9 +93,11 @@ class Capturer(StragglerPlans):
         are coalesced: the handler never re-enters itself (a storm of signals once raised
         RecursionError in the program)."""
         if threading.current_thread() is not threading.main_thread():
-            _log.say("capture: the `signal` trigger is not installed: configure(capture=...) was called from a "
-                     "thread other than the main one, where Python cannot install a SIGUSR2 handler; call it "
-                     "from the main thread (or set STEPTRACE_CAPTURE before the program starts)")
+            _log.say(
+                "capture: the `signal` trigger is not installed: configure(capture=...) was called from a "
+                "thread other than the main one, where Python cannot install a SIGUSR2 handler; call it "
+                "from the main thread (or set STEPTRACE_CAPTURE before the program starts)"
+            )
             return
         before = signal.getsignal(signal.SIGUSR2)
         if getattr(before, "_steptrace", False):
@@ -124,9 +126,13 @@ class Capturer(StragglerPlans):
             if rule is None:
                 return
             share = window.get(f"{rule.phase}_share") if rule.phase else None
-            reason = rule.weigh(window.get("step_p50_ms") or 0.0, window.get("step_p95_ms") or 0.0,
-                                window.get("label") or "", float("nan") if share is None else float(share),
-                                window.get("step_max_ms") or 0.0)
+            reason = rule.weigh(
+                window.get("step_p50_ms") or 0.0,
+                window.get("step_p95_ms") or 0.0,
+                window.get("label") or "",
+                float("nan") if share is None else float(share),
+                window.get("step_max_ms") or 0.0,
+            )
             if reason:  # a window's trigger: the window's slowest steps were what tripped it; a file, the last
                 self.request(reason, back="recent" if rule.fired == "file" else "window")
         if self._has("straggler"):
@@ -144,8 +150,7 @@ class Capturer(StragglerPlans):
         if self._rule is not None:
             self._rule.cool(windows)
 
-    def request(self, reason: str, steps: Optional[int] = None, at: Optional[int] = None,
-                back: str = "recent") -> bool:
+    def request(self, reason: str, steps: Optional[int] = None, at: Optional[int] = None, back: str = "recent") -> bool:
         """Arms a capture of ``steps`` steps (capture_steps) from the next step's start (or from
         step ``at``, as the loop counts from 0): whether it did. First the kept steps ``back`` names
         (the core's ring, capture_back: "recent", "window", "slowest" or "none") are written at once: the
@@ -160,8 +165,10 @@ class Capturer(StragglerPlans):
                 return False
             n = int(steps if steps is not None else self._tracer.options()["capture_steps"])
             if not 1 <= n <= MAX_STEPS:
-                raise ValueError(f"steptrace: capture(steps=...) takes 1 to {MAX_STEPS} steps (as the capture_steps "
-                                 f"option), not {steps!r}")
+                raise ValueError(
+                    f"steptrace: capture(steps=...) takes 1 to {MAX_STEPS} steps (as the capture_steps "
+                    f"option), not {steps!r}"
+                )
             self._tracer._core.set_fact("run.program", run_name())  # the core's capture files named as Python's
             if _torch_absent():  # a process without torch: the core's own capture, from now
                 return bool(self._tracer._core.capture(n, reason, back))
@@ -211,11 +218,12 @@ class Capturer(StragglerPlans):
                     _annotate.disarm()
                     run["prof"].__exit__(None, None, None)
 
-
     def _start(self, pending: Dict[str, Any]) -> None:
         if sys.modules.get("torch") is None:  # the program has not imported torch: the core's capture, from this step
             _annotate.disarm()
-            self._tracer._core.capture(pending["steps"], pending["reason"], "none")  # the kept steps went at the request
+            self._tracer._core.capture(
+                pending["steps"], pending["reason"], "none"
+            )  # the kept steps went at the request
             return
         if _annotate.active:  # another torch.profiler session holds the process's profiler
             if not self._said_busy:
@@ -258,10 +266,19 @@ class Capturer(StragglerPlans):
         finally:
             self._cool()
         diag = summary.get("diagnosis") or {}
-        record = {"reason": reason, "first_step": first, "last_step": first + max(n, 1) - 1, "steps": n,
-                  "rank": _rank(), "label": diag.get("label"), "evidence": diag.get("evidence", ""),
-                  "advice": (diag.get("advice") or [""])[0], "path": path,
-                  "cost_s": round(time.perf_counter() - run["started"], 3), "tool": "torch.profiler"}
+        record = {
+            "reason": reason,
+            "first_step": first,
+            "last_step": first + max(n, 1) - 1,
+            "steps": n,
+            "rank": _rank(),
+            "label": diag.get("label"),
+            "evidence": diag.get("evidence", ""),
+            "advice": (diag.get("advice") or [""])[0],
+            "path": path,
+            "cost_s": round(time.perf_counter() - run["started"], 3),
+            "tool": "torch.profiler",
+        }
         self.done.append(record)
         # Kept with the core's captures: the summary, the JSON at exit, the table, the next window.
         _core.note_capture(self._tracer._core, record)
@@ -305,8 +322,12 @@ def fields(captures: List[Dict[str, Any]]) -> Dict[str, Any]:
     if not captures:
         return {}
     c = captures[-1]
-    return {"capture_first_step": c["first_step"], "capture_label": c["label"], "capture_path": c["path"],
-            "capture_reason": c["reason"]}
+    return {
+        "capture_first_step": c["first_step"],
+        "capture_label": c["label"],
+        "capture_path": c["path"],
+        "capture_reason": c["reason"],
+    }
 
 
 def _rank() -> int:

@@ -38,15 +38,24 @@ def write_trace(prof: Any, capture_dir: str, rank: int, first: int) -> str:
             raw = f"/proc/self/fd/{inside}/trace.json"
             prof.export_chrome_trace(raw)
             _whole(raw)
-            with open(raw, "rb") as src, open(f"/proc/self/fd/{inside}/trace.json.gz", "xb") as out, \
-                    gzip.GzipFile(fileobj=out, mode="wb") as dst:
+            with (
+                open(raw, "rb") as src,
+                open(f"/proc/self/fd/{inside}/trace.json.gz", "xb") as out,
+                gzip.GzipFile(fileobj=out, mode="wb") as dst,
+            ):
                 shutil.copyfileobj(src, dst)
             path = os.path.join(capture_dir or ".", _link_new(inside, name, folder))
         finally:
             _empty(inside)
             os.close(inside)
     except Exception as e:
-        why = str(e) if isinstance(e, CaptureWriteError) else e.strerror if isinstance(e, OSError) and e.strerror else repr(e)
+        why = (
+            str(e)
+            if isinstance(e, CaptureWriteError)
+            else e.strerror
+            if isinstance(e, OSError) and e.strerror
+            else repr(e)
+        )
         raise CaptureWriteError(f"could not write {path}: {why}") from e
     finally:
         if made:
@@ -63,7 +72,7 @@ def _link_new(inside: int, name: str, folder: int) -> str:
     that is taken (a second capture of the same step keeps the first); never replaces a file,
     never follows a link. Its name."""
     suffix = ".pt.trace.json.gz" if name.endswith(".pt.trace.json.gz") else ""
-    stem = name[:len(name) - len(suffix)]  # a run's own dots ("my.script") stay in the stem
+    stem = name[: len(name) - len(suffix)]  # a run's own dots ("my.script") stay in the stem
     for n in range(1, 1000):
         chosen = name if n == 1 else f"{stem}-{n}{suffix}"
         try:
@@ -107,8 +116,9 @@ def _whole(raw: str) -> None:
         f.seek(max(0, size - 64))
         end = f.read().rstrip()
     if not end.endswith(b"}"):
-        raise CaptureWriteError(f"torch.profiler's trace was cut short at {size} bytes (a full disk or a file-size "
-                                f"limit?)")
+        raise CaptureWriteError(
+            f"torch.profiler's trace was cut short at {size} bytes (a full disk or a file-size limit?)"
+        )
 
 
 class CaptureWriteError(Exception):

@@ -53,10 +53,14 @@ class StragglerPlans:
                 self._cool(COOL_DOWN + 2)  # the plan's own capture, then the usual wait
                 at = int(window.get("step", 0)) + max(10, 2 * int(window.get("steps") or 0))
                 median_rank = int(window["straggler_median_rank"])
-                plan = {"id": self._planned, "step": at, "ranks": [slow, median_rank],
-                        "reason": f"straggler: rank {slow}, `{window['straggler_phase']}` "
-                                  f"+{_core.format_ms(window['straggler_excess_ms'])} ms a step over the median "
-                                  f"rank {median_rank}"}
+                plan = {
+                    "id": self._planned,
+                    "step": at,
+                    "ranks": [slow, median_rank],
+                    "reason": f"straggler: rank {slow}, `{window['straggler_phase']}` "
+                    f"+{_core.format_ms(window['straggler_excess_ms'])} ms a step over the median "
+                    f"rank {median_rank}",
+                }
                 job.store.set(PLAN_KEY, json.dumps(plan))
                 self._plans_made.append(plan)
         if job.store.check([PLAN_KEY]):
@@ -64,8 +68,10 @@ class StragglerPlans:
             if plan is None:
                 if not self._said_plan:
                     self._said_plan = True
-                    _log.say(f"capture: the plan under {PLAN_KEY} in torch.distributed's store is not one steptrace "
-                             f"wrote (not JSON, or a field missing): ignored")
+                    _log.say(
+                        f"capture: the plan under {PLAN_KEY} in torch.distributed's store is not one steptrace "
+                        f"wrote (not JSON, or a field missing): ignored"
+                    )
             elif plan["id"] != self._plan_seen:
                 self._plan_seen = plan["id"]
                 if job.rank in plan["ranks"]:
@@ -112,8 +118,10 @@ class StragglerPlans:
             steps = _indices(job.store.get(key)) or []
             role = "the straggler" if r == plan["ranks"][0] else "the median rank"
             folder = self._tracer.options()["capture_dir"] or "."
-            _log.say(f"capture: rank {r} ({role}) wrote its kept steps {', '.join(map(str, steps))} from before the "
-                     f"trigger: {folder}/*-rank{r}-back-step*.trace.json")
+            _log.say(
+                f"capture: rank {r} ({role}) wrote its kept steps {', '.join(map(str, steps))} from before the "
+                f"trigger: {folder}/*-rank{r}-back-step*.trace.json"
+            )
 
     def _expire(self, window: Dict[str, Any]) -> None:
         """A plan's capture waits for its step; one whose step this rank has not reached
@@ -127,8 +135,10 @@ class StragglerPlans:
                 return
             pending, self._pending, self._waited = self._pending, None, 0
             _annotate.disarm()
-        _log.say(f"capture: {pending['reason']}, but this rank did not reach step {pending['at']} within "
-                 f"{PLAN_WAIT} windows: let go")
+        _log.say(
+            f"capture: {pending['reason']}, but this rank did not reach step {pending['at']} within "
+            f"{PLAN_WAIT} windows: let go"
+        )
 
 
 def _kept_key(plan_id: int, rank: int) -> str:
@@ -150,9 +160,15 @@ def _plan(text: Any) -> Optional[Dict[str, Any]]:
     """A capture plan read from the store, or None when it is not one steptrace wrote."""
     try:
         plan = json.loads(text)
-        ok = (isinstance(plan, dict) and isinstance(plan.get("id"), int) and isinstance(plan.get("step"), int)
-              and isinstance(plan.get("ranks"), list) and all(isinstance(r, int) for r in plan["ranks"])
-              and plan["ranks"] and isinstance(plan.get("reason"), str))
+        ok = (
+            isinstance(plan, dict)
+            and isinstance(plan.get("id"), int)
+            and isinstance(plan.get("step"), int)
+            and isinstance(plan.get("ranks"), list)
+            and all(isinstance(r, int) for r in plan["ranks"])
+            and plan["ranks"]
+            and isinstance(plan.get("reason"), str)
+        )
         return plan if ok else None
     except (ValueError, TypeError):
         return None

@@ -106,8 +106,9 @@ def _moved(a_runs: Sequence[Dict[str, Any]], b_runs: Sequence[Dict[str, Any]], n
             vb = tb.get(name, 0.0 if b_complete else None)
             if va is None or vb is None:
                 continue  # below a full list's last row on one side: its change is unknown
-            rows.append(Moved(what, name, va if name in ta else None, vb if name in tb else None,
-                              abs(vb - va) > noise_ms))
+            rows.append(
+                Moved(what, name, va if name in ta else None, vb if name in tb else None, abs(vb - va) > noise_ms)
+            )
         rows.sort(key=lambda m: -abs((m.b_ms or 0.0) - (m.a_ms or 0.0)))
         out.extend(rows[:MOVED_ROWS])
     return out
@@ -182,9 +183,13 @@ def side(runs: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
         out["phases"][name] = {"mean_ms": statistics.fmean(r["phases"].get(name, {}).get("mean_ms", 0.0) for r in runs)}
     labels = {(r.get("diagnosis") or {}).get("label") or "-" for r in runs}
     causes = [c for r in runs for c in ((r.get("diagnosis") or {}).get("gains") or {})]
-    out["diagnosis"] = {"label": labels.pop() if len(labels) == 1 else "mixed",
-                        "gains": {c: statistics.fmean(((r.get("diagnosis") or {}).get("gains") or {}).get(c, 0.0)
-                                                      for r in runs) for c in dict.fromkeys(causes)}}
+    out["diagnosis"] = {
+        "label": labels.pop() if len(labels) == 1 else "mixed",
+        "gains": {
+            c: statistics.fmean(((r.get("diagnosis") or {}).get("gains") or {}).get(c, 0.0) for r in runs)
+            for c in dict.fromkeys(causes)
+        },
+    }
     out["set_aside"] = {n: {} for r in runs for n in (r.get("set_aside") or {})}
     out["run_ms"] = statistics.fmean(r.get("run_ms", 0.0) for r in runs)
     out["run_ms_per_step"] = statistics.fmean(_run_per_step(r) for r in runs)
@@ -243,7 +248,9 @@ def _u_tail(a: List[float], b: List[float]) -> float:
                 top_b = [0] * k + ways[k][j - 1]  # the largest is one of b's: above all k of a's
                 top_a = ways[k - 1][j]
                 size = max(len(top_b), len(top_a))
-                ways[k][j] = [(top_b[v] if v < len(top_b) else 0) + (top_a[v] if v < len(top_a) else 0) for v in range(size)]
+                ways[k][j] = [
+                    (top_b[v] if v < len(top_b) else 0) + (top_a[v] if v < len(top_a) else 0) for v in range(size)
+                ]
         dist = ways[n][m]
         at = math.ceil(u - 1e-9)
         return sum(dist[at:]) / sum(dist)
@@ -251,30 +258,50 @@ def _u_tail(a: List[float], b: List[float]) -> float:
     return 0.5 * math.erfc((u - 0.5 - mu) / (sd * math.sqrt(2)))
 
 
-def _short_verdict(c: Comparison, a: Dict[str, Any], b: Dict[str, Any], a_steps: List[float], b_steps: List[float],
-                   max_regression_pct: Optional[float], too_short: str) -> None:
+def _short_verdict(
+    c: Comparison,
+    a: Dict[str, Any],
+    b: Dict[str, Any],
+    a_steps: List[float],
+    b_steps: List[float],
+    max_regression_pct: Optional[float],
+    too_short: str,
+) -> None:
     slower, faster = _u_tail(a_steps, b_steps), _u_tail(b_steps, a_steps)
-    changes = [(f"step {q}", (b["step_ms"][q] - a["step_ms"][q]) / a["step_ms"][q]) for q in ("p50", "mean")
-               if a["step_ms"][q] > 0]
+    changes = [
+        (f"step {q}", (b["step_ms"][q] - a["step_ms"][q]) / a["step_ms"][q])
+        for q in ("p50", "mean")
+        if a["step_ms"][q] > 0
+    ]
     said = "; ".join(f"{name} {100 * ch:+.1f}%" for name, ch in changes)
     sides = f"{len(a_steps)} and {len(b_steps)} steps"
     if min(slower, faster) > 1 - CONFIDENCE:
-        c.verdict = (f"{too_short}: {sides} overlap (rank test: {100 * (1 - min(slower, faster)):.0f}% confidence "
-                     f"of a difference, {100 * CONFIDENCE:.0f}% needed); {said}")
+        c.verdict = (
+            f"{too_short}: {sides} overlap (rank test: {100 * (1 - min(slower, faster)):.0f}% confidence "
+            f"of a difference, {100 * CONFIDENCE:.0f}% needed); {said}"
+        )
         return
     p = min(slower, faster)
     beside = "every step" if p == 1 / math.comb(len(a_steps) + len(b_steps), len(a_steps)) else "the steps"
     if slower < faster:
-        c.verdict = (f"slower: {said}; {beside} of the second side slower than the first's, over {sides} "
-                     f"(rank test: {100 * (1 - p):.1f}% confidence)")
+        c.verdict = (
+            f"slower: {said}; {beside} of the second side slower than the first's, over {sides} "
+            f"(rank test: {100 * (1 - p):.1f}% confidence)"
+        )
         if max_regression_pct is not None:
             beyond = [name for name, ch in changes if 100 * ch > max_regression_pct]
             c.regressed = bool(beyond)
-            c.verdict += (f", beyond --max-regression {max_regression_pct:g}%: regression, decided by the "
-                          f"{' and the '.join(beyond)}" if beyond else f", within --max-regression {max_regression_pct:g}%")
+            c.verdict += (
+                f", beyond --max-regression {max_regression_pct:g}%: regression, decided by the "
+                f"{' and the '.join(beyond)}"
+                if beyond
+                else f", within --max-regression {max_regression_pct:g}%"
+            )
     else:
-        c.verdict = (f"faster: {said}; {beside} of the second side faster than the first's, over {sides} "
-                     f"(rank test: {100 * (1 - p):.1f}% confidence)")
+        c.verdict = (
+            f"faster: {said}; {beside} of the second side faster than the first's, over {sides} "
+            f"(rank test: {100 * (1 - p):.1f}% confidence)"
+        )
     c.change = dict(changes).get("step p50")
 
 
@@ -295,8 +322,14 @@ def compare(a_runs: Any, b_runs: Any, max_regression_pct: Optional[float]) -> Co
         pa, pb = a["phases"].get(name), b["phases"].get(name)
         ma = pa["mean_ms"] if pa else 0.0
         mb = pb["mean_ms"] if pb else 0.0
-        c.rows.append((f"{name} (mean)", _ms(ma) if pa else "-", _ms(mb) if pb else "-",
-                       _phase_change(ma, mb, sa["mean"], sb["mean"])))
+        c.rows.append(
+            (
+                f"{name} (mean)",
+                _ms(ma) if pa else "-",
+                _ms(mb) if pb else "-",
+                _phase_change(ma, mb, sa["mean"], sb["mean"]),
+            )
+        )
     la = (a.get("diagnosis") or {}).get("label") or "-"
     lb = (b.get("diagnosis") or {}).get("label") or "-"
     c.rows.append(("label", la, lb, "" if la == lb else "changed"))
@@ -308,8 +341,11 @@ def compare(a_runs: Any, b_runs: Any, max_regression_pct: Optional[float]) -> Co
         c.moved = _moved(a_runs, b_runs, c.moved_noise_ms)
     short = [r["steps"] for r in a_runs + b_runs if r["steps"] < MIN_STEPS]
     if short:
-        runs = (f"{a['steps']} and {b['steps']} steps" if len(a_runs) == len(b_runs) == 1
-                else f"a run of {min(short)} steps")
+        runs = (
+            f"{a['steps']} and {b['steps']} steps"
+            if len(a_runs) == len(b_runs) == 1
+            else f"a run of {min(short)} steps"
+        )
         a_steps, b_steps = _steps_of(a_runs), _steps_of(b_runs)
         if a_steps and b_steps and sa["p50"] > 0 and sa["mean"] > 0:
             _short_verdict(c, a, b, a_steps, b_steps, max_regression_pct, "too short to tell")
@@ -338,16 +374,21 @@ def compare(a_runs: Any, b_runs: Any, max_regression_pct: Optional[float]) -> Co
         if max_regression_pct is not None:
             beyond = [f for f in grew if 100 * f.change > max_regression_pct]
             c.regressed = bool(beyond)
-            c.verdict += (f", beyond --max-regression {max_regression_pct:g}%: regression, decided by the "
-                          f"{' and the '.join(f.name for f in beyond)}" if beyond
-                          else f", within --max-regression {max_regression_pct:g}%")
+            c.verdict += (
+                f", beyond --max-regression {max_regression_pct:g}%: regression, decided by the "
+                f"{' and the '.join(f.name for f in beyond)}"
+                if beyond
+                else f", within --max-regression {max_regression_pct:g}%"
+            )
     elif fell:
         c.verdict = f"faster: {said}"
     else:
         c.verdict = f"no change beyond the noise: {said}"
         if max_regression_pct is not None and min(f.noise for f in c.figures) * 100 >= max_regression_pct:
-            c.verdict += (f"; too noisy to tell a {max_regression_pct:g}% regression: "
-                          "longer runs, or more runs a side, narrow the band")
+            c.verdict += (
+                f"; too noisy to tell a {max_regression_pct:g}% regression: "
+                "longer runs, or more runs a side, narrow the band"
+            )
     c.verdict += between if max_regression_pct is not None else ""
     return c
 
@@ -371,23 +412,35 @@ def render(c: Comparison, name_a: str, name_b: str) -> str:
     lines.append(c.verdict)
     if c.moved:
         lines.append("")
-        lines.append(f"what moved on the device, per step (the kernels and ops that changed most; the mean step's "
-                     f"noise ±{_ms(c.moved_noise_ms)}):")
+        lines.append(
+            f"what moved on the device, per step (the kernels and ops that changed most; the mean step's "
+            f"noise ±{_ms(c.moved_noise_ms)}):"
+        )
         for m in c.moved:
             a_ms, b_ms = m.a_ms or 0.0, m.b_ms or 0.0
-            change = ("new" if m.a_ms is None else "gone" if m.b_ms is None
-                      else f"{'+' if b_ms >= a_ms else '-'}{_ms(abs(b_ms - a_ms))} ({_pct(a_ms, b_ms)})")
+            change = (
+                "new"
+                if m.a_ms is None
+                else "gone"
+                if m.b_ms is None
+                else f"{'+' if b_ms >= a_ms else '-'}{_ms(abs(b_ms - a_ms))} ({_pct(a_ms, b_ms)})"
+            )
             note = "" if m.beyond else "  within the noise"
             name = _core.printable_text(short_name(m.name) if m.what == "kernel" else m.name)  # no newline forges a row
             lines.append(f"  {m.what:<7}{_ms(a_ms):>12} -> {_ms(b_ms):<12}{change:<24}{name}{note}")
     if c.realised:
         lines.append("")
-        lines.append(f"what the fixes realised (the causes {name_a} named, the most each could save, and what {name_b} saved):")
+        lines.append(
+            f"what the fixes realised (the causes {name_a} named, the most each could save, and what {name_b} saved):"
+        )
         for r in c.realised:
             unit = "of the run per step" if r.of_run else "of step time"
             share = f", {100 * r.saved / r.bound:.0f}% of it" if r.bound > 0 and r.saved > 0 else ""
-            flag = ("; more than its bound beyond the noise: something else changed too" if r.beyond else "")
-            done = (f"realised {100 * r.saved:.0f}%{share}" if r.saved >= 0
-                    else f"nothing realised: steps {100 * -r.saved:.0f}% longer")
+            flag = "; more than its bound beyond the noise: something else changed too" if r.beyond else ""
+            done = (
+                f"realised {100 * r.saved:.0f}%{share}"
+                if r.saved >= 0
+                else f"nothing realised: steps {100 * -r.saved:.0f}% longer"
+            )
             lines.append(f"  {r.cause}: up to {100 * r.bound:.0f}% {unit}; {done}{flag}")
     return "\n".join(lines) + "\n"

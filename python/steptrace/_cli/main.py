@@ -89,8 +89,10 @@ def _output(args: argparse.Namespace, suffix: str) -> str:
         raise _Unusable(str(e)) from None
     for read in inputs:
         if read != "-" and os.path.exists(read) and os.path.samefile(read, out):
-            raise _Unusable(f"{shown(out)}: is {'the file' if read in names else 'a rank file'} being read "
-                            f"({shown(read)}); steptrace does not write over its input: name another -o")
+            raise _Unusable(
+                f"{shown(out)}: is {'the file' if read in names else 'a rank file'} being read "
+                f"({shown(read)}); steptrace does not write over its input: name another -o"
+            )
     return out
 
 
@@ -114,12 +116,14 @@ def _sides(runs: List[str]) -> Tuple[List[str], List[str]]:
     """`A B`, or several runs a side split by the word `vs`: `base*.json vs new*.json`."""
     if "vs" in runs:
         at = runs.index("vs")
-        base, new = runs[:at], runs[at + 1:]
+        base, new = runs[:at], runs[at + 1 :]
     elif len(runs) == 2:
         base, new = runs[:1], runs[1:]
     else:
-        raise _Unusable(f"compare takes two summaries, or several a side split by `vs` (base*.json vs new*.json); "
-                        f"got {len(runs)} files and no `vs`")
+        raise _Unusable(
+            f"compare takes two summaries, or several a side split by `vs` (base*.json vs new*.json); "
+            f"got {len(runs)} files and no `vs`"
+        )
     if not base or not new or "vs" in new:
         raise _Unusable("compare: each side of `vs` needs one summary or more, and `vs` appears once")
     return base, new
@@ -128,6 +132,7 @@ def _sides(runs: List[str]) -> Tuple[List[str], List[str]]:
 def _side_name(paths: List[str], other: List[str]) -> str:
     """A column head: the file's name; a folder's with a trailing slash; with the folder above it
     when the other side's file has the same name (runs/a/run.json against runs/b/run.json)."""
+
     def named(path: str, same: bool) -> str:
         path = path.rstrip(os.sep) or path
         name = os.path.basename(path) + (os.sep if os.path.isdir(path) else "")
@@ -158,8 +163,10 @@ def _job_trace(args: argparse.Namespace, names: List[str]) -> int:
     if median is None:
         print(f"wrote {printable(shown(out))}: one process's run; open it in Perfetto UI or chrome://tracing")
     else:
-        print(f"wrote {printable(shown(out))}: the slowest steps of {ranks} ranks beside the same steps on rank {median} "
-              "(the median), aligned on their collectives; open it in Perfetto UI or chrome://tracing")
+        print(
+            f"wrote {printable(shown(out))}: the slowest steps of {ranks} ranks beside the same steps on rank {median} "
+            "(the median), aligned on their collectives; open it in Perfetto UI or chrome://tracing"
+        )
     return 0
 
 
@@ -180,41 +187,63 @@ def _trace(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     out = _output(args, ".html")
     s = _load(args.paths, args.step)
-    title = os.path.basename(shown(args.paths[0]).rstrip(os.sep)) + (f" +{len(args.paths) - 1}" if len(args.paths) > 1 else "")
+    title = os.path.basename(shown(args.paths[0]).rstrip(os.sep)) + (
+        f" +{len(args.paths) - 1}" if len(args.paths) > 1 else ""
+    )
     _write(out, lambda path: s.to_html(path, title=f"steptrace: {title}"))
     print(f"wrote {printable(shown(out))}")
     return 0
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="steptrace", description="Read steptrace summaries (the JSON of json_path or "
-                                "Summary.to_json) and torch.profiler traces (.json or .json.gz).")
+    p = argparse.ArgumentParser(
+        prog="steptrace",
+        description="Read steptrace summaries (the JSON of json_path or "
+        "Summary.to_json) and torch.profiler traces (.json or .json.gz).",
+    )
     from .._common.version import __version__
 
     p.add_argument("--version", action="version", version=f"steptrace {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="command")
-    paths_help = ("a summary or trace (- for standard input), or a job: a folder of rank files, several files, "
-                  "or a quoted glob")
-    step_help = ("in a trace, each range of this name (on its busiest thread) is a step: execute_model, a "
-                 "record_function range; a trace without ProfilerStep#N is otherwise its training loop's "
-                 "iterations (by its DataLoader fetches or optimizer steps), else one window")
+    paths_help = (
+        "a summary or trace (- for standard input), or a job: a folder of rank files, several files, or a quoted glob"
+    )
+    step_help = (
+        "in a trace, each range of this name (on its busiest thread) is a step: execute_model, a "
+        "record_function range; a trace without ProfilerStep#N is otherwise its training loop's "
+        "iterations (by its DataLoader fetches or optimizer steps), else one window"
+    )
     show = sub.add_parser("show", help="print the table and the diagnosis")
     show.add_argument("paths", nargs="+", metavar="PATH", help=paths_help)
     show.add_argument("--step", metavar="NAME", help=step_help)
     show.add_argument("--json", action="store_true", help="the summary's JSON instead of the table")
-    show.add_argument("--kernels", action="store_true",
-                      help="the device's time by kernel, by the op that launched it and by kind (traces with a GPU)")
+    show.add_argument(
+        "--kernels",
+        action="store_true",
+        help="the device's time by kernel, by the op that launched it and by kind (traces with a GPU)",
+    )
     show.set_defaults(run=_show)
     cmp = sub.add_parser("compare", help="runs side by side; exit 1 when step time regressed beyond a threshold")
-    cmp.add_argument("runs", nargs="+", metavar="RUN",
-                     help="BASE NEW, or several runs a side: BASE... vs NEW... (base*.json vs new*.json)")
-    cmp.add_argument("--max-regression", type=float, metavar="PCT",
-                     help="exit 1 when step p50 or step mean grew by more than PCT percent (and more than the "
-                          "noise within and between runs)")
+    cmp.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="BASE NEW, or several runs a side: BASE... vs NEW... (base*.json vs new*.json)",
+    )
+    cmp.add_argument(
+        "--max-regression",
+        type=float,
+        metavar="PCT",
+        help="exit 1 when step p50 or step mean grew by more than PCT percent (and more than the "
+        "noise within and between runs)",
+    )
     cmp.add_argument("--step", metavar="NAME", help=step_help)
     cmp.set_defaults(run=_compare_runs)
-    tr = sub.add_parser("trace", help="write the timeline as Chrome trace JSON (Perfetto UI, chrome://tracing); of "
-                        "a job, each rank's slowest steps and the median rank's same steps, aligned on the collectives")
+    tr = sub.add_parser(
+        "trace",
+        help="write the timeline as Chrome trace JSON (Perfetto UI, chrome://tracing); of "
+        "a job, each rank's slowest steps and the median rank's same steps, aligned on the collectives",
+    )
     tr.add_argument("paths", nargs="+", metavar="PATH", help=paths_help)
     tr.add_argument("--step", metavar="NAME", help=step_help)
     tr.add_argument("-o", "--output", help="default: the first path's name with .trace.json")

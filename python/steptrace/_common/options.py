@@ -31,9 +31,13 @@ def _option_text(name: str, value: Any) -> str:
             return ""
         if isinstance(value, os.PathLike) and isinstance(os.fspath(value), str):
             return os.fspath(value)
-    wanted = {"bool": "a bool", "uint": "an int", "path": "a str or os.PathLike path",
-              "seconds": "a number of seconds, 'auto' or 'off'", "number": "a number"}.get(
-        kind, "a str (" + kind.split(":", 1)[-1].replace("|", ", ") + ")")
+    wanted = {
+        "bool": "a bool",
+        "uint": "an int",
+        "path": "a str or os.PathLike path",
+        "seconds": "a number of seconds, 'auto' or 'off'",
+        "number": "a number",
+    }.get(kind, "a str (" + kind.split(":", 1)[-1].replace("|", ", ") + ")")
     raise ValueError(f"steptrace: option {name!r} takes {wanted}, not {value!r} ({type(value).__name__})")
 
 

@@ -9,7 +9,9 @@ from pathlib import Path
 def _package_dir(*parts: str) -> str:
     path = Path(__file__).resolve().parent.parent.joinpath(*parts)  # the package, above _common/
     if not path.is_dir():
-        raise FileNotFoundError(f"steptrace: {path} is missing; was steptrace installed from a wheel or `pip install .`?")
+        raise FileNotFoundError(
+            f"steptrace: {path} is missing; was steptrace installed from a wheel or `pip install .`?"
+        )
     return str(path)
 
 
@@ -32,4 +34,6 @@ def cupti_dirs() -> list:
     except (ImportError, ValueError):
         return []
     roots = list(spec.submodule_search_locations or []) if spec else []
-    return sorted({os.path.dirname(p) for root in roots for p in glob.glob(os.path.join(root, "*", "lib", "libcupti.so*"))})
+    return sorted(
+        {os.path.dirname(p) for root in roots for p in glob.glob(os.path.join(root, "*", "lib", "libcupti.so*"))}
+    )

@@ -72,12 +72,20 @@ class JobHang:
             self.said = shape
             options = core.options()
             _add_to_report(report, hang["words"])
-            _log.to_jsonl(options["jsonl_path"], job.rank,
-                          {"hang_job": dict(hang, rank=job.rank, slot=slot, at=time.time())}, "the job's hang")
+            _log.to_jsonl(
+                options["jsonl_path"],
+                job.rank,
+                {"hang_job": dict(hang, rank=job.rank, slot=slot, at=time.time())},
+                "the job's hang",
+            )
             if report and report != self.dumped:  # on a thread of its own: a dump took seconds with gloo
                 self.dumped = report
-                threading.Thread(target=self._dump, args=(options["capture_dir"], options["jsonl_path"], job.rank, report),
-                                 name="steptrace-flight-recorder", daemon=True).start()
+                threading.Thread(
+                    target=self._dump,
+                    args=(options["capture_dir"], options["jsonl_path"], job.rank, report),
+                    name="steptrace-flight-recorder",
+                    daemon=True,
+                ).start()
         if judge and shape[1] != self.printed:  # said once a view, not again when only its report came
             self.printed = shape[1]
             sys.stderr.write(_log.printable(f"steptrace ranks: {hang['words']}") + "\n")
@@ -98,8 +106,9 @@ class JobHang:
         if path:
             self.flight_recorder = path
             _add_to_report(report, f"PyTorch's Flight Recorder dumped: {path}")
-            _log.to_jsonl(jsonl, rank, {"hang_job": {"rank": rank, "flight_recorder": path, "at": time.time()}},
-                          "the job's hang")
+            _log.to_jsonl(
+                jsonl, rank, {"hang_job": {"rank": rank, "flight_recorder": path, "at": time.time()}}, "the job's hang"
+            )
 
     def _rows(self, job: Any, slot: int, key: Any) -> Tuple[List[str], List[Tuple[int, str, bool]]]:
         """The newest row of each rank (its keys of both parities), and the ranks gone: their newest
@@ -134,7 +143,6 @@ class JobHang:
                 gone.append((r, last, state == "exited"))
         return rows, gone
 
-
     def _moves(self, rank: int, newest: int) -> bool:
         """A rank whose newest slot is far behind this rank's yet still moves (its clock hours off):
         alive, its rows judged as any rank's; one whose slot stays put ``GONE_WINDOWS`` windows is
@@ -151,7 +159,8 @@ def _shape(hang: Dict[str, Any]) -> tuple:
     """Who is where in a view, without its times."""
     return (hang["group"], hang["kind"], hang["seq"]) + tuple(
         tuple((r["rank"], r["phase"], r.get("seq"), r.get("kind")) for r in hang[part])
-        for part in ("gone", "culprits", "mismatched", "waiting"))
+        for part in ("gone", "culprits", "mismatched", "waiting")
+    )
 
 
 def _readable(row: str) -> bool:
@@ -168,13 +177,13 @@ def _own(rank: int, row: str) -> bool:
 
 
 def _process_state(row: str) -> str:
-    """"exited" when the process that wrote this row ran on this host (its row's " h PID HOST"
+    """ "exited" when the process that wrote this row ran on this host (its row's " h PID HOST"
     section says so) and no process has its pid, or only its zombie; "alive" when it is there;
     "unknown" from another host or a row without the section."""
     at = row.find(" h ")
     if at < 0:
         return "unknown"
-    parts = row[at + 3:].split(" ", 2)
+    parts = row[at + 3 :].split(" ", 2)
     pid = _ascii.number(parts[0]) if parts else None
     if len(parts) < 2 or pid is None or parts[1] != socket.gethostname():
         return "unknown"
@@ -210,8 +219,7 @@ def _add_to_report_locked(path: str, words: str) -> None:
         finally:
             os.close(fd)
         if len(text) == _REPORT_MAX or _STACKS_MARK not in text:
-            _log.say(f"the hang report {path} is not steptrace's as written: the job's view is not "
-                     "added to it")
+            _log.say(f"the hang report {path} is not steptrace's as written: the job's view is not added to it")
             return
         head, _, rest = text.partition(_STACKS_MARK)
         head, _, views = head.partition(_JOB_MARK)
@@ -240,8 +248,14 @@ def _flight_recorder(folder: str, rank: int) -> str:
         _log.say(f"PyTorch's Flight Recorder could not dump: {type(e).__name__}: {e}")
         return ""
     try:  # capture_dir's rule: the operator runs pickle.load on it, so only into a folder of this user's
-        return str(_core.write_report(folder or ".", f"flight-recorder-rank{rank}-pid{os.getpid()}.pkl",
-                                      data if isinstance(data, bytes) else str(data).encode(), fresh=True))
+        return str(
+            _core.write_report(
+                folder or ".",
+                f"flight-recorder-rank{rank}-pid{os.getpid()}.pkl",
+                data if isinstance(data, bytes) else str(data).encode(),
+                fresh=True,
+            )
+        )
     except OSError as e:
         _log.say(f"PyTorch's Flight Recorder's dump is not written: {e.filename}: {e.strerror}")
         return ""

@@ -131,18 +131,28 @@ class LiveRanks:
             if "arrivals_last" in straggler:  # it arrived last at the rows' last collectives
                 window["straggler_arrivals_last"] = straggler["arrivals_last"]
                 window["straggler_arrivals_compared"] = straggler["arrivals_compared"]
-                window["straggler_late_ms"], window["straggler_before"] = straggler["arrival_late_ms"], straggler["before"]
+                window["straggler_late_ms"], window["straggler_before"] = (
+                    straggler["arrival_late_ms"],
+                    straggler["before"],
+                )
             if "node" in straggler:  # its node's readings that depart from the median rank's
                 window["straggler_node"] = straggler["node"]
         options = core.options()
-        record = {"slot": judged, "rows": len(rows), "straggler": straggler, "late": late, "missing": missing,
-                  "straggler_windows": count["windows"] if straggler else 0, "too_short": short}
+        record = {
+            "slot": judged,
+            "rows": len(rows),
+            "straggler": straggler,
+            "late": late,
+            "missing": missing,
+            "straggler_windows": count["windows"] if straggler else 0,
+            "too_short": short,
+        }
         _log.to_jsonl(options["jsonl_path"], job.rank, {"ranks": record}, "live rank windows")
         if int(options["live"]) > 0:
-            sys.stderr.write(line(window.get("at_s") or 0.0, len(rows), job.world_size, straggler, count, late, missing,
-                                  short))
+            sys.stderr.write(
+                line(window.get("at_s") or 0.0, len(rows), job.world_size, straggler, count, late, missing, short)
+            )
             sys.stderr.flush()
-
 
     def _skewed_rows(self, core: Any, job: Any, ranks: List[int], judged: int) -> List[Tuple[int, Optional[str]]]:
         """The ranks whose clock is far from rank 0's (hours off: their slots never match rank
@@ -159,7 +169,7 @@ class LiveRanks:
         out: List[Tuple[int, Optional[str]]] = []
         for i, r in enumerate(ranks):
             newest: Optional[Tuple[int, str]] = None
-            for value in values[2 * i:2 * i + 2]:
+            for value in values[2 * i : 2 * i + 2]:
                 slot_text, _, row = value.decode("utf-8", "replace").partition(" ")
                 at = _ascii.number(slot_text, signed=True)
                 if at is not None and (newest is None or at > newest[0]):
@@ -169,9 +179,11 @@ class LiveRanks:
                 continue
             if r not in self.skew:
                 period = int(core.options()["live"]) or 10
-                _log.say(f"live rank windows: rank {r}'s clock is about {_hours((newest[0] - judged) * period)} "
-                         f"rank 0's: its windows are judged by their order, each beside rank 0's nearest, up to one "
-                         "window apart")
+                _log.say(
+                    f"live rank windows: rank {r}'s clock is about {_hours((newest[0] - judged) * period)} "
+                    f"rank 0's: its windows are judged by their order, each beside rank 0's nearest, up to one "
+                    "window apart"
+                )
             self.skew[r] = newest[0] - judged
             fresh = newest[0] > self.seen.get(r, newest[0] - 1)
             self.seen[r] = newest[0]
@@ -221,11 +233,20 @@ class LiveRanks:
 
 
 def _hours(seconds: float) -> str:
-    """"3.0 h ahead of", "40 s behind"."""
+    """ "3.0 h ahead of", "40 s behind"."""
     way = "ahead of" if seconds > 0 else "behind"
     seconds = abs(seconds)
-    return (f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min" if seconds >= 60
-            else f"{seconds:.0f} s") + " " + way
+    return (
+        (
+            f"{seconds / 3600:.1f} h"
+            if seconds >= 3600
+            else f"{seconds / 60:.0f} min"
+            if seconds >= 60
+            else f"{seconds:.0f} s"
+        )
+        + " "
+        + way
+    )
 
 
 def _too_short(rows: List[str]) -> List[int]:
@@ -238,28 +259,42 @@ def _too_short(rows: List[str]) -> List[int]:
         steps_end = row.find(" ", world_end + 1)
         if at < 0 or world_end < 0 or steps_end < 0:
             continue  # not a row: the rule refuses it, naming it
-        steps, rank = _ascii.number(row[world_end + 1:steps_end]), _ascii.number(row[3:at])
+        steps, rank = _ascii.number(row[world_end + 1 : steps_end]), _ascii.number(row[3:at])
         if steps is not None and rank is not None and steps < least:
             short.append(rank)
     return short
 
 
-def line(at_s: float, rows: int, world: int, straggler: Optional[Dict[str, Any]], count: Dict[str, Any],
-         late: List[int], missing: List[int], short: Optional[List[int]] = None) -> str:
+def line(
+    at_s: float,
+    rows: int,
+    world: int,
+    straggler: Optional[Dict[str, Any]],
+    count: Dict[str, Any],
+    late: List[int],
+    missing: List[int],
+    short: Optional[List[int]] = None,
+) -> str:
     """Rank 0's line for one window, after the live line: its verdict on the window before."""
     if straggler and "arrivals_last" in straggler:
-        verdict = (f"rank {straggler['rank']} is the straggler (last at {straggler['arrivals_last']} of "
-                   f"{straggler['arrivals_compared']} collectives, {_core.format_ms(straggler['arrival_late_ms'])} ms "
-                   f"late, after `{straggler['before']}`; "
-                   f"{count['windows']} window{'s' if count['windows'] != 1 else ''} so far)")
+        verdict = (
+            f"rank {straggler['rank']} is the straggler (last at {straggler['arrivals_last']} of "
+            f"{straggler['arrivals_compared']} collectives, {_core.format_ms(straggler['arrival_late_ms'])} ms "
+            f"late, after `{straggler['before']}`; "
+            f"{count['windows']} window{'s' if count['windows'] != 1 else ''} so far)"
+        )
     elif straggler:
-        verdict = (f"rank {straggler['rank']} is the straggler (`{straggler['phase']}` "
-                   f"+{_core.format_ms(straggler['excess_ms'])} ms a step over the median rank"
-                   f"{straggler.get('within_words', '')}; "
-                   f"{count['windows']} window{'s' if count['windows'] != 1 else ''} so far)")
+        verdict = (
+            f"rank {straggler['rank']} is the straggler (`{straggler['phase']}` "
+            f"+{_core.format_ms(straggler['excess_ms'])} ms a step over the median rank"
+            f"{straggler.get('within_words', '')}; "
+            f"{count['windows']} window{'s' if count['windows'] != 1 else ''} so far)"
+        )
     elif short:
-        verdict = (f"too short to judge (fewer than {_core.MIN_WINDOW_STEPS} steps on rank"
-                   f"{'s' if len(short) > 1 else ''} {_ranks_words(short)})")
+        verdict = (
+            f"too short to judge (fewer than {_core.MIN_WINDOW_STEPS} steps on rank"
+            f"{'s' if len(short) > 1 else ''} {_ranks_words(short)})"
+        )
     else:
         verdict = "no straggler"
     if straggler and straggler.get("node"):

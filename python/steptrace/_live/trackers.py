@@ -89,8 +89,10 @@ def adapter(target: Any) -> Optional[Callable[[Window], None]]:
             _log.say(f"log_to({name!r}): no run to log to ({first}); no windows go there")
             return None
         if name == "tensorboard":  # a writer made here: where it writes, said once
-            _log.say(f"log_to('tensorboard'): windows go to {target.get_logdir()} (tensorboard --logdir "
-                     f"{os.path.dirname(target.get_logdir()) or '.'})")
+            _log.say(
+                f"log_to('tensorboard'): windows go to {target.get_logdir()} (tensorboard --logdir "
+                f"{os.path.dirname(target.get_logdir()) or '.'})"
+            )
     if isinstance(target, types.ModuleType) and target.__name__ == "mlflow":
         return _mlflow(target)
     kind = type(target)

@@ -115,8 +115,9 @@ class Listeners:
             if core is not None and not self._forked and (self._thread is None or not self._thread.is_alive()):
                 self._stopping = False
                 core.listen_windows()
-                self._thread = threading.Thread(target=self._run, args=(os.getpid(),), name="steptrace-windows",
-                                                daemon=True)
+                self._thread = threading.Thread(
+                    target=self._run, args=(os.getpid(),), name="steptrace-windows", daemon=True
+                )
                 self._thread.start()
 
     def add_once(self, fn: Callable[[Dict[str, Any]], Any]) -> None:
@@ -146,8 +147,10 @@ class Listeners:
             self._draining = True
             thread.join(_LAST_S)
             if self.delivered == 0 and self._calls:
-                _log.say("no window reached the listeners (log_to, on_window): the run counted no step "
-                         "(steps in warm-up are not counted: warmup_steps)")
+                _log.say(
+                    "no window reached the listeners (log_to, on_window): the run counted no step "
+                    "(steps in warm-up are not counted: warmup_steps)"
+                )
         self.stop()
 
     def stop(self) -> None:

@@ -40,8 +40,8 @@ class _Backward:
 
     def __init__(self) -> None:
         self.armed = False  # its first gradient hook has queued the callback
-        self.open = False   # `wait` is open
-        self.thread = 0     # the thread that ran the forward
+        self.open = False  # `wait` is open
+        self.thread = 0  # the thread that ran the forward
         self.began_ns = 0
         self.seq = 0  # the open wait's number among DDP's all-reduce waits (_core.collective_entered)
         self.waits: Deque[float] = collections.deque(maxlen=WAITS_KEPT)

@@ -123,7 +123,9 @@ def payload(own: Any, recent: List[float], collectives: int) -> str:
     return json.dumps({"summary": digest, "waits": [round(w, 3) for w in recent], "collectives": collectives})
 
 
-def _collect(job: Job, prefix: str, timeout_s: float, refused: List[Tuple[int, str]]) -> List[Tuple[Any, List[float], int]]:
+def _collect(
+    job: Job, prefix: str, timeout_s: float, refused: List[Tuple[int, str]]
+) -> List[Tuple[Any, List[float], int]]:
     """The other ranks' reports that arrive within the timeout; those that arrive but cannot be
     read go to `refused`, with why."""
     keys = {rank: prefix + str(rank) for rank in range(1, job.world_size)}
@@ -143,7 +145,7 @@ def _collect(job: Job, prefix: str, timeout_s: float, refused: List[Tuple[int, s
             summary = _core.rank_digest(_core.Summary.from_json(payload["summary"]))  # checked as it lands
             if summary.rank != rank:
                 raise ValueError(f"it says it is rank {summary.rank}")
-            waits = [float(w) for w in payload["waits"]][-_collective.WAITS_KEPT:]
+            waits = [float(w) for w in payload["waits"]][-_collective.WAITS_KEPT :]
             if not all(math.isfinite(w) and w >= 0 for w in waits):
                 raise ValueError("its collective waits are not finite, non-negative numbers")
             collectives = int(payload["collectives"])

@@ -20,9 +20,23 @@ from .._common.when_imported import when_imported
 _MODULE = "torch.distributed"
 # The collectives marked: every rank of the group calls each, in the same order.
 COLLECTIVES = (
-    "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_to_all", "all_to_all_single",
-    "barrier", "broadcast", "broadcast_object_list", "gather", "gather_object", "monitored_barrier", "reduce",
-    "reduce_scatter", "reduce_scatter_tensor", "scatter", "scatter_object_list",
+    "all_reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_object",
+    "all_to_all",
+    "all_to_all_single",
+    "barrier",
+    "broadcast",
+    "broadcast_object_list",
+    "gather",
+    "gather_object",
+    "monitored_barrier",
+    "reduce",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "scatter",
+    "scatter_object_list",
 )
 _names: Dict[int, str] = {}  # a process group's name, by id(group): looked up once a group
 _MAX_NAMES = 256

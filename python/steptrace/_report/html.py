@@ -19,8 +19,14 @@ from . import roofline as _roofline
 
 # One colour per phase in every report: the built-in phases fixed, a custom phase by its name, so
 # `compute` is the same green in every report, whatever else the run had.
-_BUILT_IN = {"input": "#f28e2b", "h2d": "#edc948", "compute": "#59a14f", "wait": "#e15759",
-             "collective": "#ff9da7", "other": "#bab0ac"}
+_BUILT_IN = {
+    "input": "#f28e2b",
+    "h2d": "#edc948",
+    "compute": "#59a14f",
+    "wait": "#e15759",
+    "collective": "#ff9da7",
+    "other": "#bab0ac",
+}
 _CUSTOM = ["#4e79a7", "#76b7b2", "#b07aa1", "#9c755f", "#86bcb6", "#d37295", "#a0cbe8", "#8cd17d", "#499894"]
 
 
@@ -62,33 +68,44 @@ def _series_chart(series: Dict[str, Any], colours: Dict[str, str], offset: int =
     width, height, left, bottom, pad = 900, 260, 56, 28, 16
     top = max(sum(p["phase_ms"]) for p in points) or 1.0
     bar = (width - left) / len(points)
-    parts = [f'<svg id="phases-chart" width="{width}" height="{height + bottom + pad}" '
-             f'role="img" aria-label="time per step in each phase over the run"><g transform="translate(0,{pad})">']
+    parts = [
+        f'<svg id="phases-chart" width="{width}" height="{height + bottom + pad}" '
+        f'role="img" aria-label="time per step in each phase over the run"><g transform="translate(0,{pad})">'
+    ]
     for k in range(5):  # gridlines with their ms
         y = height - height * k / 4
-        parts.append(f'<line x1="{left}" x2="{width}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
-                     f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_ms(top * k / 4)}</text>')
+        parts.append(
+            f'<line x1="{left}" x2="{width}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
+            f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_ms(top * k / 4)}</text>'
+        )
     for i, p in enumerate(points):
         y = height
         x = left + i * bar
         first = p["first_step"] + offset
-        title = f'steps {first}–{first + p["steps"] - 1}: {_ms(p["step_ms"])} ms'
+        title = f"steps {first}–{first + p['steps'] - 1}: {_ms(p['step_ms'])} ms"
         for name, ms in zip(phases, p["phase_ms"]):
             h = height * ms / top
             if h <= 0:
                 continue
             y -= h
-            parts.append(f'<rect class="bar" x="{x:.2f}" y="{y:.2f}" width="{max(bar - 0.5, 0.5):.2f}" '
-                         f'height="{h:.2f}" fill="{colours[name]}"><title>{html.escape(title)}; '
-                         f'{html.escape(name)} {_ms(ms)} ms</title></rect>')
+            parts.append(
+                f'<rect class="bar" x="{x:.2f}" y="{y:.2f}" width="{max(bar - 0.5, 0.5):.2f}" '
+                f'height="{h:.2f}" fill="{colours[name]}"><title>{html.escape(title)}; '
+                f"{html.escape(name)} {_ms(ms)} ms</title></rect>"
+            )
     # Every bar labelled when there are few (a 6-step trace's slowest went unlabelled), else five.
-    ticks = (list(range(len(points))) if len(points) <= FEW_BARS
-             else sorted({min(len(points) - 1, round(k * (len(points) - 1) / 4)) for k in range(5)}))
+    ticks = (
+        list(range(len(points)))
+        if len(points) <= FEW_BARS
+        else sorted({min(len(points) - 1, round(k * (len(points) - 1) / 4)) for k in range(5)})
+    )
     for i in ticks:  # ticks along the steps: each at the first step of the bar under it, each bar once
         x = left + (i + 0.5) * bar
         anchor = "middle" if len(ticks) == 1 else "start" if i == ticks[0] else "end" if i == ticks[-1] else "middle"
-        parts.append(f'<line class="tick" x1="{x:.1f}" x2="{x:.1f}" y1="{height}" y2="{height + 4}" stroke="#555"/>'
-                     f'<text x="{x:.1f}" y="{height + 16}" text-anchor="{anchor}">{points[i]["first_step"] + offset}</text>')
+        parts.append(
+            f'<line class="tick" x1="{x:.1f}" x2="{x:.1f}" y1="{height}" y2="{height + 4}" stroke="#555"/>'
+            f'<text x="{x:.1f}" y="{height + 16}" text-anchor="{anchor}">{points[i]["first_step"] + offset}</text>'
+        )
     marked = 0
     for i, p in enumerate(points):  # set-aside time: a mark above the bar that came next
         aside = p.get("set_aside_ms", 0)
@@ -97,31 +114,47 @@ def _series_chart(series: Dict[str, Any], colours: Dict[str, str], offset: int =
             x = left + (i + 0.5) * bar
             first, last = p["first_step"] + offset, p["first_step"] + offset + p["steps"] - 1
             since = f"between the end of step {first - 1} and" if first > 0 else "before"
-            parts.append(f'<path class="aside" d="M{x - 4:.1f},-12 L{x + 4:.1f},-12 L{x:.1f},-4 Z" fill="#222">'
-                         f'<title>{html.escape(_ms(aside))} ms set aside {since} the end of step {last} '
-                         f'(see Set aside below)</title></path>')
+            parts.append(
+                f'<path class="aside" d="M{x - 4:.1f},-12 L{x + 4:.1f},-12 L{x:.1f},-4 Z" fill="#222">'
+                f"<title>{html.escape(_ms(aside))} ms set aside {since} the end of step {last} "
+                f"(see Set aside below)</title></path>"
+            )
     parts.append('<text x="4" y="-4">ms</text></g></svg>')
     per = series.get("steps_per_point", 1)
     note = f"each bar is the mean of {per} consecutive steps" if per > 1 else "one bar per step"
-    note += ("; steps numbered as counted (after warm-up, failed steps left out)" if counted
-             else "; steps numbered as the loop ran them (warm-up included), as below")
+    note += (
+        "; steps numbered as counted (after warm-up, failed steps left out)"
+        if counted
+        else "; steps numbered as the loop ran them (warm-up included), as below"
+    )
     if marked:
         note += "; ▼ marks time set aside (validation, checkpoints, ...) in the bar's steps or just before them"
     return "".join(parts) + f'<p class="note">{note}; hover a bar or a mark for its figures.</p>'
 
 
 # A colour per kernel kind, for the kernel chart (kinds are named in cpp/src/analysis/kernel_table.cpp).
-_KINDS = {"gemm": "#4e79a7", "convolution": "#59a14f", "attention": "#b07aa1", "elementwise": "#f28e2b",
-          "reduction": "#edc948", "collective": "#ff9da7", "copy": "#76b7b2", "memset": "#9c755f", "other": "#bab0ac"}
+_KINDS = {
+    "gemm": "#4e79a7",
+    "convolution": "#59a14f",
+    "attention": "#b07aa1",
+    "elementwise": "#f28e2b",
+    "reduction": "#edc948",
+    "collective": "#ff9da7",
+    "copy": "#76b7b2",
+    "memset": "#9c755f",
+    "other": "#bab0ac",
+}
 
 
 def _bars(rows: List[tuple], scale: float) -> str:
     """Sorted horizontal bars: (label, colour, ms per step, share, hover text) each."""
     out = []
     for label, fill, ms, share, hover in rows:
-        out.append(f'<tr title="{html.escape(hover)}"><td class="kname">{html.escape(label)}</td>'
-                   f'<td><div class="kbar" style="width:{max(1.0, 300 * share / scale):.1f}px;background:{fill}"></div></td>'
-                   f'<td class="num nowrap">{_ms(ms)} ms</td><td class="num">{100 * share:.1f}%</td></tr>')
+        out.append(
+            f'<tr title="{html.escape(hover)}"><td class="kname">{html.escape(label)}</td>'
+            f'<td><div class="kbar" style="width:{max(1.0, 300 * share / scale):.1f}px;background:{fill}"></div></td>'
+            f'<td class="num nowrap">{_ms(ms)} ms</td><td class="num">{100 * share:.1f}%</td></tr>'
+        )
     return '<table class="kernels">' + "".join(out) + "</table>"
 
 
@@ -133,24 +166,46 @@ def _kernels(summary: Dict[str, Any], limit: int = 10) -> str:
         return ""
     kernels = k["kernels"][:limit]
     scale = max(r["busy_share"] for r in kernels)
-    rows = [(short_kernel_name(r["name"]), _KINDS.get(r["kind"], _KINDS["other"]), r["ms_per_step"], r["busy_share"],
-             f'{r["name"]}: {r["kind"]}, {r["calls_per_step"]:.1f} calls a step, median {r["median_us"]:.1f} us'
-             + (", tensor cores" if r.get("tensor_core") else "")) for r in kernels]
+    rows = [
+        (
+            short_kernel_name(r["name"]),
+            _KINDS.get(r["kind"], _KINDS["other"]),
+            r["ms_per_step"],
+            r["busy_share"],
+            f"{r['name']}: {r['kind']}, {r['calls_per_step']:.1f} calls a step, median {r['median_us']:.1f} us"
+            + (", tensor cores" if r.get("tensor_core") else ""),
+        )
+        for r in kernels
+    ]
     ops = k.get("ops", [])[:limit]
-    op_rows = [(r["name"], "#8c8c8c", r["ms_per_step"], r["busy_share"],
-                f'{r["name"]}: {r["kernels_per_step"]:.1f} kernels a step, '
-                f'{r.get("short_kernels_per_step", 0):.1f} of at most {SHORT_KERNEL_US:.0f} us') for r in ops]
-    kind_rows = [(r["kind"], _KINDS.get(r["kind"], _KINDS["other"]), r["ms_per_step"], r["busy_share"], r["kind"])
-                 for r in k.get("kinds", [])]
+    op_rows = [
+        (
+            r["name"],
+            "#8c8c8c",
+            r["ms_per_step"],
+            r["busy_share"],
+            f"{r['name']}: {r['kernels_per_step']:.1f} kernels a step, "
+            f"{r.get('short_kernels_per_step', 0):.1f} of at most {SHORT_KERNEL_US:.0f} us",
+        )
+        for r in ops
+    ]
+    kind_rows = [
+        (r["kind"], _KINDS.get(r["kind"], _KINDS["other"]), r["ms_per_step"], r["busy_share"], r["kind"])
+        for r in k.get("kinds", [])
+    ]
     tensor = ""
     if k.get("gemm_named_share", 0) > 0:
-        tensor = (f'; {100 * k["gemm_tensor_core_share"]:.0f}% of the GEMM and convolution time on tensor cores '
-                  f'(of the {100 * k["gemm_named_share"]:.0f}% whose kernel names tell)')
-    return (f'<h2>What the GPU spent its time on</h2><p class="note">Per step, of {_ms(k["ms_per_step"])} ms of '
-            f'kernels, copies and memsets{tensor}; hover a bar for its calls. <code>steptrace show --kernels</code> '
-            f'lists them all.</p><h3>By kernel</h3>{_bars(rows, scale)}'
-            + (f'<h3>By the op that launched them</h3>{_bars(op_rows, max(r[3] for r in op_rows))}' if op_rows else "")
-            + (f'<h3>By kind</h3>{_bars(kind_rows, max(r[3] for r in kind_rows))}' if kind_rows else ""))
+        tensor = (
+            f"; {100 * k['gemm_tensor_core_share']:.0f}% of the GEMM and convolution time on tensor cores "
+            f"(of the {100 * k['gemm_named_share']:.0f}% whose kernel names tell)"
+        )
+    return (
+        f'<h2>What the GPU spent its time on</h2><p class="note">Per step, of {_ms(k["ms_per_step"])} ms of '
+        f"kernels, copies and memsets{tensor}; hover a bar for its calls. <code>steptrace show --kernels</code> "
+        f"lists them all.</p><h3>By kernel</h3>{_bars(rows, scale)}"
+        + (f"<h3>By the op that launched them</h3>{_bars(op_rows, max(r[3] for r in op_rows))}" if op_rows else "")
+        + (f"<h3>By kind</h3>{_bars(kind_rows, max(r[3] for r in kind_rows))}" if kind_rows else "")
+    )
 
 
 def _gains(summary: Dict[str, Any]) -> str:
@@ -162,11 +217,15 @@ def _gains(summary: Dict[str, Any]) -> str:
     rows = []
     for cause, gain in gains.items():
         unit = "shorter run" if cause in aside else "shorter steps"
-        rows.append(f'<tr><td>{html.escape(cause)}</td><td><div class="gain" style="width:{400 * gain:.1f}px"></div></td>'
-                    f'<td class="nowrap">up to {100 * gain:.0f}% {unit}</td></tr>')
-    return ('<h2>What each fix can save</h2><p class="note">An upper bound per cause, one at a time: with a device '
-            'view, the GPU idle time while the host was in it; host-only, its share of the step; set aside, its '
-            'share of the run.</p><table class="gains">' + "".join(rows) + "</table>")
+        rows.append(
+            f'<tr><td>{html.escape(cause)}</td><td><div class="gain" style="width:{400 * gain:.1f}px"></div></td>'
+            f'<td class="nowrap">up to {100 * gain:.0f}% {unit}</td></tr>'
+        )
+    return (
+        '<h2>What each fix can save</h2><p class="note">An upper bound per cause, one at a time: with a device '
+        "view, the GPU idle time while the host was in it; host-only, its share of the step; set aside, its "
+        'share of the run.</p><table class="gains">' + "".join(rows) + "</table>"
+    )
 
 
 def idle_gaps(trace: str) -> Dict[tuple, List[tuple]]:
@@ -177,7 +236,9 @@ def idle_gaps(trace: str) -> Dict[tuple, List[tuple]]:
     for e in json.loads(trace)["traceEvents"]:
         if e.get("cat") == "idle":
             a = e["args"]
-            out.setdefault((a["thread"], a["step"]), []).append((e["ts"] / 1000, (e["ts"] + e["dur"]) / 1000, a["host_phase"]))
+            out.setdefault((a["thread"], a["step"]), []).append(
+                (e["ts"] / 1000, (e["ts"] + e["dur"]) / 1000, a["host_phase"])
+            )
     return out
 
 
@@ -185,14 +246,24 @@ def _window_bar(summary: Dict[str, Any], colours: Dict[str, str]) -> str:
     """A window's phases as one bar, each with its ms: one bar of a chart over steps says nothing."""
     phases = [(n, p["mean_ms"]) for n, p in (summary.get("phases") or {}).items() if p.get("mean_ms", 0) > 0]
     total = sum(ms for _, ms in phases) or 1.0
-    cells = "".join(f'<span style="width:{100 * ms / total:.2f}%;background:{colours.get(n) or colour(n)}" '
-                    f'title="{html.escape(n)} {_ms(ms)} ms">{html.escape(n)} {_ms(ms)} ms</span>' for n, ms in phases)
+    cells = "".join(
+        f'<span style="width:{100 * ms / total:.2f}%;background:{colours.get(n) or colour(n)}" '
+        f'title="{html.escape(n)} {_ms(ms)} ms">{html.escape(n)} {_ms(ms)} ms</span>'
+        for n, ms in phases
+    )
     return f'<div class="window-bar">{cells}</div><p class="note">the whole window, by the phase the host was in.</p>'
 
 
-def _slowest(timeline: Dict[str, Any], colours: Dict[str, str], idle: Dict[tuple, List[tuple]], limit: int = 8,
-             window: bool = False) -> str:
-    steps = sorted((s for s in timeline.get("steps", []) if s["slowest"] or window), key=lambda s: -s["step_ms"])[:limit]
+def _slowest(
+    timeline: Dict[str, Any],
+    colours: Dict[str, str],
+    idle: Dict[tuple, List[tuple]],
+    limit: int = 8,
+    window: bool = False,
+) -> str:
+    steps = sorted((s for s in timeline.get("steps", []) if s["slowest"] or window), key=lambda s: -s["step_ms"])[
+        :limit
+    ]
     if not steps:
         return "<p>The flight recorder kept no slowest steps.</p>"
     width = 600
@@ -204,16 +275,25 @@ def _slowest(timeline: Dict[str, Any], colours: Dict[str, str], idle: Dict[tuple
         x = width * (a - s["begin_ms"]) / longest
         w = width * (b - a) / longest
         shown = html.escape(label) if label and w >= 8 * len(label) else ""  # printed where it fits: no hover needed
-        return f'<span style="left:{x:.1f}px;width:{max(w, 1):.1f}px;{style}" title="{html.escape(title)}">{shown}</span>'
+        return (
+            f'<span style="left:{x:.1f}px;width:{max(w, 1):.1f}px;{style}" title="{html.escape(title)}">{shown}</span>'
+        )
 
     for s in steps:
         track = f'<div class="track" style="width:{width * (s["end_ms"] - s["begin_ms"]) / longest:.1f}px">'
         cells = [track]
         for p in s["phases"]:
             if p["depth"] == 0:
-                cells.append(span(p["begin_ms"], p["end_ms"], s, f"background:{colours.get(p['name']) or colour(p['name'])}",
-                                  f"{p['name']} {_ms(p['end_ms'] - p['begin_ms'])} ms",
-                                  f"{_ms(p['end_ms'] - p['begin_ms'])} ms"))
+                cells.append(
+                    span(
+                        p["begin_ms"],
+                        p["end_ms"],
+                        s,
+                        f"background:{colours.get(p['name']) or colour(p['name'])}",
+                        f"{p['name']} {_ms(p['end_ms'] - p['begin_ms'])} ms",
+                        f"{_ms(p['end_ms'] - p['begin_ms'])} ms",
+                    )
+                )
         cells.append("</div>")
         if s.get("device") is not None:  # the GPU beside it: busy dark, idle in the host phase's colour
             cells.append(track.replace('class="track"', 'class="track gpu"'))
@@ -221,16 +301,29 @@ def _slowest(timeline: Dict[str, Any], colours: Dict[str, str], idle: Dict[tuple
                 if d["kind"] not in ("sync", "memory"):
                     cells.append(span(d["begin_ms"], d["end_ms"], s, "background:#333", f"GPU busy: {d['kind']}"))
             for a, b, name in idle.get((s["thread"], s["index"]), []):
-                cells.append(span(a, b, s, f"background:{colours.get(name) or colour(name)};opacity:0.45",
-                                  f"GPU idle while the host was in {name}: {_ms(b - a)} ms"))
+                cells.append(
+                    span(
+                        a,
+                        b,
+                        s,
+                        f"background:{colours.get(name) or colour(name)};opacity:0.45",
+                        f"GPU idle while the host was in {name}: {_ms(b - a)} ms",
+                    )
+                )
             cells.append("</div>")
-        which = "the window" if window else f'thread {s["thread"]}, step {s["index"]}'
-        rows.append(f'<tr><td class="nowrap">{which}</td><td class="num">{_ms(s["step_ms"])} ms</td>'
-                    f'<td>{"".join(cells)}</td></tr>')
+        which = "the window" if window else f"thread {s['thread']}, step {s['index']}"
+        rows.append(
+            f'<tr><td class="nowrap">{which}</td><td class="num">{_ms(s["step_ms"])} ms</td>'
+            f"<td>{''.join(cells)}</td></tr>"
+        )
     unit = "window" if window else "step"
-    what = (f"phases (outermost), along the {unit}; below, the GPU: busy dark, idle in the colour of the host phase "
-            f"it idled in" if with_device else f"phases (outermost), along the {unit}")
-    return (f'<table class="steps"><tr><th>{unit}</th><th>time</th><th>{what}</th></tr>' + "".join(rows) + "</table>")
+    what = (
+        f"phases (outermost), along the {unit}; below, the GPU: busy dark, idle in the colour of the host phase "
+        f"it idled in"
+        if with_device
+        else f"phases (outermost), along the {unit}"
+    )
+    return f'<table class="steps"><tr><th>{unit}</th><th>time</th><th>{what}</th></tr>' + "".join(rows) + "</table>"
 
 
 def _set_aside(summary: Dict[str, Any]) -> str:
@@ -242,7 +335,7 @@ def _set_aside(summary: Dict[str, Any]) -> str:
         f'<td class="num">{100 * a["run_share"]:.1f}%</td></tr>'
         for name, a in rows.items()
     )
-    return f'<table><tr><th>name</th><th>calls</th><th>total</th><th>of the run</th></tr>{body}</table>'
+    return f"<table><tr><th>name</th><th>calls</th><th>total</th><th>of the run</th></tr>{body}</table>"
 
 
 def _captures(summary: Dict[str, Any]) -> str:
@@ -257,12 +350,14 @@ def _captures(summary: Dict[str, Any]) -> str:
         return f"{c['first_step']}-{c['last_step']}"
 
     body = "".join(
-        f'<tr><td>{steps(c)}</td><td>{html.escape(c["reason"])}</td><td>{html.escape(c.get("label") or "no steps read")}'
-        f'</td><td><code>{html.escape(c["path"])}</code></td></tr>'
+        f"<tr><td>{steps(c)}</td><td>{html.escape(c['reason'])}</td><td>{html.escape(c.get('label') or 'no steps read')}"
+        f"</td><td><code>{html.escape(c['path'])}</code></td></tr>"
         for c in rows
     )
-    return (f'<h2>Captures on trouble</h2><table><tr><th>steps</th><th>why</th><th>read as</th><th>trace</th></tr>'
-            f'{body}</table>')
+    return (
+        f"<h2>Captures on trouble</h2><table><tr><th>steps</th><th>why</th><th>read as</th><th>trace</th></tr>"
+        f"{body}</table>"
+    )
 
 
 _STYLE = """
@@ -296,17 +391,23 @@ def _header(summary: Dict[str, Any]) -> str:
     steps, wall_s = summary.get("steps", 0), summary.get("wall_ms", 0) / 1000
     threads = summary.get("threads", 0)
     if summary.get("windows"):  # a trace without steps: its window, diagnosed as a step
-        parts = [f"{steps} window{'' if steps == 1 else 's'} of a trace without steps (the whole trace)",
-                 f"{_ms(wall_s)} s long"]
+        parts = [
+            f"{steps} window{'' if steps == 1 else 's'} of a trace without steps (the whole trace)",
+            f"{_ms(wall_s)} s long",
+        ]
     else:
-        parts = [f"{steps} steps on {threads} thread{'' if threads == 1 else 's'}",
-                 f"{_ms(wall_s)} s of wall time"]  # as the table writes it
+        parts = [
+            f"{steps} steps on {threads} thread{'' if threads == 1 else 's'}",
+            f"{_ms(wall_s)} s of wall time",
+        ]  # as the table writes it
     if wall_s > 0 and steps and not summary.get("windows"):
         parts.append(f"{steps / wall_s:.1f} steps/s")
     rank = summary.get("rank")
     if rank:
-        parts.append(f"rank {rank['rank']} of {rank['world_size']} on {rank.get('host') or '?'}, started "
-                     f"{rank.get('started_at') or '?'}")
+        parts.append(
+            f"rank {rank['rank']} of {rank['world_size']} on {rank.get('host') or '?'}, started "
+            f"{rank.get('started_at') or '?'}"
+        )
     backend = summary.get("backend") or {}
     parts.append("GPU: CUPTI" if backend.get("cupti") else "GPU: CUDA events" if backend.get("cuda") else "host only")
     made = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -328,11 +429,13 @@ def _scoped(style: str, scope: str) -> str:
     return "\n".join(rules)
 
 
-def fragment(summary: Dict[str, Any], table: str, idle: Dict[tuple, List[tuple]], title: str = "steptrace report") -> str:
+def fragment(
+    summary: Dict[str, Any], table: str, idle: Dict[tuple, List[tuple]], title: str = "steptrace report"
+) -> str:
     """The same report as one element for a notebook cell (Jupyter's ``_repr_html_``): its style
     scoped to the report, nothing else on the page touched."""
     page = render(summary, table, idle, title)
-    body = page[page.index("<body>") + len("<body>"):page.index("</body>")]
+    body = page[page.index("<body>") + len("<body>") : page.index("</body>")]
     scope = "div.steptrace-report"
     style = _scoped(_STYLE, scope) + f"\n{scope} {{ margin: 0; }}"  # the cell has its own margins
     return f'<div class="steptrace-report"><style>{style}</style>{body}</div>'
@@ -348,8 +451,12 @@ def render(summary: Dict[str, Any], table: str, idle: Dict[tuple, List[tuple]], 
     advice = "".join(f"<li>{html.escape(a)}</li>" for a in diag.get("advice") or [])
     header = _header(summary)
     memory = summary.get("host_memory")
-    memory_line = (f'<p>Host resident memory at step ends: peak {memory["peak_mb"]:.1f} MiB, '
-                   f'{memory["growth_mb"]:+.1f} MiB over the run.</p>' if memory else "")
+    memory_line = (
+        f"<p>Host resident memory at step ends: peak {memory['peak_mb']:.1f} MiB, "
+        f"{memory['growth_mb']:+.1f} MiB over the run.</p>"
+        if memory
+        else ""
+    )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{_STYLE}</style></head>
 <body>

@@ -27,7 +27,7 @@ from . import flops as _flops
 from .allocator import note_allocator
 from .loader_facts import tell_settings
 from .scopes import _BatchStep, _ExcludeScope, _PhaseScope, _RequestStepScope, _StepScope, note_never_entered
-from .._common.options import OPTIONS, _option_text, _option_value
+from .._common.options import _option_text, _option_value
 from .._report.summary import Summary
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -283,10 +283,13 @@ class Tracer:
         next step's start: the trace goes to ``capture_dir``, and steptrace reads it back and says
         its diagnosis in one block (also in ``summary().to_dict()["captures"]``). False when a
         capture is already armed or running, or the run has had ``capture_max``."""
-        if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool)
-                                  or not 1 <= steps <= _capture.MAX_STEPS):
-            raise ValueError(f"steptrace: capture(steps=...) takes 1 to {_capture.MAX_STEPS} steps (as the "
-                             f"capture_steps option), not {steps!r}")
+        if steps is not None and (
+            not isinstance(steps, int) or isinstance(steps, bool) or not 1 <= steps <= _capture.MAX_STEPS
+        ):
+            raise ValueError(
+                f"steptrace: capture(steps=...) takes 1 to {_capture.MAX_STEPS} steps (as the "
+                f"capture_steps option), not {steps!r}"
+            )
         return _capture.of(self).request("on demand: capture()", steps)
 
     def options(self) -> Dict[str, Any]:
@@ -312,9 +315,11 @@ class _Forked:
     def say_phase(self) -> None:
         if not self.said:
             self.said = True
-            _log.say("a phase opened in a forked process (a DataLoader worker?) is not collected: the worker's "
-                     "tracer records nothing. steps(loader) times each fetch in the parent as `input`; or make a "
-                     "Tracer in the worker for its own steps")
+            _log.say(
+                "a phase opened in a forked process (a DataLoader worker?) is not collected: the worker's "
+                "tracer records nothing. steps(loader) times each fetch in the parent as `input`; or make a "
+                "Tracer in the worker for its own steps"
+            )
 
 
 _forked = _Forked()

@@ -105,9 +105,11 @@ def _rank_windows_unstarted(core: Any) -> None:
     or a DDP model made after torch.distributed's start; a run whose loop was `with step()` and
     that met none of them had none, which is said rather than left silent."""
     if _live_ranks.wanted(core) and not _windows.listeners(core).holds(_live_ranks.keep_running):
-        _log.say("no live rank verdicts this run: they start with a `steptrace.steps()` loop, a DDP model, or "
-                 "steptrace.configure(...) called after torch.distributed's init_process_group; a `with "
-                 "steptrace.step():` loop alone starts none (call configure(live=...) after the init)")
+        _log.say(
+            "no live rank verdicts this run: they start with a `steptrace.steps()` loop, a DDP model, or "
+            "steptrace.configure(...) called after torch.distributed's init_process_group; a `with "
+            "steptrace.step():` loop alone starts none (call configure(live=...) after the init)"
+        )
 
 
 def _report_at_exit() -> None:
@@ -127,7 +129,9 @@ def _report_at_exit() -> None:
             note_never_entered(_api._default)
             _ranks.notice(core)  # the summary at exit carries the rank even where nothing noticed it before
             _rank_windows_unstarted(core)
-            text = core.exit_report(held.guard(_seen_when_shown(_with_html(_ranks.gather_at_exit(_api._default._gather)))))
+            text = core.exit_report(
+                held.guard(_seen_when_shown(_with_html(_ranks.gather_at_exit(_api._default._gather))))
+            )
             if text:
                 sys.stderr.write(text)
                 sys.stderr.flush()
@@ -151,12 +155,19 @@ def unused_scopes_said(tracer: Any, own: Any) -> None:
     """At exit: a run that called step() or phase() but recorded nothing (no step, no phase
     outside a step) was most likely calling them bare (``steptrace.step()``, not ``with
     steptrace.step():``): said in one line."""
-    if own.recorded or _api._forked.child or not (tracer._step_call.asked or tracer._phases) or not tracer.options()["enabled"]:
+    if (
+        own.recorded
+        or _api._forked.child
+        or not (tracer._step_call.asked or tracer._phases)
+        or not tracer.options()["enabled"]
+    ):
         return  # STEPTRACE_DISABLE: nothing is recorded by design
     if tracer._core.open_steps():
         return  # entered and never left: the exit report has said so
     if not json.loads(own.json()).get("unscoped_phases"):
         called = "step()" if tracer._step_call.asked else "phase()"
-        _log.say(f"steptrace.{called} was called but nothing was recorded: it is a context manager or a "
-                 f"decorator (`with steptrace.{called[:-2]}(...):`, `@steptrace.{called[:-2]}`); called bare it "
-                 "does nothing")
+        _log.say(
+            f"steptrace.{called} was called but nothing was recorded: it is a context manager or a "
+            f"decorator (`with steptrace.{called[:-2]}(...):`, `@steptrace.{called[:-2]}`); called bare it "
+            "does nothing"
+        )

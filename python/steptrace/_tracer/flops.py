@@ -70,12 +70,16 @@ class _Count:
             _log.say("flops=count: the step counted did not end (its loop was left inside it): no FLOPs told")
             return
         if total <= 0:
-            _log.say("flops=count: the step counted ran no op FlopCounterMode counts (matmuls, convolutions, "
-                     "attention): no FLOPs told")
+            _log.say(
+                "flops=count: the step counted ran no op FlopCounterMode counts (matmuls, convolutions, "
+                "attention): no FLOPs told"
+            )
             return
         if total > MAX_FLOPS:  # shapes no device runs in a step: told, it would be an impossible MFU
-            _log.say(f"flops=count: FlopCounterMode counted {total:.3g} FLOPs in one step, more than the {MAX_FLOPS:.0e} "
-                     "any device runs in a step (shapes crafted or overflowed?): no FLOPs told")
+            _log.say(
+                f"flops=count: FlopCounterMode counted {total:.3g} FLOPs in one step, more than the {MAX_FLOPS:.0e} "
+                "any device runs in a step (shapes crafted or overflowed?): no FLOPs told"
+            )
             return
         try:
             note_gpu_name(self.tracer)

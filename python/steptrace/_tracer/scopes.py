@@ -88,9 +88,15 @@ def note_never_entered(tracer: Any) -> None:
     """A phase made and never entered (``steptrace.phase("compute")`` without ``with``): its time is
     `other`, and a step of nothing else reads WAIT-HEAVY. Said once, and the fact
     ``python.phases_never_entered`` lets the diagnosis give the right advice."""
-    names = sorted({key[0] if isinstance(key, tuple) else key for key, scope in list(tracer._phases.items())
-                    if isinstance(scope, _core.PhaseScope) and not scope.entered
-                    and not getattr(scope, "_steptrace_decorates", False)})
+    names = sorted(
+        {
+            key[0] if isinstance(key, tuple) else key
+            for key, scope in list(tracer._phases.items())
+            if isinstance(scope, _core.PhaseScope)
+            and not scope.entered
+            and not getattr(scope, "_steptrace_decorates", False)
+        }
+    )
     if not names and not tracer._never_entered:
         return
     tracer._never_entered = names
@@ -99,9 +105,11 @@ def note_never_entered(tracer: Any) -> None:
         tracer._said_never_entered = True
         from .._common import log as _log
 
-        _log.say(f"steptrace.phase({names[0]!r}) was made but never entered: it is a context manager or a "
-                 f"decorator (`with steptrace.phase({names[0]!r}):`); called bare it records nothing, and its time "
-                 "is `other`")
+        _log.say(
+            f"steptrace.phase({names[0]!r}) was made but never entered: it is a context manager or a "
+            f"decorator (`with steptrace.phase({names[0]!r}):`); called bare it records nothing, and its time "
+            "is `other`"
+        )
 
 
 _annotate.register(_StepScope)

@@ -42,10 +42,15 @@ def _ranked(read: List[Tuple[str, Any]]) -> Tuple[List[Tuple[str, Any]], int]:
     for name, s in read:
         if s.rank is not None:
             if s.rank in taken:
-                raise ValueError(f"{shown(taken[s.rank])} and {shown(name)} are both rank {s.rank}: give one job's files")
+                raise ValueError(
+                    f"{shown(taken[s.rank])} and {shown(name)} are both rank {s.rank}: give one job's files"
+                )
             taken[s.rank] = name
-    world = max([len(read)] + [s.world_size for _, s in read if s.world_size is not None] +
-                [s.rank + 1 for _, s in read if s.rank is not None])
+    world = max(
+        [len(read)]
+        + [s.world_size for _, s in read if s.world_size is not None]
+        + [s.rank + 1 for _, s in read if s.rank is not None]
+    )
     free = (r for r in range(world) if r not in taken)
     out = [(name, s if s.rank is not None else s.with_rank(next(free), world)) for name, s in read]
     return out, world
@@ -110,7 +115,9 @@ def _read_ranks(names: List[str], step: Optional[str]) -> Tuple[List[Tuple[str, 
     for n in names:  # a link and its target, or a path given twice
         real = os.path.realpath(n)
         if real in seen:
-            raise ValueError(f"{shown(seen[real])} and {shown(n)} are the same file given twice: give each rank's file once")
+            raise ValueError(
+                f"{shown(seen[real])} and {shown(n)} are the same file given twice: give each rank's file once"
+            )
         seen[real] = n
     workers = min(len(names), _cores())
     if workers > 1:
@@ -149,7 +156,9 @@ def load_job(names: List[str], step: Optional[str] = None) -> Any:
     return _core.combine_ranks(reports, world, 0.0, True)
 
 
-def job_trace(names: List[str], step: Optional[str] = None, slowest_per_rank: int = 3) -> Tuple[str, int, Optional[int]]:
+def job_trace(
+    names: List[str], step: Optional[str] = None, slowest_per_rank: int = 3
+) -> Tuple[str, int, Optional[int]]:
     """One Chrome trace of the job's slow steps (``_core.JobTimeline``, docs/architecture.md, "Many
     ranks"): each rank's slowest steps and the same steps on the median rank, aligned on their
     collectives' ends. Returns (the trace, the ranks read, the median rank); one process's

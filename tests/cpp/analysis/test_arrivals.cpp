@@ -67,10 +67,11 @@ TEST_CASE("a balanced job names no one: each rank is last about as often as the 
   for (const arrival_rank& r : v->ranks) CHECK(r.late_ms < 0.2);
 }
 
-TEST_CASE("without sequence numbers, calls match by their ends, on clocks far apart, when traces began or ended apart", "[arrivals]") {
+TEST_CASE("without sequence numbers, calls match by their ends, on clocks far apart, when traces began or ended apart",
+          "[arrivals]") {
   auto ranks = job_calls(4, 40, 2, 27, {}, false);
   ranks[1].calls.erase(ranks[1].calls.begin(), ranks[1].calls.begin() + 3);  // its trace began 3 calls later
-  ranks[3].calls.resize(35);                                                  // and this one ended 5 early
+  ranks[3].calls.resize(35);                                                 // and this one ended 5 early
   for (auto& r : ranks) {
     for (std::size_t i = 0; i < r.calls.size(); ++i) r.calls[i].seq = i;  // numbered by their place only
   }

@@ -2,7 +2,6 @@
 // answers are known (1 tick = 1 ns): which kept steps each choice writes, the window ring's
 // reach, and the figures of the steps chosen, replayed.
 #include <catch2/catch.hpp>
-
 #include <vector>
 
 #include "analysis/aggregate.hpp"
@@ -79,7 +78,8 @@ TEST_CASE("the ring writes the last steps on demand and a window's slowest for i
   // And the timeline of them holds step 7's phase calls.
   timeline_view view;
   chosen.fill(view, 0, 1.0, &same);
-  const auto seven = std::find_if(view.steps.begin(), view.steps.end(), [](const timeline_step& st) { return st.index == 7; });
+  const auto seven =
+      std::find_if(view.steps.begin(), view.steps.end(), [](const timeline_step& st) { return st.index == 7; });
   REQUIRE(seven != view.steps.end());
   REQUIRE(seven->phases.size() == 2);
   CHECK(seven->phases[0].name == "input");

@@ -1,7 +1,6 @@
 // The device view on synthetic device records with known answers.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <random>
 
 #include "analysis/aggregate.hpp"
@@ -82,7 +81,8 @@ TEST_CASE("idle time is cut along the host phases", "[analysis][gpu]") {
 }
 
 TEST_CASE("copies count bytes by direction and the pageable share", "[analysis][gpu]") {
-  const std::vector<device_record> records = {copy(0, 10, copy_kind::h2d, 3000, true), copy(10, 15, copy_kind::h2d, 1000, false),
+  const std::vector<device_record> records = {copy(0, 10, copy_kind::h2d, 3000, true),
+                                              copy(10, 15, copy_kind::h2d, 1000, false),
                                               copy(50, 60, copy_kind::d2h, 500, false), sync(60, 90)};
   const auto v = view_step(0, 100, {{0, 100, other}}, records);
   CHECK(v.h2d_bytes == 4000);
@@ -205,7 +205,7 @@ TEST_CASE("steps wait for their device records and are viewed once they are in",
   join.add_step(0, 100, {{0, 100, compute}});
   join.add_step(100, 200, {{100, 200, compute}});
   join.add_records({kernel(150, 190), kernel(10, 60)});  // out of order, as CUPTI buffers arrive
-  join.join(150);  // only the first step has ended before 150
+  join.join(150);                                        // only the first step has ended before 150
   gpu_stats g;
   join.totals.fill(g);
   CHECK(g.busy_ms.total == Approx(50e-6));
@@ -254,8 +254,8 @@ TEST_CASE("the incremental join views every step exactly as a full rescan would"
     all.push_back(r);
   }
   std::vector<std::pair<std::uint64_t, std::uint64_t>> steps;
-  for (std::uint64_t b = 1'000; b < t; b += 300) steps.emplace_back(b, b + 250);        // thread 1
-  for (std::uint64_t b = 1'150; b < t; b += 700) steps.emplace_back(b, b + 640);        // thread 2
+  for (std::uint64_t b = 1'000; b < t; b += 300) steps.emplace_back(b, b + 250);  // thread 1
+  for (std::uint64_t b = 1'150; b < t; b += 700) steps.emplace_back(b, b + 640);  // thread 2
   device_join join;
   device_aggregate reference;
   std::vector<device_record> sorted = all;

@@ -84,7 +84,8 @@ TEST_CASE("a histogram holds only the blocks of buckets it met, in any order", "
   std::mt19937_64 rng(3);
   std::vector<std::uint64_t> values;
   for (int octave : {40, 30, 20, 10, 3}) {
-    for (int i = 0; i < 1000; ++i) values.push_back((std::uint64_t{1} << octave) + rng() % (std::uint64_t{1} << octave));
+    for (int i = 0; i < 1000; ++i)
+      values.push_back((std::uint64_t{1} << octave) + rng() % (std::uint64_t{1} << octave));
   }
   histogram g;
   for (auto v : values) g.add(v);

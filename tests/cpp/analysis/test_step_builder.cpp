@@ -1,6 +1,6 @@
 // The attribution rules on hand-made record streams with known answers.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -37,8 +37,8 @@ constexpr auto other = builtin::other, input = builtin::input, compute = builtin
 }  // namespace
 
 TEST_CASE("every instant of a step goes to the innermost open phase or to other", "[analysis]") {
-  auto sink = run({step_begin(0), begin(compute, 10), begin(wait, 20), end(wait, 30), end(compute, 60),
-                   begin(wait, 70), end(wait, 75), step_end(100)});
+  auto sink = run({step_begin(0), begin(compute, 10), begin(wait, 20), end(wait, 30), end(compute, 60), begin(wait, 70),
+                   end(wait, 75), step_end(100)});
   REQUIRE(sink.steps.size() == 1);
   const auto& s = sink.steps[0];
   CHECK(s.begin == 0);
@@ -55,8 +55,8 @@ TEST_CASE("every instant of a step goes to the innermost open phase or to other"
 
 TEST_CASE("an input fetched before the step is claimed by it and starts its window", "[analysis]") {
   SECTION("the gap between fetch and step is other") {
-    auto sink = run({begin(input, 100), end(input, 130), step_begin(140), begin(compute, 140), end(compute, 190),
-                     step_end(200)});
+    auto sink = run(
+        {begin(input, 100), end(input, 130), step_begin(140), begin(compute, 140), end(compute, 190), step_end(200)});
     REQUIRE(sink.steps.size() == 1);
     CHECK(sink.steps[0].begin == 100);
     CHECK(sink.steps[0].ticks.at(input.value) == 30);
@@ -88,8 +88,8 @@ TEST_CASE("an input fetched before the step is claimed by it and starts its wind
 
 TEST_CASE("phases outside any step are kept apart from step statistics", "[analysis]") {
   const phase_id checkpoint = register_phase("checkpoint");
-  auto sink = run({step_begin(0), step_end(10), begin(checkpoint, 10), end(checkpoint, 510), step_begin(510),
-                   step_end(520)});
+  auto sink =
+      run({step_begin(0), step_end(10), begin(checkpoint, 10), end(checkpoint, 510), step_begin(510), step_end(520)});
   REQUIRE(sink.steps.size() == 2);
   CHECK(sink.steps[1].end - sink.steps[1].begin == 10);
   CHECK(sink.steps[1].ticks.count(checkpoint.value) == 0);
@@ -97,8 +97,14 @@ TEST_CASE("phases outside any step are kept apart from step statistics", "[analy
 }
 
 TEST_CASE("failed and warm-up steps are flagged", "[analysis]") {
-  auto sink = run({step_begin(0), step_end(1), step_begin(1), step_end(2), step_begin(2),
-                   {3, 0, record_kind::step_end_failed}, step_begin(3), step_end(4)},
+  auto sink = run({step_begin(0),
+                   step_end(1),
+                   step_begin(1),
+                   step_end(2),
+                   step_begin(2),
+                   {3, 0, record_kind::step_end_failed},
+                   step_begin(3),
+                   step_end(4)},
                   2);
   REQUIRE(sink.steps.size() == 4);
   CHECK(sink.steps[0].warmup);
@@ -110,9 +116,8 @@ TEST_CASE("failed and warm-up steps are flagged", "[analysis]") {
 
 TEST_CASE("ending a phase that is not open or an outer one first is counted as unbalanced", "[analysis]") {
   step_builder b(0, 0);
-  auto sink = run({step_begin(0), end(compute, 5), begin(compute, 10), begin(wait, 20), end(compute, 40),
-                   step_end(50)},
-                  0, &b);
+  auto sink =
+      run({step_begin(0), end(compute, 5), begin(compute, 10), begin(wait, 20), end(compute, 40), step_end(50)}, 0, &b);
   REQUIRE(sink.steps.size() == 1);
   CHECK(b.unbalanced() == 2);
   CHECK(sink.steps[0].ticks.at(compute.value) == 10);
@@ -121,12 +126,12 @@ TEST_CASE("ending a phase that is not open or an outer one first is counted as u
 }
 
 TEST_CASE("a step's host segments tile its window in time order", "[analysis]") {
-  auto sink = run({begin(input, 0), end(input, 30), step_begin(40), begin(compute, 40), begin(wait, 50),
-                   end(wait, 60), end(compute, 90), step_end(100)});
+  auto sink = run({begin(input, 0), end(input, 30), step_begin(40), begin(compute, 40), begin(wait, 50), end(wait, 60),
+                   end(compute, 90), step_end(100)});
   REQUIRE(sink.steps.size() == 1);
   const auto& segs = sink.steps[0].segments;
   const std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint32_t>> expected = {
-      {0, 30, input.value}, {30, 40, other.value}, {40, 50, compute.value},
+      {0, 30, input.value}, {30, 40, other.value},   {40, 50, compute.value},
       {50, 60, wait.value}, {60, 90, compute.value}, {90, 100, other.value}};
   REQUIRE(segs.size() == expected.size());
   for (std::size_t i = 0; i < segs.size(); ++i) {
@@ -198,8 +203,8 @@ TEST_CASE("CUDA event slots around a phase are paired for harvesting", "[analysi
 TEST_CASE("CUDA event slots around a step are timed for counted steps only", "[analysis][gpu]") {
   const auto event = [](record_kind kind, std::uint32_t slot, std::uint64_t t) { return record{t, slot, kind}; };
   const auto step_with_events = [&](std::uint32_t b, std::uint32_t e, record_kind end_kind) {
-    return std::vector<record>{step_begin(0), event(record_kind::step_event_begin, b, 0), begin(compute, 10),
-                               end(compute, 40), event(record_kind::step_event_end, e, 50), record{50, 0, end_kind}};
+    return std::vector<record>{step_begin(0),    event(record_kind::step_event_begin, b, 0), begin(compute, 10),
+                               end(compute, 40), event(record_kind::step_event_end, e, 50),  record{50, 0, end_kind}};
   };
   step_builder b(1, 0);  // the first step is warm-up
   recording_sink sink;
@@ -256,8 +261,8 @@ TEST_CASE("the phase tree: inclusive time holds the phases opened inside, each k
     CHECK(sink.steps[0].ticks.at(again.value) == 80);
   }
   SECTION("a phase open across steps: each step gets the part inside it") {
-    auto sink = run({step_begin(0), begin(compute, 50), step_end(100), step_begin(100), end(compute, 130),
-                     step_end(200)});
+    auto sink =
+        run({step_begin(0), begin(compute, 50), step_end(100), step_begin(100), end(compute, 130), step_end(200)});
     REQUIRE(sink.steps.size() == 2);
     CHECK(sink.steps[0].incl.at(compute.value) == 50);
     CHECK(sink.steps[1].incl.at(compute.value) == 30);
@@ -275,7 +280,7 @@ TEST_CASE("time set aside is in no step: the window skips it, and what runs insi
     const auto& s = sink.steps[0];
     CHECK(s.set_aside == 50);
     CHECK(s.ticks.at(compute.value) == 40);
-    CHECK(s.ticks.at(other.value) == 20);  // 30..40 and 100..110
+    CHECK(s.ticks.at(other.value) == 20);   // 30..40 and 100..110
     CHECK(s.ticks.count(wait.value) == 0);  // the wait inside the checkpoint went with it
     std::uint64_t sum = 0;
     for (auto& [id, t] : s.ticks) sum += t;
@@ -284,9 +289,9 @@ TEST_CASE("time set aside is in no step: the window skips it, and what runs insi
     CHECK(sink.set_aside[0] == std::make_tuple(ckpt.value, std::uint64_t{40}, std::uint64_t{90}));
   }
   SECTION("validation between a fetch and its step: its steps and fetches are set aside too") {
-    auto sink = run({begin(input, 0), end(input, 20), exclude(val, 20), begin(input, 25), end(input, 35),
-                     step_begin(35), begin(compute, 36), end(compute, 40), step_end(60), resume(val, 70), step_begin(80),
-                     step_end(100)});
+    auto sink =
+        run({begin(input, 0), end(input, 20), exclude(val, 20), begin(input, 25), end(input, 35), step_begin(35),
+             begin(compute, 36), end(compute, 40), step_end(60), resume(val, 70), step_begin(80), step_end(100)});
     REQUIRE(sink.steps.size() == 1);  // the validation step is not a training step
     const auto& s = sink.steps[0];
     CHECK(s.begin == 0);
@@ -296,21 +301,22 @@ TEST_CASE("time set aside is in no step: the window skips it, and what runs insi
     CHECK(sink.unscoped.empty());
   }
   SECTION("inclusive time of a phase skips the span set aside inside it") {
-    auto sink = run({step_begin(0), begin(compute, 0), exclude(ckpt, 10), resume(ckpt, 60), end(compute, 70),
-                     step_end(70)});
+    auto sink =
+        run({step_begin(0), begin(compute, 0), exclude(ckpt, 10), resume(ckpt, 60), end(compute, 70), step_end(70)});
     CHECK(sink.steps.at(0).incl.at(compute.value) == 20);
     CHECK(sink.steps.at(0).ticks.at(compute.value) == 20);
   }
   SECTION("nested spans report once, under the outermost name") {
-    auto sink = run({step_begin(0), exclude(val, 10), exclude(ckpt, 20), resume(ckpt, 30), resume(val, 40),
-                     step_end(50)});
+    auto sink =
+        run({step_begin(0), exclude(val, 10), exclude(ckpt, 20), resume(ckpt, 30), resume(val, 40), step_end(50)});
     REQUIRE(sink.set_aside.size() == 1);
     CHECK(std::get<0>(sink.set_aside[0]) == val.value);
     CHECK(sink.steps.at(0).set_aside == 30);
   }
 }
 
-TEST_CASE("past 256 phase calls a step keeps its first 192 and its last 64, the middle counted", "[analysis][timeline]") {
+TEST_CASE("past 256 phase calls a step keeps its first 192 and its last 64, the middle counted",
+          "[analysis][timeline]") {
   struct spans_sink final : step_sink {
     std::vector<phase_span> spans;
     std::uint32_t dropped = 0;
@@ -338,10 +344,11 @@ TEST_CASE("past 256 phase calls a step keeps its first 192 and its last 64, the 
   std::vector<std::uint64_t> begins;
   for (const phase_span& s : sink.spans) begins.push_back(s.begin);
   std::sort(begins.begin(), begins.end());
-  for (std::size_t i = 0; i < 192; ++i) REQUIRE(begins[i] == 10 + 10 * i);  // the first 192 calls
+  for (std::size_t i = 0; i < 192; ++i) REQUIRE(begins[i] == 10 + 10 * i);                     // the first 192 calls
   for (std::size_t i = 0; i < 63; ++i) REQUIRE(begins[192 + i] == 10 + 10 * (1000 - 63 + i));  // the last 63
-  REQUIRE(begins.back() == t);  // and the collective
-  const auto last = std::find_if(sink.spans.begin(), sink.spans.end(), [&](const phase_span& s) { return s.begin == t; });
+  REQUIRE(begins.back() == t);                                                                 // and the collective
+  const auto last =
+      std::find_if(sink.spans.begin(), sink.spans.end(), [&](const phase_span& s) { return s.begin == t; });
   REQUIRE(last->phase == wait.value);
   REQUIRE(last->end == t + 50);
 }
@@ -379,7 +386,7 @@ TEST_CASE("past 256 phase calls, an anchor phase's calls keep their place among 
     std::vector<std::uint64_t> begins;
     for (const phase_span& s : sink.spans) begins.push_back(s.begin);
     std::sort(begins.begin(), begins.end());
-    CHECK(begins[191] == 10 + 10 * 191);     // the first 192 calls, always
+    CHECK(begins[191] == 10 + 10 * 191);    // the first 192 calls, always
     CHECK(begins.back() == 10 + 10 * 999);  // and the latest
   }
 }

@@ -57,13 +57,23 @@ TEST_CASE("a phase's end on the fast path gives what the general path gives, on 
     std::uint64_t t = 1000;
     for (int i = 0; i < 400; ++i) {
       t += next(4) == 0 ? 0 : 1 + next(50);  // equal stamps too
-      const std::uint32_t id = 1 + next(6);     // input, h2d, compute, wait and two custom ones
+      const std::uint32_t id = 1 + next(6);  // input, h2d, compute, wait and two custom ones
       switch (next(12)) {
-        case 0: records.push_back(step_begin(t)); break;
-        case 1: records.push_back(next(5) == 0 ? record{t, 0, record_kind::step_end_failed} : step_end(t)); break;
-        case 2: records.push_back(exclude(phase_id{20}, t)); break;
-        case 3: records.push_back(resume(phase_id{20}, t)); break;
-        case 4: records.push_back(end(phase_id{id}, t)); break;  // often no such phase open
+        case 0:
+          records.push_back(step_begin(t));
+          break;
+        case 1:
+          records.push_back(next(5) == 0 ? record{t, 0, record_kind::step_end_failed} : step_end(t));
+          break;
+        case 2:
+          records.push_back(exclude(phase_id{20}, t));
+          break;
+        case 3:
+          records.push_back(resume(phase_id{20}, t));
+          break;
+        case 4:
+          records.push_back(end(phase_id{id}, t));
+          break;  // often no such phase open
         case 5:
           if (!open.empty()) {  // an outer phase ends first: the inner ones close with it
             records.push_back(end(phase_id{open.front()}, t));

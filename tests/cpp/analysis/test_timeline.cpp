@@ -1,10 +1,9 @@
 // The flight recorder, the step series, the Chrome trace and the Prometheus text, on hand-made
 // record streams with known answers (1 tick = 1 ns here); windows on a real tracer.
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
 
@@ -85,11 +84,12 @@ void check_trace(const std::string& text, std::size_t& slices) {
     REQUIRE(e.at("ts").is_number());
     REQUIRE(e.at("dur").get<double>() >= 0);
     tracks[{e["pid"].get<int>(), e["tid"].get<long>()}].emplace_back(e["ts"].get<double>(),
-                                                                       e["ts"].get<double>() + e["dur"].get<double>());
+                                                                     e["ts"].get<double>() + e["dur"].get<double>());
     ++slices;
   }
   for (auto& [track, xs] : tracks) {
-    std::sort(xs.begin(), xs.end(), [](auto a, auto b) { return a.first != b.first ? a.first < b.first : a.second > b.second; });
+    std::sort(xs.begin(), xs.end(),
+              [](auto a, auto b) { return a.first != b.first ? a.first < b.first : a.second > b.second; });
     std::vector<double> open;  // ends of the enclosing slices
     for (const auto& [b, e] : xs) {
       while (!open.empty() && open.back() <= b) open.pop_back();
@@ -148,7 +148,7 @@ TEST_CASE("10,000 steps with one 50x slower: the timeline keeps it with its phas
 
   std::size_t slices = 0;
   check_trace(s.trace(), slices);
-  CHECK(slices == 72 * 4);  // each kept step and its three phase calls
+  CHECK(slices == 72 * 4);           // each kept step and its three phase calls
   CHECK(back.trace() == s.trace());  // `steptrace trace run.json` makes the same file
   CHECK(h.recorder.bytes() < 72 * 1024);
 }
@@ -222,7 +222,8 @@ TEST_CASE("device records join the kept steps; the trace marks idle gaps by host
   const auto doc = nlohmann::json::parse(s.trace());
   std::map<std::string, double> idle;  // host phase -> idle ms
   for (const auto& e : doc["traceEvents"]) {
-    if (e["ph"] == "X" && e["cat"] == "idle") idle[e["args"]["host_phase"].get<std::string>()] += e["dur"].get<double>() / 1e3;
+    if (e["ph"] == "X" && e["cat"] == "idle")
+      idle[e["args"]["host_phase"].get<std::string>()] += e["dur"].get<double>() / 1e3;
   }
   // Idle: [0, 2) in input, [3, 5) in compute, [9, 10) in compute (forward ended at 9).
   CHECK(idle["input"] == Approx(2.0));
@@ -306,7 +307,8 @@ TEST_CASE("prometheus text: names, labels escaped, quantiles in seconds", "[time
   CHECK(text.find("app_steptrace_step_seconds{rank=\"1\",quantile=\"0.5\"} 0.09\n") != std::string::npos);
   CHECK(text.find("app_steptrace_step_seconds_count{rank=\"1\"} 10\n") != std::string::npos);
   CHECK(text.find("app_steptrace_steps_total{rank=\"1\"} 10\n") != std::string::npos);
-  CHECK(text.find("app_steptrace_phase_share{rank=\"1\",phase=\"odd \\\"name\\\"\\\\\\n\"} 0.5\n") != std::string::npos);
+  CHECK(text.find("app_steptrace_phase_share{rank=\"1\",phase=\"odd \\\"name\\\"\\\\\\n\"} 0.5\n") !=
+        std::string::npos);
   CHECK(text.find("app_steptrace_diagnosis{rank=\"1\",label=\"INPUT-BOUND\"} 1\n") != std::string::npos);
   CHECK_THROWS_WITH(s.prometheus("9bad"), Catch::Contains("'9bad' is not a Prometheus metric name prefix"));
 }

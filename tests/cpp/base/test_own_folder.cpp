@@ -45,12 +45,17 @@ void refused(const fs::path& folder, const std::string& words) {
 TEST_CASE("report folder: made if missing, written whole; a name taken gets -2, -3, never replaced", "[files]") {
   testing::temp_dir dir;
   const fs::path caps = dir.path / "caps";
-  CHECK(write_report(caps.string(), "run-hang-step5-pid7.txt", "first\n", true) == (caps / "run-hang-step5-pid7.txt").string());
-  CHECK(write_report(caps.string(), "run-hang-step5-pid7.txt", "second\n", true) == (caps / "run-hang-step5-pid7-2.txt").string());
-  CHECK(write_report(caps.string(), "flight-recorder-rank0-pid7.pkl", "x", true) == (caps / "flight-recorder-rank0-pid7.pkl").string());
-  CHECK(write_report(caps.string(), "flight-recorder-rank0-pid7.pkl", "y", true) == (caps / "flight-recorder-rank0-pid7-2.pkl").string());
+  CHECK(write_report(caps.string(), "run-hang-step5-pid7.txt", "first\n", true) ==
+        (caps / "run-hang-step5-pid7.txt").string());
+  CHECK(write_report(caps.string(), "run-hang-step5-pid7.txt", "second\n", true) ==
+        (caps / "run-hang-step5-pid7-2.txt").string());
+  CHECK(write_report(caps.string(), "flight-recorder-rank0-pid7.pkl", "x", true) ==
+        (caps / "flight-recorder-rank0-pid7.pkl").string());
+  CHECK(write_report(caps.string(), "flight-recorder-rank0-pid7.pkl", "y", true) ==
+        (caps / "flight-recorder-rank0-pid7-2.pkl").string());
   CHECK(write_report(caps.string(), "my.run-pid7.pkl", "a", true) == (caps / "my.run-pid7.pkl").string());
-  CHECK(write_report(caps.string(), "my.run-pid7.pkl", "b", true) == (caps / "my.run-pid7-2.pkl").string());  // a dot of its own kept
+  CHECK(write_report(caps.string(), "my.run-pid7.pkl", "b", true) ==
+        (caps / "my.run-pid7-2.pkl").string());  // a dot of its own kept
   CHECK(read_all(caps / "run-hang-step5-pid7.txt") == "first\n");
   CHECK(read_all(caps / "run-hang-step5-pid7-2.txt") == "second\n");
   // not fresh: the same name replaced (a report the job's view is added to)
@@ -61,11 +66,13 @@ TEST_CASE("report folder: made if missing, written whole; a name taken gets -2, 
   CHECK(write_report(caps.string(), "taken.txt", "z", true) == (caps / "taken-2.txt").string());
   CHECK_FALSE(fs::exists(dir.path / "elsewhere"));
   std::size_t temporaries = 0;
-  for (const auto& e : fs::directory_iterator(caps)) temporaries += e.path().filename().string().rfind(".steptrace-", 0) == 0;
+  for (const auto& e : fs::directory_iterator(caps))
+    temporaries += e.path().filename().string().rfind(".steptrace-", 0) == 0;
   CHECK(temporaries == 0);
 }
 
-TEST_CASE("report folder: one anyone can change is refused, even one's own; one with the sticky bit is not", "[files]") {
+TEST_CASE("report folder: one anyone can change is refused, even one's own; one with the sticky bit is not",
+          "[files]") {
   testing::temp_dir dir;
   const fs::path open = dir.path / "open";
   fs::create_directory(open);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -12,12 +13,9 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
-
-#include <unistd.h>
-
-#include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
 #include "steptrace/capture.hpp"
@@ -70,10 +68,10 @@ std::vector<capture_record> wait_for(tracer& t, std::size_t n) {
 
 TEST_CASE("slow fires once a stretch, on p95 and p50 together, against the first stable windows", "[capture]") {
   capture_rule rule("slow");
-  CHECK(rule.weigh(100, 300, "", none).empty());  // the first window: warm-up, left out
+  CHECK(rule.weigh(100, 300, "", none).empty());                            // the first window: warm-up, left out
   for (int i = 0; i < 3; ++i) CHECK(rule.weigh(10, 12, "", none).empty());  // the baselines: 10 and 12
-  CHECK(rule.weigh(11, 30, "", none).empty());    // p95 alone over 2x: a preempted window, not a slow run
-  CHECK(rule.weigh(29, 23, "", none).empty());    // p50 2.9x alone (p95 under 2x its baseline): not yet
+  CHECK(rule.weigh(11, 30, "", none).empty());  // p95 alone over 2x: a preempted window, not a slow run
+  CHECK(rule.weigh(29, 23, "", none).empty());  // p50 2.9x alone (p95 under 2x its baseline): not yet
   const std::string reason = rule.weigh(25, 30, "", none);
   CHECK(reason == "slow: step p95 30.00 ms, over 2x the baseline 12.00 ms (p50 25.00 ms against 10.00)");
   CHECK(rule.weigh(25, 30, "", none).empty());  // the same stretch
@@ -85,7 +83,8 @@ TEST_CASE("slow fires once a stretch, on p95 and p50 together, against the first
   capture_rule loaded("slow");
   loaded.weigh(100, 300, "", none);
   for (int i = 0; i < 3; ++i) loaded.weigh(10, 60, "", none);  // p95 baseline 60: preempted steps
-  CHECK(loaded.weigh(60, 70, "", none) == "slow: step p50 60.00 ms, over 3x the baseline 10.00 ms (p95 70.00 ms against 60.00)");
+  CHECK(loaded.weigh(60, 70, "", none) ==
+        "slow: step p50 60.00 ms, over 3x the baseline 10.00 ms (p95 70.00 ms against 60.00)");
   capture_rule factor("slow=4");
   for (int i = 0; i < 4; ++i) factor.weigh(10, 12, "", none);
   CHECK(factor.weigh(35, 45, "", none).empty());  // 3.75x: under 4
@@ -94,12 +93,13 @@ TEST_CASE("slow fires once a stretch, on p95 and p50 together, against the first
 
 TEST_CASE("stall fires on one step far past the baseline p50, not on a slow window", "[capture]") {
   capture_rule rule("stall");
-  CHECK(rule.weigh(100, 300, "", none, 300).empty());  // the first window: warm-up, left out
+  CHECK(rule.weigh(100, 300, "", none, 300).empty());                           // the first window: warm-up, left out
   for (int i = 0; i < 3; ++i) CHECK(rule.weigh(10, 12, "", none, 14).empty());  // the baseline p50: 10
   CHECK(rule.weigh(30, 36, "", none, 145).empty());  // p50 3x the baseline: a slow window, not a one-off
-  CHECK(rule.weigh(10, 12, "", none, 45).empty());  // 4.5x: under 5x
+  CHECK(rule.weigh(10, 12, "", none, 45).empty());   // 4.5x: under 5x
   CHECK(rule.weigh(10, 12, "", none, 109).empty());  // 10.9x, but 99 ms past: under stall_min_ms
-  CHECK(rule.weigh(10, 12, "", none, 410) == "stall: a step of " + format_ms(410) + " ms, 41x the baseline p50 10.00 ms");
+  CHECK(rule.weigh(10, 12, "", none, 410) ==
+        "stall: a step of " + format_ms(410) + " ms, 41x the baseline p50 10.00 ms");
   CHECK(rule.fired() == "stall");
   rule.cool(0);
   CHECK(rule.weigh(25, 300, "", none, 410).empty());  // p50 2.5x: a slow window, `slow`'s to say
@@ -123,7 +123,7 @@ TEST_CASE("label fires on a label that holds two windows; phase once per crossin
   CHECK(rule.weigh(10, 12, "INPUT-BOUND", 0.3).empty());
   CHECK(rule.weigh(10, 12, "INPUT-BOUND", 0.3) == "label: COMPUTE-BOUND -> INPUT-BOUND");
   CHECK(rule.weigh(10, 12, "INPUT-BOUND", 0.61) == "phase: `input` 61.0% of the step, over 50%");
-  CHECK(rule.weigh(10, 12, "INPUT-BOUND", 0.7).empty());  // still over: the same crossing
+  CHECK(rule.weigh(10, 12, "INPUT-BOUND", 0.7).empty());   // still over: the same crossing
   CHECK(rule.weigh(10, 12, "INPUT-BOUND", none).empty());  // not in the window: no crossing either way
   CHECK(rule.weigh(10, 12, "INPUT-BOUND", 0.2).empty());
   rule.cool();
@@ -158,7 +158,7 @@ TEST_CASE("capture() keeps the steps that begin after it, writes them, and says 
   tracer t(cfg);
   for (int i = 0; i < 2; ++i) step(t, 0, 3);  // steps 0 and 1: compute only
   REQUIRE(t.capture(3));
-  CHECK_FALSE(t.capture(3));  // one at a time
+  CHECK_FALSE(t.capture(3));                  // one at a time
   for (int i = 0; i < 5; ++i) step(t, 4, 0);  // steps 2-6: input only
   const auto got = wait_for(t, 1);
   REQUIRE(got.size() == 1);
@@ -169,8 +169,8 @@ TEST_CASE("capture() keeps the steps that begin after it, writes them, and says 
   CHECK(c.steps == 3);
   CHECK(c.label == "INPUT-BOUND");
   CHECK(c.tool == "steptrace");
-  CHECK(c.path == cfg.capture_dir + "/" + program_invocation_short_name + "-rank0-step2-pid" + std::to_string(getpid()) +
-                    ".trace.json");
+  CHECK(c.path == cfg.capture_dir + "/" + program_invocation_short_name + "-rank0-step2-pid" +
+                      std::to_string(getpid()) + ".trace.json");
   const std::string trace = testing::read_file(c.path);
   for (int i = 2; i <= 4; ++i) CHECK(trace.find("\"step " + std::to_string(i) + "\"") != std::string::npos);
   for (int i : {1, 5}) CHECK(trace.find("\"step " + std::to_string(i) + "\"") == std::string::npos);
@@ -317,7 +317,8 @@ TEST_CASE("a stall already past is written at once: the kept steps that tripped 
   for (int i = 0; i < 30; ++i) step(t, 0, 2);
   const auto before = std::chrono::steady_clock::now();
   step(t, 150, 2);  // step 30 stalls in `input`
-  const double stamped_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - before).count();
+  const double stamped_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - before).count();
   for (int i = 0; i < 10; ++i) step(t, 0, 2);
   const std::vector<std::uint64_t> chosen = t.capture_kept("test: the stall", kept_steps::slowest);
   REQUIRE(std::find(chosen.begin(), chosen.end(), 30) != chosen.end());

@@ -4,8 +4,8 @@
 
 #include "steptrace/tracer.hpp"
 
-using steptrace::config;
 using Catch::Matchers::Contains;
+using steptrace::config;
 
 namespace {
 
@@ -82,7 +82,8 @@ TEST_CASE("a misspelt option or variable is answered with the nearest name", "[c
   std::vector<std::string> errors;
   (void)config::from_env(&errors);
   REQUIRE(errors.size() == 1);
-  CHECK_THAT(errors[0], Contains("STEPTRACE_JSN is not a steptrace variable and is ignored (did you mean STEPTRACE_JSON?)"));
+  CHECK_THAT(errors[0],
+             Contains("STEPTRACE_JSN is not a steptrace variable and is ignored (did you mean STEPTRACE_JSON?)"));
   config c;
   CHECK_THROWS_WITH(c.set("capture_bak", "4"), Contains("unknown option 'capture_bak' (did you mean capture_back?)"));
   CHECK_THROWS_WITH(c.set("wramup_steps", "4"), Contains("(did you mean warmup_steps?)"));

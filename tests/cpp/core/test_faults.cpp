@@ -22,9 +22,9 @@
 #include "steptrace/steptrace.hpp"
 
 using namespace steptrace;
+using Catch::Matchers::Contains;
 using steptrace::testing::quiet;
 using steptrace::testing::read_file;
-using Catch::Matchers::Contains;
 
 namespace {
 bool g_in_test_child = false;
@@ -184,8 +184,7 @@ TEST_CASE("steps recorded from thread_local and static destructors are dropped, 
   }
 }
 
-TEST_CASE("names that are not UTF-8 render in the table and JSON, and the exit report prints",
-          "[faults][names]") {
+TEST_CASE("names that are not UTF-8 render in the table and JSON, and the exit report prints", "[faults][names]") {
   // (names differing only in control characters stay apart: the next test)
   const phase_id odd = register_phase("dec\xff\xfeode\n");
   tracer t(quiet());
@@ -321,7 +320,8 @@ TEST_CASE("names that differ only in control characters stay two rows everywhere
   for (const char* label : {R"(phase="load\\tshard")", R"(phase="load\\nshard")", R"(phase="load\\\\tshard")"}) {
     const auto first = text.find(std::string("steptrace_phase_share{") + label);
     CHECK(first != std::string::npos);
-    CHECK(text.find(std::string("steptrace_phase_share{") + label, first + 1) == std::string::npos);  // no repeated series
+    CHECK(text.find(std::string("steptrace_phase_share{") + label, first + 1) ==
+          std::string::npos);  // no repeated series
   }
 }
 
@@ -348,15 +348,15 @@ TEST_CASE("100,000 distinct names: none raises, the rest share one row, and ever
     if (t.summary().errors.phase_names_folded != folded) std::_Exit(6);  // the same name again: counted once
     if (s.table().find("past the 4096-name limit share the row \"(other names)\"") == std::string::npos) std::_Exit(7);
     if (nlohmann::json::parse(s.json())["errors"]["phase_names_folded"] != folded) std::_Exit(8);
-    if (s.prometheus().find("steptrace_phase_names_folded " + std::to_string(folded)) == std::string::npos) std::_Exit(9);
+    if (s.prometheus().find("steptrace_phase_names_folded " + std::to_string(folded)) == std::string::npos)
+      std::_Exit(9);
     if (summary::from_json(s.json()).errors.phase_names_folded != folded) std::_Exit(10);
     if (s.phase("(other names)") == nullptr || s.phase("(other names)")->calls != 1) std::_Exit(11);
   });
   CHECK(status == 0);
 }
 
-TEST_CASE("a reader of stderr that has gone never stops the program: no SIGPIPE from steptrace",
-          "[faults][sigpipe]") {
+TEST_CASE("a reader of stderr that has gone never stops the program: no SIGPIPE from steptrace", "[faults][sigpipe]") {
   const int status = in_child([] {
     signal(SIGPIPE, SIG_DFL);  // as a C++ server has it: the default action kills
     int fds[2];

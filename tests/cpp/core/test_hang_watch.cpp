@@ -2,6 +2,9 @@
 // `hang_after` is reported once, with what the test knows is open (its phase, its collectives,
 // the steps before it), and again only for another step. The truth is the test's own: what it
 // opened and when, by its own clock; the bounds separate a report from none by seconds.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -9,9 +12,6 @@
 #include <sstream>
 #include <string>
 #include <thread>
-
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "helpers.hpp"
 #include "steptrace/hang.hpp"
@@ -57,7 +57,8 @@ std::string read(const fs::path& p) {
 
 }  // namespace
 
-TEST_CASE("A step open past hang_after is reported once, with its open phase, collectives and the steps before", "[hang]") {
+TEST_CASE("A step open past hang_after is reported once, with its open phase, collectives and the steps before",
+          "[hang]") {
   temp_dir dir;
   config cfg = testing::quiet();
   cfg.hang_after_s = 0.3;
@@ -101,7 +102,8 @@ TEST_CASE("A step open past hang_after is reported once, with its open phase, co
   CHECK(m.hang->report == report);
   CHECK_THAT(m.prometheus(), Contains("steptrace_stuck_seconds "));
   CHECK_THAT(m.prometheus(), !Contains("steptrace_stuck_seconds 0\n"));
-  CHECK(eventually([&] { return read(dir.path / "live.jsonl").find("{\"hang\":{\"suspected\":true") != std::string::npos; }));
+  CHECK(eventually(
+      [&] { return read(dir.path / "live.jsonl").find("{\"hang\":{\"suspected\":true") != std::string::npos; }));
   CHECK(held_s < 20);
   // once a hang: two more looks (a second apart) write nothing more
   std::this_thread::sleep_for(std::chrono::milliseconds(2200));
@@ -226,7 +228,8 @@ TEST_CASE("A fetch in progress past hang_after is a hang; the last fetch of a lo
   CHECK(t.summary().steps == 4);
 }
 
-TEST_CASE("Two hangs in one process at the same step keep two reports; another user's capture_dir gets none", "[hang]") {
+TEST_CASE("Two hangs in one process at the same step keep two reports; another user's capture_dir gets none",
+          "[hang]") {
   temp_dir dir;
   config cfg = testing::quiet();
   cfg.hang_after_s = 0.3;

@@ -1,6 +1,8 @@
 // Listeners of live windows (tracer::listen_windows, next_window): what the Python package's
 // on_window and tracker adapters stand on. The truth is the JSONL the same windows are written
 // to, and the steps the test itself recorded.
+#include <unistd.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -9,8 +11,6 @@
 #include <optional>
 #include <string>
 #include <thread>
-
-#include <unistd.h>
 
 #include "helpers.hpp"
 #include "steptrace/steptrace.hpp"
@@ -123,8 +123,10 @@ TEST_CASE("stop_listening wakes a waiting listener at once and queues nothing mo
   CHECK_FALSE(t.next_window(0));
 }
 
-TEST_CASE("end_live: the window in progress goes out however short, with every step since the last; then none", "[listeners]") {
-  const std::string jsonl = (fs::temp_directory_path() / ("steptrace-last-" + std::to_string(::getpid()) + ".jsonl")).string();
+TEST_CASE("end_live: the window in progress goes out however short, with every step since the last; then none",
+          "[listeners]") {
+  const std::string jsonl =
+      (fs::temp_directory_path() / ("steptrace-last-" + std::to_string(::getpid()) + ".jsonl")).string();
   fs::remove(jsonl);
   config c = testing::quiet();  // no `live`: windows every 10 s, longer than this run
   c.jsonl_path = jsonl;
@@ -141,9 +143,7 @@ TEST_CASE("end_live: the window in progress goes out however short, with every s
   CHECK(last->step == 7);
   CHECK(lines_in(jsonl) == 1);
   t.end_live();  // once only
-  {
-    scoped_step s(t);
-  }
+  { scoped_step s(t); }
   CHECK_FALSE(t.next_window(1.2));
   CHECK(lines_in(jsonl) == 1);
   CHECK(t.summary().steps == 8);  // the whole run is untouched

@@ -37,7 +37,8 @@ std::vector<std::string> rows(const std::vector<std::pair<double, double>>& work
   for (const auto& [i, c] : work) slowest = std::max(slowest, i + c);
   std::vector<std::string> out;
   for (std::uint32_t r = 0; r < work.size(); ++r) {
-    out.push_back(live_row(window_of(r, static_cast<std::uint32_t>(work.size()), work[r].first, work[r].second, slowest)));
+    out.push_back(
+        live_row(window_of(r, static_cast<std::uint32_t>(work.size()), work[r].first, work[r].second, slowest)));
   }
   return out;
 }
@@ -52,8 +53,8 @@ TEST_CASE("a window's straggler among the rows is combine_ranks's on the same su
   CHECK(got->excess_ms == Approx(10));
   CHECK(got->others_wait_ms == Approx(10.2));
   CHECK_FALSE(window_straggler(rows({{1, 20}, {1, 20}, {1, 20}, {1, 20}})));  // balanced
-  CHECK_FALSE(window_straggler(rows({{1, 20}})));                            // one row
-  CHECK(live_row(window_of(0, 2, 1, 20, 21)).size() < 600);            // what a rank sends a window
+  CHECK_FALSE(window_straggler(rows({{1, 20}})));                             // one row
+  CHECK(live_row(window_of(0, 2, 1, 20, 21)).size() < 600);                   // what a rank sends a window
   CHECK_THROWS_WITH(window_straggler({"{\"rank\": 1}"}), Contains("a row that is not one"));
   summary no_rank;
   CHECK_THROWS_AS(live_row(no_rank), std::invalid_argument);
@@ -64,10 +65,12 @@ namespace {
 // window_of with a named phase inside `input` taking `named` ms of it a step.
 summary with_named(std::uint32_t rank, std::uint32_t world, double input, double named, const std::string& name) {
   summary s = window_of(rank, world, input, 20, 11 + 20);
-  s.phases.push_back(phase_stats{name, stat_ms{named * 50, named, named, named, named, named}, named / s.step_ms.mean, 50});
+  s.phases.push_back(
+      phase_stats{name, stat_ms{named * 50, named, named, named, named, named}, named / s.step_ms.mean, 50});
   s.phases.back().parent = "input";
   for (phase_stats& p : s.phases) {
-    if (p.name == "input") p.ms = stat_ms{(input - named) * 50, input - named, input - named, input - named, input - named, input - named};
+    if (p.name == "input")
+      p.ms = stat_ms{(input - named) * 50, input - named, input - named, input - named, input - named, input - named};
   }
   double total = 0;
   for (phase_stats& p : s.phases) total += p.ms.mean;
@@ -192,7 +195,8 @@ TEST_CASE("a one-off straggler's advice is a transient stall", "[live_ranks]") {
 TEST_CASE("a row carrying a figure no run or device can have is refused, never judged", "[live_ranks]") {
   std::vector<std::string> good = rows({{1, 20}, {1, 20}, {11, 20}, {1, 20}});
   std::string crafted = good[1];
-  const std::size_t step = crafted.find(' ', crafted.find(' ', crafted.find(' ', 3) + 1) + 1);  // after "r2 RANK WORLD STEPS"
+  const std::size_t step =
+      crafted.find(' ', crafted.find(' ', crafted.find(' ', 3) + 1) + 1);      // after "r2 RANK WORLD STEPS"
   crafted.replace(step + 1, crafted.find(' ', step + 1) - step - 1, "5e296");  // its mean step
   CHECK_THROWS_WITH(window_straggler({good[0], crafted}), Contains("a figure no run can have (5e+296)"));
   CHECK(window_straggler(good));

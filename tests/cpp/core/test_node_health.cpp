@@ -52,7 +52,7 @@ TEST_CASE("NVML's readings of the GPU, and XID events counted as they come", "[n
   CHECK(n.throttle == 0x20);  // thermal slowdown; 0x1 (idle) is not a slowdown
   CHECK(n.ecc_errors == 0);
   CHECK(n.xid_errors == 2);
-  CHECK(reader.read(0, true).xid_errors == 2);  // counted once
+  CHECK(reader.read(0, true).xid_errors == 2);         // counted once
   CHECK(reader.read(0, true).involuntary_per_s >= 0);  // the host's, from the second read on
 }
 
@@ -81,7 +81,8 @@ TEST_CASE("a throttled rank's node is cited in the straggler verdict; a healthy 
   // rank 2 computes 10 ms longer (its clock is held low) and the others wait for it
   std::vector<std::string> rows;
   for (std::uint32_t r = 0; r < 4; ++r) {
-    summary w = testing::rank_summary(r, 4, {{"input", 1}, {"compute", r == 2 ? 30.0 : 20.0}, {"wait", r == 2 ? 0.2 : 10.2}});
+    summary w =
+        testing::rank_summary(r, 4, {{"input", 1}, {"compute", r == 2 ? 30.0 : 20.0}, {"wait", r == 2 ? 0.2 : 10.2}});
     w.node = r == 2 ? hot : healthy;
     rows.push_back(live_row(w));
     CHECK(rows.back().size() < 256);
@@ -89,8 +90,9 @@ TEST_CASE("a throttled rank's node is cited in the straggler verdict; a healthy 
   const std::optional<straggler_info> s = window_straggler(rows);
   REQUIRE(s);
   CHECK(s->rank == 2);
-  CHECK(s->node == "SM clock 1410 MHz against 1980 median, temperature 88 C against 55 median, thermal slowdown, "
-                   "hardware thermal slowdown");
+  CHECK(s->node ==
+        "SM clock 1410 MHz against 1980 median, temperature 88 C against 55 median, thermal slowdown, "
+        "hardware thermal slowdown");
   // every rank healthy: nothing cited
   rows.clear();
   for (std::uint32_t r = 0; r < 4; ++r) rows.push_back(row(r, healthy));
@@ -113,9 +115,9 @@ TEST_CASE("a steal counter that steps back reads nothing, never a wrapped share"
   detail::host_health_reader host(stat.c_str());
   ticks(1000, 500);
   CHECK(host.read().steal_share == -1);  // the first read starts the span
-  ticks(1900, 600);                       // 1,000 ticks more, 100 of them stolen
+  ticks(1900, 600);                      // 1,000 ticks more, 100 of them stolen
   CHECK(host.read().steal_share == Approx(0.1));
-  ticks(2900, 400);                       // the steal clock went back 200 ticks
+  ticks(2900, 400);  // the steal clock went back 200 ticks
   CHECK(host.read().steal_share == -1);
   ticks(3800, 500);
   CHECK(host.read().steal_share == Approx(0.1));

@@ -189,7 +189,7 @@ TEST_CASE("abandoned requests, phases past capacity and phases left open are cou
   request moved(t);
   request kept(std::move(moved));  // a moved-from handle is empty: nothing to abandon
   CHECK_FALSE(moved.open());
-  kept.begin_phase(q);  // left open: closed by end()
+  kept.begin_phase(q);                               // left open: closed by end()
   for (int k = 0; k < 40; ++k) kept.begin_phase(p);  // nested 40 deep: past the capacity
   for (int k = 0; k < 40; ++k) kept.end_phase(p);
   kept.end();
@@ -247,7 +247,7 @@ TEST_CASE("batches and requests that share a builder each have their own warm-up
     request(t).end();
   }
   const summary s = t.summary();
-  CHECK(s.steps == 4);  // 6 requests less their 2 warm-up, whatever the batches did
+  CHECK(s.steps == 4);         // 6 requests less their 2 warm-up, whatever the batches did
   CHECK(s.warmup_steps == 2);  // the batches' warm-up is counted with the batches, apart
   REQUIRE(s.batches.has_value());
   CHECK(s.batches->batches == 4);
@@ -289,7 +289,7 @@ TEST_CASE("metrics(): counts only grow, quantiles cover the latest steps, and re
   const phase_stats* e = a.phase("metrics.early");
   REQUIRE(e != nullptr);
   CHECK(e->ms.total == Approx(first.phase("metrics.early")->ms.total));  // its sum stays
-  CHECK(e->ms.max == 0);  // no recent step ran it
+  CHECK(e->ms.max == 0);                                                 // no recent step ran it
   CHECK(e->ms.p99 == 0);
   CHECK(t.summary().steps == 8192);  // nor does it touch the whole-run summary or windows
   CHECK(t.window().steps == 8192);

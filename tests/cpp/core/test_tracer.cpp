@@ -9,9 +9,9 @@
 #include "steptrace/steptrace.hpp"
 
 using namespace steptrace;
+using std::chrono::microseconds;
 using steptrace::testing::quiet;
 using steptrace::testing::spin_for;
-using std::chrono::microseconds;
 
 namespace {
 
@@ -91,7 +91,10 @@ TEST_CASE("wall time runs from the first counted step's start to the last one's 
   using clock = std::chrono::steady_clock;
   auto ms = [](clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
   tracer t(quiet(1));
-  { scoped_step warmup(t); spin_for(microseconds(5000)); }  // warm-up: not in the wall time
+  {
+    scoped_step warmup(t);
+    spin_for(microseconds(5000));
+  }  // warm-up: not in the wall time
   // Truth stamped beside the step records: the gaps between steps, however long a preemption
   // makes them, are wall time and in no step.
   double gaps = 0;
@@ -100,7 +103,10 @@ TEST_CASE("wall time runs from the first counted step's start to the last one's 
     const auto before = clock::now();
     if (i == 0) first = before;
     if (i > 0) gaps += ms(before - last_end);
-    { scoped_step step(t); spin_for(microseconds(2000)); }
+    {
+      scoped_step step(t);
+      spin_for(microseconds(2000));
+    }
     last_end = clock::now();
     if (i < 4) spin_for(microseconds(3000));
   }
@@ -187,7 +193,10 @@ TEST_CASE("a phase outside any step does not distort step statistics", "[tracer]
   steptrace::testing::truth in_step, step_span, outside, outside_span;
   for (int i = 0; i < 5; ++i) {
     const auto step_before = clock::now();
-    { scoped_step step(t); in_step.add(spin_for(microseconds(1000))); }
+    {
+      scoped_step step(t);
+      in_step.add(spin_for(microseconds(1000)));
+    }
     step_span.add(ms(clock::now() - step_before));
     const auto outside_before = clock::now();
     {
@@ -268,8 +277,7 @@ TEST_CASE("facts given to the tracer reach the summary and its JSON", "[tracer]"
   CHECK(summary::from_json(s.json()).facts == s.facts);
 }
 
-TEST_CASE("the clock calibration reads both clocks at one instant: a preemption between reads is not kept",
-          "[clock]") {
+TEST_CASE("the clock calibration reads both clocks at one instant: a preemption between reads is not kept", "[clock]") {
   // Fake clocks: ticks run at 3 per ns. On the first try the thread is "preempted" for 1.4 ms
   // between the nanosecond read and the second tick read; a read of each clock alone (the old
   // calibration) takes the late tick and is 1.4 ms of ticks off.
@@ -289,6 +297,7 @@ TEST_CASE("the clock calibration reads both clocks at one instant: a preemption 
     if (++r == 2) u += 3 * 1'400'000;
     return u += 3;
   };
-  const detail::clock_pair bad = detail::read_both(once, [&] { return u / 3; }, 1);
+  const detail::clock_pair bad = detail::read_both(
+      once, [&] { return u / 3; }, 1);
   CHECK(static_cast<double>(bad.tick) / 3 - static_cast<double>(bad.ns) > 600'000);
 }

@@ -9,9 +9,9 @@
 #include "steptrace/steptrace.hpp"
 
 using namespace steptrace;
+using std::chrono::microseconds;
 using steptrace::testing::quiet;
 using steptrace::testing::spin_for;
-using std::chrono::microseconds;
 
 TEST_CASE("a full ring is drained by its own thread: nothing is dropped", "[tracer][record]") {
   config c = quiet();

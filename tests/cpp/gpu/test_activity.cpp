@@ -16,9 +16,9 @@
 using namespace steptrace;
 using steptrace::testing::fake_gpu;
 using steptrace::testing::host_now_ns;
-using steptrace::testing::one_step;
 using steptrace::testing::kernel_record;
 using steptrace::testing::memory_record;
+using steptrace::testing::one_step;
 
 namespace {
 
@@ -95,8 +95,7 @@ void step_still_running(fake_gpu& gpu, tracer& t, void* stream) {
   gpu.emit({kernel_record(mid, mid + 100'000, fake_gpu::stream_id(stream))}, /*complete=*/false);
 }
 
-TEST_CASE("a summary waits for the steps' work still running on the device, and reads its records",
-          "[gpu][activity]") {
+TEST_CASE("a summary waits for the steps' work still running on the device, and reads its records", "[gpu][activity]") {
   // The demo's pinned-copy loop on an H200 never waits for its GPU: its summary, asked as the loop
   // ended, read "busy 0.0%", none of the steps' kernels and copies handed back yet.
   fake_gpu gpu;
@@ -142,7 +141,7 @@ TEST_CASE("a summary waits only for work closed before it was asked, not for a s
     gpu.set_current_context(true);
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
     gpu.finish_work();
-    gpu.release_events();  // the first step's work is done...
+    gpu.release_events();   // the first step's work is done...
     gpu.hold_events(true);  // ...and the next steps' never is, while the summary reads
     for (int i = 0; i < 20; ++i) {
       scoped_step step(t);
@@ -157,8 +156,7 @@ TEST_CASE("a summary waits only for work closed before it was asked, not for a s
   gpu.release_events();
 }
 
-TEST_CASE("a summary waits a second at most for the device, then says how much was still running",
-          "[gpu][activity]") {
+TEST_CASE("a summary waits a second at most for the device, then says how much was still running", "[gpu][activity]") {
   fake_gpu gpu;
   gpu.set_current_context(true);
   tracer t(steptrace::testing::quiet());

@@ -123,8 +123,9 @@ TEST_CASE("only synchronisations that block the host count as syncs", "[gpu][dec
   y.start = 100;
   y.end = 900;
   device_record out;
-  for (auto type : {CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE,
-                    CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE}) {
+  for (auto type :
+       {CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE,
+        CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE}) {
     y.type = type;
     CHECK(run(y, out) == decoded::ok);
   }

@@ -68,7 +68,7 @@ TEST_CASE("device_sample: windows left out have CUPTI's kinds off and their step
     const auto step = one_step(t);
     kernel_in(gpu, step);
   };
-  recorded(30);  // the first pass, part way into slot 30
+  recorded(30);                                 // the first pass, part way into slot 30
   detail::sample_device_at(31, host_now_ns());  // 30 was partial: 31 is recorded too, whole
   const auto last_recorded = one_step(t);
   const std::uint64_t quarter = (last_recorded.second - last_recorded.first) / 4;
@@ -77,7 +77,7 @@ TEST_CASE("device_sample: windows left out have CUPTI's kinds off and their step
   CHECK_FALSE(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   gpu.finish_work();  // the kernel launched before the pause ends now: its buffer is steptrace's to flush
   CHECK(gpu.steptrace_has_callbacks());  // kinds off; the callbacks and clock stay steptrace's
-  one_step(t);  // nothing recorded: CUPTI's kinds are off
+  one_step(t);                           // nothing recorded: CUPTI's kinds are off
   one_step(t);
   detail::sample_device_at(33, host_now_ns());  // recorded again
   CHECK(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
@@ -122,8 +122,10 @@ TEST_CASE("device_sample: windows left out have CUPTI's kinds off and their step
   CHECK(back.gpu->steps_sampled_out == 4);
 }
 
-TEST_CASE("device_sample: a profiler that takes CUPTI during a window left out gets none of steptrace's buffers; "
-          "the next recorded window takes CUPTI back whole", "[gpu][sample][handover]") {
+TEST_CASE(
+    "device_sample: a profiler that takes CUPTI during a window left out gets none of steptrace's buffers; "
+    "the next recorded window takes CUPTI back whole",
+    "[gpu][sample][handover]") {
   fake_gpu gpu;
   detail::sample_slots_for_testing();
   config cfg = steptrace::testing::quiet();
@@ -157,7 +159,8 @@ TEST_CASE("device_sample: a profiler that takes CUPTI during a window left out g
   CHECK(s.gpu->steps_viewed == 3);
 }
 
-TEST_CASE("device_sample on the wall clock: 1 s windows, one in 2 recorded, on and off again and again", "[gpu][sample]") {
+TEST_CASE("device_sample on the wall clock: 1 s windows, one in 2 recorded, on and off again and again",
+          "[gpu][sample]") {
   // The collectors' own ticks (not the test's), over real windows: CUPTI's kinds follow the plan,
   // and the test emits a kernel in a step only when CUPTI records, as CUPTI does.
   fake_gpu gpu;
@@ -187,8 +190,8 @@ TEST_CASE("device_sample on the wall clock: 1 s windows, one in 2 recorded, on a
   // 6.5 s: the partial first window and the first whole one recorded, then one in two: off and on
   // at least twice each (a plan that stopped ticking after its first resume switched twice). A busy
   // machine may stretch a step across a switch: such a step has no kernel and is counted apart.
-  INFO("switches " << switches << ", kernels " << kernels << ", steps viewed " << s.gpu->steps_viewed << " and left out "
-                    << s.gpu->steps_sampled_out << " of " << s.steps);
+  INFO("switches " << switches << ", kernels " << kernels << ", steps viewed " << s.gpu->steps_viewed
+                   << " and left out " << s.gpu->steps_sampled_out << " of " << s.steps);
   CHECK(switches >= 4);
   CHECK(s.gpu->steps_sampled_out > 0);
   CHECK(s.gpu->sample_every == 2);  // set back to 1, the figures still say how they were sampled

@@ -2,9 +2,8 @@
 // pending / done / failed pairs, a pool that was full at a phase's begin, graph capture, and a
 // thread with no CUDA context of its own. Each fake event is recorded 0.5 ms after the one
 // before, so a phase with nothing inside lasts exactly 0.5 ms of fake device time.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <thread>
 #include <vector>
 
@@ -14,8 +13,8 @@
 #include "steptrace/steptrace.hpp"
 
 using namespace steptrace;
-using steptrace::testing::fake_gpu;
 using steptrace::detail::event_pool;
+using steptrace::testing::fake_gpu;
 
 namespace {
 
@@ -101,17 +100,16 @@ TEST_CASE("a stream being captured into a CUDA graph gets no events, and queries
   CHECK_FALSE(gpu.capture_invalidated());
   CHECK(device_calls(during, "compute") == 5);
   CHECK(gpu.this_thread_capture_mode_is_global());  // put back after each query
-  timed_steps(t, captured, 5);  // captured no more: timed again
+  timed_steps(t, captured, 5);                      // captured no more: timed again
   CHECK(device_calls(t.summary(), "compute") == 10);
 }
 
-TEST_CASE("a thread with no current CUDA context times phases on a stream, and is not given up on",
-          "[gpu][events]") {
+TEST_CASE("a thread with no current CUDA context times phases on a stream, and is not given up on", "[gpu][events]") {
   fake_gpu gpu(false);
   tracer t(steptrace::testing::quiet());
   std::thread worker([&] {
     gpu.set_current_context(false);
-    timed_steps(t, nullptr, 3);  // the legacy stream: no context to take events from yet
+    timed_steps(t, nullptr, 3);        // the legacy stream: no context to take events from yet
     timed_steps(t, gpu.stream(1), 4);  // the stream's own context
     gpu.set_current_context(true);
     timed_steps(t, nullptr, 2);
@@ -167,7 +165,8 @@ TEST_CASE("a pool half full of pairs not read back asks the collector for a harv
   CHECK_FALSE(events.wake_collector);  // asked already: no second wake until a harvest
   events.harvest_asked.store(false);   // the collector's harvest freed the oldest quarter
   for (std::size_t i = 0; i < event_pool::size / 4; ++i) events.release(ids[i]);
-  for (std::uint32_t i = 0; i < event_pool::size / 4 - 2; ++i) ids.push_back(record_stream_event(events, stream, context));
+  for (std::uint32_t i = 0; i < event_pool::size / 4 - 2; ++i)
+    ids.push_back(record_stream_event(events, stream, context));
   CHECK_FALSE(events.harvest_asked.load());  // slot half a pool ahead of each was free
   ids.push_back(record_stream_event(events, stream, context));
   CHECK(events.harvest_asked.load());  // half the pool waits again

@@ -14,10 +14,10 @@
 using namespace steptrace;
 using steptrace::testing::fake_gpu;
 using steptrace::testing::host_now_ns;
-using steptrace::testing::one_step;
 using steptrace::testing::kernel_record;
 using steptrace::testing::launch_record;
 using steptrace::testing::named_kernel_record;
+using steptrace::testing::one_step;
 
 namespace {
 
@@ -59,7 +59,7 @@ TEST_CASE("repeated hand-overs: steptrace's clock is back each time, and records
   }
   const summary s = t.summary();
   REQUIRE(s.gpu.has_value());
-  CHECK(s.gpu->steps_viewed == 4);  // the first step, before any hand-over, had no kernel
+  CHECK(s.gpu->steps_viewed == 4);                  // the first step, before any hand-over, had no kernel
   CHECK(s.gpu->kernels_per_step * 4 == Approx(3));  // the good kernel alone in each of the others
   CHECK(s.gpu->busy_ms.mean * 4 == Approx(0.3).margin(1e-6));
   const std::string* counted = s.fact("cupti.records_bad_clock");
@@ -80,8 +80,8 @@ TEST_CASE("a profiler session after steptrace's last hand-back still gets every 
   }
   const std::uint64_t before = gpu.other_tool_records();
   detail::yield_cupti("torch.profiler");  // a fourth session, the program's own
-  CHECK(gpu.kinds_enabled() == 0);       // steptrace left nothing on that would go to the profiler
-  CHECK(gpu.buffers_held() == 0);        // nor a buffer of its own with CUPTI
+  CHECK(gpu.kinds_enabled() == 0);        // steptrace left nothing on that would go to the profiler
+  CHECK(gpu.buffers_held() == 0);         // nor a buffer of its own with CUPTI
   gpu.other_tool_starts();
   auto [b, e] = one_step(t);
   gpu.emit({kernel_record(b + 10'000, b + 20'000), kernel_record(b + 30'000, b + 40'000)});

@@ -1,8 +1,7 @@
 // Kernels joined to their launch calls across CUPTI's buffers (gpu/launch_match): synthetic
 // records, a fake clock.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <vector>
 
 #include "analysis/device_view.hpp"
@@ -23,8 +22,12 @@ device_record rec(device_activity kind, std::uint32_t correlation, std::uint64_t
   r.end = start + 5;
   return r;
 }
-device_record kernel(std::uint32_t correlation, std::uint64_t start) { return rec(device_activity::kernel, correlation, start); }
-device_record launch(std::uint32_t correlation, std::uint64_t start) { return rec(device_activity::launch, correlation, start); }
+device_record kernel(std::uint32_t correlation, std::uint64_t start) {
+  return rec(device_activity::kernel, correlation, start);
+}
+device_record launch(std::uint32_t correlation, std::uint64_t start) {
+  return rec(device_activity::launch, correlation, start);
+}
 device_record copy(std::uint64_t start) { return rec(device_activity::memcpy, 0, start); }
 
 constexpr std::uint64_t ms = 1'000'000;
@@ -35,7 +38,7 @@ TEST_CASE("a kernel whose launch call comes in a later buffer gets its launch ti
   launch_matcher m;
   std::vector<device_record> ready;
   m.take({kernel(7, 1000), copy(1100), kernel(8, 1200)}, 0, ready);  // the kernels' buffer first
-  REQUIRE(ready.size() == 1);  // the copy: not a kernel, never held
+  REQUIRE(ready.size() == 1);                                        // the copy: not a kernel, never held
   CHECK(ready[0].kind == device_activity::memcpy);
   CHECK(m.waiting() == 2);
   m.take({launch(7, 900), launch(8, 950)}, 100 * ms, ready);  // the calls' buffer, later
@@ -48,7 +51,8 @@ TEST_CASE("a kernel whose launch call comes in a later buffer gets its launch ti
   CHECK(m.unmatched() == 0);
 }
 
-TEST_CASE("a launch call before its kernel, in the same buffer or an earlier one, is found at once", "[gpu][launches]") {
+TEST_CASE("a launch call before its kernel, in the same buffer or an earlier one, is found at once",
+          "[gpu][launches]") {
   launch_matcher m;
   std::vector<device_record> ready;
   m.take({kernel(3, 500), launch(3, 400)}, 0, ready);  // the call after its kernel in one buffer
@@ -128,7 +132,8 @@ TEST_CASE("a graph's replay marks the kernels it ran, and a step counts it once"
   CHECK(graph == 3);
   for (const device_record& r : ready) CHECK(r.graph == (r.correlation == 40));
   // the step's view: 4 kernels, 3 of them one replay's
-  std::sort(ready.begin(), ready.end(), [](const device_record& a, const device_record& b) { return a.start < b.start; });
+  std::sort(ready.begin(), ready.end(),
+            [](const device_record& a, const device_record& b) { return a.start < b.start; });
   const steptrace::detail::step_device_view v = steptrace::detail::view_step(0, 1000, {}, ready);
   CHECK(v.kernels == 4);
   CHECK(v.graph_kernels == 3);

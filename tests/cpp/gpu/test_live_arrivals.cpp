@@ -5,10 +5,10 @@
 // kernel starts `late` after the others'. The truth is set by construction (the records' times,
 // placed by each rank's own host stamp); the rows go through live_row and window_straggler as
 // rank 0 reads them from the store.
-#include <catch2/catch.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
 #include <string>

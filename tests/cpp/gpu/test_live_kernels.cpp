@@ -9,8 +9,8 @@
 
 #include "fake_gpu.hpp"
 #include "gpu/backend.hpp"
-#include "record/kernel_names.hpp"
 #include "helpers.hpp"
+#include "record/kernel_names.hpp"
 #include "steptrace/steptrace.hpp"
 
 using namespace steptrace;
@@ -21,8 +21,10 @@ using steptrace::testing::named_kernel_record;
 
 namespace {
 
-const char* const gemm = "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>(Params)";
-const char* const relu = "void at::native::vectorized_elementwise_kernel<4, at::native::relu_functor<float>>(int, float*)";
+const char* const gemm =
+    "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>(Params)";
+const char* const relu =
+    "void at::native::vectorized_elementwise_kernel<4, at::native::relu_functor<float>>(int, float*)";
 const char* const copy = "void at::native::unrolled_elementwise_kernel<at::native::copy_kernel_cuda>(int)";
 
 struct stamps {
@@ -114,8 +116,7 @@ TEST_CASE("live kernels: by name, by the phase that launched them, and by kind",
   CHECK(*sum.fact("cupti.kernels_without_launch") == "2");
 }
 
-TEST_CASE("live kernels run by a GPU steps behind its host stay their launching step's and phase's",
-          "[gpu][kernels]") {
+TEST_CASE("live kernels run by a GPU steps behind its host stay their launching step's and phase's", "[gpu][kernels]") {
   // A loop with no sync: each step launches a GEMM in `forward` that runs during the next step,
   // and the last step's after the run's last step. Found on an H100 (30 steps, no sync): the table
   // named most kernels "launched outside the step's phases" and lost the last steps' ones.

@@ -1,9 +1,8 @@
 // A step's device view covers its own streams, on the fakes (fake_gpu.hpp): two threads whose
 // steps overlap each see their own stream's kernels; a stream on another device is not mixed with
 // the first; a step that named no stream sees every stream; the device as a whole is kept apart.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <thread>
 
 #include "fake_gpu.hpp"
@@ -18,7 +17,6 @@ using steptrace::testing::kernel_record;
 using steptrace::testing::sync_record;
 
 namespace {
-
 
 // All `n` threads wait here until every one has arrived.
 class rendezvous {
@@ -51,7 +49,7 @@ TEST_CASE("two threads' overlapping steps each see only their own stream", "[gpu
     scoped_step step(t);
     scoped_phase p(t, builtin::compute, gpu.stream(1 + i));
     meet.arrive();
-    after[i] = host_now_ns();  // both threads are inside their steps from here...
+    after[i] = host_now_ns();                                      // both threads are inside their steps from here...
     steptrace::testing::spin_for(std::chrono::microseconds(300));  // (the overlap then lasts at least this)
     meet.arrive();
     before[i] = host_now_ns();  // ...to here
@@ -71,9 +69,9 @@ TEST_CASE("two threads' overlapping steps each see only their own stream", "[gpu
   REQUIRE(s.gpu.has_value());
   CHECK(s.gpu->steps_viewed == 3);  // the first step named no stream
   CHECK(s.gpu->steps_all_streams == 1);
-  CHECK(s.gpu->kernels_per_step == Approx(2.0 / 3));  // one each for the two threads' steps
+  CHECK(s.gpu->kernels_per_step == Approx(2.0 / 3));                 // one each for the two threads' steps
   CHECK(s.gpu->busy_ms.total == Approx(3 * q * 1e-6).margin(1e-9));  // q on one stream, 2q on the other
-  CHECK(s.gpu->device_busy_share > s.gpu->busy_share);  // each step's device ran the other's kernel too
+  CHECK(s.gpu->device_busy_share > s.gpu->busy_share);               // each step's device ran the other's kernel too
 }
 
 TEST_CASE("a stream on another device is not mixed with the first device's streams", "[gpu][streams]") {

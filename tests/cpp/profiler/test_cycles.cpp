@@ -1,7 +1,6 @@
 // One process's profiler cycles (a repeating schedule's tensorboard_trace_handler files) read as one
 // run: hand-made cycles against hand-worked truth; other processes' files refused.
 #include <catch2/catch.hpp>
-
 #include <string>
 #include <vector>
 
@@ -62,7 +61,8 @@ TEST_CASE("a process's profiler cycles read as one run, each cycle alone beside 
   CHECK(one.cycles[1].step_mean_ms == Approx(3.0).margin(1e-9));
   CHECK(one.cycles[2].steps == 1);
   CHECK(*one.fact("trace.cycles") == "3");
-  CHECK_THAT(one.backend.reason, Catch::Matchers::Contains("3 torch.profiler cycles of one process (pid 100 on node7)"));
+  CHECK_THAT(one.backend.reason,
+             Catch::Matchers::Contains("3 torch.profiler cycles of one process (pid 100 on node7)"));
   CHECK_THAT(one.backend.reason, Catch::Matchers::Contains("1 closing stub step"));
   CHECK_THAT(one.table(), Catch::Matchers::Contains("cycles     3 torch.profiler cycles of one process"));
   // step numbers go on from cycle to cycle: the timeline keeps every step, each once

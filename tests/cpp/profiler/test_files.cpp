@@ -14,8 +14,8 @@
 #include <system_error>
 
 #include "base/whole_file.hpp"
-#include "report/diagnosis/diagnosis.hpp"
 #include "helpers.hpp"
+#include "report/diagnosis/diagnosis.hpp"
 #include "steptrace/steptrace.hpp"
 
 using namespace steptrace;
@@ -94,8 +94,8 @@ TEST_CASE("from_json: a bad value is shown cut short", "[files]") {
 TEST_CASE("from_json: control characters in a file's names come back escaped, recorded labels unchanged", "[files]") {
   const std::string json = a_summary_json();
   // A crafted name: retitle the terminal, clear the screen, write the clipboard (OSC 52), C1 CSI.
-  const std::string crafted = replaced(json, "\"files.decode\"",
-                                       R"("x\u001b]0;owned\u0007\u001b[2J\u001b]52;c;aGk=\u0007\u009b31m")");
+  const std::string crafted =
+      replaced(json, "\"files.decode\"", R"("x\u001b]0;owned\u0007\u001b[2J\u001b]52;c;aGk=\u0007\u009b31m")");
   const summary s = summary::from_json(crafted);
   REQUIRE(s.phases.size() >= 2);
   const phase_stats* p = s.phase(R"(x\x1B]0;owned\x07\x1B[2J\x1B]52;c;aGk=\x07\xC2\x9B31m)");
@@ -133,8 +133,9 @@ TEST_CASE("from_json: figures that cannot hold together are refused, named, befo
   };
   CHECK_THROWS_WITH(summary::from_json(forged([](summary& f) { f.phases[0].share = 0.9, f.phases[1].share = 0.9; })),
                     Contains("shares sum to 1.800, not 1"));
-  CHECK_THROWS_WITH(summary::from_json(forged([](summary& f) { f.step_ms.p50 = 9, f.step_ms.p95 = 5, f.step_ms.max = 1; })),
-                    Contains("step_ms: p50 9 p95 5") && Contains("not in order"));
+  CHECK_THROWS_WITH(
+      summary::from_json(forged([](summary& f) { f.step_ms.p50 = 9, f.step_ms.p95 = 5, f.step_ms.max = 1; })),
+      Contains("step_ms: p50 9 p95 5") && Contains("not in order"));
   CHECK_THROWS_WITH(summary::from_json(forged([](summary& f) { f.phases[0].ms.p99 = f.phases[0].ms.max + 1; })),
                     Contains("not in order"));
   CHECK_THROWS_WITH(summary::from_json(forged([](summary& f) { f.diag.label = "ALL-GOOD"; })),
@@ -144,8 +145,9 @@ TEST_CASE("from_json: figures that cannot hold together are refused, named, befo
 TEST_CASE("from_json: seeded mutations of a real summary never escape as anything but invalid_argument", "[files]") {
   const std::string json = a_summary_json();
   std::mt19937 rng(20261124);
-  const std::string pieces[] = {"1e400", "-1", "NaN", "[", "]", "{", "}", "\"", "null", "18446744073709551616",
-                                "\\u0000", "\xff", ",", ":", "0.5", "[[[[[[[[[[", "true"};
+  const std::string pieces[] = {
+      "1e400",   "-1",   "NaN", "[", "]",   "{",          "}",   "\"", "null", "18446744073709551616",
+      "\\u0000", "\xff", ",",   ":", "0.5", "[[[[[[[[[[", "true"};
   int accepted = 0;
   for (int i = 0; i < 3000; ++i) {
     std::string m = json;
@@ -153,9 +155,15 @@ TEST_CASE("from_json: seeded mutations of a real summary never escape as anythin
     for (int e = 0; e < edits; ++e) {
       const std::size_t at = rng() % m.size();
       switch (rng() % 3) {
-        case 0: m.insert(at, pieces[rng() % std::size(pieces)]); break;
-        case 1: m.erase(at, 1 + rng() % 8); break;
-        default: m[at] = static_cast<char>(rng() % 256); break;
+        case 0:
+          m.insert(at, pieces[rng() % std::size(pieces)]);
+          break;
+        case 1:
+          m.erase(at, 1 + rng() % 8);
+          break;
+        default:
+          m[at] = static_cast<char>(rng() % 256);
+          break;
       }
     }
     try {

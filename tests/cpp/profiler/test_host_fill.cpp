@@ -1,7 +1,7 @@
 // The other threads' fill, made in time order as gaps ask for it, held to the tiling it replaced
 // (every piece of every thread sorted, what an earlier piece covers cut away) on random forests.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <random>
 #include <tuple>
@@ -62,7 +62,8 @@ std::vector<piece> reference_within(const std::vector<piece>& tiles, std::uint64
 
 }  // namespace
 
-TEST_CASE("the other threads' fill, made as the gaps ask, is the sorted tiling of their pieces", "[profiler][host_fill]") {
+TEST_CASE("the other threads' fill, made as the gaps ask, is the sorted tiling of their pieces",
+          "[profiler][host_fill]") {
   std::mt19937_64 rng(20261127);
   for (int round = 0; round < 300; ++round) {
     const int threads = 1 + static_cast<int>(rng() % 4);
@@ -72,7 +73,7 @@ TEST_CASE("the other threads' fill, made as the gaps ask, is the sorted tiling o
       const int n = static_cast<int>(rng() % 40);
       for (int k = 0; k < n; ++k) {
         trace_event e;
-        e.ts = rng() % 1000;           // coarse: equal starts and ends, nesting and overlap alike
+        e.ts = rng() % 1000;  // coarse: equal starts and ends, nesting and overlap alike
         e.dur = rng() % 4 == 0 ? 0 : rng() % 200;
         nodes[static_cast<std::size_t>(t)].push_back(static_cast<std::uint32_t>(events.size()));
         events.push_back(e);

@@ -14,12 +14,12 @@
 #include <random>
 #include <string>
 
+#include "helpers.hpp"
 #include "profiler/bytes/byte_source.hpp"
 #include "profiler/trace_events.hpp"
 #include "record/cpu_load.hpp"
 #include "steptrace/profiler_trace.hpp"
 #include "steptrace/steptrace.hpp"
-#include "helpers.hpp"
 #include "trace_files.hpp"
 
 using namespace steptrace;
@@ -105,8 +105,8 @@ TEST_CASE("gzip: each problem is named as a gzip problem; padding and further me
   std::string body = z;
   body[body.size() / 2] ^= 0x5a;  // inside the deflate data
   CHECK_THROWS_WITH(read_through(body), Contains("run.json.gz: a damaged gzip file"));
-  CHECK(read_through(z + gzip("\n")) == text + "\n");           // two members: one stream of bytes
-  CHECK(read_through(z + std::string(512, '\0')) == text);       // zeros some tools pad with
+  CHECK(read_through(z + gzip("\n")) == text + "\n");       // two members: one stream of bytes
+  CHECK(read_through(z + std::string(512, '\0')) == text);  // zeros some tools pad with
   CHECK_THROWS_WITH(read_through(z.substr(0, z.size() / 2)), Contains("run.json.gz: the gzip stream ends early"));
   std::string crc = z;
   crc[crc.size() - 8] ^= 0x55;  // the CRC-32 of the trailer
@@ -115,15 +115,17 @@ TEST_CASE("gzip: each problem is named as a gzip problem; padding and further me
   length[length.size() - 4] ^= 0x01;  // the length of the trailer
   CHECK_THROWS_WITH(read_through(length), Contains("its length does not match"));
   CHECK_THROWS_WITH(read_through(z + "trailing text"), Contains("bytes after the end of its gzip data"));
-  CHECK_THROWS_WITH(read_through(z, 100), Contains("inflates to more than 100 bytes, more than steptrace reads (16 GiB)"));
+  CHECK_THROWS_WITH(read_through(z, 100),
+                    Contains("inflates to more than 100 bytes, more than steptrace reads (16 GiB)"));
   engine_under_test = detail::default_engine();
 }
 
 TEST_CASE("a trace's kept events are bounded, with the bound named", "[files]") {
   const std::string text = a_trace(20);  // 40 events kept
   CHECK(detail::read_trace_events(*detail::bytes_of(text), "t.json", 40).events.size() == 40);
-  CHECK_THROWS_WITH(detail::read_trace_events(*detail::bytes_of(text), "t.json", 39),
-                    Contains("t.json") && Contains("t.json: more than 39 events, more than steptrace reads (10000000, at byte"));
+  CHECK_THROWS_WITH(
+      detail::read_trace_events(*detail::bytes_of(text), "t.json", 39),
+      Contains("t.json") && Contains("t.json: more than 39 events, more than steptrace reads (10000000, at byte"));
 }
 
 TEST_CASE("read_file: a summary or a trace by the top-level keys, however far in; gzipped summaries too", "[files]") {
@@ -134,7 +136,8 @@ TEST_CASE("read_file: a summary or a trace by the top-level keys, however far in
   CHECK(s.phase("traceEvents") != nullptr);  // a summary with a phase named traceEvents is a summary
   const temp_file zipped(gzip(summary_text), ".json.gz");
   CHECK(steptrace::read_file(zipped.path).steps == 3);
-  CHECK_THROWS_WITH(steptrace::read_file(plain.path, {"execute_model", ""}), Contains("names a range of a torch.profiler trace, and this is a summary"));
+  CHECK_THROWS_WITH(steptrace::read_file(plain.path, {"execute_model", ""}),
+                    Contains("names a range of a torch.profiler trace, and this is a summary"));
 
   // a valid trace whose traceEvents come after 200 KB of other keys is a trace
   std::string far = a_trace(4);
@@ -144,28 +147,32 @@ TEST_CASE("read_file: a summary or a trace by the top-level keys, however far in
   CHECK(t.steps == 4);
   CHECK(steptrace::read_file(temp_file(gzip(far), ".json.gz").path).steps == 4);
 
-  CHECK_THROWS_WITH(steptrace::read_file(temp_file("").path, {"", "empty.json"}), Contains("empty.json: the file is empty"));
+  CHECK_THROWS_WITH(steptrace::read_file(temp_file("").path, {"", "empty.json"}),
+                    Contains("empty.json: the file is empty"));
   CHECK_THROWS_WITH(steptrace::read_file(temp_file(gzip(""), ".json.gz").path, {"", "nothing.json.gz"}),
                     Contains("nothing.json.gz: a gzip file of nothing"));
   CHECK_THROWS_WITH(steptrace::read_file(temp_file("{\"schemaVersion\": 1}").path, {"", "k.json"}),
                     Contains("k.json: not a Chrome trace (no traceEvents array)"));
-  CHECK_THROWS_WITH(steptrace::read_file(temp_file("{\"a\": \"\xff\"}").path, {"", "b.json"}), Contains("b.json: not a steptrace summary: not UTF-8 text (byte 7)"));
+  CHECK_THROWS_WITH(steptrace::read_file(temp_file("{\"a\": \"\xff\"}").path, {"", "b.json"}),
+                    Contains("b.json: not a steptrace summary: not UTF-8 text (byte 7)"));
   // PyTorch's execution trace (HTA's test data keeps one beside its profiler trace): named, and
   // pointed at the file steptrace reads; another schema without "nodes" is a summary of another version
-  const std::string et = R"({"schema": "1.0.1", "pid": 5, "time": "2023-07-14", "start_ts": 6, "nodes": [{"name": "x"}]})";
+  const std::string et =
+      R"({"schema": "1.0.1", "pid": 5, "time": "2023-07-14", "start_ts": 6, "nodes": [{"name": "x"}]})";
   CHECK_THROWS_WITH(steptrace::read_file(temp_file(et).path, {"", "et.json"}),
                     Contains("et.json: a PyTorch execution trace") && Contains("the JSON with \"traceEvents\""));
   CHECK_THROWS_WITH(steptrace::read_file(temp_file(gzip(et), ".json.gz").path, {"", "et.json.gz"}),
                     Contains("et.json.gz: a PyTorch execution trace"));
-  CHECK_THROWS_WITH(steptrace::read_file(temp_file(R"({"schema": "steptrace.summary/9", "nodes": []})").path, {"", "s.json"}),
-                    Contains("s.json: unsupported summary schema \"steptrace.summary/9\""));
+  CHECK_THROWS_WITH(
+      steptrace::read_file(temp_file(R"({"schema": "steptrace.summary/9", "nodes": []})").path, {"", "s.json"}),
+      Contains("s.json: unsupported summary schema \"steptrace.summary/9\""));
   CHECK_THROWS_WITH(steptrace::read_file(temp_file(R"({"schema": "other/2", "steps": 3})").path, {"", "o.json"}),
                     Contains("o.json: unsupported summary schema \"other/2\""));
 }
 
 TEST_CASE("read_file: a pipe is read as it comes, never copied aside", "[files]") {
   const std::string text = a_trace(5), path = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
-                                               "/steptrace-fifo-" + std::to_string(::getpid());
+                                              "/steptrace-fifo-" + std::to_string(::getpid());
   ::unlink(path.c_str());
   REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
   const pid_t writer = ::fork();
@@ -183,7 +190,10 @@ TEST_CASE("read_file: a pipe is read as it comes, never copied aside", "[files]"
   CHECK(s.steps == 5);
 }
 
-TEST_CASE("read_file: seeded mutations of gzip members of a trace and a summary never escape as anything but invalid_argument", "[files]") {
+TEST_CASE(
+    "read_file: seeded mutations of gzip members of a trace and a summary never escape as anything but "
+    "invalid_argument",
+    "[files]") {
   const std::string trace_z = gzip(a_trace(6)) + gzip("\n"), summary_z = gzip(a_summary());
   std::mt19937 rng(38);
   int read = 0;
@@ -193,10 +203,18 @@ TEST_CASE("read_file: seeded mutations of gzip members of a trace and a summary 
     for (int e = 0; e < edits; ++e) {
       const std::size_t at = rng() % bytes.size();
       switch (rng() % 4) {
-        case 0: bytes[at] = static_cast<char>(rng()); break;          // a byte changed
-        case 1: bytes.erase(at, 1 + rng() % 16); break;                // bytes lost
-        case 2: bytes.insert(at, std::string(1 + rng() % 8, static_cast<char>(rng()))); break;
-        default: bytes.resize(at); break;                              // cut short
+        case 0:
+          bytes[at] = static_cast<char>(rng());
+          break;  // a byte changed
+        case 1:
+          bytes.erase(at, 1 + rng() % 16);
+          break;  // bytes lost
+        case 2:
+          bytes.insert(at, std::string(1 + rng() % 8, static_cast<char>(rng())));
+          break;
+        default:
+          bytes.resize(at);
+          break;  // cut short
       }
       if (bytes.empty()) bytes = "\x1f";
     }
@@ -291,7 +309,8 @@ TEST_CASE("gzip read ahead: a cut-short file gives every byte before the cut, th
   }
 }
 
-TEST_CASE("a small gzip file is inflated on the reader's thread; a large one ahead, on a thread of its own", "[files]") {
+TEST_CASE("a small gzip file is inflated on the reader's thread; a large one ahead, on a thread of its own",
+          "[files]") {
   const auto threads = [] {
     const std::filesystem::directory_iterator tasks("/proc/self/task");
     return std::distance(begin(tasks), end(tasks));
@@ -368,7 +387,8 @@ TEST_CASE("each inflater gives the text back fed its input a byte at a time, wha
   for (const std::string& member : {gzip(text), gzip_with_header_fields(text)}) {
     for (auto engine : {detail::inflater::engine::zlib, detail::inflater::engine::isal}) {
       if (!detail::has_engine(engine)) continue;
-      INFO((engine == detail::inflater::engine::zlib ? "zlib" : "ISA-L") << ", member of " << member.size() << " bytes");
+      INFO((engine == detail::inflater::engine::zlib ? "zlib" : "ISA-L")
+           << ", member of " << member.size() << " bytes");
       const auto in = detail::make_inflater(engine);
       std::string out;
       unsigned char buf[300];

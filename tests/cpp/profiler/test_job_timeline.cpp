@@ -2,10 +2,9 @@
 // rank, and the alignment on the collectives' ends. Hand-made timelines on one true clock: each
 // rank's times are the true ones less its own origin, so the right move of each rank is known.
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,7 +22,7 @@ namespace {
 // start (it began earlier: a slow input), so its step_ms grows and its collective end does not.
 struct made {
   std::uint32_t rank;
-  double origin_ms;                    // the rank's first instant on the true clock
+  double origin_ms;                       // the rank's first instant on the true clock
   std::map<std::uint64_t, double> extra;  // step: ms more
   double p50 = 95;
   bool host_collectives = true;
@@ -85,8 +84,9 @@ std::map<std::pair<std::uint32_t, std::uint64_t>, seen_step> steps_in(const json
 
 }  // namespace
 
-TEST_CASE("a job's timeline keeps each rank's slowest steps and the median rank's same steps, aligned on the collectives",
-          "[job_timeline]") {
+TEST_CASE(
+    "a job's timeline keeps each rank's slowest steps and the median rank's same steps, aligned on the collectives",
+    "[job_timeline]") {
   // Four ranks whose clocks start apart; rank 2 is slow at steps 3, 6 and 8, rank 0 at step 1.
   const std::vector<made> ranks = {
       {0, 0.0, {{1, 30}}, 96},
@@ -136,7 +136,8 @@ TEST_CASE("a job's timeline keeps each rank's slowest steps and the median rank'
   REQUIRE(names.count("steptrace rank 2 GPU"));
 }
 
-TEST_CASE("a collective's kernel end is the anchor before a host span, and a step's end without either", "[job_timeline]") {
+TEST_CASE("a collective's kernel end is the anchor before a host span, and a step's end without either",
+          "[job_timeline]") {
   // The kernels end 3 ms after the host collective (NCCL's host call returns at launch): the
   // kernels' ends are what the ranks share.
   made a{0, 0.0, {{2, 10}}, 95, true, {}}, b{1, 500.0, {{4, 10}}, 96, true, {}};

@@ -2,17 +2,17 @@
 // computed from them (the TensorBoard plugin's overview, the design's table, HTA), synthetic
 // traces against hand-worked truth, and broken files against clear messages. Which intervals
 // are steps (warm-up, named ranges, windows) is tested in test_trace_steps.cpp.
-#include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
-#include <tuple>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include "analysis/device_view.hpp"
 #include "analysis/step_builder.hpp"
@@ -79,7 +79,8 @@ TEST_CASE("the ResNet-50 samples give the design's figures per step, to 1 us", "
   const summary nw0 = read_profiler_trace(data(cases[0].file));
   CHECK(*nw0.fact("dataloader.num_workers") == "0");  // _SingleProcessDataLoaderIter
   CHECK_THAT(nw0.diag.advice.at(0), Catch::Matchers::Contains("num_workers=4"));
-  CHECK_THAT(nw0.diag.evidence, Catch::Matchers::Contains("The GPU sat idle 33.9% of step time while the host was in `input`"));
+  CHECK_THAT(nw0.diag.evidence,
+             Catch::Matchers::Contains("The GPU sat idle 33.9% of step time while the host was in `input`"));
   CHECK_THAT(nw0.table(), Catch::Matchers::Contains("100% from pageable memory"));
   const summary nw4 = read_profiler_trace(data(cases[1].file));
   CHECK(nw4.fact("dataloader.num_workers") == nullptr);  // _MultiProcessingDataLoaderIter: a count unknown
@@ -94,11 +95,19 @@ TEST_CASE("in the TensorBoard plugin's step windows the rules give its overview'
   };
   const std::map<std::string, std::vector<plugin_row>> overview = {
       {"resnet50_num_workers_0.pt.trace.json.gz",
-       {{98598, 1941, 90, 69317}, {98570, 1947, 89, 57669}, {98596, 1931, 91, 61257}, {98623, 1938, 89, 56453},
-        {98504, 1937, 87, 62690}, {98641, 1798, 88, 48185}}},
+       {{98598, 1941, 90, 69317},
+        {98570, 1947, 89, 57669},
+        {98596, 1931, 91, 61257},
+        {98623, 1938, 89, 56453},
+        {98504, 1937, 87, 62690},
+        {98641, 1798, 88, 48185}}},
       {"resnet50_num_workers_4.pt.trace.json.gz",
-       {{99778, 3606, 98, 4341}, {99208, 2948, 98, 0}, {99114, 2949, 98, 6}, {99021, 2975, 97, 0},
-        {98791, 3596, 97, 1370}, {98956, 2885, 98, 1400}}},
+       {{99778, 3606, 98, 4341},
+        {99208, 2948, 98, 0},
+        {99114, 2949, 98, 6},
+        {99021, 2975, 97, 0},
+        {98791, 3596, 97, 1370},
+        {98956, 2885, 98, 1400}}},
   };
   for (const auto& [file, rows] : overview) {
     INFO(file);
@@ -122,16 +131,19 @@ TEST_CASE("in the TensorBoard plugin's step windows the rules give its overview'
     for (std::size_t i = 0; i < rows.size(); ++i) {
       INFO("step " << i + 5);
       // The plugin counts the trace's own activity: the reading's device records, untraced spans apart.
-      const step_device_view v = view_step(steps.windows[i].first, steps.windows[i].second, steps.segments[i], r.device);
-      const std::uint64_t input = builtin::input.value < v.idle_by_phase.size() ? v.idle_by_phase[builtin::input.value] : 0;
+      const step_device_view v =
+          view_step(steps.windows[i].first, steps.windows[i].second, steps.segments[i], r.device);
+      const std::uint64_t input =
+          builtin::input.value < v.idle_by_phase.size() ? v.idle_by_phase[builtin::input.value] : 0;
       CHECK(v.busy == (rows[i].kernel + rows[i].memcpy + rows[i].memset) * 1000);
       CHECK(input == rows[i].dataloader * 1000);
     }
   }
 }
 
-TEST_CASE("HTA's traces: a saturated GPU with per-step syncs is COMPUTE-BOUND, one idling in a blocking copy WAIT-HEAVY",
-          "[profiler]") {
+TEST_CASE(
+    "HTA's traces: a saturated GPU with per-step syncs is COMPUTE-BOUND, one idling in a blocking copy WAIT-HEAVY",
+    "[profiler]") {
   const summary diff = read_profiler_trace(data("hta_trace_diff_test.json.gz"));
   CHECK(diff.diag.label == "COMPUTE-BOUND");
   REQUIRE(diff.gpu);
@@ -283,14 +295,14 @@ TEST_CASE("a hand-made trace: every rule, against hand-worked truth", "[profiler
   const temp_file f(two_steps().json());
   const summary s = read_profiler_trace(f.path);
   REQUIRE(s.steps == 1);
-  CHECK(s.step_ms.mean == Approx(0.100).margin(1e-9));  // exact: 100 us between two 1.7e15 us stamps
-  CHECK(phase_mean(s, "input") == Approx(0.030).margin(1e-9));    // the fetch, aten::stack inside it
-  CHECK(phase_mean(s, "h2d") == Approx(0.008).margin(1e-9));      // the copy ops around an HtoD copy
-  CHECK(phase_mean(s, "wait") == Approx(0.017).margin(1e-9));     // the sync inside the copy, and .item()
+  CHECK(s.step_ms.mean == Approx(0.100).margin(1e-9));                  // exact: 100 us between two 1.7e15 us stamps
+  CHECK(phase_mean(s, "input") == Approx(0.030).margin(1e-9));          // the fetch, aten::stack inside it
+  CHECK(phase_mean(s, "h2d") == Approx(0.008).margin(1e-9));            // the copy ops around an HtoD copy
+  CHECK(phase_mean(s, "wait") == Approx(0.017).margin(1e-9));           // the sync inside the copy, and .item()
   CHECK(phase_mean(s, "## forward ##") == Approx(0.020).margin(1e-9));  // record_function: a custom phase
-  CHECK(s.phase("## forward ##")->parent == "compute");                // inside compute
-  CHECK(phase_mean(s, "compute") == Approx(0.010).margin(1e-9));  // backward on autograd's thread
-  CHECK(phase_mean(s, "other") == Approx(0.015).margin(1e-9));    // no thread in any op
+  CHECK(s.phase("## forward ##")->parent == "compute");                 // inside compute
+  CHECK(phase_mean(s, "compute") == Approx(0.010).margin(1e-9));        // backward on autograd's thread
+  CHECK(phase_mean(s, "other") == Approx(0.015).margin(1e-9));          // no thread in any op
   REQUIRE(s.gpu);
   CHECK(s.gpu->busy_ms.mean == Approx(0.043).margin(1e-9));
   CHECK(idle_in(s, "input") == Approx(0.030).margin(1e-9));
@@ -342,23 +354,33 @@ TEST_CASE("a broken or wrong file gets a clear message naming the file and the p
   }
   SECTION("NaN and negative durations are named") {
     trace_text t = two_steps();
-    t.events += ",\n{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::bad\", \"pid\": 100, \"tid\": 1, \"ts\": 150, \"dur\": NaN}";
-    t.events += ",\n{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::neg\", \"pid\": 100, \"tid\": 1, \"ts\": 150, \"dur\": -3}";
+    t.events +=
+        ",\n{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::bad\", \"pid\": 100, \"tid\": 1, \"ts\": 150, "
+        "\"dur\": NaN}";
+    t.events +=
+        ",\n{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::neg\", \"pid\": 100, \"tid\": 1, \"ts\": 150, "
+        "\"dur\": -3}";
     const summary s = read_profiler_trace(temp_file(t.json()).path);
     CHECK(s.steps == 1);  // the rest is read
-    CHECK_THAT(s.backend.reason, Catch::Matchers::Contains("2 events left out (`aten::bad` has a duration that is not a non-negative number: NaN)"));
+    CHECK_THAT(s.backend.reason,
+               Catch::Matchers::Contains(
+                   "2 events left out (`aten::bad` has a duration that is not a non-negative number: NaN)"));
     trace_text only;
     only.add("user_annotation", "ProfilerStep#1", 1, 0, 100);
     only.add("cpu_op", "aten::mm", 1, 10, 50);
-    only.events += ",\n{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#2\", \"pid\": 100, \"tid\": 1, \"ts\": 150, \"dur\": NaN}";
+    only.events +=
+        ",\n{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#2\", \"pid\": 100, \"tid\": 1, "
+        "\"ts\": 150, \"dur\": NaN}";
     const summary alone = read_profiler_trace(temp_file(only.json()).path);
     CHECK(alone.steps == 1);  // a trace's only step counts
     CHECK(alone.warmup_steps == 0);
   }
   SECTION("deep nesting is skipped without recursion") {
     trace_text t = two_steps();
-    t.events += ",\n{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"deep\", \"pid\": 100, \"tid\": 1, \"ts\": 150, \"dur\": 1, \"args\": {\"x\": " +
-                std::string(100000, '[') + std::string(100000, ']') + "}}";
+    t.events +=
+        ",\n{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"deep\", \"pid\": 100, \"tid\": 1, \"ts\": 150, \"dur\": "
+        "1, \"args\": {\"x\": " +
+        std::string(100000, '[') + std::string(100000, ']') + "}}";
     CHECK(read_profiler_trace(temp_file(t.json()).path).steps == 1);
   }
   SECTION("a step with no device activity is counted and said") {

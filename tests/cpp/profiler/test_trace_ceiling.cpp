@@ -2,7 +2,6 @@
 // the textbook formulas, each counted once, against hand-worked truth; the peaks table's names;
 // COMPUTE-BOUND's fix and gain.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "analysis/ceiling.hpp"
@@ -57,7 +56,7 @@ TEST_CASE("the peaks table names each device by its words, the more specific fir
   CHECK(std::string(find_device("NVIDIA H100 PCIe")->name) == "H100 PCIe");
   CHECK(std::string(find_device("NVIDIA GH200 480GB")->name) == "GH200");  // not H200
   CHECK(std::string(find_device("NVIDIA H200")->name) == "H200");
-  CHECK(std::string(find_device("NVIDIA A10")->name) == "A10");            // not A100
+  CHECK(std::string(find_device("NVIDIA A10")->name) == "A10");  // not A100
   CHECK(std::string(find_device("NVIDIA A100-SXM4-80GB")->name) == "A100 80GB SXM");
   CHECK(std::string(find_device("NVIDIA A100-PG509-200")->name) == "A100 40GB");
   CHECK(std::string(find_device("Tesla V100-SXM2-32GB")->name) == "V100 SXM2");
@@ -118,13 +117,16 @@ TEST_CASE("an op inside a costed op is not counted again, and each formula is th
       // linear: input [..., in], weight [out, in]
       {"aten::linear", shapes("[[8, 128, 1024], [4096, 1024], [4096]]", "[" + bf + "," + bf + "," + bf + "]"),
        2.0 * 8 * 128 * 1024 * 4096},
-      {"aten::addmm", shapes("[[4096], [512, 1024], [1024, 4096], [], []]", "[" + bf + "," + bf + "," + bf + ", \"Scalar\", \"Scalar\"]"),
+      {"aten::addmm",
+       shapes("[[4096], [512, 1024], [1024, 4096], [], []]",
+              "[" + bf + "," + bf + "," + bf + ", \"Scalar\", \"Scalar\"]"),
        2.0 * 512 * 1024 * 4096},
       {"aten::bmm", shapes("[[12, 256, 64], [12, 64, 256]]", "[" + bf + "," + bf + "]"), 2.0 * 12 * 256 * 64 * 256},
       {"aten::matmul", shapes("[[2, 3, 128, 64], [64, 32]]", "[" + bf + "," + bf + "]"), 2.0 * 6 * 128 * 64 * 32},
       // conv2d, stride 2, padding 1: out (56 + 2 - 3) / 2 + 1 = 28
       {"aten::conv2d",
-       shapes("[[32, 64, 56, 56], [128, 64, 3, 3], [128], [], [], [], []]", "[" + f32 + "," + f32 + "," + f32 + ", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\"]",
+       shapes("[[32, 64, 56, 56], [128, 64, 3, 3], [128], [], [], [], []]",
+              "[" + f32 + "," + f32 + "," + f32 + ", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\"]",
               "[\"\", \"\", \"\", \"[2, 2]\", \"[1, 1]\", \"[1, 1]\", \"1\"]"),
        2.0 * 32 * (128 * 64 * 3 * 3) * 28 * 28},
       // grouped: weight [128, 64/4, 3, 3], 'same' padding
@@ -139,16 +141,21 @@ TEST_CASE("an op inside a costed op is not counted again, and each formula is th
        2.0 * 4 * (32 * 16 * 4 * 4) * 14 * 14},
       // backward, both gradients: twice the forward's, from grad_output's positions
       {"aten::convolution_backward",
-       shapes("[[32, 128, 28, 28], [32, 64, 56, 56], [128, 64, 3, 3], [], [], [], [], [], [], [], []]", "[" + f32 + "," + f32 + "," + f32 + "]",
-              "[\"\", \"\", \"\", \"[128]\", \"[2, 2]\", \"[1, 1]\", \"[1, 1]\", \"False\", \"[0, 0]\", \"1\", \"[True, True, False]\"]"),
+       shapes("[[32, 128, 28, 28], [32, 64, 56, 56], [128, 64, 3, 3], [], [], [], [], [], [], [], []]",
+              "[" + f32 + "," + f32 + "," + f32 + "]",
+              "[\"\", \"\", \"\", \"[128]\", \"[2, 2]\", \"[1, 1]\", \"[1, 1]\", \"False\", \"[0, 0]\", \"1\", "
+              "\"[True, True, False]\"]"),
        2 * 2.0 * 32 * (128 * 64 * 3 * 3) * 28 * 28},
       {"aten::convolution_backward",
-       shapes("[[32, 128, 28, 28], [32, 64, 56, 56], [128, 64, 3, 3], [], [], [], [], [], [], [], []]", "[" + f32 + "," + f32 + "," + f32 + "]",
-              "[\"\", \"\", \"\", \"[128]\", \"[2, 2]\", \"[1, 1]\", \"[1, 1]\", \"False\", \"[0, 0]\", \"1\", \"[False, True, False]\"]"),
+       shapes("[[32, 128, 28, 28], [32, 64, 56, 56], [128, 64, 3, 3], [], [], [], [], [], [], [], []]",
+              "[" + f32 + "," + f32 + "," + f32 + "]",
+              "[\"\", \"\", \"\", \"[128]\", \"[2, 2]\", \"[1, 1]\", \"[1, 1]\", \"False\", \"[0, 0]\", \"1\", "
+              "\"[False, True, False]\"]"),
        2.0 * 32 * (128 * 64 * 3 * 3) * 28 * 28},
       // attention [B, H, S, D]: Q K^T and P V
       {"aten::scaled_dot_product_attention",
-       shapes("[[4, 16, 1024, 64], [4, 16, 1024, 64], [4, 16, 1024, 64], [], [], [], [], []]", "[" + bf + "," + bf + "," + bf + "]"),
+       shapes("[[4, 16, 1024, 64], [4, 16, 1024, 64], [4, 16, 1024, 64], [], [], [], [], []]",
+              "[" + bf + "," + bf + "," + bf + "]"),
        4.0 * 4 * 16 * 1024 * 1024 * 64},
       // flash's own layout [B, S, H, D], cross-attention (S_q 128, S_k 512)
       {"aten::_flash_attention_forward",
@@ -156,9 +163,11 @@ TEST_CASE("an op inside a costed op is not counted again, and each formula is th
        4.0 * 2 * 8 * 128 * 512 * 64},
       // its backward: four products, twice the forward
       {"aten::_scaled_dot_product_flash_attention_backward",
-       shapes("[[4, 16, 1024, 64], [4, 16, 1024, 64], [4, 16, 1024, 64], [4, 16, 1024, 64]]", "[" + bf + "," + bf + "," + bf + "," + bf + "]"),
+       shapes("[[4, 16, 1024, 64], [4, 16, 1024, 64], [4, 16, 1024, 64], [4, 16, 1024, 64]]",
+              "[" + bf + "," + bf + "," + bf + "," + bf + "]"),
        8.0 * 4 * 16 * 1024 * 1024 * 64},
-      {"aten::_scaled_mm", shapes("[[1024, 4096], [4096, 2048], [], []]", "[\"c10::Float8_e4m3fn\", \"c10::Float8_e4m3fn\"]"),
+      {"aten::_scaled_mm",
+       shapes("[[1024, 4096], [4096, 2048], [], []]", "[\"c10::Float8_e4m3fn\", \"c10::Float8_e4m3fn\"]"),
        2.0 * 1024 * 4096 * 2048},
   };
   for (const op_case& c : cases) {
@@ -211,7 +220,8 @@ TEST_CASE("COMPUTE-BOUND's fix names fp32 matmuls in bf16, with the ceiling's ga
   for (const auto& [cause, gain] : s.diag.gains) named = named || (cause == "ceiling" && gain == s.ceiling->gain);
   CHECK(named);
   bool advised = false;
-  for (const std::string& a : s.diag.advice) advised = advised || (a.find("bf16") != std::string::npos && a.find("aten::mm") != std::string::npos);
+  for (const std::string& a : s.diag.advice)
+    advised = advised || (a.find("bf16") != std::string::npos && a.find("aten::mm") != std::string::npos);
   CHECK(advised);
   CHECK(s.diag.evidence.find("MFU is") != std::string::npos);
   // The JSON keeps it whole.
@@ -230,11 +240,11 @@ TEST_CASE("a kernel taking 10% longer a call than in its first window is drift, 
     k.kernels.push_back({"nccl:all_reduce", "collective", 2, 2 * us_a_call * 3 / 1e3, 0.2, 3 * us_a_call, false});
     return k;
   };
-  CHECK(drift.check(window(100, 1), 10).empty());    // 10 calls: too few to hold a baseline
-  CHECK(drift.check(window(100, 4), 10).empty());    // the baseline: 100 us a call
-  CHECK(drift.check(window(109, 4), 10).empty());    // within 10%
+  CHECK(drift.check(window(100, 1), 10).empty());  // 10 calls: too few to hold a baseline
+  CHECK(drift.check(window(100, 4), 10).empty());  // the baseline: 100 us a call
+  CHECK(drift.check(window(109, 4), 10).empty());  // within 10%
   const auto found = drift.check(window(125, 4), 10);
-  REQUIRE(found.size() == 1);                        // a collective waits on ranks: never drift
+  REQUIRE(found.size() == 1);  // a collective waits on ranks: never drift
   CHECK(found[0].name == "gemm_a");
   CHECK(found[0].baseline_us == Approx(100));
   CHECK(found[0].now_us == Approx(125));
@@ -254,7 +264,8 @@ TEST_CASE("a kernel taking 10% longer a call than in its first window is drift, 
   CHECK(said);
 }
 
-TEST_CASE("FLOPs no device runs are said as impossible, with their cause, never printed as a measurement", "[ceiling]") {
+TEST_CASE("FLOPs no device runs are said as impossible, with their cause, never printed as a measurement",
+          "[ceiling]") {
   // crafted shapes: 2 * 1e15 * 1e15 * 1e15 FLOPs in a 200 us kernel (1e46 % of an H100's peak)
   const temp_file f(one_op_trace("NVIDIA H100 80GB HBM3", "aten::mm",
                                  shapes("[[1000000000000000, 1000000000000000], [1000000000000000, 1000000000000000]]",
@@ -282,13 +293,16 @@ TEST_CASE("FLOPs no device runs are said as impossible, with their cause, never 
   CHECK(back.ceiling->mfu == 0);
 
   // told: 1e21 FLOPs a 10 ms step is 1e11 TFLOP/s; 2e13 is 2,000 TFLOP/s, past an H100's bf16 peak; 5e12 is 50%
-  const ceiling_stats told = detail::told_ceiling(1e21, detail::dtype_class::bf16, "flops_per_step", 10, "NVIDIA H100 80GB HBM3");
+  const ceiling_stats told =
+      detail::told_ceiling(1e21, detail::dtype_class::bf16, "flops_per_step", 10, "NVIDIA H100 80GB HBM3");
   CHECK(told.mfu == 0);
   CHECK_THAT(told.impossible, Catch::Contains("TFLOP/s, which no device does (flops_per_step is wrong)"));
-  const ceiling_stats over = detail::told_ceiling(2e13, detail::dtype_class::bf16, "flops_per_step", 10, "NVIDIA H100 80GB HBM3");
+  const ceiling_stats over =
+      detail::told_ceiling(2e13, detail::dtype_class::bf16, "flops_per_step", 10, "NVIDIA H100 80GB HBM3");
   CHECK(over.mfu == 0);
   CHECK_THAT(over.impossible, Catch::Contains("% of the H100 SXM's peak, more than it can (flops_per_step is wrong)"));
-  const ceiling_stats fine = detail::told_ceiling(5e12, detail::dtype_class::bf16, "flops_per_step", 10, "NVIDIA H100 80GB HBM3");
+  const ceiling_stats fine =
+      detail::told_ceiling(5e12, detail::dtype_class::bf16, "flops_per_step", 10, "NVIDIA H100 80GB HBM3");
   CHECK(fine.impossible.empty());
   CHECK(fine.mfu == Approx(5e12 / 1e-2 / 989.5e12));
 }

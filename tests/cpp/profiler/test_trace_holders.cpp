@@ -2,7 +2,6 @@
 // report/diagnosis/idle_holder_advice.cpp), and graph replays counted as one launch each.
 // Hand-made traces against hand-worked truth.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "steptrace/profiler_trace.hpp"

@@ -3,7 +3,6 @@
 // steps, a smaller one is set aside) and graph capture (launches that record and run nothing).
 // Hand-made traces against hand-worked truth.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "profiler/trace_names.hpp"
@@ -14,8 +13,9 @@
 using namespace steptrace;
 using namespace steptrace::testing;
 
-TEST_CASE("a range the program names warm-up is start-up by its own words: the window begins after it, a step sets it aside",
-          "[profiler]") {
+TEST_CASE(
+    "a range the program names warm-up is start-up by its own words: the window begins after it, a step sets it aside",
+    "[profiler]") {
   // A benchmark harness: its warm-up forward (context creation, algorithm search) and then its
   // measured forward, a cache-clearing pass between; no ProfilerStep#N.
   trace_text t;
@@ -35,15 +35,17 @@ TEST_CASE("a range the program names warm-up is start-up by its own words: the w
   CHECK(w.windows);
   CHECK(w.step_ms.mean == Approx(10.0 - 5.1).margin(1e-9));  // from the warm-up's end to the trace's end
   REQUIRE(w.gpu);
-  CHECK(w.gpu->busy_ms.mean == Approx(0.4).margin(1e-9));   // the measured kernel only
+  CHECK(w.gpu->busy_ms.mean == Approx(0.4).margin(1e-9));  // the measured kernel only
   CHECK(w.gpu->kernels_per_step == 1);
-  CHECK_THAT(w.backend.reason, Catch::Matchers::Contains("the window begins where the program's own warm-up ends: 1 "
-                                                         "range named warm-up (`[bench|model|warmup|forward]`), 5.000 ms, "
-                                                         "left out"));
+  CHECK_THAT(w.backend.reason,
+             Catch::Matchers::Contains("the window begins where the program's own warm-up ends: 1 "
+                                       "range named warm-up (`[bench|model|warmup|forward]`), 5.000 ms, "
+                                       "left out"));
   // The GPU idles 4.5 ms: 2.5 of it while the host clears the cache, the harness's own 1.4 after.
   REQUIRE_FALSE(w.diag.advice.empty());
-  CHECK_THAT(w.diag.advice.front(), Catch::Matchers::Contains("starting with `[bench|clear_cache]`: the GPU spends 56% of "
-                                                              "its idle time while the host is in it"));
+  CHECK_THAT(w.diag.advice.front(),
+             Catch::Matchers::Contains("starting with `[bench|clear_cache]`: the GPU spends 56% of "
+                                       "its idle time while the host is in it"));
 
   // With no op after the warm-up, the window keeps it (nothing else would be left to read).
   trace_text only;
@@ -75,7 +77,7 @@ TEST_CASE("a range the program names warm-up is start-up by its own words: the w
     lead.add("user_annotation", "ProfilerStep#" + std::to_string(i), 1, i * 1000, 990);
     lead.add("cpu_op", "aten::mm", 1, i * 1000 + 100, 500 + (i < 2 ? 300 : 0));
   }
-  lead.add("user_annotation", "warmup", 1, 0, 1995);  // steps 0 and 1
+  lead.add("user_annotation", "warmup", 1, 0, 1995);   // steps 0 and 1
   lead.add("user_annotation", "warmup", 1, 2000, 90);  // 0.09 ms of step 2, before its op: set aside
   const summary l = read_profiler_trace(temp_file(lead.json()).path);
   CHECK(l.steps == 2);
@@ -83,8 +85,9 @@ TEST_CASE("a range the program names warm-up is start-up by its own words: the w
   REQUIRE(l.set_aside.size() == 1);
   CHECK(l.set_aside[0].total_ms == Approx(0.09).margin(1e-9));
   CHECK(phase_mean(l, "compute") == Approx(0.5).margin(1e-9));  // the warm-up steps' 0.8 ms are not in it
-  CHECK_THAT(l.backend.reason, Catch::Matchers::Contains("the first 2 steps are left out as warm-up by the program's "
-                                                         "own words: ranges named warm-up (`warmup`) cover most of each"));
+  CHECK_THAT(l.backend.reason,
+             Catch::Matchers::Contains("the first 2 steps are left out as warm-up by the program's "
+                                       "own words: ranges named warm-up (`warmup`) cover most of each"));
   lead.add("user_annotation", "warm-up", 1, 2300, 1690);  // now most of every step: the last one counts
   const summary all = read_profiler_trace(temp_file(lead.json()).path);
   CHECK(all.steps == 1);

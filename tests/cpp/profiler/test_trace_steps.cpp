@@ -4,7 +4,6 @@
 // and a collective on another thread as `wait`. Hand-made traces against hand-worked truth, and
 // the ResNet-50 samples against their own stamps.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "steptrace/profiler_trace.hpp"
@@ -47,8 +46,9 @@ TEST_CASE("warm-up by evidence: the first step is left out only when its device 
   // busy: untraced 0.100..1.700 (1.6 ms), the copy 0.05, the kernel 0.1 ms
   CHECK(one.gpu->busy_ms.mean == Approx(1.75).margin(1e-9));
   CHECK(idle_in(one, "input") == Approx(2.5 - 1.65).margin(1e-9));  // 0..0.1 and 1.75..2.5
-  CHECK(one.gpu->kernels_per_step == 1);  // the untraced span is no kernel
-  CHECK_THAT(one.backend.reason, Catch::Matchers::Contains("work launched before the trace for 1.600 ms of the first step"));
+  CHECK(one.gpu->kernels_per_step == 1);                            // the untraced span is no kernel
+  CHECK_THAT(one.backend.reason,
+             Catch::Matchers::Contains("work launched before the trace for 1.600 ms of the first step"));
   // the same copy 0.9 ms late is no evidence: every microsecond it waited is idle
   trace_text soon;
   soon.add("user_annotation", "ProfilerStep#7", 1, 0, 3000);
@@ -95,7 +95,7 @@ TEST_CASE("a trace without steps: ranges the user names, else the whole trace as
   CHECK_FALSE(named.windows);
   CHECK(named.steps == 3);
   CHECK(named.step_ms.mean == Approx(0.6).margin(1e-9));
-  CHECK(named.phase("execute_model") == nullptr);  // the step itself is no phase
+  CHECK(named.phase("execute_model") == nullptr);                   // the step itself is no phase
   CHECK(phase_mean(named, "compute") == Approx(0.3).margin(1e-9));  // aten::mm, with the launch inside it
   CHECK(phase_mean(named, "other") == Approx(0.6 - 0.3 - 0.12).margin(1e-9));
   CHECK(phase_mean(named, "wait") == Approx(0.12).margin(1e-9));
@@ -134,8 +134,8 @@ TEST_CASE("an NCCL collective's host range on another thread only enqueues: comp
     t.add("cpu_op", "aten::mm", 1, at, 20);
     t.add("cpu_op", "nccl:all_reduce", 3, at + 25, 60);
     t.add("cuda_runtime", "cudaLaunchKernel", 3, at + 30, 5, "{\"correlation\": " + std::to_string(i + 1) + "}");
-    t.add("kernel", "ncclDevKernel_AllReduce_Sum_f32", 0, at + 36, 40, "{\"correlation\": " + std::to_string(i + 1) +
-          ", \"device\": 0, \"stream\": 7}", 0);
+    t.add("kernel", "ncclDevKernel_AllReduce_Sum_f32", 0, at + 36, 40,
+          "{\"correlation\": " + std::to_string(i + 1) + ", \"device\": 0, \"stream\": 7}", 0);
     t.add("cpu_op", "aten::add_", 1, at + 90, 5);
   }
   const summary s = read_profiler_trace(temp_file(t.json()).path);
@@ -189,7 +189,8 @@ TEST_CASE("step ranges nested in or overlapping another are counted and said, ne
   const summary one = read_profiler_trace(temp_file(nested.json()).path);
   CHECK(one.steps == 1);
   CHECK(one.errors.nested_steps == 10);
-  CHECK_THAT(one.backend.reason, Catch::Matchers::Contains("10 more step ranges nested in or overlapping another, left out"));
+  CHECK_THAT(one.backend.reason,
+             Catch::Matchers::Contains("10 more step ranges nested in or overlapping another, left out"));
   CHECK_THAT(one.table(), Catch::Matchers::Contains("10 nested steps ignored"));
 
   trace_text overlapping;  // ten steps each starting before the last ends: every other one is kept
@@ -216,7 +217,6 @@ TEST_CASE("step ranges nested in or overlapping another are counted and said, ne
   CHECK(whole.errors.nested_steps == 0);
   CHECK_THAT(none.backend.reason, !Catch::Matchers::Contains("left out ("));
 }
-
 
 TEST_CASE("the profiler's closing stub is no step: a trace of stubs alone has nothing to diagnose", "[profiler]") {
   // The range the last prof.step() opens and the profiler's exit closes holds no op and starts no
@@ -301,7 +301,7 @@ TEST_CASE("a trace without step ranges reads as its training loop's iterations, 
   const summary closed = read_profiler_trace(temp_file(closing.json()).path);
   CHECK(closed.steps == 4);
   CHECK(closed.step_ms.max == Approx(1.0).margin(1e-9));  // the last ends where the closing fetch begins
-  CHECK(closed.phases.at(0).calls == 4);                   // `input`: the closing fetch is in no step
+  CHECK(closed.phases.at(0).calls == 4);                  // `input`: the closing fetch is in no step
   // an epoch's closing fetch with work after it (evaluation, the next epoch's set-up) is a mark,
   // but the span it starts holds no optimizer step: left out
   trace_text epochs = a_loop(4, 1000, 1000);

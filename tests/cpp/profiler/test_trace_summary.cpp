@@ -2,7 +2,6 @@
 // does (its records read again after), and given up, as read_file does (its device records and
 // kernel table taken, its host records freed): the same summary either way.
 #include <catch2/catch.hpp>
-
 #include <string>
 #include <utility>
 
@@ -19,7 +18,8 @@ using namespace steptrace::testing;
 TEST_CASE("a reading given to its summary gives the summary a reading kept gives, and keeps nothing", "[profiler]") {
   // resnet50_num_workers_4: a warm-up step by evidence (untraced spans, joined as a batch of
   // their own); hta_sampled_rank0: one step, kernels without their launches; hta_nccl_data: NCCL.
-  for (const char* file : {"resnet50_num_workers_4.pt.trace.json.gz", "hta_sampled_rank0.json.gz", "hta_nccl_data.json.gz"}) {
+  for (const char* file :
+       {"resnet50_num_workers_4.pt.trace.json.gz", "hta_sampled_rank0.json.gz", "hta_nccl_data.json.gz"}) {
     INFO(file);
     const auto source = open_trace_file(data(file));
     const trace_events events = read_trace_events(*source, file);

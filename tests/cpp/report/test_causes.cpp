@@ -24,7 +24,8 @@ summary from_trace(summary s) {
 
 }  // namespace
 
-TEST_CASE("in a trace, GPU idle outside every op is HOST-BOUND at its threshold, never WAIT-HEAVY", "[diagnosis][gpu]") {
+TEST_CASE("in a trace, GPU idle outside every op is HOST-BOUND at its threshold, never WAIT-HEAVY",
+          "[diagnosis][gpu]") {
   const double at = default_thresholds.device_cause_share;
   // the GPU idle all step, `at` of it while the host is outside every op, the rest while it runs
   // long kernels' launches (not short: no LAUNCH-BOUND)
@@ -42,9 +43,12 @@ TEST_CASE("in a trace, GPU idle outside every op is HOST-BOUND at its threshold,
   CHECK_THAT(d.evidence, Catch::Matchers::Contains("while the main thread ran Python outside every op"));
   // one long stretch before the first kernel: preprocessing on the loop's thread
   summary stretch = from_trace(outside(0.6));
-  stretch.facts = {{"trace.host_gap_longest_ms", "5.5"}, {"trace.host_gap_longest_at_ms", "0"},
-                   {"trace.host_gap_before_device", "1"}, {"trace.host_gaps_per_step", "3"}};
-  CHECK_THAT(diagnose(stretch).advice.at(0), Catch::Matchers::StartsWith("move the 5.500 ms of Python before the first kernel"));
+  stretch.facts = {{"trace.host_gap_longest_ms", "5.5"},
+                   {"trace.host_gap_longest_at_ms", "0"},
+                   {"trace.host_gap_before_device", "1"},
+                   {"trace.host_gaps_per_step", "3"}};
+  CHECK_THAT(diagnose(stretch).advice.at(0),
+             Catch::Matchers::StartsWith("move the 5.500 ms of Python before the first kernel"));
   // many short gaps (the longest well under half the 6 ms idle): per-op overhead
   stretch.facts[0].second = "0.2";
   CHECK_THAT(diagnose(stretch).advice.at(0), Catch::Matchers::StartsWith("cut per-op Python overhead"));
@@ -79,8 +83,10 @@ TEST_CASE("COMM-BOUND from collectives' exposed time and CPU collective waits, a
   CHECK(diagnose(gloo).gains.front().second == Approx(wait));
 }
 
-TEST_CASE("a host view of a process that put work on a GPU says so, and asks for the GPU's records first where the "
-          "label needs them", "[diagnosis]") {
+TEST_CASE(
+    "a host view of a process that put work on a GPU says so, and asks for the GPU's records first where the "
+    "label needs them",
+    "[diagnosis]") {
   using Catch::Matchers::Contains;
   using Catch::Matchers::StartsWith;
   // compute-heavy host view: with the GPU unseen, the host's compute is launches and waits, not
@@ -93,7 +99,8 @@ TEST_CASE("a host view of a process that put work on a GPU says so, and asks for
   const auto gpu = diagnose(busy);
   CHECK(gpu.label == "COMPUTE-BOUND");
   CHECK_THAT(gpu.advice.at(0), StartsWith("record the GPU's activity too"));
-  CHECK_THAT(gpu.evidence, Contains("The host put work on a GPU (104 runtime calls that launch kernels or copy memory)"));
+  CHECK_THAT(gpu.evidence,
+             Contains("The host put work on a GPU (104 runtime calls that launch kernels or copy memory)"));
   for (const std::string& line : gpu.advice) {
     CHECK_THAT(line, !Contains("the CPU supports") && !Contains("set_num_threads"));
   }
@@ -114,7 +121,8 @@ TEST_CASE("a host view of a process that put work on a GPU says so, and asks for
   const auto mtia = diagnose(busy);
   CHECK(mtia.label == "COMPUTE-BOUND");
   CHECK_THAT(mtia.advice.at(0), StartsWith("read the accelerator's side with a tool that reads its records"));
-  CHECK_THAT(mtia.evidence, Contains("The trace holds 2136 records of an MTIA accelerator, a device steptrace does not read"));
+  CHECK_THAT(mtia.evidence,
+             Contains("The trace holds 2136 records of an MTIA accelerator, a device steptrace does not read"));
   for (const std::string& line : mtia.advice) {
     CHECK_THAT(line, !Contains("the CPU supports") && !Contains("set_num_threads") && !Contains("TF32") &&
                          !Contains("record the GPU"));

@@ -2,10 +2,8 @@
 // trace's figures and first fix (exposed all-reduce of PyTorch's symmetric memory, DeepEP's
 // dispatch hidden behind compute, a step whose one op is the whole step).
 #include <catch2/catch.hpp>
-
-#include <nlohmann/json.hpp>
-
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "analysis/kernel_table.hpp"
@@ -47,34 +45,38 @@ summary four_steps(const std::function<void(trace_text&, int&, double)>& step) {
   return read_profiler_trace(temp_file(t.json()).path);
 }
 
-const char* const all_reduce = "void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>(c10::BFloat16*, unsigned long)";
+const char* const all_reduce =
+    "void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>(c10::BFloat16*, unsigned long)";
 const char* const ep_dispatch = "void deep_ep::internode::dispatch<false, 8, false, 8>(int4*, float*, int*, long*)";
 const char* const flash = "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64, 64, 4>>(Flash_fwd_params)";
-const char* const gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_kernel__5x_cublas";
+const char* const gemm =
+    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_kernel__5x_cublas";
 
 }  // namespace
 
 TEST_CASE("collective kernels are named by their libraries' words, at a word's start", "[kernels]") {
   // real names: NCCL/RCCL, PyTorch's symmetric memory, DeepSeek's and DeepEP's expert parallelism,
   // the custom all-reduce of vLLM/SGLang and TensorRT-LLM, NVSHMEM, Transformer Engine
-  for (const char* name : {"ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)",
-                           "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)", all_reduce,
-                           "void (anonymous namespace)::one_shot_all_reduce_kernel<float, 16>(float*, unsigned long)",
-                           "void dpsk::ep::internode::combine<false, 8, __nv_bfloat16, 8, 2, 16, 24>(int4*)",
-                           "void dpsk::ep::internode::cached_notify<false>(int, int, int)", ep_dispatch,
-                           "void deep_ep::intranode::combine<__nv_bfloat16, 8, 768>(int4*)",
-                           "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*)",
-                           "void tensorrt_llm::kernels::oneShotAllReduceKernel<__nv_bfloat16, 8>(AllReduceParams)",
-                           "nvshmemi_barrier_all_kernel", "void userbuffers_fp16_sum_inplace_gpu_rw(int, int, void**)"}) {
+  for (const char* name :
+       {"ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)",
+        "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)", all_reduce,
+        "void (anonymous namespace)::one_shot_all_reduce_kernel<float, 16>(float*, unsigned long)",
+        "void dpsk::ep::internode::combine<false, 8, __nv_bfloat16, 8, 2, 16, 24>(int4*)",
+        "void dpsk::ep::internode::cached_notify<false>(int, int, int)", ep_dispatch,
+        "void deep_ep::intranode::combine<__nv_bfloat16, 8, 768>(int4*)",
+        "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*)",
+        "void tensorrt_llm::kernels::oneShotAllReduceKernel<__nv_bfloat16, 8>(AllReduceParams)",
+        "nvshmemi_barrier_all_kernel", "void userbuffers_fp16_sum_inplace_gpu_rw(int, int, void**)"}) {
     CHECK(is_collective_kernel(name));
     CHECK(kernel_kind(name) == "collective");
   }
   // computation, though a word appears inside another or a namespace says "ep"
-  for (const char* name : {"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>(at::native::ReduceOp<float>)",
-                           "void cub::DeviceReduceByKeyKernel<cub::DispatchReduceByKey<long*, long*>>(long*)",
-                           "void (anonymous namespace)::groupnorm_kernel_dispatch_up<__hip_bfloat16, 1024u>(unsigned int)",
-                           "void dpsk::ep::cuda::get_dispatch_layout<256, 32, 8>(long const*)",
-                           "void at::native::small_gather_kernel<float>(float*)", "smallreduce_kernel", flash, gemm}) {
+  for (const char* name :
+       {"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>(at::native::ReduceOp<float>)",
+        "void cub::DeviceReduceByKeyKernel<cub::DispatchReduceByKey<long*, long*>>(long*)",
+        "void (anonymous namespace)::groupnorm_kernel_dispatch_up<__hip_bfloat16, 1024u>(unsigned int)",
+        "void dpsk::ep::cuda::get_dispatch_layout<256, 32, 8>(long const*)",
+        "void at::native::small_gather_kernel<float>(float*)", "smallreduce_kernel", flash, gemm}) {
     CHECK_FALSE(is_collective_kernel(name));
   }
   CHECK_FALSE(is_collective_kernel(""));
@@ -115,8 +117,10 @@ TEST_CASE("COMPUTE-BOUND's first place names compute, not collectives that compu
   REQUIRE(s.diag.label == "COMPUTE-BOUND");
   REQUIRE_FALSE(s.diag.advice.empty());
   const std::string& first = s.diag.advice.front();
-  CHECK_THAT(first, Catch::Matchers::Contains("start with `attn(B)`: 27% of the GPU's time; by kind, attention kernels take 27%"));
-  CHECK_THAT(first, Catch::Matchers::Contains("collective kernels take 49%, 100% of their time beside compute kernels"));
+  CHECK_THAT(first, Catch::Matchers::Contains(
+                        "start with `attn(B)`: 27% of the GPU's time; by kind, attention kernels take 27%"));
+  CHECK_THAT(first,
+             Catch::Matchers::Contains("collective kernels take 49%, 100% of their time beside compute kernels"));
   // the JSON keeps the op's collective time; a summary written before those fields reads them as 0
   const summary back = summary::from_json(s.json());
   CHECK(back.gpu->kernels->ops.front().collective_ms_per_step == Approx(0.9));
@@ -145,7 +149,8 @@ TEST_CASE("an op that is the whole step is no place to start: its heaviest kerne
   k.ops = {{"step[DECODE bs=32]", 73, 10, default_thresholds.whole_step_op_share, 0, 0}};
   s.gpu->kernels = k;
   CHECK(compute_target(s).rfind("start with the kernel `sm90_xmma_gemm_bf16bf16", 0) == 0);
-  CHECK_THAT(compute_target(s), Catch::Matchers::Contains(": 40% of the GPU's time (32 calls a step); by kind, gemm kernels take 40%"));
+  CHECK_THAT(compute_target(s),
+             Catch::Matchers::Contains(": 40% of the GPU's time (32 calls a step); by kind, gemm kernels take 40%"));
   // just under that share, the op is a part of the step, and named
   s.gpu->kernels->ops.front().busy_share = default_thresholds.whole_step_op_share - 0.01;
   CHECK(compute_target(s).rfind("start with `step[DECODE bs=32]`: 79% of the GPU's time", 0) == 0);
@@ -154,7 +159,8 @@ TEST_CASE("an op that is the whole step is no place to start: its heaviest kerne
 TEST_CASE("a collective's kind is read from its op's name, else its kernel's", "[kernels]") {
   CHECK(collective_type("nccl:all_to_all") == "all-to-all");
   CHECK(collective_type("c10d::alltoall_base_") == "all-to-all");
-  CHECK(collective_type("void dpsk::ep::internode::combine<false, 8, __nv_bfloat16, 8, 2, 16, 24>(int4*)") == "all-to-all");
+  CHECK(collective_type("void dpsk::ep::internode::combine<false, 8, __nv_bfloat16, 8, 2, 16, 24>(int4*)") ==
+        "all-to-all");
   CHECK(collective_type("nccl:_all_gather_base") == "all-gather");
   CHECK(collective_type("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)") == "all-gather");
   CHECK(collective_type("c10d::_reduce_scatter_base_") == "reduce-scatter");
@@ -169,7 +175,8 @@ TEST_CASE("a collective's kind is read from its op's name, else its kernel's", "
   CHECK(collective_type("record_param_comms").empty());
 }
 
-TEST_CASE("COMM-BOUND's first fix is for the kind of collective no compute hides, not the longest", "[kernels][diagnosis]") {
+TEST_CASE("COMM-BOUND's first fix is for the kind of collective no compute hides, not the longest",
+          "[kernels][diagnosis]") {
   // Each 1 ms step: a GEMM 2..400 us; a DDP all-reduce 100..550 on a side stream, 150 us of it
   // past the GEMM; then an all-to-all 560..860 with nothing beside it, launched as NCCL's SendRecv
   // kernel. By whole time the all-reduce is the largest (450 us), by kernel name the all-to-all
@@ -189,8 +196,10 @@ TEST_CASE("COMM-BOUND's first fix is for the kind of collective no compute hides
     if (r.name == "nccl:all_to_all") CHECK(r.collective_exposed_ms_per_step == Approx(0.3));
   }
   REQUIRE(s.diag.label == "COMM-BOUND");
-  CHECK_THAT(s.diag.evidence, Catch::Matchers::Contains(
-                                  "The largest kind is all-to-all: 0.300 ms a step with no other kernel beside it (`nccl:all_to_all`)."));
+  CHECK_THAT(
+      s.diag.evidence,
+      Catch::Matchers::Contains(
+          "The largest kind is all-to-all: 0.300 ms a step with no other kernel beside it (`nccl:all_to_all`)."));
   REQUIRE_FALSE(s.diag.advice.empty());
   CHECK_THAT(s.diag.advice.front(), Catch::Matchers::Contains("TrainPipelineSparseDist"));
   CHECK_THAT(s.diag.advice.front(), !Catch::Matchers::Contains("bucket_cap_mb"));
@@ -202,18 +211,22 @@ TEST_CASE("COMM-BOUND's first fix is for the kind of collective no compute hides
   CHECK_THAT(s.diag.advice.at(1), Catch::Matchers::Contains("bucket_cap_mb"));  // the all-reduce is still there
 }
 
-TEST_CASE("live, where ops are the user's phases, the collective kernels' names give the kind", "[kernels][diagnosis]") {
+TEST_CASE("live, where ops are the user's phases, the collective kernels' names give the kind",
+          "[kernels][diagnosis]") {
   summary s;
   s.gpu.emplace();
   kernel_stats k;
-  k.kernels = {{"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "collective", 8, 6, 0.5, 700, false},
-               {"ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "collective", 8, 3, 0.25, 350, false},
-               {gemm, "gemm", 32, 3, 0.25, 90, true}};
+  k.kernels = {
+      {"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "collective", 8, 6, 0.5, 700, false},
+      {"ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "collective", 8, 3, 0.25, 350,
+       false},
+      {gemm, "gemm", 32, 3, 0.25, 90, true}};
   k.ops = {{"forward", 40, 6, 0.5, 0, 3}, {"backward", 40, 6, 0.5, 0, 6}};  // phases: no kind in their names
   s.gpu->kernels = k;
   s.gpu->nccl = {16, 9, 5};
   CHECK_THAT(comm_advice(s).front(), Catch::Matchers::Contains("BackwardPrefetch.BACKWARD_PRE"));
   // no name that tells: the gradients' all-reduce advice, as before kinds were read
-  s.gpu->kernels->kernels[0].name = s.gpu->kernels->kernels[1].name = "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)";
+  s.gpu->kernels->kernels[0].name = s.gpu->kernels->kernels[1].name =
+      "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)";
   CHECK_THAT(comm_advice(s).front(), Catch::Matchers::Contains("bucket_cap_mb"));
 }

@@ -75,7 +75,8 @@ TEST_CASE("live device view: INPUT-BOUND when the GPU idles while the host fetch
     b.kernel(t + 4 * ms, t + 10 * ms);
   });
   CHECK(s.diag.label == "INPUT-BOUND");
-  CHECK_THAT(s.diag.evidence, Catch::Matchers::Contains("The GPU sat idle 40.0% of step time while the host was in `input`"));
+  CHECK_THAT(s.diag.evidence,
+             Catch::Matchers::Contains("The GPU sat idle 40.0% of step time while the host was in `input`"));
 }
 
 TEST_CASE("live device view: H2D-BOUND when the GPU idles through pageable copies", "[diagnosis][device]") {
@@ -155,8 +156,8 @@ TEST_CASE("live device view: copies already pinned are never told to pin; the fi
   });
   CHECK(s.diag.label == "H2D-BOUND");
   REQUIRE(s.diag.advice.size() == 3);
-  CHECK_THAT(advice_text(s.diag), !Catch::Matchers::Contains("pin_memory=True") &&
-                                      !Catch::Matchers::Contains("pin them"));
+  CHECK_THAT(advice_text(s.diag),
+             !Catch::Matchers::Contains("pin_memory=True") && !Catch::Matchers::Contains("pin them"));
   CHECK_THAT(s.diag.advice[0], Catch::Matchers::StartsWith("copy fewer bytes") &&
                                    Catch::Matchers::Contains("already come from pinned memory (0% pageable") &&
                                    Catch::Matchers::Contains("6.900 ms a step that no kernel hides") &&

@@ -10,8 +10,8 @@
 using namespace steptrace;
 using steptrace::detail::default_thresholds;
 using steptrace::detail::diagnose;
-using steptrace::testing::with_facts;
 using steptrace::testing::with_device;
+using steptrace::testing::with_facts;
 using steptrace::testing::with_shares;
 
 namespace {
@@ -79,7 +79,9 @@ TEST_CASE("the input advice names the loader settings the tracer was told", "[di
   CHECK(diagnose(s).advice.at(0) ==
         "DataLoader(num_workers=0) loads every batch on the training thread; on this 16-core machine try num_workers=8 "
         "(up to 70% shorter steps)");
-  s.facts = {{"host.cpus", "16"}, {"dataloader.num_workers", "2"}, {"dataloader.persistent_workers", "False"},
+  s.facts = {{"host.cpus", "16"},
+             {"dataloader.num_workers", "2"},
+             {"dataloader.persistent_workers", "False"},
              {"dataloader.prefetch_factor", "2"}};
   const auto advice = diagnose(s).advice;
   CHECK(advice.at(0) == "num_workers=2: try 8 (16 cores here) (up to 70% shorter steps)");
@@ -96,7 +98,8 @@ TEST_CASE("the copy advice starts from pin_memory when it is off", "[diagnosis]"
   s.facts = {{"dataloader.pin_memory", "False"}};
   const auto advice = diagnose(s).advice;
   CHECK(advice.at(0) ==
-        "DataLoader(pin_memory=False): set pin_memory=True so copies go straight to the device (up to 50% shorter steps)");
+        "DataLoader(pin_memory=False): set pin_memory=True so copies go straight to the device (up to 50% shorter "
+        "steps)");
   CHECK(advice.size() == 3);
 }
 
@@ -135,8 +138,8 @@ TEST_CASE("with a device view each cause is weighed by the GPU idle time it hold
             .label == "WAIT-HEAVY");
   // whatever the busy share: the 2021 ResNet-50 num_workers=0 sample's shape, GPU busy 70% and
   // idle 20% of the step while the host fetched, is INPUT-BOUND (its fix made steps 17% shorter)
-  const auto busy_but_waiting = diagnose(with_device({{"input", 0.3}, {"compute", 0.7}}, 0.70, 500,
-                                                     {{"input", 0.68}, {"compute", 0.32}}));
+  const auto busy_but_waiting =
+      diagnose(with_device({{"input", 0.3}, {"compute", 0.7}}, 0.70, 500, {{"input", 0.68}, {"compute", 0.32}}));
   CHECK(busy_but_waiting.label == "INPUT-BOUND");
   REQUIRE_FALSE(busy_but_waiting.gains.empty());
   CHECK(busy_but_waiting.gains.front().first == "input");
@@ -149,7 +152,8 @@ TEST_CASE("with a device view each cause is weighed by the GPU idle time it hold
 TEST_CASE("a saturated GPU is COMPUTE-BOUND even when the host blocks in syncs", "[diagnosis][gpu]") {
   const double busy = default_thresholds.device_busy_share;
   // trace_diff's shape: 44% of host time blocked in `wait`, the GPU idle 1.2% of the step then
-  const auto d = diagnose(with_device({{"wait", 0.44}, {"compute", 0.55}}, 0.96, 900, {{"wait", 0.3}, {"compute", 0.7}}));
+  const auto d =
+      diagnose(with_device({{"wait", 0.44}, {"compute", 0.55}}, 0.96, 900, {{"wait", 0.3}, {"compute", 0.7}}));
   CHECK(d.label == "COMPUTE-BOUND");
   CHECK_THAT(d.evidence, Catch::Matchers::Contains("removing the syncs would not make the GPU faster"));
   CHECK(diagnose(with_device({{"compute", 0.9}}, busy, 500, {{"compute", 1}})).label == "COMPUTE-BOUND");
@@ -192,27 +196,33 @@ TEST_CASE("LAUNCH-BOUND: short kernels by time, or by count while the GPU idles 
 }
 
 TEST_CASE("INPUT-BOUND cites where the GPU was idle", "[diagnosis][gpu]") {
-  const auto d = diagnose(with_device({{"input", 0.7}, {"compute", 0.3}}, 0.29, 500, {{"input", 0.93}, {"compute", 0.07}}));
+  const auto d =
+      diagnose(with_device({{"input", 0.7}, {"compute", 0.3}}, 0.29, 500, {{"input", 0.93}, {"compute", 0.07}}));
   CHECK(d.label == "INPUT-BOUND");
-  CHECK_THAT(d.evidence, Catch::Matchers::Contains("The GPU sat idle 66.0% of step time while the host was in `input`"));
-  CHECK_THAT(d.evidence, Catch::Matchers::Contains("GPU idle 71% of the step; 93% of that while the host was in `input`"));
+  CHECK_THAT(d.evidence,
+             Catch::Matchers::Contains("The GPU sat idle 66.0% of step time while the host was in `input`"));
+  CHECK_THAT(d.evidence,
+             Catch::Matchers::Contains("GPU idle 71% of the step; 93% of that while the host was in `input`"));
 }
 
 TEST_CASE("a deciding share within 2 points of its threshold is called close", "[diagnosis]") {
   const auto& t = default_thresholds;
   const double at = t.device_cause_share;
   CHECK_THAT(diagnose(idle_in("input", at + 0.01)).evidence, Catch::Matchers::Contains("Close call: 16.0%"));
-  CHECK_THAT(diagnose(idle_in("input", at + t.close_margin + 0.001)).evidence, !Catch::Matchers::Contains("Close call"));
+  CHECK_THAT(diagnose(idle_in("input", at + t.close_margin + 0.001)).evidence,
+             !Catch::Matchers::Contains("Close call"));
   // just under: the label that won says which rule nearly fired
-  const auto under = diagnose(
-      with_device({{"input", 0.4}, {"compute", 0.6}}, 0.85, 500, {{"input", 0.145 / 0.15}, {"compute", 1 - 0.145 / 0.15}}));
+  const auto under = diagnose(with_device({{"input", 0.4}, {"compute", 0.6}}, 0.85, 500,
+                                          {{"input", 0.145 / 0.15}, {"compute", 1 - 0.145 / 0.15}}));
   CHECK(under.label == "COMPUTE-BOUND");
   CHECK_THAT(under.evidence, Catch::Matchers::Contains("Close call: INPUT-BOUND is 14.5% against its rule's 15%"));
   // the host rules too (one program's windows: input 39.6%, 29.7%, 30.1%)
-  CHECK_THAT(diagnose(with_shares({{"input", 0.301}, {"compute", 0.699}})).evidence, Catch::Matchers::Contains("Close call"));
+  CHECK_THAT(diagnose(with_shares({{"input", 0.301}, {"compute", 0.699}})).evidence,
+             Catch::Matchers::Contains("Close call"));
   CHECK_THAT(diagnose(with_shares({{"input", 0.297}, {"compute", 0.703}})).evidence,
              Catch::Matchers::Contains("Close call: INPUT-BOUND is 29.7%"));
-  CHECK_THAT(diagnose(with_shares({{"input", 0.396}, {"compute", 0.604}})).evidence, !Catch::Matchers::Contains("Close call"));
+  CHECK_THAT(diagnose(with_shares({{"input", 0.396}, {"compute", 0.604}})).evidence,
+             !Catch::Matchers::Contains("Close call"));
 }
 
 TEST_CASE("H2D-BOUND names the pageable share", "[diagnosis][gpu]") {
@@ -244,8 +254,11 @@ TEST_CASE("INPUT-BOUND's advice says the CPU is saturated instead of adding work
           "[diagnosis][cpu]") {
   auto with_demand = [](double busy, double waiting) {
     summary s = with_shares({{"input", 0.7}, {"compute", 0.3}});
-    s.facts = {{"host.cpus", "2"}, {"dataloader.num_workers", "2"}, {"cpu.cores_busy", "0.30"},
-               {"cpu.cores_waiting", "0.10"}, {"cpu.workers_cores_busy", fmt(busy)},
+    s.facts = {{"host.cpus", "2"},
+               {"dataloader.num_workers", "2"},
+               {"cpu.cores_busy", "0.30"},
+               {"cpu.cores_waiting", "0.10"},
+               {"cpu.workers_cores_busy", fmt(busy)},
                {"cpu.workers_cores_waiting", fmt(waiting)}};
     return diagnose(s);
   };
@@ -278,10 +291,12 @@ TEST_CASE("a process that waits for a core hears it first, under any label", "[d
 
 TEST_CASE("workers that sleep on I/O get more workers, beyond the core count", "[diagnosis]") {
   const auto run = [](const char* workers_busy) {
-    return with_facts(with_shares({{"input", 0.6}, {"compute", 0.4}}),
-                      {{"dataloader.num_workers", "2"}, {"host.cpus", "2"}, {"cpu.cores_busy", "0.3"},
-                       {"cpu.cores_waiting", "0.0"}, {"cpu.workers_cores_busy", workers_busy},
-                       {"cpu.workers_cores_waiting", "0.0"}});
+    return with_facts(with_shares({{"input", 0.6}, {"compute", 0.4}}), {{"dataloader.num_workers", "2"},
+                                                                        {"host.cpus", "2"},
+                                                                        {"cpu.cores_busy", "0.3"},
+                                                                        {"cpu.cores_waiting", "0.0"},
+                                                                        {"cpu.workers_cores_busy", workers_busy},
+                                                                        {"cpu.workers_cores_waiting", "0.0"}});
   };
   const auto sleeping = diagnose(run("0.0"));
   CHECK(sleeping.label == "INPUT-BOUND");
@@ -323,12 +338,14 @@ TEST_CASE("causes below their threshold that hold a real share are said under th
   REQUIRE(d.label == "COMPUTE-BOUND");
   for (const std::string& a : d.advice) CHECK_THAT(a, !Catch::Matchers::Contains("pipeline keeps up"));
   const auto has = [&](const diagnosis& x, const std::string& text) {
-    return std::any_of(x.advice.begin(), x.advice.end(), [&](const std::string& a) { return a.find(text) != std::string::npos; });
+    return std::any_of(x.advice.begin(), x.advice.end(),
+                       [&](const std::string& a) { return a.find(text) != std::string::npos; });
   };
   CHECK(has(d, "also: `input` holds 26% of each step on the training thread: DataLoader(num_workers=0)"));
   CHECK(has(d, "also: 10% of each step is outside every phase"));
   // Just below each threshold: nothing said.
-  const auto quiet_run = diagnose(with_shares({{"input", in - below}, {"compute", 1 - in - out}, {"other", out - below}}));
+  const auto quiet_run =
+      diagnose(with_shares({{"input", in - below}, {"compute", 1 - in - out}, {"other", out - below}}));
   CHECK_FALSE(has(quiet_run, "also:"));
   CHECK(has(quiet_run, "pipeline keeps up"));
   // Set-aside time, as a share of the run.

@@ -31,7 +31,8 @@ std::string row(std::uint32_t rank, std::uint32_t world, const std::string& phas
   h.threads.push_back({0, 41, open_s, {{"compute", open_s}}});
   if (phase != "compute") h.threads.back().phases.push_back({phase, open_s - 0.1});
   if (phase == "-") h.threads.back().phases.clear();
-  if (seq >= 0) h.collectives.push_back({"0", kind, static_cast<std::uint64_t>(seq), open_s * 0.9, left ? open_s * 0.8 : -1.0});
+  if (seq >= 0)
+    h.collectives.push_back({"0", kind, static_cast<std::uint64_t>(seq), open_s * 0.9, left ? open_s * 0.8 : -1.0});
   detail::complete(s);
   return live_row(s);
 }
@@ -76,7 +77,8 @@ TEST_CASE("A rank at the same number in another kind of collective is named mism
 }
 
 TEST_CASE("A rank gone is named with its last row's step and phase, exited or silent", "[hang]") {
-  const std::vector<std::string> rows = {row(0, 4, "wait", 5, true), row(1, 4, "wait", 5, true), row(2, 4, "wait", 5, true)};
+  const std::vector<std::string> rows = {row(0, 4, "wait", 5, true), row(1, 4, "wait", 5, true),
+                                         row(2, 4, "wait", 5, true)};
   const std::string last = row(3, 4, "compute", 0.2, false, "all_reduce", 9, true);
   job_hang h = window_hang(rows, {{3, last, true}});
   REQUIRE(h.hang);
@@ -91,16 +93,19 @@ TEST_CASE("A rank gone is named with its last row's step and phase, exited or si
 }
 
 TEST_CASE("No hang while a rank still counts steps or none is past hang_after", "[hang]") {
-  CHECK_FALSE(window_hang({row(0, 2, "compute", 5, true), row(1, 2, "compute", 0.01, false, "all_reduce", 10, true, 40)}).hang);
+  CHECK_FALSE(
+      window_hang({row(0, 2, "compute", 5, true), row(1, 2, "compute", 0.01, false, "all_reduce", 10, true, 40)}).hang);
   CHECK_FALSE(window_hang({row(0, 2, "compute", 2, false), row(1, 2, "input", 2, false, "all_reduce", 9, true)}).hang);
 }
 
 TEST_CASE("Every rank inside one call: the collective itself is named; no marks: the odd phase out", "[hang]") {
-  job_hang h = window_hang({row(0, 3, "compute", 5, true), row(1, 3, "compute", 5, true), row(2, 3, "compute", 5, true)});
+  job_hang h =
+      window_hang({row(0, 3, "compute", 5, true), row(1, 3, "compute", 5, true), row(2, 3, "compute", 5, true)});
   REQUIRE(h.hang);
   CHECK(h.culprits.empty());
   CHECK_THAT(h.words, Contains("the collective itself does not complete"));
-  h = window_hang({row(0, 3, "wait", 5, true, "", -1), row(1, 3, "input", 5, true, "", -1), row(2, 3, "wait", 5, true, "", -1)});
+  h = window_hang(
+      {row(0, 3, "wait", 5, true, "", -1), row(1, 3, "input", 5, true, "", -1), row(2, 3, "wait", 5, true, "", -1)});
   REQUIRE(h.hang);
   CHECK(ranks_of(h.culprits) == std::vector<std::uint32_t>{1});
   CHECK_THAT(h.words, Contains("rank 1 is stuck in `input`"));

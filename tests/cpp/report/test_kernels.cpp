@@ -1,7 +1,6 @@
 // The device's time by kernel, op and kind: hand-made traces against hand-worked sums, the kind
 // and tensor-core rules on real kernel names, and bounded memory past the name bound.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "analysis/kernel_table.hpp"
@@ -17,27 +16,37 @@ using namespace steptrace::testing;
 TEST_CASE("kinds and tensor cores are read from kernel names", "[kernels]") {
   // names from the real traces under tests/data/profiler_traces
   CHECK(kernel_kind("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)") == "collective");
-  CHECK(kernel_kind("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128>>(Flash_fwd_params)") == "attention");
+  CHECK(kernel_kind("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128>>(Flash_fwd_params)") ==
+        "attention");
   CHECK(kernel_kind("void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int)") == "convolution");
-  CHECK(kernel_kind("void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1, false, true, true>(int)") == "convolution");
-  CHECK(kernel_kind("sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16_kernel") == "gemm");
+  CHECK(kernel_kind("void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1, false, true, true>(int)") ==
+        "convolution");
+  CHECK(kernel_kind(
+            "sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16_kernel") ==
+        "gemm");
   CHECK(kernel_kind("volta_sgemm_128x64_nn") == "gemm");
-  CHECK(kernel_kind("Cijk_Alik_Bljk_SB_Bias_AS_SAV_UserArgs_MT32x32x16_MI16x16x1_SN_LDSB0") == "gemm");  // ROCm's Tensile
-  CHECK(kernel_kind("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>(at::native::ReduceOp<float>)") == "reduction");
-  CHECK(kernel_kind("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)") == "elementwise");
+  CHECK(kernel_kind("Cijk_Alik_Bljk_SB_Bias_AS_SAV_UserArgs_MT32x32x16_MI16x16x1_SN_LDSB0") ==
+        "gemm");  // ROCm's Tensile
+  CHECK(
+      kernel_kind("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>(at::native::ReduceOp<float>)") ==
+      "reduction");
+  CHECK(kernel_kind("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)") ==
+        "elementwise");
   CHECK(kernel_kind("my_own_kernel") == "other");
-  CHECK(on_tensor_cores("sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16_kernel"));
+  CHECK(on_tensor_cores(
+      "sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16_kernel"));
   CHECK(on_tensor_cores("volta_h884gemm_128x128_ldg8_nn"));
   CHECK(on_tensor_cores("cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4"));
   CHECK_FALSE(on_tensor_cores("volta_sgemm_128x64_nn"));
-  CHECK(detail::short_kernel_name("void at::native::(anonymous namespace)::f<float, 4>(int, float*)") == "at::native::f<float, 4>");
+  CHECK(detail::short_kernel_name("void at::native::(anonymous namespace)::f<float, 4>(int, float*)") ==
+        "at::native::f<float, 4>");
   CHECK(detail::short_kernel_name("volta_sgemm_128x64_nn") == "volta_sgemm_128x64_nn");
   CHECK(detail::short_kernel_name("(no op)") == "(no op)");
   // ops keep their text: DeepSeek's phases "dispatch(F)" and "dispatch(B)" are two, not "dispatch"
   CHECK(detail::clip_name("dispatch(B)") == "dispatch(B)");
   CHECK(detail::clip_name("## Call CompiledFxGraph fjs75i4jmhjizyb52gwp7gln7sgi42fcmh5x ##") ==
         "## Call CompiledFxGraph fjs75i4jmhjizyb5…");  // 40 bytes kept
-  CHECK(detail::clip_name("étape_ü", 2) == "é…");  // cut where a character starts, never inside one
+  CHECK(detail::clip_name("étape_ü", 2) == "é…");      // cut where a character starts, never inside one
   CHECK(detail::clip_name("étape_ü", 1) == "…");
   CHECK(off_tensor_cores("volta_sgemm_128x64_nn"));
 }
@@ -98,7 +107,8 @@ TEST_CASE("a trace's kernels add up by name, by the op around their launch and b
 
 TEST_CASE("kernel names past the bound fold into one row, counted, in bounded memory", "[kernels]") {
   kernel_table table;
-  for (int i = 0; i < 100000; ++i) table.add_kernel("kernel_" + std::to_string(i), "aten::op" + std::to_string(i % 7), 1000);
+  for (int i = 0; i < 100000; ++i)
+    table.add_kernel("kernel_" + std::to_string(i), "aten::op" + std::to_string(i % 7), 1000);
   const kernel_stats k = table.stats(10);
   CHECK(k.names == kernel_table::max_names);
   CHECK(k.calls_folded == 100000 - kernel_table::max_names);
@@ -173,10 +183,14 @@ TEST_CASE("LAUNCH-BOUND names the ops launching the most short kernels", "[kerne
   CHECK(op_row_of("aten::mm").kernels_per_step == Approx(1));
   REQUIRE(s.diag.label == "LAUNCH-BOUND");
   CHECK_THAT(s.diag.evidence,
-             Catch::Matchers::Contains("launching the most kernels of at most 20 us: `aten::add_` (40 a step), `aten::mul_` (20)."));
+             Catch::Matchers::Contains(
+                 "launching the most kernels of at most 20 us: `aten::add_` (40 a step), `aten::mul_` (20)."));
   CHECK_THAT(s.diag.evidence, !Catch::Matchers::Contains("`aten::mm`"));
   bool advised = false;
-  for (const std::string& a : s.diag.advice) advised = advised || a.find("fewer, larger kernels, starting where the short ones come from (`aten::add_` (40 a step)") != std::string::npos;
+  for (const std::string& a : s.diag.advice)
+    advised =
+        advised || a.find("fewer, larger kernels, starting where the short ones come from (`aten::add_` (40 a step)") !=
+                       std::string::npos;
   CHECK(advised);
   const summary back = summary::from_json(s.json());
   CHECK(back.gpu->kernels->ops.front().short_kernels_per_step == k.ops.front().short_kernels_per_step);

@@ -78,7 +78,8 @@ void refused(const fs::path& path, const std::string& words) {
 
 }  // namespace
 
-TEST_CASE("outputs: a link another user planted in a shared folder is refused, the file it names untouched", "[files]") {
+TEST_CASE("outputs: a link another user planted in a shared folder is refused, the file it names untouched",
+          "[files]") {
   if (::geteuid() != 0) {
     WARN("not root: cannot give a link to another user here");
     return;
@@ -132,11 +133,13 @@ TEST_CASE("outputs: a link another user planted in a shared folder is refused, t
   fs::remove_all(home);
 }
 
-TEST_CASE("outputs: a temporary's name taken in advance is passed over; a hard link in a shared folder is refused", "[files]") {
+TEST_CASE("outputs: a temporary's name taken in advance is passed over; a hard link in a shared folder is refused",
+          "[files]") {
   const fs::path shared = fresh_folder("taken", 01777), home = fresh_folder("home3", 0700);
   put(home / "target", "kept\n");
   for (int n = 0; n < 200; ++n) {  // every name this process could pick next, as links to the target
-    fs::create_symlink(home / "target", shared / (".steptrace-" + std::to_string(::getpid()) + "-" + std::to_string(n) + ".tmp"));
+    fs::create_symlink(home / "target",
+                       shared / (".steptrace-" + std::to_string(::getpid()) + "-" + std::to_string(n) + ".tmp"));
   }
   write_file((shared / "a.json").string(), "a\n");  // the name is random: none of them is picked
   write_file((shared / "b.json").string(), "b\n");

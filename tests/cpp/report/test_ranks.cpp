@@ -11,7 +11,6 @@
 
 #include "helpers.hpp"
 #include "rank_summaries.hpp"
-
 #include "report/diagnosis/diagnosis.hpp"
 #include "report/report.hpp"
 #include "steptrace/request.hpp"
@@ -21,9 +20,9 @@
 using namespace steptrace;
 using Catch::Matchers::Contains;
 using steptrace::detail::default_thresholds;
-using steptrace::testing::read_file;
 using steptrace::testing::job;
 using steptrace::testing::rank_summary;
+using steptrace::testing::read_file;
 using steptrace::testing::report;
 
 TEST_CASE("balanced ranks: no STRAGGLER, and rank 0's own diagnosis stands", "[ranks]") {
@@ -97,7 +96,8 @@ TEST_CASE("a combined summary survives JSON, and its table shows every rank", "[
   CHECK_THAT(table, Contains("STRAGGLER"));
 }
 
-TEST_CASE("a world a file claims is bounded: missing ranks are counted, listed up to a bound, and survive JSON", "[ranks]") {
+TEST_CASE("a world a file claims is bounded: missing ranks are counted, listed up to a bound, and survive JSON",
+          "[ranks]") {
   auto reports = job({{{"compute", 10}}, {{"compute", 10}}});
   const summary all = combine_ranks(reports, max_world_size, 7.5);
   CHECK(all.ranks->missing_count == max_world_size - 2);
@@ -179,28 +179,39 @@ TEST_CASE("a rank's digest always passes the check rank 0 gives it, whatever the
   // Each shape a run makes. Before, a custom phase outside every built-in fell out of the digest
   // (its shares summed to 0.96, and rank 0 refused a healthy rank as if it were missing).
   const auto shapes = std::vector<std::pair<const char*, std::function<void(tracer&)>>>{
-      {"nested phases", [](tracer& t) {
+      {"nested phases",
+       [](tracer& t) {
          scoped_step s(t);
-         { scoped_phase in(t, "input"); scoped_phase decode(t, "decode"); }
+         {
+           scoped_phase in(t, "input");
+           scoped_phase decode(t, "decode");
+         }
          scoped_phase c(t, "compute");
          scoped_phase f(t, "forward");
        }},
-      {"custom phases outside every built-in, 100 calls a step", [](tracer& t) {
+      {"custom phases outside every built-in, 100 calls a step",
+       [](tracer& t) {
          scoped_step s(t);
          for (int i = 0; i < 100; ++i) scoped_phase p(t, i % 2 ? "preprocess" : "(other names)");
          scoped_phase c(t, "compute");
        }},
-      {"time set aside", [](tracer& t) {
-         { scoped_step s(t); scoped_phase c(t, "compute"); }
+      {"time set aside",
+       [](tracer& t) {
+         {
+           scoped_step s(t);
+           scoped_phase c(t, "compute");
+         }
          scoped_exclude v(t, "validation");
        }},
-      {"requests", [](tracer& t) {
+      {"requests",
+       [](tracer& t) {
          request r(t);
          { request_phase p(r, register_phase("queue")); }
          { request_phase p(r, register_phase("tokenize")); }
          r.end();
        }},
-      {"batches of requests", [](tracer& t) {
+      {"batches of requests",
+       [](tracer& t) {
          {
            scoped_step s(t);
            t.set_batch_size(4);

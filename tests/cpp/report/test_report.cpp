@@ -2,8 +2,8 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
-#include "summaries.hpp"
 #include "steptrace/steptrace.hpp"
+#include "summaries.hpp"
 
 using namespace steptrace;
 using Catch::Matchers::Contains;
@@ -113,10 +113,12 @@ TEST_CASE("a summary with negative, fractional or absurd numbers is refused, nam
     return text.replace(at, from.size(), to);
   };
   CHECK_NOTHROW(summary::from_json(good));
-  CHECK_THROWS_WITH(summary::from_json(with("\"steps\": 5", "\"steps\": -3")), Contains("\"steps\" must be a non-negative integer"));
+  CHECK_THROWS_WITH(summary::from_json(with("\"steps\": 5", "\"steps\": -3")),
+                    Contains("\"steps\" must be a non-negative integer"));
   CHECK_THROWS_WITH(summary::from_json(with("\"steps\": 5", "\"steps\": 1e30")), Contains("\"steps\""));
   CHECK_THROWS_WITH(summary::from_json(with("\"steps\": 5", "\"steps\": 2.5")), Contains("\"steps\""));
-  CHECK_THROWS_WITH(summary::from_json(with("\"wall_ms\": ", "\"wall_ms\": -")), Contains("\"wall_ms\" must be a finite non-negative number"));
+  CHECK_THROWS_WITH(summary::from_json(with("\"wall_ms\": ", "\"wall_ms\": -")),
+                    Contains("\"wall_ms\" must be a finite non-negative number"));
 }
 
 TEST_CASE("the table shows every phase and the label and evidence and advice", "[report]") {
@@ -162,8 +164,8 @@ TEST_CASE("long phase names (record_function ranges) widen the name column, and 
   s.steps = 10;
   s.step_ms = stat_ms{100, 10, 10, 10, 10, 10};
   const std::string very_long(60, 'x');
-  for (const std::string& name : {std::string("input"), std::string("Optimizer.zero_grad#SGD.zero_grad"), very_long,
-                                  std::string("other")}) {
+  for (const std::string& name :
+       {std::string("input"), std::string("Optimizer.zero_grad#SGD.zero_grad"), very_long, std::string("other")}) {
     phase_stats p;
     p.name = name;
     p.ms = stat_ms{25, 2.5, 2.5, 2.5, 2.5, 2.5};

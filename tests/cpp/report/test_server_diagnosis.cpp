@@ -42,7 +42,8 @@ bool mentions_training(const diagnosis& d) {
 
 }  // namespace
 
-TEST_CASE("server runs: requests queueing while the batch worker idles, or while it is saturated", "[diagnosis][server]") {
+TEST_CASE("server runs: requests queueing while the batch worker idles, or while it is saturated",
+          "[diagnosis][server]") {
   const double q = default_thresholds.queue_share;
   const double idle_worker = default_thresholds.worker_busy_share - 0.2;
   const auto waiting = diagnose(server_run({{"queue", q + 0.2}, {"compute", 0.8 - q}}, batches_of(idle_worker, 8, 32)));
@@ -92,9 +93,9 @@ TEST_CASE("server runs: the oversubscribed host comes first, and no training-loo
     s.requests = s.steps;
     return diagnose(s);
   };
-  for (const auto& d : {oversubscribed({{"compute", 0.9}}), oversubscribed({{"input", 0.6}, {"compute", 0.4}}),
-                        oversubscribed({{"wait", 0.6}, {"compute", 0.4}}),
-                        oversubscribed({{"input", 0.2}, {"compute", 0.6}})}) {
+  for (const auto& d :
+       {oversubscribed({{"compute", 0.9}}), oversubscribed({{"input", 0.6}, {"compute", 0.4}}),
+        oversubscribed({{"wait", 0.6}, {"compute", 0.4}}), oversubscribed({{"input", 0.2}, {"compute", 0.6}})}) {
     REQUIRE_FALSE(d.advice.empty());
     CHECK_THAT(d.advice.at(0), Catch::Matchers::Contains("free the cores first") &&
                                    Catch::Matchers::Contains("worker pools") &&

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "rank_summaries.hpp"
-
 #include "report/diagnosis/diagnosis.hpp"
 #include "steptrace/summary.hpp"
 
@@ -74,10 +73,9 @@ TEST_CASE("a straggler's extra time is named by the most specific phase holding 
       const double data = 2 + (r == 1 ? data_extra : 0);
       const double a = 3 + (r == 1 ? spread_extra : 0), b = 3 + (r == 1 ? spread_extra : 0);
       const double step = 5 + 1 + data + a + b;
-      reports.push_back(report(rank_summary(r, 4, {{"compute", 5}, {"load", 1}, {"data", data}, {"fwd", a}, {"bwd", b},
-                                                   {"wait", 0.3 + 30 - step}},
-                                            {{"load", "compute"}, {"data", "load"}, {"fwd", "compute"},
-                                             {"bwd", "compute"}, {"wait", "compute"}})));
+      reports.push_back(report(rank_summary(
+          r, 4, {{"compute", 5}, {"load", 1}, {"data", data}, {"fwd", a}, {"bwd", b}, {"wait", 0.3 + 30 - step}},
+          {{"load", "compute"}, {"data", "load"}, {"fwd", "compute"}, {"bwd", "compute"}, {"wait", "compute"}})));
     }
     return combine_ranks(reports, 4, 30);
   };
@@ -171,7 +169,8 @@ TEST_CASE("a rank's device wait (a trace's exposed NCCL time) is its wait at the
   const summary back = summary::from_json(all.json());
   CHECK(back.ranks->rows[1].gain_cause == "input");
   CHECK(back.diag.gains == all.diag.gains);
-  CHECK_THAT(all.prometheus(), Contains("# TYPE steptrace_gain gauge") && Contains("steptrace_gain{rank=\"0\",cause=\"rank 1\"} 0.383"));
+  CHECK_THAT(all.prometheus(),
+             Contains("# TYPE steptrace_gain gauge") && Contains("steptrace_gain{rank=\"0\",cause=\"rank 1\"} 0.383"));
   const summary none = combine_ranks({report(rank_summary(0, 3, {{"compute", 5}}))}, 3, 0, true);
   CHECK_THAT(none.table(), Contains("missing: ranks 1, 2: no file among those read"));
 }
@@ -185,7 +184,8 @@ TEST_CASE("the advice names a GPU only in a job where a rank had one", "[ranks]"
   CHECK_THAT(host.diag.advice.at(0), !Contains("GPU"));
   reports[2].s.backend.cuda = true;  // one rank had CUDA (no device view: CUPTI off, say)
   const summary gpu = combine_ranks(reports, 3, 30);
-  CHECK_THAT(gpu.diag.advice.at(0), Contains("look at rank 1's device and its share of the work: a slower or throttled GPU"));
+  CHECK_THAT(gpu.diag.advice.at(0),
+             Contains("look at rank 1's device and its share of the work: a slower or throttled GPU"));
   reports[2].s.backend.cuda = false;
   reports[0].s.gpu.emplace();  // or a device view
   CHECK_THAT(combine_ranks(reports, 3, 30).diag.advice.at(0), Contains("throttled GPU"));

@@ -1,7 +1,6 @@
 // Close calls and one-off stalls (report/diagnosis/close_call.cpp, one_off.cpp): each rule at and
 // around its bound, on summaries whose figures are worked by hand.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "report/diagnosis/diagnosis.hpp"

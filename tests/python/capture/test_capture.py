@@ -7,7 +7,6 @@ beside the loop the fast steps' p95 reached 28-52 ms, so the slow ones must stan
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import textwrap
@@ -25,6 +24,7 @@ FAST_S, SLOW_S = 0.004, 0.080
 def loop(tracer, n, slow_from=None, at_step=None):
     """n steps of a loader (sleeping FAST_S, or SLOW_S from step slow_from) and a small compute
     phase; at_step(i) runs inside step i. Returns the steps' indices as the loop counts them."""
+
     def loader():
         for i in range(n):
             time.sleep(SLOW_S if slow_from is not None and i >= slow_from else FAST_S)
@@ -148,8 +148,14 @@ def test_a_bad_trigger_is_refused_by_name(tmp_path):
 def _program(tmp_path, body):
     path = tmp_path / "prog.py"
     path.write_text(textwrap.dedent(body))
-    return subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, STEPTRACE_PRINT_AT_EXIT="never"))
+    return subprocess.run(
+        [sys.executable, str(path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, STEPTRACE_PRINT_AT_EXIT="never"),
+    )
 
 
 LOOP = """
@@ -241,10 +247,24 @@ def test_a_straggler_is_captured_with_a_median_rank_on_the_same_steps(tmp_path):
         port = s.getsockname()[1]
     job = str(HERE / "capture_job.py")
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
-    procs = [subprocess.Popen([sys.executable, job, "2", "220", str(tmp_path)], cwd=tmp_path,
-                              env={**env, "OMP_NUM_THREADS": "1", "RANK": str(r), "WORLD_SIZE": "3",
-                                   "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)},
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(3)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, job, "2", "220", str(tmp_path)],
+            cwd=tmp_path,
+            env={
+                **env,
+                "OMP_NUM_THREADS": "1",
+                "RANK": str(r),
+                "WORLD_SIZE": "3",
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(port),
+            },
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for r in range(3)
+    ]
     outs = [p.communicate(timeout=240) for p in procs]
     caps = {}
     for r in range(3):
@@ -266,8 +286,11 @@ def test_a_straggler_is_captured_with_a_median_rank_on_the_same_steps(tmp_path):
 
 def test_a_program_s_own_sigusr2_handler_still_runs(tmp_path):
     body = LOOP.replace("STEPS", "40").replace("ACT", "if i == 10: os.kill(os.getpid(), signal.SIGUSR2)")
-    body = body.replace("t = steptrace.default_tracer()", "t = steptrace.default_tracer()\n"
-                        "    got = []\n    signal.signal(signal.SIGUSR2, lambda *a: got.append('mine'))")
+    body = body.replace(
+        "t = steptrace.default_tracer()",
+        "t = steptrace.default_tracer()\n"
+        "    got = []\n    signal.signal(signal.SIGUSR2, lambda *a: got.append('mine'))",
+    )
     body = body.replace('    print("CAPTURES"', '    print("MINE", got)\n    print("CAPTURES"')
     r = _program(tmp_path, body.replace("capture_steps=2)", "capture_steps=2, capture='signal')"))
     assert r.returncode == 0, r.stderr
@@ -277,7 +300,9 @@ def test_a_program_s_own_sigusr2_handler_still_runs(tmp_path):
 def test_without_torch_the_core_captures_the_steps_itself(tmp_path):
     """A program that never imported torch: steptrace's own records of the steps asked for, a
     Chrome trace, its diagnosis from those steps alone; the same block and record."""
-    r = _program(tmp_path, """
+    r = _program(
+        tmp_path,
+        """
         import json, sys, time
         sys.modules["torch"] = None  # as in a process without torch
         import steptrace
@@ -301,7 +326,8 @@ def test_without_torch_the_core_captures_the_steps_itself(tmp_path):
         print("STEPS", sorted(e["name"] for e in trace["traceEvents"] if e.get("cat") == "step"))
         back = steptrace.load(c["path"]).to_dict()  # every file steptrace writes, it reads back
         print("BACK", back["steps"], back["diagnosis"]["label"], back["diagnosis"]["evidence"] == c["evidence"])
-    """)
+    """,
+    )
     assert r.returncode == 0, r.stderr
     assert "ASKED True" in r.stdout, r.stdout
     assert "CAPTURE 3 5 3 INPUT-BOUND steptrace" in r.stdout, r.stdout + r.stderr

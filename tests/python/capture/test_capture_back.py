@@ -43,8 +43,14 @@ def captures_of(t, n_back, n_forward, timeout_s=20):
 
 
 def test_a_one_off_stall_is_written_from_the_kept_steps_and_the_steps_after_it_forward(tmp_path, capfd):
-    t = steptrace.Tracer(warmup_steps=0, print_at_exit="never", capture_dir=str(tmp_path / "caps"), live=1,
-                         capture="stall=20", capture_steps=3)
+    t = steptrace.Tracer(
+        warmup_steps=0,
+        print_at_exit="never",
+        capture_dir=str(tmp_path / "caps"),
+        live=1,
+        capture="stall=20",
+        capture_steps=3,
+    )
     stall_at = 1200  # about 5 s of steady steps first: the first window is warm-up, the next three the baseline
     stamped = {}
 
@@ -84,8 +90,9 @@ def test_a_one_off_stall_is_written_from_the_kept_steps_and_the_steps_after_it_f
 
 
 def test_capture_on_demand_writes_the_last_kept_steps_first(tmp_path):
-    t = steptrace.Tracer(warmup_steps=0, print_at_exit="never", capture_dir=str(tmp_path / "caps"),
-                         capture_steps=2, capture_back=4)
+    t = steptrace.Tracer(
+        warmup_steps=0, print_at_exit="never", capture_dir=str(tmp_path / "caps"), capture_steps=2, capture_back=4
+    )
     x = torch.zeros(16)
     for i in t.steps(range(20)):
         with t.phase("compute"):
@@ -99,8 +106,9 @@ def test_capture_on_demand_writes_the_last_kept_steps_first(tmp_path):
 
 
 def test_capture_back_0_keeps_nothing(tmp_path):
-    t = steptrace.Tracer(warmup_steps=0, print_at_exit="never", capture_dir=str(tmp_path / "caps"),
-                         capture_steps=1, capture_back=0)
+    t = steptrace.Tracer(
+        warmup_steps=0, print_at_exit="never", capture_dir=str(tmp_path / "caps"), capture_steps=1, capture_back=0
+    )
     for i in t.steps(range(8)):
         if i == 4:
             assert t.capture()
@@ -117,10 +125,24 @@ def test_a_one_off_stall_on_one_rank_is_written_by_it_and_the_median_rank(tmp_pa
     job = str(HERE / "capture_job.py")
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
     stall_at = 600
-    procs = [subprocess.Popen([sys.executable, job, "1", "1500", str(tmp_path), str(stall_at)], cwd=tmp_path,
-                              env={**env, "OMP_NUM_THREADS": "1", "RANK": str(r), "WORLD_SIZE": "3",
-                                   "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)},
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(3)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, job, "1", "1500", str(tmp_path), str(stall_at)],
+            cwd=tmp_path,
+            env={
+                **env,
+                "OMP_NUM_THREADS": "1",
+                "RANK": str(r),
+                "WORLD_SIZE": "3",
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(port),
+            },
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for r in range(3)
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
     stall = json.loads((tmp_path / "stall-1.json").read_text())
     assert stall["step"] == stall_at
@@ -136,7 +158,9 @@ def test_a_one_off_stall_on_one_rank_is_written_by_it_and_the_median_rank(tmp_pa
     assert slow["tripped"] == stall_at and stall_at in slow["indices"], slow
     assert 400 <= longest_input_ms(slow["path"]) <= stall["ms"] + 5
     plan = slow["reason"].split(";")[0]
-    mids = [(r, b) for r in (0, 2) for b in back[r] if b["reason"].startswith(plan + ";") and "a median rank" in b["reason"]]
+    mids = [
+        (r, b) for r in (0, 2) for b in back[r] if b["reason"].startswith(plan + ";") and "a median rank" in b["reason"]
+    ]
     assert len(mids) == 1, (back, outs[0][1][-3000:], outs[2][1][-3000:])
     median, mid = mids[0]
     # The same step numbers, as many of them as the median rank kept (its own slowest): the stall's among them.
@@ -162,18 +186,26 @@ def test_every_report_of_the_run_lists_its_captures(tmp_path):
         "        t.capture()\n"
         "    with t.phase('compute'):\n"
         "        time.sleep(0.002)\n"
-        "time.sleep(0.3)  # the kept steps are written on the collector thread\n")
+        "time.sleep(0.3)  # the kept steps are written on the collector thread\n"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
-    env.update(STEPTRACE_JSON=str(tmp_path / "run.json"), STEPTRACE_HTML=str(tmp_path / "run.html"),
-               STEPTRACE_PRINT_AT_EXIT="always")
-    done = subprocess.run([sys.executable, str(prog)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300)
+    env.update(
+        STEPTRACE_JSON=str(tmp_path / "run.json"),
+        STEPTRACE_HTML=str(tmp_path / "run.html"),
+        STEPTRACE_PRINT_AT_EXIT="always",
+    )
+    done = subprocess.run(
+        [sys.executable, str(prog)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     caps = json.loads((tmp_path / "run.json").read_text()).get("captures") or []
     forward, back = forward_and_back(caps)
-    assert [c["tool"] for c in forward] == ["torch.profiler"] and (forward[0]["first_step"], forward[0]["last_step"]) == (9, 10), caps
+    assert [c["tool"] for c in forward] == ["torch.profiler"] and (
+        forward[0]["first_step"],
+        forward[0]["last_step"],
+    ) == (9, 10), caps
     assert len(back) == 1 and back[0]["indices"] == list(range(0, 8)), back
-    table = done.stderr[done.stderr.index("── steptrace summary"):]
+    table = done.stderr[done.stderr.index("── steptrace summary") :]
     assert "captures   kept steps 0-7 (8, step 7 tripped it) (on demand: capture()): " in table, table
     assert "           steps 9-10 (on demand: capture()): " in table, table
     assert forward[0]["path"] in table and back[0]["path"] in table, table

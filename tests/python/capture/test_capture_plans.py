@@ -11,6 +11,7 @@ from fake_store import Store
 
 def test_the_cool_down_holds(tmp_path):
     """Synthetic windows (no clock): after a capture, a trigger waits COOL_DOWN windows."""
+
     class FakeTracer:
         def options(self):
             return {"capture_max": 3, "capture_steps": 5}
@@ -66,9 +67,22 @@ def test_a_straggler_is_planned_once_a_stretch_and_not_for_a_rank_stalled_by_its
     named = [2, 0, -1, -1, -1, 2, 2, 2, 2] + calm + [2]
     ids = []
     for straggler in named:
-        c._job_window({"step": 100, "steps": 10, "straggler_rank": straggler,
-                       **({"straggler_median_rank": 0 if straggler else 1, "straggler_phase": "compute",
-                           "straggler_excess_ms": 28.0} if straggler >= 0 else {})})
+        c._job_window(
+            {
+                "step": 100,
+                "steps": 10,
+                "straggler_rank": straggler,
+                **(
+                    {
+                        "straggler_median_rank": 0 if straggler else 1,
+                        "straggler_phase": "compute",
+                        "straggler_excess_ms": 28.0,
+                    }
+                    if straggler >= 0
+                    else {}
+                ),
+            }
+        )
         ids.append(json.loads(store.data[_capture.PLAN_KEY])["id"] if _capture.PLAN_KEY in store.data else 0)
     # Plan 1 at once; rank 0 named while that plan's capture runs, and rank 2 again, plan nothing;
     # a new stretch after the calm windows plans rank 2 again.

@@ -35,8 +35,9 @@ for i in t.steps(range({steps})):
 
 def program(folder, steps=20, torch=True, options="", before="", each="pass", after=""):
     block = "import torch" if torch else "sys.modules['torch'] = None  # no torch: the core's own capture"
-    return TORCH_LOOP.format(block=block, folder=str(folder), steps=steps, options=options, before=before,
-                             each=each, after=after)
+    return TORCH_LOOP.format(
+        block=block, folder=str(folder), steps=steps, options=options, before=before, each=each, after=after
+    )
 
 
 def files_in(folder):
@@ -44,6 +45,7 @@ def files_in(folder):
 
 
 # --- 1. a capture writes only where it should ---------------------------------------------------
+
 
 @needs_root
 def test_a_torch_capture_refuses_a_folder_another_user_made_and_follows_no_link_there(tmp_path, run_python):
@@ -75,7 +77,9 @@ def test_a_capture_dir_that_is_another_users_link_is_not_followed(tmp_path, run_
     os.symlink(mine, link)
     os.lchown(link, NOBODY, NOBODY)
     proc = run_python(program(link, before="t.capture(steps=2)"))
-    assert f"capture_dir {link}: a symbolic link owned by another user (uid 65534): not written through" in proc.stderr, proc.stderr
+    assert (
+        f"capture_dir {link}: a symbolic link owned by another user (uid 65534): not written through" in proc.stderr
+    ), proc.stderr
     assert files_in(mine) == []
 
 
@@ -90,18 +94,28 @@ def test_a_torch_capture_in_its_own_folder_leaves_the_trace_and_nothing_else(tmp
 
 # --- 2. SIGUSR2 storms and where the handler can be installed ----------------------------------
 
+
 def test_a_storm_of_sigusr2_is_coalesced_and_the_run_lives(tmp_path, run_python):
-    code = program(tmp_path / "caps", steps=300, torch=False, options=', capture="signal", capture_max=2',
-                   before=("import signal, threading\n"
-                           "def storm():\n"
-                           "    for _ in range(5000):\n"
-                           "        os.kill(os.getpid(), signal.SIGUSR2)\n"
-                           "th = threading.Thread(target=storm)\nth.start()"),
-                   after=("th.join()\n"  # a capture armed late in the storm: its steps, then time to write it
-                          "for i in t.steps(range(10)): time.sleep(0.001)\n"
-                          "time.sleep(0.5)\n"
-                          "print('captures', len([c for c in t.summary().to_dict().get('captures') or [] "
-                          "if not c.get('retroactive')]))"))
+    code = program(
+        tmp_path / "caps",
+        steps=300,
+        torch=False,
+        options=', capture="signal", capture_max=2',
+        before=(
+            "import signal, threading\n"
+            "def storm():\n"
+            "    for _ in range(5000):\n"
+            "        os.kill(os.getpid(), signal.SIGUSR2)\n"
+            "th = threading.Thread(target=storm)\nth.start()"
+        ),
+        after=(
+            "th.join()\n"  # a capture armed late in the storm: its steps, then time to write it
+            "for i in t.steps(range(10)): time.sleep(0.001)\n"
+            "time.sleep(0.5)\n"
+            "print('captures', len([c for c in t.summary().to_dict().get('captures') or [] "
+            "if not c.get('retroactive')]))"
+        ),
+    )
     proc = run_python(code, check=False)
     assert proc.returncode == 0 and "RecursionError" not in proc.stderr, proc.stderr[-2000:]
     assert proc.stdout.split()[-1] in ("1", "2"), proc.stdout  # coalesced: never more than capture_max
@@ -122,13 +136,22 @@ def test_a_signal_trigger_set_off_the_main_thread_says_it_is_not_installed(capfd
 
 # --- 3. bounds --------------------------------------------------------------------------------
 
+
 def test_captures_without_torch_never_pass_capture_max(tmp_path, run_python):
     """Asked at every step, with capture_max=2: a capture being written counts (the next one armed
     meanwhile made a third)."""
     caps = tmp_path / "caps"
-    proc = run_python(program(caps, steps=400, torch=False, options=", capture_max=2", each="t.capture(steps=1)",
-                              after="time.sleep(0.5)\nc = t.summary().to_dict()['captures']\n"
-                                    "print(len([x for x in c if x.get('retroactive')]), len(c))"))
+    proc = run_python(
+        program(
+            caps,
+            steps=400,
+            torch=False,
+            options=", capture_max=2",
+            each="t.capture(steps=1)",
+            after="time.sleep(0.5)\nc = t.summary().to_dict()['captures']\n"
+            "print(len([x for x in c if x.get('retroactive')]), len(c))",
+        )
+    )
     back, everything = map(int, proc.stdout.split()[-2:])
     forward = [f for f in files_in(caps) if "-back-" not in f]
     assert 1 <= everything - back <= 2 and 1 <= len(forward) <= 2, (proc.stdout, files_in(caps))
@@ -143,28 +166,36 @@ def test_capture_steps_keep_the_options_bound(tracer):
 
 # --- 4. fork ------------------------------------------------------------------------------------
 
+
 def test_a_child_forked_during_a_torch_capture_inherits_no_capture(tmp_path, run_python):
     """The child runs steps of its own and leaves with exit(): it neither finishes the parent's
     capture (no block, no file of its own) nor hangs; the parent's capture is written once."""
     pytest.importorskip("torch")
     caps = tmp_path / "caps"
-    code = program(caps, steps=8, before="t.capture(steps=4)", each=(
-        "if i == 1:\n"
-        "        pid = os.fork()\n"
-        "        if pid == 0:\n"
-        "            for j in t.steps(range(6)): time.sleep(0.001)\n"
-        "            sys.stderr.write('child done\\n'); sys.stderr.flush()\n"
-        "            sys.exit(0)\n"
-        "        _, status = os.waitpid(pid, 0)\n"
-        "        print('child status', status)"))
+    code = program(
+        caps,
+        steps=8,
+        before="t.capture(steps=4)",
+        each=(
+            "if i == 1:\n"
+            "        pid = os.fork()\n"
+            "        if pid == 0:\n"
+            "            for j in t.steps(range(6)): time.sleep(0.001)\n"
+            "            sys.stderr.write('child done\\n'); sys.stderr.flush()\n"
+            "            sys.exit(0)\n"
+            "        _, status = os.waitpid(pid, 0)\n"
+            "        print('child status', status)"
+        ),
+    )
     proc = run_python(code)
     assert "child status 0" in proc.stdout and "child done" in proc.stderr, (proc.stdout, proc.stderr)
     assert proc.stderr.count("captured steps") == 1, proc.stderr  # the parent's block alone
     names = files_in(caps)
-    assert len(names) == 1 and f"-pid" in names[0], names
+    assert len(names) == 1 and "-pid" in names[0], names
 
 
 # --- 5. names and failures ----------------------------------------------------------------------
+
 
 def test_two_runs_sharing_a_folder_keep_both_captures(tmp_path, run_python):
     caps = tmp_path / "caps"
@@ -182,8 +213,10 @@ def test_a_capture_that_cannot_be_written_names_its_path_and_why_and_leaves_noth
     caps = tmp_path / "caps"
     caps.mkdir()
     # A file-size limit (root ignores a read-only folder): every write past 200 bytes fails.
-    limit = ("import resource, signal\nsignal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
-             "resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200))\nt.capture(steps=2)")
+    limit = (
+        "import resource, signal\nsignal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200))\nt.capture(steps=2)"
+    )
     proc = run_python(program(caps, torch=torch, before=limit), check=False)
     failed = [line for line in proc.stderr.splitlines() if "capture of steps 0-1" in line and "failed" in line]
     assert len(failed) == 1, proc.stderr
@@ -209,6 +242,7 @@ def test_a_dropped_tracer_with_capture_set_is_freed(run_python):
 
 
 # --- 6. the store's plan -----------------------------------------------------------------------
+
 
 def _rank1_capturer(monkeypatch, store, folder="."):
     from steptrace._capture import capturer as _capture
@@ -271,6 +305,7 @@ def test_a_plan_for_a_step_never_reached_is_let_go_and_blocks_no_later_capture(m
 
 # --- 11. an option's bad value is cut when echoed --------------------------------------------------
 
+
 def test_a_huge_bad_capture_value_is_cut_in_its_message(run_python):
     proc = run_python("import steptrace\n", env={"STEPTRACE_CAPTURE": "slow=" + "9" * 100_000})
     lines = [line for line in proc.stderr.splitlines() if "STEPTRACE_CAPTURE" in line]
@@ -297,7 +332,10 @@ def test_a_second_capture_of_the_same_step_keeps_the_first_and_follows_no_link(t
             os.unlink(private / "trace.json.gz")
             os.close(inside)
             os.close(at)
-    assert made == ["run-rank0-step5-pid1.pt.trace.json.gz", "run-rank0-step5-pid1-2.pt.trace.json.gz",
-                    "run-rank0-step5-pid1-4.pt.trace.json.gz"]
+    assert made == [
+        "run-rank0-step5-pid1.pt.trace.json.gz",
+        "run-rank0-step5-pid1-2.pt.trace.json.gz",
+        "run-rank0-step5-pid1-4.pt.trace.json.gz",
+    ]
     assert [(folder / m).read_bytes() for m in made] == [b"first", b"second", b"third"]
     assert not (tmp_path / "elsewhere").exists()

@@ -108,7 +108,7 @@ def test_compare_takes_several_runs_a_side_and_their_spread(tmp_path):
 def test_the_command_names_a_bad_file(tmp_path):
     missing = cli("show", tmp_path / "nope.json")
     assert missing.returncode == 2 and "nope.json" in missing.stderr
-    (tmp_path / "bad.json").write_text("{\"schema\": \"other\"}")
+    (tmp_path / "bad.json").write_text('{"schema": "other"}')
     bad = cli("trace", tmp_path / "bad.json")
     assert bad.returncode == 2 and "unsupported summary schema" in bad.stderr
     assert cli("compare", tmp_path / "bad.json").returncode == 2  # argparse: usage
@@ -176,5 +176,5 @@ def test_compare_keeps_its_columns_aligned_with_long_names(tmp_path):
     b_end = header.index("b.json") + len("b.json")
     for what, va, vb, _ in c.rows:  # each value ends where its column's name ends
         line = next(r for r in body if r.startswith(_compare._clipped(what, _compare.NAME_WIDTH)))
-        assert line[a_end - len(va):a_end] == va and line[b_end - len(vb):b_end] == vb, text
+        assert line[a_end - len(va) : a_end] == va and line[b_end - len(vb) : b_end] == vb, text
     assert any(r.startswith("data_loading_and_augmentation_of_the_...") for r in body), text

@@ -54,8 +54,13 @@ def test_every_unreadable_file_exits_2_with_one_line_naming_it(tmp_path, summary
     good = tmp_path / "good.json"
     good.write_text(summary_text)
     for case, path in _unreadable_cases(tmp_path, summary_text).items():
-        for args in (("show", path), ("compare", good, path), ("compare", path, good, "--max-regression", 5),
-                     ("trace", path, "-o", tmp_path / "t.json"), ("report", path, "-o", tmp_path / "r.html")):
+        for args in (
+            ("show", path),
+            ("compare", good, path),
+            ("compare", path, good, "--max-regression", 5),
+            ("trace", path, "-o", tmp_path / "t.json"),
+            ("report", path, "-o", tmp_path / "r.html"),
+        ):
             out = cli(*args)
             assert out.returncode == 2, (case, args, out.stderr)
             lines = out.stderr.strip().splitlines()
@@ -158,11 +163,17 @@ def test_every_path_value_is_echoed_printable(run_python, tmp_path):
         for _ in steptrace.steps(range(8)):
             pass
         """,
-        env={"STEPTRACE_JSON": "/nonexistent/\x1b[31mred.json", "STEPTRACE_HTML": "/nonexistent/\x1b]0;x\x07.html",
-             "STEPTRACE_TRACE": "/nonexistent/\x1bt.json"},
+        env={
+            "STEPTRACE_JSON": "/nonexistent/\x1b[31mred.json",
+            "STEPTRACE_HTML": "/nonexistent/\x1b]0;x\x07.html",
+            "STEPTRACE_TRACE": "/nonexistent/\x1bt.json",
+        },
     )
-    for words in ("summary JSON: /nonexistent/\\x1B[31mred.json", "HTML report: /nonexistent/\\x1B]0;x\\x07.html",
-                  "trace: /nonexistent/\\x1Bt.json"):
+    for words in (
+        "summary JSON: /nonexistent/\\x1B[31mred.json",
+        "HTML report: /nonexistent/\\x1B]0;x\\x07.html",
+        "trace: /nonexistent/\\x1Bt.json",
+    ):
         assert words in proc.stderr, proc.stderr[:600]
     assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr
     out = cli("show", tmp_path / "no\x1b[2Jsuch.json")
@@ -217,8 +228,24 @@ def test_mutated_real_summaries_raise_nothing_but_a_named_value_error(tmp_path):
                     pass
     base = t.summary().to_json().encode()
     rng = random.Random(20261124)
-    pieces = [b"1e400", b"-1", b"NaN", b"[", b"]", b"{", b"}", b'"', b"null", b"\\u001b", b"\xff", b"[[[[[[[[",
-              b"18446744073709551616", b'"parent": "forward"', b"0.5", b"true"]
+    pieces = [
+        b"1e400",
+        b"-1",
+        b"NaN",
+        b"[",
+        b"]",
+        b"{",
+        b"}",
+        b'"',
+        b"null",
+        b"\\u001b",
+        b"\xff",
+        b"[[[[[[[[",
+        b"18446744073709551616",
+        b'"parent": "forward"',
+        b"0.5",
+        b"true",
+    ]
     path = tmp_path / "fuzz.json"
     readable = 0
     for _ in range(400):
@@ -229,7 +256,7 @@ def test_mutated_real_summaries_raise_nothing_but_a_named_value_error(tmp_path):
             if kind == 0:
                 data[at:at] = rng.choice(pieces)
             elif kind == 1:
-                del data[at:at + rng.randint(1, 8)]
+                del data[at : at + rng.randint(1, 8)]
             else:
                 data[at] = rng.randrange(256)
         path.write_bytes(bytes(data))
@@ -252,7 +279,7 @@ def test_empty_files_and_broken_json_are_said_in_steptraces_own_words(tmp_path):
         "cut.json": (b'{"schema": "steptrace.summary/1", "steps": ', "the text ends early (a truncated file?) at byte"),
         "cut-trace.json": (b'{"traceEvents": [{"ph": "X", "name": "a", ', "the text ends early (a truncated file?)"),
         "bad.json": (b'{"schema": "steptrace.summary/1", "steps": x}', "not valid JSON (at byte"),
-        "fields.json": (b'{"schema": "steptrace.summary/1"}', "malformed steptrace summary: no \""),
+        "fields.json": (b'{"schema": "steptrace.summary/1"}', 'malformed steptrace summary: no "'),
     }
     for name, (data, said) in cases.items():
         path = tmp_path / name
@@ -281,6 +308,8 @@ def test_a_stray_json_in_a_job_folder_is_left_out_and_named_by_show_and_trace_al
     trace = cli("trace", tmp_path, "-o", tmp_path / "job.trace.json")
     assert trace.returncode == 0, trace.stderr
     for proc in (show, trace):
-        assert "left out of the job: " in proc.stderr and "notes.json: a JSON object with neither" in proc.stderr, proc.stderr
+        assert "left out of the job: " in proc.stderr and "notes.json: a JSON object with neither" in proc.stderr, (
+            proc.stderr
+        )
     alone = cli("show", tmp_path / "notes.json")
     assert alone.returncode == 2 and "neither a steptrace summary nor a torch.profiler trace" in alone.stderr

@@ -27,10 +27,20 @@ def trace_of(steps: int = 3, **extra) -> dict:
     """A host-only torch.profiler trace: `steps` ProfilerSteps of 1 ms, each with an op."""
     events = []
     for i in range(steps):
-        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1,
-                       "ts": i * 1000, "dur": 900})
-        events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": i * 1000 + 100,
-                       "dur": 500})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{i}",
+                "pid": 1,
+                "tid": 1,
+                "ts": i * 1000,
+                "dur": 900,
+            }
+        )
+        events.append(
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": i * 1000 + 100, "dur": 500}
+        )
     return {"schemaVersion": 1, **extra, "traceEvents": events}
 
 
@@ -80,8 +90,10 @@ def test_an_output_never_follows_a_link_another_user_planted(tmp_path, summary_f
     for name in ("run.trace.json", "run.json", "live.jsonl", "report.html"):
         os.symlink(secret, shared / name)
         os.lchown(shared / name, NOBODY, NOBODY)
-    one_line_error(cli("trace", summary_file, "-o", shared / "run.trace.json"),
-                   f"cannot write {shared / 'run.trace.json'}: a symbolic link owned by another user (uid 65534)")
+    one_line_error(
+        cli("trace", summary_file, "-o", shared / "run.trace.json"),
+        f"cannot write {shared / 'run.trace.json'}: a symbolic link owned by another user (uid 65534)",
+    )
     proc = run_python(
         """
         import time, steptrace
@@ -90,8 +102,12 @@ def test_an_output_never_follows_a_link_another_user_planted(tmp_path, summary_f
             with steptrace.step():
                 time.sleep(0.01)
         """,
-        env={"STEPTRACE_JSON": str(shared / "run.json"), "STEPTRACE_HTML": str(shared / "report.html"),
-             "STEPTRACE_JSONL": str(shared / "live.jsonl"), "STEPTRACE_LIVE": "1"},
+        env={
+            "STEPTRACE_JSON": str(shared / "run.json"),
+            "STEPTRACE_HTML": str(shared / "report.html"),
+            "STEPTRACE_JSONL": str(shared / "live.jsonl"),
+            "STEPTRACE_LIVE": "1",
+        },
     )
     refusals = [line for line in proc.stderr.splitlines() if "a symbolic link owned by another user" in line]
     assert len(refusals) == 3, proc.stderr  # the JSON, the page, the live windows: each said once
@@ -111,6 +127,7 @@ def test_a_replaced_file_keeps_its_mode_and_ones_own_link_is_followed(tmp_path, 
 
 
 # --- 2 and 14. an output never over its input; a job's default output beside its folder ----------
+
 
 def test_an_output_over_its_own_input_is_refused(tmp_path, summary_file):
     before = summary_file.read_bytes()
@@ -150,7 +167,9 @@ def test_errors_about_one_file_of_a_job_name_the_file(tmp_path, summary_file):
     runs.mkdir()
     write_trace(runs / "r0.json")
     os.symlink(runs / "r0.json", tmp_path / "alias.json")
-    one_line_error(cli("show", runs / "r0.json", tmp_path / "alias.json"), "r0.json and", "alias.json are the same file")
+    one_line_error(
+        cli("show", runs / "r0.json", tmp_path / "alias.json"), "r0.json and", "alias.json are the same file"
+    )
     forged = json.loads(summary_file.read_text())
     forged["rank"] = {"rank": 1, "world_size": 2, "local_rank": None, "host": "h", "started_at": ""}
     for p in forged["phases"].values():
@@ -161,10 +180,14 @@ def test_errors_about_one_file_of_a_job_name_the_file(tmp_path, summary_file):
 
 # --- 3. a file's world is bounded ---------------------------------------------------------------
 
+
 def test_a_claimed_world_is_bounded_and_missing_ranks_counted(tmp_path):
     huge = write_trace(tmp_path / "huge.json", distributedInfo={"rank": 0, "world_size": 30_000_000})
-    one_line_error(cli("show", huge), "huge.json: its distributedInfo claims rank 0 of 30000000",
-                   "more ranks than steptrace reads (1048576 at most)")
+    one_line_error(
+        cli("show", huge),
+        "huge.json: its distributedInfo claims rank 0 of 30000000",
+        "more ranks than steptrace reads (1048576 at most)",
+    )
     job = tmp_path / "job"
     job.mkdir()
     write_trace(job / "r0.json", distributedInfo={"rank": 0, "world_size": 1 << 20})
@@ -179,19 +202,26 @@ def test_a_claimed_world_is_bounded_and_missing_ranks_counted(tmp_path):
 
 # --- 5. pipes are read as they come --------------------------------------------------------------
 
+
 def test_standard_input_is_read_as_it_comes_with_nothing_copied_aside(tmp_path, summary_file):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     env = {**os.environ, "TMPDIR": str(scratch)}
     trace = json.dumps(trace_of(4)).encode()
     for data in (trace, gzip.compress(trace), summary_file.read_bytes()):
-        proc = subprocess.run([sys.executable, "-m", "steptrace", "show", "-"], input=data, capture_output=True,
-                              env=env, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "steptrace", "show", "-"], input=data, capture_output=True, env=env, timeout=120
+        )
         assert proc.returncode == 0, proc.stderr
     assert os.listdir(scratch) == []
     # a SIGTERM while reading a pipe that never ends leaves nothing behind either
-    reader = subprocess.Popen([sys.executable, "-m", "steptrace", "show", "-"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "steptrace", "show", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     reader.stdin.write(trace[: len(trace) // 2])
     reader.stdin.flush()
     time.sleep(1.0)
@@ -201,6 +231,7 @@ def test_standard_input_is_read_as_it_comes_with_nothing_copied_aside(tmp_path, 
 
 
 # --- 7. names that are not UTF-8 -----------------------------------------------------------------
+
 
 def test_names_that_are_not_utf8_are_read_written_and_shown_escaped(tmp_path):
     folder = os.fsencode(tmp_path)
@@ -226,6 +257,7 @@ def test_names_that_are_not_utf8_are_read_written_and_shown_escaped(tmp_path):
 
 
 # --- 8 and 9. decided by the top-level keys; gzip problems named --------------------------------
+
 
 def test_content_is_decided_by_the_top_level_keys_however_far(tmp_path, tracer):
     named = write_summary(tracer, tmp_path / "named.json", phase="traceEvents")
@@ -253,6 +285,7 @@ def test_gzip_problems_are_named_and_a_gzipped_summary_is_read(tmp_path, summary
 
 # --- 6. a report draws what it shows --------------------------------------------------------------
 
+
 def test_a_report_is_bounded_by_what_it_draws(tmp_path, summary_file):
     d = json.loads(summary_file.read_text())
     step = d["timeline"]["steps"][-1]
@@ -273,6 +306,7 @@ def test_a_report_is_bounded_by_what_it_draws(tmp_path, summary_file):
 
 
 # --- 15, 16, 17. listeners ------------------------------------------------------------------------
+
 
 def test_system_exit_or_ctrl_c_in_a_listener_is_counted_and_windows_go_on(run_python):
     proc = run_python(
@@ -299,7 +333,8 @@ def test_system_exit_or_ctrl_c_in_a_listener_is_counted_and_windows_go_on(run_py
                 interrupted = True
         print("windows", len(got), "interrupted", interrupted, "failed",
               t.summary().to_dict()["errors"]["window_calls_failed"])
-        """)
+        """
+    )
     words = proc.stdout.split()
     assert int(words[1]) >= 3 and words[3] == "True" and words[5] == "2", proc.stdout + proc.stderr
 
@@ -324,7 +359,8 @@ def test_a_listener_that_forks_leaves_a_child_that_ends_as_it_says(run_python):
                 time.sleep(0.01)
         _, status = os.waitpid(children[0], 0)
         print("child", os.waitstatus_to_exitcode(status))
-        """)
+        """
+    )
     assert "child 3" in proc.stdout, proc.stdout + proc.stderr
 
 
@@ -346,7 +382,8 @@ def test_a_dropped_tracer_with_a_listener_is_freed_with_its_threads(run_python):
         time.sleep(1.5)
         print("alive", sum(r() is not None for r in refs), "threads", tasks() - base,
               sum(th.name == "steptrace-windows" for th in threading.enumerate()))
-        """)
+        """
+    )
     assert proc.stdout.split() == ["alive", "0", "threads", "0", "0"], proc.stdout + proc.stderr
 
 
@@ -359,6 +396,7 @@ def test_seeded_random_byte_names_and_links_are_read_and_written(tmp_path):
     folder = os.fsencode(tmp_path)
     trace = json.dumps(trace_of(3))
     for i in range(40):
+
         def name() -> bytes:
             return bytes(rng.choice([b for b in range(1, 256) if b != ord("/")]) for _ in range(rng.randint(1, 24)))
 

@@ -6,7 +6,6 @@ cannot read is refused by its rank while the verdicts go on."""
 
 import gzip
 import json
-import os
 
 import pytest
 
@@ -86,6 +85,7 @@ def test_a_summary_whose_phases_do_not_fit_its_steps_is_refused_by_name(tmp_path
 
 # --- live rank rows --------------------------------------------------------------------------
 
+
 def row(rank, world, input_ms):
     """A live row as live_row writes it: rank, world, steps, step mean/p50/p95, then input, h2d,
     compute, wait, other, GPU wait (ms a step). Every rank's step is 50 ms: a rank slow in its
@@ -113,8 +113,12 @@ def judge(monkeypatch, rows_by_key, world):
 
 def test_a_row_that_claims_another_rank_is_refused_and_the_healthy_rank_is_not_blamed(monkeypatch, capfd):
     world = 5
-    rows = {1: row(1, world, 1.0), 2: row(2, world, 1.0), 3: row(3, world, 1.0),
-            4: row(1, world, 40.0)}  # rank 4 writes a slow row claiming to be rank 1
+    rows = {
+        1: row(1, world, 1.0),
+        2: row(2, world, 1.0),
+        3: row(3, world, 1.0),
+        4: row(1, world, 40.0),
+    }  # rank 4 writes a slow row claiming to be rank 1
     window = judge(monkeypatch, rows, world)
     err = capfd.readouterr().err
     assert window.get("straggler_rank") != 1, window
@@ -133,17 +137,28 @@ def test_one_row_the_core_cannot_read_is_refused_by_rank_and_the_verdict_goes_on
 
 # --- steps that outlast their trace, figures wider than their columns ----------------------------
 
+
 def _trace(tmp_path, name, steps_us, session_us=None):
     events = []
     at = 0
     for i, dur in enumerate(steps_us):
-        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1,
-                       "ts": at, "dur": dur})
+        events.append(
+            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1, "ts": at, "dur": dur}
+        )
         events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": at + 10, "dur": 500})
         at += min(dur, 1000) + 10
     if session_us is not None:  # Kineto's record of the profiler's session
-        events.append({"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": "PyTorch Profiler",
-                       "ts": 0, "dur": session_us})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "Trace",
+                "name": "PyTorch Profiler (0)",
+                "pid": "Spans",
+                "tid": "PyTorch Profiler",
+                "ts": 0,
+                "dur": session_us,
+            }
+        )
     path = tmp_path / name
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
     return path
@@ -194,8 +209,11 @@ def test_a_rank_whose_clock_is_hours_off_is_still_judged_and_named_the_straggler
     jobs = {id(c): type("Job", (), {"rank": r, "world_size": world, "store": store})() for r, c in enumerate(cores)}
     monkeypatch.setattr(_ranks, "notice", lambda core: jobs[id(core)])
     inputs = {0: 1.0, 1: 1.0, 2: 30.0, 3: 1.0}  # rank 2 is slow in its input: the straggler
-    monkeypatch.setattr(rank_verdicts.LiveRanks, "_row",
-                        lambda self, core, summary: row(jobs[id(core)].rank, world, inputs[jobs[id(core)].rank]))
+    monkeypatch.setattr(
+        rank_verdicts.LiveRanks,
+        "_row",
+        lambda self, core, summary: row(jobs[id(core)].rank, world, inputs[jobs[id(core)].rank]),
+    )
     lives = [rank_verdicts.LiveRanks() for _ in range(world)]
     verdicts = []
     for s in range(100, 110):

@@ -6,7 +6,6 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -28,7 +27,7 @@ def test_a_summary_displays_as_its_report_in_a_notebook_and_its_table_in_a_repl(
         assert cell.startswith('<div class="steptrace-report"><style>') and cell.endswith("</div>")
         assert "<html" not in cell and "<body" not in cell
         assert 'class="header"' in cell and 'id="phases-chart"' in cell  # the report's header and chart
-        style = cell[cell.index("<style>") + 7:cell.index("</style>")]
+        style = cell[cell.index("<style>") + 7 : cell.index("</style>")]
         for rule in filter(None, (r.strip() for r in style.split("}"))):
             selectors = rule.split("{")[0]
             assert all(sel.strip().startswith("div.steptrace-report") for sel in selectors.split(",")), rule
@@ -48,12 +47,16 @@ def test_the_reports_gpu_lane_draws_the_idle_gaps_the_timeline_export_computes()
     s = steptrace.load(TRACE)
     d = s.to_dict()
     slowest = {(x["thread"], x["index"]) for x in d["timeline"]["steps"] if x["slowest"]}
-    gaps = [e for e in json.loads(s.to_trace())["traceEvents"]
-            if e.get("cat") == "idle" and (e["args"]["thread"], e["args"]["step"]) in slowest]
+    gaps = [
+        e
+        for e in json.loads(s.to_trace())["traceEvents"]
+        if e.get("cat") == "idle" and (e["args"]["thread"], e["args"]["step"]) in slowest
+    ]
     page = s.to_html()
     assert gaps and page.count("GPU idle while the host was in ") == len(gaps)
-    assert page.count("GPU idle while the host was in input") == sum(1 for e in gaps if e["args"]["host_phase"] == "input")
-
+    assert page.count("GPU idle while the host was in input") == sum(
+        1 for e in gaps if e["args"]["host_phase"] == "input"
+    )
 
 
 @needs_chromium
@@ -75,31 +78,52 @@ def test_a_notebook_run_headless_shows_the_report_and_chromium_draws_it(tmp_path
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
     env["JUPYTER_PLATFORM_DIRS"] = "1"
     for to in ("notebook", "html"):
-        proc = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", to, "--execute",
-                               "--ExecutePreprocessor.timeout=120", str(source)],
-                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "jupyter",
+                "nbconvert",
+                "--to",
+                to,
+                "--execute",
+                "--ExecutePreprocessor.timeout=120",
+                str(source),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stderr
     ran = nbformat.read(tmp_path / "explore.nbconvert.ipynb", as_version=4)
     shown = ran.cells[1].outputs[0]["data"]
     cell = shown["text/html"]
     assert 'class="header"' in cell and 'id="phases-chart"' in cell  # the report's header and chart
     assert "INPUT-BOUND" in cell
-    assert shown["text/plain"] == repr(steptrace.load(tmp_path / TRACE.name)).rstrip("\n").replace(f"{tmp_path}/", "")  # the table, where HTML is not shown
+    assert shown["text/plain"] == repr(steptrace.load(tmp_path / TRACE.name)).rstrip("\n").replace(
+        f"{tmp_path}/", ""
+    )  # the table, where HTML is not shown
 
     shot = tmp_path / "cell.png"
     _, _, rows = screenshot(tmp_path / "explore.html", shot, 1100, 1400)
     colours = _html._colours(steptrace.load(TRACE).to_dict()["series"]["phases"])
-    drawn = {tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)) for c in colours.values()}
+    drawn = {tuple(int(c[i : i + 2], 16) for i in (1, 3, 5)) for c in colours.values()}
     painted = sum(1 for row in rows for px in row if px in drawn)
     assert painted > 2000, f"the chart is not in the screenshot ({painted} pixels in its colours)"
     # The table keeps its columns under JupyterLab's own CSS (nbconvert's page carries it): ten
     # i's as wide as ten W's in the report's text box, and its lines never wrap.
-    laid_out = measured(tmp_path / "explore.html", """
+    laid_out = measured(
+        tmp_path / "explore.html",
+        """
         const pre = document.querySelector('div.steptrace-report pre');
         const narrow = document.createElement('span'); narrow.textContent = 'iiiiiiiiii'; pre.appendChild(narrow);
         const wide = document.createElement('span'); wide.textContent = 'WWWWWWWWWW'; pre.appendChild(wide);
         return [narrow.getBoundingClientRect().width, wide.getBoundingClientRect().width,
-                getComputedStyle(pre).whiteSpace].join(' ');""", tmp_path / "measured.html")
+                getComputedStyle(pre).whiteSpace].join(' ');""",
+        tmp_path / "measured.html",
+    )
     narrow, wide, wrap = laid_out.split()
     assert float(narrow) == pytest.approx(float(wide), rel=0.01) and float(narrow) > 0, laid_out
     assert wrap == "pre", laid_out

@@ -1,7 +1,6 @@
 // Uses only the macros: with STEPTRACE_COMPILED_OUT they compile to nothing.
-#include <steptrace/steptrace.hpp>
-
 #include <cstdio>
+#include <steptrace/steptrace.hpp>
 
 int main() {
   int work = 0;

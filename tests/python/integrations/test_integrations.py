@@ -111,8 +111,15 @@ def test_lightning_callback_matches_hand_timing(tmp_path):
     dataset, model = TimedDataset(), lightning_model(L)
     callback = StepTraceCallback(steptrace.Tracer(print_at_exit=False))
     trainer = L.Trainer(
-        max_epochs=1, callbacks=[callback], logger=False, enable_checkpointing=False, enable_progress_bar=False,
-        enable_model_summary=False, accelerator="cpu", devices=1, default_root_dir=tmp_path,
+        max_epochs=1,
+        callbacks=[callback],
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        accelerator="cpu",
+        devices=1,
+        default_root_dir=tmp_path,
     )
     trainer.fit(model, torch.utils.data.DataLoader(dataset, batch_size=BATCH))
     check_against_hand_timing(callback.tracer.summary(), dataset, time.perf_counter())
@@ -128,8 +135,15 @@ def test_transformers_trainer_callback_matches_hand_timing(tmp_path):
     dataset, model = TimedDataset(as_dict=True), RegressionModel()
     callback = StepTraceCallback(steptrace.Tracer(print_at_exit=False))
     args = transformers.TrainingArguments(
-        output_dir=str(tmp_path), per_device_train_batch_size=BATCH, num_train_epochs=1, report_to=[],
-        save_strategy="no", logging_strategy="no", use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=BATCH,
+        num_train_epochs=1,
+        report_to=[],
+        save_strategy="no",
+        logging_strategy="no",
+        use_cpu=True,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
     )
     transformers.Trainer(model=model, args=args, train_dataset=dataset, callbacks=[callback]).train()
     check_against_hand_timing(callback.tracer.summary(), dataset, time.perf_counter())
@@ -152,11 +166,26 @@ def test_lightning_sets_checkpoints_validation_and_logging_aside(tmp_path):
 
     def fit(checkpoints):
         callback = StepTraceCallback(steptrace.Tracer(print_at_exit=False))
-        extra = dict(callbacks=[callback, ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=8, save_top_k=-1)],
-                     logger=CSVLogger(tmp_path), val_check_interval=10, log_every_n_steps=5) if checkpoints else dict(
-            callbacks=[callback], logger=False, enable_checkpointing=False)
-        trainer = L.Trainer(max_epochs=1, enable_progress_bar=False, enable_model_summary=False, accelerator="cpu",
-                            devices=1, default_root_dir=tmp_path, num_sanity_val_steps=0, **extra)
+        extra = (
+            dict(
+                callbacks=[callback, ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=8, save_top_k=-1)],
+                logger=CSVLogger(tmp_path),
+                val_check_interval=10,
+                log_every_n_steps=5,
+            )
+            if checkpoints
+            else dict(callbacks=[callback], logger=False, enable_checkpointing=False)
+        )
+        trainer = L.Trainer(
+            max_epochs=1,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            accelerator="cpu",
+            devices=1,
+            default_root_dir=tmp_path,
+            num_sanity_val_steps=0,
+            **extra,
+        )
         val = torch.utils.data.DataLoader(TimedDataset(), batch_size=BATCH) if checkpoints else None
         trainer.fit(lightning_model(L, SAVE_S), torch.utils.data.DataLoader(TimedDataset(), batch_size=BATCH), val)
         return callback.tracer.summary()
@@ -188,14 +217,22 @@ def test_transformers_trainer_sets_checkpoints_and_logging_aside(tmp_path):
     def train(checkpoints):
         callback = StepTraceCallback(steptrace.Tracer(print_at_exit=False))
         args = transformers.TrainingArguments(
-            output_dir=str(tmp_path / ("busy" if checkpoints else "plain")), per_device_train_batch_size=BATCH,
-            num_train_epochs=1, report_to=[], use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
-            save_strategy="steps" if checkpoints else "no", save_steps=8,
-            logging_strategy="steps" if checkpoints else "no", logging_steps=5,
+            output_dir=str(tmp_path / ("busy" if checkpoints else "plain")),
+            per_device_train_batch_size=BATCH,
+            num_train_epochs=1,
+            report_to=[],
+            use_cpu=True,
+            dataloader_num_workers=0,
+            disable_tqdm=True,
+            save_strategy="steps" if checkpoints else "no",
+            save_steps=8,
+            logging_strategy="steps" if checkpoints else "no",
+            logging_steps=5,
         )
         callbacks = [SlowSave(), callback] if checkpoints else [callback]
-        transformers.Trainer(model=RegressionModel(), args=args, train_dataset=TimedDataset(as_dict=True),
-                             callbacks=callbacks).train()
+        transformers.Trainer(
+            model=RegressionModel(), args=args, train_dataset=TimedDataset(as_dict=True), callbacks=callbacks
+        ).train()
         return callback.tracer.summary()
 
     plain, busy = train(False), train(True)
@@ -254,8 +291,15 @@ def test_lightning_slow_callback_after_ours_is_other_not_input(tmp_path):
 
     callback = StepTraceCallback(steptrace.Tracer(print_at_exit=False))
     trainer = L.Trainer(
-        max_epochs=1, callbacks=[callback, SlowAfterStep()], logger=False, enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False, accelerator="cpu", devices=1, default_root_dir=tmp_path,
+        max_epochs=1,
+        callbacks=[callback, SlowAfterStep()],
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        accelerator="cpu",
+        devices=1,
+        default_root_dir=tmp_path,
     )
     trainer.fit(lightning_model(L), torch.utils.data.DataLoader(FastDataset(), batch_size=BATCH))
     check_slow_callback(callback.tracer.summary(), spins)
@@ -280,11 +324,19 @@ def test_transformers_slow_callback_after_ours_is_other_not_input(tmp_path):
 
     callback = StepTraceCallback(steptrace.Tracer(print_at_exit=False))
     args = transformers.TrainingArguments(
-        output_dir=str(tmp_path), per_device_train_batch_size=BATCH, num_train_epochs=1, report_to=[],
-        save_strategy="no", logging_strategy="no", use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=BATCH,
+        num_train_epochs=1,
+        report_to=[],
+        save_strategy="no",
+        logging_strategy="no",
+        use_cpu=True,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
     )
-    transformers.Trainer(model=RegressionModel(), args=args, train_dataset=Dicts(),
-                         callbacks=[callback, SlowAfterStep()]).train()
+    transformers.Trainer(
+        model=RegressionModel(), args=args, train_dataset=Dicts(), callbacks=[callback, SlowAfterStep()]
+    ).train()
     check_slow_callback(callback.tracer.summary(), spins)
 
 

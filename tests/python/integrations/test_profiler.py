@@ -66,8 +66,10 @@ def test_the_profiler_is_wrapped_whichever_is_imported_first(first):
     import sys
 
     imports = "import steptrace, torch" if first == "steptrace" else "import torch, steptrace"
-    code = (f"{imports}\nimport torch.autograd.profiler as p\n"
-            "print(getattr(p._prepare_profiler, '_steptrace', False), getattr(p, '__loader__', None) is not None)")
+    code = (
+        f"{imports}\nimport torch.autograd.profiler as p\n"
+        "print(getattr(p._prepare_profiler, '_steptrace', False), getattr(p, '__loader__', None) is not None)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["True", "True"]
 

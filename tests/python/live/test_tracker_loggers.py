@@ -81,9 +81,16 @@ def test_lightning_logs_each_window_through_the_trainers_logger(tmp_path, live_t
 
     model, logger = Model(), TensorBoardLogger(str(tmp_path), name="tb")
     trainer = L.Trainer(
-        max_epochs=1, callbacks=[StepTraceCallback(live_tracer)], logger=logger,
-        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False, accelerator="cpu",
-        devices=1, default_root_dir=tmp_path, log_every_n_steps=50,
+        max_epochs=1,
+        callbacks=[StepTraceCallback(live_tracer)],
+        logger=logger,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        accelerator="cpu",
+        devices=1,
+        default_root_dir=tmp_path,
+        log_every_n_steps=50,
     )
     trainer.fit(model, torch.utils.data.DataLoader(Samples(), batch_size=1))
     logger.experiment.flush()
@@ -104,13 +111,22 @@ def test_transformers_trainer_logs_each_window_to_its_trackers(tmp_path, live_tr
             self.seen.add(state.global_step)
 
     args = transformers.TrainingArguments(
-        output_dir=str(tmp_path / "out"), per_device_train_batch_size=1, num_train_epochs=1,
-        report_to=["tensorboard"], logging_strategy="steps", logging_steps=5,
-        save_strategy="no", use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=1,
+        num_train_epochs=1,
+        report_to=["tensorboard"],
+        logging_strategy="steps",
+        logging_steps=5,
+        save_strategy="no",
+        use_cpu=True,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
     )
     callback = StepTraceCallback(live_tracer)
     started = time.perf_counter()
-    transformers.Trainer(model=RegressionModel(), args=args, train_dataset=Samples(SAMPLES // 2), callbacks=[Steps(), callback]).train()
+    transformers.Trainer(
+        model=RegressionModel(), args=args, train_dataset=Samples(SAMPLES // 2), callbacks=[Steps(), callback]
+    ).train()
     assert time.perf_counter() - started > 2.5  # enough for the windows below
     scalars = tensorboard_scalars(tmp_path)
     # The Trainer's TensorBoard callback files every training log under train/, its loss beside ours.

@@ -216,7 +216,6 @@ def test_a_tracker_not_installed_is_said_in_one_line_and_the_program_goes_on(mon
 def test_a_window_with_a_device_view_and_gains_gives_them_to_listeners():
     """Live windows of a GPU run hold the device view (tested on the fake CUPTI in C++): a real
     trace's summary, which has one and its gains, becomes the same figures a listener gets."""
-    from pathlib import Path
 
     from steptrace._live import windows as _windows
 
@@ -235,7 +234,9 @@ def test_wandb_named_before_its_run_is_said_in_one_line(capsys):
     pytest.importorskip("wandb")
     steptrace.Tracer(print_at_exit=False).log_to("wandb")
     said = capsys.readouterr().err.strip().splitlines()
-    assert said == ["steptrace warning: log_to('wandb'): no run to log to (call wandb.init() first); no windows go there"]
+    assert said == [
+        "steptrace warning: log_to('wandb'): no run to log to (call wandb.init() first); no windows go there"
+    ]
 
 
 def test_log_to_names_what_it_cannot_log_to():
@@ -248,7 +249,6 @@ def test_log_to_names_what_it_cannot_log_to():
 
 
 def test_the_readmes_label_codes_are_the_labels_in_order():
-    from pathlib import Path
 
     readme = (ROOT / "docs" / "python.md").read_text()
     row = next(line for line in readme.splitlines() if line.startswith("| `label`, `label_code`"))
@@ -285,11 +285,15 @@ def test_a_runs_last_window_reaches_listeners_before_the_table_and_live_lines_st
     """No `live` set: windows every 10 s, and a run of 0.3 s. Its one window (all its counted
     steps) reaches on_window and the JSONL at exit, before the table; with live=1 the last
     partial window is the last line, before the table, and nothing follows it."""
-    proc = run_python(LOOP + """
+    proc = run_python(
+        LOOP
+        + """
 steptrace.on_window(lambda w: print("window", w["steps"], file=sys.stderr, flush=True))
 took = loop(0.3)
 print(len(took) - 5, file=sys.stderr)  # the counted steps: all but the 5 of warm-up
-""", env={"STEPTRACE_JSONL": str(tmp_path / "w.jsonl")})
+""",
+        env={"STEPTRACE_JSONL": str(tmp_path / "w.jsonl")},
+    )
     lines = proc.stderr.splitlines()
     # Windows end at 10 s wall-clock boundaries: a run that crosses one (3% of 0.3 s runs; seen
     # in CI) has a window before its last, and the counted steps are split between the two.
@@ -314,12 +318,15 @@ print(len(took) - 5, file=sys.stderr)  # the counted steps: all but the 5 of war
 
 
 def test_a_listener_that_got_no_window_says_why_in_one_line(run_python):
-    proc = run_python(LOOP + """
+    proc = run_python(
+        LOOP
+        + """
 steptrace.on_window(lambda w: None)
 for _ in range(3):  # all warm-up: nothing counted
     with steptrace.step():
         pass
-""")
+"""
+    )
     said = [line for line in proc.stderr.splitlines() if "no window reached the listeners" in line]
     assert len(said) == 1 and "warmup_steps" in said[0], proc.stderr
 

@@ -11,12 +11,18 @@ import steptrace
 from conftest import ROOT  # noqa: E402
 
 
-
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
 def test_example_server_builds_against_the_installed_package(tmp_path):
     build = tmp_path / "build"
     subprocess.run(
-        ["cmake", "-S", str(ROOT / "examples" / "server"), "-B", str(build), f"-Dsteptrace_DIR={steptrace.cmake_dir()}"],
+        [
+            "cmake",
+            "-S",
+            str(ROOT / "examples" / "server"),
+            "-B",
+            str(build),
+            f"-Dsteptrace_DIR={steptrace.cmake_dir()}",
+        ],
         check=True,
         capture_output=True,
     )
@@ -43,9 +49,17 @@ def test_headers_ship_with_the_package():
 def _build_consumer(tmp_path, compiled_out: bool) -> Path:
     build = tmp_path / ("out" if compiled_out else "in")
     subprocess.run(
-        ["cmake", "-S", str(ROOT / "tests" / "python" / "consumer"), "-B", str(build),
-         f"-Dsteptrace_DIR={steptrace.cmake_dir()}", f"-DCOMPILED_OUT={'ON' if compiled_out else 'OFF'}"],
-        check=True, capture_output=True,
+        [
+            "cmake",
+            "-S",
+            str(ROOT / "tests" / "python" / "consumer"),
+            "-B",
+            str(build),
+            f"-Dsteptrace_DIR={steptrace.cmake_dir()}",
+            f"-DCOMPILED_OUT={'ON' if compiled_out else 'OFF'}",
+        ],
+        check=True,
+        capture_output=True,
     )
     built = subprocess.run(["cmake", "--build", str(build), "--verbose"], capture_output=True, text=True)
     assert built.returncode == 0, built.stdout + built.stderr
@@ -59,8 +73,9 @@ def _undefined_symbols(binary: Path) -> str:
 @pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("nm") is None, reason="needs cmake and nm")
 def test_a_cxx14_consumer_gets_cxx17_and_the_ring_abi_is_in_the_symbol(tmp_path):
     binary = _build_consumer(tmp_path, compiled_out=False)
-    proc = subprocess.run([str(binary)], check=True, capture_output=True, text=True,
-                          env={"STEPTRACE_PRINT_AT_EXIT": "never"})
+    proc = subprocess.run(
+        [str(binary)], check=True, capture_output=True, text=True, env={"STEPTRACE_PRINT_AT_EXIT": "never"}
+    )
     assert proc.stdout.strip() == "28"
     # The inline fast path reads the binding by a symbol that names its layout version: a
     # consumer built against another layout fails to link instead of corrupting memory.

@@ -27,8 +27,18 @@ def batching_server_binary(tmp_path_factory) -> Path:
     if shutil.which("cmake") is None:
         pytest.skip("needs cmake")
     build = tmp_path_factory.mktemp("server-build")
-    subprocess.run(["cmake", "-S", str(ROOT / "examples" / "server"), "-B", str(build),
-                    f"-Dsteptrace_DIR={steptrace.cmake_dir()}"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "cmake",
+            "-S",
+            str(ROOT / "examples" / "server"),
+            "-B",
+            str(build),
+            f"-Dsteptrace_DIR={steptrace.cmake_dir()}",
+        ],
+        check=True,
+        capture_output=True,
+    )
     subprocess.run(["cmake", "--build", str(build), "--target", "batching_server"], check=True, capture_output=True)
     return build / "batching_server"
 

@@ -4,9 +4,7 @@ scripts/check_layers.py from the source, so a circle fails here before it bites 
 
 import importlib.util
 import sys
-from pathlib import Path
 from conftest import ROOT  # noqa: E402
-
 
 
 def _checker():
@@ -32,15 +30,18 @@ def _package(tmp_path, files):
 
 
 def test_an_upward_import_a_lazy_circle_and_an_unnamed_folder_are_each_refused(tmp_path):
-    package = _package(tmp_path, {
-        "__init__.py": "from ._high import face\n",
-        "_low/__init__.py": "",
-        "_low/base.py": "def f():\n    from .._high import face  # lazy, and upward\n",
-        "_high/__init__.py": "",
-        "_high/face.py": "from .._low import base\n",
-        "_high/other.py": "from . import face\n",
-        "_stray/__init__.py": "",
-    })
+    package = _package(
+        tmp_path,
+        {
+            "__init__.py": "from ._high import face\n",
+            "_low/__init__.py": "",
+            "_low/base.py": "def f():\n    from .._high import face  # lazy, and upward\n",
+            "_high/__init__.py": "",
+            "_high/face.py": "from .._low import base\n",
+            "_high/other.py": "from . import face\n",
+            "_stray/__init__.py": "",
+        },
+    )
     _, bad = _checker().check_python(package, {"_low": [], "_high": ["_low"]})
     text = "\n".join(bad)
     assert "_low/base.py:2: imports steptrace._high.face, which _low may not" in text

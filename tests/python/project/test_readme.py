@@ -70,8 +70,9 @@ def test_every_block_of_the_guide_runs_and_shows_what_it_says(tmp_path):
                 assigns = dict(w.split("=", 1) for w in words if re.match(r"^[A-Z_]+=", w))
                 argv = [w for w in words if not re.match(r"^[A-Z_]+=", w)]
                 argv = [sys.executable if argv[0] == "python" else str(bindir / argv[0])] + argv[1:]
-                proc = subprocess.run(argv, cwd=tmp_path, env={**env, **assigns}, capture_output=True, text=True,
-                                      timeout=300)
+                proc = subprocess.run(
+                    argv, cwd=tmp_path, env={**env, **assigns}, capture_output=True, text=True, timeout=300
+                )
                 assert proc.returncode == 0, f"{line}\n{proc.stdout}\n{proc.stderr}"
                 ran.append((line, proc))
     # 2: the loop with no workers is INPUT-BOUND, its fix named with its gain

@@ -15,7 +15,7 @@ def test_a_first_run_that_installs_ccache_builds_with_it(tmp_path):
     later.mkdir()
     for tool in ("dirname", "python3"):  # what sourcing it and setup_environment run; no ccache yet
         (tools / tool).symlink_to(subprocess.check_output(["bash", "-c", f"command -v {tool}"], text=True).strip())
-    (later / "ccache").write_text("#!/bin/sh\nexec \"$@\"\n")
+    (later / "ccache").write_text('#!/bin/sh\nexec "$@"\n')
     (later / "ccache").chmod(0o755)
     script = f"""
         source {ROOT}/scripts/setup.sh

@@ -20,12 +20,32 @@ JOB = HERE / "ranks_job.py"
 def arrivals_job(tmp_path, delay_ms, slow_rank):
     """torchrun, 4 ranks, `backward` a phase of its own, rank `slow_rank` (or none) sleeping
     delay_ms in it each step. Returns the combined summary and the sleeps (ms) as measured."""
-    env = job_env({"STEPTRACE_JSON": str(tmp_path / "run.json"), "NAMED_BACKWARD": "1",
-                   "SLOW_RANK": str(slow_rank if slow_rank is not None else 99)})
+    env = job_env(
+        {
+            "STEPTRACE_JSON": str(tmp_path / "run.json"),
+            "NAMED_BACKWARD": "1",
+            "SLOW_RANK": str(slow_rank if slow_rank is not None else 99),
+        }
+    )
     proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=4", f"--master_port={free_port()}",
-         str(JOB), "slow_backward", "40", str(delay_ms), str(tmp_path)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node=4",
+            f"--master_port={free_port()}",
+            str(JOB),
+            "slow_backward",
+            "40",
+            str(delay_ms),
+            str(tmp_path),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0 or TORCH_EXIT_ABORT in proc.stderr, proc.stderr
     slept = json.loads((tmp_path / f"slept-{slow_rank}.json").read_text()) if slow_rank is not None else []
     return combined(tmp_path / "run.json"), slept

@@ -113,8 +113,14 @@ def test_a_late_rank_with_a_shifted_clock_is_found_at_every_collective(tmp_path)
     assert all(r == 1 for _, r, _ in rows)
     for (_, _, late), (_, _, truth) in zip(rows, want):
         assert late == pytest.approx(truth, abs=0.002)
-    assert got["ranks"] == [{"rank": 1, "last": 21, "late_ms": pytest.approx(statistics.median(t for *_, t in want), abs=0.002),
-                             "before": got["ranks"][0]["before"]}]
+    assert got["ranks"] == [
+        {
+            "rank": 1,
+            "last": 21,
+            "late_ms": pytest.approx(statistics.median(t for *_, t in want), abs=0.002),
+            "before": got["ranks"][0]["before"],
+        }
+    ]
 
 
 def test_a_gloo_job_read_from_its_traces_names_the_rank_that_arrived_last():

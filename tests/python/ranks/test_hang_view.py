@@ -39,8 +39,11 @@ def tracer(tmp_path):
 
 
 def test_the_lowest_live_rank_says_the_hang_and_every_rank_writes_its_view(tmp_path):
-    rows = {0: (100, row(0, 3, "compute", 10, False)), 1: (100, row(1, 3, "input", 9, True)),
-            2: (99, row(2, 3, "compute", 10, False))}
+    rows = {
+        0: (100, row(0, 3, "compute", 10, False)),
+        1: (100, row(1, 3, "input", 9, True)),
+        2: (99, row(2, 3, "compute", 10, False)),
+    }
     core = tracer(tmp_path)
     report = tmp_path / "report.txt"
     report.write_text("steptrace hang report\n\nhead\n\nEvery thread's stack (as faulthandler writes it):\nstacks\n")
@@ -62,8 +65,11 @@ def test_the_lowest_live_rank_says_the_hang_and_every_rank_writes_its_view(tmp_p
 def test_a_rank_two_slots_behind_is_gone_and_exited_when_its_pid_is_gone_here(tmp_path):
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()  # reaped: no process has its pid now
-    rows = {0: (100, row(0, 3, "wait", 10, True)), 1: (100, row(1, 3, "wait", 10, True)),
-            2: (97, row(2, 3, "compute", 9, True, pid=child.pid))}
+    rows = {
+        0: (100, row(0, 3, "wait", 10, True)),
+        1: (100, row(1, 3, "wait", 10, True)),
+        2: (97, row(2, 3, "compute", 9, True, pid=child.pid)),
+    }
     the_job, slot = job(0, 3, rows)
     window = {"hang_s": 5.0}
     assert rank_hangs.JobHang().window(tracer(tmp_path), the_job, window, slot, key)
@@ -79,17 +85,24 @@ def test_a_rank_two_slots_behind_is_gone_and_exited_when_its_pid_is_gone_here(tm
 
 def test_a_rank_whose_rows_lag_but_runs_here_keeps_its_last_row_and_its_old_steps_do_not_count(tmp_path):
     import os
+
     lagging = row(2, 3, "input", 9, True, pid=os.getpid()).replace(f"r2 2 3 {ZEROS}", "r2 2 3 40 " + ZEROS[2:])
     rows = {0: (100, row(0, 3, "compute", 10, False)), 1: (100, row(1, 3, "compute", 10, False)), 2: (90, lagging)}
     the_job, slot = job(0, 3, rows)
     window = {"hang_s": 5.0}
     assert rank_hangs.JobHang().window(tracer(tmp_path), the_job, window, slot, key)
-    assert window["hang_ranks"] == [2] and "rank 2 never entered all_reduce #10 of group 0: stuck in `input`" in window["hang_words"]
+    assert (
+        window["hang_ranks"] == [2]
+        and "rank 2 never entered all_reduce #10 of group 0: stuck in `input`" in window["hang_words"]
+    )
 
 
 def test_a_row_that_cannot_be_read_is_left_out_and_no_hang_is_looked_for_without_one(tmp_path):
-    rows = {0: (100, row(0, 3, "compute", 10, False)), 1: (100, row(1, 3, "input", 9, True)),
-            2: (100, "r2 2 3 0 0 0 0 0 0 0 0 0 0 h not-a-pid")}
+    rows = {
+        0: (100, row(0, 3, "compute", 10, False)),
+        1: (100, row(1, 3, "input", 9, True)),
+        2: (100, "r2 2 3 0 0 0 0 0 0 0 0 0 0 h not-a-pid"),
+    }
     the_job, slot = job(0, 3, rows)
     window = {"hang_s": 5.0}
     assert rank_hangs.JobHang().window(tracer(tmp_path), the_job, window, slot, key)
@@ -111,10 +124,16 @@ def test_a_report_file_that_is_not_steptraces_is_left_as_it_is(tmp_path, capsys)
 def test_a_store_value_with_a_digit_python_reads_as_one_blinds_no_rank(tmp_path):
     """``'²'.isdigit()`` is true and ``int('²')`` raises: one such slot or rank in a key left every
     rank's view unjudged (and rank 0 blamed the store). Now that key is left out, the others judged."""
-    rows = {0: (100, row(0, 3, "compute", 10, False)), 1: (100, row(1, 3, "input", 9, True)),
-            2: (100, row(2, 3, "compute", 10, False))}
-    for crafted in ("² " + row(2, 3, "compute", 10, False), "100 " + row(2, 3, "compute", 10, False).replace("r2 2 ", "r2 ² ", 1),
-                    "١٠٠ " + row(2, 3, "compute", 10, False)):
+    rows = {
+        0: (100, row(0, 3, "compute", 10, False)),
+        1: (100, row(1, 3, "input", 9, True)),
+        2: (100, row(2, 3, "compute", 10, False)),
+    }
+    for crafted in (
+        "² " + row(2, 3, "compute", 10, False),
+        "100 " + row(2, 3, "compute", 10, False).replace("r2 2 ", "r2 ² ", 1),
+        "١٠٠ " + row(2, 3, "compute", 10, False),
+    ):
         the_job, slot = job(0, 3, rows)
         the_job.store.set(key(2, slot - 1), crafted)  # its other key: its row of this slot stands
         window = {"hang_s": 5.0}
@@ -178,8 +197,11 @@ def test_a_rank_whose_clock_is_hours_behind_but_moves_is_not_gone_and_one_that_s
     for slot in range(100, 108):
         moving = slot < 104  # rank 2 stops after slot 103
         at = (slot if moving else 103) - behind
-        for r, (s, text) in {0: (slot, row(0, 3, "compute", 10, False)), 1: (slot, row(1, 3, "input", 9, True)),
-                             2: (at, row(2, 3, "compute", 10, False, host="elsewhere"))}.items():
+        for r, (s, text) in {
+            0: (slot, row(0, 3, "compute", 10, False)),
+            1: (slot, row(1, 3, "input", 9, True)),
+            2: (at, row(2, 3, "compute", 10, False, host="elsewhere")),
+        }.items():
             the_job.store.set(key(r, s), f"{s} {text}")
         window = {"hang_s": 5.0}
         hang.window(core, the_job, window, slot, key)

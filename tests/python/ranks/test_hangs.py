@@ -25,10 +25,23 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="torchrun jobs o
 
 
 def torchrun(out: Path, mode: str, extra_env=None) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "4", "--master-addr", "127.0.0.1",
-           "--master-port", str(free_port()), str(JOB), mode, str(out)]
-    return subprocess.Popen(cmd, cwd=out, env=job_env(extra_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        "4",
+        "--master-addr",
+        "127.0.0.1",
+        "--master-port",
+        str(free_port()),
+        str(JOB),
+        mode,
+        str(out),
+    ]
+    return subprocess.Popen(
+        cmd, cwd=out, env=job_env(extra_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 class Ranks:
@@ -38,11 +51,25 @@ class Ranks:
 
     def __init__(self, out: Path, mode: str) -> None:
         port = str(free_port())
-        self.procs = [subprocess.Popen([sys.executable, str(JOB), mode, str(out)], cwd=out,
-                                       env=job_env({"RANK": str(r), "WORLD_SIZE": "4", "LOCAL_RANK": str(r),
-                                                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}),
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                      for r in range(4)]
+        self.procs = [
+            subprocess.Popen(
+                [sys.executable, str(JOB), mode, str(out)],
+                cwd=out,
+                env=job_env(
+                    {
+                        "RANK": str(r),
+                        "WORLD_SIZE": "4",
+                        "LOCAL_RANK": str(r),
+                        "MASTER_ADDR": "127.0.0.1",
+                        "MASTER_PORT": port,
+                    }
+                ),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for r in range(4)
+        ]
 
     def poll(self):
         ended = [p.poll() is not None for p in self.procs]  # each one polled: the dead are reaped
@@ -108,8 +135,13 @@ def whole(report: str) -> bool:
 
 def test_a_rank_stuck_in_input_is_named_by_every_rank_with_the_collective_the_others_wait_in(tmp_path):
     # PyTorch's Flight Recorder on (it records gloo's collectives too): each rank asks it to dump
-    got, err = run_until_viewed(tmp_path, "input", [0, 1, 2, 3], also="Flight Recorder dumped",
-                                launch=lambda out, mode: torchrun(out, mode, {"TORCH_FR_BUFFER_SIZE": "100"}))
+    got, err = run_until_viewed(
+        tmp_path,
+        "input",
+        [0, 1, 2, 3],
+        also="Flight Recorder dumped",
+        launch=lambda out, mode: torchrun(out, mode, {"TORCH_FR_BUFFER_SIZE": "100"}),
+    )
     stall_at = float((tmp_path / "stall-2.txt").read_text())
     for r in range(4):
         assert whole(got[r]), got[r][:2000]  # SIGTERM after the hang left every report whole
@@ -125,14 +157,17 @@ def test_a_rank_stuck_in_input_is_named_by_every_rank_with_the_collective_the_ot
     assert "steptrace ranks: HANG: rank 2 never entered all_reduce #10" in err, err[-3000:]
     views = jsonl(tmp_path, 0, "hang_job")
     assert views and views[0]["culprits"][0]["rank"] == 2 and views[0]["culprits"][0]["phase"] == "input"
-    assert views[0]["at"] - stall_at <= 2 * HANG_AFTER_S, (views[0]["at"] - stall_at)
+    assert views[0]["at"] - stall_at <= 2 * HANG_AFTER_S, views[0]["at"] - stall_at
     hangs = jsonl(tmp_path, 2, "hang")
     assert len(hangs) == 1 and hangs[0]["phase"] == "input" and hangs[0]["stuck_s"] >= HANG_AFTER_S
     assert "in items" in hangs[0]["stacks"]
     recorded = [Path(v["flight_recorder"]) for v in views if v.get("flight_recorder")]
     assert recorded and recorded[0].stat().st_size > 0 and f"PyTorch's Flight Recorder dumped: {recorded[0]}" in got[0]
-    windows = [json.loads(line) for line in (tmp_path / "live-2.jsonl").read_text().splitlines()
-               if line.startswith('{"schema"')]
+    windows = [
+        json.loads(line)
+        for line in (tmp_path / "live-2.jsonl").read_text().splitlines()
+        if line.startswith('{"schema"')
+    ]
     assert any((w.get("hang") or {}).get("suspected") for w in windows)  # the windows carry it too
 
 
@@ -148,8 +183,11 @@ def test_a_rank_killed_is_named_gone_with_its_last_phase(tmp_path):
     assert 3 not in got  # a SIGKILLed process writes nothing
     for r in (0, 1, 2):
         assert re.search(r"rank 3 is gone \(its process exited\); its last row: step \d+, in `compute`", got[r]), got[r]
-        assert re.search(r"ranks 0, 1, 2 entered all_reduce #\d+ of group 0 \(its call returned: with NCCL, a launch\) "
-                         r"and are in `wait`", got[r]), got[r]
+        assert re.search(
+            r"ranks 0, 1, 2 entered all_reduce #\d+ of group 0 \(its call returned: with NCCL, a launch\) "
+            r"and are in `wait`",
+            got[r],
+        ), got[r]
     assert "Read rank 3's log first" in got[0]
 
 

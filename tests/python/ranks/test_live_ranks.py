@@ -24,10 +24,24 @@ def run_job(tmp_path, mode):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
-    procs = [subprocess.Popen([sys.executable, JOB, mode, str(tmp_path)], cwd=tmp_path,
-                              env={**env, "OMP_NUM_THREADS": "1", "RANK": str(r), "WORLD_SIZE": "4",
-                                   "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)},
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, JOB, mode, str(tmp_path)],
+            cwd=tmp_path,
+            env={
+                **env,
+                "OMP_NUM_THREADS": "1",
+                "RANK": str(r),
+                "WORLD_SIZE": "4",
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(port),
+            },
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for r in range(4)
+    ]
     outs = [p.communicate(timeout=240) for p in procs]
     records = []
     path = tmp_path / "live-0.jsonl"
@@ -61,8 +75,9 @@ def test_a_rank_that_slows_is_named_every_window_from_then_on_and_chronic_at_exi
     assert after[0]["straggler"]["phase"] == "input", after[0]
     # the named phase inside `input` that holds the extra 25 ms a step (the job's sleep there)
     assert all(r["straggler"]["within"] == "decode" for r in after), [r["straggler"] for r in after]
-    assert all(15 < r["straggler"]["within_ms"] <= 1.2 * r["straggler"]["excess_ms"] for r in after), \
-        [r["straggler"] for r in after]
+    assert all(15 < r["straggler"]["within_ms"] <= 1.2 * r["straggler"]["excess_ms"] for r in after), [
+        r["straggler"] for r in after
+    ]
     assert any("rank 2 is the straggler (`input`" in line and "ms of it in `decode`" in line for line in lines), lines
     assert "slowest in" in err and ": chronic" in err, err[-3000:]
     assert "look at its node first" in err, err[-3000:]
@@ -144,8 +159,14 @@ def test_a_window_with_too_few_steps_on_a_rank_is_not_judged_and_says_so():
 def test_rank_0s_line_escapes_names_from_the_rows():
     from steptrace._live import rank_verdicts
 
-    straggler = {"rank": 2, "arrivals_last": 8, "arrivals_compared": 8, "arrival_late_ms": 25.0,
-                 "before": "back\x1b[2Jward", "node": "SM clock\x07 1410 MHz"}
+    straggler = {
+        "rank": 2,
+        "arrivals_last": 8,
+        "arrivals_compared": 8,
+        "arrival_late_ms": 25.0,
+        "before": "back\x1b[2Jward",
+        "node": "SM clock\x07 1410 MHz",
+    }
     said = rank_verdicts.line(1.0, 4, 4, straggler, {"windows": 1}, [], [])
     assert "\x1b" not in said and "\x07" not in said
     assert "back\\x1B[2Jward" in said and said.endswith("\n")

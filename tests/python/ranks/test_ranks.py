@@ -30,11 +30,28 @@ def run_ranks(tmp_path, scenario, world, steps=40, env=None, timeout=120):
     port = free_port()
     procs = []
     for rank in range(world):
-        e = job_env({"RANK": str(rank), "WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1",
-                     "MASTER_PORT": str(port), **(env or {})})
-        procs.append((time.monotonic(), subprocess.Popen(
-            [sys.executable, str(JOB), scenario, str(steps), str(DELAY_MS), str(tmp_path)],
-            cwd=tmp_path, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+        e = job_env(
+            {
+                "RANK": str(rank),
+                "WORLD_SIZE": str(world),
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(port),
+                **(env or {}),
+            }
+        )
+        procs.append(
+            (
+                time.monotonic(),
+                subprocess.Popen(
+                    [sys.executable, str(JOB), scenario, str(steps), str(DELAY_MS), str(tmp_path)],
+                    cwd=tmp_path,
+                    env=e,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                ),
+            )
+        )
     out = []
     for started, p in procs:
         stdout, stderr = p.communicate(timeout=timeout)
@@ -47,9 +64,24 @@ def test_torchrun_slow_input_one_file_one_table(tmp_path):
     rank 0 prints, and it alone writes json_path (the combined summary)."""
     env = job_env({"STEPTRACE_JSON": str(tmp_path / "run.json")})
     proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}",
-         str(JOB), "slow_input", "40", str(DELAY_MS), str(tmp_path)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node=2",
+            f"--master_port={free_port()}",
+            str(JOB),
+            "slow_input",
+            "40",
+            str(DELAY_MS),
+            str(tmp_path),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 0 or TORCH_EXIT_ABORT in proc.stderr, proc.stderr
     assert proc.stderr.count("── steptrace summary") == 1, proc.stderr
     assert "rank 0 of 2 on" in proc.stderr and "(local rank 0)" in proc.stderr
@@ -103,7 +135,7 @@ def test_collective_wait_matches_ground_truth_on_every_rank(tmp_path):
         own = json.loads((tmp_path / f"run-{rank}.json").read_text())
         assert own["rank"]["rank"] == rank
         every = json.loads((tmp_path / f"truth-{rank}.json").read_text())
-        truth = every[own["warmup_steps"]:]
+        truth = every[own["warmup_steps"] :]
         assert len(truth) == own["steps"]
         expected = statistics.mean(truth)
         assert expected > 0.5 * DELAY_MS  # the others were slow in 3 of 4 steps
@@ -124,7 +156,8 @@ def test_collective_wait_matches_ground_truth_on_every_rank(tmp_path):
         measured = own["phases"]["wait"]["inclusive_ms"]["mean"]
         timeline_mean = statistics.mean(
             sum(p["end_ms"] - p["begin_ms"] for p in kept[i]["phases"] if p["name"] == "wait")
-            for i in range(own["warmup_steps"], len(every)))
+            for i in range(own["warmup_steps"], len(every))
+        )
         assert measured == pytest.approx(timeline_mean, rel=1e-6)
 
 
@@ -134,9 +167,12 @@ def test_crashed_rank_is_named_missing_and_costs_at_most_the_timeout(tmp_path):
     names rank 2 missing; rank 1's summary, sent from its exit, is in; each rank wrote its own
     file."""
     timeout = 6
-    results = run_ranks(tmp_path, "crash", 3,
-                        env={"STEPTRACE_JSON": str(tmp_path / "run-{rank}.json"),
-                             "STEPTRACE_GATHER_TIMEOUT": str(timeout)})
+    results = run_ranks(
+        tmp_path,
+        "crash",
+        3,
+        env={"STEPTRACE_JSON": str(tmp_path / "run-{rank}.json"), "STEPTRACE_GATHER_TIMEOUT": str(timeout)},
+    )
     (rc0, _, err0, took0), (rc1, _, err1, _), (rc2, _, _, _) = results
     assert rc2 == 3
     assert rc1 == 1 and "ValueError: rank 1 gives up" in err1
@@ -199,8 +235,9 @@ def test_a_rank_payload_is_a_few_kb_whatever_the_phases_and_timeline(tracer):
     back = _core.rank_digest(_core.Summary.from_json(json.loads(sent)["summary"]))
     assert back.rank == 1 and back.steps == own.steps
     shares = json.loads(back.json())["phases"]
-    assert shares["compute"]["share"] == pytest.approx(sum(
-        p["share"] for name, p in json.loads(own.json())["phases"].items() if name not in ("other",)), abs=1e-9)
+    assert shares["compute"]["share"] == pytest.approx(
+        sum(p["share"] for name, p in json.loads(own.json())["phases"].items() if name not in ("other",)), abs=1e-9
+    )
 
 
 def test_rank_0_refuses_a_rank_summary_that_does_not_hold_together(tracer):
@@ -254,7 +291,10 @@ def test_a_refused_rank_is_named_as_refused_with_why_not_as_missing(tracer):
     assert refused and refused[0][0] == 1 and "shares sum to 1.800" in refused[0][1]
     combined = _core.combine_ranks(reports, 2, 1.0, False, refused)
     table = combined.table()
-    assert "refused: rank 1: its summary arrived but did not hold together (ValueError: steptrace: malformed steptrace summary: the phases' shares sum to 1.800" in table
+    assert (
+        "refused: rank 1: its summary arrived but did not hold together (ValueError: steptrace: malformed steptrace summary: the phases' shares sum to 1.800"
+        in table
+    )
     assert "missing" not in table
     assert json.loads(combined.json())["ranks"]["refused"][0]["rank"] == 1
 
@@ -264,7 +304,7 @@ def test_summary_on_every_rank_gathers_once(tmp_path, run_python):
     summary(gather=True) on every rank gives rank 0 the job's; at exit rank 0 says it was shown
     and no rank waits."""
     port = free_port()
-    code = f"""
+    code = """
         import os, sys, json, time, torch, torch.distributed as dist
         import steptrace
         dist.init_process_group("gloo")
@@ -275,17 +315,31 @@ def test_summary_on_every_rank_gathers_once(tmp_path, run_python):
             if i == 3 and dist.get_rank() == 0:
                 assert steptrace.summary().rank == 0  # its own, at once
         s = steptrace.summary(gather=True)
-        print(json.dumps({{"rank": s.rank, "rows": len(s.to_dict().get("ranks", {{}}).get("rows", []))}}))
+        print(json.dumps({"rank": s.rank, "rows": len(s.to_dict().get("ranks", {}).get("rows", []))}))
         if s.rank == 0:
             print(s, file=sys.stderr)  # the job's table, shown: the exit report says so
         dist.destroy_process_group()
     """
     script = tmp_path / "every.py"
     script.write_text(textwrap.dedent(code))
-    procs = [subprocess.Popen([sys.executable, str(script)], env=job_env({
-        "RANK": str(r), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-        "STEPTRACE_GATHER_TIMEOUT": "30"}), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for r in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script)],
+            env=job_env(
+                {
+                    "RANK": str(r),
+                    "WORLD_SIZE": "2",
+                    "MASTER_ADDR": "127.0.0.1",
+                    "MASTER_PORT": str(port),
+                    "STEPTRACE_GATHER_TIMEOUT": "30",
+                }
+            ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for r in range(2)
+    ]
     started = time.monotonic()
     outs = [p.communicate(timeout=120) for p in procs]
     assert all(ok(p.returncode, o[1]) for p, o in zip(procs, outs)), outs
@@ -305,9 +359,14 @@ def straggler_of(path: Path):
 def test_lightning_ddp_needs_no_extra_code(tmp_path):
     """Lightning starts the second process itself; StepTraceCallback is all the program has."""
     pytest.importorskip("lightning")
-    proc = subprocess.run([sys.executable, str(JOB.with_name("ranks_lightning.py")), str(DELAY_MS)], cwd=tmp_path,
-                          env=job_env({"STEPTRACE_JSON": str(tmp_path / "run.json")}), capture_output=True, text=True,
-                          timeout=240)
+    proc = subprocess.run(
+        [sys.executable, str(JOB.with_name("ranks_lightning.py")), str(DELAY_MS)],
+        cwd=tmp_path,
+        env=job_env({"STEPTRACE_JSON": str(tmp_path / "run.json")}),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert proc.returncode == 0 or TORCH_EXIT_ABORT in proc.stderr, proc.stderr
     doc, found = straggler_of(tmp_path / "run.json")
     assert found == (1, "input"), doc["diagnosis"]
@@ -317,10 +376,22 @@ def test_lightning_ddp_needs_no_extra_code(tmp_path):
 def test_transformers_trainer_under_torchrun_needs_no_extra_code(tmp_path):
     pytest.importorskip("transformers")
     proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}",
-         str(JOB.with_name("ranks_transformers.py")), str(DELAY_MS), str(tmp_path / "out")],
-        cwd=tmp_path, env=job_env({"STEPTRACE_JSON": str(tmp_path / "run.json")}), capture_output=True, text=True,
-        timeout=240)
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node=2",
+            f"--master_port={free_port()}",
+            str(JOB.with_name("ranks_transformers.py")),
+            str(DELAY_MS),
+            str(tmp_path / "out"),
+        ],
+        cwd=tmp_path,
+        env=job_env({"STEPTRACE_JSON": str(tmp_path / "run.json")}),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert proc.returncode == 0 or TORCH_EXIT_ABORT in proc.stderr, proc.stderr
     doc, found = straggler_of(tmp_path / "run.json")
     assert found == (1, "input"), doc["diagnosis"]

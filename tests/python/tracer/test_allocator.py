@@ -31,7 +31,10 @@ def test_allocator_figures_are_read_at_the_summary_and_shown(tracer, monkeypatch
     assert facts["gpu.allocator.allocated_mb"] == "1234.5"
     assert facts["gpu.allocator.peak_allocated_mb"] == "2345.6"
     assert facts["gpu.allocator.peak_reserved_mb"] == "3100.0"
-    assert "cuda:1 (PyTorch's allocator, at the summary): 1234.5 MB allocated, peak 2345.6 MB; 3000.0 MB reserved" in str(s)
+    assert (
+        "cuda:1 (PyTorch's allocator, at the summary): 1234.5 MB allocated, peak 2345.6 MB; 3000.0 MB reserved"
+        in str(s)
+    )
 
 
 def test_nothing_is_read_when_the_program_has_not_initialised_cuda(tracer, monkeypatch):

@@ -176,7 +176,7 @@ def test_a_steps_loop_that_goes_with_something_open_closes_it(tracer):
 
     def elsewhere():
         with tracer.step():
-            loop.close()
+            loop.close()  # noqa: F821  (bound before the thread starts; deleted after it ends)
 
     other = threading.Thread(target=elsewhere)
     other.start()
@@ -295,7 +295,6 @@ def test_labels_come_from_the_diagnosis():
 
 
 def test_the_readme_options_table_is_the_option_table():
-    from pathlib import Path
 
     from steptrace._cli.docs import options_markdown
 

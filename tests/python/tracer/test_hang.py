@@ -20,8 +20,14 @@ JOB = Path(__file__).resolve().parents[1] / "hang_loader.py"
 
 def test_a_deadlocked_loader_worker_is_named_with_the_phase_and_the_line(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
-    proc = subprocess.Popen([sys.executable, str(JOB), str(tmp_path)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(JOB), str(tmp_path)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 60
         found = []
@@ -52,4 +58,3 @@ def test_a_deadlocked_loader_worker_is_named_with_the_phase_and_the_line(tmp_pat
     stuck = [w for w in windows if w["hang_s"]]
     assert stuck and stuck[-1]["hang_phase"] == "input" and stuck[-1]["hang_s"] >= 1.5
     assert stuck[-1]["hang_report"] == str(found[0])
-

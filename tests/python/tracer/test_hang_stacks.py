@@ -27,8 +27,13 @@ def run_until_reported(program, folder, *args):
     """Runs `program` with `folder` (its capture_dir) until a hang report is there, then half a second
     more (a signal raised at the hang lands by then); the reports, whether it was still alive, its stderr."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
-    proc = subprocess.Popen([sys.executable, "-c", program, str(folder), *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", program, str(folder), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         found = []

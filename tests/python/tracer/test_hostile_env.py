@@ -27,9 +27,14 @@ def test_path_variables_of_bytes_outside_utf8_are_the_files_the_os_names(tmp_pat
     """``STEPTRACE_JSON=$'/tmp/x/run-\\xff.json'`` once raised UnicodeDecodeError at import and the
     program exited 1: the path is the bytes it names, as every other program on Linux reads it."""
     folder = os.fsencode(tmp_path)
-    env = clean_env(STEPTRACE_JSON=folder + b"/run-\xff.json", STEPTRACE_CAPTURE_DIR=folder + b"/caps-\xfe",
-                    STEPTRACE_HTML=folder + b"/report-\xfd.html", STEPTRACE_JSONL=folder + b"/live-\xfc.jsonl",
-                    STEPTRACE_PRINT_AT_EXIT="0", STEPTRACE_WARMUP_STEPS="0")
+    env = clean_env(
+        STEPTRACE_JSON=folder + b"/run-\xff.json",
+        STEPTRACE_CAPTURE_DIR=folder + b"/caps-\xfe",
+        STEPTRACE_HTML=folder + b"/report-\xfd.html",
+        STEPTRACE_JSONL=folder + b"/live-\xfc.jsonl",
+        STEPTRACE_PRINT_AT_EXIT="0",
+        STEPTRACE_WARMUP_STEPS="0",
+    )
     proc = subprocess.run([sys.executable, "-c", STEPS], env=env, capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     assert b"UnicodeDecodeError" not in proc.stderr
@@ -74,8 +79,9 @@ def test_a_hang_report_is_not_written_into_a_folder_another_user_made_first(tmp_
     theirs = shared / "steptrace-captures"
     theirs.mkdir()
     os.chown(theirs, 65534, 65534)
-    proc = subprocess.Popen([sys.executable, "-c", HANG, str(theirs)], env=clean_env(), stderr=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HANG, str(theirs)], env=clean_env(), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL
+    )
     err = b""
     try:
         deadline = time.monotonic() + 60

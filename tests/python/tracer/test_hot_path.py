@@ -173,7 +173,9 @@ sys.modules["torch"], sys.modules["torch.cuda"] = torch, cuda
 def test_where_torch_started_cuda_a_phase_times_the_current_stream(run_python):
     """A stand-in torch that has started CUDA: phase(name) of a name already known must still ask
     for torch's current stream, as the Python path does, and stop asking when CUDA is not on."""
-    proc = run_python(STAND_IN_TORCH + """
+    proc = run_python(
+        STAND_IN_TORCH
+        + """
 cuda._initialized = False
 import steptrace
 t = steptrace.Tracer(warmup_steps=0, print_at_exit=False)
@@ -184,7 +186,8 @@ on_stream = t.phase("decode")
 on_stream_again = t.phase("decode")
 print(json.dumps({"plain": plain is plain_again, "asked": len(asked),
                   "stream_scope": on_stream is not plain and on_stream is on_stream_again}))
-""")
+"""
+    )
     out = proc.stdout.strip().splitlines()[-1]
     assert out == '{"plain": true, "asked": 2, "stream_scope": true}', proc.stderr
 
@@ -194,7 +197,9 @@ def test_with_torch_cuda_on_a_known_phase_on_the_current_stream_skips_the_python
     current stream is found in C (the Python path, which asks torch.cuda.current_stream(), runs
     once per name and stream), gives the Python path's scope, follows a change of stream, and falls
     back to the Python path when torch._C fails."""
-    proc = run_python(STAND_IN_TORCH + """
+    proc = run_python(
+        STAND_IN_TORCH
+        + """
 import tracemalloc
 C = types.ModuleType("torch._C")
 current["stream"] = 0x7f00aa001000
@@ -233,10 +238,13 @@ C._cuda_getCurrentRawStream = broken
 out["fallback"] = t.phase("decode") is first and len(asked) == out["asked_after"] + 1
 out["calls"] = t.summary().to_dict()["phases"]["decode"]["calls"]
 print(json.dumps(out, sort_keys=True))
-""")
+"""
+    )
     out = proc.stdout.strip().splitlines()[-1]
-    assert out == ('{"asked": 1, "asked_after": 3, "back": true, "calls": 100050, "fallback": true, "kept": true, '
-                   '"other_stream": true, "python_path": true, "same": true}'), proc.stderr
+    assert out == (
+        '{"asked": 1, "asked_after": 3, "back": true, "calls": 100050, "fallback": true, "kept": true, '
+        '"other_stream": true, "python_path": true, "same": true}'
+    ), proc.stderr
 
 
 def test_many_names_each_find_their_own_scope(tracer):

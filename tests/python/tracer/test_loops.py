@@ -9,7 +9,6 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader, Dataset  # noqa: E402
 
-import steptrace  # noqa: E402
 import steptrace.torch as st  # noqa: E402
 from steptrace.demo import _busy  # noqa: E402
 

@@ -96,7 +96,8 @@ steptrace.step().__enter__()  # entered, never left
 def test_a_phase_made_and_never_entered_is_said_once_and_gets_no_sync_advice(run_python):
     """`steptrace.phase("compute")` without `with` inside a real step: the step is all `other`, which
     read WAIT-HEAVY "remove per-step host syncs" with no word of the slip."""
-    proc = run_python("""
+    proc = run_python(
+        """
 import time, steptrace
 
 @steptrace.phase("never_called")  # a decorator whose function never runs: not a slip
@@ -107,7 +108,9 @@ for _ in range(12):
     with steptrace.step():
         steptrace.phase("compute")  # the slip: made, never entered
         time.sleep(0.003)
-""", env={"STEPTRACE_PRINT_AT_EXIT": "always"})
+""",
+        env={"STEPTRACE_PRINT_AT_EXIT": "always"},
+    )
     said = [line for line in proc.stderr.splitlines() if line.startswith("steptrace warning: steptrace.phase(")]
     assert len(said) == 1 and "steptrace.phase('compute')" in said[0], proc.stderr
     assert "never_called" not in said[0]

@@ -13,8 +13,8 @@ import steptrace
 torch = pytest.importorskip("torch")
 from torch.profiler import ProfilerActivity, profile, record_function, schedule  # noqa: E402
 
-START_UP_S = 0.2   # the warm-up's one-time cost
-WORK_S = 0.01      # a measured iteration's own work
+START_UP_S = 0.2  # the warm-up's one-time cost
+WORK_S = 0.01  # a measured iteration's own work
 
 
 def _work(model, x):
@@ -65,8 +65,10 @@ def test_a_benchmark_block_reads_after_its_named_warm_up(tmp_path: Path):
     prof.export_chrome_trace(str(trace))
     d = steptrace.load(trace).to_dict()
     assert d["windows"] and d["steps"] == 1
-    assert "the window begins where the program's own warm-up ends: 1 range named warm-up (`[bench|warmup]`)" \
+    assert (
+        "the window begins where the program's own warm-up ends: 1 range named warm-up (`[bench|warmup]`)"
         in d["backend"]["reason"]
+    )
     # the window holds the measured part (and the block's closing), not the 200 ms warm-up
     assert 0.9 * measured_ms <= d["step_ms"]["mean"] < measured_ms + 0.5 * warm_ms
     assert "[bench|warmup]" not in d["phases"]

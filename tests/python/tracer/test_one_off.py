@@ -4,7 +4,6 @@ clock beside the records."""
 
 import time
 
-import steptrace
 from conftest import spin
 
 

@@ -198,9 +198,15 @@ def test_a_real_prometheus_scraping_every_second_rates_the_true_request_rate(tra
     )
     api_port = _free_port()
     prom = subprocess.Popen(
-        [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}",
-         f"--web.listen-address=127.0.0.1:{api_port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            binary,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={tmp_path / 'data'}",
+            f"--web.listen-address=127.0.0.1:{api_port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
     done = []  # the truth: when each request ended, by the test's own clock
     stop = threading.Event()
@@ -227,8 +233,10 @@ def test_a_real_prometheus_scraping_every_second_rates_the_true_request_rate(tra
         ready = time.time() + 60
         while time.time() < ready:
             try:
-                if query("count_over_time(up[10s])", time.time()).get("a", 0) >= 3 and \
-                        query("count_over_time(up[10s])", time.time()).get("b", 0) >= 3:
+                if (
+                    query("count_over_time(up[10s])", time.time()).get("a", 0) >= 3
+                    and query("count_over_time(up[10s])", time.time()).get("b", 0) >= 3
+                ):
                     break
             except OSError:  # its API is not listening yet
                 pass
@@ -266,7 +274,13 @@ def test_a_real_prometheus_scraping_every_second_rates_the_true_request_rate(tra
     # interval in 20 s, so the bound allows that and no more.
     for job, rate in rates.items():
         edge_slack = 0.5 / span if (samples[job][0][0] - (at - span) > 1.1 or at - samples[job][-1][0] > 1.1) else 0
-        assert abs(rate - truth) <= (0.02 + edge_slack) * truth, (job, rate, truth, samples[job][0][0], samples[job][-1][0])
+        assert abs(rate - truth) <= (0.02 + edge_slack) * truth, (
+            job,
+            rate,
+            truth,
+            samples[job][0][0],
+            samples[job][-1][0],
+        )
     assert abs(rates["a"] - rates["b"]) <= 0.05 * truth
     assert resets == {"a": 0.0, "b": 0.0}
     assert all(0.004 <= q < 0.5 for q in quantile.values()), quantile  # seconds, of the recent window

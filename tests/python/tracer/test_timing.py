@@ -77,8 +77,9 @@ def test_phase_means_match_spin_waits_within_2_percent(tracer):
         assert d["phases"][name]["p50_ms"] == pytest.approx(want, rel=0.02), name
         assert d["phases"][name]["mean_ms"] == pytest.approx(total_s * 1000 / steps, rel=0.10), name
     assert sum(p["share"] for p in d["phases"].values()) == pytest.approx(1.0, abs=1e-9)
-    assert d["step_ms"]["p50"] == pytest.approx(statistics.median(sum(one.values()) for one in per_step) * 1000,
-                                                rel=0.02)
+    assert d["step_ms"]["p50"] == pytest.approx(
+        statistics.median(sum(one.values()) for one in per_step) * 1000, rel=0.02
+    )
     assert d["step_ms"]["mean"] == pytest.approx(step_truth * 1000 / steps, rel=0.10)
 
 

@@ -129,7 +129,11 @@ def test_to_device_moves_nested_batches_inside_an_h2d_phase(tracer):
         x: torch.Tensor
         meta: dict
 
-    batch = {"pair": Pair(torch.ones(2), [torch.zeros(3), "label"]), "obj": Batch(torch.ones(1), {"k": torch.ones(1)}), "n": 3}
+    batch = {
+        "pair": Pair(torch.ones(2), [torch.zeros(3), "label"]),
+        "obj": Batch(torch.ones(1), {"k": torch.ones(1)}),
+        "n": 3,
+    }
     with tracer.step():
         moved = st.to_device(batch, "meta", tracer=tracer)
     assert isinstance(moved["pair"], Pair)
@@ -148,8 +152,16 @@ def test_to_device_keeps_every_kind_of_mapping(tracer):
     counts = defaultdict(list, {"x": torch.ones(1)})
     ordered = OrderedDict([("b", torch.ones(1)), ("a", torch.zeros(1))])
     with tracer.step():
-        moved = st.to_device({"d": counts, "o": ordered, "u": UserDict(y=torch.ones(1)),
-                              "p": types.MappingProxyType({"z": torch.ones(1)})}, "meta", tracer=tracer)
+        moved = st.to_device(
+            {
+                "d": counts,
+                "o": ordered,
+                "u": UserDict(y=torch.ones(1)),
+                "p": types.MappingProxyType({"z": torch.ones(1)}),
+            },
+            "meta",
+            tracer=tracer,
+        )
     assert isinstance(moved["d"], defaultdict) and moved["d"]["x"].device.type == "meta"
     assert moved["d"]["new"] == []  # its factory kept
     assert isinstance(moved["o"], OrderedDict) and list(moved["o"]) == ["b", "a"]

@@ -15,10 +15,21 @@ DATA = Path(__file__).resolve().parent.parent.parent / "data" / "profiler_traces
 # The textbook count of each matrix op, written apart from steptrace's (cpp/src/profiler/op_cost.cpp):
 # FLOPs of one call from its recorded "Input Dims" and "Concrete Inputs".
 MATMULS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear", "aten::_scaled_mm"}
-ATTENTION_BHSD = {"aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
-                  "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_cudnn_attention"}
-CONVS = {"aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution", "aten::_convolution",
-         "aten::convolution_backward", "aten::cudnn_convolution_backward"}
+ATTENTION_BHSD = {
+    "aten::scaled_dot_product_attention",
+    "aten::_scaled_dot_product_flash_attention",
+    "aten::_scaled_dot_product_efficient_attention",
+    "aten::_scaled_dot_product_cudnn_attention",
+}
+CONVS = {
+    "aten::conv1d",
+    "aten::conv2d",
+    "aten::conv3d",
+    "aten::convolution",
+    "aten::_convolution",
+    "aten::convolution_backward",
+    "aten::cudnn_convolution_backward",
+}
 MATRIX = MATMULS | ATTENTION_BHSD | CONVS | {"aten::_flash_attention_forward"}
 DTYPES = {"float": "fp32", "c10::BFloat16": "bf16", "c10::Half": "fp16", "double": "fp64"}
 
@@ -70,14 +81,24 @@ def matrix_flops_by_op(path, warmup):
     kernels = {e["args"].get("correlation") for e in events if e.get("cat") in ("kernel", "Kernel")}
     launches = {}
     for e in events:
-        if e.get("pid") == pid and e.get("cat") in ("cuda_runtime", "cuda_driver", "Runtime") \
-                and e["args"].get("correlation") in kernels:
+        if (
+            e.get("pid") == pid
+            and e.get("cat") in ("cuda_runtime", "cuda_driver", "Runtime")
+            and e["args"].get("correlation") in kernels
+        ):
             launches.setdefault(e["tid"], []).append(float(e["ts"]))
+
     def costed(e):  # a forward convolution traced before torch 2.0 records no strides: no count
         return not (e["name"] in CONVS and "backward" not in e["name"] and not e["args"].get("Concrete Inputs"))
 
-    ops = sorted((e for e in events if e.get("pid") == pid and e.get("cat") in ("cpu_op", "Operator") and e["name"] in MATRIX
-                  and costed(e)), key=lambda e: (e["tid"], float(e["ts"]), -float(e["dur"])))
+    ops = sorted(
+        (
+            e
+            for e in events
+            if e.get("pid") == pid and e.get("cat") in ("cpu_op", "Operator") and e["name"] in MATRIX and costed(e)
+        ),
+        key=lambda e: (e["tid"], float(e["ts"]), -float(e["dur"])),
+    )
     out, open_until = {}, {}
     for e in ops:
         ts, end = float(e["ts"]), float(e["ts"]) + float(e["dur"])
@@ -89,15 +110,27 @@ def matrix_flops_by_op(path, warmup):
         if not any(ts <= t < end for t in launches.get(e["tid"], [])):
             continue
         args = e["args"]
-        key = (e["name"], DTYPES.get(args["Input type"][1 if e["name"] in ("aten::addmm", "aten::baddbmm") else 0], "?"))
+        key = (
+            e["name"],
+            DTYPES.get(args["Input type"][1 if e["name"] in ("aten::addmm", "aten::baddbmm") else 0], "?"),
+        )
         out[key] = out.get(key, 0) + textbook_flops(e["name"], args["Input Dims"], args.get("Concrete Inputs", []))
     return out
 
 
-@pytest.mark.parametrize("name", ["tracelens_h100_qwen1.5-0.5b.json.gz", "tracelens_mi300_xdit_sd3.5.json.gz",
-                                  "tracelens_mi300_resnet_act_checkpoint.json.gz", "tracelens_h100_timesformer.json.gz",
-                                  "tracelens_sglang_qwen3_prefilldecode.json.gz", "tracelens_torch_compile_triton.json.gz",
-                                  "hta_trace_diff_control.json.gz", "resnet50_num_workers_4.pt.trace.json.gz"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "tracelens_h100_qwen1.5-0.5b.json.gz",
+        "tracelens_mi300_xdit_sd3.5.json.gz",
+        "tracelens_mi300_resnet_act_checkpoint.json.gz",
+        "tracelens_h100_timesformer.json.gz",
+        "tracelens_sglang_qwen3_prefilldecode.json.gz",
+        "tracelens_torch_compile_triton.json.gz",
+        "hta_trace_diff_control.json.gz",
+        "resnet50_num_workers_4.pt.trace.json.gz",
+    ],
+)
 def test_flops_from_real_traces_shapes_are_the_textbooks(name):
     s = steptrace.load(DATA / name).to_dict()
     ceiling = s["ceiling"]
@@ -199,7 +232,9 @@ def test_flops_count_counts_one_step_with_flop_counter_mode():
 
 
 def test_flops_per_step_told_gives_model_flops_and_mfu_on_a_named_device():
-    t = steptrace.Tracer(warmup_steps=0, flops_per_step=2e6, flops_dtype="bf16")  # steps of microseconds: 2e12 would be impossible
+    t = steptrace.Tracer(
+        warmup_steps=0, flops_per_step=2e6, flops_dtype="bf16"
+    )  # steps of microseconds: 2e12 would be impossible
     t.set_fact("gpu.name", "NVIDIA H100 80GB HBM3")
     for _ in range(5):
         with t.step():
@@ -224,8 +259,8 @@ def test_the_html_report_draws_each_costed_op_under_the_roofs():
     c = s.to_dict()["ceiling"]
     page = s.to_html()
     assert "<h2>The ceiling</h2>" in page and "MFU 12.9% on the H100 SXM" in page
-    section = page[page.index("<h2>The ceiling</h2>"):]
-    section = section[:section.index("</svg>")]
+    section = page[page.index("<h2>The ceiling</h2>") :]
+    section = section[: section.index("</svg>")]
     plotted = [r for r in c["ops"][:12] if r["gflop_per_step"] > 0 and r["mb_per_step"] > 0 and r["tflops"] > 0]
     assert len(re.findall(r"<circle ", section)) == len(plotted) >= 3
     assert "<polyline " in section  # the roofs, from the rows' own shares
@@ -275,7 +310,7 @@ def test_flops_count_past_what_a_device_runs_is_said_and_never_raises_out_of_the
     from torch.utils.flop_counter import FlopCounterMode
 
     real = FlopCounterMode.get_total_flops
-    FlopCounterMode.get_total_flops = lambda self: 10 ** 22  # crafted shapes: more than any device runs in a step
+    FlopCounterMode.get_total_flops = lambda self: 10**22  # crafted shapes: more than any device runs in a step
     try:
         with big.step():
             torch.mm(torch.randn(4, 4), torch.randn(4, 4))

@@ -68,8 +68,14 @@ def test_device_records_taken_out_keep_the_host_cause_and_say_what_is_unseen(tmp
     assert cpu_only["diagnosis"]["advice"][-1].startswith("record the GPU's side too: add ProfilerActivity.CUDA")
 
 
-@pytest.mark.parametrize("name", ["hta_cpu_only_rank34.json.gz", "resnet50_num_workers_4.pt.trace.json.gz",
-                                  "tracelens_mi300_resnet_act_checkpoint.json.gz"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "hta_cpu_only_rank34.json.gz",
+        "resnet50_num_workers_4.pt.trace.json.gz",
+        "tracelens_mi300_resnet_act_checkpoint.json.gz",
+    ],
+)
 def test_cpu_jobs_and_traces_with_their_device_say_nothing_of_it(name):
     d = steptrace.load(DATA / name).to_dict()
     assert "trace.device_unrecorded" not in d["facts"]

@@ -9,7 +9,6 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -44,19 +43,35 @@ def test_the_input_bound_holds_on_both_recordings_of_the_fix(before, after, warm
     assert b["step_ms"]["mean"] == pytest.approx(truth_after["window_ms"], abs=0.001)
     assert f"(up to {100 * bound:.0f}% shorter steps)" in a["diagnosis"]["advice"][0]
     # compare says what the fix realised, of the bound
-    out = subprocess.run([sys.executable, "-m", "steptrace", "compare", DATA / before, DATA / after],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "steptrace", "compare", DATA / before, DATA / after],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     line = next(x for x in out.stdout.splitlines() if x.strip().startswith("input: up to"))
-    assert line.strip() == (f"input: up to {100 * bound:.0f}% of step time; realised {100 * realised:.0f}%, "
-                            f"{100 * realised / bound:.0f}% of it")
+    assert line.strip() == (
+        f"input: up to {100 * bound:.0f}% of step time; realised {100 * realised:.0f}%, "
+        f"{100 * realised / bound:.0f}% of it"
+    )
 
 
 def _run(step_ms: float, gains: dict, steps: int = 50, spread: float = 0.01) -> dict:
-    return {"steps": steps, "run_ms": step_ms * steps, "set_aside": {},
-            "step_ms": {"mean": step_ms, "p50": step_ms, "p95": step_ms * (1 + spread), "p99": step_ms * (1 + spread),
-                        "max": step_ms * (1 + spread)},
-            "phases": {}, "diagnosis": {"label": "INPUT-BOUND", "gains": gains}}
+    return {
+        "steps": steps,
+        "run_ms": step_ms * steps,
+        "set_aside": {},
+        "step_ms": {
+            "mean": step_ms,
+            "p50": step_ms,
+            "p95": step_ms * (1 + spread),
+            "p99": step_ms * (1 + spread),
+            "max": step_ms * (1 + spread),
+        },
+        "phases": {},
+        "diagnosis": {"label": "INPUT-BOUND", "gains": gains},
+    }
 
 
 def test_compare_flags_a_saving_beyond_its_bound():
@@ -65,7 +80,9 @@ def test_compare_flags_a_saving_beyond_its_bound():
 
     before = [_run(100, {"input": 0.30}), _run(101, {"input": 0.31}), _run(99, {"input": 0.29})]
     within = _compare.compare(before, [_run(75, {}), _run(76, {}), _run(74, {})], None)
-    assert [(r.cause, round(r.bound, 2), round(r.saved, 2), r.beyond) for r in within.realised] == [("input", 0.3, 0.25, False)]
+    assert [(r.cause, round(r.bound, 2), round(r.saved, 2), r.beyond) for r in within.realised] == [
+        ("input", 0.3, 0.25, False)
+    ]
     assert "input: up to 30% of step time; realised 25%, 83% of it" in _compare.render(within, "a", "b")
     beyond = _compare.compare(before, [_run(50, {}), _run(51, {}), _run(49, {})], None)
     assert beyond.realised[0].beyond
@@ -95,7 +112,9 @@ def _spin(seconds: float) -> None:
 def _loader_program(workers: int) -> tuple:
     """A loop that waits for its loader: 12 ms a batch on the training thread, or in workers."""
     t = steptrace.Tracer(warmup_steps=3, print_at_exit=False)
-    loader = torch.utils.data.DataLoader(_Sleepy(), batch_size=None, num_workers=workers, prefetch_factor=4 if workers else None)
+    loader = torch.utils.data.DataLoader(
+        _Sleepy(), batch_size=None, num_workers=workers, prefetch_factor=4 if workers else None
+    )
     stamps = []
     for _ in t.steps(loader):
         with t.phase("compute"):
@@ -141,9 +160,11 @@ def _fix(program, before, after, runs=3):
 
 def test_real_fixes_realise_at_most_their_bound_and_the_largest_bound_is_the_largest_gain():
     results = {}
-    for name, program, before, after, cause in (("workers", _loader_program, 0, 2, "input"),
-                                                ("log line", _logging_program, True, False, "other"),
-                                                ("validation", _validation_program, 5, 20, "validation")):
+    for name, program, before, after, cause in (
+        ("workers", _loader_program, 0, 2, "input"),
+        ("log line", _logging_program, True, False, "other"),
+        ("validation", _validation_program, 5, 20, "validation"),
+    ):
         summaries, realised, spread = _fix(program, before, after)
         bound = statistics.median(s["diagnosis"]["gains"][cause] for s in summaries)
         assert realised <= bound + spread + 0.03, (name, bound, realised, spread)  # a true bound

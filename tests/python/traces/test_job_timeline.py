@@ -27,10 +27,24 @@ def job(tmp_path_factory):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
-    procs = [subprocess.Popen([sys.executable, JOB, str(folder)], cwd=folder,
-                              env={**env, "OMP_NUM_THREADS": "1", "RANK": str(r), "WORLD_SIZE": "4",
-                                   "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)},
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, JOB, str(folder)],
+            cwd=folder,
+            env={
+                **env,
+                "OMP_NUM_THREADS": "1",
+                "RANK": str(r),
+                "WORLD_SIZE": "4",
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(port),
+            },
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for r in range(4)
+    ]
     for p in procs:
         _, err = p.communicate(timeout=240)
         assert p.returncode == 0, err[-2000:]
@@ -122,7 +136,11 @@ def test_saved_summaries_of_the_ranks_give_the_same_file_as_their_traces(job, tm
     from_traces, _, _, _, _ = read_merged(traces, tmp_path, capsys)
     from_saved, _, _, _, _ = read_merged(saved, tmp_path, capsys)
     a, b = from_saved["otherData"], from_traces["otherData"]
-    assert (a["median_rank"], a["steps"], a["median_rank_lacks"]) == (b["median_rank"], b["steps"], b["median_rank_lacks"])
+    assert (a["median_rank"], a["steps"], a["median_rank_lacks"]) == (
+        b["median_rank"],
+        b["steps"],
+        b["median_rank_lacks"],
+    )
     assert len(a["ranks"]) == len(b["ranks"])
     for x, y in zip(a["ranks"], b["ranks"]):
         assert (x["rank"], x["steps"], x["aligned_on"]) == (y["rank"], y["steps"], y["aligned_on"])
@@ -144,8 +162,9 @@ def test_eight_ranks_of_a_real_nccl_trace_align_on_their_all_reduce_kernels(tmp_
     first = min((e for e in src["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")), key=lambda e: e["ts"])
     for r in range(8):
         doc = dict(src, distributedInfo=dict(src["distributedInfo"], rank=r, world_size=8))
-        doc["traceEvents"] = [dict(e, ts=e["ts"] - 2000 * r, dur=e["dur"] + 2000 * r) if e is first else e
-                              for e in src["traceEvents"]]
+        doc["traceEvents"] = [
+            dict(e, ts=e["ts"] - 2000 * r, dur=e["dur"] + 2000 * r) if e is first else e for e in src["traceEvents"]
+        ]
         with gzip.open(traces / f"rank{r}.json.gz", "wt") as f:
             json.dump(doc, f)
     doc, steps, _, _, out = read_merged(traces, tmp_path, capsys)

@@ -15,8 +15,12 @@ from conftest import cli
 from conftest import TRACES  # noqa: E402
 
 DATA = TRACES
-TRACES = ["resnet50_num_workers_4.pt.trace.json.gz", "hta_trace_diff_test.json.gz",
-          "tracelens_h100_qwen1.5-0.5b.json.gz", "tracelens_mi300_resnet_act_checkpoint.json.gz"]
+TRACES = [
+    "resnet50_num_workers_4.pt.trace.json.gz",
+    "hta_trace_diff_test.json.gz",
+    "tracelens_h100_qwen1.5-0.5b.json.gz",
+    "tracelens_mi300_resnet_act_checkpoint.json.gz",
+]
 DEVICE = ("kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset")
 
 
@@ -26,8 +30,15 @@ def independent(path: Path, warmup: int):
         events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X" and "dur" in e]
     kernels = [e for e in events if e.get("cat") in ("kernel", "Kernel")]
     device = collections.Counter(e["pid"] for e in kernels).most_common(1)[0][0]
-    steps = sorted((e for e in events if e["name"].startswith("ProfilerStep#")  # not the GPU's copies of them
-                    and e.get("cat") in ("cpu_op", "user_annotation", "Operator")), key=lambda e: e["ts"])
+    steps = sorted(
+        (
+            e
+            for e in events
+            if e["name"].startswith("ProfilerStep#")  # not the GPU's copies of them
+            and e.get("cat") in ("cpu_op", "user_annotation", "Operator")
+        ),
+        key=lambda e: e["ts"],
+    )
     host_pid = steps[0]["pid"]
     windows = []
     for s in steps:  # the profiler's closing stub holds nothing: no step
@@ -40,12 +51,21 @@ def independent(path: Path, warmup: int):
         i = bisect.bisect_right(starts, ts) - 1
         return i >= 0 and ts < windows[i][1]
 
-    launches = {e["args"]["correlation"]: e for e in events if e["pid"] == host_pid
-                and e.get("cat") in ("cuda_runtime", "cuda_driver", "Runtime") and e.get("args", {}).get("correlation")}
+    launches = {
+        e["args"]["correlation"]: e
+        for e in events
+        if e["pid"] == host_pid
+        and e.get("cat") in ("cuda_runtime", "cuda_driver", "Runtime")
+        and e.get("args", {}).get("correlation")
+    }
     ops = collections.defaultdict(list)  # by thread: (begin, -dur, end, name), sorted
     for e in events:
-        if e["pid"] == host_pid and e.get("cat") in ("cpu_op", "user_annotation", "Operator") \
-                and not e["name"].startswith("ProfilerStep#") and not str(e["tid"]).startswith("-"):
+        if (
+            e["pid"] == host_pid
+            and e.get("cat") in ("cpu_op", "user_annotation", "Operator")
+            and not e["name"].startswith("ProfilerStep#")
+            and not str(e["tid"]).startswith("-")
+        ):
             ops[e["tid"]].append((e["ts"], -e["dur"], e["ts"] + e["dur"], e["name"]))
     for v in ops.values():
         v.sort()
@@ -101,8 +121,9 @@ def test_launch_bound_names_the_ops_launching_most_short_kernels():
     assert d["diagnosis"]["label"] == "LAUNCH-BOUND"
     ops = independent(path, d["warmup_steps"])[1]
     # most short kernels first; a tie goes to the op with more device time
-    top = sorted(((n, c) for n, c in independent.short.items() if not n.startswith("(")),
-                 key=lambda kv: (-kv[1], -ops[kv[0]]))[:3]
+    top = sorted(
+        ((n, c) for n, c in independent.short.items() if not n.startswith("(")), key=lambda kv: (-kv[1], -ops[kv[0]])
+    )[:3]
     named = ", ".join(f"`{n}` ({c:.0f}{' a step' if i == 0 else ''})" for i, (n, c) in enumerate(top))
     assert f"the most kernels of at most 20 us: {named}." in d["diagnosis"]["evidence"]
     assert f"starting where the short ones come from ({named})" in d["diagnosis"]["advice"][1]
@@ -152,7 +173,10 @@ def test_compare_of_a_changed_model_names_the_ops_that_moved():
     moved = {(m.what, m.name): m for m in _compare.compare(a, b, None).moved}
     bmm, mm = moved[("op", "aten::bmm")], moved[("op", "aten::mm")]
     assert bmm.b_ms is None and bmm.a_ms == pytest.approx(ops_a["aten::bmm"], abs=1e-3)
-    assert (mm.a_ms, mm.b_ms) == (pytest.approx(ops_a["aten::mm"], abs=1e-3), pytest.approx(ops_b["aten::mm"], abs=1e-3))
+    assert (mm.a_ms, mm.b_ms) == (
+        pytest.approx(ops_a["aten::mm"], abs=1e-3),
+        pytest.approx(ops_b["aten::mm"], abs=1e-3),
+    )
     assert mm.b_ms < mm.a_ms / 2
 
 
@@ -163,7 +187,7 @@ def test_the_html_report_draws_the_kernels_sorted():
     page = s.to_html()
     k = s.to_dict()["gpu"]["kernels"]
     assert "What the GPU spent its time on" in page
-    section = page[page.index("<h3>By kernel</h3>"):page.index("<h3>By the op that launched them</h3>")]
+    section = page[page.index("<h3>By kernel</h3>") : page.index("<h3>By the op that launched them</h3>")]
     widths = [float(w) for w in re.findall(r'class="kbar" style="width:([0-9.]+)px', section)]
     assert len(widths) == 10 and widths == sorted(widths, reverse=True) and widths[0] == 300.0
     import html as html_lib
@@ -177,13 +201,38 @@ def test_compare_names_the_kernel_a_model_change_replaced(tmp_path):
     from steptrace._cli import compare as _compare
 
     def run(kernels):
-        rows = [{"name": n, "kind": "gemm", "calls_per_step": 1, "ms_per_step": ms, "busy_share": 0.5,
-                 "median_us": ms * 1e3, "tensor_core": "h884" in n} for n, ms in kernels]
+        rows = [
+            {
+                "name": n,
+                "kind": "gemm",
+                "calls_per_step": 1,
+                "ms_per_step": ms,
+                "busy_share": 0.5,
+                "median_us": ms * 1e3,
+                "tensor_core": "h884" in n,
+            }
+            for n, ms in kernels
+        ]
         step = {"mean": 10.0, "p50": 10.0, "p95": 10.1, "p99": 10.1, "max": 10.2}
-        return {"steps": 200, "step_ms": step, "phases": {}, "diagnosis": {"label": "COMPUTE-BOUND", "gains": {}},
-                "gpu": {"kernels": {"kernels": rows, "ops": [{"name": "aten::mm", "kernels_per_step": 1,
-                                                              "ms_per_step": sum(ms for _, ms in kernels),
-                                                              "busy_share": 1.0}]}}}
+        return {
+            "steps": 200,
+            "step_ms": step,
+            "phases": {},
+            "diagnosis": {"label": "COMPUTE-BOUND", "gains": {}},
+            "gpu": {
+                "kernels": {
+                    "kernels": rows,
+                    "ops": [
+                        {
+                            "name": "aten::mm",
+                            "kernels_per_step": 1,
+                            "ms_per_step": sum(ms for _, ms in kernels),
+                            "busy_share": 1.0,
+                        }
+                    ],
+                }
+            },
+        }
 
     before = run([("volta_sgemm_128x64_nn", 6.0), ("elementwise_kernel", 1.0)])
     after = run([("volta_h884gemm_128x128_nn", 2.0), ("elementwise_kernel", 1.0)])

@@ -43,8 +43,9 @@ def _train(model, opt, x, y, backward_only=False):
         opt.zero_grad()
 
 
-def _loop(trace: Path, batches: int, start_up: bool, warm_before: int = 0, accumulate: int = 1, loader=True,
-          prof_step=False):
+def _loop(
+    trace: Path, batches: int, start_up: bool, warm_before: int = 0, accumulate: int = 1, loader=True, prof_step=False
+):
     """Trains under a plain profile block; returns the truth: each iteration's start (s, from just
     before its fetch) and each fetch's length (ms)."""
     model, opt = _model()

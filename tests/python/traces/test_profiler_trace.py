@@ -21,7 +21,9 @@ NW4 = DATA / "resnet50_num_workers_4.pt.trace.json.gz"
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "steptrace", *map(str, args)], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "steptrace", *map(str, args)], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_load_reads_a_trace_by_its_content_whatever_its_name(tmp_path):
@@ -31,7 +33,9 @@ def test_load_reads_a_trace_by_its_content_whatever_its_name(tmp_path):
     assert s.label == "INPUT-BOUND"
     assert s.steps == 6  # step 5 shows no device work from before the trace: it counts
     d = s.to_dict()
-    assert d["step_ms"]["mean"] == pytest.approx((5 * 174.580 + 176.078) / 6, abs=0.001)  # the design's 6-10, and 5's range
+    assert d["step_ms"]["mean"] == pytest.approx(
+        (5 * 174.580 + 176.078) / 6, abs=0.001
+    )  # the design's 6-10, and 5's range
     assert d["gpu"]["h2d"]["pageable_share"] == 1.0
     assert "num_workers" in d["diagnosis"]["advice"][0]
     assert "read from the torch.profiler trace" in d["backend"]["reason"]
@@ -61,15 +65,19 @@ def test_every_command_takes_a_trace(tmp_path):
     assert "INPUT-BOUND" in compare.stdout and "COMPUTE-BOUND" in compare.stdout
     # compare's own rule, whatever the source: 6 and 5 steps that do not overlap, by a rank test
     assert "faster: step p50 -28.2%" in compare.stdout
-    assert "every step of the second side faster than the first's, over 6 and 5 steps (rank test: 99.8% confidence)" \
+    assert (
+        "every step of the second side faster than the first's, over 6 and 5 steps (rank test: 99.8% confidence)"
         in compare.stdout
+    )
 
 
 def test_a_bad_trace_exits_2_with_a_message_naming_it(tmp_path):
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(NW0.read_bytes()[:300_000])
     empty_trace = tmp_path / "nosteps.json"
-    empty_trace.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2}]}')
+    empty_trace.write_text(
+        '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2}]}'
+    )
     for path, words in ((cut, "truncated"), (empty_trace, "no host events")):
         p = cli("show", path)
         assert p.returncode == 2, p.stderr
@@ -101,7 +109,7 @@ def _loop_under_profiler(trace_path: Path, annotate: bool) -> dict:
             yield x
 
     with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=6, warmup=1, active=4, repeat=1)) as prof:
-        for x in (t.steps(slow_loader()) if annotate else slow_loader()):
+        for x in t.steps(slow_loader()) if annotate else slow_loader():
             with t.phase("compute"):
                 start = time.perf_counter()
                 end = start + 0.01
@@ -132,7 +140,11 @@ def test_steptrace_phases_in_a_profiler_trace_are_read_exactly(tmp_path):
     # (whichever steps the profiler kept: a preempted sleep runs long, so the bounds are each
     # phase's shortest and longest stamped step)
     for phase in ("input", "compute"):
-        assert min(truth[phase]) - 0.5 <= ph[phase]["mean_ms"] <= max(truth[phase]) + 2, (phase, ph[phase], truth[phase])
+        assert min(truth[phase]) - 0.5 <= ph[phase]["mean_ms"] <= max(truth[phase]) + 2, (
+            phase,
+            ph[phase],
+            truth[phase],
+        )
     assert read["diagnosis"]["label"] == "INPUT-BOUND"
 
 
@@ -175,7 +187,9 @@ def _profiler_steps(folder: Path) -> list:
 def test_a_tensorboard_trace_handler_folder_of_cycles_is_one_run(tmp_path):
     # 5 cycles of 2 active steps, the last one ended by the loop's end: its second step a stub
     folder = tmp_path / "tb"
-    subprocess.run([sys.executable, "-c", _CYCLES, str(folder), "5", "19"], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-c", _CYCLES, str(folder), "5", "19"], check=True, capture_output=True, timeout=300
+    )
     assert len(list(folder.iterdir())) == 5
     truth = _profiler_steps(folder)
     s = steptrace.load(folder)
@@ -196,7 +210,9 @@ def test_a_tensorboard_trace_handler_folder_of_cycles_is_one_run(tmp_path):
 def test_two_processes_cycles_in_one_folder_are_two_ranks_of_their_cycles(tmp_path):
     folder = tmp_path / "tb"
     for _ in range(2):  # two processes, one folder: each its own pid
-        subprocess.run([sys.executable, "-c", _CYCLES, str(folder), "3", "12"], check=True, capture_output=True, timeout=300)
+        subprocess.run(
+            [sys.executable, "-c", _CYCLES, str(folder), "3", "12"], check=True, capture_output=True, timeout=300
+        )
     assert len(list(folder.iterdir())) == 6
     d = steptrace.load(folder).to_dict()
     rows = d["ranks"]["rows"]

@@ -9,7 +9,6 @@ program that recorded it: tests/data/gloo_straggler/job.py."""
 import collections
 import gzip
 import json
-from pathlib import Path
 
 import pytest
 
@@ -27,11 +26,14 @@ def load(name: str):
 
 # Small models' one-step inference: the GPU idles while the main thread runs Python outside
 # every op, and the host blocks in syncs under 1% of the step. Not WAIT-HEAVY.
-@pytest.mark.parametrize("name, shape", [
-    ("tracelens_h100_bert-small.json.gz", "short gaps"),        # a tiny BERT on an H100
-    ("tracelens_h100_timesformer.json.gz", "one stretch"),      # a video model: decode + processor first
-    ("tracelens_mi300_timesformer.json.gz", "one stretch"),     # the same on an MI300X
-])
+@pytest.mark.parametrize(
+    "name, shape",
+    [
+        ("tracelens_h100_bert-small.json.gz", "short gaps"),  # a tiny BERT on an H100
+        ("tracelens_h100_timesformer.json.gz", "one stretch"),  # a video model: decode + processor first
+        ("tracelens_mi300_timesformer.json.gz", "one stretch"),  # the same on an MI300X
+    ],
+)
 def test_python_outside_every_op_is_host_bound_not_syncs(name, shape):
     s, d, truth = load(name)
     assert d["diagnosis"]["label"] == "HOST-BOUND"
@@ -51,12 +53,15 @@ def test_python_outside_every_op_is_host_bound_not_syncs(name, shape):
 
 # Collectives no compute hides: a DDP ResNet with activation checkpointing on an MI300X (66% of
 # the step in an all-reduce), HTA's training ranks on V100/A100; and CPU ranks in gloo.
-@pytest.mark.parametrize("name", [
-    "tracelens_mi300_resnet_act_checkpoint.json.gz",
-    "hta_trace_diff_control.json.gz",
-    "hta_sampled_rank0.json.gz",
-    "hta_sampled_rank1.json.gz",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "tracelens_mi300_resnet_act_checkpoint.json.gz",
+        "hta_trace_diff_control.json.gz",
+        "hta_sampled_rank0.json.gz",
+        "hta_sampled_rank1.json.gz",
+    ],
+)
 def test_exposed_communication_is_comm_bound(name):
     s, d, truth = load(name)
     assert d["diagnosis"]["label"] == "COMM-BOUND"
@@ -103,11 +108,14 @@ def test_nccl_host_ranges_are_launches_not_waits():
 
 # A compiled diffusion transformer (MI300X): thousands of short kernels between a few long ones;
 # small eager models whose ops launch 4-8 us kernels.
-@pytest.mark.parametrize("name, graphs", [
-    ("tracelens_mi300_xdit_sd3.5.json.gz", "HIP graphs"),
-    ("tracelens_h100_falconsai.json.gz", "CUDA graphs"),
-    ("tracelens_b200_eager.json.gz", "CUDA graphs"),
-])
+@pytest.mark.parametrize(
+    "name, graphs",
+    [
+        ("tracelens_mi300_xdit_sd3.5.json.gz", "HIP graphs"),
+        ("tracelens_h100_falconsai.json.gz", "CUDA graphs"),
+        ("tracelens_b200_eager.json.gz", "CUDA graphs"),
+    ],
+)
 def test_short_kernels_launched_faster_than_the_host_can_are_launch_bound(name, graphs):
     s, d, truth = load(name)
     assert d["diagnosis"]["label"] == "LAUNCH-BOUND"
@@ -122,11 +130,14 @@ def test_short_kernels_launched_faster_than_the_host_can_are_launch_bound(name, 
 
 # One-time costs: CUDA context creation in a benchmark's window (29.9 s in
 # cudaDeviceGetStreamPriorityRange), first-call module loads (a first hipLaunchKernel blocking ms).
-@pytest.mark.parametrize("name", [
-    "hta_alexnet_benchmark.json.gz",
-    "hta_simple_add_benchmark.json.gz",
-    "tracelens_rocm_normalization.json.gz",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "hta_alexnet_benchmark.json.gz",
+        "hta_simple_add_benchmark.json.gz",
+        "tracelens_rocm_normalization.json.gz",
+    ],
+)
 def test_one_time_initialisation_is_set_aside_and_never_advised_on(name):
     s, d, truth = load(name)
     calls = one_time_calls(DATA / name)
@@ -137,7 +148,10 @@ def test_one_time_initialisation_is_set_aside_and_never_advised_on(name):
     aside_ms, aside_busy_ms = set_aside_truth(DATA / name)
     assert aside["total_ms"] == pytest.approx(aside_ms, rel=1e-6)
     said = calls + first_calls(DATA / name)
-    assert max(said, key=lambda c: c[1])[0] in d["diagnosis"]["evidence"] and "one-time initialisation" in d["diagnosis"]["evidence"]
+    assert (
+        max(said, key=lambda c: c[1])[0] in d["diagnosis"]["evidence"]
+        and "one-time initialisation" in d["diagnosis"]["evidence"]
+    )
     advice = " ".join(d["diagnosis"]["advice"])
     assert "initialisation" not in advice and "pin" not in advice
     assert d["diagnosis"]["label"] != "H2D-BOUND"
@@ -158,19 +172,28 @@ def test_a_warm_up_the_program_names_is_start_up_and_the_window_begins_after_it(
     assert warm
     end = max(float(e["ts"]) + float(e["dur"]) for e in warm)  # the last warm-up range's end, us
     outer = max(warm, key=lambda e: float(e["dur"]))
-    last = max(float(e["ts"]) + float(e.get("dur", 0)) for e in events if e.get("ph") == "X" and
-               e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset", "cpu_op", "user_annotation", "cuda_runtime"))
+    last = max(
+        float(e["ts"]) + float(e.get("dur", 0))
+        for e in events
+        if e.get("ph") == "X"
+        and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset", "cpu_op", "user_annotation", "cuda_runtime")
+    )
     assert truth["window_ms"] == pytest.approx((last - end) / 1000, rel=1e-6)
     aside = d["set_aside"]["initialisation"]["total_ms"]
     assert d["step_ms"]["mean"] == pytest.approx(truth["window_ms"] - aside, rel=1e-6)
-    assert f"the window begins where the program's own warm-up ends: 1 range named warm-up (`{outer['name']}`), " \
+    assert (
+        f"the window begins where the program's own warm-up ends: 1 range named warm-up (`{outer['name']}`), "
         f"{float(outer['dur']) / 1000:.0f} ms, left out" in d["backend"]["reason"]
+    )
     assert d["gpu"]["kernels_per_step"] == pytest.approx(truth["kernels"])
     # before: 79 kernels and 2.9-0.5 s of warm-up forward in the window, "up to 94-98% shorter steps"
     assert truth["kernels"] < 79
     top, share = max(d["gpu"]["idle_by_phase"].items(), key=lambda kv: kv[1])
     first = d["diagnosis"]["advice"][0]
-    assert top == "[param|cuda]" and f"starting with `[param|cuda]`: the GPU spends {100 * share:.0f}% of its idle time" in first
+    assert (
+        top == "[param|cuda]"
+        and f"starting with `[param|cuda]`: the GPU spends {100 * share:.0f}% of its idle time" in first
+    )
 
 
 def _capture_truth(name):
@@ -182,9 +205,15 @@ def _capture_truth(name):
     a = min(float(e["ts"]) for e in begins)
     b = max(float(e["ts"]) + float(e["dur"]) for e in ends)
     tid = begins[0]["tid"]
-    holders = [e for e in events if e["tid"] == tid and e.get("cat") in ("user_annotation", "cpu_op")
-               and float(e["ts"]) <= a and float(e["ts"]) + float(e["dur"]) >= b
-               and not str(e["name"]).startswith("ProfilerStep#")]
+    holders = [
+        e
+        for e in events
+        if e["tid"] == tid
+        and e.get("cat") in ("user_annotation", "cpu_op")
+        and float(e["ts"]) <= a
+        and float(e["ts"]) + float(e["dur"]) >= b
+        and not str(e["name"]).startswith("ProfilerStep#")
+    ]
     holder = min(holders, key=lambda e: float(e["dur"]))  # the innermost
     return len(begins), holder["name"], float(holder["dur"]) / 1000
 
@@ -202,10 +231,14 @@ def test_a_trace_of_graph_capture_is_start_up_and_says_to_trace_the_steady_state
     assert f"{holder} " in d["diagnosis"]["evidence"]
     assert d["diagnosis"]["label"] == "BALANCED"
     assert d["diagnosis"]["evidence"].startswith("This trace is ")
-    assert f"({captures} graph capture{'s' if captures > 1 else ''}: launches that record a graph" in d["diagnosis"]["evidence"]
+    assert (
+        f"({captures} graph capture{'s' if captures > 1 else ''}: launches that record a graph"
+        in d["diagnosis"]["evidence"]
+    )
     assert d["diagnosis"]["advice"] == [
         "trace the steady state instead: torch.profiler.schedule(wait=N, warmup=1, active=3) past the first iterations "
-        "(or, for a server, its requests after start-up)"]
+        "(or, for a server, its requests after start-up)"
+    ]
     assert d["diagnosis"]["gains"] == {}
 
 
@@ -235,10 +268,12 @@ def test_a_launch_that_blocked_is_no_warm_up_evidence_but_initialisation():
 
 
 def test_healthy_and_input_bound_recordings_keep_their_labels():
-    for name, label in [("resnet50_num_workers_0.pt.trace.json.gz", "INPUT-BOUND"),
-                        ("resnet50_num_workers_4.pt.trace.json.gz", "COMPUTE-BOUND"),
-                        ("resnet50_2021_num_workers_4.pt.trace.json.gz", "COMPUTE-BOUND"),
-                        ("hta_trace_diff_test.json.gz", "COMPUTE-BOUND")]:
+    for name, label in [
+        ("resnet50_num_workers_0.pt.trace.json.gz", "INPUT-BOUND"),
+        ("resnet50_num_workers_4.pt.trace.json.gz", "COMPUTE-BOUND"),
+        ("resnet50_2021_num_workers_4.pt.trace.json.gz", "COMPUTE-BOUND"),
+        ("hta_trace_diff_test.json.gz", "COMPUTE-BOUND"),
+    ]:
         assert steptrace.load(DATA / name).label == label, name
 
 
@@ -267,8 +302,12 @@ def _late_rank_trace(rank: int, world: int, late_us: float, extra_input_us: floa
             dur = 15_000 if name == "gemm" else done - start
             x("kernel", name, 0, 7, start, dur, device=0, context=1, stream=7, correlation=corr)
             launch += 12
-    return {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world},
-            "deviceProperties": [{"id": 0, "name": "Hand-made GPU"}], "traceEvents": events}
+    return {
+        "schemaVersion": 1,
+        "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world},
+        "deviceProperties": [{"id": 0, "name": "Hand-made GPU"}],
+        "traceEvents": events,
+    }
 
 
 LATE_US, LATE_INPUT_US = 7_500.0, 50.0

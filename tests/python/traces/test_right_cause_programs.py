@@ -53,7 +53,9 @@ def test_a_torchscript_models_profiling_run_is_start_up(tmp_path):
     window_ms = (windows[0][1] - windows[0][0]) / 1000
     assert d["step_ms"]["mean"] == pytest.approx(window_ms - aside_ms, rel=1e-3)
     if aside["run_share"] >= 0.5:  # mostly start-up: the advice says to trace the steady state
-        assert any(a.startswith(f"{100 * aside['run_share']:.0f}% of this trace is start-up") for a in d["diagnosis"]["advice"])
+        assert any(
+            a.startswith(f"{100 * aside['run_share']:.0f}% of this trace is start-up") for a in d["diagnosis"]["advice"]
+        )
 
 
 class Slow(Dataset):

@@ -5,18 +5,18 @@ code), as test_right_cause.py does.
 
 Where each file comes from: tests/data/profiler_traces/README.md."""
 
-import collections
-import gzip
-import json
-
 import pytest
 
 import steptrace
 from trace_truth import events_of, main_and_windows, read, read_causes
 from conftest import TRACES
 
-REPLAYS = ["tracelens_vllm_decode_full_graphs.json.gz", "tracelens_vllm_piecewise_graphs.json.gz",
-           "hta_negative_queue_rank0.json.gz", "hta_trace_diff_test.json.gz"]
+REPLAYS = [
+    "tracelens_vllm_decode_full_graphs.json.gz",
+    "tracelens_vllm_piecewise_graphs.json.gz",
+    "hta_negative_queue_rank0.json.gz",
+    "hta_trace_diff_test.json.gz",
+]
 
 
 def launches_truth(name, skip_first):
@@ -26,8 +26,14 @@ def launches_truth(name, skip_first):
     (distinct correlation ids in each window)."""
     events = events_of(TRACES / name)
     main, windows = main_and_windows(events, skip_first)
-    calls = [e for e in events if e["pid"] == main[0] and e.get("cat") in ("cuda_runtime", "cuda_driver")
-             and "Launch" in str(e["name"]) and any(a <= float(e["ts"]) < b for a, b in windows)]
+    calls = [
+        e
+        for e in events
+        if e["pid"] == main[0]
+        and e.get("cat") in ("cuda_runtime", "cuda_driver")
+        and "Launch" in str(e["name"])
+        and any(a <= float(e["ts"]) < b for a, b in windows)
+    ]
     graphs = {e["args"]["correlation"] for e in events if e["pid"] == main[0] and "GraphLaunch" in str(e["name"])}
     kernels = [e for e in events if e.get("cat") == "kernel" and e.get("args", {}).get("correlation") in graphs]
     graph_kernels, replays = 0, 0
@@ -60,12 +66,21 @@ def test_work_before_the_trace_is_claimed_only_with_evidence():
     # not cause it) but not called work launched before the trace.
     name = "tracelens_vllm_decode_full_graphs.json.gz"
     events = events_of(TRACES / name)
-    launched = {e["args"]["correlation"] for e in events if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+    launched = {
+        e["args"]["correlation"]
+        for e in events
+        if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})
+    }
     device = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     assert all(e["args"]["correlation"] in launched for e in device)
     assert not any(str(e["name"]).startswith("ProfilerStep#") for e in events)
-    first_launch = min(float(e["ts"]) for e in events if e.get("cat") == "cuda_runtime" and "correlation" in e["args"]
-                       and e["args"]["correlation"] in {x["args"]["correlation"] for x in device})
+    first_launch = min(
+        float(e["ts"])
+        for e in events
+        if e.get("cat") == "cuda_runtime"
+        and "correlation" in e["args"]
+        and e["args"]["correlation"] in {x["args"]["correlation"] for x in device}
+    )
     late_ms = (min(float(e["ts"]) for e in device) - first_launch) / 1000
     assert late_ms > 5
     reason = steptrace.load(TRACES / name).to_dict()["backend"]["reason"]
@@ -73,8 +88,10 @@ def test_work_before_the_trace_is_claimed_only_with_evidence():
     assert "every kernel's launch is in the trace and no step ran before it" in reason
     # ResNet-50's scheduled profile starts at ProfilerStep#5: steps ran before it, so its first
     # step's wait is work launched before the trace, as before
-    assert "its device ran work launched before the trace" in \
-        steptrace.load(TRACES / "resnet50_num_workers_4.pt.trace.json.gz").to_dict()["backend"]["reason"]
+    assert (
+        "its device ran work launched before the trace"
+        in steptrace.load(TRACES / "resnet50_num_workers_4.pt.trace.json.gz").to_dict()["backend"]["reason"]
+    )
 
 
 def test_a_close_call_names_the_runner_up_with_its_gain():

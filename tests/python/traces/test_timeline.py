@@ -18,6 +18,7 @@ import steptrace
 from conftest import cli
 from screenshots import needs_chromium, screenshot
 
+
 def check_trace(doc):
     """Every event is well-formed; complete slices on one track nest; returns the slices."""
     assert isinstance(doc["traceEvents"], list)
@@ -70,8 +71,12 @@ def outlier_run(tmp_path_factory):
 
     script.write_text(textwrap.dedent(OUTLIER))
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEPTRACE_")}
-    env.update(STEPTRACE_JSON=str(d / "run.json"), STEPTRACE_TRACE=str(d / "exit.trace.json"),
-               STEPTRACE_HTML=str(d / "exit.html"), STEPTRACE_PRINT_AT_EXIT="never")
+    env.update(
+        STEPTRACE_JSON=str(d / "run.json"),
+        STEPTRACE_TRACE=str(d / "exit.trace.json"),
+        STEPTRACE_HTML=str(d / "exit.html"),
+        STEPTRACE_PRINT_AT_EXIT="never",
+    )
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     truth = json.loads((d / "run.py.truth").read_text())
@@ -150,7 +155,8 @@ def test_the_html_report_renders_its_chart_in_headless_chromium(outlier_run, tmp
 
     series = steptrace.load(d / "run.json").to_dict()["series"]
     colour = _html._colours(series["phases"])["compute"]
-    compute = tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    compute = tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))
+
     # The chart's signature: a row crossed by many separate bars (at least 120 points for 10,000
     # steps), which the slowest steps' solid bars below it, one per row, cannot fake.
     def bars(row):
@@ -184,7 +190,8 @@ def test_the_html_report_has_a_header_ticks_and_one_step_numbering(outlier_run):
 
 def test_live_prints_about_one_line_a_second_and_appends_windows(run_python, tmp_path):
     jsonl = tmp_path / "windows.jsonl"
-    proc = run_python("""
+    proc = run_python(
+        """
         import time, steptrace
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < 5.2:
@@ -192,13 +199,15 @@ def test_live_prints_about_one_line_a_second_and_appends_windows(run_python, tmp
                 with steptrace.phase("compute"):
                     time.sleep(0.01)
         print(steptrace.summary().steps)
-    """, env={"STEPTRACE_LIVE": "1", "STEPTRACE_JSONL": str(jsonl), "STEPTRACE_PRINT_AT_EXIT": "never"})
-    lines = [l for l in proc.stderr.splitlines() if l.startswith("steptrace live")]
+    """,
+        env={"STEPTRACE_LIVE": "1", "STEPTRACE_JSONL": str(jsonl), "STEPTRACE_PRINT_AT_EXIT": "never"},
+    )
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("steptrace live")]
     # Windows end on the wall clock's seconds: a first window that began late in its second is a
     # short one, and the run's last, cut by its end, is another.
     assert 4 <= len(lines) <= 7, proc.stderr
     assert "step p50" in lines[-1] and "compute" in lines[-1]
-    windows = [json.loads(l) for l in jsonl.read_text().splitlines()]
+    windows = [json.loads(line) for line in jsonl.read_text().splitlines()]
     assert len(windows) == len(lines)
     assert all(w["schema"] == "steptrace.summary/1" and "timeline" not in w for w in windows)
     assert all(w["backend"]["host_clock"] and w["backend"]["reason"] for w in windows)  # as window() has it
@@ -271,8 +280,10 @@ def test_one_colour_per_phase_in_every_report_and_a_window_reads_as_a_window(tmp
     assert len({a["input"], a["compute"], b["wait"], a["other"]}) == 4
 
     # a trace without steps: one window, never "per step", one tick, its phases with their ms
-    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1000 + 100 * i, "dur": 80}
-              for i in range(5)]
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1000 + 100 * i, "dur": 80}
+        for i in range(5)
+    ]
     trace = tmp_path / "window.json"
     trace.write_text(json.dumps({"traceEvents": events}))
     s = steptrace.load(trace)
@@ -286,7 +297,7 @@ def test_one_colour_per_phase_in_every_report_and_a_window_reads_as_a_window(tmp
 def test_the_slowest_steps_print_their_phases_ms_where_they_fit(outlier_run):
     d, slow_ms = outlier_run
     text = steptrace.load(d / "run.json").to_html()
-    slowest = text[text.index("<h2>The slowest steps</h2>"):]
+    slowest = text[text.index("<h2>The slowest steps</h2>") :]
     labels = re.findall(r'title="compute ([0-9.]+) ms">([0-9.]+) ms</span>', slowest)
     assert labels and all(title == shown for title, shown in labels)  # visible, no hover needed
     assert max(float(ms) for _, ms in labels) == pytest.approx(slow_ms, rel=0.05)
@@ -300,7 +311,7 @@ def test_the_per_step_chart_labels_every_step_when_there_are_few():
             with t.phase("compute"):
                 time.sleep(0.004 if i == 3 else 0.001)
     page = t.summary().to_html()
-    chart = page[page.index('aria-label="time per step in each phase over the run"'):]
-    chart = chart[:chart.index("</svg>")]
+    chart = page[page.index('aria-label="time per step in each phase over the run"') :]
+    chart = chart[: chart.index("</svg>")]
     labels = re.findall(r'<line class="tick"[^>]*/><text [^>]*>(\d+)</text>', chart)
     assert labels == [str(i) for i in range(6)], labels

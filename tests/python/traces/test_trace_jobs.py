@@ -29,10 +29,23 @@ def run_job(tmp_path: Path, slow_rank: int, world: int = 3) -> Path:
         port = s.getsockname()[1]
     procs = []
     for rank in range(world):
-        env = {"RANK": str(rank), "WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-               "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
-        procs.append(subprocess.Popen([sys.executable, str(JOB), str(slow_rank), str(DELAY_MS), str(tmp_path)], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        env = {
+            "RANK": str(rank),
+            "WORLD_SIZE": str(world),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "OMP_NUM_THREADS": "1",
+            "PATH": "/usr/bin:/bin",
+        }
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(JOB), str(slow_rank), str(DELAY_MS), str(tmp_path)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     errors = [p.communicate(timeout=180)[1] for p in procs]  # gloo's teardown may abort after the files are written
     assert len(list((tmp_path / "traces").iterdir())) == world, [e[-1000:] for e in errors]
     return tmp_path / "traces"
@@ -64,15 +77,21 @@ def test_a_folder_of_rank_traces_names_the_slow_ranks_loader(tmp_path):
     files = sorted(str(p) for p in folder.iterdir())
     assert steptrace.load(files).to_dict()["ranks"]["straggler"]["rank"] == 2
     assert steptrace.load(str(folder / "rank-*.pt.trace.json")).to_dict()["ranks"]["straggler"]["rank"] == 2
-    for args in (("show", folder), ("show", *files), ("report", folder, "-o", tmp_path / "r.html"),
-                 ("trace", str(folder / "rank-*"), "-o", tmp_path / "t.json")):
-        out = subprocess.run([sys.executable, "-m", "steptrace", *map(str, args)], capture_output=True, text=True,
-                             timeout=120)
+    for args in (
+        ("show", folder),
+        ("show", *files),
+        ("report", folder, "-o", tmp_path / "r.html"),
+        ("trace", str(folder / "rank-*"), "-o", tmp_path / "t.json"),
+    ):
+        out = subprocess.run(
+            [sys.executable, "-m", "steptrace", *map(str, args)], capture_output=True, text=True, timeout=120
+        )
         assert out.returncode == 0, (args, out.stderr)
     assert "STRAGGLER" in (tmp_path / "r.html").read_text()
     # a job before and after: compare takes a folder a side
-    cmp = subprocess.run([sys.executable, "-m", "steptrace", "compare", folder, folder], capture_output=True, text=True,
-                         timeout=120)
+    cmp = subprocess.run(
+        [sys.executable, "-m", "steptrace", "compare", folder, folder], capture_output=True, text=True, timeout=120
+    )
     assert cmp.returncode == 0, cmp.stderr
 
 
@@ -99,15 +118,32 @@ def _gpu_rank(rank: int, world: int, input_ms: float, exposed_ms: float) -> dict
         x("user_annotation", f"ProfilerStep#{i}", 10, 10, at, step_us)
         x("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 10, 10, at, input_ms * 1000)
         launch = at + input_ms * 1000 + 10
-        for name, start, dur in (("gemm", launch + 20, 15_000),
-                                 ("ncclDevKernel_AllReduce_Sum_f32", launch + 15_100, exposed_ms * 1000)):
+        for name, start, dur in (
+            ("gemm", launch + 20, 15_000),
+            ("ncclDevKernel_AllReduce_Sum_f32", launch + 15_100, exposed_ms * 1000),
+        ):
             corr += 1
             x("cpu_op", "aten::mm" if name == "gemm" else "nccl:all_reduce", 10, 10, launch, 10)
             x("cuda_runtime", "cudaLaunchKernel", 10, 10, launch + 2, 5, correlation=corr)
-            x("kernel", name, 0, 7 if name == "gemm" else 9, start, dur, device=0, context=1, stream=7, correlation=corr)
+            x(
+                "kernel",
+                name,
+                0,
+                7 if name == "gemm" else 9,
+                start,
+                dur,
+                device=0,
+                context=1,
+                stream=7,
+                correlation=corr,
+            )
             launch += 12
-    return {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world},
-            "deviceProperties": [{"id": 0, "name": "Hand-made GPU"}], "traceEvents": events}
+    return {
+        "schemaVersion": 1,
+        "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world},
+        "deviceProperties": [{"id": 0, "name": "Hand-made GPU"}],
+        "traceEvents": events,
+    }
 
 
 def test_a_gpu_job_names_its_straggler_from_the_nccl_kernels_exposed_time(tmp_path):

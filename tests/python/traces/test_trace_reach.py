@@ -25,14 +25,19 @@ PLAIN_BLOCK = DATA / "resnet50_autograd_api_num_workers_0.json.gz"
 
 
 def cli(*args, stdin=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "steptrace", *map(str, args)], capture_output=True, timeout=120,
-                          input=stdin)
+    return subprocess.run(
+        [sys.executable, "-m", "steptrace", *map(str, args)], capture_output=True, timeout=120, input=stdin
+    )
 
 
 def idle_in(d: dict, phase: str) -> float:
     """GPU idle time while the host was in `phase`, as a share of step time."""
     g = d["gpu"]
-    share = dict((name, s) for name, s in g["idle_by_phase"]) if isinstance(g["idle_by_phase"], list) else g["idle_by_phase"]
+    share = (
+        dict((name, s) for name, s in g["idle_by_phase"])
+        if isinstance(g["idle_by_phase"], list)
+        else g["idle_by_phase"]
+    )
     return share.get(phase, 0.0) * g["idle_ms"]["mean"] / d["step_ms"]["mean"]
 
 
@@ -104,11 +109,21 @@ def test_a_plain_profile_block_around_a_loop_reads_as_its_iterations():
     assert "the first iteration is left out as warm-up: it lasted 4490 ms" in d["backend"]["reason"]
 
 
-@pytest.mark.parametrize("name", [
-    "resnet50_2021_num_workers_0.pt.trace.json.gz", "resnet50_2021_num_workers_4.pt.trace.json.gz",
-    "resnet50_num_workers_0.pt.trace.json.gz", "resnet50_num_workers_4.pt.trace.json.gz",
-    "hta_trace_diff_control.json.gz", "hta_trace_diff_test.json.gz", "hta_nccl_data.json.gz",
-    "tracelens_mi300_resnet_act_checkpoint.json.gz", "hta_negative_queue_rank0.json.gz", "hta_ns_resolution_rank0.json.gz"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "resnet50_2021_num_workers_0.pt.trace.json.gz",
+        "resnet50_2021_num_workers_4.pt.trace.json.gz",
+        "resnet50_num_workers_0.pt.trace.json.gz",
+        "resnet50_num_workers_4.pt.trace.json.gz",
+        "hta_trace_diff_control.json.gz",
+        "hta_trace_diff_test.json.gz",
+        "hta_nccl_data.json.gz",
+        "tracelens_mi300_resnet_act_checkpoint.json.gz",
+        "hta_negative_queue_rank0.json.gz",
+        "hta_ns_resolution_rank0.json.gz",
+    ],
+)
 def test_a_loops_iterations_read_as_its_profiler_steps_do(name, tmp_path):
     """Real training traces with their ProfilerStep ranges taken out (what a plain profile block
     around the same loop writes): the loop's iterations, by its fetches or optimizer steps, give
@@ -153,8 +168,14 @@ def test_a_jobs_folder_leaves_out_the_execution_traces_kept_beside_its_traces(tm
 
 def test_a_trace_from_a_pipe_or_standard_input_reads_as_the_file(tmp_path):
     expected = steptrace.load(QWEN_H100).to_dict()["step_ms"]
-    piped = subprocess.run(f"{sys.executable} -m steptrace show --json <(zcat {QWEN_H100})", shell=True,
-                           executable="/bin/bash", capture_output=True, text=True, timeout=120)
+    piped = subprocess.run(
+        f"{sys.executable} -m steptrace show --json <(zcat {QWEN_H100})",
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert piped.returncode == 0, piped.stderr
     assert json.loads(piped.stdout)["step_ms"] == expected
     assert "steptrace-pipe" not in piped.stdout  # named as given, not by its temporary copy
@@ -220,7 +241,7 @@ def _cpu_loop(trace: Path, with_steptrace: bool, scheduled: bool, steps: int = 6
 
     kwargs = {"schedule": schedule(wait=1, warmup=1, active=1, repeat=1)} if scheduled else {}
     with profile(activities=[ProfilerActivity.CPU], **kwargs) as prof:
-        for x in (tracer.steps(loader()) if with_steptrace else loader()):
+        for x in tracer.steps(loader()) if with_steptrace else loader():
             with tracer.phase("compute"):
                 end = time.perf_counter() + 0.005
                 while time.perf_counter() < end:
@@ -274,10 +295,18 @@ def test_a_jobs_folder_leaves_out_a_list_of_no_trace_events_and_trace_writes_the
     d = steptrace.load(tmp_path).to_dict()
     said = capfd.readouterr().err
     assert d["step_ms"] == alone["step_ms"], said
-    assert said.count("\n") == 1 and "left out of the job: " in said and "truth-0.json: a JSON list of no trace events" in said
+    assert (
+        said.count("\n") == 1
+        and "left out of the job: " in said
+        and "truth-0.json: a JSON list of no trace events" in said
+    )
     out = tmp_path / "job.trace.json"
-    done = subprocess.run([sys.executable, "-m", "steptrace", "trace", str(tmp_path), "-o", str(out)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "steptrace", "trace", str(tmp_path), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0 and out.exists(), done.stderr
     assert "truth-0.json" in done.stderr and "no host events" not in done.stderr, done.stderr
     with pytest.raises(ValueError, match="truth-0.json: a JSON list of no trace events"):

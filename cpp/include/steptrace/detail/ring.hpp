@@ -42,7 +42,7 @@ enum class record_kind : std::uint32_t {
   step_event_end,
   exclude_begin,  // id: the name the time is set aside under
   exclude_end,
-  stream_scope,  // id: a stream the step works on, in the thread's stream table (no_event: unknown)
+  stream_scope,   // id: a stream the step works on, in the thread's stream table (no_event: unknown)
   request_block,  // id: how many records follow that are one request's whole step (request.hpp)
   batch_size      // id: how many requests the open step serves as one batch
 };
@@ -57,7 +57,7 @@ static_assert(sizeof(record) == 16, "records stay 16 bytes");
 
 class ring {
  public:
-  explicit ring(std::uint32_t capacity)  // a power of two
+  explicit ring(std::uint32_t capacity)                         // a power of two
       : slots_(new record[capacity]()), mask_(capacity - 1) {}  // touched now, not on the hot path
 
   // Producer side. False when full: drain, then push again. The fields are written straight
@@ -120,10 +120,10 @@ class ring {
 
  private:
   // Each line below has one writer, so neither side's writes evict what the other reads.
-  std::unique_ptr<record[]> slots_;                  // read-only after construction
+  std::unique_ptr<record[]> slots_;  // read-only after construction
   const std::uint64_t mask_;
-  alignas(64) std::uint64_t head_ = 0;               // producer only
-  std::uint64_t consumed_seen_ = 0;                  // producer's last look at consumed_
+  alignas(64) std::uint64_t head_ = 0;                   // producer only
+  std::uint64_t consumed_seen_ = 0;                      // producer's last look at consumed_
   alignas(64) std::atomic<std::uint64_t> published_{0};  // written by the producer
   alignas(64) std::atomic<std::uint64_t> consumed_{0};   // written by the consumer
 };
@@ -135,7 +135,7 @@ class ring {
 struct thread_binding {
   std::uint64_t tracer_uid;  // 0: none; uids are never reused, so a dead tracer never matches
   ring* records;
-  void* state;               // the library's per-thread state for that tracer
+  void* state;  // the library's per-thread state for that tracer
 };
 extern STEPTRACE_API __thread thread_binding t_binding __attribute__((tls_model("initial-exec")));
 

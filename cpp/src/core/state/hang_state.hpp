@@ -15,7 +15,7 @@ struct hang_state {
   bool reported = false;
   std::uint32_t thread = 0;
   std::uint64_t step = 0;
-  std::string report;       // its file ("" while being written, or when it could not be)
+  std::string report;         // its file ("" while being written, or when it could not be)
   std::uint64_t reports = 0;  // hangs reported in this run
 
   // tracer::reset: the watch goes on (a hang outlives a reset), so nothing is cleared.

@@ -20,17 +20,17 @@
 namespace steptrace::detail {
 
 struct live_state {
-  aggregate window_totals;   // since the last tracer::window() (or reset); fed once windows_on
-  bool windows_on = false;   // window() was called: until then the first window is the totals
-  aggregate live_totals;     // since the last live window; fed only while the live view is on
-  bool live_ended = false;   // tracer::end_live: the last window went; no line or window after it
+  aggregate window_totals;  // since the last tracer::window() (or reset); fed once windows_on
+  bool windows_on = false;  // window() was called: until then the first window is the totals
+  aggregate live_totals;    // since the last live window; fed only while the live view is on
+  bool live_ended = false;  // tracer::end_live: the last window went; no line or window after it
   std::chrono::steady_clock::time_point live_last{}, rss_last{};
-  std::uint64_t rss_steps = 0;  // step_statistics::steps_ended at the last RSS sample
-  double live_origin_s = -1;    // steady seconds at the first live window's start
-  std::int64_t live_slot = 0;   // the wall clock's period slot the live window in progress covers
+  std::uint64_t rss_steps = 0;          // step_statistics::steps_ended at the last RSS sample
+  double live_origin_s = -1;            // steady seconds at the first live window's start
+  std::int64_t live_slot = 0;           // the wall clock's period slot the live window in progress covers
   std::chrono::seconds live_period{0};  // the period live_slot counts in
-  bool live_merge_first = false;  // the first window began late in its slot: it covers the next one too
-  bool jsonl_failed = false;    // an append to jsonl_path failed (said once)
+  bool live_merge_first = false;        // the first window began late in its slot: it covers the next one too
+  bool jsonl_failed = false;            // an append to jsonl_path failed (said once)
   // Listeners (tracer::listen_windows): the latest live windows.
   bool listening = false, listening_stopped = false;
   std::deque<live_window> queued;

@@ -53,7 +53,10 @@ class gzip_source final : public byte_source {
  public:
   gzip_source(std::unique_ptr<byte_source> raw, std::string path, std::uint64_t limit, std::uint64_t inflated_hint,
               inflater::engine engine)
-      : raw_(std::move(raw)), path_(std::move(path)), in_(buffer_bytes(raw_->size_hint())), limit_(limit),
+      : raw_(std::move(raw)),
+        path_(std::move(path)),
+        in_(buffer_bytes(raw_->size_hint())),
+        limit_(limit),
         hint_(inflated_hint) {
     try {
       engine_ = make_inflater(engine);
@@ -82,13 +85,17 @@ class gzip_source final : public byte_source {
         continue;
       }
       switch (engine_->inflate(out, n, made)) {
-        case inflater::status::more: break;
-        case inflater::status::member_end: member_done_ = true; break;
+        case inflater::status::more:
+          break;
+        case inflater::status::member_end:
+          member_done_ = true;
+          break;
         case inflater::status::bad_checksum:
           fail(path_, "a damaged gzip file: its checksum (CRC) does not match its data (incorrect data check)");
         case inflater::status::bad_length:
           fail(path_, "a damaged gzip file: its length does not match its data (incorrect length check)");
-        case inflater::status::damaged: fail(path_, "a damaged gzip file (" + engine_->problem() + ")");
+        case inflater::status::damaged:
+          fail(path_, "a damaged gzip file (" + engine_->problem() + ")");
       }
       if (n == 0) return 0;
     }
@@ -264,7 +271,7 @@ std::unique_ptr<byte_source> open_trace_file(const std::string& path, const std:
                                              std::uint64_t inflated_limit, inflater::engine engine) {
   const std::string& shown = name.empty() ? path : name;
   if (path.find('\0') != std::string::npos) fail("<path>", "a file name cannot hold a NUL byte");
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) fail(shown, std::string("cannot be opened: ") + std::strerror(errno));
   if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) fail(shown, "is not a regular file or a pipe");
   std::FILE* f = std::fopen(path.c_str(), "rb");

@@ -71,7 +71,8 @@ class isal_inflater final : public inflater {
 
   status inflate(unsigned char* out, std::size_t n, std::size_t& made) override {
     made = 0;
-    if (header_ != header_state::done && !read_header()) return header_ == header_state::bad ? status::damaged : status::more;
+    if (header_ != header_state::done && !read_header())
+      return header_ == header_state::bad ? status::damaged : status::more;
     const unsigned char* from = s_.next_in;
     s_.next_out = out;
     s_.avail_out = static_cast<std::uint32_t>(n);
@@ -149,7 +150,8 @@ class isal_inflater final : public inflater {
           }
           break;
         case header_state::done:
-        case header_state::bad: break;
+        case header_state::bad:
+          break;
       }
     }
     return header_ == header_state::done;

@@ -15,11 +15,11 @@ class inflater {
  public:
   enum class engine { zlib, isal };
   enum class status {
-    more,           // output given, or more input wanted
-    member_end,     // the member's end, its checksum and length verified
-    bad_checksum,   // the member's CRC does not match its data
-    bad_length,     // the member's length (ISIZE) does not match its data
-    damaged,        // anything else wrong with the data: `problem()` says what
+    more,          // output given, or more input wanted
+    member_end,    // the member's end, its checksum and length verified
+    bad_checksum,  // the member's CRC does not match its data
+    bad_length,    // the member's length (ISIZE) does not match its data
+    damaged,       // anything else wrong with the data: `problem()` says what
   };
   virtual ~inflater() = default;
 

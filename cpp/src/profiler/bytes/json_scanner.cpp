@@ -29,8 +29,7 @@ inline bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c ==
 
 // Characters of a number's text (and of NaN, Infinity, true, false, null).
 inline bool is_scalar_char(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '+' ||
-         c == '.';
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '+' || c == '.';
 }
 
 int hex_value(char c) {
@@ -106,12 +105,20 @@ char json_scanner::peek_slow() {
 
 json_scanner::kind json_scanner::peek() {
   switch (peek_char()) {
-    case '\0': return kind::end;
-    case '{': return kind::object;
-    case '[': return kind::array;
-    case '"': return kind::string;
-    case 't': case 'f': case 'n': return kind::literal;
-    default: return kind::number;
+    case '\0':
+      return kind::end;
+    case '{':
+      return kind::object;
+    case '[':
+      return kind::array;
+    case '"':
+      return kind::string;
+    case 't':
+    case 'f':
+    case 'n':
+      return kind::literal;
+    default:
+      return kind::number;
   }
 }
 
@@ -210,14 +217,30 @@ std::string_view json_scanner::take_string(std::string& out) {
     }
     const char e = s[++i];
     switch (e) {
-      case '"': out += '"'; break;
-      case '\\': out += '\\'; break;
-      case '/': out += '/'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
+      case '"':
+        out += '"';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '/':
+        out += '/';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
       case 'u': {
         auto hex4 = [&](std::size_t at) -> long {
           if (at + 4 > n) return -1;
@@ -243,7 +266,8 @@ std::string_view json_scanner::take_string(std::string& out) {
         put_utf8(out, static_cast<std::uint32_t>(cp));
         break;
       }
-      default: fail("a bad escape in a string");
+      default:
+        fail("a bad escape in a string");
     }
   }
   return out;
@@ -251,7 +275,8 @@ std::string_view json_scanner::take_string(std::string& out) {
 
 std::string_view json_scanner::read_string() {
   const char c = peek_char();
-  if (c != '"') fail(c == '\0' ? "the text ends early (a truncated file?) where a string should be" : "expected a string");
+  if (c != '"')
+    fail(c == '\0' ? "the text ends early (a truncated file?) where a string should be" : "expected a string");
   return take_string(scratch_);
 }
 

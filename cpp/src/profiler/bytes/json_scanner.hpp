@@ -50,7 +50,7 @@ class json_scanner {
   std::uint64_t offset() const noexcept { return base_ + pos_; }
   [[noreturn]] void fail(const std::string& what) const;
 
-  static constexpr std::size_t max_depth = 1024;                  // nesting the caller walks
+  static constexpr std::size_t max_depth = 1024;                   // nesting the caller walks
   static constexpr std::size_t max_token = std::size_t{64} << 20;  // longest string or number
 
  private:

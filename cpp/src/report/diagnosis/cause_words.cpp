@@ -1,6 +1,6 @@
 // The words of the causes a trace shows best: the host outside every op (HOST-BOUND), collectives
-// no compute hides (COMM-BOUND), launches (LAUNCH-BOUND), one-time initialisation and COMPUTE-BOUND's kernels. Each names what it saw: the stretch,
-// the collectives' exposed time, the calls set aside.
+// no compute hides (COMM-BOUND), launches (LAUNCH-BOUND), one-time initialisation and COMPUTE-BOUND's kernels. Each
+// names what it saw: the stretch, the collectives' exposed time, the calls set aside.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,8 +22,9 @@ void host_bound_advice(const summary& s, const cause_shares& c, diagnosis& d) {
   // One stretch holding most of that idle time is work on the loop's thread (decoding, I/O,
   // preprocessing); many short ones are the interpreter between ops.
   if (longest > 0 && longest >= 0.5 * idle_ms) {
-    d.evidence += fmt::format(" One stretch outside every op holds most of it: {} ms, {}.", format_ms(longest),
-                              first ? "before the step's first kernel" : fmt::format("{} ms into the step", format_ms(at)));
+    d.evidence +=
+        fmt::format(" One stretch outside every op holds most of it: {} ms, {}.", format_ms(longest),
+                    first ? "before the step's first kernel" : fmt::format("{} ms into the step", format_ms(at)));
     d.advice = {
         fmt::format("move the {} ms of Python {} off the loop's thread: decoding, I/O and preprocessing belong in "
                     "DataLoader workers (or a background thread), tensor transforms on the GPU",
@@ -32,9 +33,10 @@ void host_bound_advice(const summary& s, const cause_shares& c, diagnosis& d) {
         "path: prepare the next input while the GPU runs this one",
     };
   } else {
-    d.evidence += fmt::format(" It is spread over many short gaps between ops ({:.0f} of 10 us or more a step, the "
-                              "longest {} ms): per-op Python overhead.",
-                              gaps, format_ms(longest));
+    d.evidence += fmt::format(
+        " It is spread over many short gaps between ops ({:.0f} of 10 us or more a step, the "
+        "longest {} ms): per-op Python overhead.",
+        gaps, format_ms(longest));
     d.advice = {
         "cut per-op Python overhead: torch.compile fuses the ops and runs them from compiled code; CUDA graphs "
         "(torch.compile(mode=\"reduce-overhead\")) replay them with one launch",
@@ -58,7 +60,8 @@ std::string short_kernel_sources(const summary& s) {
   });
   std::string out;
   for (std::size_t i = 0; i < ops.size() && i < 3; ++i) {
-    out += fmt::format("{}`{}` ({:.0f}{})", i ? ", " : "", ops[i]->name, ops[i]->short_kernels_per_step, i ? "" : " a step");
+    out += fmt::format("{}`{}` ({:.0f}{})", i ? ", " : "", ops[i]->name, ops[i]->short_kernels_per_step,
+                       i ? "" : " a step");
   }
   return out;
 }
@@ -74,7 +77,8 @@ void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d)
   d.evidence += graph_replay_words(s);
   const std::string sources = short_kernel_sources(s);
   if (!sources.empty()) {
-    d.evidence += fmt::format(" The ops launching the most kernels of at most {:.0f} us: {}.", short_kernel_us, sources);
+    d.evidence +=
+        fmt::format(" The ops launching the most kernels of at most {:.0f} us: {}.", short_kernel_us, sources);
   }
   const char* graphs = fact_bool(s, "gpu.amd").value_or(false) ? "HIP" : "CUDA";
   const auto captures = fact_int(s, "trace.graph_captures");
@@ -82,20 +86,23 @@ void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d)
   d.advice = {
       replays > 0 && !(captures && *captures > 0)
           // Replaying graphs already: what runs outside them is what the GPU waits on.
-          ? fmt::format("the program already replays {} graphs ({:.0f} a step): the {:.0f} launches a step made outside "
-                        "them, and the host work before each replay, are what the GPU waits on; capture those ops too "
-                        "(torch.compile's graph breaks: TORCH_LOGS=graph_breaks), or move that host work off the step",
-                        graphs, replays, eager)
-      : captures && *captures > 0
-          // The program records graphs already: the launches left ran outside them (a compiled
-          // function's first, eager call before its capture; ops the capture leaves out).
-          ? fmt::format("the program already records {} graphs ({} capture{} set aside): the {:.0f} launches a step "
-                        "left ran outside them (a compiled function's eager first call before its capture, or ops "
-                        "kept out of the graph); trace the replays to see which remain",
-                        graphs, *captures, *captures == 1 ? "" : "s", s.gpu->kernels_per_step)
-          : fmt::format("{} graphs replay a step's {:.0f} launches as one: torch.compile(mode=\"reduce-overhead\"), "
-                        "or torch.cuda.graphs around a static-shape step",
-                        graphs, s.gpu->kernels_per_step),
+          ? fmt::format(
+                "the program already replays {} graphs ({:.0f} a step): the {:.0f} launches a step made outside "
+                "them, and the host work before each replay, are what the GPU waits on; capture those ops too "
+                "(torch.compile's graph breaks: TORCH_LOGS=graph_breaks), or move that host work off the step",
+                graphs, replays, eager)
+          : captures && *captures > 0
+                // The program records graphs already: the launches left ran outside them (a compiled
+                // function's first, eager call before its capture; ops the capture leaves out).
+                ? fmt::format(
+                      "the program already records {} graphs ({} capture{} set aside): the {:.0f} launches a step "
+                      "left ran outside them (a compiled function's eager first call before its capture, or ops "
+                      "kept out of the graph); trace the replays to see which remain",
+                      graphs, *captures, *captures == 1 ? "" : "s", s.gpu->kernels_per_step)
+                : fmt::format(
+                      "{} graphs replay a step's {:.0f} launches as one: torch.compile(mode=\"reduce-overhead\"), "
+                      "or torch.cuda.graphs around a static-shape step",
+                      graphs, s.gpu->kernels_per_step),
       fmt::format("fewer, larger kernels{}: a larger batch, torch.compile (fusion), batched tensor operations "
                   "instead of Python loops over tensors",
                   sources.empty() ? "" : ", starting where the short ones come from (" + sources + ")"),
@@ -107,25 +114,27 @@ std::string graph_replay_words(const summary& s) {
   if (replays <= 0) return "";
   const double graph_kernels = s.gpu->graph_kernels_per_step;
   const double eager = host_launches_per_step(s) - replays;
-  return fmt::format(" It replays {:.0f} graph{} a step ({:.0f} kernels, each replay one launch) and launches {:.0f} "
-                     "kernel{} a step outside them.",
-                     replays, replays == 1 ? "" : "s", graph_kernels, eager, eager == 1 ? "" : "s");
+  return fmt::format(
+      " It replays {:.0f} graph{} a step ({:.0f} kernels, each replay one launch) and launches {:.0f} "
+      "kernel{} a step outside them.",
+      replays, replays == 1 ? "" : "s", graph_kernels, eager, eager == 1 ? "" : "s");
 }
 
 void one_time_evidence(const summary& s, diagnosis& d) {
   for (const set_aside_stats& a : s.set_aside) {
     if (a.name != one_time_phase) continue;
     const std::string* calls = s.fact("trace.one_time_calls");
-    d.evidence += fmt::format(" Set aside as one-time initialisation, not advised on: {} ms ({}), {:.0f}% of the "
-                              "trace, work a process does once (context creation, module loading, a JIT's or "
-                              "compiler's first run).",
-                              format_ms(a.total_ms), calls ? *calls : "runtime calls that blocked with the device idle",
-                              100 * a.run_share);
+    d.evidence += fmt::format(
+        " Set aside as one-time initialisation, not advised on: {} ms ({}), {:.0f}% of the "
+        "trace, work a process does once (context creation, module loading, a JIT's or "
+        "compiler's first run).",
+        format_ms(a.total_ms), calls ? *calls : "runtime calls that blocked with the device idle", 100 * a.run_share);
     if (const auto captures = fact_int(s, "trace.graph_captures"); captures && *captures > 0) {
-      d.evidence += fmt::format(" It holds {} graph capture{}: the launches inside record a graph and run nothing on "
-                                "the GPU, so the GPU's idle time there is no cause; a trace of the graphs' replays shows "
-                                "the steady state.",
-                                *captures, *captures == 1 ? "" : "s");
+      d.evidence += fmt::format(
+          " It holds {} graph capture{}: the launches inside record a graph and run nothing on "
+          "the GPU, so the GPU's idle time there is no cause; a trace of the graphs' replays shows "
+          "the steady state.",
+          *captures, *captures == 1 ? "" : "s");
     }
   }
 }
@@ -149,10 +158,11 @@ std::string idle_custom_in_compute(const summary& s) {
 void steady_state_advice(const summary& s, const diagnosis_thresholds& t, diagnosis& d) {
   for (const set_aside_stats& a : s.set_aside) {
     if (a.name != one_time_phase || a.run_share < t.start_up_mostly_share) continue;
-    d.advice.push_back(fmt::format("{:.0f}% of this trace is start-up, set aside: trace the steady state, "
-                                   "torch.profiler.schedule(wait=N, warmup=1, active=3) past the first iterations, for "
-                                   "figures that hold",
-                                   100 * a.run_share));
+    d.advice.push_back(
+        fmt::format("{:.0f}% of this trace is start-up, set aside: trace the steady state, "
+                    "torch.profiler.schedule(wait=N, warmup=1, active=3) past the first iterations, for "
+                    "figures that hold",
+                    100 * a.run_share));
   }
 }
 
@@ -162,17 +172,18 @@ bool start_up_only(const summary& s, const diagnosis_thresholds& t, diagnosis& d
     if (a.name != one_time_phase || a.run_share < t.start_up_only_share) continue;
     const auto captures = fact_int(s, "trace.graph_captures");
     d.label = "BALANCED";
-    d.evidence = fmt::format("This trace is {:.0f}% one-time start-up work{}, set aside; the {} ms left is no basis for "
-                             "a cause.",
-                             100 * a.run_share,
-                             captures && *captures > 0
-                                 ? fmt::format(" ({} graph capture{}: launches that record a graph and run nothing)",
-                                               *captures, *captures == 1 ? "" : "s")
-                                 : std::string(),
-                             format_ms(s.step_ms.mean));
+    d.evidence = fmt::format(
+        "This trace is {:.0f}% one-time start-up work{}, set aside; the {} ms left is no basis for "
+        "a cause.",
+        100 * a.run_share,
+        captures && *captures > 0 ? fmt::format(" ({} graph capture{}: launches that record a graph and run nothing)",
+                                                *captures, *captures == 1 ? "" : "s")
+                                  : std::string(),
+        format_ms(s.step_ms.mean));
     one_time_evidence(s, d);
-    d.advice = {"trace the steady state instead: torch.profiler.schedule(wait=N, warmup=1, active=3) past the first "
-                "iterations (or, for a server, its requests after start-up)"};
+    d.advice = {
+        "trace the steady state instead: torch.profiler.schedule(wait=N, warmup=1, active=3) past the first "
+        "iterations (or, for a server, its requests after start-up)"};
     d.gains.clear();
     return true;
   }
@@ -206,17 +217,20 @@ void device_unrecorded_advice(const summary& s, diagnosis& d) {
   const std::string* fact = s.fact("trace.device_unrecorded");
   if (fact == nullptr) return;
   if (device_unread(*fact)) {  // its device was recorded, in records steptrace does not read
-    d.evidence += fmt::format(" The trace holds {}, a device steptrace does not read (it reads NVIDIA and AMD GPUs): "
-                              "what the accelerator waited on is unseen.",
-                              device_unrecorded_words(*fact));
-    place_device_advice(d, "read the accelerator's side with a tool that reads its records (HTA reads MTIA traces); "
-                           "steptrace's figures here are the host's");
+    d.evidence += fmt::format(
+        " The trace holds {}, a device steptrace does not read (it reads NVIDIA and AMD GPUs): "
+        "what the accelerator waited on is unseen.",
+        device_unrecorded_words(*fact));
+    place_device_advice(d,
+                        "read the accelerator's side with a tool that reads its records (HTA reads MTIA traces); "
+                        "steptrace's figures here are the host's");
     return;
   }
   const bool cpu_only = fact->rfind("op ", 0) == 0;  // no runtime call either: recorded with the CPU's activity alone
-  d.evidence += fmt::format(" The host put work on a GPU ({}), but the trace holds none of the GPU's records: what "
-                            "the GPU waited on is unseen.",
-                            device_unrecorded_words(*fact));
+  d.evidence += fmt::format(
+      " The host put work on a GPU ({}), but the trace holds none of the GPU's records: what "
+      "the GPU waited on is unseen.",
+      device_unrecorded_words(*fact));
   std::string advice =
       cpu_only ? "record the GPU's side too: add ProfilerActivity.CUDA to torch.profiler.profile(activities=[...]); "
                  "with the GPU's records steptrace says what the GPU waited on"
@@ -265,18 +279,19 @@ std::string compute_target(const summary& s, const diagnosis_thresholds& t) {
   }
   const std::string kinds = fmt::format("{} kernels take {:.0f}%", kind->kind, 100 * kind->busy_share);
   // No op or phase to name (every launch unseen, say): the kernels' kinds alone.
-  std::string text = op != nullptr ? fmt::format("start with `{}`: {:.0f}% of the GPU's time; by kind, {}", op->name,
-                                                 100 * op->busy_share, kinds)
-                     : kernel != nullptr
-                         ? fmt::format("start with the kernel `{}`: {:.0f}% of the GPU's time ({:.0f} calls a step); by "
-                                       "kind, {}",
-                                       clip_name(short_kernel_name(kernel->name), 60), 100 * kernel->busy_share,
-                                       kernel->calls_per_step, kinds)
-                         : fmt::format("by kind, {} of the GPU's time", kinds);
+  std::string text =
+      op != nullptr ? fmt::format("start with `{}`: {:.0f}% of the GPU's time; by kind, {}", op->name,
+                                  100 * op->busy_share, kinds)
+      : kernel != nullptr
+          ? fmt::format(
+                "start with the kernel `{}`: {:.0f}% of the GPU's time ({:.0f} calls a step); by "
+                "kind, {}",
+                clip_name(short_kernel_name(kernel->name), 60), 100 * kernel->busy_share, kernel->calls_per_step, kinds)
+          : fmt::format("by kind, {} of the GPU's time", kinds);
   // Collectives that take much of the time yet run beside compute are not what holds the step.
   if (const nccl_stats& c = s.gpu->nccl; collective >= t.collective_note_share && c.ms_per_step > 0) {
-    text += fmt::format("; collective kernels take {:.0f}%, {:.0f}% of their time beside compute kernels", 100 * collective,
-                        100 * (1 - c.exposed_ms_per_step / c.ms_per_step));
+    text += fmt::format("; collective kernels take {:.0f}%, {:.0f}% of their time beside compute kernels",
+                        100 * collective, 100 * (1 - c.exposed_ms_per_step / c.ms_per_step));
   }
   double matrix = 0;
   for (const kind_row& r : k.kinds) {

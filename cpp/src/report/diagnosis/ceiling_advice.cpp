@@ -16,36 +16,42 @@ namespace {
 std::string fix_for(const ceiling_stats& c, const ceiling_row& r) {
   const std::string op = fmt::format("`{}`", clip_name(r.op));
   if (r.to_half && c.half_dtype == "fp16") {  // no bf16 or TF32 units (V100, T4)
-    return fmt::format("move fp32 matmuls and convolutions to fp16 (torch.autocast(\"cuda\", dtype=torch.float16) "
-                       "with a GradScaler): {} runs fp32 at {:.1f} TFLOP/s, {:.0f}% of its roof, and the {} has "
-                       "fp16 tensor cores only",
-                       op, r.tflops, 100 * r.roof_share, c.device);
+    return fmt::format(
+        "move fp32 matmuls and convolutions to fp16 (torch.autocast(\"cuda\", dtype=torch.float16) "
+        "with a GradScaler): {} runs fp32 at {:.1f} TFLOP/s, {:.0f}% of its roof, and the {} has "
+        "fp16 tensor cores only",
+        op, r.tflops, 100 * r.roof_share, c.device);
   }
   if (r.to_half) {
-    return fmt::format("move fp32 matmuls, convolutions and attention to bf16 (torch.autocast(\"cuda\", "
-                       "dtype=torch.bfloat16)), or at least TF32 (torch.backends.cuda.matmul.allow_tf32 = True): {} "
-                       "runs fp32 at {:.1f} TFLOP/s, {:.0f}% of its roof",
-                       op, r.tflops, 100 * r.roof_share);
+    return fmt::format(
+        "move fp32 matmuls, convolutions and attention to bf16 (torch.autocast(\"cuda\", "
+        "dtype=torch.bfloat16)), or at least TF32 (torch.backends.cuda.matmul.allow_tf32 = True): {} "
+        "runs fp32 at {:.1f} TFLOP/s, {:.0f}% of its roof",
+        op, r.tflops, 100 * r.roof_share);
   }
   if (r.kind == "attention") {
-    return fmt::format("{} reaches {:.0f}% of its {} roof on the {}: a fused attention backend (flash or "
-                       "memory-efficient: torch.nn.attention.sdpa_kernel), bf16 inputs, head dimensions a multiple "
-                       "of 64",
-                       op, 100 * r.roof_share, r.bound, c.device);
+    return fmt::format(
+        "{} reaches {:.0f}% of its {} roof on the {}: a fused attention backend (flash or "
+        "memory-efficient: torch.nn.attention.sdpa_kernel), bf16 inputs, head dimensions a multiple "
+        "of 64",
+        op, 100 * r.roof_share, r.bound, c.device);
   }
   if (r.bound == "memory" && (r.kind == "gemm" || r.kind == "convolution")) {
-    return fmt::format("{} is too small to use the {}'s compute: {:.0f} GB/s, {:.0f}% of its bandwidth; batch the "
-                       "small matmuls (a larger batch, torch.bmm over a loop), or fuse them with torch.compile",
-                       op, c.device, r.gb_per_s, 100 * r.roof_share);
+    return fmt::format(
+        "{} is too small to use the {}'s compute: {:.0f} GB/s, {:.0f}% of its bandwidth; batch the "
+        "small matmuls (a larger batch, torch.bmm over a loop), or fuse them with torch.compile",
+        op, c.device, r.gb_per_s, 100 * r.roof_share);
   }
   if (r.bound == "memory") {
-    return fmt::format("fuse the memory-bound ops (torch.compile; fused norms, activations and optimizers): {} "
-                       "moves {:.0f} GB/s, {:.0f}% of the {}'s bandwidth, one read and one write a fused chain needs",
-                       op, r.gb_per_s, 100 * r.roof_share, c.device);
+    return fmt::format(
+        "fuse the memory-bound ops (torch.compile; fused norms, activations and optimizers): {} "
+        "moves {:.0f} GB/s, {:.0f}% of the {}'s bandwidth, one read and one write a fused chain needs",
+        op, r.gb_per_s, 100 * r.roof_share, c.device);
   }
-  return fmt::format("{} reaches {:.0f}% of the {}'s {} peak ({:.1f} TFLOP/s): larger, better-shaped matmuls "
-                     "(dimensions multiples of 64, a larger batch), torch.compile(mode=\"max-autotune\")",
-                     op, 100 * r.roof_share, c.device, r.dtype, r.tflops);
+  return fmt::format(
+      "{} reaches {:.0f}% of the {}'s {} peak ({:.1f} TFLOP/s): larger, better-shaped matmuls "
+      "(dimensions multiples of 64, a larger batch), torch.compile(mode=\"max-autotune\")",
+      op, 100 * r.roof_share, c.device, r.dtype, r.tflops);
 }
 
 }  // namespace
@@ -64,8 +70,9 @@ void ceiling_advice(const summary& s, const diagnosis_thresholds& t, diagnosis& 
   if (best->gain_ms_per_step <= 0) return;
   const std::string fix = fix_for(c, *best) + "; the bound assumes " + c.gain_assumption + gain_words(c.gain);
   // In place of the general model advice, where the label gave it.
-  const auto general = std::find_if(d.advice.begin(), d.advice.end(),
-                                    [](const std::string& a) { return a.find("speed up the model") != std::string::npos; });
+  const auto general = std::find_if(d.advice.begin(), d.advice.end(), [](const std::string& a) {
+    return a.find("speed up the model") != std::string::npos;
+  });
   if (general != d.advice.end()) {
     *general = fix;
   } else {

@@ -24,9 +24,9 @@ namespace {
 // no op tells (live, an op is the user's phase). Empty when nothing says.
 struct largest_kind {
   std::string_view type;
-  double ms = 0;          // a step
-  bool exposed = false;   // ms is time no other kernel hid, not the whole time
-  std::string launcher;   // the op (or kernel) with the most of it
+  double ms = 0;         // a step
+  bool exposed = false;  // ms is time no other kernel hid, not the whole time
+  std::string launcher;  // the op (or kernel) with the most of it
 };
 
 largest_kind largest_collective(const summary& s) {
@@ -43,7 +43,8 @@ largest_kind largest_collective(const summary& s) {
     if (ms > top[type].first) top[type] = {ms, who};
   };
   for (const op_row& r : k.ops) {
-    if (!catch_all_row(r.name)) add(collective_type(r.name), exposed ? r.collective_exposed_ms_per_step : r.collective_ms_per_step, r.name);
+    if (!catch_all_row(r.name))
+      add(collective_type(r.name), exposed ? r.collective_exposed_ms_per_step : r.collective_ms_per_step, r.name);
   }
   if (by_type.empty()) {
     for (const kernel_row& r : k.kernels) {
@@ -61,8 +62,9 @@ largest_kind largest_collective(const summary& s) {
 
 std::string comm_evidence(const summary& s, const cause_shares& c, const idle_groups& idle,
                           const diagnosis_thresholds& t) {
-  std::string out = fmt::format("Collectives cost {:.1f}% of step time that no compute hides (the rule fires at {:.0f}%):",
-                                100 * c.comm, 100 * (s.gpu && s.gpu->steps_viewed ? t.device_cause_share : t.wait_share));
+  std::string out = fmt::format(
+      "Collectives cost {:.1f}% of step time that no compute hides (the rule fires at {:.0f}%):", 100 * c.comm,
+      100 * (s.gpu && s.gpu->steps_viewed ? t.device_cause_share : t.wait_share));
   const bool kernels = s.gpu && s.gpu->nccl.kernels_per_step > 0;
   if (kernels) {
     out += fmt::format(" {:.0f} collective kernels a step run {} ms, {} ms of it with no other kernel beside them",
@@ -73,12 +75,14 @@ std::string comm_evidence(const summary& s, const cause_shares& c, const idle_gr
   if (cpu && cpu->ms.mean > 0) {
     out += fmt::format("{} the host blocks {} ms a step in CPU collectives (gloo)", kernels ? ";" : "",
                        format_ms(cpu->ms.mean));
-    if (s.gpu && s.gpu->steps_viewed) out += fmt::format(", the GPU idle {:.1f}% of the step meanwhile", 100 * idle.collective);
+    if (s.gpu && s.gpu->steps_viewed)
+      out += fmt::format(", the GPU idle {:.1f}% of the step meanwhile", 100 * idle.collective);
   }
   out += ".";
   if (const largest_kind l = largest_collective(s); kernels && !l.type.empty()) {
     out += fmt::format(" The largest kind is {}: {} ms a step{} (`{}`).", l.type, format_ms(l.ms),
-                       l.exposed ? " with no other kernel beside it" : " of collective kernels", clip_name(l.launcher, 60));
+                       l.exposed ? " with no other kernel beside it" : " of collective kernels",
+                       clip_name(l.launcher, 60));
   }
   return out;
 }
@@ -93,24 +97,27 @@ std::vector<std::string> comm_advice(const summary& s) {
       "last; activation checkpointing recomputes in backward and leaves less compute to hide communication";
   const std::string link = "check the interconnect: NCCL_DEBUG=INFO names the transport (NVLink, InfiniBand, sockets)";
   if (type == "all-to-all") {
-    return {"overlap communication with compute: an all-to-all with nothing beside it waits for every rank's "
-            "tokens or rows; run it while another batch computes: an embedding model's input distribution a batch "
-            "ahead (TorchRec's TrainPipelineSparseDist), a mixture of experts' dispatch and combine beside a second "
-            "micro-batch's compute; fewer bytes: dispatch in fp8",
-            gradients, link};
+    return {
+        "overlap communication with compute: an all-to-all with nothing beside it waits for every rank's "
+        "tokens or rows; run it while another batch computes: an embedding model's input distribution a batch "
+        "ahead (TorchRec's TrainPipelineSparseDist), a mixture of experts' dispatch and combine beside a second "
+        "micro-batch's compute; fewer bytes: dispatch in fp8",
+        gradients, link};
   }
   if (type == "all-gather" || type == "reduce-scatter") {
-    return {"overlap communication with compute: sharded parameters' all-gathers and gradients' reduce-scatters "
-            "can run while the previous block computes: FSDP's forward_prefetch=True and "
-            "backward_prefetch=BackwardPrefetch.BACKWARD_PRE (FSDP2: set_modules_to_forward_prefetch, "
-            "set_modules_to_backward_prefetch); larger wrapped units make fewer, larger collectives",
-            fewer, link};
+    return {
+        "overlap communication with compute: sharded parameters' all-gathers and gradients' reduce-scatters "
+        "can run while the previous block computes: FSDP's forward_prefetch=True and "
+        "backward_prefetch=BackwardPrefetch.BACKWARD_PRE (FSDP2: set_modules_to_forward_prefetch, "
+        "set_modules_to_backward_prefetch); larger wrapped units make fewer, larger collectives",
+        fewer, link};
   }
   if (type == "send/recv") {
-    return {"overlap communication with compute: pipeline stages' sends and receives wait in the schedule's bubbles; "
-            "more micro-batches a step, or an interleaved schedule (torch.distributed.pipelining's "
-            "ScheduleInterleaved1F1B), leave less of them exposed",
-            gradients, link};
+    return {
+        "overlap communication with compute: pipeline stages' sends and receives wait in the schedule's bubbles; "
+        "more micro-batches a step, or an interleaved schedule (torch.distributed.pipelining's "
+        "ScheduleInterleaved1F1B), leave less of them exposed",
+        gradients, link};
   }
   return {gradients, fewer, link};
 }

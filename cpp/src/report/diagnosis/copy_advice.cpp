@@ -65,10 +65,10 @@ std::vector<std::string> copy_advice(const summary& s) {
   const auto pin_memory = fact_bool(s, "dataloader.pin_memory");
   std::vector<std::string> advice;
   if (measured && s.gpu->h2d.pageable_share >= 0.5) {
-    advice.push_back(fmt::format("{:.0f}% of the copied bytes are pageable: pin them ({}tensor.pin_memory()) so "
-                                 "the copy engine reads them directly",
-                                 100 * s.gpu->h2d.pageable_share,
-                                 server ? "a pinned staging buffer, or " : "DataLoader(pin_memory=True), or "));
+    advice.push_back(fmt::format(
+        "{:.0f}% of the copied bytes are pageable: pin them ({}tensor.pin_memory()) so "
+        "the copy engine reads them directly",
+        100 * s.gpu->h2d.pageable_share, server ? "a pinned staging buffer, or " : "DataLoader(pin_memory=True), or "));
   } else if (measured || (!server && pin_memory == true)) {
     advice = pinned_advice(s, server);
   } else if (server) {

@@ -20,13 +20,14 @@ void cpu_findings(const summary& s, const diagnosis_thresholds& t, diagnosis& d)
       " This process waited for a core {:.0f}% as long as it ran ({:.1f} cores busy, {:.1f} more waiting, of {} "
       "cores): the host is oversubscribed.",
       100 * *waiting / *busy, *busy, *waiting, cpus ? *cpus : "?");
-  d.advice.insert(d.advice.begin(),
-                  fmt::format("free the cores first: other processes on this host, or more threads than cores "
-                              "({}) share them; every {} waits for a core until then",
-                              !python_program(s) ? (server ? "worker pools, OMP_NUM_THREADS" : "thread pools, OMP_NUM_THREADS")
-                              : server           ? "torch.set_num_threads, OMP_NUM_THREADS, worker pools"
-                                                 : "torch.set_num_threads, OMP_NUM_THREADS, DataLoader workers",
-                              server ? "request" : "step"));
+  d.advice.insert(
+      d.advice.begin(),
+      fmt::format("free the cores first: other processes on this host, or more threads than cores "
+                  "({}) share them; every {} waits for a core until then",
+                  !python_program(s) ? (server ? "worker pools, OMP_NUM_THREADS" : "thread pools, OMP_NUM_THREADS")
+                  : server           ? "torch.set_num_threads, OMP_NUM_THREADS, worker pools"
+                                     : "torch.set_num_threads, OMP_NUM_THREADS, DataLoader workers",
+                  server ? "request" : "step"));
 }
 
 }  // namespace steptrace::detail

@@ -133,7 +133,8 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
     summary host = s;
     host.gpu.reset();
     diagnosis d = diagnose_steps(host, t);
-    constexpr std::string_view said = " The device view shows no GPU work in these steps (no kernels, copies or syncs).";
+    constexpr std::string_view said =
+        " The device view shows no GPU work in these steps (no kernels, copies or syncs).";
     if (const auto at = d.evidence.find(host_view_only); at != std::string::npos) {
       d.evidence.replace(at, host_view_only.size(), said);
     } else {
@@ -147,7 +148,7 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
                              s.warmup_steps, s.failed_steps);
     return d;
   }
-  if (start_up_only(s, t, d)) return d;  // nothing left but one-time work: no cause to weigh
+  if (start_up_only(s, t, d)) return d;     // nothing left but one-time work: no cause to weigh
   if (auto typical = typical_step(s, t)) {  // a one-off stall is not the steady state
     d = diagnose_steps(typical->typical, t);
     one_off_words(s, typical->found, d);
@@ -188,7 +189,7 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
   if (best) {
     label = best->label;
   } else if (device) {
-    label = busy >= t.device_busy_share ? "COMPUTE-BOUND"
+    label = busy >= t.device_busy_share                   ? "COMPUTE-BOUND"
             : compute_idle_largest && short_kernels(s, t) ? "LAUNCH-BOUND"
                                                           : "BALANCED";
   } else {
@@ -197,20 +198,22 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
   d.label = label;
   const std::string close = best ? closeness(best->share, best->threshold, t) : "";
   // A label that no cause fired for, with one cause just under its threshold.
-  const std::string near_miss =
-      !best && nearest && nearest->threshold - nearest->share < t.close_margin
-          ? fmt::format(" Close call: {} is {:.1f}% against its rule's {:.0f}%.", nearest->label, 100 * nearest->share,
-                        100 * nearest->threshold)
-          : "";
+  const std::string near_miss = !best && nearest && nearest->threshold - nearest->share < t.close_margin
+                                    ? fmt::format(" Close call: {} is {:.1f}% against its rule's {:.0f}%.",
+                                                  nearest->label, 100 * nearest->share, 100 * nearest->threshold)
+                                    : "";
   // A server's words: requests rather than a training thread, and time in `queue` counts
   // toward `wait`, so the evidence names both.
   const bool server = is_server_run(s);
-  const std::string_view waits_for_data = server ? " Requests wait for their input." : " The training thread waits for data.";
-  const std::string_view blocked = server && s.phase(queue_phase) ? "waiting in `queue` or `wait`" : "blocked in `wait`";
+  const std::string_view waits_for_data =
+      server ? " Requests wait for their input." : " The training thread waits for data.";
+  const std::string_view blocked =
+      server && s.phase(queue_phase) ? "waiting in `queue` or `wait`" : "blocked in `wait`";
   const bool trace = from_trace(s);
   auto device_cause = [&](std::string_view group, double share, double threshold) {
-    return fmt::format("The GPU sat idle {:.1f}% of step time while the host was in `{}`{} (the rule fires at {:.0f}%).",
-                       100 * share, group, group == "wait" && !trace ? " or outside every phase" : "", 100 * threshold);
+    return fmt::format(
+        "The GPU sat idle {:.1f}% of step time while the host was in `{}`{} (the rule fires at {:.0f}%).", 100 * share,
+        group, group == "wait" && !trace ? " or outside every phase" : "", 100 * threshold);
   };
   if (label == "INPUT-BOUND") {
     d.evidence = device ? device_cause("input", idle.input, t.device_cause_share) + idle_evidence(s, "input") + " " +
@@ -245,23 +248,26 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
                           : fmt::format("{:.1f}% of step time is {}; the rule fires at {:.0f}%.", 100 * blocked_share,
                                         blocked, 100 * t.wait_share);
     } else {
-      d.evidence = device ? device_cause("wait", c.wait, t.device_cause_share) +
-                                fmt::format(" The host was {} {:.1f}% and outside every phase (`other`) "
-                                            "{:.1f}% of step time.",
-                                            blocked, 100 * blocked_share, 100 * other)
-                          : fmt::format("{:.1f}% of step time is {} ({:.1f}%) or outside every phase "
-                                        "(`other`, {:.1f}%); the rule fires at {:.0f}%.",
-                                        100 * (blocked_share + other), blocked, 100 * blocked_share, 100 * other,
-                                        100 * t.wait_share);
+      d.evidence =
+          device ? device_cause("wait", c.wait, t.device_cause_share) +
+                       fmt::format(
+                           " The host was {} {:.1f}% and outside every phase (`other`) "
+                           "{:.1f}% of step time.",
+                           blocked, 100 * blocked_share, 100 * other)
+                 : fmt::format(
+                       "{:.1f}% of step time is {} ({:.1f}%) or outside every phase "
+                       "(`other`, {:.1f}%); the rule fires at {:.0f}%.",
+                       100 * (blocked_share + other), blocked, 100 * blocked_share, 100 * other, 100 * t.wait_share);
     }
     d.evidence += close;
     const std::string* unentered = phases_never_entered(s);
     if (!trace && unentered != nullptr && other > wait) {
       // Phases made and never entered (steptrace.phase("x") without `with`): the step is `other`
       // because nothing was recorded, not because the host waits.
-      d.advice = {fmt::format("steptrace.phase(...) was made but never entered ({}): write `with "
-                              "steptrace.phase(\"name\"):` so its time is the phase's, not `other`",
-                              *unentered)};
+      d.advice = {
+          fmt::format("steptrace.phase(...) was made but never entered ({}): write `with "
+                      "steptrace.phase(\"name\"):` so its time is the phase's, not `other`",
+                      *unentered)};
     } else if (!server) {  // a server's wait advice is its own (server_advice.cpp)
       d.advice = {
           "remove per-step host syncs: .item(), .cpu(), printing the loss every step; log every N steps",
@@ -273,10 +279,11 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
       d.advice.push_back("most of it is untraced (`other`): wrap more of the step in phases");
     }
   } else if (label == "HOST-BOUND") {
-    d.evidence = fmt::format("The GPU sat idle {:.1f}% of step time while the main thread ran Python outside every op "
-                             "(the rule fires at {:.0f}%); the host was blocked in `wait` (syncs, blocking copies) "
-                             "{:.1f}% of the step, the GPU idle only {:.1f}% of the step meanwhile.",
-                             100 * c.host, 100 * t.device_cause_share, 100 * wait, 100 * c.wait) +
+    d.evidence = fmt::format(
+                     "The GPU sat idle {:.1f}% of step time while the main thread ran Python outside every op "
+                     "(the rule fires at {:.0f}%); the host was blocked in `wait` (syncs, blocking copies) "
+                     "{:.1f}% of the step, the GPU idle only {:.1f}% of the step meanwhile.",
+                     100 * c.host, 100 * t.device_cause_share, 100 * wait, 100 * c.wait) +
                  close;
     host_bound_advice(s, c, d);
   } else if (label == "COMM-BOUND") {
@@ -287,9 +294,10 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
     d.evidence += close;
   } else if (label == "COMPUTE-BOUND") {
     if (device) {
-      d.evidence = fmt::format("The GPU is busy {:.1f}% of the step (the rule fires at {:.0f}%), and no host phase "
-                               "holds enough of its idle time to blame.",
-                               100 * busy, 100 * t.device_busy_share);
+      d.evidence = fmt::format(
+          "The GPU is busy {:.1f}% of the step (the rule fires at {:.0f}%), and no host phase "
+          "holds enough of its idle time to blame.",
+          100 * busy, 100 * t.device_busy_share);
       if (wait >= t.wait_share / 2) {
         d.evidence += fmt::format(
             " The host blocks in `wait` {:.1f}% of the step, but the GPU idles only {:.1f}% of it meanwhile: the host "
@@ -298,8 +306,7 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
       }
       d.evidence += closeness(busy, t.device_busy_share, t);
     } else {
-      d.evidence = phase_evidence(s, "compute", t.compute_share) +
-                   std::string(host_view_only) +
+      d.evidence = phase_evidence(s, "compute", t.compute_share) + std::string(host_view_only) +
                    closeness(compute, t.compute_share, t);
     }
     d.evidence += near_miss;
@@ -315,8 +322,9 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
     } else if (const std::string* unrecorded = s.fact("trace.device_unrecorded");
                !device && unrecorded != nullptr && device_unread(*unrecorded)) {
       d.advice = {
-          keeps_up + "speed up the model: lower precision where the accelerator supports it, fused ops, "
-                     "torch.compile",
+          keeps_up +
+              "speed up the model: lower precision where the accelerator supports it, fused ops, "
+              "torch.compile",
           "check the batch size against device memory",
       };
     } else if (s.backend.cuda || device || unrecorded != nullptr) {
@@ -326,15 +334,17 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
       };
     } else if (!python_program(s)) {  // a C++ program with no GPU: its own code's compute
       d.advice = {
-          keeps_up + "speed up the compute itself: vectorise the hot loops (SIMD, a BLAS), build with -O2 or -O3 "
-                     "and -march for this CPU, no allocation inside the step",
+          keeps_up +
+              "speed up the compute itself: vectorise the hot loops (SIMD, a BLAS), build with -O2 or -O3 "
+              "and -march for this CPU, no allocation inside the step",
           "threads: as many workers as free cores, pinned (pthread affinity, taskset); OMP_NUM_THREADS for "
           "OpenMP code",
       };
     } else {  // no GPU here: advice for the host's own compute
       d.advice = {
-          keeps_up + "speed up the compute itself: torch.compile, batched tensor operations instead of "
-                     "Python loops, bfloat16 where the CPU supports it",
+          keeps_up +
+              "speed up the compute itself: torch.compile, batched tensor operations instead of "
+              "Python loops, bfloat16 where the CPU supports it",
           "intra-op threads: torch.set_num_threads(N) up to the free cores (not beyond them)",
       };
     }
@@ -343,8 +353,7 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
         "The GPU is busy only {:.1f}% of the step and idles mostly while the host is in `compute` ({:.1f}% of step "
         "time), yet not for launches: half the kernel time is in kernels over {:.1f} us, and the host spends {:.1f} "
         "us in `compute` per launch: the host-side work in `compute` is what the GPU waits on.",
-        100 * busy, 100 * idle.compute, s.gpu->kernel_time_median_us,
-        host_us_per_kernel(s));
+        100 * busy, 100 * idle.compute, s.gpu->kernel_time_median_us, host_us_per_kernel(s));
     d.evidence += graph_replay_words(s) + near_miss;
     d.advice = {"profile the host side of `compute` (Python overhead, CPU ops, host syncs inside the phase)" +
                 idle_custom_in_compute(s)};
@@ -385,9 +394,9 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
 diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
   diagnosis d = diagnose_steps(s, t);
   if (const auto& g = s.gpu; g && g->sample_every > 1 && g->steps_viewed > 0) {  // device_sample: said in the evidence
-    d.evidence += fmt::format(" The device figures are over the windows CUPTI recorded (device_sample={}: {} of {} steps).",
-                              g->sample_every, g->steps_viewed,
-                              g->steps_viewed + g->steps_sampled_out + g->steps_without_records);
+    d.evidence += fmt::format(
+        " The device figures are over the windows CUPTI recorded (device_sample={}: {} of {} steps).", g->sample_every,
+        g->steps_viewed, g->steps_viewed + g->steps_sampled_out + g->steps_without_records);
   }
   return d;
 }

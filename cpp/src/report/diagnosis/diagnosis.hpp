@@ -55,8 +55,8 @@
 
 #include <optional>
 #include <string>
-#include <vector>
 #include <string_view>
+#include <vector>
 
 #include "report/diagnosis/summary_facts.hpp"
 #include "steptrace/summary.hpp"
@@ -131,7 +131,6 @@ struct diagnosis_thresholds {
   double worker_busy_share = 0.70;
   double preprocess_share = 0.25;
 };
-
 
 // A program the Python package traced (it sets the fact python.version), or a trace read from a
 // file (torch.profiler's, a PyTorch program's): its advice may name torch's tools; a C++ program's

@@ -114,7 +114,8 @@ std::vector<std::pair<std::string, double>> label_causes(const summary& s, std::
   }
   if (label == "HOST-BOUND") causes.emplace_back("other", host_gain(s, "other"));
   if (label == "COMM-BOUND") causes.emplace_back("comm", host_gain(s, "comm"));
-  if (label == "LAUNCH-BOUND" || (label == "BALANCED" && compute_idle)) causes.emplace_back("compute", host_gain(s, "compute"));
+  if (label == "LAUNCH-BOUND" || (label == "BALANCED" && compute_idle))
+    causes.emplace_back("compute", host_gain(s, "compute"));
   return causes;
 }
 

@@ -85,7 +85,9 @@ job_hang wavefront(const std::vector<row_hang>& live, const std::vector<std::pai
       if (const collective_mark* m = mark_of(r, out.group); m && m->seq == k) ++kinds[m->kind];
     }
     // the kind most ranks called at k (ties: the first in name order)
-    out.kind = std::max_element(kinds.begin(), kinds.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+    out.kind = std::max_element(kinds.begin(), kinds.end(), [](const auto& a, const auto& b) {
+                 return a.second < b.second;
+               })->first;
     for (const row_hang& r : live) {
       const collective_mark* m = mark_of(r, out.group);
       if (m == nullptr || m->seq < k) {
@@ -99,9 +101,11 @@ job_hang wavefront(const std::vector<row_hang>& live, const std::vector<std::pai
   } else {  // no collective marked: the ranks in another phase than most are the odd ones
     std::map<std::string, std::size_t> phases;
     for (const row_hang& r : live) ++phases[r.phase];
-    const std::string usual =
-        phases.empty() ? std::string() :
-        std::max_element(phases.begin(), phases.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+    const std::string usual = phases.empty()
+                                  ? std::string()
+                                  : std::max_element(phases.begin(), phases.end(), [](const auto& a, const auto& b) {
+                                      return a.second < b.second;
+                                    })->first;
     for (const row_hang& r : live) (r.phase == usual ? out.waiting : out.culprits).push_back(rank_of(r, nullptr));
   }
   // The words: the culprits first, each with where it is; then who waits where.
@@ -109,46 +113,56 @@ job_hang wavefront(const std::vector<row_hang>& live, const std::vector<std::pai
   for (std::size_t i = 0; i < out.gone.size(); ++i) {
     const hang_rank& g = out.gone[i];
     const bool seen = gone[i].first.open;
-    parts.push_back(fmt::format("rank {} is gone ({}); {}", g.rank,
-                                g.exited ? "its process exited" : "no row since: exited, or stuck holding the interpreter",
-                                seen ? fmt::format("its last row: step {}, {}", g.step, phase_words(g))
-                                     : std::string("its last row had no step open")));
+    parts.push_back(
+        fmt::format("rank {} is gone ({}); {}", g.rank,
+                    g.exited ? "its process exited" : "no row since: exited, or stuck holding the interpreter",
+                    seen ? fmt::format("its last row: step {}, {}", g.step, phase_words(g))
+                         : std::string("its last row had no step open")));
   }
-  const std::string call = out.kind.empty() ? std::string() : fmt::format("{} #{} of group {}", out.kind, out.seq, out.group);
+  const std::string call =
+      out.kind.empty() ? std::string() : fmt::format("{} #{} of group {}", out.kind, out.seq, out.group);
   for (const hang_rank& c : out.culprits) {
-    parts.push_back(call.empty() ? fmt::format("rank {} is stuck {} for {}", c.rank, phase_words(c), seconds_text(c.open_s))
-                                 : fmt::format("rank {} never entered {}: stuck {} for {}", c.rank, call, phase_words(c),
-                                               seconds_text(c.open_s)));
+    parts.push_back(call.empty()
+                        ? fmt::format("rank {} is stuck {} for {}", c.rank, phase_words(c), seconds_text(c.open_s))
+                        : fmt::format("rank {} never entered {}: stuck {} for {}", c.rank, call, phase_words(c),
+                                      seconds_text(c.open_s)));
   }
   for (const hang_rank& m : out.mismatched) {
-    parts.push_back(fmt::format("rank {} called {} #{} where {} {} called {} #{} (a mismatched collective: a rank that "
-                                "took another branch)",
-                                m.rank, m.kind, m.seq, ranks_word(out.waiting), rank_list(out.waiting), out.kind, out.seq));
+    parts.push_back(
+        fmt::format("rank {} called {} #{} where {} {} called {} #{} (a mismatched collective: a rank that "
+                    "took another branch)",
+                    m.rank, m.kind, m.seq, ranks_word(out.waiting), rank_list(out.waiting), out.kind, out.seq));
   }
   if (!out.waiting.empty()) {
-    const bool inside = std::all_of(out.waiting.begin(), out.waiting.end(), [](const hang_rank& w) { return w.in_collective; });
+    const bool inside =
+        std::all_of(out.waiting.begin(), out.waiting.end(), [](const hang_rank& w) { return w.in_collective; });
     if (!call.empty() && inside) {
       parts.push_back(fmt::format("{} {} wait inside {}", ranks_word(out.waiting), rank_list(out.waiting), call));
     } else if (!call.empty()) {  // its call returned: a launch (NCCL, async_op), or they are stuck after it
       parts.push_back(fmt::format("{} {} entered {} (its call returned: with NCCL, a launch) and are {}",
-                                  ranks_word(out.waiting), rank_list(out.waiting), call, phase_words(out.waiting.front())));
+                                  ranks_word(out.waiting), rank_list(out.waiting), call,
+                                  phase_words(out.waiting.front())));
     } else {
-      parts.push_back(fmt::format("{} {} {}", ranks_word(out.waiting), rank_list(out.waiting), phase_words(out.waiting.front())));
+      parts.push_back(
+          fmt::format("{} {} {}", ranks_word(out.waiting), rank_list(out.waiting), phase_words(out.waiting.front())));
     }
   }
   std::vector<hang_rank> first;  // whose stack to read first
-  for (const auto* list : {&out.gone, &out.culprits, &out.mismatched}) first.insert(first.end(), list->begin(), list->end());
+  for (const auto* list : {&out.gone, &out.culprits, &out.mismatched})
+    first.insert(first.end(), list->begin(), list->end());
   out.words = "HANG: " + fmt::format("{}", fmt::join(parts, "; "));
   if (first.empty() && !call.empty()) {
-    out.words += fmt::format(". Every rank reached {}: the collective itself does not complete (the network, NCCL): "
-                             "read NCCL's log and its Flight Recorder",
-                             call);
+    out.words += fmt::format(
+        ". Every rank reached {}: the collective itself does not complete (the network, NCCL): "
+        "read NCCL's log and its Flight Recorder",
+        call);
   } else if (!first.empty()) {
     const hang_rank& f = first.front();
     std::string causes;
     if (!out.gone.empty()) {
-      causes = "a process killed (the kernel's out-of-memory killer: dmesg; the scheduler) or crashed: read its log and "
-               "exit code";
+      causes =
+          "a process killed (the kernel's out-of-memory killer: dmesg; the scheduler) or crashed: read its log and "
+          "exit code";
     } else if (out.culprits.empty()) {
       causes = "a rank that took another branch and calls a different collective: read its stack";
     } else {

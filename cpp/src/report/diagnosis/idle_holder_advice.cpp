@@ -40,8 +40,8 @@ std::string blocking_fix(std::string_view call) {
 // What an op holding the GPU's idle time usually means, by its name; "" for an op that says
 // nothing by its name (its CPU work, or its launches).
 std::string op_meaning(std::string_view op) {
-  for (const char* made : {"randn", "rand", "randint", "randperm", "normal", "arange", "zeros", "ones", "empty",
-                                "full", "linspace", "scalar_tensor", "tensor", "from_numpy", "as_tensor"}) {
+  for (const char* made : {"randn", "rand", "randint", "randperm", "normal", "arange", "zeros", "ones", "empty", "full",
+                           "linspace", "scalar_tensor", "tensor", "from_numpy", "as_tensor"}) {
     if (op == fmt::format("aten::{}", made) || op == fmt::format("aten::{}_like", made)) {
       return "tensors built on the CPU each step and then copied over: make them on the device (device=\"cuda\" on "
              "the call), or once outside the loop";
@@ -63,15 +63,17 @@ void idle_holder_advice(const summary& s, const diagnosis_thresholds& t, diagnos
   const double blocking = fact_double(s, "trace.blocking_idle_share").value_or(0);
   if (const std::string* call = s.fact("trace.blocking_call");
       call != nullptr && blocking >= t.holder_idle_share * idle && blocking >= t.secondary_other_share) {
-    d.evidence += fmt::format(" Blocking runtime calls, neither syncs nor copies, held the GPU idle {:.1f}% of the step: "
-                              "{}.",
-                              100 * blocking, *s.fact("trace.blocking_calls"));
-    d.advice.insert(d.advice.begin(),
-                    fmt::format("the host sat {} ms a step in {:.0f} blocking runtime calls, most idle time in `{}`: "
-                                "{}",
-                                format_ms(fact_double(s, "trace.blocking_ms_per_step").value_or(0)),
-                                fact_double(s, "trace.blocking_calls_per_step").value_or(0), *call, blocking_fix(*call)) +
-                        gain_words(blocking));
+    d.evidence += fmt::format(
+        " Blocking runtime calls, neither syncs nor copies, held the GPU idle {:.1f}% of the step: "
+        "{}.",
+        100 * blocking, *s.fact("trace.blocking_calls"));
+    d.advice.insert(
+        d.advice.begin(),
+        fmt::format("the host sat {} ms a step in {:.0f} blocking runtime calls, most idle time in `{}`: "
+                    "{}",
+                    format_ms(fact_double(s, "trace.blocking_ms_per_step").value_or(0)),
+                    fact_double(s, "trace.blocking_calls_per_step").value_or(0), *call, blocking_fix(*call)) +
+            gain_words(blocking));
     d.gains.emplace_back("runtime_calls", blocking);
     sort_gains(d);
     return;
@@ -91,10 +93,10 @@ void idle_holder_advice(const summary& s, const diagnosis_thresholds& t, diagnos
   if (d.label == "LAUNCH-BOUND" && meaning.empty()) return;
   // A range the program opened holding the idle time (BALANCED's advice names it) says more.
   if (meaning.empty() && !idle_custom_in_compute(s).empty()) return;
-  d.evidence += fmt::format(" The op holding the most of the GPU's idle time is `{}`: {:.0f}% of it, {:.1f} calls and "
-                            "{} ms of host time a step.",
-                            *op, 100 * of_idle, fact_double(s, "trace.idle_op_calls_per_step").value_or(0),
-                            format_ms(host_ms));
+  d.evidence += fmt::format(
+      " The op holding the most of the GPU's idle time is `{}`: {:.0f}% of it, {:.1f} calls and "
+      "{} ms of host time a step.",
+      *op, 100 * of_idle, fact_double(s, "trace.idle_op_calls_per_step").value_or(0), format_ms(host_ms));
   d.advice.insert(d.advice.begin(),
                   fmt::format("start with `{}`: the GPU spends {:.0f}% of its idle time while the host is in it; {}",
                               *op, 100 * of_idle,

@@ -28,9 +28,10 @@ std::vector<std::string> input_advice(const summary& s, const diagnosis_threshol
     const std::string who = workers && *workers > 0
                                 ? fmt::format("{} worker{} and the training thread", *workers, *workers == 1 ? "" : "s")
                                 : std::string("the training thread and the rest of this process");
-    advice.push_back(fmt::format("{} ask for {:.1f} of the {} cores here, so the CPU is saturated: more workers or "
-                                 "prefetch won't help; make samples cheaper or move decoding off the CPU",
-                                 who, *demand, cpus));
+    advice.push_back(
+        fmt::format("{} ask for {:.1f} of the {} cores here, so the CPU is saturated: more workers or "
+                    "prefetch won't help; make samples cheaper or move decoding off the CPU",
+                    who, *demand, cpus));
     advice.push_back("cache decoded samples, decode on the GPU, or move transforms to compiled code");
     return advice;
   }
@@ -39,22 +40,24 @@ std::vector<std::string> input_advice(const summary& s, const diagnosis_threshol
   if (workers && *workers > 0 && workers_busy && *workers_busy < t.idle_worker_cores * static_cast<double>(*workers)) {
     // The workers wait on something other than the CPU (storage, the network, sleeps): the
     // core count is no bound on how many help.
-    advice.push_back(fmt::format("the {} worker{} use only {:.1f} cores between them: they wait on I/O, not the CPU, "
-                                 "so more help even beyond the {} cores here: try num_workers={}",
-                                 *workers, *workers == 1 ? "" : "s", *workers_busy, cpus > 0 ? std::to_string(cpus) : "?",
-                                 2 * *workers));
+    advice.push_back(fmt::format(
+        "the {} worker{} use only {:.1f} cores between them: they wait on I/O, not the CPU, "
+        "so more help even beyond the {} cores here: try num_workers={}",
+        *workers, *workers == 1 ? "" : "s", *workers_busy, cpus > 0 ? std::to_string(cpus) : "?", 2 * *workers));
     if (const auto prefetch = fact_int(s, "dataloader.prefetch_factor"); prefetch && *prefetch < 4) {
       advice.push_back(fmt::format("prefetch_factor={}: try 4 so more reads are in flight", *prefetch));
     }
     return advice;
   }
   if (workers && *workers == 0 && cpus <= 0) {  // a trace read from a file: the core count is not known
-    advice.push_back("DataLoader(num_workers=0) loads every batch on the training thread: try num_workers=4, not "
-                     "above the machine's core count");
+    advice.push_back(
+        "DataLoader(num_workers=0) loads every batch on the training thread: try num_workers=4, not "
+        "above the machine's core count");
   } else if (workers && *workers == 0) {
-    advice.push_back(fmt::format("DataLoader(num_workers=0) loads every batch on the training thread; on this "
-                                 "{}-core machine try num_workers={}",
-                                 cpus, suggest));
+    advice.push_back(
+        fmt::format("DataLoader(num_workers=0) loads every batch on the training thread; on this "
+                    "{}-core machine try num_workers={}",
+                    cpus, suggest));
   } else if (workers && cpus > 0 && *workers < suggest) {
     advice.push_back(fmt::format("num_workers={}: try {} ({} cores here)", *workers, suggest, cpus));
   } else if (!workers && fact_bool(s, "dataloader.multiprocessing") == true) {
@@ -64,8 +67,9 @@ std::vector<std::string> input_advice(const summary& s, const diagnosis_threshol
         "the DataLoader already loads in worker processes (`_MultiProcessingDataLoaderIter`) and the training thread "
         "still waits for them: each batch costs the workers more than a step; add workers while cores are free, "
         "prefetch_factor=4 so batches are ready ahead, persistent_workers=True so they are not restarted each epoch");
-    advice.push_back("make each sample cheaper in the dataset's __getitem__: cache decoded data, move transforms to "
-                     "compiled code or the GPU; pin_memory=True for the copies");
+    advice.push_back(
+        "make each sample cheaper in the dataset's __getitem__: cache decoded data, move transforms to "
+        "compiled code or the GPU; pin_memory=True for the copies");
     return advice;
   } else if (!workers) {
     advice.push_back(
@@ -75,7 +79,8 @@ std::vector<std::string> input_advice(const summary& s, const diagnosis_threshol
   if (fact_bool(s, "dataloader.persistent_workers") == false && workers.value_or(0) > 0) {
     advice.push_back("persistent_workers=True: workers are restarted every epoch now");
   }
-  if (const auto prefetch = fact_int(s, "dataloader.prefetch_factor"); prefetch && *prefetch < 4 && workers.value_or(0) > 0) {
+  if (const auto prefetch = fact_int(s, "dataloader.prefetch_factor");
+      prefetch && *prefetch < 4 && workers.value_or(0) > 0) {
     advice.push_back(fmt::format("prefetch_factor={}: try 4 so batches are ready ahead", *prefetch));
   }
   if (!workers) advice.push_back("persistent_workers=True and prefetch_factor=2..4 keep workers and batches ready");

@@ -17,8 +17,8 @@ struct reason {
   const char* words;
 };
 constexpr reason slowdowns[] = {
-    {0x4, "power cap"},          {0x8, "hardware slowdown"}, {0x20, "thermal slowdown"},
-    {0x40, "hardware thermal slowdown"}, {0x80, "power brake"},
+    {0x4, "power cap"},    {0x8, "hardware slowdown"}, {0x20, "thermal slowdown"}, {0x40, "hardware thermal slowdown"},
+    {0x80, "power brake"},
 };
 
 // The median of one reading over `others`, those that read it; negative when none did.
@@ -37,7 +37,8 @@ std::string node_departures(const node_health& own, const std::vector<node_healt
   std::vector<std::string> said;
   auto below = [&](double node_health::*field, double share, const char* what, const char* unit) {
     const double mine = own.*field, mid = median_of(others, field);
-    if (mine >= 0 && mid > 0 && mine < share * mid) said.push_back(fmt::format("{} {:.0f} {} against {:.0f} median", what, mine, unit, mid));
+    if (mine >= 0 && mid > 0 && mine < share * mid)
+      said.push_back(fmt::format("{} {:.0f} {} against {:.0f} median", what, mine, unit, mid));
   };
   auto above = [&](double node_health::*field, double by, const char* what, const char* unit, int digits) {
     const double mine = own.*field, mid = median_of(others, field);
@@ -70,8 +71,8 @@ std::string node_departures(const node_health& own, const std::vector<node_healt
   }
   const double switches = median_of(others, &node_health::involuntary_per_s);
   if (own.involuntary_per_s >= 0 && switches >= 0 && own.involuntary_per_s >= 2 * switches + 100) {
-    said.push_back(fmt::format("{:.0f} involuntary context switches a second against {:.0f} median", own.involuntary_per_s,
-                               switches));
+    said.push_back(fmt::format("{:.0f} involuntary context switches a second against {:.0f} median",
+                               own.involuntary_per_s, switches));
   }
   std::string out;
   for (const std::string& s : said) out += (out.empty() ? "" : ", ") + s;

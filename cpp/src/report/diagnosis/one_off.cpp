@@ -39,7 +39,8 @@ const timeline_step* step_with(const summary& s, const std::string& phase, doubl
 }  // namespace
 
 std::optional<typical_reading> typical_step(const summary& s, const diagnosis_thresholds& t) {
-  if (s.steps < t.one_off_min_steps || s.step_ms.total <= 0 || s.fact("diagnosis.typical") != nullptr) return std::nullopt;
+  if (s.steps < t.one_off_min_steps || s.step_ms.total <= 0 || s.fact("diagnosis.typical") != nullptr)
+    return std::nullopt;
   typical_reading out{s, {}};
   summary& typ = out.typical;
   double removed = 0;
@@ -86,19 +87,20 @@ void one_off_words(const summary& s, const std::vector<one_off>& found, diagnosi
     double ms = 0;
     const timeline_step* st = step_with(s, f.phase, ms);
     const bool once = f.max_ms - f.p50_ms >= 0.9 * f.excess_ms;
-    const std::string where = fmt::format("{}: {} ms in `{}`{}",
-                                          st != nullptr && ms >= 0.5 * f.max_ms ? fmt::format("step {}", st->index)
-                                                                                : std::string("its slowest step"),
-                                          format_ms(f.max_ms), f.phase, once ? ", once" : ", and a few more like it");
+    const std::string where = fmt::format(
+        "{}: {} ms in `{}`{}",
+        st != nullptr && ms >= 0.5 * f.max_ms ? fmt::format("step {}", st->index) : std::string("its slowest step"),
+        format_ms(f.max_ms), f.phase, once ? ", once" : ", and a few more like it");
     said += fmt::format("{}{}, {:.0f}x its median of {} ms", said.empty() ? "" : "; ", where,
                         f.p50_ms > 0 ? f.max_ms / f.p50_ms : 0.0, format_ms(f.p50_ms));
     brief += (brief.empty() ? "" : "; ") + where;
   }
   d.evidence = "Read from the typical step, the one-off stall below left out of the label and gains: " + d.evidence +
                fmt::format(" The one-off: {}.", said);
-  d.advice.push_back(fmt::format("a one-off stall is not the steady state ({}): capture on trouble (capture=\"slow\") "
-                                 "records the ops of the next one",
-                                 brief));
+  d.advice.push_back(
+      fmt::format("a one-off stall is not the steady state ({}): capture on trouble (capture=\"slow\") "
+                  "records the ops of the next one",
+                  brief));
 }
 
 }  // namespace steptrace::detail

@@ -37,24 +37,30 @@ double late_start_ms(const std::vector<const rank_row*>& rows, const rank_row* l
 std::string where_to_look(const straggler_info& s, bool gpu) {
   const std::uint32_t rank = s.rank;
   if (!s.within.empty()) {
-    return fmt::format("look at what rank {} does in `{}` that the others do not: more or longer work landing on it "
-                       "(its share of the data, longer samples), a wait only it has (storage, a lock, the network), or a "
-                       "slower or busier host{}",
-                       rank, s.within, gpu ? " or GPU" : "");
+    return fmt::format(
+        "look at what rank {} does in `{}` that the others do not: more or longer work landing on it "
+        "(its share of the data, longer samples), a wait only it has (storage, a lock, the network), or a "
+        "slower or busier host{}",
+        rank, s.within, gpu ? " or GPU" : "");
   }
-  if (s.phase == "input") return fmt::format("look at rank {}'s data loader, storage and host (CPU load, other jobs)", rank);
-  if (s.phase == "h2d") return fmt::format("look at rank {}'s copies: pinned memory, and its PCIe/NUMA placement", rank);
+  if (s.phase == "input")
+    return fmt::format("look at rank {}'s data loader, storage and host (CPU load, other jobs)", rank);
+  if (s.phase == "h2d")
+    return fmt::format("look at rank {}'s copies: pinned memory, and its PCIe/NUMA placement", rank);
   if (s.phase == "compute") {
-    return gpu ? fmt::format("look at rank {}'s device and its share of the work: a slower or throttled GPU, another "
-                             "process on it, or longer samples (sequence lengths) landing on it",
-                             rank)
-               : fmt::format("look at rank {}'s host and its share of the work: a slower or busier machine (other "
-                             "processes on its cores), or longer samples (sequence lengths) landing on it",
-                             rank);
+    return gpu ? fmt::format(
+                     "look at rank {}'s device and its share of the work: a slower or throttled GPU, another "
+                     "process on it, or longer samples (sequence lengths) landing on it",
+                     rank)
+               : fmt::format(
+                     "look at rank {}'s host and its share of the work: a slower or busier machine (other "
+                     "processes on its cores), or longer samples (sequence lengths) landing on it",
+                     rank);
   }
-  return fmt::format("look at what rank {} does outside the traced phases: work only it does (`if rank == {}:` "
-                     "logging, checkpoints, evaluation), or host syncs",
-                     rank, rank);
+  return fmt::format(
+      "look at what rank {} does outside the traced phases: work only it does (`if rank == {}:` "
+      "logging, checkpoints, evaluation), or host syncs",
+      rank, rank);
 }
 
 }  // namespace
@@ -176,11 +182,11 @@ void apply_arrivals(ranks_view& view, const std::vector<rank_calls>& calls, doub
 
 std::string arrival_words(const straggler_info& s) {
   if (s.arrivals_compared == 0) return {};
-  std::string out = fmt::format("It arrived last at {} of the {} collectives the ranks share ({:.0f}%), a median {:.2f} ms "
-                                "after the others",
-                                s.arrivals_last, s.arrivals_compared,
-                                100.0 * static_cast<double>(s.arrivals_last) / static_cast<double>(s.arrivals_compared),
-                                s.arrival_late_ms);
+  std::string out = fmt::format(
+      "It arrived last at {} of the {} collectives the ranks share ({:.0f}%), a median {:.2f} ms "
+      "after the others",
+      s.arrivals_last, s.arrivals_compared,
+      100.0 * static_cast<double>(s.arrivals_last) / static_cast<double>(s.arrivals_compared), s.arrival_late_ms);
   if (!s.before.empty()) out += fmt::format(", after `{}`", s.before);
   return out;
 }
@@ -188,8 +194,9 @@ std::string arrival_words(const straggler_info& s) {
 std::optional<straggler_info> find_straggler(const ranks_view& view) {
   const std::vector<const rank_row*> rows = rows_with_steps(view);
   if (rows.size() < 2) return std::nullopt;
-  const rank_row* least = *std::min_element(rows.begin(), rows.end(),
-                                            [](const rank_row* a, const rank_row* b) { return collective_wait(*a) < collective_wait(*b); });
+  const rank_row* least = *std::min_element(rows.begin(), rows.end(), [](const rank_row* a, const rank_row* b) {
+    return collective_wait(*a) < collective_wait(*b);
+  });
   std::vector<double> steps;
   for (const rank_row* r : rows) steps.push_back(r->step_mean_ms);
   straggler_info s = describe(rows, least);
@@ -219,7 +226,8 @@ void name_within(straggler_info& s, const std::vector<const rank_report*>& repor
       others.push_back(named_inside(r->s, s.phase));
     }
   }
-  choose_within(s, own != nullptr ? named_inside(*own, s.phase) : std::unordered_map<std::string_view, double>{}, others);
+  choose_within(s, own != nullptr ? named_inside(*own, s.phase) : std::unordered_map<std::string_view, double>{},
+                others);
 }
 
 void choose_within(straggler_info& s, const std::unordered_map<std::string_view, double>& own,
@@ -254,7 +262,8 @@ diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s, b
         "Rank {} begins its step {:.2f} ms after the others (median) and reaches the collectives last: it was late "
         "before the traced step. It waits {:.2f} ms a step at the collectives while {} {:.2f} ms{} for it; no phase "
         "of its own takes more than {:.2f} ms longer than the others'.",
-        s.rank, s.late_ms, s.own_wait_ms, others, s.others_wait_ms, n == 1 ? "" : " (median)", std::max(0.0, s.excess_ms));
+        s.rank, s.late_ms, s.own_wait_ms, others, s.others_wait_ms, n == 1 ? "" : " (median)",
+        std::max(0.0, s.excess_ms));
     d.advice = {
         fmt::format("rank {} starts {:.1f} ms late and {} {:.1f} ms a step for it: trace more steps (a longer "
                     "schedule, more active steps) to see what delays it before the step: the step before, its data "
@@ -272,8 +281,8 @@ diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s, b
   }
   for (const rank_row& r : view.rows) {
     if (r.who.rank == s.rank && view.steps_compared > 0) {
-      d.evidence += fmt::format(" It was the slowest rank in {} of the last {} steps.", r.slowest_steps,
-                                view.steps_compared);
+      d.evidence +=
+          fmt::format(" It was the slowest rank in {} of the last {} steps.", r.slowest_steps, view.steps_compared);
     }
   }
   if (s.arrivals_compared > 0) {  // read from the collectives themselves: the device's view on a GPU
@@ -285,14 +294,15 @@ diagnosis straggler_diagnosis(const ranks_view& view, const straggler_info& s, b
       (is_builtin(s.before) ? where.phase : where.within) = s.before;
     }
     d.advice = {
-        fmt::format("rank {} arrives last at {} of {} collectives, a median {:.1f} ms after the others{}{}; {} {:.1f} ms a "
-                    "step for it: {}",
-                    s.rank, s.arrivals_last, s.arrivals_compared, s.arrival_late_ms,
-                    s.before.empty() ? std::string() : fmt::format(", after `{}`", s.before),
-                    s.excess_ms >= 0.05 ? fmt::format(" (it spends {:.1f} ms more in `{}` than the median rank{})",
-                                                      s.excess_ms, s.phase, within_words(s))
-                                        : std::string(),
-                    others, s.others_wait_ms, where_to_look(where, gpu)),
+        fmt::format(
+            "rank {} arrives last at {} of {} collectives, a median {:.1f} ms after the others{}{}; {} {:.1f} ms a "
+            "step for it: {}",
+            s.rank, s.arrivals_last, s.arrivals_compared, s.arrival_late_ms,
+            s.before.empty() ? std::string() : fmt::format(", after `{}`", s.before),
+            s.excess_ms >= 0.05 ? fmt::format(" (it spends {:.1f} ms more in `{}` than the median rank{})", s.excess_ms,
+                                              s.phase, within_words(s))
+                                : std::string(),
+            others, s.others_wait_ms, where_to_look(where, gpu)),
         "the fix on that rank speeds up every rank: the job runs at the pace of its slowest rank",
     };
     return d;

@@ -96,7 +96,8 @@ std::optional<long> fact_int(const summary& s, std::string_view key) {
 // Cores the process and its workers asked for over the run: running plus waiting for a core.
 std::optional<double> cpu_demand(const summary& s) {
   double sum = 0;
-  for (const char* key : {"cpu.cores_busy", "cpu.cores_waiting", "cpu.workers_cores_busy", "cpu.workers_cores_waiting"}) {
+  for (const char* key :
+       {"cpu.cores_busy", "cpu.cores_waiting", "cpu.workers_cores_busy", "cpu.workers_cores_waiting"}) {
     const auto v = fact_double(s, key);
     if (!v) return std::nullopt;
     sum += *v;

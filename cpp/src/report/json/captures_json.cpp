@@ -38,7 +38,8 @@ json_doc captures_json(const std::vector<capture_record>& captures) {
 }
 
 std::vector<capture_record> captures_from(const json_doc& j) {
-  if (!j.is_array() || j.size() > max_captures_read) throw std::invalid_argument("captures: expected a list of at most 1000");
+  if (!j.is_array() || j.size() > max_captures_read)
+    throw std::invalid_argument("captures: expected a list of at most 1000");
   std::vector<capture_record> out;
   for (const json_doc& c : j) {
     capture_record r;
@@ -56,7 +57,8 @@ std::vector<capture_record> captures_from(const json_doc& j) {
     r.retroactive = c.value("retroactive", false);
     if (r.retroactive && c.contains("indices")) {
       const json_doc& at = c.at("indices");
-      if (!at.is_array() || at.size() > 1000) throw std::invalid_argument("captures: indices: expected a list of at most 1000");
+      if (!at.is_array() || at.size() > 1000)
+        throw std::invalid_argument("captures: indices: expected a list of at most 1000");
       for (const json_doc& i : at) r.indices.push_back(i.get<std::uint64_t>());
     }
     if (r.retroactive) r.tripped = count_at(c, "tripped");

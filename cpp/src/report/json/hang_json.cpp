@@ -11,7 +11,8 @@ constexpr std::size_t max_read = 4096;  // threads, phases, collectives or steps
 
 const json_doc& list_at(const json_doc& j, const char* key) {
   const json_doc& v = j.at(key);
-  if (!v.is_array() || v.size() > max_read) throw std::invalid_argument(std::string("hang: \"") + key + "\" is not a list");
+  if (!v.is_array() || v.size() > max_read)
+    throw std::invalid_argument(std::string("hang: \"") + key + "\" is not a list");
   return v;
 }
 
@@ -32,7 +33,10 @@ json_doc hang_json(const hang_view& h) {
   }
   json_doc collectives = json_doc::array();
   for (const collective_mark& c : h.collectives) {
-    collectives.push_back({{"group", c.group}, {"kind", c.kind}, {"seq", c.seq}, {"entered_s", c.entered_s},
+    collectives.push_back({{"group", c.group},
+                           {"kind", c.kind},
+                           {"seq", c.seq},
+                           {"entered_s", c.entered_s},
                            {"left_s", c.left_s < 0 ? json_doc(nullptr) : json_doc(c.left_s)}});
   }
   const open_step_now* longest = h.longest();

@@ -28,11 +28,12 @@ using detail::stat_from;
 using detail::stat_json;
 
 json_doc memory_json(const device_memory_stats& m) {
-  return json_doc{{"allocations_per_step", m.allocations_per_step},
-                  {"allocated_mb_per_step", m.allocated_mb_per_step},
-                  {"freed_mb_per_step", m.freed_mb_per_step},
-                  {"net_mb", m.net_mb},
-                  {"step_peak_mb", {{"p50", m.step_peak_mb_p50}, {"p95", m.step_peak_mb_p95}, {"max", m.step_peak_mb_max}}}};
+  return json_doc{
+      {"allocations_per_step", m.allocations_per_step},
+      {"allocated_mb_per_step", m.allocated_mb_per_step},
+      {"freed_mb_per_step", m.freed_mb_per_step},
+      {"net_mb", m.net_mb},
+      {"step_peak_mb", {{"p50", m.step_peak_mb_p50}, {"p95", m.step_peak_mb_p95}, {"max", m.step_peak_mb_max}}}};
 }
 
 device_memory_stats memory_from(const json_doc& j) {
@@ -49,14 +50,16 @@ device_memory_stats memory_from(const json_doc& j) {
 }
 
 json_doc copies_json(const copy_stats& c) {
-  return json_doc{{"count", c.count},         {"bytes_per_step", c.bytes_per_step}, {"ms_per_step", c.ms_per_step},
-                  {"gb_per_s", c.gb_per_s},    {"pageable_share", c.pageable_share},
-                  {"exposed_ms_per_step", c.exposed_ms_per_step}};
+  return json_doc{
+      {"count", c.count},       {"bytes_per_step", c.bytes_per_step}, {"ms_per_step", c.ms_per_step},
+      {"gb_per_s", c.gb_per_s}, {"pageable_share", c.pageable_share}, {"exposed_ms_per_step", c.exposed_ms_per_step}};
 }
 
 copy_stats copies_from(const json_doc& j) {
-  return copy_stats{count_at(j, "count"), number_at(j, "bytes_per_step"),
-                    number_at(j, "ms_per_step"), number_at(j, "gb_per_s"),
+  return copy_stats{count_at(j, "count"),
+                    number_at(j, "bytes_per_step"),
+                    number_at(j, "ms_per_step"),
+                    number_at(j, "gb_per_s"),
                     number_at(j, "pageable_share"),
                     j.contains("exposed_ms_per_step") ? number_at(j, "exposed_ms_per_step") : 0.0};  // older: absent
 }
@@ -65,28 +68,28 @@ json_doc gpu_json(const gpu_stats& g) {
   json_doc idle = json_doc::object();
   for (const auto& [phase, share] : g.idle_by_phase) idle[phase] = share;
   json_doc out{{"busy_ms", stat_json(g.busy_ms)},
-                  {"idle_ms", stat_json(g.idle_ms)},
-                  {"busy_share", g.busy_share},
-                  {"device_busy_share", g.device_busy_share},
-                  {"idle_by_phase", idle},
-                  {"h2d", copies_json(g.h2d)},
-                  {"d2h", copies_json(g.d2h)},
-                  {"syncs_per_step", g.syncs_per_step},
-                  {"sync_ms_per_step", g.sync_ms_per_step},
-                  {"kernels_per_step", g.kernels_per_step},
-                  {"graph_kernels_per_step", g.graph_kernels_per_step},
-                  {"graph_replays_per_step", g.graph_replays_per_step},
-                  {"kernel_median_us", g.kernel_median_us},
-                  {"kernel_time_median_us", g.kernel_time_median_us},
-                  {"nccl", json_doc{{"kernels_per_step", g.nccl.kernels_per_step},
-                                    {"ms_per_step", g.nccl.ms_per_step},
-                                    {"exposed_ms_per_step", g.nccl.exposed_ms_per_step}}},
-                  {"memory", memory_json(g.memory)},
-                  {"incomplete_records", g.incomplete_records},
-                  {"dropped_records", g.dropped_records},
-                  {"steps_viewed", g.steps_viewed},
-                  {"steps_without_records", g.steps_without_records},
-                  {"steps_all_streams", g.steps_all_streams}};
+               {"idle_ms", stat_json(g.idle_ms)},
+               {"busy_share", g.busy_share},
+               {"device_busy_share", g.device_busy_share},
+               {"idle_by_phase", idle},
+               {"h2d", copies_json(g.h2d)},
+               {"d2h", copies_json(g.d2h)},
+               {"syncs_per_step", g.syncs_per_step},
+               {"sync_ms_per_step", g.sync_ms_per_step},
+               {"kernels_per_step", g.kernels_per_step},
+               {"graph_kernels_per_step", g.graph_kernels_per_step},
+               {"graph_replays_per_step", g.graph_replays_per_step},
+               {"kernel_median_us", g.kernel_median_us},
+               {"kernel_time_median_us", g.kernel_time_median_us},
+               {"nccl", json_doc{{"kernels_per_step", g.nccl.kernels_per_step},
+                                 {"ms_per_step", g.nccl.ms_per_step},
+                                 {"exposed_ms_per_step", g.nccl.exposed_ms_per_step}}},
+               {"memory", memory_json(g.memory)},
+               {"incomplete_records", g.incomplete_records},
+               {"dropped_records", g.dropped_records},
+               {"steps_viewed", g.steps_viewed},
+               {"steps_without_records", g.steps_without_records},
+               {"steps_all_streams", g.steps_all_streams}};
   if (g.sample_every > 1) {  // device_sample: written only when windows were left out by choice
     out["sample_every"] = g.sample_every;
     out["steps_sampled_out"] = g.steps_sampled_out;
@@ -100,7 +103,8 @@ gpu_stats gpu_from(const json_doc& j) {
   g.busy_ms = stat_from(j.at("busy_ms"));
   g.idle_ms = stat_from(j.at("idle_ms"));
   g.busy_share = number_at(j, "busy_share");
-  for (const auto& [phase, share] : j.at("idle_by_phase").items()) g.idle_by_phase.emplace_back(phase, share.get<double>());
+  for (const auto& [phase, share] : j.at("idle_by_phase").items())
+    g.idle_by_phase.emplace_back(phase, share.get<double>());
   g.h2d = copies_from(j.at("h2d"));
   g.d2h = copies_from(j.at("d2h"));
   g.syncs_per_step = number_at(j, "syncs_per_step");
@@ -125,7 +129,8 @@ gpu_stats gpu_from(const json_doc& j) {
   if (j.contains("kernels")) g.kernels = detail::kernels_from(j.at("kernels"));
   if (j.contains("nccl")) {
     const json_doc& n = j.at("nccl");
-    g.nccl = nccl_stats{number_at(n, "kernels_per_step"), number_at(n, "ms_per_step"), number_at(n, "exposed_ms_per_step"), {}};
+    g.nccl = nccl_stats{
+        number_at(n, "kernels_per_step"), number_at(n, "ms_per_step"), number_at(n, "exposed_ms_per_step"), {}};
   }
   return g;
 }
@@ -152,9 +157,14 @@ std::vector<std::pair<std::string, double>> gains_from(const json_doc& j) {
 json_doc phases_json_of(const std::vector<phase_stats>& phases) {
   json_doc phases_json = json_doc::object();
   for (const phase_stats& p : phases) {
-    phases_json[p.name] = {{"total_ms", p.ms.total}, {"mean_ms", p.ms.mean}, {"p50_ms", p.ms.p50},
-                           {"p95_ms", p.ms.p95},     {"p99_ms", p.ms.p99},   {"max_ms", p.ms.max},
-                           {"share", p.share},       {"calls", p.calls},
+    phases_json[p.name] = {{"total_ms", p.ms.total},
+                           {"mean_ms", p.ms.mean},
+                           {"p50_ms", p.ms.p50},
+                           {"p95_ms", p.ms.p95},
+                           {"p99_ms", p.ms.p99},
+                           {"max_ms", p.ms.max},
+                           {"share", p.share},
+                           {"calls", p.calls},
                            {"parent", p.parent.empty() ? json_doc(nullptr) : json_doc(p.parent)},
                            {"inclusive_ms", stat_json(p.inclusive_ms)}};
     if (p.device_ms) {
@@ -216,8 +226,11 @@ std::string summary::json() const {
   }
   json_doc set_aside_json = json_doc::object();
   for (const set_aside_stats& a : set_aside) {
-    set_aside_json[a.name] = {{"calls", a.calls},     {"total_ms", a.total_ms}, {"mean_ms", a.mean_ms},
-                              {"max_ms", a.max_ms},   {"run_share", a.run_share}};
+    set_aside_json[a.name] = {{"calls", a.calls},
+                              {"total_ms", a.total_ms},
+                              {"mean_ms", a.mean_ms},
+                              {"max_ms", a.max_ms},
+                              {"run_share", a.run_share}};
   }
   json_doc facts_json = json_doc::object();
   for (const auto& [key, value] : facts) facts_json[key] = value;
@@ -243,7 +256,10 @@ std::string summary::json() const {
         {"gains", gains_json(diag.gains)},
         {"runner_up", diag.runner_up.empty() ? json_doc(nullptr) : json_doc(diag.runner_up)}}},
       {"backend",
-       {{"cuda", backend.cuda}, {"cupti", backend.cupti}, {"reason", backend.reason}, {"host_clock", backend.host_clock}}},
+       {{"cuda", backend.cuda},
+        {"cupti", backend.cupti},
+        {"reason", backend.reason},
+        {"host_clock", backend.host_clock}}},
       {"errors",
        {{"nested_steps", errors.nested_steps},
         {"unbalanced_phases", errors.unbalanced_phases},
@@ -309,8 +325,8 @@ summary summary::from_json(std::string_view text) {
     throw std::invalid_argument("steptrace: not a steptrace summary: no \"schema\" field");
   }
   if (doc["schema"] != schema_name) {
-    throw std::invalid_argument("steptrace: unsupported summary schema " + shown(doc["schema"]) + " (this version reads \"" +
-                                schema_name + "\")");
+    throw std::invalid_argument("steptrace: unsupported summary schema " + shown(doc["schema"]) +
+                                " (this version reads \"" + schema_name + "\")");
   }
   try {
     summary s;
@@ -332,8 +348,7 @@ summary summary::from_json(std::string_view text) {
     if (doc.contains("requests")) s.requests = count_at(doc, "requests");
     if (doc.contains("batches") && !doc.at("batches").is_null()) s.batches = batches_from(doc.at("batches"));
     for (const auto& [name, u] : doc.at("unscoped_phases").items()) {
-      s.unscoped_phases.push_back(
-          {name, number_at(u, "total_ms"), number_at(u, "max_ms"), count_at(u, "calls")});
+      s.unscoped_phases.push_back({name, number_at(u, "total_ms"), number_at(u, "max_ms"), count_at(u, "calls")});
     }
     if (doc.contains("set_aside")) {
       for (const auto& [name, a] : doc.at("set_aside").items()) {
@@ -347,7 +362,8 @@ summary summary::from_json(std::string_view text) {
     s.diag.label = d.at("label").is_null() ? "" : d.at("label").get<std::string>();
     s.diag.evidence = d.at("evidence").get<std::string>();
     s.diag.advice = d.at("advice").get<std::vector<std::string>>();
-    if (d.contains("runner_up") && d.at("runner_up").is_string()) s.diag.runner_up = d.at("runner_up").get<std::string>();
+    if (d.contains("runner_up") && d.at("runner_up").is_string())
+      s.diag.runner_up = d.at("runner_up").get<std::string>();
     if (d.contains("gains")) s.diag.gains = gains_from(d.at("gains"));
     const json_doc& b = doc.at("backend");
     s.backend = {b.at("cuda").get<bool>(), b.at("cupti").get<bool>(), b.at("reason").get<std::string>(),
@@ -375,10 +391,14 @@ summary summary::from_json(std::string_view text) {
       if (!n.at("gpu").is_boolean()) throw std::invalid_argument("\"node\": \"gpu\" is not true or false");
       read.gpu = n.at("gpu").get<bool>();
       read.throttle = count_at(n, "throttle");
-      for (auto [key, field] : {std::pair{"sm_clock_mhz", &node_health::sm_clock_mhz}, {"mem_clock_mhz", &node_health::mem_clock_mhz},
-                                {"power_w", &node_health::power_w}, {"temperature_c", &node_health::temperature_c},
-                                {"ecc_errors", &node_health::ecc_errors}, {"xid_errors", &node_health::xid_errors},
-                                {"steal_share", &node_health::steal_share}, {"involuntary_per_s", &node_health::involuntary_per_s},
+      for (auto [key, field] : {std::pair{"sm_clock_mhz", &node_health::sm_clock_mhz},
+                                {"mem_clock_mhz", &node_health::mem_clock_mhz},
+                                {"power_w", &node_health::power_w},
+                                {"temperature_c", &node_health::temperature_c},
+                                {"ecc_errors", &node_health::ecc_errors},
+                                {"xid_errors", &node_health::xid_errors},
+                                {"steal_share", &node_health::steal_share},
+                                {"involuntary_per_s", &node_health::involuntary_per_s},
                                 {"others_cpu_share", &node_health::others_cpu_share}}) {
         const double v = signed_at(n, key);
         if (v < -1) throw std::invalid_argument(std::string("\"node\": \"") + key + "\" is below -1");

@@ -16,9 +16,11 @@ bool at_most(double a, double b) { return a <= b + std::max(1e-6, 1e-9 * std::fa
 
 // A rank digest carries a phase's mean only: its max is 0, and the mean then is not held to it.
 void check_order(const stat_ms& m, const std::string& what) {
-  if (!(at_most(m.p50, m.p95) && at_most(m.p95, m.p99) && at_most(m.p99, m.max) && (m.max == 0 || at_most(m.mean, m.max)))) {
-    throw std::invalid_argument(fmt::format("{}: p50 {:.4g} p95 {:.4g} p99 {:.4g} max {:.4g} (mean {:.4g}) are not in order", what, m.p50,
-                                            m.p95, m.p99, m.max, m.mean));
+  if (!(at_most(m.p50, m.p95) && at_most(m.p95, m.p99) && at_most(m.p99, m.max) &&
+        (m.max == 0 || at_most(m.mean, m.max)))) {
+    throw std::invalid_argument(
+        fmt::format("{}: p50 {:.4g} p95 {:.4g} p99 {:.4g} max {:.4g} (mean {:.4g}) are not in order", what, m.p50,
+                    m.p95, m.p99, m.max, m.mean));
   }
 }
 
@@ -37,8 +39,10 @@ void check_figures(const summary& s) {
     check_order(p.ms, "phase \"" + p.name + "\"");
     const double phase_longest = std::max({p.ms.mean, p.ms.max, p.inclusive_ms.mean, p.inclusive_ms.max});
     if (s.steps > 0 && !at_most(phase_longest, longest)) {
-      throw std::invalid_argument(fmt::format("phase \"{}\" takes {:.4g} ms a step, more than the longest step ({:.4g} ms): "
-                                              "a phase fits inside its step", p.name, phase_longest, longest));
+      throw std::invalid_argument(
+          fmt::format("phase \"{}\" takes {:.4g} ms a step, more than the longest step ({:.4g} ms): "
+                      "a phase fits inside its step",
+                      p.name, phase_longest, longest));
     }
     shares += p.share;
   }

@@ -1,9 +1,8 @@
 // Internal (not public API): the JSON field rules the summary's writers and readers share.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>

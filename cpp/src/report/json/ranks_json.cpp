@@ -13,7 +13,8 @@ std::uint32_t rank_count_at(const json_doc& j, const char* key) {
   const std::uint64_t n = count_at(j, key);
   if (n > max_world_size) {
     throw std::invalid_argument(std::string("\"") + key + "\" is " + std::to_string(n) +
-                                ", more than the ranks steptrace reads (" + std::to_string(max_world_size) + " at most)");
+                                ", more than the ranks steptrace reads (" + std::to_string(max_world_size) +
+                                " at most)");
   }
   return static_cast<std::uint32_t>(n);
 }
@@ -41,7 +42,8 @@ rank_info rank_from(const json_doc& j) {
   if (!j.at("local_rank").is_null()) r.local_rank = static_cast<std::int64_t>(count_at(j, "local_rank"));
   r.host = j.at("host").get<std::string>();
   r.started_at = j.at("started_at").get<std::string>();
-  if (r.rank >= r.world_size) throw std::invalid_argument("rank " + std::to_string(r.rank) + " in a world of " + std::to_string(r.world_size));
+  if (r.rank >= r.world_size)
+    throw std::invalid_argument("rank " + std::to_string(r.rank) + " in a world of " + std::to_string(r.world_size));
   return r;
 }
 
@@ -49,8 +51,8 @@ json_doc row_json(const rank_row& r) {
   json_doc row = rank_json(r.who);
   row["steps"] = r.steps;
   row["step_ms"] = {{"mean", r.step_mean_ms}, {"p50", r.step_p50_ms}, {"p95", r.step_p95_ms}};
-  row["phase_ms"] = {{"input", r.input_ms}, {"h2d", r.h2d_ms}, {"compute", r.compute_ms}, {"wait", r.wait_ms},
-                     {"other", r.other_ms}};
+  row["phase_ms"] = {
+      {"input", r.input_ms}, {"h2d", r.h2d_ms}, {"compute", r.compute_ms}, {"wait", r.wait_ms}, {"other", r.other_ms}};
   if (r.device_wait_ms > 0) row["device_wait_ms"] = r.device_wait_ms;
   row["device_busy_share"] = r.device_busy_share ? json_doc(*r.device_busy_share) : json_doc(nullptr);
   row["label"] = r.label.empty() ? json_doc(nullptr) : json_doc(r.label);
@@ -87,8 +89,12 @@ rank_row row_from(const json_doc& row) {
 json_doc live_ranks_json(const live_ranks_view& v) {
   json_doc counts = json_doc::array();
   for (const rank_window_count& c : v.counts) {
-    counts.push_back({{"rank", c.rank}, {"windows", c.windows}, {"first_window", c.first_window},
-                      {"last_window", c.last_window}, {"phase", c.phase}, {"pattern", straggler_pattern(c, v.windows)}});
+    counts.push_back({{"rank", c.rank},
+                      {"windows", c.windows},
+                      {"first_window", c.first_window},
+                      {"last_window", c.last_window},
+                      {"phase", c.phase},
+                      {"pattern", straggler_pattern(c, v.windows)}});
   }
   return {{"windows", v.windows},
           {"straggler", v.straggler ? json_doc(*v.straggler) : json_doc(nullptr)},
@@ -103,10 +109,13 @@ live_ranks_view live_ranks_from(const json_doc& j) {
   if (!j.at("straggler").is_null()) v.straggler = static_cast<std::uint32_t>(count_at(j, "straggler"));
   for (const char* key : {"late", "missing"}) {
     const json_doc& list = j.at(key);
-    if (!list.is_array() || list.size() > missing_listed) throw std::invalid_argument(std::string(key) + ": a list of ranks");
+    if (!list.is_array() || list.size() > missing_listed)
+      throw std::invalid_argument(std::string(key) + ": a list of ranks");
     for (const json_doc& r : list) {
-      if (!r.is_number_unsigned() || r.get<std::uint64_t>() >= max_world_size) throw std::invalid_argument(std::string(key) + ": not a rank");
-      (std::string_view(key) == "late" ? v.late : v.missing).push_back(static_cast<std::uint32_t>(r.get<std::uint64_t>()));
+      if (!r.is_number_unsigned() || r.get<std::uint64_t>() >= max_world_size)
+        throw std::invalid_argument(std::string(key) + ": not a rank");
+      (std::string_view(key) == "late" ? v.late : v.missing)
+          .push_back(static_cast<std::uint32_t>(r.get<std::uint64_t>()));
     }
   }
   const json_doc& counts = j.at("counts");
@@ -132,8 +141,12 @@ json_doc arrivals_json(const arrival_view& a) {
     ranks.push_back({{"rank", r.rank}, {"last", r.last}, {"late_ms", r.late_ms}, {"before", r.before}});
   }
   for (const collective_arrival& c : a.collectives) {
-    calls.push_back({{"group", c.group}, {"kind", c.kind}, {"seq", c.seq}, {"last_rank", c.last_rank},
-                     {"late_ms", c.late_ms}, {"before", c.before}});
+    calls.push_back({{"group", c.group},
+                     {"kind", c.kind},
+                     {"seq", c.seq},
+                     {"last_rank", c.last_rank},
+                     {"late_ms", c.late_ms},
+                     {"before", c.before}});
   }
   return json_doc{{"compared", a.compared}, {"matched_by", a.matched_by}, {"ranks", ranks}, {"collectives", calls}};
 }
@@ -149,12 +162,14 @@ arrival_view arrivals_from(const json_doc& j, std::uint32_t world_size) {
     read.late_ms = number_at(r, "late_ms");
     read.before = r.at("before").get<std::string>();
     if (read.rank >= world_size || read.last > a.compared) {
-      throw std::invalid_argument("an arrival's rank is not of the world, or was last at more collectives than compared");
+      throw std::invalid_argument(
+          "an arrival's rank is not of the world, or was last at more collectives than compared");
     }
     a.ranks.push_back(std::move(read));
   }
   for (const json_doc& c : j.at("collectives")) {
-    if (a.collectives.size() == max_arrival_rows) throw std::invalid_argument("more collectives listed than a summary lists");
+    if (a.collectives.size() == max_arrival_rows)
+      throw std::invalid_argument("more collectives listed than a summary lists");
     collective_arrival read;
     read.group = c.at("group").get<std::string>();
     read.kind = c.at("kind").get<std::string>();
@@ -181,15 +196,22 @@ json_doc ranks_json(const ranks_view& v) {
     if (s->late_ms > 0) straggler["late_ms"] = s->late_ms;
     if (!s->within.empty()) straggler["within"] = {{"phase", s->within}, {"excess_ms", s->within_ms}};
     if (s->arrivals_compared > 0) {
-      straggler["arrivals"] = {{"last", s->arrivals_last}, {"compared", s->arrivals_compared},
-                               {"late_ms", s->arrival_late_ms}, {"before", s->before}};
+      straggler["arrivals"] = {{"last", s->arrivals_last},
+                               {"compared", s->arrivals_compared},
+                               {"late_ms", s->arrival_late_ms},
+                               {"before", s->before}};
     }
   }
-  json_doc out{{"world_size", v.world_size}, {"rows", rows},           {"missing", v.missing}, {"missing_count", v.missing_count},
-                  {"refused", refused_json(v.refused)},
-                  {"timeout_s", v.timeout_s},   {"from_files", v.from_files}, {"steps_compared", v.steps_compared},
-                  {"worst", {{"rank", v.worst_rank}, {"ms", v.worst_ms}, {"median_ms", v.median_ms}}},
-                  {"straggler", straggler}};
+  json_doc out{{"world_size", v.world_size},
+               {"rows", rows},
+               {"missing", v.missing},
+               {"missing_count", v.missing_count},
+               {"refused", refused_json(v.refused)},
+               {"timeout_s", v.timeout_s},
+               {"from_files", v.from_files},
+               {"steps_compared", v.steps_compared},
+               {"worst", {{"rank", v.worst_rank}, {"ms", v.worst_ms}, {"median_ms", v.median_ms}}},
+               {"straggler", straggler}};
   if (v.arrivals) out["arrivals"] = arrivals_json(*v.arrivals);
   return out;
 }
@@ -202,10 +224,12 @@ ranks_view ranks_from(const json_doc& j) {
     if (!m.is_number_unsigned() || m.get<std::uint64_t>() >= v.world_size) {
       throw std::invalid_argument("a missing rank must be a rank of the world, not " + shown(m));
     }
-    if (v.missing.size() == missing_listed) throw std::invalid_argument("more missing ranks listed than a summary lists");
+    if (v.missing.size() == missing_listed)
+      throw std::invalid_argument("more missing ranks listed than a summary lists");
     v.missing.push_back(static_cast<std::uint32_t>(m.get<std::uint64_t>()));
   }
-  v.missing_count = j.contains("missing_count") ? rank_count_at(j, "missing_count") : static_cast<std::uint32_t>(v.missing.size());
+  v.missing_count =
+      j.contains("missing_count") ? rank_count_at(j, "missing_count") : static_cast<std::uint32_t>(v.missing.size());
   if (v.missing_count < v.missing.size() || v.missing_count > v.world_size) {
     throw std::invalid_argument("\"missing_count\" is fewer than the missing ranks listed, or more than the world");
   }
@@ -244,7 +268,8 @@ ranks_view ranks_from(const json_doc& j) {
       read.arrivals_compared = count_at(a, "compared");
       read.arrival_late_ms = number_at(a, "late_ms");
       read.before = a.at("before").get<std::string>();
-      if (read.arrivals_last > read.arrivals_compared) throw std::invalid_argument("a straggler last at more collectives than compared");
+      if (read.arrivals_last > read.arrivals_compared)
+        throw std::invalid_argument("a straggler last at more collectives than compared");
     }
   }
   if (j.contains("arrivals")) v.arrivals = arrivals_from(j.at("arrivals"), v.world_size);

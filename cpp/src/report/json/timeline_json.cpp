@@ -90,7 +90,8 @@ timeline_view timeline_from(const json_doc& j) {
     st.slowest = s.at("slowest").get<bool>();
     st.warmup = s.at("warmup").get<bool>();
     st.failed = s.at("failed").get<bool>();
-    if (st.end_ms < st.begin_ms) throw std::invalid_argument("timeline step " + std::to_string(st.index) + " ends before it begins");
+    if (st.end_ms < st.begin_ms)
+      throw std::invalid_argument("timeline step " + std::to_string(st.index) + " ends before it begins");
     for (const json_doc& p : s.at("phases")) st.phases.push_back(span_from(p));
     st.phases_dropped = id_at(s, "phases_dropped");
     for (const json_doc& a : s.at("set_aside")) st.set_aside.push_back(span_from(a));
