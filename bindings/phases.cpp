@@ -1,7 +1,7 @@
 // steptrace._core's phases as CPython types, with no pybind11 dispatch on the hot path:
 // PhaseScope (a phase's context manager), Phases (a tracer's phase(name): a name met before is one
 // dict lookup) and DisabledPhase (what a disabled tracer gives: nothing reaches the core). Nothing
-// here allocates per phase. See docs/architecture.md, "Python's hot path".
+// here allocates per phase. See bindings/README.md, "Python's hot path".
 #include <pybind11/pybind11.h>
 
 #include <cstdint>

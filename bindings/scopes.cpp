@@ -1,7 +1,7 @@
 // steptrace._core's step and set-aside scopes as CPython types, with no pybind11 dispatch on the
 // hot path: StepScope (a step's context manager), ExcludeScope (exclude(name)'s) and StepCall (a
 // tracer's step(): with no argument, outside an event loop, it is the tracer's StepScope). Nothing
-// here allocates per step. See docs/architecture.md, "Python's hot path".
+// here allocates per step. See bindings/README.md, "Python's hot path".
 #include <pybind11/pybind11.h>
 
 #include "glue.hpp"

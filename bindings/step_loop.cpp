@@ -1,5 +1,5 @@
 // steptrace._core.StepLoop: steps(iterable) as a CPython iterator, with no pybind11 dispatch and
-// no allocation per step. See docs/architecture.md, "Python loops and interrupts".
+// no allocation per step. See bindings/README.md, "Python loops and interrupts".
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
@@ -33,7 +33,7 @@ PyObject* str_step = nullptr;
 // (the _annotate module's `watched`), steps and fetches are also ranges and the capture's hook
 // hears each step begin and end. Leaving the loop (break, return, an exception in its body)
 // ends the open step as completed when the loop object goes; a failed fetch, or an exception
-// from steptrace's own calls, ends it as failed. See docs/architecture.md, "Python loops".
+// from steptrace's own calls, ends it as failed. See bindings/README.md, "Python loops".
 
 // What the loop has open: its item's fetch (and its `input` phase) or its step. Closing happens
 // only on the thread that opened it: a tracer's state is per thread, and ending it from another

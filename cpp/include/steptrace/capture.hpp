@@ -25,7 +25,7 @@
 
 namespace steptrace {
 
-// The triggers of the `capture` option, weighed once a live window (docs/architecture.md,
+// The triggers of the `capture` option, weighed once a live window (cpp/src/core/README.md,
 // "Capture on trouble"). Not thread-safe: one window thread weighs it.
 class STEPTRACE_API capture_rule {
  public:

@@ -9,7 +9,7 @@
 // suspected hang, and the tracer writes a report once (stderr, `jsonl_path`, a file in
 // `capture_dir`) without touching the stuck thread. Every live window and metrics() carry the open
 // step (summary::hang); a job's ranks send it in their rows and `window_hang` names the wavefront.
-// See docs/architecture.md, "Hangs".
+// See cpp/src/report/README.md, "Hangs".
 #pragma once
 
 #include <cstdint>

@@ -6,7 +6,7 @@
 //   steptrace::write_report("steptrace-captures", "hang.txt", text);  // only into a folder of yours
 //   std::cout << steptrace::printable_text(name);            // no escape sequence reaches a terminal
 //
-// Every output path is held to one rule (docs/architecture.md, "Writes"): a symbolic link or file
+// Every output path is held to one rule (cpp/src/core/README.md, "Writes"): a symbolic link or file
 // another user may have planted at it is refused; a link of yours is followed.
 #pragma once
 

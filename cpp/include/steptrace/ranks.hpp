@@ -5,7 +5,7 @@
 //   steptrace::summary all = steptrace::combine_ranks(reports, world_size, 30);  // on rank 0
 //   std::cerr << all.table();   // rank 0's own breakdown, then one row per rank and STRAGGLER
 //
-// The Python package does all of this by itself with torch.distributed (docs/architecture.md,
+// The Python package does all of this by itself with torch.distributed (cpp/src/report/README.md,
 // "Many ranks"). combine_ranks lives in steptrace/summary.hpp beside the summary it returns.
 #pragma once
 
@@ -56,7 +56,7 @@ struct rank_row {
   std::optional<double> step_begin_us, first_collective_us;
 };
 
-// One collective call of one rank (docs/architecture.md, "Arrival at the collectives"): with NCCL
+// One collective call of one rank (cpp/src/report/README.md, "Arrival at the collectives"): with NCCL
 // its kernel on the device, with gloo the host's range; times on the rank's own clock.
 struct collective_call {
   std::string group;      // its process group ("0", a stream's name when the trace names none)
@@ -90,7 +90,7 @@ struct arrival_view {
 };
 inline constexpr std::size_t max_arrival_rows = 512;
 
-// One reading of a rank's node, once a window (docs/architecture.md, "Node health"): its GPU
+// One reading of a rank's node, once a window (cpp/src/report/README.md, "Node health"): its GPU
 // through NVML (loaded at run time; absent, `gpu` is false) and its host from /proc. A field not
 // read is negative.
 struct node_health {

@@ -186,7 +186,7 @@ struct gpu_stats {
   std::uint64_t steps_sampled_out = 0;
   std::uint64_t steps_all_streams = 0;  // viewed steps that named no stream
   // Kernels by name, the op around each launch (live: the phase) and kind: from traces, and live
-  // from CUPTI records (docs/architecture.md, "Kernels and ops").
+  // from CUPTI records (cpp/src/analysis/README.md, "Kernels and ops").
   std::optional<kernel_stats> kernels;
 };
 

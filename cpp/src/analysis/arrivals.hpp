@@ -1,5 +1,5 @@
 // Internal (not public API): the ranks' arrival at the collectives they share
-// (docs/architecture.md, "Arrival at the collectives").
+// (cpp/src/report/README.md, "Arrival at the collectives").
 //
 // Usage:
 //   std::vector<rank_calls> ranks = ...;       // each rank's collective calls, any order

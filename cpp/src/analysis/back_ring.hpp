@@ -1,7 +1,7 @@
 // Internal (not public API): the retroactive capture's ring (the `capture_back` option). Per
 // thread, the last K steps and the K slowest counted steps of each of the last windows, each kept
 // whole (phase calls and figures, set-aside spans, device records), so that when a trigger fires
-// the steps that tripped it can still be written (docs/architecture.md, "Capture on trouble").
+// the steps that tripped it can still be written (cpp/src/core/README.md, "Capture on trouble").
 // Fed by the collector, never by a recording thread; bounded in steps and in bytes.
 #pragma once
 

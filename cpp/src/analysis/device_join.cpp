@@ -1,5 +1,5 @@
 // The live path's device join: records as they arrive, each step viewed once its records are in
-// (docs/architecture.md, "The device layer").
+// (cpp/src/gpu/README.md, "The device layer").
 #include <algorithm>
 #include <utility>
 #include <vector>

@@ -1,5 +1,5 @@
 // Internal (not public API): what the device did during each step, and where the host was
-// while the device sat idle (idle attribution, docs/architecture.md).
+// while the device sat idle (idle attribution: cpp/src/report/diagnosis/README.md).
 //
 // Device records are cut to the step's window for busy and idle time; copies, syncs and
 // kernels are counted in the step in which they start, so none is counted twice.

@@ -1,5 +1,5 @@
 // Internal (not public API): the flight recorder. Per thread, the raw intervals of the most
-// recent steps and of the slowest counted ones (docs/architecture.md, "Timeline"). Fed by the
+// recent steps and of the slowest counted ones (cpp/src/analysis/README.md, "Timeline"). Fed by the
 // collector, never by a recording thread; bounded whatever the run's length.
 #pragma once
 

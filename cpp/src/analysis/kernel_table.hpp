@@ -1,6 +1,6 @@
 // Internal (not public API): the device's time added up by kernel name, by the host op that
 // launched each kernel and by kind, in bounded memory, then summary::gpu->kernels
-// (docs/architecture.md, "Kernels and ops").
+// (cpp/src/analysis/README.md, "Kernels and ops").
 // - kind, from the name: collective (record/collective_kernels.hpp), else the first match in
 //   kernel_kinds (kernel_table.cpp): attention, convolution, gemm, reduction, elementwise, else
 //   other; copies and memsets are their own kinds;

@@ -1,6 +1,6 @@
 // Internal (not public API): turns one thread's records into finished steps.
 //
-// Rules (docs/architecture.md, "Definitions"):
+// Rules (cpp/src/report/diagnosis/README.md, "Definitions"):
 // - every instant of a step goes to the innermost open phase, or to `other` (id 0): that is a
 //   phase's exclusive time; its inclusive time adds everything opened inside it, and the phase
 //   it was opened inside is its parent (the phase tree);

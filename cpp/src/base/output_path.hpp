@@ -1,5 +1,5 @@
 // Internal (not public API): where a file steptrace writes may go, decided before anything is
-// written (docs/architecture.md, "Writes"). An output path is often in a folder other users can
+// written (cpp/src/core/README.md, "Writes"). An output path is often in a folder other users can
 // write (the system's temporary folder, a team's run folder), where they can plant a symbolic
 // link or a file of their own at it. So:
 //   - a symbolic link is followed only when it is yours or root's (`/dev/stdout`) and it does not

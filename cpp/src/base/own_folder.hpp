@@ -1,6 +1,6 @@
 // Internal (not public API): the folder steptrace writes its reports into (`capture_dir`: the
 // captures, the hang reports, the Flight Recorder's dump), one rule whichever subsystem writes
-// (docs/architecture.md, "Writes"). A report can be read by someone else later (an operator
+// (cpp/src/core/README.md, "Writes"). A report can be read by someone else later (an operator
 // analysing a hang runs `pickle.load` on the dump it names), so:
 //   - the folder is made if missing (one level), and used only when this user owns it and no
 //     other user may change it (world-writable without the sticky bit is refused, even one's own);

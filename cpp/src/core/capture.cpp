@@ -1,7 +1,7 @@
 // Captures on trouble in a C++ program (steptrace/capture.hpp): armed by the rule on a live
 // window, by SIGUSR2 or by tracer::capture; fed the steps that begin after that by the fan-out;
 // written by the collector as a Chrome trace of those steps with their diagnosis alone. See
-// docs/architecture.md, "Capture on trouble".
+// cpp/src/core/README.md, "Capture on trouble".
 #include <errno.h>
 #include <signal.h>
 #include <sys/stat.h>

@@ -1,7 +1,7 @@
 // Internal (not public API): a tracer's captures on trouble (steptrace/capture.hpp). The
 // collector arms one when its rule fires on a live window, on SIGUSR2, or when the program asks
 // (tracer::capture); the fan-out gives it the steps that begin after that; once it has them, the
-// collector writes them as a Chrome trace and says their diagnosis. docs/architecture.md,
+// collector writes them as a Chrome trace and says their diagnosis. cpp/src/core/README.md,
 // "Capture on trouble".
 #pragma once
 

@@ -1,7 +1,7 @@
 // The retroactive capture (capture_back): when a trigger fires, the steps that tripped it, kept
 // already by the ring (analysis/back_ring.hpp), are chosen at once and written by the collector
 // as a Chrome trace with their diagnosis, before the forward capture's. See
-// docs/architecture.md, "Capture on trouble".
+// cpp/src/core/README.md, "Capture on trouble".
 #include <algorithm>
 #include <chrono>
 #include <string>

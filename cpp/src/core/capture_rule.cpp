@@ -1,5 +1,5 @@
 // The capture triggers weighed on each live window, and the lines a capture says: one rule for
-// the C++ collector and for Python's window thread (docs/architecture.md, "Capture on trouble").
+// the C++ collector and for Python's window thread (cpp/src/core/README.md, "Capture on trouble").
 #include <sys/stat.h>
 
 #include <algorithm>

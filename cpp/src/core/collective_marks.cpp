@@ -1,7 +1,7 @@
 // Process-wide marks of the collectives in flight (steptrace/hang.hpp): each group's calls
 // numbered in the order this process made them, and the last one's kind, entry and exit. A hang
 // report and each live row read them; the wrappers of torch.distributed's collectives write them.
-// See docs/architecture.md, "Hangs".
+// See cpp/src/report/README.md, "Hangs".
 #include <pthread.h>
 #include <time.h>
 

@@ -1,6 +1,6 @@
 // The collector: one background thread per tracer that drains every thread's ring into the
 // step builders, harvests CUDA event times, reads device records and samples CPU use. It polls adaptively, and
-// at once when a recording thread had to drain its own ring. See docs/architecture.md.
+// at once when a recording thread had to drain its own ring. See cpp/src/core/README.md, "Threads".
 #include <pthread.h>
 #include <unistd.h>
 
@@ -207,7 +207,7 @@ double tracer_impl::harvest_events() {
 // it is done, so a summary read then would find none of those steps' kernels and copies and call
 // the GPU idle through them (an H200, 2026-11-28: the demo's pinned-copy loop read "busy 0.0%").
 // So a summary first waits, briefly, for what the steps' closed phases put on the device; without
-// CUDA events (no phase on a stream) there is nothing to wait for. See docs/architecture.md, "The
+// CUDA events (no phase on a stream) there is nothing to wait for. See cpp/src/gpu/README.md, "The
 // device layer".
 tracer_impl::device_wait tracer_impl::await_device_work() {
   using key = std::pair<const thread_state*, std::uint32_t>;  // a pair by its thread and end slot

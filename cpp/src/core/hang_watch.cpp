@@ -3,7 +3,7 @@
 // without touching the stuck thread: every thread's open phases (from its step builder, which
 // the collector fills anyway), the last collectives (collective_marks.cpp), the latest counted
 // steps, and every Python thread's stack through the bindings' writer. See
-// docs/architecture.md, "Hangs".
+// cpp/src/report/README.md, "Hangs".
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>

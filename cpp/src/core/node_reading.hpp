@@ -1,5 +1,5 @@
 // Internal (not public API): a rank's node, read once a live window while a job runs
-// (docs/architecture.md, "Node health"): its GPU through NVML and its host from /proc, put
+// (cpp/src/report/README.md, "Node health"): its GPU through NVML and its host from /proc, put
 // together as the node_health a rank's row carries. Never on the hot path; NVML's absence is said
 // once.
 #pragma once

@@ -1,6 +1,6 @@
 // Live rank windows on rank 0 (steptrace/ranks.hpp): the count of each window's straggler, which
 // the Python package judges from the rows the ranks send through the job's store.
-// See docs/architecture.md, "Many ranks".
+// See cpp/src/report/README.md, "Many ranks".
 #include <algorithm>
 #include <map>
 #include <string>

@@ -1,5 +1,5 @@
 // Thread binding: the TLS slot, the live-tracer map, each thread's links to the tracers it
-// recorded into, attach/detach, and what a forked child inherits. See docs/architecture.md,
+// recorded into, attach/detach, and what a forked child inherits. See cpp/src/core/README.md,
 // "Threads".
 #include "core/thread_binding.hpp"
 

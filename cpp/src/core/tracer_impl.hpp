@@ -1,5 +1,5 @@
 // Internal (not public API): what a tracer owns behind its public face, and the recording
-// helpers the library's slow path shares. See docs/architecture.md for who runs what.
+// helpers the library's slow path shares. See cpp/src/core/README.md for who runs what.
 #pragma once
 
 #include <atomic>

@@ -1,7 +1,7 @@
 // Windows: the statistics since the last window, for servers that never reach "end of run"
 // (tracer::window()) and for the live view (options `live`, `jsonl_path`), both beside the
 // whole-run totals, which they never change. And the process's resident memory at step ends.
-// See docs/architecture.md, "Windows".
+// See cpp/src/core/README.md, "Windows".
 #include <fmt/format.h>
 #include <unistd.h>
 

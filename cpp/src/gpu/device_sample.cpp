@@ -1,7 +1,7 @@
 // device_sample: CUPTI records one window in N (gpu/sample_plan.hpp). At a window's start the
 // record kinds go off or on again, steptrace's callbacks and clock kept; each window left out is a
 // `sampled` gap, whose end waits for the first kernel launched after the resume. See backend.hpp
-// and docs/architecture.md, "Sampled device records".
+// and cpp/src/gpu/README.md, "Sampled device records".
 #include <algorithm>
 #include <chrono>
 

@@ -1,5 +1,5 @@
 // Internal (not public API): a GPU's health through NVML, loaded at run time as CUPTI is
-// (docs/architecture.md, "Node health").
+// (cpp/src/report/README.md, "Node health").
 //
 // Usage:
 //   nvml_reader nvml;                    // nothing is loaded until the first read

@@ -4,7 +4,7 @@
 // records one window in N: windows are the live windows' wall-clock slots (`live` seconds, else
 // 10), so every rank of a job records the same ones, and slot k records when k % N == 0. Until one
 // whole window has been recorded every window records, so a run shorter than N windows still has
-// device figures. CUDA events time every step's phases meanwhile (docs/architecture.md,
+// device figures. CUDA events time every step's phases meanwhile (cpp/src/gpu/README.md,
 // "Sampled device records").
 //
 //   sample_plan plan;

@@ -1,5 +1,5 @@
 // Internal (not public API): what held the GPU idle in a torch.profiler trace's steps, by name
-// (docs/architecture.md, "Reading torch.profiler traces"): the main thread's outermost ops (the
+// (cpp/src/profiler/README.md, "Reading torch.profiler traces"): the main thread's outermost ops (the
 // calls the program's Python made: `aten::randn`, `aten::linear`), the blocking runtime calls of
 // any of the process's threads (allocation and release, event and stream creation, module loads:
 // trace_names.hpp), and the host's launches with a graph's replay counted once. Read from the host forests

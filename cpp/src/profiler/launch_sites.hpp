@@ -1,5 +1,5 @@
 // Internal (not public API): where a trace's kernels were launched: each launch call by its
-// correlation, and the ops open around it on the launching thread (docs/architecture.md,
+// correlation, and the ops open around it on the launching thread (cpp/src/analysis/README.md,
 // "Kernels and ops").
 #pragma once
 

@@ -2,7 +2,7 @@
 // (torch.profiler's record_shapes: "Input Dims", "Input type", "Concrete Inputs") or its own
 // `flops` arg: the FLOPs of the ops that carry them (matmuls, convolutions, attention) by the
 // textbook formulas torch's FlopCounterMode uses, and the bytes an op must move (its inputs read
-// once, its output written once) where its shapes tell them (docs/architecture.md, "The ceiling").
+// once, its output written once) where its shapes tell them (cpp/src/analysis/README.md, "The ceiling").
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // One process's torch.profiler cycles (a repeating schedule's tensorboard_trace_handler files) read
 // as one run: each file by the trace rules, then every cycle's steps through one analysis
-// (docs/architecture.md, "Reading torch.profiler traces").
+// (cpp/src/profiler/README.md, "Reading torch.profiler traces").
 #include <fmt/format.h>
 
 #include <algorithm>

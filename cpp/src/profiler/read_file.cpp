@@ -1,6 +1,6 @@
 // read_file(): a saved summary or a torch.profiler trace, told apart by the document's top-level
 // keys however far into the file they come, read in one pass from a file or a pipe (never copied
-// whole). docs/architecture.md, "Reading torch.profiler traces".
+// whole). cpp/src/profiler/README.md, "Reading torch.profiler traces".
 #include <stdexcept>
 #include <string>
 

@@ -176,7 +176,7 @@ class trace_run {
   // A reading read again after (a run of cycles): its device records are copied into the join.
   void add(const trace_reading& r) { add(r, r.device, nullptr); }
   // A reading given up: its device records and kernel table are taken, its host records freed
-  // once consumed, so that the summary is never built beside them (memory, docs/architecture.md).
+  // once consumed, so that the summary is never built beside them (cpp/src/profiler/README.md, "Memory").
   void add_given(trace_reading& r) { add(r, std::move(r.device), &r); }
 
   summary finish() {

@@ -1,5 +1,5 @@
 // Internal (not public API): a trace's collective calls, for the ranks' arrival at them
-// (docs/architecture.md, "Arrival at the collectives").
+// (cpp/src/report/README.md, "Arrival at the collectives").
 //
 // Usage:
 //   trace_calls c = read_collective_calls(events, device_pid, pid, reading.device, reading.records);

@@ -50,7 +50,7 @@ std::uint64_t busy_within(const trace_device& d, std::uint64_t begin, std::uint6
 device_reading read_device(const trace_events& t, const trace_device& device, std::uint32_t pid,
                            const std::vector<step_interval>& steps) {
   device_reading out;
-  // Sized once, from a count: no copy of the records while they grow (memory, docs/architecture.md).
+  // Sized once, from a count: no copy of the records while they grow (cpp/src/profiler/README.md, "Memory").
   std::size_t syncs = 0, work = 0, calls = 0;
   for (const trace_event& e : t.events) {
     if (e.pid == pid && e.cat == event_cat::runtime) {

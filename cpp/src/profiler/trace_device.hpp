@@ -1,5 +1,5 @@
 // Internal (not public API): the device side of a torch.profiler trace as the device records a
-// live run's CUPTI gives (docs/architecture.md, "Reading torch.profiler traces"): kernels, copies
+// live run's CUPTI gives (cpp/src/profiler/README.md, "Reading torch.profiler traces"): kernels, copies
 // and memsets of the GPU with the most kernels, the main process's blocking syncs, and the
 // evidence that the first traced step's device was still busy with work launched before the trace.
 #pragma once

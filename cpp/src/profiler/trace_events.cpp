@@ -41,7 +41,7 @@ class interner {
 
 // steptrace's own timeline (summary::trace(), a capture without torch, trace_path): its steps and
 // phases read as steptrace's annotations are in a torch.profiler trace (`steptrace:step`,
-// `steptrace:<phase>`), its device slices as kernels on their stream (docs/architecture.md,
+// `steptrace:<phase>`), its device slices as kernels on their stream (cpp/src/profiler/README.md,
 // "Reading torch.profiler traces").
 enum class own_kind : std::uint8_t { none, step, phase, device };
 own_kind own_category(std::string_view cat) {

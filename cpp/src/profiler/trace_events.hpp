@@ -1,7 +1,7 @@
 // Internal (not public API): the events of a torch.profiler (Kineto) Chrome trace that the
 // reader uses, decoded from JSON into compact records: complete ('X') events of the host ops,
 // runtime calls and device activity, with the trace's facts (GPU names, rank). Every other
-// event, field and category is skipped unread (docs/architecture.md, "Reading torch.profiler
+// event, field and category is skipped unread (cpp/src/profiler/README.md, "Reading torch.profiler
 // traces").
 #pragma once
 
@@ -38,7 +38,7 @@ struct activity_args {
   static constexpr std::uint64_t no_seq = UINT64_MAX;
 };
 
-// 40 bytes: a trace's memory is mostly its events (docs/architecture.md, "Reading torch.profiler
+// 40 bytes: a trace's memory is mostly its events (cpp/src/profiler/README.md, "Reading torch.profiler
 // traces").
 struct trace_event {
   std::uint64_t ts = 0, dur = 0;  // ns, exact (the trace writes microseconds as decimal text)

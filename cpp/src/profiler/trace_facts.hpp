@@ -1,5 +1,5 @@
 // Internal (not public API): what a trace's rules note beside the records for the diagnosis
-// (docs/architecture.md, "Reading torch.profiler traces"): one-time costs to set aside, the host's
+// (cpp/src/profiler/README.md, "Reading torch.profiler traces"): one-time costs to set aside, the host's
 // stretches outside every op (HOST-BOUND's shape), and where the first step and its first
 // collective began (a late rank in a job).
 #pragma once

@@ -1,5 +1,5 @@
 // Internal (not public API): a trace's device time by kernel, by the op that launched it and by
-// kind, over the counted steps (docs/architecture.md, "Kernels and ops").
+// kind, over the counted steps (cpp/src/analysis/README.md, "Kernels and ops").
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Internal (not public API): what a torch.profiler trace's names mean to the rules
-// (docs/architecture.md, "Reading torch.profiler traces"). ROCm traces name the runtime `hip*`:
+// (cpp/src/profiler/README.md, "Reading torch.profiler traces"). ROCm traces name the runtime `hip*`:
 // each counts as its `cuda*` twin.
 #pragma once
 

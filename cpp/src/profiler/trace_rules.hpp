@@ -1,5 +1,5 @@
 // Internal (not public API): a torch.profiler trace as the records the live path produces.
-// The rules (docs/architecture.md, "Reading torch.profiler traces"):
+// The rules (cpp/src/profiler/README.md, "Reading torch.profiler traces"):
 // - steps (profiler/trace_steps.hpp): steptrace's own `steptrace:step` annotations, with their
 //   `steptrace:<phase>` ranges as the phases (the live rules then apply to them unchanged); else
 //   the ranges the user names; else the ProfilerStep#N ranges; else a training loop's iterations

@@ -1,5 +1,5 @@
 // Internal (not public API): which intervals of a torch.profiler trace are its steps, and which
-// host thread is the main one (docs/architecture.md, "Reading torch.profiler traces"), in order:
+// host thread is the main one (cpp/src/profiler/README.md, "Reading torch.profiler traces"), in order:
 // a range the user names (their explicit choice wins); steptrace's own `steptrace:step`
 // annotations; the ProfilerStep#N ranges; a training loop's iterations, found by its DataLoader
 // fetches or optimizer steps; else the whole trace as one window.

@@ -1,5 +1,5 @@
 // Internal (not public API): which kernels move data between GPUs, one rule for CUPTI's records,
-// torch.profiler traces and the kernel table's "collective" kind (docs/architecture.md, "Kernels
+// torch.profiler traces and the kernel table's "collective" kind (cpp/src/analysis/README.md, "Kernels
 // and ops").
 //
 // Usage:

@@ -1,5 +1,5 @@
 // Internal (not public API): what a rank's host says about its speed, read once a window from
-// /proc and getrusage (docs/architecture.md, "Node health"): CPU time the hypervisor stole, this
+// /proc and getrusage (cpp/src/report/README.md, "Node health"): CPU time the hypervisor stole, this
 // process's involuntary context switches, and how long its main thread sat runnable with no core.
 //
 // Usage:

@@ -1,5 +1,5 @@
 // Internal (not public API): kernel names from CUPTI records, interned once per process so a
-// device record carries a 4-byte id instead of a string (docs/architecture.md, "Kernels and ops").
+// device record carries a 4-byte id instead of a string (cpp/src/analysis/README.md, "Kernels and ops").
 //
 // Usage:
 //   bool collective = false;

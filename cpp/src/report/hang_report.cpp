@@ -1,6 +1,6 @@
 // A hang's words: the report file a process writes when one of its steps has been open past
 // `hang_after`, the lines it says on stderr, and what the stuck phase usually means. See
-// docs/architecture.md, "Hangs".
+// cpp/src/report/README.md, "Hangs".
 #include <fmt/format.h>
 #include <unistd.h>
 

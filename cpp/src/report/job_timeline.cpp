@@ -1,4 +1,4 @@
-// job_timeline: one Chrome trace of a job's slow steps across its ranks (docs/architecture.md,
+// job_timeline: one Chrome trace of a job's slow steps across its ranks (cpp/src/report/README.md,
 // "Many ranks"). What is kept of a rank is a few of its steps; the events are trace.cpp's.
 #include "steptrace/job_timeline.hpp"
 

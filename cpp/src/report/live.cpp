@@ -1,4 +1,4 @@
-// The live view's line for one window (option `live`; docs/architecture.md, "Windows").
+// The live view's line for one window (option `live`; cpp/src/core/README.md, "Windows").
 #include <algorithm>
 #include <cstdio>
 #include <string>

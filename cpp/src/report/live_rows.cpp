@@ -1,6 +1,6 @@
 // Live rank windows' rows (summary.hpp: live_row, window_straggler, straggler_pattern): one line
 // of text a rank sends rank 0 each window, read back far faster than JSON at 1,024 ranks, and the
-// STRAGGLER rule on them. See docs/architecture.md, "Live rank windows".
+// STRAGGLER rule on them. See cpp/src/report/README.md, "Live rank windows".
 #include <fmt/format.h>
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 // summary::prometheus(): the figures in the Prometheus text exposition format 0.0.4, for a
-// server's existing metrics endpoint (docs/architecture.md, "Windows").
+// server's existing metrics endpoint (cpp/src/core/README.md, "Windows").
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>

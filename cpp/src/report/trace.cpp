@@ -1,4 +1,4 @@
-// summary::trace(): the timeline as Chrome trace event JSON (docs/architecture.md, "Timeline"), and
+// summary::trace(): the timeline as Chrome trace event JSON (cpp/src/analysis/README.md, "Timeline"), and
 // the events of one rank's steps that the job's timeline (job_timeline.cpp) writes per rank.
 //
 // One process for the host (a track per thread: steps enclosing their phases; set-aside spans on

@@ -30,7 +30,7 @@ def to_jsonl(path: str, rank: int, record: Dict[str, Any], what: str) -> None:
     """A line of its own in the live JSONL (``jsonl_path``, ``{rank}`` filled in), appended by the
     core as it appends its windows: whole or not at all, the path held to the rule for every file
     steptrace writes (a link of yours is followed, one another user may have planted is refused:
-    docs/architecture.md, "Writes"). A failure is said."""
+    cpp/src/core/README.md, "Writes"). A failure is said."""
     if not path:
         return
     try:

@@ -11,7 +11,7 @@ waiting in collective k, those that never entered it and the phase each is in, t
 another kind of collective. Every live rank adds the view to its own hang report and its JSONL
 (``{"hang_job": ...}``), and asks PyTorch's Flight Recorder to dump where it records; the lowest
 live rank (rank 0 while it lives) says it on stderr and labels its window HANG. Nothing here
-waits on a rank: the store answers with what is there. See docs/architecture.md, "Hangs".
+waits on a rank: the store answers with what is there. See cpp/src/report/README.md, "Hangs".
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ holds most of its excess (``within``). A rank with no row of that slot is late; 
 each rank's straggler windows lives in the core (``note_rank_window``), so the exit table, the
 JSON and Prometheus have it; the window gets ``straggler_rank`` and friends
 (``straggler_within``), rank 0's stderr a line, and the JSONL a ``{"ranks": ...}`` line. See
-docs/architecture.md, "Many ranks".
+cpp/src/report/README.md, "Many ranks".
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ listener there, never on the training thread. The core keeps the latest two wind
 that falls behind loses the oldest, and a call that raises (anything, SystemExit too) loses its
 window; both are counted in
 the summary's errors (``windows_dropped``, ``window_calls_failed``), the first failure said once.
-Windows come every ``live`` seconds, or every 10 s when ``live`` is 0 (docs/architecture.md,
+Windows come every ``live`` seconds, or every 10 s when ``live`` is 0 (cpp/src/core/README.md,
 "Windows").
 """
 

@@ -15,7 +15,7 @@ Each measured wait (ms) is also kept for the last ``WAITS_KEPT`` backward passes
 all-reduce of one rank is the k-th of every rank, so rank 0 can say which rank was the slowest
 in each step (the one that waited least). Installed at ``import steptrace`` on torch's DDP
 class, when torch imports it; ``collective_wait=False`` turns it off for models built after.
-See docs/architecture.md, "Many ranks".
+See cpp/src/report/README.md, "Many ranks".
 """
 
 from __future__ import annotations

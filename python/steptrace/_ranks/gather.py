@@ -11,7 +11,7 @@ first seen, so the gather at exit still works after ``destroy_process_group()``.
 
 Each payload is bounded whatever the run's length, phases or timeline: the summary's digest
 (``_core.rank_digest``: what the rank's row needs) and the waits of the last ``WAITS_KEPT``
-collectives, about 5 KB. See docs/architecture.md, "Many ranks".
+collectives, about 5 KB. See cpp/src/report/README.md, "Many ranks".
 """
 
 from __future__ import annotations

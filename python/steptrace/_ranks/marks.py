@@ -5,7 +5,7 @@ the job stopped. The module's functions are wrapped when torch imports ``torch.d
 (calls through a name bound before that are not marked); a wrapper adds two calls into the core
 (under a microsecond each) and changes nothing the call does or raises. "Left" is the return of
 the call: for an ``async_op`` call or NCCL, that is its launch, not its completion. See
-docs/architecture.md, "Hangs".
+cpp/src/report/README.md, "Hangs".
 """
 
 from __future__ import annotations

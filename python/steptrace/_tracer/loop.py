@@ -1,5 +1,5 @@
 """The steps() loop: each item one step, getting it its `input`, nothing left open on any exit.
-The loop itself is C (`_core.StepLoop`, bindings/step_loop.cpp): see docs/architecture.md, "Python loops"."""
+The loop itself is C (`_core.StepLoop`, bindings/step_loop.cpp): see bindings/README.md, "Python loops"."""
 
 from __future__ import annotations
 

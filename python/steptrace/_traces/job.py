@@ -1,7 +1,7 @@
 """A job read from its ranks' files (torch.profiler traces or saved summaries): a folder, several
 paths or a glob. Each file is read as the rank it names (a trace's ``distributedInfo``, a
 summary's rank), else as the next rank in file order, and the job view is built by the same
-``combine_ranks`` as a live gather (docs/architecture.md, "Many ranks").
+``combine_ranks`` as a live gather (cpp/src/report/README.md, "Many ranks").
 
 Trace files one process wrote (the same pid, ``host_name`` and rank: a repeating schedule's
 ``tensorboard_trace_handler`` cycles) are that process's cycles, read as one run by the core's
@@ -159,7 +159,7 @@ def load_job(names: List[str], step: Optional[str] = None) -> Any:
 def job_trace(
     names: List[str], step: Optional[str] = None, slowest_per_rank: int = 3
 ) -> Tuple[str, int, Optional[int]]:
-    """One Chrome trace of the job's slow steps (``_core.JobTimeline``, docs/architecture.md, "Many
+    """One Chrome trace of the job's slow steps (``_core.JobTimeline``, cpp/src/report/README.md, "Many
     ranks"): each rank's slowest steps and the same steps on the median rank, aligned on their
     collectives' ends. Returns (the trace, the ranks read, the median rank); one process's
     cycles are one run, whose own timeline it is."""

@@ -373,7 +373,7 @@ def test_a_loop_of_with_step_blocks_is_captured_too(tmp_path):
 
 def test_the_jsonl_lines_follow_one_rule_for_links_the_cores_and_pythons_alike(tmp_path, capfd):
     # A link of the user's own is followed by every line, the core's and Python's (the rule for
-    # every file steptrace writes: docs/architecture.md, "Writes"); another user's link is refused
+    # every file steptrace writes: cpp/src/core/README.md, "Writes"); another user's link is refused
     # by both (the next test).
     target = tmp_path / "elsewhere.txt"
     target.write_text("untouched\n")

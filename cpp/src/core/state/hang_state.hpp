@@ -1,5 +1,5 @@
 // Internal: a tracer's watch over its own open steps (tracer_impl::hang; core/hang_watch.cpp),
-// under the tracer lock. See docs/architecture.md, "Hangs".
+// under the tracer lock. See cpp/src/report/README.md, "Hangs".
 #pragma once
 
 #include <chrono>

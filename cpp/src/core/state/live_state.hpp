@@ -1,6 +1,6 @@
 // Internal: a tracer's windows (tracer::window), its live view, the listeners' queue and rank 0's
 // count of live stragglers (tracer_impl::live; windows.cpp, rank_windows.cpp), under the tracer
-// lock unless said. See docs/architecture.md, "Live windows".
+// lock unless said. See cpp/src/core/README.md, "Windows".
 #pragma once
 
 #include <atomic>

@@ -1,5 +1,5 @@
 // Internal: a tracer's figures of the steps it counted (tracer_impl::stats), under the tracer lock.
-// See docs/architecture.md, "The tracer's state".
+// See cpp/src/core/README.md, "The tracer's state".
 #pragma once
 
 #include <atomic>

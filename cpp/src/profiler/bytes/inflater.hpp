@@ -1,7 +1,7 @@
 // Internal (not public API): a gzip member's deflate stream inflated by one engine: ISA-L's
 // igzip where the build found it (about twice zlib's speed on profiler traces,
 // benchmarks/bench_inflate.cpp), else zlib. Both give the same bytes and the same verdicts;
-// byte_source.cpp turns the verdicts into messages (docs/architecture.md, "Reading torch.profiler traces").
+// byte_source.cpp turns the verdicts into messages (cpp/src/profiler/README.md, "Reading torch.profiler traces").
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// Close calls (docs/architecture.md, "Definitions"): a label that leads the cause behind it by
+// Close calls (cpp/src/report/diagnosis/README.md, "Definitions"): a label that leads the cause behind it by
 // less than close_call_points of the step says so, and names that cause with its gain.
 #include <fmt/format.h>
 

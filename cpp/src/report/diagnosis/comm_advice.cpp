@@ -1,4 +1,4 @@
-// COMM-BOUND's words (docs/architecture.md, "Diagnosis"): what the collectives cost, which kind of
+// COMM-BOUND's words (cpp/src/report/diagnosis/README.md, "Definitions"): what the collectives cost, which kind of
 // collective holds the most of it, and the overlap that kind allows first. The gain on the first
 // line is added by report/diagnosis/gains.cpp.
 #include <fmt/format.h>

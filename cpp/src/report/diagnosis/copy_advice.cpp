@@ -1,4 +1,4 @@
-// H2D-BOUND's advice (docs/architecture.md, "Diagnosis"): pin what is pageable; copies already
+// H2D-BOUND's advice (cpp/src/report/diagnosis/README.md, "Definitions"): pin what is pageable; copies already
 // pinned are hidden under the kernels or made smaller, whichever the device's time says can give
 // more. The gain on the first line is added by report/diagnosis/gains.cpp.
 #include <fmt/format.h>

@@ -5,7 +5,7 @@
 // - host-only, the cause's share of step time;
 // - time set aside (validation, checkpoints): its share of run time;
 // - STRAGGLER (report/ranks.cpp): the straggler's excess over the median rank, of step time.
-// COMPUTE-BOUND names no host gain. See docs/architecture.md, "Definitions".
+// COMPUTE-BOUND names no host gain. See cpp/src/report/diagnosis/README.md, "Definitions".
 #pragma once
 
 #include <string>

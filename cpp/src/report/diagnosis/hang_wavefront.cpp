@@ -1,7 +1,7 @@
 // The job's view of a hang (steptrace/hang.hpp's window_hang): from each rank's row, where the
 // wavefront of collectives stopped: the ranks inside collective k, those that never entered it
 // and the phase each is in, those at k in another kind of collective, and those gone. The
-// culprits (never entered, mismatched, gone) come first. See docs/architecture.md, "Hangs".
+// culprits (never entered, mismatched, gone) come first. See cpp/src/report/README.md, "Hangs".
 #include "report/diagnosis/hang_wavefront.hpp"
 
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
 // Internal: the job's view of a hang from the ranks' live rows (hang_wavefront.cpp): where the
 // wavefront of collectives stopped, who never reached it and where each of those is. See
-// docs/architecture.md, "Hangs".
+// cpp/src/report/README.md, "Hangs".
 #pragma once
 
 #include <cstdint>

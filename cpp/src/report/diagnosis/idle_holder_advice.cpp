@@ -1,4 +1,4 @@
-// What held the GPU idle, named in the first fix (docs/architecture.md, "Definitions"): a trace's
+// What held the GPU idle, named in the first fix (cpp/src/report/diagnosis/README.md, "Definitions"): a trace's
 // blocking runtime calls and the op holding the most idle time (profiler/idle_holders.hpp), and
 // the graph replays a step makes beside its eager launches.
 #include <fmt/format.h>

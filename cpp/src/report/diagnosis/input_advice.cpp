@@ -1,5 +1,5 @@
 // INPUT-BOUND's advice: specific where the tracer knows the DataLoader's settings and the CPU
-// (docs/architecture.md, "Diagnosis"); the thresholds live in report/diagnosis/diagnosis.hpp.
+// (cpp/src/report/diagnosis/README.md, "Definitions"); the thresholds live in report/diagnosis/diagnosis.hpp.
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // A straggler's node against the median rank's (report/diagnosis/straggler.hpp, node_departures):
-// the readings that say why a rank is slow when its code is not (docs/architecture.md, "Node
+// the readings that say why a rank is slow when its code is not (cpp/src/report/README.md, "Node
 // health").
 #include <fmt/format.h>
 

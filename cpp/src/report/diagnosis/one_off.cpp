@@ -1,4 +1,4 @@
-// One-off stalls (docs/architecture.md, "Definitions"): a phase whose time a few steps hold is
+// One-off stalls (cpp/src/report/diagnosis/README.md, "Definitions"): a phase whose time a few steps hold is
 // not the steady state; the diagnosis reads the typical step, and names the stall apart.
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
-// Internal (not public API): the STRAGGLER rule over a job's rank rows (docs/architecture.md,
-// "Ranks"): the rank the others wait for, the phase it spends its extra time in and, where its
+// Internal (not public API): the STRAGGLER rule over a job's rank rows (cpp/src/report/README.md,
+// "Many ranks"): the rank the others wait for, the phase it spends its extra time in and, where its
 // summary has them, the named phase inside that one which holds most of it; and its diagnosis.
 #pragma once
 

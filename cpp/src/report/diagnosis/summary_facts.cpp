@@ -1,5 +1,5 @@
 // What a summary says, read for the rules: the built-in group of each phase and its share, and
-// the facts (loader settings, CPU figures) as numbers. See docs/architecture.md, "Definitions".
+// the facts (loader settings, CPU figures) as numbers. See cpp/src/report/diagnosis/README.md, "Definitions".
 #include "report/diagnosis/summary_facts.hpp"
 
 #include <cstdlib>

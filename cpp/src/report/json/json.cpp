@@ -1,4 +1,5 @@
-// summary::json() and summary::from_json(): schema "steptrace.summary/1" (docs/architecture.md, "The summary JSON").
+// summary::json() and summary::from_json(): schema "steptrace.summary/1" (cpp/src/report/json/README.md, "The summary
+// JSON").
 #include <cmath>
 #include <stdexcept>
 

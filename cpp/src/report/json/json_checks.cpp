@@ -1,5 +1,5 @@
 // A summary read from a file holds together before any of it is shown as a figure: the checks
-// after summary::from_json has read every field (docs/architecture.md, "The summary JSON").
+// after summary::from_json has read every field (cpp/src/report/json/README.md, "The summary JSON").
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // The summary JSON's `rank` and `ranks` sections: who a summary is from, and rank 0's view of
-// the job (docs/architecture.md, "The summary JSON").
+// the job (cpp/src/report/json/README.md, "The summary JSON").
 #include <stdexcept>
 #include <string>
 

@@ -1,4 +1,4 @@
-// The summary JSON's `timeline`, `series` and `host_memory` sections (docs/architecture.md,
+// The summary JSON's `timeline`, `series` and `host_memory` sections (cpp/src/report/json/README.md,
 // "The summary JSON").
 #include <stdexcept>
 #include <string>
