@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/step_fan_out.hpp"
 #include "core/poll_interval.hpp"
 #include "core/tracer_impl.hpp"
 #include "gpu/backend.hpp"
@@ -81,68 +82,60 @@ void tracer_impl::drain_for_producer(thread_state& state) {
 
 namespace {
 
-// Each finished step goes to the whole-run totals, the windows and the flight recorder.
-class step_fanout final : public step_sink {
+// An armed capture keeps the steps that begin after it was armed (capture.cpp).
+class capture_keeper final : public step_keeper {
  public:
-  step_fanout(tracer_impl& impl, std::uint32_t thread)
-      : impl_(impl), thread_(thread), windows_(impl.live.windows_on), live_(impl.live_on()) {}
-  void on_step(const built_step& s) override {
-    if (s.batch != 0) {  // a batch is not a request: counted apart
-      impl_.stats.batches.on_step(s);
-      return;
-    }
-    impl_.stats.totals.on_step(s);
-    if (!s.warmup && !s.failed) impl_.stats.recent.on_step(s, s.end - s.begin - std::min(s.set_aside, s.end - s.begin));
-    if (windows_) impl_.live.window_totals.on_step(s);
-    if (live_) impl_.live.live_totals.on_step(s);
-    impl_.stats.timeline.on_step(s);
-    impl_.capture.back.on_step(s);
-    if (impl_.capture.armed) impl_.capture_step(s);
-    ++impl_.stats.steps_ended;
-  }
-  void on_unscoped(std::uint32_t id, std::uint64_t ticks) override {
-    impl_.stats.totals.on_unscoped(id, ticks);
-    if (windows_) impl_.live.window_totals.on_unscoped(id, ticks);
-    if (live_) impl_.live.live_totals.on_unscoped(id, ticks);
-  }
-  void on_set_aside(std::uint32_t id, std::uint64_t begin, std::uint64_t end) override {
-    impl_.stats.totals.on_set_aside(id, begin, end);
-    if (windows_) impl_.live.window_totals.on_set_aside(id, begin, end);
-    if (live_) impl_.live.live_totals.on_set_aside(id, begin, end);
-    impl_.stats.timeline.on_set_aside(thread_, id, begin, end);
-    impl_.capture.back.on_set_aside(thread_, id, begin, end);
-    if (impl_.capture.armed) impl_.capture_set_aside(thread_, id, begin, end);
+  explicit capture_keeper(tracer_impl& impl) : impl_(impl) {}
+  void on_step(const built_step& s) override { impl_.capture_step(s); }
+  void on_set_aside(std::uint32_t thread, std::uint32_t id, std::uint64_t begin, std::uint64_t end) override {
+    impl_.capture_set_aside(thread, id, begin, end);
   }
 
  private:
   tracer_impl& impl_;
-  std::uint32_t thread_;
-  bool windows_, live_;
+};
+
+// Each finished step of `thread` goes to the whole-run totals and the recent steps, the windows
+// (while they are on), the timeline, the retroactive ring and an armed capture; a batch to the
+// batches alone. Each drain makes its own: what is on cannot change while the lock is held.
+struct drain_fan_out {
+  drain_fan_out(tracer_impl& impl, std::uint32_t thread) : out(thread), capture(impl) {
+    out.add_batches(impl.stats.batches).add(impl.stats.totals).add(impl.stats.recent);
+    if (impl.live.windows_on) out.add(impl.live.window_totals);
+    if (impl.live_on()) out.add(impl.live.live_totals);
+    out.add(impl.stats.timeline).add(impl.capture.back);
+    if (impl.capture.armed) out.add(capture);
+  }
+  step_fan_out out;
+  capture_keeper capture;
 };
 
 }  // namespace
 
 std::uint64_t tracer_impl::drain_locked(thread_state& state) {
-  step_fanout sink(*this, state.builder.thread());
-  return state.records.drain([&](const record* first, const record* last) {
+  drain_fan_out sink(*this, state.builder.thread());
+  const std::uint64_t drained = state.records.drain([&](const record* first, const record* last) {
     // A request's block (request_block, then its records) goes to the request builder; the
     // thread's own records around it to the thread's. A block may straddle two runs.
     while (first != last) {
       if (state.request_left != 0) {
         const std::uint64_t take = std::min<std::uint64_t>(state.request_left, last - first);
         step_builder& builder = request_builder();
-        step_fanout request_sink(*this, builder.thread());
-        builder.consume(first, first + take, request_sink);
+        drain_fan_out request_sink(*this, builder.thread());
+        builder.consume(first, first + take, request_sink.out);
+        stats.steps_ended += request_sink.out.steps();
         first += take;
         state.request_left -= static_cast<std::uint32_t>(take);
         continue;
       }
-      const record* block = state.builder.consume_until_block(first, last, sink);
+      const record* block = state.builder.consume_until_block(first, last, sink.out);
       if (block == last) break;
       state.request_left = block->id;
       first = block + 1;
     }
   });
+  stats.steps_ended += sink.out.steps();
+  return drained;
 }
 
 void tracer_impl::restart_threads() {

@@ -7,6 +7,7 @@
 #include "analysis/aggregate.hpp"
 #include "analysis/flight_recorder.hpp"
 #include "analysis/step_builder.hpp"
+#include "analysis/step_fan_out.hpp"
 #include "base/utf8.hpp"
 #include "profiler/bytes/byte_source.hpp"
 #include "profiler/trace_events.hpp"
@@ -33,25 +34,6 @@ std::vector<device_record> untraced_records(const std::vector<step_interval>& sp
   }
   return out;
 }
-
-// Each finished step goes to the totals and the flight recorder, as the collector's fan-out does.
-class trace_sink final : public step_sink {
- public:
-  trace_sink(aggregate& totals, flight_recorder& timeline) : totals_(totals), timeline_(timeline) {}
-  void on_step(const built_step& s) override {
-    totals_.on_step(s);
-    timeline_.on_step(s);
-  }
-  void on_unscoped(std::uint32_t id, std::uint64_t ticks) override { totals_.on_unscoped(id, ticks); }
-  void on_set_aside(std::uint32_t id, std::uint64_t begin, std::uint64_t end) override {
-    totals_.on_set_aside(id, begin, end);
-    timeline_.on_set_aside(0, id, begin, end);
-  }
-
- private:
-  aggregate& totals_;
-  flight_recorder& timeline_;
-};
 
 std::string steps_said(const trace_reading& r) {
   switch (r.source) {
@@ -162,6 +144,7 @@ std::string backend_reason(const std::string& path, const trace_events& t, const
 class trace_run {
  public:
   explicit trace_run(bool device) {
+    sink_.add(totals_).add(timeline_);  // the collector's fan-out, with the keepers a trace has
     totals_.set_tick_clock(&same_ns);
     if (device) totals_.enable_device();
     builder_.set_max_segments(SIZE_MAX);
@@ -221,7 +204,7 @@ class trace_run {
 
   aggregate totals_;
   flight_recorder timeline_;
-  trace_sink sink_{totals_, timeline_};
+  step_fan_out sink_{0};
   step_builder builder_{0, 0};  // one thread: the main one, cycle after cycle
   kernel_table kernels_;
   ceiling_table ceiling_;

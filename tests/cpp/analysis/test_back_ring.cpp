@@ -7,6 +7,7 @@
 #include "analysis/aggregate.hpp"
 #include "analysis/back_ring.hpp"
 #include "analysis/step_builder.hpp"
+#include "analysis/step_fan_out.hpp"
 #include "helpers.hpp"
 #include "steptrace/tracer.hpp"
 
@@ -20,19 +21,18 @@ constexpr std::uint64_t ms = 1'000'000;
 
 std::uint64_t same(std::uint64_t t) { return t; }
 
-// One thread's records into a ring, as the collector feeds it.
-struct harness final : step_sink {
+// One thread's records into a ring, through the collector's fan-out.
+struct harness {
   back_ring ring;
+  step_fan_out out{0};
   step_builder builder{0, 0};
   std::uint64_t t = 1'000;
   explicit harness(std::uint32_t k) {
     ring.configure(k);
     builder.keep_spans(true);
+    out.add(ring);
   }
-  void on_step(const built_step& s) override { ring.on_step(s); }
-  void on_unscoped(std::uint32_t, std::uint64_t) override {}
-  void on_set_aside(std::uint32_t id, std::uint64_t b, std::uint64_t e) override { ring.on_set_aside(0, id, b, e); }
-  void add(record_kind kind, std::uint64_t at, std::uint32_t id = 0) { builder.consume(record{at, id, kind}, *this); }
+  void add(record_kind kind, std::uint64_t at, std::uint32_t id = 0) { builder.consume(record{at, id, kind}, out); }
   // A step: `input_ms` of input, then 10 ms of compute.
   void step(std::uint64_t input_ms) {
     add(record_kind::step_begin, t);

@@ -10,6 +10,7 @@
 #include "analysis/aggregate.hpp"
 #include "analysis/device_view.hpp"
 #include "analysis/flight_recorder.hpp"
+#include "analysis/step_fan_out.hpp"
 #include "helpers.hpp"
 #include "report/report.hpp"
 #include "steptrace/tracer.hpp"
@@ -23,21 +24,14 @@ constexpr auto input = builtin::input, compute = builtin::compute;
 
 std::uint64_t same(std::uint64_t t) { return t; }
 
-// Feeds one thread's records to an aggregate and a flight recorder, as the collector does.
-struct harness final : step_sink {
+// Feeds one thread's records to an aggregate and a flight recorder through the collector's fan-out.
+struct harness {
   aggregate totals;
   flight_recorder recorder;
+  step_fan_out out{0};
   step_builder builder{0, 0};
-  void on_step(const built_step& s) override {
-    totals.on_step(s);
-    recorder.on_step(s);
-  }
-  void on_unscoped(std::uint32_t id, std::uint64_t ticks) override { totals.on_unscoped(id, ticks); }
-  void on_set_aside(std::uint32_t id, std::uint64_t b, std::uint64_t e) override {
-    totals.on_set_aside(id, b, e);
-    recorder.on_set_aside(0, id, b, e);
-  }
-  void add(record_kind kind, std::uint64_t t, std::uint32_t id = 0) { builder.consume(record{t, id, kind}, *this); }
+  harness() { out.add(totals).add(recorder); }
+  void add(record_kind kind, std::uint64_t t, std::uint32_t id = 0) { builder.consume(record{t, id, kind}, out); }
   summary result() {
     summary out;
     totals.fill(out, 1.0);
