@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <system_error>
 
@@ -76,6 +77,15 @@ std::string own_folder::write_new(const std::string& stem, const std::string& su
   }
   throw std::system_error(EEXIST, std::generic_category(),
                           joined(path_, stem + "-" + std::to_string(max_names) + suffix));
+}
+
+std::string safe_name(std::string name) {
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  }
+  // a name that starts with `-` or `.` reads as an option to the next command given it, or hides
+  name.erase(0, name.find_first_not_of("-."));
+  return name.empty() ? "run" : name;
 }
 
 }  // namespace steptrace::detail

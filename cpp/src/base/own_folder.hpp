@@ -41,4 +41,8 @@ class own_folder {
   int fd_ = -1;
 };
 
+// A name as part of a report's file name: letters, digits, `-`, `_` and `.`, the rest `_`, never
+// starting with `-` or `.` (`python -c`'s "-c" is "c"); "run" if empty.
+std::string safe_name(std::string name);
+
 }  // namespace steptrace::detail

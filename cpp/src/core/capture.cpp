@@ -63,15 +63,6 @@ void install_usr2() {
 
 }  // namespace
 
-std::string safe_name(std::string name) {
-  for (char& c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
-  }
-  // a name that starts with `-` or `.` reads as an option to the next command given it, or hides
-  name.erase(0, name.find_first_not_of("-."));
-  return name.empty() ? "run" : name;
-}
-
 bool tracer_impl::arm_capture(std::string reason, std::uint32_t steps) {
   if (capture.armed) return false;
   // Forward captures count, one being written too; the retroactive ones come with them.

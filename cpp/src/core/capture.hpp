@@ -18,10 +18,6 @@
 
 namespace steptrace::detail {
 
-// A name as part of a file name: letters, digits, `-`, `_` and `.`, the rest `_`, never starting
-// with `-` or `.` (`python -c`'s "-c" is "c"); "run" if empty.
-std::string safe_name(std::string name);
-
 // The kept steps a trigger's retroactive capture writes: a window's trigger (slow, stall, label,
 // phase), the window's slowest; one from outside the loop's figures (file, signal), the last ones.
 kept_steps back_choice(const capture_rule& rule);

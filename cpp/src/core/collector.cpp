@@ -60,7 +60,7 @@ void tracer_impl::collect_loop() {
     sample_rss(lock, false);
     live_tick(lock);
     capture_tick(lock);
-    hang_tick(lock);
+    if (hang.due() && !forked.load()) hang.tick(lock, hang_context_now());
     const std::uint64_t now_self_drains = producer_drains.load(std::memory_order_relaxed);
     interval =
         poll_interval::next(interval, std::chrono::duration_cast<std::chrono::microseconds>(now - last_poll), ring_fill,

@@ -18,8 +18,8 @@
 
 #include "analysis/step_builder.hpp"
 #include "core/capture.hpp"
+#include "core/hang/hang_watch.hpp"
 #include "core/state/device_reading.hpp"
-#include "core/state/hang_state.hpp"
 #include "core/state/live_state.hpp"
 #include "core/state/request_state.hpp"
 #include "core/state/step_statistics.hpp"
@@ -153,15 +153,16 @@ class tracer_impl {
     return !live.live_ended &&
            (cfg.live > 0 || !cfg.jsonl_path.empty() || live.listening || (!cfg.capture.empty() && !capture.elsewhere));
   }
-  // hang_watch.cpp: each tracer watches its own open steps.
-  hang_state hang;
-  double hang_after_now() const;  // under `mutex`: the threshold now (the option's or automatic)
-  hang_view open_view();          // under `mutex`: every thread's open step, the last collectives
-  // The collector, each pass (a look once a second): a step open past hang_after is reported once,
-  // without the lock and without touching the stuck thread.
-  void hang_tick(std::unique_lock<std::mutex>& lock);
-  // The report's file, named in metrics() once written (lock not held; taken briefly).
-  void publish_hang_report(std::unique_lock<std::mutex>& lock, const hang_view& v, const std::string& path);
+  // The hang watch (core/hang): each tracer watches its own open steps.
+  hang_watch hang;
+  // What the hang watch may read of this tracer, under `mutex`.
+  hang_context hang_context_now() const {
+    hang_context c{cfg.hang_after_s, cfg.capture_dir, cfg.jsonl_path, rank, &stats.recent, {}};
+    for (const auto& t : threads) {
+      if (!t->retired) c.builders.push_back(&t->builder);
+    }
+    return c;
+  }
   // capture.cpp: captures on trouble, all under `mutex`.
   capture_state capture;
   void capture_configured();                                  // the options changed: the rule anew, the SIGUSR2 handler

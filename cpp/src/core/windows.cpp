@@ -138,7 +138,8 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
   const std::string drift = note_drift(w);  // said once the lock is let go
   w.captures.assign(capture.done.begin() + static_cast<std::ptrdiff_t>(capture.sent), capture.done.end());
   capture.sent = capture.done.size();  // a window carries the captures that ended since the last
-  if (hang_view open = open_view(); !open.threads.empty()) w.hang = std::move(open);  // what is open now
+  if (hang_view open = hang.view(hang_context_now()); !open.threads.empty())
+    w.hang = std::move(open);  // what is open now
   const std::string jsonl = rank_path(cfg.jsonl_path, rank ? rank->rank : 0);
   const bool print = cfg.live > 0;
   const std::uint64_t step = stats.steps_ended;
@@ -219,7 +220,7 @@ summary tracer::metrics() const {
   return read_under_lock(*impl_, [&](std::unique_lock<std::mutex>&, ::steptrace::summary& out) {
     out = impl_->window_of(impl_->stats.totals, false);  // counts and sums since the start
     out.live_ranks = impl_->live.live_ranks;
-    if (hang_view open = impl_->open_view(); !open.threads.empty()) out.hang = std::move(open);
+    if (hang_view open = impl_->hang.view(impl_->hang_context_now()); !open.threads.empty()) out.hang = std::move(open);
     const double ns_per_tick = detail::host_clock::ns_per_tick();
     const std::uint64_t now = detail::host_clock::now();
     const auto window = static_cast<std::uint64_t>(quantile_window_s * 1e9 / ns_per_tick);

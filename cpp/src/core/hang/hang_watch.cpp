@@ -1,9 +1,7 @@
-// Each tracer watches its own open steps: a step open past `hang_after` is a suspected hang,
-// reported once (again only after that step is no longer open) from the collector's thread,
-// without touching the stuck thread: every thread's open phases (from its step builder, which
-// the collector fills anyway), the last collectives (collective_marks.cpp), the latest counted
-// steps, and every Python thread's stack through the bindings' writer. See
-// cpp/src/report/README.md, "Hangs".
+// The hang watch (hang_watch.hpp): the look once a second, the report written without the
+// tracer lock, and every Python thread's stack through the bindings' writer.
+#include "core/hang/hang_watch.hpp"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -19,11 +17,12 @@
 #include "base/own_folder.hpp"
 #include "base/quiet_write.hpp"
 #include "base/whole_file.hpp"
-#include "core/tracer_impl.hpp"
+#include "record/clock.hpp"
 #include "record/names.hpp"
 #include "report/json/json_fields.hpp"
 #include "report/report.hpp"
 #include "steptrace/hang.hpp"
+#include "steptrace/phase.hpp"
 
 namespace steptrace {
 namespace {
@@ -70,14 +69,14 @@ void set_stack_writer(stack_writer writer) noexcept { g_stack_writer.store(write
 
 namespace detail {
 
-double tracer_impl::hang_after_now() const {
-  if (cfg.hang_after_s != 0) return cfg.hang_after_s;  // set, or -1: off
-  if (stats.recent.empty()) return auto_before_steps_s;
-  const double p99_s = static_cast<double>(stats.recent.length_quantile(0.99)) * host_clock::ns_per_tick() / 1e9;
+double hang_watch::after_now(const hang_context& c) const {
+  if (c.hang_after_s != 0) return c.hang_after_s;  // set, or -1: off
+  if (c.recent == nullptr || c.recent->empty()) return auto_before_steps_s;
+  const double p99_s = static_cast<double>(c.recent->length_quantile(0.99)) * host_clock::ns_per_tick() / 1e9;
   return std::max(auto_floor_s, auto_steps * p99_s);
 }
 
-hang_view tracer_impl::open_view() {
+hang_view hang_watch::view(const hang_context& c) const {
   hang_view v;
   const double ns_per_tick = host_clock::ns_per_tick();
   const std::uint64_t now = host_clock::now();
@@ -86,51 +85,56 @@ hang_view tracer_impl::open_view() {
     return static_cast<double>(ticks - std::min(ticks, less)) * ns_per_tick / 1e9;
   };
   std::vector<std::pair<std::uint32_t, std::uint64_t>> phases;
-  for (const auto& t : threads) {
+  for (const step_builder* b : c.builders) {
     std::uint64_t index = 0, begin = 0, aside = 0;
     bool aside_open = false;
-    if (t->retired || !t->builder.open_step(index, begin, aside, aside_open, phases)) continue;
+    if (!b->open_step(index, begin, aside, aside_open, phases)) continue;
     if (aside_open) continue;  // its time now is set aside (a checkpoint, an evaluation): not watched
     open_step_now& s = v.threads.emplace_back();
-    s.thread = t->builder.thread();
+    s.thread = b->thread();
     s.step = index;
     s.open_s = seconds_since(begin, aside);
     for (const auto& [id, at] : phases) s.phases.push_back({phase_label(phase_id{id}), seconds_since(at)});
   }
   std::sort(v.threads.begin(), v.threads.end(),
             [](const open_step_now& a, const open_step_now& b) { return a.open_s > b.open_s; });
-  v.hang_after_s = hang_after_now();
+  v.hang_after_s = after_now(c);
   v.suspected = v.hang_after_s > 0 && !v.threads.empty() && v.threads.front().open_s >= v.hang_after_s;
   v.collectives = last_collectives();
-  if (hang.reported) v.report = hang.report;
+  if (reported_) v.report = report_;
   return v;
 }
 
-void tracer_impl::hang_tick(std::unique_lock<std::mutex>& lock) {
+bool hang_watch::due() {
   const auto now = std::chrono::steady_clock::now();
-  if (now - hang.last_check < std::chrono::seconds(1)) return;
-  hang.last_check = now;
-  if (cfg.hang_after_s < 0 || forked.load()) return;
-  hang_view v = open_view();
-  if (hang.reported) {  // the job moved once the stuck step is no longer open on its thread
-    const bool still = std::any_of(v.threads.begin(), v.threads.end(), [&](const open_step_now& s) {
-      return s.thread == hang.thread && s.step == hang.step;
-    });
+  if (now - last_check_ < std::chrono::seconds(1)) return false;
+  last_check_ = now;
+  return true;
+}
+
+void hang_watch::tick(std::unique_lock<std::mutex>& lock, const hang_context& c) {
+  if (c.hang_after_s < 0) return;
+  hang_view v = view(c);
+  if (reported_) {  // the job moved once the stuck step is no longer open on its thread
+    const bool still = std::any_of(v.threads.begin(), v.threads.end(),
+                                   [&](const open_step_now& s) { return s.thread == thread_ && s.step == step_; });
     if (still) return;
-    hang.reported = false;
-    hang.report.clear();
+    reported_ = false;
+    report_.clear();
   }
   if (!v.suspected) return;
-  hang.reported = true;
-  hang.thread = v.threads.front().thread;
-  hang.step = v.threads.front().step;
-  ++hang.reports;
-  for (std::uint64_t ticks : stats.recent.last_lengths(last_steps_kept)) {
-    v.last_steps_ms.push_back(static_cast<double>(ticks) * host_clock::ns_per_tick() / 1e6);
+  reported_ = true;
+  thread_ = v.threads.front().thread;
+  step_ = v.threads.front().step;
+  ++reports_;
+  if (c.recent != nullptr) {
+    for (std::uint64_t ticks : c.recent->last_lengths(last_steps_kept)) {
+      v.last_steps_ms.push_back(static_cast<double>(ticks) * host_clock::ns_per_tick() / 1e6);
+    }
   }
-  const std::string folder = cfg.capture_dir.empty() ? "." : cfg.capture_dir;
-  const std::string jsonl = rank_path(cfg.jsonl_path, rank ? rank->rank : 0);
-  const std::optional<rank_info> who = rank;
+  const std::string folder = c.capture_dir.empty() ? "." : c.capture_dir;
+  const std::string jsonl = rank_path(c.jsonl_path, c.rank ? c.rank->rank : 0);
+  const std::optional<rank_info> who = c.rank;
   lock.unlock();  // the stacks, the file and the lines without the tracer lock
   std::string path;
   try {
@@ -149,7 +153,7 @@ void tracer_impl::hang_tick(std::unique_lock<std::mutex>& lock) {
       v.report.clear();
       path.clear();
     }
-    publish_hang_report(lock, v, path);  // metrics() names the file as soon as it is there
+    publish(lock, v, path);  // view() names the file as soon as it is there
     write_stderr(hang_lines(v, who));
     if (!jsonl.empty()) {  // the live JSONL gets it as a line of its own: {"hang": {...}}
       json_doc body = hang_json(v);
@@ -164,10 +168,9 @@ void tracer_impl::hang_tick(std::unique_lock<std::mutex>& lock) {
   lock.lock();
 }
 
-void tracer_impl::publish_hang_report(std::unique_lock<std::mutex>& lock, const hang_view& v, const std::string& path) {
+void hang_watch::publish(std::unique_lock<std::mutex>& lock, const hang_view& v, const std::string& path) {
   lock.lock();  // still the hang it was written for: the job may have moved meanwhile
-  if (hang.reported && hang.thread == v.threads.front().thread && hang.step == v.threads.front().step)
-    hang.report = path;
+  if (reported_ && thread_ == v.threads.front().thread && step_ == v.threads.front().step) report_ = path;
   lock.unlock();
 }
 
