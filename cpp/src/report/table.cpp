@@ -87,37 +87,28 @@ std::string cut_columns(const std::string& text, std::size_t columns) {
   return text.substr(0, at) + "~";
 }
 
+// The table's text, a line at a time, each with its control characters escaped: a name from a
+// trace (a kernel, an op, the GPU, a file) reaches no terminal as an escape sequence, and a
+// newline in one forges no row.
+class table_text {
+ public:
+  template <class... A>
+  void operator()(A&&... args) {
+    const std::string safe = detail::escaped_controls(fmt::format(std::forward<A>(args)...));
+    out_.append(safe.data(), safe.data() + safe.size());
+    out_.push_back('\n');
+  }
+  // Another part's lines (those of rank_table.cpp, kernels.cpp, ...), escaped the same way.
+  std::function<void(std::string)> sink() {
+    return [this](const std::string& text) { (*this)("{}", text); };
+  }
+  std::string text() const { return fmt::to_string(out_); }
+
+ private:
+  fmt::memory_buffer out_;
+};
+
 }  // namespace
-
-namespace detail {
-void complete(summary& s) { s.diag = diagnose(s); }
-}  // namespace detail
-
-std::string printable_text(std::string_view text) { return detail::escaped_controls(text); }
-
-std::string format_ms(double v) {
-  if (!std::isfinite(v)) return v != v ? "nan" : v > 0 ? "inf" : "-inf";
-  if (v == 0) return "0";
-  const double size = std::fabs(v);
-  if (size >= 1000) return fmt::format("{:.0f}", v);
-  if (size >= 100) return fmt::format("{:.1f}", v);
-  if (size >= 10) return fmt::format("{:.2f}", v);
-  return fmt::format("{:.3f}", v);
-}
-
-const phase_stats* summary::phase(std::string_view name) const noexcept {
-  for (const phase_stats& p : phases) {
-    if (p.name == name) return &p;
-  }
-  return nullptr;
-}
-
-const std::string* summary::fact(std::string_view key) const noexcept {
-  for (const auto& [k, v] : facts) {
-    if (k == key) return &v;
-  }
-  return nullptr;
-}
 
 // The slowest counted step the flight recorder kept, or nullptr.
 static const timeline_step* slowest_kept(const timeline_view& t) {
@@ -128,41 +119,41 @@ static const timeline_step* slowest_kept(const timeline_view& t) {
   return worst;
 }
 
-std::string summary::table() const {
-  fmt::memory_buffer out;
-  // Each line with its control characters escaped: a name from a trace (a kernel, an op, the GPU,
-  // a file) reaches no terminal as an escape sequence, and a newline in one forges no row.
-  auto line = [&](auto&&... args) {
-    const std::string safe = detail::escaped_controls(fmt::format(std::forward<decltype(args)>(args)...));
-    out.append(safe.data(), safe.data() + safe.size());
-    out.push_back('\n');
-  };
+namespace {
+
+// The header: the rank, the counts, the step's quantiles.
+void header_lines(const summary& s, table_text& line) {
   line("── steptrace summary ──────────────────────────────────────────────────────────");
-  if (rank) {
-    line("rank {} of {} on {}{}{}", rank->rank, rank->world_size, rank->host.empty() ? "?" : rank->host,
-         rank->local_rank >= 0 ? fmt::format(" (local rank {})", rank->local_rank) : std::string(),
-         rank->started_at.empty() ? std::string() : ", started " + rank->started_at);
+  if (s.rank) {
+    line("rank {} of {} on {}{}{}", s.rank->rank, s.rank->world_size, s.rank->host.empty() ? "?" : s.rank->host,
+         s.rank->local_rank >= 0 ? fmt::format(" (local rank {})", s.rank->local_rank) : std::string(),
+         s.rank->started_at.empty() ? std::string() : ", started " + s.rank->started_at);
   }
-  if (steps == 0) {
-    line("no steps counted ({} warm-up, {} failed): nothing to break down.", warmup_steps, failed_steps);
+}
+
+// The phase rows, as a tree, and each parent's inclusive time.
+void phase_lines(const summary& s, table_text& line) {
+  if (s.steps == 0) {
+    line("no steps counted ({} warm-up, {} failed): nothing to break down.", s.warmup_steps, s.failed_steps);
   } else {
-    if (requests == steps) {  // a server's requests, which cross threads: no thread count
-      line("{} requests ({} warm-up and {} failed not counted){}, {} s of wall time", steps, warmup_steps, failed_steps,
-           batches ? fmt::format(" served in {} batches", batches->batches) : std::string(), ms(wall_ms / 1000));
-    } else if (windows) {  // a trace without steps: its window, diagnosed as a step
+    if (s.requests == s.steps) {  // a server's requests, which cross threads: no thread count
+      line("{} requests ({} warm-up and {} failed not counted){}, {} s of wall time", s.steps, s.warmup_steps,
+           s.failed_steps, s.batches ? fmt::format(" served in {} batches", s.batches->batches) : std::string(),
+           ms(s.wall_ms / 1000));
+    } else if (s.windows) {  // a trace without steps: its window, diagnosed as a step
       line("{} window{} of a trace without steps (the whole trace), {} s: figures are of the window, not of a step",
-           steps, steps == 1 ? "" : "s", ms(wall_ms / 1000));
+           s.steps, s.steps == 1 ? "" : "s", ms(s.wall_ms / 1000));
     } else {
-      line("{} steps ({} warm-up and {} failed not counted) on {} thread{}, {} s of wall time", steps, warmup_steps,
-           failed_steps, threads, threads == 1 ? "" : "s", ms(wall_ms / 1000));
+      line("{} steps ({} warm-up and {} failed not counted) on {} thread{}, {} s of wall time", s.steps, s.warmup_steps,
+           s.failed_steps, s.threads, s.threads == 1 ? "" : "s", ms(s.wall_ms / 1000));
     }
-    line("{}     mean {} ms   p50 {}   p95 {}   p99 {}   max {}", windows ? "window" : "step  ", ms(step_ms.mean),
-         ms(step_ms.p50), ms(step_ms.p95), ms(step_ms.p99), ms(step_ms.max));
+    line("{}     mean {} ms   p50 {}   p95 {}   p99 {}   max {}", s.windows ? "window" : "step  ", ms(s.step_ms.mean),
+         ms(s.step_ms.p50), ms(s.step_ms.p95), ms(s.step_ms.p99), ms(s.step_ms.max));
     line("");
     // The name column fits the longest name (record_function names from a trace run long), up to
     // a bound past which a name is cut, so the figures stay in their columns.
     constexpr std::size_t narrowest = 14, widest = 40;
-    const auto rows = tree_order(phases);
+    const auto rows = tree_order(s.phases);
     std::size_t width = narrowest;
     for (const auto& [p, depth] : rows) width = std::max(width, std::min(widest, 2 * depth + text_width(p->name) + 2));
     line("{:<{}}{:>9}{:>10}{:>10}{:>10}{:>10}{:>10}{:>8}", "phase", width, "all calls", "mean ms", "p50", "p95", "p99",
@@ -183,14 +174,18 @@ std::string summary::table() const {
     for (const phase_stats* p : parents) {
       line("{:<11}`{}` with the phases inside it: mean {} ms, p95 {}, {:.1f}% of step time", "tree", p->name,
            ms(p->inclusive_ms.mean), ms(p->inclusive_ms.p95),
-           step_ms.total > 0 ? 100 * p->inclusive_ms.total / step_ms.total : 0.0);
+           s.step_ms.total > 0 ? 100 * p->inclusive_ms.total / s.step_ms.total : 0.0);
     }
   }
-  if (gpu && steps > 0 && detail::ran_no_gpu_work(*gpu)) {
+}
+
+// The device block: busy and idle, kernels, collectives, copies, memory, what was not recorded.
+void device_lines(const summary& s, table_text& line) {
+  if (s.gpu && s.steps > 0 && detail::ran_no_gpu_work(*s.gpu)) {
     line("");
-    line("device     no GPU work in the {} steps viewed: no kernels, copies, memsets or syncs", gpu->steps_viewed);
-  } else if (gpu && steps > 0) {
-    const gpu_stats& g = *gpu;
+    line("device     no GPU work in the {} steps viewed: no kernels, copies, memsets or syncs", s.gpu->steps_viewed);
+  } else if (s.gpu && s.steps > 0) {
+    const gpu_stats& g = *s.gpu;
     line("");
     line("device     busy {:.1f}% of step time: busy {} ms, idle {} ms per step (p95 idle {})", 100 * g.busy_share,
          ms(g.busy_ms.mean), ms(g.idle_ms.mean), ms(g.idle_ms.p95));
@@ -212,7 +207,7 @@ std::string summary::table() const {
         "{:<11}kernels {:.1f} per step, median {:.1f} us (half the kernel time in kernels under {:.1f} us); syncs "
         "{:.1f} per step, {} ms blocked",
         "", g.kernels_per_step, g.kernel_median_us, g.kernel_time_median_us, g.syncs_per_step, ms(g.sync_ms_per_step));
-    if (g.kernels) detail::kernel_lines(*g.kernels, [&](const std::string& text) { line("{}", text); });
+    if (g.kernels) detail::kernel_lines(*g.kernels, line.sink());
     if (g.nccl.kernels_per_step > 0) {
       line(
           "{:<11}collective kernels {:.1f} per step, {} ms per step, {} ms of it exposed (no other kernel overlapping)",
@@ -244,31 +239,43 @@ std::string summary::table() const {
           "", g.steps_without_records, g.steps_without_records + g.steps_viewed, g.steps_viewed);
     }
     // Said where it moves the per-step figures by 1% or more (the JSON has it always).
-    if (const auto behind = detail::fact_double(*this, "gpu.behind_at_summary_ms");
-        behind && step_ms.total > 0 && *behind >= 0.01 * step_ms.total) {
+    if (const auto behind = detail::fact_double(s, "gpu.behind_at_summary_ms");
+        behind && s.step_ms.total > 0 && *behind >= 0.01 * s.step_ms.total) {
       line(
           "{:<11}the GPU still ran the steps' work for {:.1f} ms after the summary was asked ({:.0f}% of the steps' "
           "time): the host ran ahead of it, and what the GPU ran after the last step ended is counted in no step",
-          "", *behind, 100 * *behind / step_ms.total);
+          "", *behind, 100 * *behind / s.step_ms.total);
     }
     if (g.dropped_records || g.incomplete_records) {
       line("{:<11}{} device records dropped at the buffer cap, {} still running at a flush (not counted)", "",
            g.dropped_records, g.incomplete_records);
     }
   }
-  if (ceiling && steps > 0) detail::ceiling_lines(*ceiling, [&](const std::string& text) { line("{}", text); });
-  if (step_device_ms) {
+}
+
+// The ceiling's lines (ceiling_lines.cpp).
+void ceiling_block(const summary& s, table_text& line) {
+  if (s.ceiling && s.steps > 0) detail::ceiling_lines(*s.ceiling, line.sink());
+}
+
+// What CUDA events timed: each step, and each phase given a stream.
+void event_lines(const summary& s, table_text& line) {
+  if (s.step_device_ms) {
     line("{:<11}each step on its stream (CUDA events): {} ms a step, p95 {}, max {} ({} steps)", "device",
-         ms(step_device_ms->mean), ms(step_device_ms->p95), ms(step_device_ms->max), step_device_steps);
+         ms(s.step_device_ms->mean), ms(s.step_device_ms->p95), ms(s.step_device_ms->max), s.step_device_steps);
   }
-  for (const phase_stats& p : phases) {
+  for (const phase_stats& p : s.phases) {
     if (!p.device_ms) continue;
     line("{:<11}`{}` on its stream (CUDA events): {} ms a call, p95 {}, max {} ({} calls)", "device", p.name,
          ms(p.device_ms->mean), ms(p.device_ms->p95), ms(p.device_ms->max), p.device_calls);
   }
-  if (const std::string* now = fact("gpu.allocator.allocated_mb"); now != nullptr) {
+}
+
+// PyTorch's allocator and the host's resident memory.
+void memory_lines(const summary& s, table_text& line) {
+  if (const std::string* now = s.fact("gpu.allocator.allocated_mb"); now != nullptr) {
     auto said = [&](const char* key) {
-      const std::string* v = fact(key);
+      const std::string* v = s.fact(key);
       return v ? *v : std::string("?");
     };
     line(
@@ -277,58 +284,78 @@ std::string summary::table() const {
         "memory", said("gpu.allocator.device"), *now, said("gpu.allocator.peak_allocated_mb"),
         said("gpu.allocator.reserved_mb"), said("gpu.allocator.peak_reserved_mb"));
   }
-  if (host_memory && steps > 0) {
+  if (s.host_memory && s.steps > 0) {
     line("{:<11}host resident memory at step ends: peak {:.1f} MiB, {:+.1f} MiB over the run ({:.1f} to {:.1f})",
-         "memory", host_memory->peak_mb, host_memory->last_mb - host_memory->first_mb, host_memory->first_mb,
-         host_memory->last_mb);
+         "memory", s.host_memory->peak_mb, s.host_memory->last_mb - s.host_memory->first_mb, s.host_memory->first_mb,
+         s.host_memory->last_mb);
   }
-  if (windows && !timeline.steps.empty()) {
+}
+
+// The step the timeline kept slowest, or the window it kept.
+void timeline_line(const summary& s, table_text& line) {
+  if (s.windows && !s.timeline.steps.empty()) {
     line("{:<11}the window is kept with its phases ({} ms): `steptrace trace` draws it", "timeline",
-         ms(timeline.steps.front().step_ms));
-  } else if (const timeline_step* worst = slowest_kept(timeline); worst != nullptr && steps > 0) {
+         ms(s.timeline.steps.front().step_ms));
+  } else if (const timeline_step* worst = slowest_kept(s.timeline); worst != nullptr && s.steps > 0) {
     line("{:<11}slowest step: {} of thread {}, {} ms ({:.1f}x the p50), kept with its phases; {} steps kept in all",
          "timeline", worst->index, worst->thread, ms(worst->step_ms),
-         step_ms.p50 > 0 ? worst->step_ms / step_ms.p50 : 0.0, timeline.steps.size());
+         s.step_ms.p50 > 0 ? worst->step_ms / s.step_ms.p50 : 0.0, s.timeline.steps.size());
   }
-  if (!set_aside.empty()) {
+}
+
+// Time set aside, in no step.
+void set_aside_lines(const summary& s, table_text& line) {
+  if (!s.set_aside.empty()) {
     line("");
-    line("set aside (in no step; shares are of the run's {} s):", ms(run_ms / 1000));
-    for (const set_aside_stats& a : set_aside) {
+    line("set aside (in no step; shares are of the run's {} s):", ms(s.run_ms / 1000));
+    for (const set_aside_stats& a : s.set_aside) {
       line("  {:<14} {} call{}, {} ms each, {} ms in all, {:.1f}% of the run", a.name, a.calls, a.calls == 1 ? "" : "s",
            ms(a.mean_ms), ms(a.total_ms), 100 * a.run_share);
     }
   }
-  if (!unscoped_phases.empty()) {
+}
+
+// Phases outside any step.
+void unscoped_lines(const summary& s, table_text& line) {
+  if (!s.unscoped_phases.empty()) {
     line("");
     line("outside any step (not in the figures above):");
-    for (const unscoped_phase& u : unscoped_phases) {
+    for (const unscoped_phase& u : s.unscoped_phases) {
       line("  {:<14} {} call{}, {} ms in all, longest {} ms", u.name, u.calls, u.calls == 1 ? "" : "s", ms(u.total_ms),
            ms(u.max_ms));
     }
   }
-  if (errors.nested_steps || errors.unbalanced_phases) {
+}
+
+// Misuse and what was dropped: nested steps, abandoned requests, folded names, lost windows.
+void misuse_lines(const summary& s, table_text& line) {
+  if (s.errors.nested_steps || s.errors.unbalanced_phases) {
     line("");
-    line("misuse: {} nested step{} ignored, {} unbalanced phase end{}", errors.nested_steps,
-         errors.nested_steps == 1 ? "" : "s", errors.unbalanced_phases, errors.unbalanced_phases == 1 ? "" : "s");
+    line("misuse: {} nested step{} ignored, {} unbalanced phase end{}", s.errors.nested_steps,
+         s.errors.nested_steps == 1 ? "" : "s", s.errors.unbalanced_phases, s.errors.unbalanced_phases == 1 ? "" : "s");
   }
-  if (errors.requests_abandoned || errors.request_phases_dropped) {
+  if (s.errors.requests_abandoned || s.errors.request_phases_dropped) {
     line("");
     line("requests: {} abandoned (handle destroyed without end), {} phase call{} past a handle's capacity dropped",
-         errors.requests_abandoned, errors.request_phases_dropped, errors.request_phases_dropped == 1 ? "" : "s");
+         s.errors.requests_abandoned, s.errors.request_phases_dropped, s.errors.request_phases_dropped == 1 ? "" : "s");
   }
-  if (errors.phase_names_folded) {
+  if (s.errors.phase_names_folded) {
     line("");
-    line("names: {} phase name{} past the 4096-name limit share the row \"(other names)\"", errors.phase_names_folded,
-         errors.phase_names_folded == 1 ? "" : "s");
+    line("names: {} phase name{} past the 4096-name limit share the row \"(other names)\"", s.errors.phase_names_folded,
+         s.errors.phase_names_folded == 1 ? "" : "s");
   }
-  if (errors.windows_dropped || errors.window_calls_failed) {
+  if (s.errors.windows_dropped || s.errors.window_calls_failed) {
     line("");
-    line("live windows: {} dropped (the listener fell behind), {} its call failed on", errors.windows_dropped,
-         errors.window_calls_failed);
+    line("live windows: {} dropped (the listener fell behind), {} its call failed on", s.errors.windows_dropped,
+         s.errors.window_calls_failed);
   }
-  if (const std::string* busy = fact("cpu.cores_busy"); busy != nullptr && steps > 0) {
-    const std::string* cpus = fact("host.cpus");
-    auto value = [&](const char* key) { return detail::fact_double(*this, key).value_or(0.0); };
+}
+
+// The process's CPU use.
+void cpu_line(const summary& s, table_text& line) {
+  if (const std::string* busy = s.fact("cpu.cores_busy"); busy != nullptr && s.steps > 0) {
+    const std::string* cpus = s.fact("host.cpus");
+    auto value = [&](const char* key) { return detail::fact_double(s, key).value_or(0.0); };
     line("");
     line(
         "{:<11}this process {:.1f} cores busy, {:.1f} more waiting for one; its workers {:.1f} busy, {:.1f} "
@@ -336,13 +363,21 @@ std::string summary::table() const {
         "cpu", value("cpu.cores_busy"), value("cpu.cores_waiting"), value("cpu.workers_cores_busy"),
         value("cpu.workers_cores_waiting"), cpus ? *cpus : "?");
   }
-  if (ranks) detail::rank_lines(*ranks, [&](const std::string& text) { line("{}", text); });
-  if (live_ranks) detail::live_rank_lines(*live_ranks, [&](const std::string& text) { line("{}", text); });
-  if (!cycles.empty()) detail::cycle_lines(cycles, [&](const std::string& text) { line("{}", text); });
-  if (!captures.empty()) {  // what each capture read, and where its trace is
+}
+
+// A job's ranks, its live rank windows, a profiler run's cycles (rank_table.cpp, cycles.cpp).
+void job_lines(const summary& s, table_text& line) {
+  if (s.ranks) detail::rank_lines(*s.ranks, line.sink());
+  if (s.live_ranks) detail::live_rank_lines(*s.live_ranks, line.sink());
+  if (!s.cycles.empty()) detail::cycle_lines(s.cycles, line.sink());
+}
+
+// What each capture read, and where its trace is.
+void capture_lines(const summary& s, table_text& line) {
+  if (!s.captures.empty()) {  // what each capture read, and where its trace is
     line("");
-    for (std::size_t i = 0; i < captures.size(); ++i) {
-      const capture_record& c = captures[i];
+    for (std::size_t i = 0; i < s.captures.size(); ++i) {
+      const capture_record& c = s.captures[i];
       const std::string which = c.retroactive ? fmt::format("kept steps {}-{} ({}, step {} tripped it)", c.first_step,
                                                             c.last_step, c.steps, c.tripped)
                                               : fmt::format("steps {}-{}", c.first_step, c.last_step);
@@ -350,15 +385,30 @@ std::string summary::table() const {
       line("{:<11}{}", "", c.path);
     }
   }
+}
+
+// The diagnosis: the label, its evidence, the fixes by gain, the backend.
+void diagnosis_lines(const summary& s, table_text& line) {
   line("");
-  line("{:<11}{}{}", "diagnosis", diag.label.empty() ? "-" : diag.label,
-       diag.runner_up.empty() ? "" : fmt::format(" (a close call: {} next)", diag.runner_up));
-  line("{:<11}{}", "", diag.evidence);
-  for (std::size_t i = 0; i < diag.advice.size(); ++i) {
-    line("{:<11}{}", i == 0 ? "try first" : "then", diag.advice[i]);
+  line("{:<11}{}{}", "diagnosis", s.diag.label.empty() ? "-" : s.diag.label,
+       s.diag.runner_up.empty() ? "" : fmt::format(" (a close call: {} next)", s.diag.runner_up));
+  line("{:<11}{}", "", s.diag.evidence);
+  for (std::size_t i = 0; i < s.diag.advice.size(); ++i) {
+    line("{:<11}{}", i == 0 ? "try first" : "then", s.diag.advice[i]);
   }
-  line("{:<11}{}", "device", backend.reason);
-  return fmt::to_string(out);
+  line("{:<11}{}", "device", s.backend.reason);
+}
+
+}  // namespace
+
+std::string summary::table() const {
+  table_text line;
+  for (auto block :
+       {header_lines, phase_lines, device_lines, ceiling_block, event_lines, memory_lines, timeline_line,
+        set_aside_lines, unscoped_lines, misuse_lines, cpu_line, job_lines, capture_lines, diagnosis_lines}) {
+    block(*this, line);
+  }
+  return line.text();
 }
 
 }  // namespace steptrace

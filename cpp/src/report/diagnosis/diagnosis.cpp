@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "report/diagnosis/gains.hpp"
+#include "report/report.hpp"
 
 namespace steptrace {
 const std::vector<std::string>& diagnosis_labels() {
@@ -400,5 +401,7 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
   }
   return d;
 }
+
+void complete(summary& s) { s.diag = diagnose(s); }
 
 }  // namespace steptrace::detail
