@@ -59,7 +59,7 @@ void tracer_impl::collect_loop() {
     }
     sample_rss(lock, false);
     live_tick(lock);
-    capture_tick(lock);
+    capture.tick(lock, capture_ctx);
     if (hang.due() && !forked.load()) hang.tick(lock, hang_context_now());
     const std::uint64_t now_self_drains = producer_drains.load(std::memory_order_relaxed);
     interval =
@@ -82,32 +82,18 @@ void tracer_impl::drain_for_producer(thread_state& state) {
 
 namespace {
 
-// An armed capture keeps the steps that begin after it was armed (capture.cpp).
-class capture_keeper final : public step_keeper {
- public:
-  explicit capture_keeper(tracer_impl& impl) : impl_(impl) {}
-  void on_step(const built_step& s) override { impl_.capture_step(s); }
-  void on_set_aside(std::uint32_t thread, std::uint32_t id, std::uint64_t begin, std::uint64_t end) override {
-    impl_.capture_set_aside(thread, id, begin, end);
-  }
-
- private:
-  tracer_impl& impl_;
-};
-
 // Each finished step of `thread` goes to the whole-run totals and the recent steps, the windows
 // (while they are on), the timeline, the retroactive ring and an armed capture; a batch to the
 // batches alone. Each drain makes its own: what is on cannot change while the lock is held.
 struct drain_fan_out {
-  drain_fan_out(tracer_impl& impl, std::uint32_t thread) : out(thread), capture(impl) {
+  drain_fan_out(tracer_impl& impl, std::uint32_t thread) : out(thread) {
     out.add_batches(impl.stats.batches).add(impl.stats.totals).add(impl.stats.recent);
     if (impl.live.windows_on) out.add(impl.live.window_totals);
     if (impl.live_on()) out.add(impl.live.live_totals);
-    out.add(impl.stats.timeline).add(impl.capture.back);
-    if (impl.capture.armed) out.add(capture);
+    out.add(impl.stats.timeline).add(impl.capture.ring());
+    if (impl.capture.armed()) out.add(impl.capture);
   }
   step_fan_out out;
-  capture_keeper capture;
 };
 
 }  // namespace
@@ -295,8 +281,7 @@ void tracer_impl::read_device(device_flush how) {
       how == device_flush::forced ? UINT64_MAX : (settled > 1'000'000'000 ? settled - 1'000'000'000 : 0);
   device->join(before);
   stats.timeline.attach_device(*device, before, &host_clock::to_monotonic_ns);
-  capture.back.attach_device(*device, before, &host_clock::to_monotonic_ns);
-  capture_device(*device, before);
+  capture.on_device(*device, before);
 }
 
 }  // namespace steptrace::detail

@@ -48,8 +48,8 @@ const char* bool_text(bool b) { return b ? "1" : "0"; }
 // The capture triggers: comma-separated, each `slow` or `slow=F` (F > 1: a window's step p95 and p50 over
 // F times the run's baseline), `stall` or `stall=F` (one step over F times the baseline p50), `label`, `straggler`,
 // `phase=NAME>SHARE`, `signal` (SIGUSR2) or `file=PATH` (a file touched there). What each does is capture_rule's
-// (core/capture_rule.cpp) and, for straggler and signal in Python, steptrace/_capture.py's; here only which words are
-// known.
+// (core/capture/capture_rule.cpp) and, for straggler and signal in Python, steptrace/_capture.py's; here only which
+// words are known.
 std::string shown(std::string_view v);  // below: a value as an error message shows it
 
 std::string parse_capture(std::string_view v) {

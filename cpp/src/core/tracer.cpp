@@ -85,7 +85,7 @@ void tracer::configure(const config& cfg) {
   if (impl_->forked.load()) return;  // a forked child's copy records nothing, whatever is asked
   detail::set_log_level(detail::parse_log_level(cfg.log_level));
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  const bool capture_changed = impl_->cfg.capture != cfg.capture || !impl_->capture.rule;
+  const bool capture_changed = impl_->cfg.capture != cfg.capture || !impl_->capture.has_rule();
   // CUPTI is the process's: a tracer asks for sampling when its own choice moves from 1, or back
   if (const std::uint32_t period = cfg.live > 0 ? cfg.live : 10;
       cfg.device_sample != impl_->sample_asked.first ||
@@ -97,9 +97,8 @@ void tracer::configure(const config& cfg) {
   impl_->cfg = cfg;
   impl_->told_flops.store(cfg.flops_per_step, std::memory_order_relaxed);
   impl_->told_dtype.store(static_cast<unsigned char>(detail::dtype_named(cfg.flops_dtype)), std::memory_order_relaxed);
-  if (capture_changed) impl_->capture_configured();
   impl_->stats.timeline.configure(cfg.timeline_recent, cfg.timeline_slowest);
-  impl_->capture.back.configure(cfg.capture_back);
+  impl_->capture.configure(impl_->cfg, capture_changed);
   for (auto& t : impl_->threads) {
     t->builder.set_warmup(cfg.warmup_steps);
     t->builder.keep_spans(impl_->spans_wanted());
@@ -216,7 +215,7 @@ summary tracer::collect_summary(bool shown) const {
       impl_->stats.batches.fill_batches(out.batches.emplace(), host_clock::ns_per_tick());
     out.facts = impl_->facts;
     out.rank = impl_->rank;
-    out.captures = impl_->capture.done;
+    out.captures = impl_->capture.done();
     out.live_ranks = impl_->live.live_ranks;
     if (out.gpu) out.gpu->sample_every = impl_->sample_every(*out.gpu);
     if (shown) impl_->stats.shown_steps = out.steps + out.warmup_steps + out.failed_steps;

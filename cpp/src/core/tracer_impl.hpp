@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "analysis/step_builder.hpp"
-#include "core/capture.hpp"
+#include "core/capture/capturer.hpp"
 #include "core/hang/hang_watch.hpp"
 #include "core/state/device_reading.hpp"
 #include "core/state/live_state.hpp"
@@ -150,8 +150,8 @@ class tracer_impl {
   // holds a counted step, and the live view ends (tracer::end_live).
   void live_tick(std::unique_lock<std::mutex>& lock, bool last = false);
   bool live_on() const noexcept {
-    return !live.live_ended &&
-           (cfg.live > 0 || !cfg.jsonl_path.empty() || live.listening || (!cfg.capture.empty() && !capture.elsewhere));
+    return !live.live_ended && (cfg.live > 0 || !cfg.jsonl_path.empty() || live.listening ||
+                                (!cfg.capture.empty() && !capture.elsewhere()));
   }
   // The hang watch (core/hang): each tracer watches its own open steps.
   hang_watch hang;
@@ -163,28 +163,24 @@ class tracer_impl {
     }
     return c;
   }
-  // capture.cpp: captures on trouble, all under `mutex`.
-  capture_state capture;
-  void capture_configured();                                  // the options changed: the rule anew, the SIGUSR2 handler
-  bool arm_capture(std::string reason, std::uint32_t steps);  // 0 steps: capture_steps; whether it armed
-  void capture_step(const built_step& s);                     // the fan-out, while armed
-  void capture_set_aside(std::uint32_t thread, std::uint32_t id, std::uint64_t begin, std::uint64_t end);
-  void capture_device(const device_join& join, std::uint64_t settled_ns);  // read_device, after the join
-  std::string weigh_capture(const summary& w);  // the rule on a live window: the reason to capture, or ""
-  // The collector, each pass: SIGUSR2, and a capture that has its steps written and said (the
-  // lock let go meanwhile). `last`: the run ends; a capture with steps is written with those.
-  void capture_tick(std::unique_lock<std::mutex>& lock, bool last = false);
-  // capture_back.cpp: the retroactive capture. arm_back chooses the kept steps to write now (their
-  // indices; none when capture_back is 0, nothing is kept, or one is being written); back_tick, on
-  // the collector, writes them once their device records are in.
-  std::vector<std::uint64_t> arm_back(std::string reason, kept_steps which, const std::vector<std::uint64_t>& indices);
-  void back_tick(std::unique_lock<std::mutex>& lock, bool last);
-  // Writes a capture's summary as a Chrome trace, says its block and appends it to the JSONL, the
-  // lock let go meanwhile; `name`: the file name's step part. False when it could not.
-  bool write_capture(std::unique_lock<std::mutex>& lock, capture_record& record, summary& s, const std::string& name,
-                     std::chrono::steady_clock::time_point started);
+  // Capture on trouble (core/capture), under `mutex`, and what it may ask of this tracer
+  // (capture_glue.cpp).
+  capturer capture;
+  struct capture_glue final : capture_context {
+    explicit capture_glue(tracer_impl& t) : impl(t) {}
+    const config& options() const override { return impl.cfg; }
+    const std::optional<rank_info>& rank() const override { return impl.rank; }
+    const std::vector<std::pair<std::string, std::string>>& facts() const override { return impl.facts; }
+    const device_join* device() const override { return impl.stats.totals.device(); }
+    std::uint64_t run_begin() const override { return impl.stats.totals.run_begin(); }
+    void read_device_now() override;
+    void spans_wanted_changed() override;
+    void finish(summary& s) const override { impl.finish_window(s); }
+    tracer_impl& impl;
+  };
+  capture_glue capture_ctx{*this};
   // Builders keep phase calls: for the timeline, the retroactive ring or a capture armed.
-  bool spans_wanted() const noexcept { return stats.timeline.enabled() || capture.back.steps() > 0 || capture.armed; }
+  bool spans_wanted() const noexcept { return stats.timeline.enabled() || capture.spans_wanted(); }
 
   std::thread collector;
   int collector_pid = 0;

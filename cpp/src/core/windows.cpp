@@ -136,8 +136,7 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
   if (device_join* device = stats.totals.device()) w.gpu = device->take_recent();  // the steps viewed since
   if (w.gpu) w.gpu->sample_every = sample_every(*w.gpu);
   const std::string drift = note_drift(w);  // said once the lock is let go
-  w.captures.assign(capture.done.begin() + static_cast<std::ptrdiff_t>(capture.sent), capture.done.end());
-  capture.sent = capture.done.size();  // a window carries the captures that ended since the last
+  w.captures = capture.take_unsent();       // a window carries the captures that ended since the last
   if (hang_view open = hang.view(hang_context_now()); !open.threads.empty())
     w.hang = std::move(open);  // what is open now
   const std::string jsonl = rank_path(cfg.jsonl_path, rank ? rank->rank : 0);
@@ -166,11 +165,7 @@ void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
     log(log_level::error, std::string("live view: ") + e.what());
   }
   lock.lock();
-  if (!last) {  // the rule, once a window: it arms a capture from the next step, and the kept steps
-    const std::string reason = weigh_capture(w);  // that tripped it are written at once
-    if (!reason.empty() && arm_capture(reason, 0)) arm_back(reason, back_choice(*capture.rule), {});
-  }
-  capture.back.next_window();
+  capture.on_window(capture_ctx, w, last);  // the rule weighs it; the ring turns
   if (live.listening && !live.listening_stopped) {
     if (live.queued.size() == tracer::queued_windows) {  // the listener fell behind: it loses the oldest
       live.queued.pop_front();
@@ -265,7 +260,7 @@ void tracer::end_live() {
   impl_->drain_all_locked();  // the steps that ended since the collector's last pass
   impl_->harvest_events();
   impl_->live_tick(lock, true);
-  impl_->capture_tick(lock, true);  // a capture still recording: written with the steps it has
+  impl_->capture.tick(lock, impl_->capture_ctx, true);  // a capture still recording: written with the steps it has
   impl_->live.live_ended = true;
 }
 
