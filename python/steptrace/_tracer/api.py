@@ -27,7 +27,7 @@ from . import flops as _flops
 from .allocator import note_allocator
 from .loader_facts import tell_settings
 from .scopes import _BatchStep, _ExcludeScope, _PhaseScope, _RequestStepScope, _StepScope, note_never_entered
-from .._common.options import _option_text, _option_value
+from .._common.options import OPTIONS, _option_text, _option_value  # noqa: F401  (OPTIONS: re-exported by steptrace)
 from .._report.summary import Summary
 
 F = TypeVar("F", bound=Callable[..., Any])
