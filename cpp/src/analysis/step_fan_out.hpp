@@ -7,8 +7,10 @@
 //   out.add(totals).add(timeline);
 //   builder.consume(first, last, out);  // each step: the totals, then the timeline
 //
-// A step with a batch size goes to the batch keeper alone, when there is one. Fed by the
-// collector or a reader, never by a recording thread (cpp/src/analysis/README.md).
+// A step with a batch size goes to the batch keeper alone, when there is one. It allocates
+// nothing. Whoever drains feeds it, under the tracer lock: the collector, or a recording thread
+// whose ring filled (the slow path, never a record's). A trace reader feeds its own
+// (cpp/src/analysis/README.md).
 #pragma once
 
 #include <array>
