@@ -34,11 +34,27 @@ std::map<std::string, std::vector<const collective_call*>> by_group(const rank_c
   return out;
 }
 
+// How far apart one collective's ends may lie on a busy host: a quarter of the median gap between
+// the first rank's consecutive calls (`ref_ends`, sorted by end). Such a host wakes a CPU
+// backend's thread milliseconds after the call ended; a quarter of the gap still keeps the pairs
+// one call apart out of the window.
+double busy_window(const std::vector<const collective_call*>& ref_ends) {
+  std::vector<double> gaps;
+  for (std::size_t i = 1; i < ref_ends.size(); ++i) gaps.push_back(ref_ends[i]->end_us - ref_ends[i - 1]->end_us);
+  return gaps.empty() ? 0.0 : median(gaps) / 4;
+}
+
+struct offset_found {
+  double offset_us = 0;
+  std::size_t agree = 0;  // the pairs within the window of it
+};
+
 // The offset of `mine`'s clock to `ref`'s: of every pair's end difference, the value with the most
-// others within ends_agree_us of it (the pairs that are one collective agree; a steady period
-// makes the neighbouring periods nearly as many: the one nearest 0, where clocks agree, wins a
-// tie); then the median of those.
-double clock_offset(const std::vector<const collective_call*>& ref, const std::vector<const collective_call*>& mine) {
+// others within `window` of it (the pairs that are one collective agree; a steady period makes
+// the neighbouring periods nearly as many: the one nearest 0, where clocks agree, wins a tie);
+// then the median of those.
+offset_found clock_offset(const std::vector<const collective_call*>& ref,
+                          const std::vector<const collective_call*>& mine, double window) {
   std::vector<double> diffs;
   const std::size_t n = std::min(ref.size(), max_offset_calls), m = std::min(mine.size(), max_offset_calls);
   diffs.reserve(n * m);
@@ -49,15 +65,29 @@ double clock_offset(const std::vector<const collective_call*>& ref, const std::v
   std::size_t best_from = 0, best_to = 0;
   for (std::size_t from = 0, to = 0; from < diffs.size(); ++from) {
     to = std::max(to, from);
-    while (to < diffs.size() && diffs[to] - diffs[from] <= 2 * ends_agree_us) ++to;
+    while (to < diffs.size() && diffs[to] - diffs[from] <= window) ++to;
     const std::size_t count = to - from, best = best_to - best_from;
     const double centre = (diffs[from] + diffs[to - 1]) / 2;
     if (count > best || (count == best && std::fabs(centre) < std::fabs((diffs[best_from] + diffs[best_to - 1]) / 2))) {
       best_from = from, best_to = to;
     }
   }
-  return median(std::vector<double>(diffs.begin() + static_cast<std::ptrdiff_t>(best_from),
-                                    diffs.begin() + static_cast<std::ptrdiff_t>(best_to)));
+  return {median(std::vector<double>(diffs.begin() + static_cast<std::ptrdiff_t>(best_from),
+                                     diffs.begin() + static_cast<std::ptrdiff_t>(best_to))),
+          best_to - best_from};
+}
+
+// The offset read at the narrowest window where most calls agree: ends within microseconds (a
+// quiet host), else within busy_window (the ranks left each call milliseconds apart). The narrow
+// window first, since at the wide one a trace that began or ended some calls apart can make a
+// shift by those calls agree as often as the true offset.
+double clock_offset(const std::vector<const collective_call*>& ref, const std::vector<const collective_call*>& ref_ends,
+                    const std::vector<const collective_call*>& mine) {
+  const offset_found quiet = clock_offset(ref, mine, 2 * ends_agree_us);
+  const std::size_t most = std::min({ref.size(), mine.size(), max_offset_calls});
+  const double busy = busy_window(ref_ends);
+  if (2 * quiet.agree > most || busy <= 2 * ends_agree_us) return quiet.offset_us;
+  return clock_offset(ref, mine, busy).offset_us;
 }
 
 // The call of `calls` (sorted by end) whose end is nearest `t`; nullptr for none.
@@ -89,7 +119,7 @@ std::vector<match> match_by_end(const std::vector<const rank_calls*>& ranks) {
       if (it == groups[k].end()) return {};
       std::vector<const collective_call*> mine = it->second;
       std::sort(mine.begin(), mine.end(), by_end);
-      const double offset = clock_offset(ref, mine);
+      const double offset = clock_offset(ref, ref_ends, mine);
       for (std::size_t i = 0; i < ref.size(); ++i) {
         if (partner[i].size() != k) continue;  // unmatched on a rank before
         const collective_call* other = nearest_end(mine, ref[i]->end_us + offset);
