@@ -1,6 +1,5 @@
 // steptrace._core.Summary and steptrace._core.Tracer: the summary's faces and the tracer's calls
 // (the hot-path scopes are C types of their own: phases.cpp, scopes.cpp, step_loop.cpp).
-#include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -183,10 +182,15 @@ void bind_tracer(py::module_& m) {
             t.set_rank({rank, world_size, local_rank, host, started_at});
           },
           py::arg("rank"), py::arg("world_size"), py::arg("local_rank"), py::arg("host"), py::arg("started_at"))
-      .def("exit_report", [](tracer& t) { return t.exit_report(); })
-      .def(
-          "exit_report", [](tracer& t, const tracer::exit_finish& finish) { return t.exit_report(finish); },
-          py::arg("finish"));
+      .def("exit_report", &tracer::exit_report)
+      .def("exit_summary", &tracer::exit_summary)
+      .def("exit_write", &tracer::exit_write, py::arg("end"), py::arg("summary"), py::arg("seen"));
+
+  py::class_<tracer::exit_state>(m, "ExitState")  // the report at exit's first half (tracer.hpp)
+      .def_readonly("own", &tracer::exit_state::own)
+      .def_readonly("seen", &tracer::exit_state::seen)
+      .def_readonly("recorded", &tracer::exit_state::recorded)
+      .def_property_readonly("to_finish", &tracer::exit_state::to_finish);
 }
 
 }  // namespace steptrace::bindings

@@ -17,7 +17,6 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -118,7 +117,7 @@ class STEPTRACE_API tracer {
   std::optional<live_window> next_window(double timeout_s);
   void stop_listening();
   void count_window_failure() noexcept;  // a listener failed on a window (errors.window_calls_failed)
-  // The end of the live view, at the end of a run (exit_report calls it first; the Python package
+  // The end of the live view, at the end of a run (exit_summary calls it first; the Python package
   // before its listeners stop): the window in progress, if it holds a counted step, goes out as
   // every window does (the live line, jsonl_path, the listeners' queue), however short, so a
   // run's last seconds and a run shorter than one period reach them. No window or line after it.
@@ -156,13 +155,29 @@ class STEPTRACE_API tracer {
   void reset();
   // What to print at exit: once, in the process that created the tracer, only when steps were
   // recorded: the table, or one line when the program already fetched this summary (see
-  // print_at_exit). Writes json_path too, whole or not at all. Empty otherwise.
+  // print_at_exit). Writes json_path too, whole or not at all. Empty otherwise. It is
+  // exit_summary() then exit_write() with the summary unchanged.
   std::string exit_report();
-  // The same, with `finish` given the summary first, and whether the program already fetched
-  // it: the summary it returns is reported instead, with whether the program has seen that
-  // one (the Python package gathers the ranks there).
-  using exit_finish = std::function<std::pair<::steptrace::summary, bool>(const ::steptrace::summary&, bool)>;
-  std::string exit_report(const exit_finish& finish);
+  // The report at exit in two halves, for a binding that finishes the summary in between (the
+  // Python package gathers the ranks and writes its HTML there), each called once, in order:
+  //   if (auto end = t.exit_summary()) text = t.exit_write(*end, finished(end->own), end->seen);
+  struct exit_state {
+    ::steptrace::summary own;    // this process's summary, the live view ended
+    bool seen = false;           // the program fetched it after its last step
+    std::uint64_t recorded = 0;  // its steps: counted, warm-up and failed
+    std::uint64_t open = 0;      // steps still open at exit (not counted; said in a line)
+    // Whether a finishing step has anything to do: steps were recorded, or this is a rank of a
+    // job (rank 0 must hear at once that this rank has nothing; a rank 0 with no steps of its
+    // own still reports the others).
+    bool to_finish() const noexcept { return recorded != 0 || own.rank.has_value(); }
+  };
+  // The first half: ends the live view and reads this process's summary. None in a forked
+  // child, in another process than the creator's, or when called before.
+  std::optional<exit_state> exit_summary();
+  // The second half: writes json_path and trace_path of `s` (the summary finished from
+  // `end.own`) and returns what to print (print_at_exit; rank 0 only): the table, one line when
+  // `seen`, or nothing.
+  std::string exit_write(const exit_state& end, const ::steptrace::summary& s, bool seen);
   // Steps begun and not ended now, on every thread (the records so far are drained first). At
   // exit, exit_report says in one line how many were never ended (they are not counted).
   std::uint64_t open_steps();

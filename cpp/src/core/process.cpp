@@ -57,42 +57,47 @@ int open_report_folder(const std::string& folder) {
   return fd;
 }
 
-std::string tracer::exit_report() { return exit_report({}); }
+std::string tracer::exit_report() {
+  const std::optional<exit_state> end = exit_summary();
+  return end ? exit_write(*end, end->own, end->seen) : std::string();
+}
 
-std::string tracer::exit_report(const exit_finish& finish) {
-  if (impl_->forked.load() || impl_->creator_pid != getpid()) return {};  // before any lock
+std::optional<tracer::exit_state> tracer::exit_summary() {
+  if (impl_->forked.load() || impl_->creator_pid != getpid()) return std::nullopt;  // before any lock
   try {
-    config cfg;
     std::uint64_t shown;
     {
       std::lock_guard<std::mutex> lock(impl_->mutex);
-      if (impl_->exit_reported) return {};
+      if (impl_->exit_reported) return std::nullopt;
       impl_->exit_reported = true;
-      cfg = impl_->cfg;
       shown = impl_->stats.shown_steps;
     }
     end_live();  // the run's last window, before the table
-    ::steptrace::summary s = collect_summary(false);
-    const std::uint64_t recorded = s.steps + s.warmup_steps + s.failed_steps;
-    if (const std::uint64_t open = open_steps(); open != 0) {
+    exit_state end;
+    end.own = collect_summary(false);
+    end.recorded = end.own.steps + end.own.warmup_steps + end.own.failed_steps;
+    end.seen = end.recorded != 0 && shown == end.recorded;
+    end.open = open_steps();
+    if (end.open != 0) {
       detail::log(detail::log_level::warn,
                   fmt::format("{} still open at exit (entered, never left): not counted; end each step before the "
                               "program ends (`with steptrace.step():`, or a scoped_step that leaves its scope)",
-                              open == 1 ? std::string("a step was") : std::to_string(open) + " steps were"));
-      if (recorded == 0 && cfg.print_at_exit == exit_print::always && !s.rank) return s.table();
+                              end.open == 1 ? std::string("a step was") : std::to_string(end.open) + " steps were"));
     }
-    // A rank of a job hands even an empty summary to `finish`: rank 0 must hear at once that it
-    // has nothing (rather than wait out the gather), and a rank 0 with no steps of its own
-    // still reports the others.
-    if (recorded == 0 && !(s.rank && finish)) return {};
-    bool seen = recorded != 0 && shown == recorded;
-    if (finish) {
-      try {
-        std::tie(s, seen) = finish(s, seen);
-      } catch (const std::exception& e) {
-        detail::log(detail::log_level::error, std::string("reporting this process's own summary: ") + e.what());
-      }
+    return end;
+  } catch (const std::exception& e) {  // never turn a clean exit into a crash
+    detail::log(detail::log_level::error, std::string("no report at exit: ") + e.what());
+  }
+  return std::nullopt;
+}
+
+std::string tracer::exit_write(const exit_state& end, const ::steptrace::summary& s, bool seen) {
+  try {
+    const config cfg = options();
+    if (end.recorded == 0 && end.open != 0 && cfg.print_at_exit == exit_print::always && !end.own.rank) {
+      return end.own.table();  // the table says what was (not) counted
     }
+    if (!end.to_finish()) return {};
     if (s.steps + s.warmup_steps + s.failed_steps == 0 && !s.ranks) return {};  // nothing to say
     if (const std::string path = s.path_for(cfg.json_path); !path.empty()) {
       try {
@@ -116,7 +121,7 @@ std::string tracer::exit_report(const exit_finish& finish) {
         return s.table();
       case exit_print::auto_:
         if (!seen) return s.table();
-        return "steptrace: summary already shown (" + std::to_string(recorded) +
+        return "steptrace: summary already shown (" + std::to_string(end.recorded) +
                " steps); STEPTRACE_PRINT_AT_EXIT=always prints it at exit too\n";
     }
   } catch (const std::exception& e) {  // never turn a clean exit into a crash

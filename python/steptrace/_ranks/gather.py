@@ -160,7 +160,8 @@ def _collect(
 
 
 def gather_at_exit(gather: Gather) -> Callable[[Any, bool], Tuple[Any, bool]]:
-    """The ``finish`` of ``exit_report``: on rank 0 the job's summary, and whether the program
+    """The finishing step of the report at exit (between the two halves, ``exit_summary`` and
+    ``exit_write``): on rank 0 the job's summary, and whether the program
     has seen it (it asked for it with ``summary(gather=True)`` after its last step); elsewhere
     its own, sent to rank 0. Every rank sends at exit, whatever it sent before."""
 

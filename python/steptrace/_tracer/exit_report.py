@@ -19,30 +19,14 @@ from .allocator import note_allocator
 from .scopes import note_never_entered
 
 
-def _seen_when_shown(finish: Any) -> Any:
-    """The exit hook, told the program has seen the summary only when it printed its table or took
-    its JSON text after the last step (a summary fetched, or written to a file, is not seen)."""
-
-    def hook(own: _core.Summary, seen: bool) -> Any:
-        return finish(own, _api._default._shown_recorded == own.recorded)
-
-    return hook
-
-
-def _with_html(finish: Any) -> Any:
-    """The exit hook, then the HTML report (html_path) of the summary it reports."""
-
-    def hook(own: _core.Summary, seen: bool) -> Any:
-        s, seen = finish(own, seen)
-        path = s.path_for(_api._default.options()["html_path"])
-        if path:
-            try:
-                _api.Summary(s).to_html(path)
-            except OSError as e:
-                _log.say(f"could not write the HTML report: {path}: {e.strerror or e}")
-        return s, seen
-
-    return hook
+def _write_html(s: _core.Summary) -> None:
+    """The HTML report (html_path) of the summary reported at exit."""
+    path = s.path_for(_api._default.options()["html_path"])
+    if path:
+        try:
+            _api.Summary(s).to_html(path)
+        except OSError as e:
+            _log.say(f"could not write the HTML report: {path}: {e.strerror or e}")
 
 
 class _CtrlCHeld:
@@ -53,18 +37,6 @@ class _CtrlCHeld:
         self.pressed = 0
         self.stopped = False  # the second press stopped the Python part (gather, HTML)
         self._before: Any = None
-
-    def guard(self, finish: Any) -> Any:
-        """The exit hook, stopped by a second Ctrl-C: this process's own summary is then reported."""
-
-        def hook(own: _core.Summary, seen: bool) -> Any:
-            try:
-                return finish(own, seen)
-            except KeyboardInterrupt:
-                self.stopped = True
-                return own, seen
-
-        return hook
 
     def _note(self, signum: int, frame: Any) -> None:
         self.pressed += 1
@@ -112,6 +84,23 @@ def _rank_windows_unstarted(core: Any) -> None:
         )
 
 
+def _finished(end: Any, held: _CtrlCHeld) -> Any:
+    """The summary to report and whether the program has seen it: the job's on rank 0 (gathered),
+    with its HTML report. Seen only when the program printed its table or took its JSON text after
+    the last step (a summary fetched, or written to a file, is not seen). A second Ctrl-C stops
+    this part: this process's own summary is then reported."""
+    seen = _api._default._shown_recorded == end.recorded
+    try:
+        s, seen = _ranks.gather_at_exit(_api._default._gather)(end.own, seen)
+        _write_html(s)
+        return s, seen
+    except KeyboardInterrupt:
+        held.stopped = True
+    except Exception as e:  # a gather that failed: this process's own summary is reported
+        _log.say(f"reporting this process's own summary: {type(e).__name__}: {e}")
+    return end.own, seen
+
+
 def _report_at_exit() -> None:
     if _in_a_worker_process() and _api._default.options()["print_at_exit"] != "always":
         try:  # no table, and no json_path/trace_path/html_path written over the parent's
@@ -129,9 +118,13 @@ def _report_at_exit() -> None:
             note_never_entered(_api._default)
             _ranks.notice(core)  # the summary at exit carries the rank even where nothing noticed it before
             _rank_windows_unstarted(core)
-            text = core.exit_report(
-                held.guard(_seen_when_shown(_with_html(_ranks.gather_at_exit(_api._default._gather))))
-            )
+            text = ""
+            end = core.exit_summary()  # the report in one direction: C++'s summary out, finished here, C++ writes
+            if end is not None:
+                s, seen = end.own, end.seen
+                if end.to_finish:
+                    s, seen = _finished(end, held)
+                text = core.exit_write(end, s, seen)
             if text:
                 sys.stderr.write(text)
                 sys.stderr.flush()

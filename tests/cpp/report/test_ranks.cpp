@@ -156,22 +156,23 @@ TEST_CASE("at exit, only rank 0 prints and writes a plain path; {rank} gives eac
   REQUIRE(std::system(("rm -rf " + dir).c_str()) == 0);
 }
 
-TEST_CASE("the exit report gives its summary to `finish` and reports what comes back", "[ranks][exit]") {
+TEST_CASE("the exit report in two halves: its summary out, the finished one written and printed", "[ranks][exit]") {
   config c;
   c.warmup_steps = 0;
   c.print_at_exit = exit_print::always;
   tracer t(c);
   t.set_rank({0, 2, -1, "h", ""});
   { scoped_step step(t); }
-  bool was_shown = true;
-  const std::string text = t.exit_report([&](const summary& own, bool shown) {
-    was_shown = shown;
-    std::vector<rank_report> reports{{own, {}, 0}};
-    return std::make_pair(combine_ranks(reports, 2, 3), false);
-  });
-  CHECK_FALSE(was_shown);
+  const std::optional<tracer::exit_state> end = t.exit_summary();
+  REQUIRE(end);
+  CHECK_FALSE(end->seen);
+  CHECK(end->recorded == 1);
+  CHECK(end->to_finish());
+  std::vector<rank_report> reports{{end->own, {}, 0}};
+  const std::string text = t.exit_write(*end, combine_ranks(reports, 2, 3), false);
   CHECK_THAT(text, Contains("missing: rank 1: no summary arrived within 3.000 s"));
-  CHECK(t.exit_report().empty());  // once only
+  CHECK_FALSE(t.exit_summary());  // once only
+  CHECK(t.exit_report().empty());
   CHECK_THROWS_WITH(t.set_rank({2, 2, -1, "h", ""}), Contains("rank 2 is not below the world size 2"));
 }
 
