@@ -88,8 +88,8 @@ namespace {
 struct drain_fan_out {
   drain_fan_out(tracer_impl& impl, std::uint32_t thread) : out(thread) {
     out.add_batches(impl.stats.batches).add(impl.stats.totals).add(impl.stats.recent);
-    if (impl.live.windows_on) out.add(impl.live.window_totals);
-    if (impl.live_on()) out.add(impl.live.live_totals);
+    if (impl.live.windows_on()) out.add(impl.live.window_totals());
+    if (impl.live.on(impl.cfg)) out.add(impl.live.totals());
     out.add(impl.stats.timeline).add(impl.capture.ring());
     if (impl.capture.armed()) out.add(impl.capture);
   }

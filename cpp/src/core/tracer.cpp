@@ -24,16 +24,18 @@ tracer_impl::tracer_impl(const config& c)
     : uid(next_tracer_uid()), creator_pid(getpid()), env_disabled(!config::from_env().enabled), cfg(c) {
   host_clock::init();
   install_fork_guard();
+  live.listen(capture_listener);
+  live.listen(hang_listener);
 }
 
 tracer_impl::~tracer_impl() {
   {
     std::lock_guard<std::mutex> lock(mutex);
     stopping = true;
-    live.listening_stopped = true;
+    live.stop_listening();
   }
   wake.notify_all();
-  live.window_queued.notify_all();
+  live.wake_listeners();
   if (collector.joinable()) {
     if (collector_pid == getpid()) {
       collector.join();
@@ -216,7 +218,7 @@ summary tracer::collect_summary(bool shown) const {
     out.facts = impl_->facts;
     out.rank = impl_->rank;
     out.captures = impl_->capture.done();
-    out.live_ranks = impl_->live.live_ranks;
+    out.live_ranks = impl_->live.live_ranks();
     if (out.gpu) out.gpu->sample_every = impl_->sample_every(*out.gpu);
     if (shown) impl_->stats.shown_steps = out.steps + out.warmup_steps + out.failed_steps;
   }
@@ -227,8 +229,8 @@ summary tracer::collect_summary(bool shown) const {
   out.errors.requests_abandoned = impl_->reqs.requests_abandoned.load(std::memory_order_relaxed);
   out.errors.request_phases_dropped = impl_->reqs.request_phases_dropped.load(std::memory_order_relaxed);
   out.errors.unbalanced_phases += impl_->reqs.request_stray_ends.load(std::memory_order_relaxed);
-  out.errors.windows_dropped = impl_->live.windows_dropped.load(std::memory_order_relaxed);
-  out.errors.window_calls_failed = impl_->live.window_calls_failed.load(std::memory_order_relaxed);
+  out.errors.windows_dropped = impl_->live.windows_dropped();
+  out.errors.window_calls_failed = impl_->live.window_calls_failed();
   out.backend = detail::backend_now();
   if (out.gpu) {
     const detail::device_counts now = detail::device_record_counts();

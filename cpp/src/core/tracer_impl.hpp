@@ -19,8 +19,8 @@
 #include "analysis/step_builder.hpp"
 #include "core/capture/capturer.hpp"
 #include "core/hang/hang_watch.hpp"
+#include "core/live/live_view.hpp"
 #include "core/state/device_reading.hpp"
-#include "core/state/live_state.hpp"
 #include "core/state/request_state.hpp"
 #include "core/state/step_statistics.hpp"
 #include "core/stream_events.hpp"
@@ -118,7 +118,6 @@ class tracer_impl {
   step_statistics stats;            // the counted steps' figures
   request_state reqs;               // request.hpp's steps
   step_builder& request_builder();  // under `mutex`: reqs.requests, made on first use
-  live_state live;                  // windows, the live view, listeners, live rank counts
   device_reading reading;           // device counts and event pairs not yet read back
   std::vector<std::pair<std::string, std::string>> facts;
   std::optional<rank_info> rank;                  // tracer::set_rank
@@ -140,18 +139,27 @@ class tracer_impl {
   // The ceiling of a live summary or window told its FLOPs (flops_per_step, or counted once by
   // FlopCounterMode: the fact flops.from), on the device the fact gpu.name names.
   void add_told_ceiling(summary& s) const;
-  // A live window's kernels against their first window's time a call (live.drift, under the tracer
-  // lock): the fact gpu.kernel_drift, and the line to say once a kernel ("" when none), said after
-  // the lock is let go.
-  std::string note_drift(summary& w);
   void finish_window(summary& w) const;                           // without the lock: backend, misuse counts, diagnosis
   void sample_rss(std::unique_lock<std::mutex>& lock, bool now);  // reads /proc without the lock
-  // The collector, each pass; `last`: the window in progress now, whatever its length, if it
-  // holds a counted step, and the live view ends (tracer::end_live).
-  void live_tick(std::unique_lock<std::mutex>& lock, bool last = false);
-  bool live_on() const noexcept {
-    return !live.live_ended && (cfg.live > 0 || !cfg.jsonl_path.empty() || live.listening ||
-                                (!cfg.capture.empty() && !capture.elsewhere()));
+  std::uint64_t rss_steps = 0;                                    // stats.steps_ended at the last RSS sample
+  std::chrono::steady_clock::time_point rss_last{};
+  // The live view (core/live), and what it may ask of this tracer (windows.cpp).
+  live_view live;
+  struct live_glue final : live_context {
+    explicit live_glue(tracer_impl& t) : impl(t) {}
+    const config& options() const override { return impl.cfg; }
+    const std::optional<rank_info>& rank() const override { return impl.rank; }
+    device_join* device() override { return impl.stats.totals.device(); }
+    summary window_of(aggregate& from) override { return impl.window_of(from); }
+    std::uint32_t sample_every(const gpu_stats& g) const override { return impl.sample_every(g); }
+    std::uint64_t steps_ended() const override { return impl.stats.steps_ended; }
+    void finish(summary& w) const override { impl.finish_window(w); }
+    tracer_impl& impl;
+  };
+  live_glue live_ctx{*this};
+  // The collector, each pass; `last`: the run's end (tracer::end_live). Nothing in a forked child.
+  void live_tick(std::unique_lock<std::mutex>& lock, bool last = false) {
+    if (!forked.load()) live.tick(lock, live_ctx, last);
   }
   // The hang watch (core/hang): each tracer watches its own open steps.
   hang_watch hang;
@@ -179,6 +187,23 @@ class tracer_impl {
     tracer_impl& impl;
   };
   capture_glue capture_ctx{*this};
+  // Capture and the hang watch listen to the live windows (windows.cpp): the captures that ended
+  // and the steps open now go out with a window; capture's rule weighs each one.
+  struct capture_windows final : window_listener {
+    explicit capture_windows(tracer_impl& t) : impl(t) {}
+    bool wants_windows() const override { return !impl.cfg.capture.empty() && !impl.capture.elsewhere(); }
+    void on_window_closing(summary& w) override;
+    void on_window(const summary& w, bool last) override;
+    tracer_impl& impl;
+  };
+  struct hang_windows final : window_listener {
+    explicit hang_windows(tracer_impl& t) : impl(t) {}
+    void on_window_closing(summary& w) override;
+    void on_window(const summary&, bool) override {}
+    tracer_impl& impl;
+  };
+  capture_windows capture_listener{*this};
+  hang_windows hang_listener{*this};
   // Builders keep phase calls: for the timeline, the retroactive ring or a capture armed.
   bool spans_wanted() const noexcept { return stats.timeline.enabled() || capture.spans_wanted(); }
 

@@ -1,20 +1,15 @@
-// Windows: the statistics since the last window, for servers that never reach "end of run"
-// (tracer::window()) and for the live view (options `live`, `jsonl_path`), both beside the
-// whole-run totals, which they never change. And the process's resident memory at step ends.
+// The tracer's side of its windows: the figures since the last window (tracer::window(), for
+// servers that never reach "end of run") and the live view's (core/live), both beside the
+// whole-run totals, which they never change; what the live view may ask of the tracer and what
+// capture and the hang watch add to each window; resident memory at step ends.
 // See cpp/src/core/README.md, "Windows".
-#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstring>
 #include <string>
+#include <utility>
 
 #include "analysis/ceiling.hpp"
-#include "analysis/kernel_table.hpp"
-#include "base/log.hpp"
-#include "base/quiet_write.hpp"
-#include "base/whole_file.hpp"
 #include "core/tracer_impl.hpp"
 #include "record/host_memory.hpp"
 #include "record/names.hpp"
@@ -23,6 +18,8 @@
 
 namespace steptrace {
 namespace detail {
+
+static_assert(live_view::queued == tracer::queued_windows, "the live view queues what the public header says");
 
 summary tracer_impl::window_of(aggregate& from, bool restart) {
   summary out;
@@ -37,8 +34,8 @@ summary tracer_impl::window_of(aggregate& from, bool restart) {
 }
 
 void tracer_impl::finish_window(summary& w) const {
-  w.errors.windows_dropped = live.windows_dropped.load(std::memory_order_relaxed);  // the run's so far
-  w.errors.window_calls_failed = live.window_calls_failed.load(std::memory_order_relaxed);
+  w.errors.windows_dropped = live.windows_dropped();  // the run's so far
+  w.errors.window_calls_failed = live.window_calls_failed();
   w.errors.nested_steps = stats.nested_steps.load(std::memory_order_relaxed);  // the run's so far
   w.errors.phase_names_folded = folded_phase_names();
   w.errors.requests_abandoned = reqs.requests_abandoned.load(std::memory_order_relaxed);
@@ -46,25 +43,6 @@ void tracer_impl::finish_window(summary& w) const {
   w.backend = backend_now();
   add_told_ceiling(w);
   complete(w);
-}
-
-std::string tracer_impl::note_drift(summary& w) {
-  if (!w.gpu || !w.gpu->kernels || w.gpu->steps_viewed == 0) return {};
-  const auto found = live.drift.check(*w.gpu->kernels, w.gpu->steps_viewed);
-  if (found.empty()) return {};
-  const kernel_drift::finding& worst = found.front();
-  // "NAME\tBASELINE_US\tNOW_US": the diagnosis's finding (report/diagnosis/drift_advice.cpp).
-  w.facts.emplace_back("gpu.kernel_drift",
-                       fmt::format("{}\t{:.3f}\t{:.3f}", worst.name, worst.baseline_us, worst.now_us));
-  if (std::find(live.drift_said.begin(), live.drift_said.end(), worst.name) != live.drift_said.end() ||
-      live.drift_said.size() >= kernel_drift::max_names) {
-    return {};
-  }
-  live.drift_said.push_back(worst.name);
-  return fmt::format(
-      "the kernel {} takes {:.0f}% longer a call than in the first window it ran in ({:.1f} us against "
-      "{:.1f} us): clocks held lower (heat, power) or larger shapes (said once a kernel)",
-      short_kernel_name(worst.name), 100 * (worst.now_us / worst.baseline_us - 1), worst.now_us, worst.baseline_us);
 }
 
 void tracer_impl::add_told_ceiling(summary& s) const {  // without the lock: cfg's copies, not cfg
@@ -78,102 +56,28 @@ void tracer_impl::add_told_ceiling(summary& s) const {  // without the lock: cfg
 
 void tracer_impl::sample_rss(std::unique_lock<std::mutex>& lock, bool now) {
   constexpr auto every = std::chrono::milliseconds(50);
-  if (stats.steps_ended == live.rss_steps) return;  // sampled at step ends only
+  if (stats.steps_ended == rss_steps) return;  // sampled at step ends only
   const auto at = std::chrono::steady_clock::now();
-  if (!now && at - live.rss_last < every) return;
-  live.rss_steps = stats.steps_ended;
-  live.rss_last = at;
+  if (!now && at - rss_last < every) return;
+  rss_steps = stats.steps_ended;
+  rss_last = at;
   lock.unlock();  // /proc is read without the tracer lock
   const std::uint64_t bytes = resident_bytes();
   lock.lock();
   stats.totals.note_rss(bytes);
-  live.window_totals.note_rss(bytes);
-  live.live_totals.note_rss(bytes);
+  live.note_rss(bytes);
 }
 
-void tracer_impl::live_tick(std::unique_lock<std::mutex>& lock, bool last) {
-  const bool on = live_on() && !forked.load();
-  if (device_join* device = stats.totals.device())
-    device->recent_on = on && !last;  // the windows' device view, while they are made
-  if (!on) return;
-  if (last) live.live_ended = true;  // whatever follows: no window, no line after this one
-  const auto now = std::chrono::steady_clock::now();
-  const double now_s = std::chrono::duration<double>(now.time_since_epoch()).count();
-  // Windows end on the wall clock's multiples of the period, so every rank of a job (one clock,
-  // or clocks kept in step) cuts its windows at the same instants: rank 0 compares like with like.
-  const auto period = std::chrono::seconds(cfg.live > 0 ? cfg.live : 10);
-  const std::int64_t slot = std::chrono::system_clock::now().time_since_epoch() / period;
-  if (live.live_origin_s < 0 && !last) {  // the first pass with the view on starts its first window
-    live.live_origin_s = now_s;
-    live.live_last = now;
-    live.live_slot = slot;
-    live.live_period = period;
-    // The first window ends at the first boundary, however soon: a listener never waits more
-    // than a period for its first window.
-    live.live_merge_first = false;
-    live.live_totals.clear();
-    if (device_join* device = stats.totals.device()) device->take_recent();  // views from before the view began
-    return;
-  }
-  if (live.live_origin_s < 0)
-    live.live_origin_s = now_s, live.live_slot = slot;  // the last window is the first: it began with the run
-  if (!last && period != live.live_period) {            // the period changed (configure): the window in progress
-    live.live_period = period;                          // ends at the new period's next boundary, not at once
-    live.live_slot = slot;
-    return;
-  }
-  if (!last && slot == live.live_slot) return;
-  if (!last && live.live_merge_first) {  // the short first slot joins the next one
-    live.live_merge_first = false;
-    live.live_slot = slot;
-    return;
-  }
-  if (last && live.live_totals.steps() == 0) return;  // nothing counted since the last window: none to send
-  const std::int64_t covered = live.live_slot;        // the slot this window covers (the last one: to now)
-  live.live_last = now;
-  live.live_slot = slot;
-  summary w = window_of(live.live_totals);
-  if (device_join* device = stats.totals.device()) w.gpu = device->take_recent();  // the steps viewed since
-  if (w.gpu) w.gpu->sample_every = sample_every(*w.gpu);
-  const std::string drift = note_drift(w);  // said once the lock is let go
-  w.captures = capture.take_unsent();       // a window carries the captures that ended since the last
-  if (hang_view open = hang.view(hang_context_now()); !open.threads.empty())
-    w.hang = std::move(open);  // what is open now
-  const std::string jsonl = rank_path(cfg.jsonl_path, rank ? rank->rank : 0);
-  const bool print = cfg.live > 0;
-  const std::uint64_t step = stats.steps_ended;
-  const std::optional<rank_info> who = rank;
-  lock.unlock();  // formatting and writing without the tracer lock
-  if (!drift.empty()) log(log_level::warn, drift);
-  try {
-    if (who && who->world_size > 1) w.node = live.node.read(who->local_rank, w.gpu.has_value() || backend_now().cuda);
-    finish_window(w);
-    if (print) {
-      const std::string line = live_line(w, now_s - live.live_origin_s);
-      write_stderr(line);
-    }
-    if (!jsonl.empty()) {
-      std::string why;
-      if (const int code = append_whole_line(jsonl, summary_json_line(w) + "\n", &why);
-          code != 0 && !live.jsonl_failed) {
-        live.jsonl_failed = true;  // once: it would repeat every window; later windows are still tried
-        log(log_level::error,
-            "could not append a live window to " + jsonl + ": " + why + " (the file keeps whole lines; said once)");
-      }
-    }
-  } catch (const std::exception& e) {
-    log(log_level::error, std::string("live view: ") + e.what());
-  }
-  lock.lock();
-  capture.on_window(capture_ctx, w, last);  // the rule weighs it; the ring turns
-  if (live.listening && !live.listening_stopped) {
-    if (live.queued.size() == tracer::queued_windows) {  // the listener fell behind: it loses the oldest
-      live.queued.pop_front();
-      live.windows_dropped.fetch_add(1, std::memory_order_relaxed);
-    }
-    live.queued.push_back({std::move(w), step, now_s - live.live_origin_s, covered});
-    live.window_queued.notify_all();
-  }
+void tracer_impl::capture_windows::on_window_closing(summary& w) {
+  w.captures = impl.capture.take_unsent();  // a window carries the captures that ended since the last
+}
+
+void tracer_impl::capture_windows::on_window(const summary& w, bool last) {
+  impl.capture.on_window(impl.capture_ctx, w, last);  // the rule weighs it; the ring turns
+}
+
+void tracer_impl::hang_windows::on_window_closing(summary& w) {
+  if (hang_view open = impl.hang.view(impl.hang_context_now()); !open.threads.empty()) w.hang = std::move(open);
 }
 
 }  // namespace detail
@@ -205,16 +109,16 @@ summary tracer::window() {
     impl_->harvest_events();
     impl_->sample_rss(lock, true);
     // Windows are fed only once asked for: the first one is the whole run so far.
-    out = impl_->live.windows_on ? impl_->window_of(impl_->live.window_totals)
-                                 : impl_->window_of(impl_->stats.totals, false);
-    impl_->live.windows_on = true;
+    out = impl_->live.windows_on() ? impl_->window_of(impl_->live.window_totals())
+                                   : impl_->window_of(impl_->stats.totals, false);
+    impl_->live.turn_windows_on();
   });
 }
 
 summary tracer::metrics() const {
   return read_under_lock(*impl_, [&](std::unique_lock<std::mutex>&, ::steptrace::summary& out) {
     out = impl_->window_of(impl_->stats.totals, false);  // counts and sums since the start
-    out.live_ranks = impl_->live.live_ranks;
+    out.live_ranks = impl_->live.live_ranks();
     if (hang_view open = impl_->hang.view(impl_->hang_context_now()); !open.threads.empty()) out.hang = std::move(open);
     const double ns_per_tick = detail::host_clock::ns_per_tick();
     const std::uint64_t now = detail::host_clock::now();
@@ -227,45 +131,42 @@ summary tracer::metrics() const {
 void tracer::listen_windows() {
   if (impl_->forked.load()) return;
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->live.listening = true;
-  impl_->live.listening_stopped = false;
+  impl_->live.listen_windows();
 }
 
 std::optional<live_window> tracer::next_window(double timeout_s) {
   if (impl_->forked.load()) return std::nullopt;  // no lock: its holder may not exist here
   std::unique_lock<std::mutex> lock(impl_->mutex);
-  const auto wait = std::chrono::duration<double>(std::max(0.0, timeout_s));
-  impl_->live.window_queued.wait_for(lock, wait,
-                                     [&] { return !impl_->live.queued.empty() || impl_->live.listening_stopped; });
-  if (impl_->live.queued.empty() || impl_->live.listening_stopped) return std::nullopt;
-  live_window w = std::move(impl_->live.queued.front());
-  impl_->live.queued.pop_front();
-  return w;
+  return impl_->live.next_window(lock, timeout_s);
 }
 
 void tracer::stop_listening() {
   if (impl_->forked.load()) return;
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->live.listening_stopped = true;
-    impl_->live.queued.clear();
+    impl_->live.stop_listening();
   }
-  impl_->live.window_queued.notify_all();
+  impl_->live.wake_listeners();
 }
 
 void tracer::end_live() {
   if (impl_->forked.load() || impl_->creator_pid != getpid()) return;  // before any lock
   std::unique_lock<std::mutex> lock(impl_->mutex);
-  if (impl_->live.live_ended) return;
+  if (impl_->live.ended()) return;
   impl_->drain_all_locked();  // the steps that ended since the collector's last pass
   impl_->harvest_events();
   impl_->live_tick(lock, true);
   impl_->capture.tick(lock, impl_->capture_ctx, true);  // a capture still recording: written with the steps it has
-  impl_->live.live_ended = true;
+  impl_->live.end();
 }
 
-void tracer::count_window_failure() noexcept {
-  impl_->live.window_calls_failed.fetch_add(1, std::memory_order_relaxed);
+void tracer::count_window_failure() noexcept { impl_->live.count_window_failure(); }
+
+rank_window_count tracer::note_rank_window(const std::optional<straggler_info>& straggler,
+                                           std::vector<std::uint32_t> late, std::vector<std::uint32_t> missing) {
+  if (impl_->forked.load()) return {};
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->live.note_rank_window(straggler, std::move(late), std::move(missing));
 }
 
 }  // namespace steptrace

@@ -1,4 +1,4 @@
-// A rank's node (core/node_reading.hpp) through a fake NVML (fake_nvml.cpp, its readings set in
+// A rank's node (core/live/node_reading.hpp) through a fake NVML (fake_nvml.cpp, its readings set in
 // the environment), and what the straggler verdict says of it: a throttled node is cited against
 // the median rank's, a healthy job's nodes cite nothing.
 #include <catch2/catch.hpp>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/node_reading.hpp"
+#include "core/live/node_reading.hpp"
 #include "helpers.hpp"
 #include "rank_summaries.hpp"
 #include "record/host_health.hpp"

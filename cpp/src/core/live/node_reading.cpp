@@ -1,5 +1,5 @@
-// A rank's node, once a live window (core/node_reading.hpp).
-#include "core/node_reading.hpp"
+// A rank's node, once a live window (core/live/node_reading.hpp).
+#include "core/live/node_reading.hpp"
 
 #include "base/log.hpp"
 

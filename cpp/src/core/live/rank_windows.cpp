@@ -4,18 +4,16 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <utility>
 
-#include "core/tracer_impl.hpp"
-#include "steptrace/tracer.hpp"
+#include "core/live/live_view.hpp"
 
-namespace steptrace {
+namespace steptrace::detail {
 
-rank_window_count tracer::note_rank_window(const std::optional<straggler_info>& straggler,
-                                           std::vector<std::uint32_t> late, std::vector<std::uint32_t> missing) {
+rank_window_count live_view::note_rank_window(const std::optional<straggler_info>& straggler,
+                                              std::vector<std::uint32_t> late, std::vector<std::uint32_t> missing) {
   rank_window_count named;
-  if (impl_->forked.load()) return named;
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  live_ranks_view& v = impl_->live.live_ranks ? *impl_->live.live_ranks : impl_->live.live_ranks.emplace();
+  live_ranks_view& v = live_ranks_ ? *live_ranks_ : live_ranks_.emplace();
   const std::uint64_t window = v.windows++;
   v.straggler.reset();
   v.late = std::move(late);
@@ -31,10 +29,10 @@ rank_window_count tracer::note_rank_window(const std::optional<straggler_info>& 
   at->last_window = window;
   if (!straggler->node.empty()) at->node = straggler->node;  // its node's latest departures
   // The phase it was named by most often (the first named, on a tie).
-  auto& phases = impl_->live.live_rank_phases[straggler->rank];
+  auto& phases = live_rank_phases_[straggler->rank];
   const std::uint64_t n = ++phases[straggler->phase];
   if (at->phase.empty() || (at->phase != straggler->phase && n > phases[at->phase])) at->phase = straggler->phase;
   return *at;
 }
 
-}  // namespace steptrace
+}  // namespace steptrace::detail
