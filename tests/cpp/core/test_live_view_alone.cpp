@@ -74,6 +74,20 @@ void feed(live_view& live, std::uint64_t n, std::uint64_t first_index) {
   }
 }
 
+// A view with a subsystem and the program listening, its first window started (the first pass
+// with the view on starts it and sends nothing), the lock held as the collector holds it.
+struct started_view {
+  explicit started_view(fake_tracer& t) {
+    live.listen(heard);
+    live.listen_windows();
+    live.tick(lock, t);
+  }
+  live_view live;
+  listener heard;
+  std::mutex m;
+  std::unique_lock<std::mutex> lock{m};
+};
+
 }  // namespace
 
 TEST_CASE("the live view is on only when asked, and a listener may ask for it", "[live_alone]") {
@@ -100,13 +114,10 @@ TEST_CASE("the run's last window goes out however short: the JSONL line, the que
   testing::temp_dir dir;
   fake_tracer t;
   t.cfg.jsonl_path = (dir.path / "live.jsonl").string();
-  live_view live;
-  listener l;
-  live.listen(l);
-  live.listen_windows();
-  std::mutex m;
-  std::unique_lock<std::mutex> lock(m);
-  live.tick(lock, t);  // the first pass starts the first window: nothing goes out
+  started_view v(t);
+  live_view& live = v.live;
+  const listener& l = v.heard;
+  std::unique_lock<std::mutex>& lock = v.lock;
   CHECK(t.windows_made == 0);
   feed(live, 7, 0);
   t.ended = 7;
@@ -138,13 +149,10 @@ TEST_CASE("windows close on the wall clock's period; a listener that falls behin
   fake_tracer t;
   t.cfg.live = 1;  // 1 s windows; the live line goes to stderr
   t.cfg.log_level = "off";
-  live_view live;
-  listener l;
-  live.listen(l);
-  live.listen_windows();
-  std::mutex m;
-  std::unique_lock<std::mutex> lock(m);
-  live.tick(lock, t);
+  started_view v(t);
+  live_view& live = v.live;
+  const listener& l = v.heard;
+  std::unique_lock<std::mutex>& lock = v.lock;
   // Each pass feeds a step; windows close only when the second changes: at most one a second
   // whatever the passes, and at least three in 4.5 s however busy the machine (a bound, not a time).
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(4500);
