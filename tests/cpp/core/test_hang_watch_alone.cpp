@@ -1,6 +1,7 @@
 // The hang watch as an object of its own (core/hang): driven through a hang_context of
 // hand-fed step builders and a recent window, with no tracer, no collector and no thread. The
-// steps' begins are stamped hours or seconds before now, so no scheduler delay moves a verdict.
+// steps' begins are stamped hours or seconds before a "now" the context sets (a machine up for
+// less than an hour has no host-clock tick an hour back), so no scheduler delay moves a verdict.
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <filesystem>
@@ -24,11 +25,12 @@ namespace {
 // Host-clock ticks of `s` seconds.
 std::uint64_t ticks_of(double s) { return static_cast<std::uint64_t>(s * 1e9 / host_clock::ns_per_tick()); }
 
-// The host clock now, its source chosen and calibrated first (as a tracer does at its start).
+// A "now" a day past the host clock's, its source chosen and calibrated first (as a tracer does
+// at its start): steps may begin hours before it on a machine just booted.
 std::uint64_t clock_now() {
   host_clock::init();
   (void)host_clock::ns_per_tick();
-  return host_clock::now();
+  return host_clock::now() + ticks_of(86400);
 }
 
 std::size_t reports_in(const fs::path& dir) {
@@ -85,16 +87,16 @@ TEST_CASE("the view lists each open step by how long it has been open, set-aside
   hang_context c;
   c.hang_after_s = 600;
   c.builders = {&stuck.builder, &aside.builder, &done.builder, &fresh.builder};
+  c.now = now;
   const hang_view v = watch.view(c);
   REQUIRE(v.threads.size() == 2);  // the set-aside one and the finished one are not watched
   CHECK(v.threads[0].thread == 0);
-  CHECK(v.threads[0].open_s >= 3600);
-  CHECK(v.threads[0].open_s < 3600 + 600);
+  CHECK(v.threads[0].open_s == Approx(3600).margin(1e-3));  // the context's clock: exact
   REQUIRE(v.threads[0].phases.size() == 1);
   CHECK(v.threads[0].phases[0].phase == "wait");
-  CHECK(v.threads[0].phases[0].open_s >= 1800);
+  CHECK(v.threads[0].phases[0].open_s == Approx(1800).margin(1e-3));
   CHECK(v.threads[1].thread == 3);
-  CHECK(v.threads[1].open_s < 600);
+  CHECK(v.threads[1].open_s == Approx(0).margin(1e-3));
   CHECK(v.suspected);
   c.builders = {&fresh.builder};
   CHECK_FALSE(watch.view(c).suspected);
@@ -112,6 +114,7 @@ TEST_CASE("a hang is reported once, again only for another step, and never with 
   c.capture_dir = dir.path.string();
   c.recent = &recent;
   c.builders = {&t.builder};
+  c.now = now;
   std::mutex m;
   std::unique_lock<std::mutex> lock(m);
   watch.tick(lock, c);
@@ -129,8 +132,8 @@ TEST_CASE("a hang is reported once, again only for another step, and never with 
   watch.tick(lock, c);  // the same step, still open: said once
   CHECK(watch.reports() == 1);
 
-  t.add(record_kind::step_end, host_clock::now());  // the job moved
-  t.add(record_kind::step_begin, host_clock::now() - ticks_of(120));
+  t.add(record_kind::step_end, now);  // the job moved
+  t.add(record_kind::step_begin, now - ticks_of(120));
   watch.tick(lock, c);  // the report of the old hang is let go, and the new step is past 60 s
   CHECK(watch.reports() == 2);
   CHECK(reports_in(dir.path) == 2);

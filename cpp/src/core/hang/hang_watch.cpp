@@ -79,7 +79,7 @@ double hang_watch::after_now(const hang_context& c) const {
 hang_view hang_watch::view(const hang_context& c) const {
   hang_view v;
   const double ns_per_tick = host_clock::ns_per_tick();
-  const std::uint64_t now = host_clock::now();
+  const std::uint64_t now = c.now != 0 ? c.now : host_clock::now();
   auto seconds_since = [&](std::uint64_t since, std::uint64_t less = 0) {
     const std::uint64_t ticks = now > since ? now - since : 0;
     return static_cast<double>(ticks - std::min(ticks, less)) * ns_per_tick / 1e9;

@@ -33,6 +33,7 @@ struct hang_context {
   std::optional<rank_info> rank;
   const recent_window* recent = nullptr;
   std::vector<const step_builder*> builders;
+  std::uint64_t now = 0;  // the host clock's ticks now; 0: read the clock (a test sets its own)
 };
 
 class hang_watch {
