@@ -77,6 +77,10 @@ live_ranks_view live_ranks_from(const json_doc& j);
 json_doc hang_json(const hang_view& h);
 hang_view hang_from(const json_doc& j);
 
+// The device view: busy and idle, copies, syncs, kernels, NCCL, memory (gpu_json.cpp).
+json_doc gpu_json(const gpu_stats& g);
+gpu_stats gpu_from(const json_doc& j);
+
 // The ceiling: FLOPs, MFU, each costed op on the roofline (ceiling_json.cpp).
 json_doc ceiling_json(const ceiling_stats& c);
 ceiling_stats ceiling_from(const json_doc& j);
