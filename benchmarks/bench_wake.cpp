@@ -1,5 +1,5 @@
 // What one timed wake-up of a sleeping thread costs in CPU on this machine: the collector's
-// price per poll (core/poll_interval.hpp), which sets how many records a poll should find to be
+// price per poll (core/recording/poll_interval.hpp), which sets how many records a poll should find to be
 // cheap per record. A thread waits on a condition variable with a timeout, as the collector
 // does, for a second at each interval; its thread CPU over its wake-ups, with the other core idle
 // and with it busy (as while a recording thread runs).

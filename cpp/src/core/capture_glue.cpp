@@ -11,12 +11,9 @@
 namespace steptrace {
 namespace detail {
 
-void tracer_impl::capture_glue::read_device_now() { impl.read_device(device_flush::completed); }
+void tracer_impl::capture_glue::read_device_now() { impl.rec.read_device(device_flush::completed); }
 
-void tracer_impl::capture_glue::spans_wanted_changed() {
-  for (auto& t : impl.threads) t->builder.keep_spans(impl.spans_wanted());
-  if (impl.reqs.requests) impl.reqs.requests->keep_spans(impl.spans_wanted());
-}
+void tracer_impl::capture_glue::spans_wanted_changed() { impl.rec.keep_spans(impl.spans_wanted()); }
 
 }  // namespace detail
 
@@ -30,10 +27,10 @@ bool tracer::capture(std::uint32_t steps, std::string_view reason, kept_steps ba
     std::lock_guard<std::mutex> lock(impl_->mutex);
     if (!impl_->capture.arm(impl_->capture_ctx, std::string(reason), steps)) return false;
     if (back == kept_steps::none || back == kept_steps::numbered) return true;
-    impl_->drain_all_locked();  // the steps ended so far are kept before the choice
+    impl_->rec.drain_all();  // the steps ended so far are kept before the choice
     if (impl_->capture.arm_back(impl_->capture_ctx, std::string(reason), back, {}).empty()) return true;
   }
-  impl_->wake.notify_one();
+  impl_->rec.wake.notify_one();
   return true;
 }
 
@@ -43,10 +40,10 @@ std::vector<std::uint64_t> tracer::capture_kept(std::string_view reason, kept_st
   std::vector<std::uint64_t> chosen;
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->drain_all_locked();  // the steps ended so far are kept before the choice
+    impl_->rec.drain_all();  // the steps ended so far are kept before the choice
     chosen = impl_->capture.arm_back(impl_->capture_ctx, std::string(reason), which, indices);
   }
-  if (!chosen.empty()) impl_->wake.notify_one();
+  if (!chosen.empty()) impl_->rec.wake.notify_one();
   return chosen;
 }
 

@@ -132,10 +132,8 @@ std::string tracer::exit_write(const exit_state& end, const ::steptrace::summary
 
 std::uint64_t tracer::open_steps() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->drain_all_locked();
-  std::uint64_t open = impl_->stats.open_at_thread_end;  // left open by threads that have ended
-  for (const auto& t : impl_->threads) open += t->builder.in_step() ? 1 : 0;
-  return open;
+  impl_->rec.drain_all();
+  return impl_->rec.open_steps();
 }
 
 void tracer::warn_nested_step() const noexcept {

@@ -29,7 +29,7 @@ void request::take(request& other) noexcept {
 }
 
 void request::abandon() noexcept {
-  tracer_->impl_->reqs.requests_abandoned.fetch_add(1, std::memory_order_relaxed);
+  tracer_->impl_->rec.reqs.requests_abandoned.fetch_add(1, std::memory_order_relaxed);
   n_ = 0;
 }
 
@@ -50,8 +50,8 @@ void request::end(bool failed) noexcept {
     open_ = 0;
   }
   put(0, failed ? record_kind::step_end_failed : record_kind::step_end);
-  if (dropped_ != 0) impl.reqs.request_phases_dropped.fetch_add(dropped_, std::memory_order_relaxed);
-  if (stray_ends_ != 0) impl.reqs.request_stray_ends.fetch_add(stray_ends_, std::memory_order_relaxed);
+  if (dropped_ != 0) impl.rec.reqs.request_phases_dropped.fetch_add(dropped_, std::memory_order_relaxed);
+  if (stray_ends_ != 0) impl.rec.reqs.request_stray_ends.fetch_add(stray_ends_, std::memory_order_relaxed);
   const std::uint32_t count = n_;
   n_ = 0;
   if (impl.forked.load(std::memory_order_relaxed)) return;
@@ -61,7 +61,7 @@ void request::end(bool failed) noexcept {
   if (__builtin_expect(s->records.try_push_run(block, records_, count), 1)) return;
   const auto push = [&](const detail::record& r) {  // the ring is nearly full: record by record
     if (__builtin_expect(!s->records.try_push(r.ticks, r.id, r.kind), 0)) {
-      detail::push_after_drain(impl, *s, r.ticks, r.id, r.kind);
+      detail::push_after_drain(impl.rec, *s, r.ticks, r.id, r.kind);
     }
   };
   push(block);
@@ -72,7 +72,7 @@ void tracer::set_batch_size(std::uint32_t requests) noexcept {
   if (!enabled() || impl_->forked.load(std::memory_order_relaxed)) return;
   detail::thread_state* s = detail::local_state(*impl_);
   if (s == nullptr || !s->step_open) return;
-  detail::push(*impl_, *s, record_kind::batch_size, requests);
+  detail::push(impl_->rec, *s, record_kind::batch_size, requests);
 }
 
 }  // namespace steptrace

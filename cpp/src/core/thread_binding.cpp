@@ -49,7 +49,7 @@ struct thread_links {
     for (auto& [uid, state] : links) {
       auto it = live_tracers().find(uid);
       // A forked child's inherited tracers take no lock: their collector died at the fork.
-      if (it != live_tracers().end() && !it->second->forked.load()) it->second->detach_thread(*state);
+      if (it != live_tracers().end() && !it->second->forked.load()) it->second->rec.detach(*state);
     }
   }
 
@@ -116,41 +116,13 @@ thread_state* lookup_slow(tracer_impl& impl) noexcept {
   }
   try {
     links.forget_dead();
-    thread_state* state = impl.attach_thread();
+    thread_state* state = impl.rec.attach();
     links.links.emplace_back(impl.uid, state);
     t_binding = {impl.uid, &state->records, state};
     return state;
   } catch (const std::bad_alloc&) {
     return nullptr;  // out of memory: this thread goes untraced rather than failing the caller
   }
-}
-
-thread_state* tracer_impl::attach_thread() {
-  std::lock_guard<std::mutex> lock(mutex);
-  const std::uint32_t index = next_thread++;
-  for (auto& t : threads) {
-    if (t->retired && t->records.capacity() == cfg.ring_records) {  // reuse the memory only:
-      t->retired = false;                                           // a new thread, with its
-      t->step_open = false;                                         // own warm-up
-      t->builder.rebind(index, cfg.warmup_steps);
-      return t.get();
-    }
-  }
-  threads.push_back(std::make_unique<thread_state>(cfg.ring_records, cfg.warmup_steps, index));
-  threads.back()->builder.keep_segments(stats.totals.device() != nullptr);
-  threads.back()->builder.keep_spans(spans_wanted());
-  start_collector();
-  return threads.back().get();
-}
-
-void tracer_impl::detach_thread(thread_state& state) {
-  std::lock_guard<std::mutex> lock(mutex);
-  drain_locked(state);
-  // A step still open here is dropped with the thread: the main thread's ends before the exit
-  // report runs (thread_local destructors come first), so the report must hear of it from here.
-  if (state.builder.in_step()) ++stats.open_at_thread_end;
-  state.builder.finish(stats.totals);
-  state.retired = true;
 }
 
 }  // namespace steptrace::detail

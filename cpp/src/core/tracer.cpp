@@ -31,18 +31,10 @@ tracer_impl::tracer_impl(const config& c)
 tracer_impl::~tracer_impl() {
   {
     std::lock_guard<std::mutex> lock(mutex);
-    stopping = true;
     live.stop_listening();
   }
-  wake.notify_all();
   live.wake_listeners();
-  if (collector.joinable()) {
-    if (collector_pid == getpid()) {
-      collector.join();
-    } else {
-      new (&collector) std::thread();  // a handle copied from the parent: nothing to join here
-    }
-  }
+  rec.stop();
 }
 
 }  // namespace detail
@@ -101,14 +93,7 @@ void tracer::configure(const config& cfg) {
   impl_->told_dtype.store(static_cast<unsigned char>(detail::dtype_named(cfg.flops_dtype)), std::memory_order_relaxed);
   impl_->stats.timeline.configure(cfg.timeline_recent, cfg.timeline_slowest);
   impl_->capture.configure(impl_->cfg, capture_changed);
-  for (auto& t : impl_->threads) {
-    t->builder.set_warmup(cfg.warmup_steps);
-    t->builder.keep_spans(impl_->spans_wanted());
-  }
-  if (impl_->reqs.requests) {
-    impl_->reqs.requests->set_warmup(cfg.warmup_steps);
-    impl_->reqs.requests->keep_spans(impl_->spans_wanted());
-  }
+  impl_->rec.configure(cfg);
   const bool inline_path = host_clock::uses_tsc() && !detail::nvtx_requested();
   mode_.store(!cfg.enabled || impl_->env_disabled ? mode::off
               : inline_path                       ? mode::bound
@@ -135,9 +120,9 @@ step_open tracer::open_step(void* stream, bool on_stream) noexcept {
   s->step_exclude_depth = s->exclude_depth;
   s->step_on_stream = on_stream;
   s->step_stream = stream;
-  detail::push(*impl_, *s, record_kind::step_begin, 0);
-  detail::ask_drain_if_half_full(*impl_, *s);
-  if (on_stream) detail::mark_step_event(*impl_, *s, true);
+  detail::push(impl_->rec, *s, record_kind::step_begin, 0);
+  detail::ask_drain_if_half_full(impl_->rec, *s);
+  if (on_stream) detail::mark_step_event(impl_->rec, *s, true);
   if (detail::nvtx_enabled.load(std::memory_order_relaxed)) detail::nvtx_push(0);
   return step_open::opened;
 }
@@ -149,15 +134,15 @@ void tracer::end_step(bool failed) noexcept {
   // exclude() must not end the step it sits in).
   if (s == nullptr || !s->step_open || s->exclude_depth != s->step_exclude_depth) return;
   s->step_open = false;
-  if (s->step_on_stream) detail::mark_step_event(*impl_, *s, false);
-  detail::push(*impl_, *s, failed ? record_kind::step_end_failed : record_kind::step_end, 0);
+  if (s->step_on_stream) detail::mark_step_event(impl_->rec, *s, false);
+  detail::push(impl_->rec, *s, failed ? record_kind::step_end_failed : record_kind::step_end, 0);
   if (detail::nvtx_enabled.load(std::memory_order_relaxed)) detail::nvtx_pop();
 }
 
 void tracer::record_phase(std::uint32_t id, bool begin) noexcept {
   detail::thread_state* s = local_state(*impl_);  // nullptr in a forked child, or after exit
   if (s == nullptr) return;
-  detail::push(*impl_, *s, begin ? record_kind::phase_begin : record_kind::phase_end, id);
+  detail::push(impl_->rec, *s, begin ? record_kind::phase_begin : record_kind::phase_end, id);
   if (__builtin_expect(detail::nvtx_enabled.load(std::memory_order_relaxed), 0)) {
     begin ? detail::nvtx_push(id) : detail::nvtx_pop();
   }
@@ -166,9 +151,9 @@ void tracer::record_phase(std::uint32_t id, bool begin) noexcept {
 void tracer::record_phase_on(std::uint32_t id, void* stream, bool begin) noexcept {
   detail::thread_state* s = local_state(*impl_);
   if (s == nullptr) return;
-  if (!begin) detail::mark_phase_event(*impl_, *s, stream, false);
-  detail::push(*impl_, *s, begin ? record_kind::phase_begin : record_kind::phase_end, id);
-  if (begin) detail::mark_phase_event(*impl_, *s, stream, true);
+  if (!begin) detail::mark_phase_event(impl_->rec, *s, stream, false);
+  detail::push(impl_->rec, *s, begin ? record_kind::phase_begin : record_kind::phase_end, id);
+  if (begin) detail::mark_phase_event(impl_->rec, *s, stream, true);
   if (__builtin_expect(detail::nvtx_enabled.load(std::memory_order_relaxed), 0)) {
     begin ? detail::nvtx_push(id) : detail::nvtx_pop();
   }
@@ -182,7 +167,7 @@ void tracer::record_exclude(std::uint32_t id, bool begin) noexcept {
   } else if (s->exclude_depth > 0) {
     --s->exclude_depth;
   }
-  detail::push(*impl_, *s, begin ? record_kind::exclude_begin : record_kind::exclude_end, id);
+  detail::push(impl_->rec, *s, begin ? record_kind::exclude_begin : record_kind::exclude_end, id);
 }
 
 summary tracer::summary() const { return collect_summary(true); }
@@ -197,22 +182,22 @@ summary tracer::collect_summary(bool shown) const {
     detail::complete(out);
     return out;
   }
-  // The device's records of the steps' last work first, when it is still running (collector.cpp).
-  const auto [still_running, behind_ms] = impl_->await_device_work();  // the device's unfinished phases and steps
+  // The device's records of the steps' last work first, when it is still running (core/recording).
+  const auto [still_running, behind_ms] = impl_->rec.await_device_work();  // the device's unfinished phases and steps
   {
     std::unique_lock<std::mutex> lock(impl_->mutex);
-    impl_->drain_all_locked();
-    impl_->harvest_events();
+    impl_->rec.drain_all();
+    impl_->rec.harvest_events();
     // At exit nothing comes later: take even unfinished records. During the run, work still
     // running stays with CUPTI and is read complete by a later summary.
-    impl_->read_device(shown ? detail::device_flush::completed : detail::device_flush::forced);
+    impl_->rec.read_device(shown ? detail::device_flush::completed : detail::device_flush::forced);
     impl_->sample_rss(lock, true);
     impl_->stats.totals.fill(out, host_clock::ns_per_tick());
     impl_->stats.timeline.fill(out.timeline, impl_->stats.totals.run_begin(), host_clock::ns_per_tick(),
                                &host_clock::to_monotonic_ns);
-    device_base = impl_->reading.device_base;
-    for (auto& t : impl_->threads) out.errors.unbalanced_phases += t->builder.unbalanced();
-    if (impl_->reqs.requests) out.errors.unbalanced_phases += impl_->reqs.requests->unbalanced();
+    device_base = impl_->rec.device_base();
+    out.errors.unbalanced_phases += impl_->rec.unbalanced_phases();
+    if (impl_->rec.reqs.requests) out.errors.unbalanced_phases += impl_->rec.reqs.requests->unbalanced();
     if (impl_->stats.batches.steps() > 0)
       impl_->stats.batches.fill_batches(out.batches.emplace(), host_clock::ns_per_tick());
     out.facts = impl_->facts;
@@ -222,13 +207,13 @@ summary tracer::collect_summary(bool shown) const {
     if (out.gpu) out.gpu->sample_every = impl_->sample_every(*out.gpu);
     if (shown) impl_->stats.shown_steps = out.steps + out.warmup_steps + out.failed_steps;
   }
-  add_cpu_facts(out, impl_->cpu_so_far());
+  add_cpu_facts(out, impl_->rec.cpu_so_far());
   if (out.fact("host.cpus") == nullptr) out.facts.emplace_back("host.cpus", std::to_string(detail::usable_cpus()));
   out.errors.nested_steps = impl_->stats.nested_steps.load(std::memory_order_relaxed);
   out.errors.phase_names_folded = detail::folded_phase_names();
-  out.errors.requests_abandoned = impl_->reqs.requests_abandoned.load(std::memory_order_relaxed);
-  out.errors.request_phases_dropped = impl_->reqs.request_phases_dropped.load(std::memory_order_relaxed);
-  out.errors.unbalanced_phases += impl_->reqs.request_stray_ends.load(std::memory_order_relaxed);
+  out.errors.requests_abandoned = impl_->rec.reqs.requests_abandoned.load(std::memory_order_relaxed);
+  out.errors.request_phases_dropped = impl_->rec.reqs.request_phases_dropped.load(std::memory_order_relaxed);
+  out.errors.unbalanced_phases += impl_->rec.reqs.request_stray_ends.load(std::memory_order_relaxed);
   out.errors.windows_dropped = impl_->live.windows_dropped();
   out.errors.window_calls_failed = impl_->live.window_calls_failed();
   out.backend = detail::backend_now();
@@ -288,15 +273,13 @@ void tracer::set_fact(std::string_view key, std::string_view value) {
 
 void tracer::reset() {
   if (impl_->forked.load()) return;
-  if (impl_->started.load()) impl_->restart_cpu(false);
+  if (impl_->started.load()) impl_->rec.restart_cpu(false);
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->restart_threads();
-  impl_->reading.restart();
-  impl_->reqs.restart();
+  impl_->rec.restart();
   impl_->live.restart();
   impl_->stats.restart();
   impl_->hang.restart();
-  impl_->start_device_reading();
+  impl_->rec.start_device_reading();  // after the totals' restart: from the records that come next
 }
 
 }  // namespace steptrace

@@ -1,101 +1,42 @@
-// Internal (not public API): what a tracer owns behind its public face, and the recording
-// helpers the library's slow path shares. See cpp/src/core/README.md for who runs what.
+// Internal (not public API): what a tracer owns behind its public face: its identity, the lock,
+// the options, the run's figures and its four subsystems (recording, the live view, capture, the
+// hang watch), each with the narrow context it may read the tracer through. See
+// cpp/src/core/README.md for who runs what.
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <map>
-#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
-#include "analysis/step_builder.hpp"
 #include "core/capture/capturer.hpp"
 #include "core/hang/hang_watch.hpp"
 #include "core/live/live_view.hpp"
-#include "core/state/device_reading.hpp"
-#include "core/state/request_state.hpp"
+#include "core/recording/recorder.hpp"
+#include "core/recording/stream_events.hpp"
 #include "core/state/step_statistics.hpp"
-#include "core/stream_events.hpp"
 #include "core/thread_binding.hpp"
 #include "gpu/backend.hpp"
-#include "gpu/stream_ids.hpp"
 #include "record/clock.hpp"
-#include "record/cpu_load.hpp"
 #include "steptrace/config.hpp"
-#include "steptrace/detail/ring.hpp"
 #include "steptrace/summary.hpp"
 
 namespace steptrace::detail {
-
-// One per (thread, tracer). The producer fields belong to the owning thread; the rest is
-// touched only under tracer_impl::mutex.
-struct thread_state {
-  thread_state(std::uint32_t ring_records, std::uint32_t warmup, std::uint32_t thread)
-      : records(ring_records), builder(warmup, thread, streams.keys) {}
-
-  ring records;
-  bool step_open = false;                // producer
-  bool step_on_stream = false;           // producer: the open step was given a stream
-  void* step_stream = nullptr;           // producer: that stream
-  std::uint32_t exclude_depth = 0;       // producer: set-aside spans open on the thread
-  std::uint32_t step_exclude_depth = 0;  // producer: exclude_depth when the open step began
-  // A step began with its ring half full: the collector is asked to drain it now rather than at
-  // its next timed poll (after a quiet spell that may be 50 ms away, and the ring full before it,
-  // which would cost this thread the drain). Set by the producer, once until the ring is found
-  // under half again (`drain_wanted`, producer only); cleared by the collector as it polls.
-  std::atomic<bool> drain_asked{false};
-  bool drain_wanted = false;
-  thread_events events;              // producer makes its pools; the collector reads the slots its records name
-  std::uint32_t pairs_pending = 0;   // collector: this thread's event pairs held at the last harvest
-  stream_table streams;              // producer appends; the builder reads the entries its records name
-  alignas(64) step_builder builder;  // consumer (its own cache lines: written per record)
-  std::uint32_t request_left = 0;    // consumer: records of a request block still to come
-  bool retired = false;              // consumer: its thread exited; the memory may serve a new thread
-};
 
 class tracer_impl {
  public:
   explicit tracer_impl(const config& cfg);
   ~tracer_impl();
 
-  // thread_binding.cpp
-  thread_state* attach_thread();            // slow path: a thread's first record
-  void detach_thread(thread_state& state);  // the thread exited
-
-  // collector.cpp: drains every ring from a background thread, so recording threads rarely
-  // drain their own.
-  void start_collector();                           // under `mutex`
-  void drain_for_producer(thread_state& state);     // the thread's ring is full
-  std::uint64_t drain_locked(thread_state& state);  // its records into steps; how many
-  // Under `mutex`, for tracer::reset: every ring read (its CUDA event slots must go back), each
-  // builder afresh, its pairs not yet read back counting in no step.
-  void restart_threads();
-  void drain_all_locked();
-  void first_step() noexcept;          // starts the GPU backend and the CPU accounting
-  void read_device(device_flush how);  // under `mutex`
-  void start_device_reading();         // under `mutex`: from the records that come next
-  // Under `mutex`: device time of finished event pairs. Returns how full the fullest thread's
-  // event pool was with pairs not yet read back, before this harvest (0 to 1).
-  double harvest_events();
-
-  // Not under `mutex` (takes it): before a summary, waits up to max_device_wait for the phases and
-  // steps already closed to finish on the device (their CUDA events). Says how many had not, and
-  // how long the device took to finish those that did (0 when none was running: the device had
-  // kept up with the host).
-  struct device_wait {
-    std::size_t still_running = 0;
-    double behind_ms = 0;
-  };
-  device_wait await_device_work();
-  static constexpr std::chrono::milliseconds max_device_wait{1000};
+  // Starts the GPU backend and the CPU accounting, once: the first step (takes the lock).
+  void first_step() noexcept {
+    rec.first_step();
+    started.store(true, std::memory_order_release);
+  }
 
   // Read by the recording threads on every record; written once, or never.
   alignas(64) const std::uint64_t uid;
@@ -112,27 +53,11 @@ class tracer_impl {
   // finished without the lock (add_told_ceiling) while configure may write cfg.
   std::atomic<double> told_flops{0};
   std::atomic<unsigned char> told_dtype{0};
-  std::vector<std::unique_ptr<thread_state>> threads;
-  std::uint32_t next_thread = 0;  // every thread that ever recorded gets its own number
-  // Each subsystem's state, with its own restart (tracer::reset calls them).
-  step_statistics stats;            // the counted steps' figures
-  request_state reqs;               // request.hpp's steps
-  step_builder& request_builder();  // under `mutex`: reqs.requests, made on first use
-  device_reading reading;           // device counts and event pairs not yet read back
+  step_statistics stats;  // the counted steps' figures; its restart and each subsystem's: tracer::reset
   std::vector<std::pair<std::string, std::string>> facts;
-  std::optional<rank_info> rank;                  // tracer::set_rank
-  std::atomic<std::uint64_t> producer_drains{0};  // rings drained by their own thread: the collector lags
+  std::optional<rank_info> rank;  // tracer::set_rank
   std::atomic<bool> nested_reported{false};
   bool exit_reported = false;
-
-  // The process tree's CPU use and demand since the first step (or reset). Reading it walks
-  // /proc, so it has its own lock and is never read under `mutex`, which a recording thread
-  // may be waiting for.
-  std::mutex cpu_mutex;
-  cpu_load cpu;  // under cpu_mutex
-  void sample_cpu();
-  cpu_totals cpu_so_far();
-  void restart_cpu(bool unless_started);
 
   // windows.cpp: windows for servers and the live view, and resident memory at step ends.
   summary window_of(aggregate& from, bool restart = true);  // under `mutex`: its figures; restart: it starts afresh
@@ -141,7 +66,7 @@ class tracer_impl {
   void add_told_ceiling(summary& s) const;
   void finish_window(summary& w) const;                           // without the lock: backend, misuse counts, diagnosis
   void sample_rss(std::unique_lock<std::mutex>& lock, bool now);  // reads /proc without the lock
-  std::uint64_t rss_steps = 0;                                    // stats.steps_ended at the last RSS sample
+  std::uint64_t rss_steps = 0;                                    // rec.steps_ended() at the last RSS sample
   std::chrono::steady_clock::time_point rss_last{};
   // The live view (core/live), and what it may ask of this tracer (windows.cpp).
   live_view live;
@@ -152,7 +77,7 @@ class tracer_impl {
     device_join* device() override { return impl.stats.totals.device(); }
     summary window_of(aggregate& from) override { return impl.window_of(from); }
     std::uint32_t sample_every(const gpu_stats& g) const override { return impl.sample_every(g); }
-    std::uint64_t steps_ended() const override { return impl.stats.steps_ended; }
+    std::uint64_t steps_ended() const override { return impl.rec.steps_ended(); }
     void finish(summary& w) const override { impl.finish_window(w); }
     tracer_impl& impl;
   };
@@ -166,9 +91,7 @@ class tracer_impl {
   // What the hang watch may read of this tracer, under `mutex`.
   hang_context hang_context_now() const {
     hang_context c{cfg.hang_after_s, cfg.capture_dir, cfg.jsonl_path, rank, &stats.recent, {}};
-    for (const auto& t : threads) {
-      if (!t->retired) c.builders.push_back(&t->builder);
-    }
+    c.builders = rec.live_builders();
     return c;
   }
   // Capture on trouble (core/capture), under `mutex`, and what it may ask of this tracer
@@ -207,8 +130,6 @@ class tracer_impl {
   // Builders keep phase calls: for the timeline, the retroactive ring or a capture armed.
   bool spans_wanted() const noexcept { return stats.timeline.enabled() || capture.spans_wanted(); }
 
-  std::thread collector;
-  int collector_pid = 0;
   std::pair<std::uint32_t, std::uint32_t> sample_asked{1,
                                                        10};  // device_sample and its period, as last told the backend
   std::uint32_t sample_last = 1;                             // the last device_sample above 1 this tracer asked for
@@ -217,11 +138,22 @@ class tracer_impl {
   std::uint32_t sample_every(const gpu_stats& g) const noexcept {
     return cfg.device_sample > 1 ? cfg.device_sample : g.steps_sampled_out > 0 ? sample_last : 1;
   }
-  bool stopping = false;  // under `mutex`
-  std::condition_variable wake;
 
- private:
-  void collect_loop();
+  // Recording (core/recording), and what it may ask of this tracer (recording_glue.cpp). Last:
+  // its collector calls on every subsystem above.
+  struct recording_glue final : recording_context {
+    explicit recording_glue(tracer_impl& t) : impl(t) {}
+    const config& options() const override { return impl.cfg; }
+    bool forked() const override { return impl.forked.load(); }
+    aggregate& totals() override { return impl.stats.totals; }
+    void add_sinks(step_fan_out& out) override;
+    bool spans_wanted() const override { return impl.spans_wanted(); }
+    void on_device(device_join& d, std::uint64_t before) override;
+    void each_pass(std::unique_lock<std::mutex>& lock) override;
+    tracer_impl& impl;
+  };
+  recording_glue recording_ctx{*this};
+  recorder rec{mutex, recording_ctx};
 };
 
 // What the GPU backend is and why, with the host clock: every summary's `backend`.
@@ -234,32 +166,6 @@ inline backend_info backend_now() {
 inline thread_state* local_state(tracer_impl& impl) noexcept {
   if (__builtin_expect(t_binding.tracer_uid == impl.uid, 1)) return static_cast<thread_state*>(t_binding.state);
   return lookup_slow(impl);
-}
-
-__attribute__((noinline, cold)) inline void push_after_drain(tracer_impl& impl, thread_state& state,
-                                                             std::uint64_t ticks, std::uint32_t id,
-                                                             record_kind kind) noexcept {
-  impl.drain_for_producer(state);  // the collector fell behind: this thread catches up itself
-  state.records.try_push(ticks, id, kind);
-}
-
-// At a step's begin: a ring half full asks the collector to drain it (thread_state::drain_asked).
-// A compare a step; a wake-up once per half ring at most, never a lock.
-inline void ask_drain_if_half_full(tracer_impl& impl, thread_state& state) noexcept {
-  if (!state.records.half_full()) {
-    state.drain_wanted = false;
-    return;
-  }
-  if (state.drain_wanted) return;  // asked already
-  state.drain_wanted = true;
-  state.drain_asked.store(true, std::memory_order_relaxed);
-  impl.wake.notify_one();
-}
-
-// One record stamped now, from the library's slow path.
-inline void push(tracer_impl& impl, thread_state& state, record_kind kind, std::uint32_t id) noexcept {
-  const std::uint64_t ticks = host_clock::now();
-  if (__builtin_expect(!state.records.try_push(ticks, id, kind), 0)) push_after_drain(impl, state, ticks, id, kind);
 }
 
 }  // namespace steptrace::detail

@@ -29,7 +29,7 @@ summary tracer_impl::window_of(aggregate& from, bool restart) {
   out.gpu.reset();             // and the device view
   out.facts = facts;
   out.rank = rank;
-  for (auto& t : threads) out.errors.unbalanced_phases += t->builder.unbalanced();  // the run's so far
+  out.errors.unbalanced_phases += rec.unbalanced_phases();  // the run's so far
   return out;
 }
 
@@ -38,8 +38,8 @@ void tracer_impl::finish_window(summary& w) const {
   w.errors.window_calls_failed = live.window_calls_failed();
   w.errors.nested_steps = stats.nested_steps.load(std::memory_order_relaxed);  // the run's so far
   w.errors.phase_names_folded = folded_phase_names();
-  w.errors.requests_abandoned = reqs.requests_abandoned.load(std::memory_order_relaxed);
-  w.errors.request_phases_dropped = reqs.request_phases_dropped.load(std::memory_order_relaxed);
+  w.errors.requests_abandoned = rec.reqs.requests_abandoned.load(std::memory_order_relaxed);
+  w.errors.request_phases_dropped = rec.reqs.request_phases_dropped.load(std::memory_order_relaxed);
   w.backend = backend_now();
   add_told_ceiling(w);
   complete(w);
@@ -56,10 +56,10 @@ void tracer_impl::add_told_ceiling(summary& s) const {  // without the lock: cfg
 
 void tracer_impl::sample_rss(std::unique_lock<std::mutex>& lock, bool now) {
   constexpr auto every = std::chrono::milliseconds(50);
-  if (stats.steps_ended == rss_steps) return;  // sampled at step ends only
+  if (rec.steps_ended() == rss_steps) return;  // sampled at step ends only
   const auto at = std::chrono::steady_clock::now();
   if (!now && at - rss_last < every) return;
-  rss_steps = stats.steps_ended;
+  rss_steps = rec.steps_ended();
   rss_last = at;
   lock.unlock();  // /proc is read without the tracer lock
   const std::uint64_t bytes = resident_bytes();
@@ -95,7 +95,7 @@ summary read_under_lock(detail::tracer_impl& impl, Fill&& fill) {
   }
   {
     std::unique_lock<std::mutex> lock(impl.mutex);
-    impl.drain_all_locked();
+    impl.rec.drain_all();
     fill(lock, out);
   }
   impl.finish_window(out);
@@ -106,7 +106,7 @@ summary read_under_lock(detail::tracer_impl& impl, Fill&& fill) {
 
 summary tracer::window() {
   return read_under_lock(*impl_, [&](std::unique_lock<std::mutex>& lock, ::steptrace::summary& out) {
-    impl_->harvest_events();
+    impl_->rec.harvest_events();
     impl_->sample_rss(lock, true);
     // Windows are fed only once asked for: the first one is the whole run so far.
     out = impl_->live.windows_on() ? impl_->window_of(impl_->live.window_totals())
@@ -153,8 +153,8 @@ void tracer::end_live() {
   if (impl_->forked.load() || impl_->creator_pid != getpid()) return;  // before any lock
   std::unique_lock<std::mutex> lock(impl_->mutex);
   if (impl_->live.ended()) return;
-  impl_->drain_all_locked();  // the steps that ended since the collector's last pass
-  impl_->harvest_events();
+  impl_->rec.drain_all();  // the steps that ended since the collector's last pass
+  impl_->rec.harvest_events();
   impl_->live_tick(lock, true);
   impl_->capture.tick(lock, impl_->capture_ctx, true);  // a capture still recording: written with the steps it has
   impl_->live.end();

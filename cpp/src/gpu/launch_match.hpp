@@ -24,7 +24,7 @@ namespace steptrace::detail {
 class launch_matcher {
  public:
   // Longer than two of CUPTI's flush periods (200 ms, gpu/activity.cpp), well inside the second
-  // a step waits for its records (core/collector.cpp).
+  // a step waits for its records (core/recording/device_reading.cpp).
   static constexpr std::uint64_t hold_ns = 500'000'000;
   static constexpr std::size_t max_waiting = std::size_t{1} << 16;  // beyond: the oldest go on unmatched
   // Kernels in plenty and not one launch-call record: none is coming (CUPTI 13.0 choosing the

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/poll_interval.hpp"
+#include "core/recording/poll_interval.hpp"
 #include "core/tracer_impl.hpp"
 #include "steptrace/detail/ring.hpp"
 
@@ -69,7 +69,7 @@ TEST_CASE("a run of records goes in whole, across the wrap, or not at all", "[re
   CHECK_FALSE(r.try_push(1000, 0, record_kind::step_begin));
 }
 
-// The collector's poll rule (core/poll_interval.hpp), without a clock.
+// The collector's poll rule (core/recording/poll_interval.hpp), without a clock.
 TEST_CASE("the collector polls when the fullest ring would be half full", "[ring]") {
   using std::chrono::microseconds;
   using p = steptrace::detail::poll_interval;
@@ -112,14 +112,14 @@ TEST_CASE("a step that begins with its ring half full asks the collector once", 
   detail::tracer_impl impl(c);
   detail::thread_state s(c.ring_records, 0, 0);
   for (int i = 0; i < 33; ++i) REQUIRE(s.records.try_push(i, 0, record_kind::phase_begin));
-  detail::ask_drain_if_half_full(impl, s);
+  detail::ask_drain_if_half_full(impl.rec, s);
   CHECK(s.drain_asked.exchange(false));  // the collector takes the ask as it polls
-  detail::ask_drain_if_half_full(impl, s);
+  detail::ask_drain_if_half_full(impl.rec, s);
   CHECK(!s.drain_asked.load());  // still half full, asked already: no second wake-up
   int runs = 0;
   drain_ticks(s.records, runs);
-  detail::ask_drain_if_half_full(impl, s);  // under half: the next half asks again
+  detail::ask_drain_if_half_full(impl.rec, s);  // under half: the next half asks again
   for (int i = 0; i < 40; ++i) REQUIRE(s.records.try_push(i, 0, record_kind::phase_begin));
-  detail::ask_drain_if_half_full(impl, s);
+  detail::ask_drain_if_half_full(impl.rec, s);
   CHECK(s.drain_asked.load());
 }

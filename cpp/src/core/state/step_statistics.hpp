@@ -16,8 +16,6 @@ struct step_statistics {
   aggregate batches;                           // steps that served a batch of requests (tracer::set_batch_size)
   recent_window recent;                        // the latest counted steps, raw: metrics() quantiles, never consumed
   flight_recorder timeline;                    // the recent and slowest steps of each thread
-  std::uint64_t steps_ended = 0;               // every step the builders finished (for the RSS samples); kept at reset
-  std::uint64_t open_at_thread_end = 0;        // steps a thread left open when it ended (the exit report says them)
   std::atomic<std::uint64_t> nested_steps{0};  // steps begun inside an open one (misuse)
   // Steps (of any kind) in the last summary the program fetched; UINT64_MAX: none fetched.
   std::uint64_t shown_steps = UINT64_MAX;
@@ -28,7 +26,6 @@ struct step_statistics {
     recent.clear();
     timeline.clear();
     nested_steps.store(0, std::memory_order_relaxed);
-    open_at_thread_end = 0;
     shown_steps = UINT64_MAX;
   }
 };

@@ -1,4 +1,4 @@
-// Internal: a tracer's requests (steptrace/request.hpp; tracer_impl::reqs). Their blocks, drained
+// Internal: a tracer's requests (steptrace/request.hpp; recorder::reqs). Their blocks, drained
 // from whichever ring carried them, make steps in one builder, numbered as one more thread, made on
 // the first request. See cpp/src/core/README.md, "Requests and batches".
 #pragma once

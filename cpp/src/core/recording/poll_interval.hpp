@@ -8,7 +8,7 @@
 // The interval grows at most twofold a poll, shrinks at once, and stays between 0.1 and 50 ms;
 // it is the fastest when a thread had to drain its own ring, found its event pool full, or woke
 // the collector with a pool half full (event_timer.hpp) or began a step with its ring half full
-// (tracer_impl.hpp, ask_drain_if_half_full). See cpp/src/core/README.md, "Threads: who runs what".
+// (recorder.hpp, ask_drain_if_half_full). See cpp/src/core/README.md, "Threads: who runs what".
 #pragma once
 
 #include <algorithm>
