@@ -117,6 +117,10 @@ use_compiler_cache() {
   if command -v ccache >/dev/null; then
     export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_DIR="${CCACHE_DIR:-$ROOT/build/ccache}"
     export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=true CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-3G}"
+    # ccache hashes the compiler's name. The wheel's build names it as Python's sysconfig does
+    # (g++), where CMake alone finds c++: named apart, the wheels reused none of the C++ tests'
+    # objects and each compiled the whole library again.
+    export CXX="${CXX:-g++}"
   fi
 }
 use_compiler_cache
