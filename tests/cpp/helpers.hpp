@@ -19,6 +19,15 @@
 
 namespace steptrace::testing {
 
+// The size of a test of scale (no quadratic walk, bounded memory): a tenth under the sanitizers,
+// which check its memory and threads, while the plain build checks how it grows. At full size
+// the two such tests took 97 s of the AddressSanitizer run.
+#ifdef STEPTRACE_TESTS_SANITIZED
+inline constexpr int scale_divisor = 10;
+#else
+inline constexpr int scale_divisor = 1;
+#endif
+
 // A tracer config for tests: no exit report, and no warm-up unless asked for.
 // An NVIDIA driver can be loaded here (a GPU machine, as scripts/gpu runs this suite on): the
 // checks that hold only without one are left out there.

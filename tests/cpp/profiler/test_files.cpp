@@ -278,7 +278,9 @@ TEST_CASE("a summary whose phases chain 20,000 deep reads, renders and is diagno
     scoped_phase p(t, builtin::compute);
   }
   summary s = t.summary();
-  for (int i = 0; i < 20'000; ++i) {
+  const int n = 20'000 / testing::scale_divisor;
+  const std::string last = "chain." + std::to_string(n - 1);
+  for (int i = 0; i < n; ++i) {
     phase_stats p;
     p.name = "chain." + std::to_string(i);
     p.parent = i == 0 ? "compute" : "chain." + std::to_string(i - 1);
@@ -290,29 +292,30 @@ TEST_CASE("a summary whose phases chain 20,000 deep reads, renders and is diagno
   // Each row indented at most 12 levels: ~20,000 rows of ~100 bytes (before: 2 spaces a level,
   // 400 MB of them).
   CHECK(table.size() < 8'000'000);
-  CHECK(table.find(std::string(2 * 12, ' ') + "chain.19999") != std::string::npos);
+  CHECK(table.find(std::string(2 * 12, ' ') + last) != std::string::npos);
   CHECK(table.find(std::string(2 * 13, ' ') + "chain.") == std::string::npos);
   // Every link followed once: the whole chain counts toward `compute`.
   CHECK(detail::group_share(back, "compute") == Approx(back.phase("compute")->share));
   CHECK(detail::diagnose(back).label == back.diag.label);
   // A cycle of parents ends the walk: no built-in, no hang.
   summary loop = back;
-  loop.phases[loop.phases.size() - 20'000].parent = "chain.19999";
+  loop.phases[loop.phases.size() - n].parent = last;
   CHECK(detail::group_share(loop, "compute") == Approx(loop.phase("compute")->share));
   CHECK(loop.table().find("chain.0") != std::string::npos);
 }
 
 TEST_CASE("a step with 100,000 phase spans becomes a trace in O(n log n), idle cut along its phases", "[files]") {
+  const int n = 100'000 / testing::scale_divisor;
   summary s;
   timeline_step& st = s.timeline.steps.emplace_back();
   st.begin_ms = 0;
-  st.end_ms = 200'000;
+  st.end_ms = 2.0 * n;
   st.device_known = true;
-  for (int i = 0; i < 100'000; ++i) {  // back to back, 1 ms each, a nested one inside every tenth
+  for (int i = 0; i < n; ++i) {  // back to back, 1 ms each, a nested one inside every tenth
     st.phases.push_back({"outer", static_cast<double>(2 * i), static_cast<double>(2 * i + 1), 0});
     if (i % 10 == 0) st.phases.push_back({"inner", 2 * i + 0.25, 2 * i + 0.75, 1});
   }
-  st.device.push_back({"kernel", 0, 1, 7, 199'999.5, 200'000, 0});  // idle for all but the last 0.5 ms
+  st.device.push_back({"kernel", 0, 1, 7, 2.0 * n - 0.5, 2.0 * n, 0});  // idle for all but the last 0.5 ms
   const std::string trace = s.trace();
   // Idle pieces: each outer phase (or its halves around an inner one), each inner, each gap ("other").
   std::size_t outer = 0, inner = 0, other = 0;
@@ -322,7 +325,7 @@ TEST_CASE("a step with 100,000 phase spans becomes a trace in O(n log n), idle c
     inner += what == "inner";
     other += what == "other";
   }
-  CHECK(inner == 10'000);
-  CHECK(outer == 100'000 + 10'000);
-  CHECK(other == 100'000);
+  CHECK(inner == static_cast<std::size_t>(n / 10));
+  CHECK(outer == static_cast<std::size_t>(n + n / 10));
+  CHECK(other == static_cast<std::size_t>(n));
 }
