@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <new>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -207,6 +208,49 @@ std::vector<const step_builder*> recorder::live_builders() const {
     if (!t->retired) out.push_back(&t->builder);
   }
   return out;
+}
+
+// A program that never waits for its GPU (non_blocking copies, no .item()) ends its loop with the
+// device still running the last steps' work. CUPTI hands a buffer back only when every record in
+// it is done, so a summary read then would find none of those steps' kernels and copies and call
+// the GPU idle through them (an H200, 2026-11-28: the demo's pinned-copy loop read "busy 0.0%").
+// So a summary first waits, briefly, for what the steps' closed phases put on the device; without
+// CUDA events (no phase on a stream) there is nothing to wait for. See cpp/src/gpu/README.md, "The
+// device layer".
+recorder::device_wait recorder::await_device_work() {
+  using key = std::pair<const thread_state*, std::uint32_t>;  // a pair by its thread and end slot
+  auto keys_of = [](const std::vector<pending_pair>& pairs) {
+    std::vector<key> keys;
+    keys.reserve(pairs.size());
+    for (const pending_pair& p : pairs) keys.emplace_back(p.thread, p.pair.end);
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  };
+  // Only the pairs closed before the summary was asked: a server's later work never ends.
+  std::vector<key> waited;
+  const auto asked = std::chrono::steady_clock::now();
+  const auto until = asked + max_device_wait;
+  for (bool first = true;; first = false) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      drain_all();
+      harvest_events();
+      const std::vector<key> pending = keys_of(pending_events_);
+      if (first) {
+        waited = pending;
+      } else {
+        waited.erase(
+            std::remove_if(waited.begin(), waited.end(),
+                           [&](const key& k) { return !std::binary_search(pending.begin(), pending.end(), k); }),
+            waited.end());
+      }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (waited.empty() || now >= until) {
+      return {waited.size(), first ? 0.0 : std::chrono::duration<double, std::milli>(now - asked).count()};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 }  // namespace steptrace::detail

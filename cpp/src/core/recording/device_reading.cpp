@@ -1,6 +1,5 @@
-// Recording's side of the device: CUDA event pairs read back, the wait for the steps' last work
-// before a summary, CUPTI's records handed to the join, and the CPU accounting the first step
-// starts. See cpp/src/gpu/README.md, "The device layer".
+// Recording's side of the device: CUDA event pairs read back, CUPTI's records handed to the join,
+// and the CPU accounting the first step starts. See cpp/src/gpu/README.md, "The device layer".
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -45,49 +44,6 @@ double recorder::harvest_events() {
   for (const pending_pair& p : pending_events_) most = std::max(most, ++p.thread->pairs_pending);
   pending_events_.erase(std::remove_if(pending_events_.begin(), pending_events_.end(), done), pending_events_.end());
   return static_cast<double>(most) * 2 / event_pool::size;  // two slots a pair
-}
-
-// A program that never waits for its GPU (non_blocking copies, no .item()) ends its loop with the
-// device still running the last steps' work. CUPTI hands a buffer back only when every record in
-// it is done, so a summary read then would find none of those steps' kernels and copies and call
-// the GPU idle through them (an H200, 2026-11-28: the demo's pinned-copy loop read "busy 0.0%").
-// So a summary first waits, briefly, for what the steps' closed phases put on the device; without
-// CUDA events (no phase on a stream) there is nothing to wait for. See cpp/src/gpu/README.md, "The
-// device layer".
-recorder::device_wait recorder::await_device_work() {
-  using key = std::pair<const thread_state*, std::uint32_t>;  // a pair by its thread and end slot
-  auto keys_of = [](const std::vector<pending_pair>& pairs) {
-    std::vector<key> keys;
-    keys.reserve(pairs.size());
-    for (const pending_pair& p : pairs) keys.emplace_back(p.thread, p.pair.end);
-    std::sort(keys.begin(), keys.end());
-    return keys;
-  };
-  // Only the pairs closed before the summary was asked: a server's later work never ends.
-  std::vector<key> waited;
-  const auto asked = std::chrono::steady_clock::now();
-  const auto until = asked + max_device_wait;
-  for (bool first = true;; first = false) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      drain_all();
-      harvest_events();
-      const std::vector<key> pending = keys_of(pending_events_);
-      if (first) {
-        waited = pending;
-      } else {
-        waited.erase(
-            std::remove_if(waited.begin(), waited.end(),
-                           [&](const key& k) { return !std::binary_search(pending.begin(), pending.end(), k); }),
-            waited.end());
-      }
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (waited.empty() || now >= until) {
-      return {waited.size(), first ? 0.0 : std::chrono::duration<double, std::milli>(now - asked).count()};
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
 }
 
 void recorder::sample_cpu() {
