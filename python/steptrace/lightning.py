@@ -44,6 +44,7 @@ class StepTraceCallback(Callback):
         return self._marks.tracer
 
     def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
+        self._marks.runs_in("lightning")
         self._marks.set_aside_calls(trainer, "save_checkpoint", "checkpoint")
         for logger in getattr(trainer, "loggers", None) or []:
             self._marks.set_aside_calls(logger, "log_metrics", "logging")

@@ -100,6 +100,7 @@ class StepTraceCallback(TrainerCallback):
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._running = True
+        self._marks.runs_in("transformers")
         if self._log_windows and getattr(state, "is_world_process_zero", True):
             handler = _handler_of(self)
             if handler is None:

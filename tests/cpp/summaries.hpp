@@ -11,19 +11,22 @@
 
 namespace steptrace::testing {
 
-// A one-step summary with the given shares; whatever is left over goes to `other`.
+// A summary of 100 steady steps (each phase the same in every step) with the given shares;
+// whatever is left over goes to `other`.
 inline summary with_shares(std::map<std::string, double> shares) {
   summary s;
   s.steps = 100;
-  s.step_ms.mean = 10;
+  s.step_ms = stat_ms{1000, 10, 10, 10, 10, 10};
   double used = 0;
   for (auto& [name, share] : shares) {
     if (name == "other") continue;
     used += share;
-    s.phases.push_back(phase_stats{name, stat_ms{share * 1000, share * 10, 0, 0, 0, 0}, share, 100});
+    const double ms = share * 10;
+    s.phases.push_back(phase_stats{name, stat_ms{share * 1000, ms, ms, ms, ms, ms}, share, 100});
   }
   const double other = shares.count("other") ? shares["other"] : 1.0 - used;
-  s.phases.push_back(phase_stats{"other", stat_ms{other * 1000, other * 10, 0, 0, 0, 0}, other, 0});
+  const double ms = other * 10;
+  s.phases.push_back(phase_stats{"other", stat_ms{other * 1000, ms, ms, ms, ms, ms}, other, 0});
   return s;
 }
 

@@ -37,6 +37,11 @@ class LoopMarks:
     def tracer(self) -> Tracer:
         return self._tracer
 
+    def runs_in(self, framework: str) -> None:
+        """Tells the diagnosis which framework runs the loop, so its advice names that framework's
+        knobs (TrainingArguments(dataloader_num_workers=...), Lightning's callbacks)."""
+        self._tracer.set_fact("framework", framework)
+
     # The loop: an epoch, its steps, its end.
 
     def epoch_begins(self) -> None:

@@ -25,6 +25,7 @@ from .._live import trackers as _trackers
 from .._live import windows as _windows
 from . import flops as _flops
 from .allocator import note_allocator
+from .thread_facts import note_threads
 from .loader_facts import tell_settings
 from .scopes import _BatchStep, _ExcludeScope, _PhaseScope, _RequestStepScope, _StepScope, note_never_entered
 from .._common.options import OPTIONS, _option_text, _option_value  # noqa: F401  (OPTIONS: re-exported by steptrace)
@@ -225,6 +226,7 @@ class Tracer:
         the missing ranks and STRAGGLER (it waits at most ``gather_timeout_s`` for the others);
         the other ranks get their own."""
         note_allocator(self._core)
+        note_threads(self._core)
         note_never_entered(self)
         job = _ranks.notice(self._core)
         own = self._core.summary()

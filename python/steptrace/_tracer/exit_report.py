@@ -16,6 +16,7 @@ from .._ranks import gather as _ranks
 from .._live import rank_verdicts as _live_ranks
 from .._live import windows as _windows
 from .allocator import note_allocator
+from .thread_facts import note_threads
 from .scopes import note_never_entered
 
 
@@ -115,6 +116,7 @@ def _report_at_exit() -> None:
         with held:
             core = _core.default_tracer()
             note_allocator(core)
+            note_threads(core)
             note_never_entered(_api._default)
             _ranks.notice(core)  # the summary at exit carries the rank even where nothing noticed it before
             _rank_windows_unstarted(core)

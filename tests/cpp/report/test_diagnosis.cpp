@@ -43,8 +43,12 @@ TEST_CASE("WAIT-HEAVY counts wait and untraced time together", "[diagnosis]") {
   const double t = default_thresholds.wait_share;
   CHECK(diagnose(with_shares({{"wait", t / 2}, {"other", t / 2}, {"compute", 1 - t}})).label == "WAIT-HEAVY");
   CHECK(diagnose(with_shares({{"wait", t - below}, {"other", 0}, {"compute", 1 - t + below}})).label != "WAIT-HEAVY");
-  CHECK_THAT(diagnose(with_shares({{"wait", 0.4}, {"compute", 0.6}})).advice.at(0),
+  // In the program's own terms: a Python program's syncs are .item() and .cpu(), a C++ program's
+  // the runtime's calls.
+  const summary blocked = with_shares({{"wait", 0.4}, {"compute", 0.6}});
+  CHECK_THAT(diagnose(with_facts(blocked, {{"python.version", "3.11.9"}})).advice.at(0),
              Catch::Matchers::Contains(".item()"));
+  CHECK_THAT(diagnose(blocked).advice.at(0), Catch::Matchers::Contains("cudaStreamSynchronize"));
 }
 
 TEST_CASE("COMPUTE-BOUND needs compute at its threshold and no waste rule firing", "[diagnosis]") {

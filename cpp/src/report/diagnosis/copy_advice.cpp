@@ -68,15 +68,19 @@ std::vector<std::string> copy_advice(const summary& s) {
     advice.push_back(fmt::format(
         "{:.0f}% of the copied bytes are pageable: pin them ({}tensor.pin_memory()) so "
         "the copy engine reads them directly",
-        100 * s.gpu->h2d.pageable_share, server ? "a pinned staging buffer, or " : "DataLoader(pin_memory=True), or "));
+        100 * s.gpu->h2d.pageable_share,
+        server ? "a pinned staging buffer, or " : loader_call(s, loader_setting(s, "pin_memory") + "=True") + ", or "));
   } else if (measured || (!server && pin_memory == true)) {
     advice = pinned_advice(s, server);
   } else if (server) {
     advice.push_back("copy requests from pinned host buffers (tensor.pin_memory(), or a pinned staging buffer)");
   } else if (pin_memory == false) {
-    advice.push_back("DataLoader(pin_memory=False): set pin_memory=True so copies go straight to the device");
+    advice.push_back(fmt::format("{}: set {}=True so copies go straight to the device",
+                                 loader_call(s, loader_setting(s, "pin_memory") + "=False"),
+                                 loader_setting(s, "pin_memory")));
   } else {
-    advice.push_back("DataLoader(pin_memory=True): copies from pinned memory go straight to the device");
+    advice.push_back(loader_call(s, loader_setting(s, "pin_memory") + "=True") +
+                     ": copies from pinned memory go straight to the device");
   }
   if (advice.size() == 1) {  // pinning first: then the host need not wait for the copy
     advice.push_back("tensor.to(device, non_blocking=True) from pinned memory lets the host run on during the copy");

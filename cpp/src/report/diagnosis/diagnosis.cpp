@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "report/diagnosis/gains.hpp"
+#include "report/diagnosis/hypotheses.hpp"
 #include "report/report.hpp"
 
 namespace steptrace {
@@ -87,6 +88,12 @@ std::vector<finding> secondary_findings(const summary& s, const diagnosis_thresh
                                "see HOST-BOUND's advice (preprocessing off the loop's thread, torch.compile)",
                                100 * other),
                    other, false});
+  } else if (const std::string framework = between_steps_words(s);
+             !from_trace(s) && label != "WAIT-HEAVY" && other >= t.secondary_other_share && !framework.empty()) {
+    out.push_back(
+        {"other",
+         fmt::format("also: {:.0f}% of each step is outside every phase (`other`): {}", 100 * other, framework), other,
+         false});
   } else if (!from_trace(s) && label != "WAIT-HEAVY" && other >= t.secondary_other_share) {
     out.push_back({"other",
                    fmt::format("also: {:.0f}% of each {} is outside every phase (`other`): put the work between "
@@ -149,8 +156,9 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
                              s.warmup_steps, s.failed_steps);
     return d;
   }
-  if (start_up_only(s, t, d)) return d;     // nothing left but one-time work: no cause to weigh
-  if (auto typical = typical_step(s, t)) {  // a one-off stall is not the steady state
+  if (start_up_only(s, t, d)) return d;       // nothing left but one-time work: no cause to weigh
+  if (too_short_to_judge(s, t, d)) return d;  // no basis for a cause
+  if (auto typical = typical_step(s, t)) {    // a one-off stall is not the steady state
     d = diagnose_steps(typical->typical, t);
     one_off_words(s, typical->found, d);
     return d;
@@ -184,10 +192,18 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
       nearest = &c;
     }
   }
+  d.periodic = periodic_work_of(s, t);
+  // Threads that take turns on a lock block in whatever phase it is called: the hypothesis leads
+  // when it holds more of the step than any cause the phases' names point to.
+  const shared_lock lock = shared_lock_of(s, t);
+  const bool lock_leads = lock.h.holds && lock.h.gain >= (device ? t.device_cause_share : t.wait_share) &&
+                          (best == nullptr || lock.h.gain > best->share);
   const double busy = device ? s.gpu->busy_share : 0;
   const bool compute_idle_largest = device && idle.compute >= std::max({idle.input, idle.h2d, idle.wait + idle.other});
   std::string label;
-  if (best) {
+  if (lock_leads) {
+    label = "WAIT-HEAVY";
+  } else if (best) {
     label = best->label;
   } else if (device) {
     label = busy >= t.device_busy_share                   ? "COMPUTE-BOUND"
@@ -197,7 +213,7 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
     label = compute >= t.compute_share ? "COMPUTE-BOUND" : "BALANCED";
   }
   d.label = label;
-  const std::string close = best ? closeness(best->share, best->threshold, t) : "";
+  const std::string close = best && !lock_leads ? closeness(best->share, best->threshold, t) : "";
   // A label that no cause fired for, with one cause just under its threshold.
   const std::string near_miss = !best && nearest && nearest->threshold - nearest->share < t.close_margin
                                     ? fmt::format(" Close call: {} is {:.1f}% against its rule's {:.0f}%.",
@@ -211,6 +227,7 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
   const std::string_view blocked =
       server && s.phase(queue_phase) ? "waiting in `queue` or `wait`" : "blocked in `wait`";
   const bool trace = from_trace(s);
+  std::optional<double> first_gain;  // the first fix's gain, where checked hypotheses chose it
   auto device_cause = [&](std::string_view group, double share, double threshold) {
     return fmt::format(
         "The GPU sat idle {:.1f}% of step time while the host was in `{}`{} (the rule fires at {:.0f}%).", 100 * share,
@@ -260,6 +277,7 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
                        "(`other`, {:.1f}%); the rule fires at {:.0f}%.",
                        100 * (blocked_share + other), blocked, 100 * blocked_share, 100 * other, 100 * t.wait_share);
     }
+    if (lock_leads) d.evidence = "Threads take turns: " + lock.h.premise + ".";
     d.evidence += close;
     const std::string* unentered = phases_never_entered(s);
     if (!trace && unentered != nullptr && other > wait) {
@@ -269,12 +287,14 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
           fmt::format("steptrace.phase(...) was made but never entered ({}): write `with "
                       "steptrace.phase(\"name\"):` so its time is the phase's, not `other`",
                       *unentered)};
-    } else if (!server) {  // a server's wait advice is its own (server_advice.cpp)
-      d.advice = {
-          "remove per-step host syncs: .item(), .cpu(), printing the loss every step; log every N steps",
-          "run checkpointing, validation and logging less often; where they belong in the loop, wrap them in "
-          "exclude(\"validation\") (Python) / scoped_exclude (C++) so they are set aside and reported apart",
-      };
+    } else {
+      wait_hypotheses(s, t, d, first_gain);
+      const auto lead = std::find_if(d.hypotheses.begin(), d.hypotheses.end(),
+                                     [&](const hypothesis& h) { return h.holds && h.gain == first_gain.value_or(-1); });
+      if (lead != d.hypotheses.end() && lead->fix != "per-step host syncs" &&
+          lead->fix != "a blocking call every step" && !lock_leads) {
+        d.evidence += " The typical step carries little of it: " + lead->premise + ".";
+      }
     }
     if (!trace && (device ? idle.other > idle.wait : other > wait)) {
       d.advice.push_back("most of it is untraced (`other`): wrap more of the step in phases");
@@ -369,19 +389,20 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
   }
   one_time_evidence(s, d);
   std::vector<finding> found = secondary_findings(s, t, c, d.label);
+  periodic_findings(s, d, found);
   // The cause the rules put next, for a close call: the other candidates; behind COMPUTE-BOUND
   // also the GPU's idle time in `compute` when it is not launches (what BALANCED would name).
   ranked_cause runner;
   for (const candidate& x : candidates) {
     if (x.label != label && x.share > runner.share) runner = {x.label, x.share};
   }
-  if (best) {
+  if (best && !lock_leads) {
     close_call(s, t, best->share - runner.share, runner, found, d);
   } else if (label == "COMPUTE-BOUND") {
     if (device && c.launch == 0 && idle.compute > runner.share) runner = {"BALANCED", idle.compute};
     close_call(s, t, device ? busy - t.device_busy_share : compute - t.compute_share, runner, found, d);
   }
-  add_gains(s, found, device && compute_idle_largest, d);
+  add_gains(s, found, device && compute_idle_largest, d, first_gain);
   ceiling_advice(s, t, d);
   drift_advice(s, d);
   idle_holder_advice(s, t, d);  // first, with its own gain, when one call or op holds the idle time

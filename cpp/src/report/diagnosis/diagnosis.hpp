@@ -130,6 +130,19 @@ struct diagnosis_thresholds {
   double queue_share = 0.30;
   double worker_busy_share = 0.70;
   double preprocess_share = 0.25;
+  // Fixes as checked hypotheses (hypotheses.hpp). Counted steps holding less than this in all
+  // (ms), judge_empty_share of it outside every phase and no device work, are too short to
+  // judge: no fix is advised.
+  double judge_min_ms = 1.0;
+  double judge_empty_share = 0.9;
+  // Work one step in N carries is named from this share of step time (periodic.cpp).
+  double periodic_share = 0.05;
+  // A shared lock (lock_hypothesis.cpp): threads in steps at once on average at least
+  // lock_min_threads, using at most lock_serial_cores between them (about one runs at a time)
+  // and a thread's worth less than they are, the host's cores not oversubscribed
+  // (cpu_wait_share), and no device syncs.
+  double lock_min_threads = 1.5;
+  double lock_serial_cores = 1.3;
 };
 
 // A program the Python package traced (it sets the fact python.version), or a trace read from a
@@ -145,6 +158,15 @@ inline const std::string* phases_never_entered(const summary& s) {
   const std::string* names = s.fact("python.phases_never_entered");
   return names != nullptr && !names->empty() ? names : nullptr;
 }
+
+// The framework a loop runs in (the fact `framework`: "transformers", "lightning"; empty for a
+// plain loop), and its terms (report/diagnosis/framework_words.cpp): a loader setting as its user
+// names it ("num_workers", "dataloader_num_workers"), where it is set ("DataLoader(ARGS)",
+// "TrainingArguments(ARGS)"), and what its own time between steps is (empty for a plain loop).
+std::string_view framework_of(const summary& s);
+std::string loader_setting(const summary& s, std::string_view name);
+std::string loader_call(const summary& s, std::string_view args);
+std::string between_steps_words(const summary& s);
 
 // What the CPU figures add under any label: an oversubscribed host comes first (cpu_findings.cpp).
 void cpu_findings(const summary& s, const diagnosis_thresholds& t, diagnosis& d);

@@ -121,10 +121,18 @@ std::vector<std::pair<std::string, double>> label_causes(const summary& s, std::
 
 }  // namespace
 
-void add_gains(const summary& s, const std::vector<finding>& found, bool compute_idle, diagnosis& d) {
-  const auto causes = label_causes(s, d.label, compute_idle);
+void add_gains(const summary& s, const std::vector<finding>& found, bool compute_idle, diagnosis& d,
+               std::optional<double> first_gain) {
+  std::vector<std::pair<std::string, double>> causes = label_causes(s, d.label, compute_idle);
   double label_gain = 0;
   for (const auto& [cause, gain] : causes) label_gain += gain;
+  if (first_gain) {  // each hypothesis that holds is a fix of its own, beside its cause's bound
+    label_gain = *first_gain;
+    for (const hypothesis& h : d.hypotheses) {
+      const bool listed = std::any_of(causes.begin(), causes.end(), [&](const auto& c) { return c.first == h.cause; });
+      if (h.holds && h.gain > 0 && !h.cause.empty() && !listed) causes.emplace_back(h.cause, h.gain);
+    }
+  }
   if (!causes.empty() && !d.advice.empty()) d.advice.front() += gain_words(label_gain);
   d.gains = causes;
   const finding* first = nullptr;  // the finding that beats the label's own gain, if any

@@ -8,6 +8,7 @@
 // COMPUTE-BOUND names no host gain. See cpp/src/report/diagnosis/README.md, "Definitions".
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,7 +30,10 @@ struct finding {
 // shorter steps)" on the label's first advice and on each finding, appended to d.advice; a
 // finding whose gain beats the label's own, in run terms, goes first. A label that names no
 // cause (COMPUTE-BOUND: the model) keeps its advice first.
-void add_gains(const summary& s, const std::vector<finding>& found, bool compute_idle, diagnosis& d);
+// `first_gain`: the label's advice was chosen from checked hypotheses (d.hypotheses): its causes
+// are those that hold, and the first line's gain is the first fix's.
+void add_gains(const summary& s, const std::vector<finding>& found, bool compute_idle, diagnosis& d,
+               std::optional<double> first_gain = std::nullopt);
 
 // The most removing host phase group `cause` (input, h2d, wait, other, compute) could save, of
 // step time; `comm`: the collectives' time no compute hides.

@@ -49,6 +49,44 @@ std::vector<std::pair<std::string, double>> gains_from(const json_doc& j) {
   return gains;
 }
 
+// diagnosis.hypotheses: each fix checked, in the order weighed; diagnosis.periodic: work one step
+// in N carries.
+json_doc hypotheses_json(const std::vector<hypothesis>& hs) {
+  json_doc out = json_doc::array();
+  for (const hypothesis& h : hs) {
+    out.push_back({{"fix", h.fix}, {"cause", h.cause}, {"holds", h.holds}, {"premise", h.premise}, {"gain", h.gain}});
+  }
+  return out;
+}
+
+std::vector<hypothesis> hypotheses_from(const json_doc& j) {
+  if (!j.is_array()) throw std::invalid_argument("\"hypotheses\" is not an array");
+  std::vector<hypothesis> out;
+  for (const json_doc& h : j) {
+    out.push_back({h.at("fix").get<std::string>(), h.at("cause").get<std::string>(), h.at("holds").get<bool>(),
+                   h.at("premise").get<std::string>(), number_at(h, "gain")});
+  }
+  return out;
+}
+
+json_doc periodic_json(const std::vector<periodic_work>& ps) {
+  json_doc out = json_doc::array();
+  for (const periodic_work& p : ps) {
+    out.push_back({{"phase", p.phase}, {"every", p.every}, {"excess_ms", p.excess_ms}, {"share", p.share}});
+  }
+  return out;
+}
+
+std::vector<periodic_work> periodic_from(const json_doc& j) {
+  if (!j.is_array()) throw std::invalid_argument("\"periodic\" is not an array");
+  std::vector<periodic_work> out;
+  for (const json_doc& p : j) {
+    out.push_back(
+        {p.at("phase").get<std::string>(), count_at(p, "every"), number_at(p, "excess_ms"), number_at(p, "share")});
+  }
+  return out;
+}
+
 json_doc phases_json_of(const std::vector<phase_stats>& phases) {
   json_doc phases_json = json_doc::object();
   for (const phase_stats& p : phases) {
@@ -149,7 +187,9 @@ std::string summary::json() const {
         {"evidence", diag.evidence},
         {"advice", diag.advice},
         {"gains", gains_json(diag.gains)},
-        {"runner_up", diag.runner_up.empty() ? json_doc(nullptr) : json_doc(diag.runner_up)}}},
+        {"runner_up", diag.runner_up.empty() ? json_doc(nullptr) : json_doc(diag.runner_up)},
+        {"hypotheses", hypotheses_json(diag.hypotheses)},
+        {"periodic", periodic_json(diag.periodic)}}},
       {"backend",
        {{"cuda", backend.cuda},
         {"cupti", backend.cupti},
@@ -260,6 +300,8 @@ summary summary::from_json(std::string_view text) {
     if (d.contains("runner_up") && d.at("runner_up").is_string())
       s.diag.runner_up = d.at("runner_up").get<std::string>();
     if (d.contains("gains")) s.diag.gains = gains_from(d.at("gains"));
+    if (d.contains("hypotheses")) s.diag.hypotheses = hypotheses_from(d.at("hypotheses"));
+    if (d.contains("periodic")) s.diag.periodic = periodic_from(d.at("periodic"));
     const json_doc& b = doc.at("backend");
     s.backend = {b.at("cuda").get<bool>(), b.at("cupti").get<bool>(), b.at("reason").get<std::string>(),
                  b.at("host_clock").get<std::string>()};
