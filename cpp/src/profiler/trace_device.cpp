@@ -161,18 +161,42 @@ void stretch_to_device_work(const trace_events& t, const trace_device& device, s
 
 std::vector<step_interval> untraced_busy(const trace_events& t, const trace_device& device, std::uint32_t pid,
                                          const std::vector<device_record>& records, step_interval step) {
-  std::vector<step_interval> out;
-  if (!device.present) return out;
-  // The launches made inside the step, by correlation: from when each can be evidence. A call that
+  std::vector<std::vector<step_interval>> one = untraced_busy_in(t, device, pid, records, {step}, true);
+  return one.empty() ? std::vector<step_interval>{} : std::move(one.front());
+}
+
+std::vector<std::vector<step_interval>> untraced_busy_in(const trace_events& t, const trace_device& device,
+                                                         std::uint32_t pid, const std::vector<device_record>& records,
+                                                         const std::vector<step_interval>& steps, bool graph_nodes) {
+  std::vector<std::vector<step_interval>> out(steps.size());
+  if (!device.present || steps.empty()) return out;
+  // The step holding instant `at` (steps are in order and disjoint), or steps.size().
+  auto step_of = [&](std::uint64_t at) {
+    const auto k = std::upper_bound(steps.begin(), steps.end(), at,
+                                    [](std::uint64_t x, const step_interval& s) { return x < s.begin; });
+    if (k == steps.begin()) return steps.size();
+    const std::size_t i = static_cast<std::size_t>(k - steps.begin()) - 1;
+    return at < steps[i].end ? i : steps.size();
+  };
+  // The launches made inside a step, by correlation: from when each can be evidence. A call that
   // waits on the stream (a pageable copy runs inside it) from when it began; any other from when it
   // returned: a launch that itself blocked (a first call loading its module) is host time, and its
-  // kernel starting late after the call began says nothing of untraced device work.
-  std::unordered_map<std::uint64_t, std::uint64_t> launched;
+  // kernel starting late after the call began says nothing of untraced device work. 24 bytes a
+  // launch, sorted, never a map node each.
+  struct launch_at {
+    std::uint64_t correlation, from;
+    std::size_t step;
+    bool operator<(const launch_at& o) const { return correlation < o.correlation; }
+  };
+  std::vector<launch_at> launched;
   for (const trace_event& e : t.events) {
-    if (e.pid == pid && e.cat == event_cat::runtime && e.correlation != 0 && e.ts >= step.begin && e.ts < step.end) {
-      launched[e.correlation] = is_copy_call(t.names[e.name]) ? e.ts : e.ts + e.dur;
+    if (e.pid != pid || e.cat != event_cat::runtime || e.correlation == 0) continue;
+    if (!graph_nodes && is_graph_launch(t.names[e.name])) continue;
+    if (const std::size_t k = step_of(e.ts); k < steps.size()) {
+      launched.push_back({e.correlation, is_copy_call(t.names[e.name]) ? e.ts : e.ts + e.dur, k});
     }
   }
+  std::stable_sort(launched.begin(), launched.end());  // the first in file order of a correlation first
   // The traced busy union, to find the time before each late record in which nothing traced ran.
   std::vector<step_interval> busy;
   for (const device_record& r : records) {
@@ -185,21 +209,24 @@ std::vector<step_interval> untraced_busy(const trace_events& t, const trace_devi
   }
   for (const trace_event& e : t.events) {
     if (e.pid != device.pid || !is_device_work(e.cat) || e.correlation == 0) continue;
-    const auto launch = launched.find(e.correlation);
-    if (launch == launched.end() || e.ts < launch->second + untraced_wait_ns) continue;
+    const auto launch = std::lower_bound(launched.begin(), launched.end(), launch_at{e.correlation, 0, 0});
+    if (launch == launched.end() || launch->correlation != e.correlation || e.ts < launch->from + untraced_wait_ns) {
+      continue;
+    }
+    const std::size_t k = launch->step;
     // The idle-looking stretch just before the record: from the end of the last traced work
     // before it (or the launch, if later). Traced work running up to its start (the
     // record queued behind it) is no evidence.
     const auto b = std::lower_bound(busy.begin(), busy.end(), e.ts,
                                     [](const step_interval& x, std::uint64_t at) { return x.end < at; });
     if (b == busy.end() || b->begin < e.ts) continue;
-    std::uint64_t from = launch->second;
+    std::uint64_t from = launch->from;
     if (b != busy.begin()) from = std::max(from, std::prev(b)->end);
-    from = std::max(from, step.begin);
-    const std::uint64_t to = std::min(e.ts, step.end);
-    if (to >= from + untraced_wait_ns) out.push_back({from, to});
+    from = std::max(from, steps[k].begin);
+    const std::uint64_t to = std::min(e.ts, steps[k].end);
+    if (to >= from + untraced_wait_ns) out[k].push_back({from, to});
   }
-  merge_intervals(out);
+  for (std::vector<step_interval>& v : out) merge_intervals(v);
   return out;
 }
 

@@ -56,5 +56,12 @@ void merge_intervals(std::vector<step_interval>& v);
 // of that wait in which no traced record ran. Sorted, disjoint; empty without evidence.
 std::vector<step_interval> untraced_busy(const trace_events& t, const trace_device& device, std::uint32_t pid,
                                          const std::vector<device_record>& records, step_interval step);
+// The same for each of `steps` (in order, disjoint) in one pass over the trace: a record counts
+// for the step its launch was made in. `graph_nodes` false: the nodes a graph's replay runs are
+// no evidence (a node waits on the graph's own dependencies, another stream's or another
+// process's, not on untraced work).
+std::vector<std::vector<step_interval>> untraced_busy_in(const trace_events& t, const trace_device& device,
+                                                         std::uint32_t pid, const std::vector<device_record>& records,
+                                                         const std::vector<step_interval>& steps, bool graph_nodes);
 
 }  // namespace steptrace::detail

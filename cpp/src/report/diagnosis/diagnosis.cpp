@@ -150,6 +150,25 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
     }
     return d;
   }
+  if (const std::string missing = s.gpu ? incomplete_device_view(s) : ""; !missing.empty()) {
+    summary host = s;  // the host rules decide, and what the device view lacks is said
+    host.gpu.reset();
+    diagnosis d = diagnose_steps(host, t);
+    const std::string said = fmt::format(
+        " The device view is not complete: {}; the GPU's idle time cannot be placed "
+        "against the host's phases, so the host view decides.",
+        missing);
+    if (const auto at = d.evidence.find(host_view_only); at != std::string::npos) {
+      d.evidence.replace(at, host_view_only.size(), said);
+    } else {
+      d.evidence += said;
+    }
+    d.hypotheses.push_back({"a complete device view", "", false, missing, 0});
+    d.advice.push_back(
+        "make the device view whole: profile with no other process on the GPU (nvidia-smi or rocm-smi lists them), "
+        "or with a PyTorch whose profiler aligns the device clock with the host's");
+    return d;
+  }
   diagnosis d;
   if (s.steps == 0) {
     d.evidence = fmt::format("No steps were counted ({} warm-up, {} failed), so there is nothing to diagnose.",

@@ -33,6 +33,11 @@ void periodic_findings(const summary& s, const diagnosis& d, std::vector<finding
 // True when it applied.
 bool too_short_to_judge(const summary& s, const diagnosis_thresholds& t, diagnosis& d);
 
+// A device view that cannot be read as complete (report/diagnosis/device_view_check.cpp): what is
+// missing, in words ("in 9 of 10 steps the device started work 493 ms a step after its launch
+// ..."); empty when it is whole.
+std::string incomplete_device_view(const summary& s);
+
 // Threads serialised on a shared lock or resource (report/diagnosis/lock_hypothesis.cpp): many
 // threads in steps at once using about one core between them, on a host
 // with cores to spare and no device syncs to explain the blocking. The phase the blocked time
