@@ -142,6 +142,33 @@ void mark_first_calls(const trace_events& t, const forest& main, const trace_dev
 
 void setup_facts(const trace_events& t, std::uint32_t pid, const std::vector<device_record>& device,
                  std::vector<std::pair<std::string, std::string>>& facts) {
+  // Training or a forward pass: autograd's backward ran in this process (its engine's functions, or
+  // an op of a backward graph); a forward pass only where the model's own ops ran (matrix
+  // products, convolutions, attention) with no backward. Read by name once per name, not per event.
+  std::vector<std::uint8_t> kind(t.names.size(), 0);  // 1: backward, 2: a model's forward op
+  for (std::size_t i = 0; i < t.names.size(); ++i) {
+    const std::string_view n = t.names[i];
+    if (n.find("autograd::engine::evaluate_function") != std::string_view::npos ||
+        n.find("Backward") != std::string_view::npos) {
+      kind[i] = 1;
+    } else if (starts_with(n, "aten::mm") || starts_with(n, "aten::addmm") || starts_with(n, "aten::bmm") ||
+               starts_with(n, "aten::linear") || starts_with(n, "aten::matmul") ||
+               n.find("convolution") != std::string_view::npos || n.find("attention") != std::string_view::npos) {
+      kind[i] = 2;
+    }
+  }
+  std::uint64_t forward_ops = 0;
+  bool backward = false;
+  for (const trace_event& e : t.events) {
+    if (e.pid != pid || !(e.cat == event_cat::op || e.cat == event_cat::user_annotation)) continue;
+    backward = backward || kind[e.name] == 1;
+    forward_ops += kind[e.name] == 2 ? 1 : 0;
+  }
+  if (backward) {
+    facts.emplace_back("trace.training", "1");
+  } else if (forward_ops >= 10) {
+    facts.emplace_back("trace.training", "0");
+  }
   bool single = false, multi = false, hip = false;
   for (const trace_event& e : t.events) {
     if (e.pid != pid) continue;

@@ -60,6 +60,36 @@ largest_kind largest_collective(const summary& s) {
 
 }  // namespace
 
+bool inference_run(const summary& s) {
+  const std::string* training = s.fact("trace.training");
+  return training != nullptr && *training == "0";
+}
+
+// A trace with no backward: a forward pass, inference or serving, where tensor or expert
+// parallelism puts collectives inside each layer. No gradient, bucket or prefetch of a trainer.
+std::vector<std::string> inference_comm_advice(std::string_view type) {
+  const std::string link = "check the interconnect: NCCL_DEBUG=INFO names the transport (NVLink, InfiniBand, sockets)";
+  if (type == "all-gather") {
+    return {
+        "a forward pass that waits for an all-gather: keep the output sharded as far as the next step allows "
+        "(gather the last position's logits or the sampled tokens only, not every position's), gather in lower "
+        "precision (bf16, fp8), or overlap the gather with the next layer's compute",
+        link};
+  }
+  if (type == "all-to-all") {
+    return {
+        "a mixture of experts' dispatch and combine with nothing beside them: overlap them with a second "
+        "micro-batch's compute (two-batch overlap), dispatch in fp8, and balance the experts across ranks",
+        link};
+  }
+  return {
+      "tensor-parallel collectives inside each layer: overlap them with compute (async tensor parallelism, "
+      "torch.compile's micro-pipeline TP), or fewer and smaller ones: sequence parallelism (a reduce-scatter "
+      "and an all-gather in place of an all-reduce), an all-reduce fused with the next norm (a custom "
+      "all-reduce kernel); or less tensor parallelism where the model fits",
+      link};
+}
+
 std::string comm_evidence(const summary& s, const cause_shares& c, const idle_groups& idle,
                           const diagnosis_thresholds& t) {
   std::string out = fmt::format(
@@ -89,6 +119,7 @@ std::string comm_evidence(const summary& s, const cause_shares& c, const idle_gr
 
 std::vector<std::string> comm_advice(const summary& s) {
   const std::string_view type = largest_collective(s).type;
+  if (inference_run(s)) return inference_comm_advice(type);
   const std::string gradients =
       "overlap communication with compute: DDP starts each bucket's all-reduce during backward (tune "
       "bucket_cap_mb, gradient_as_bucket_view=True); FSDP: backward_prefetch and forward_prefetch";

@@ -106,8 +106,10 @@ std::vector<finding> secondary_findings(const summary& s, const diagnosis_thresh
   if (label != "COMM-BOUND" && c.comm >= t.secondary_other_share) {
     out.push_back({"comm",
                    fmt::format("also: collectives hold {:.0f}% of each step that no compute hides: overlap them with "
-                               "compute (DDP bucket_cap_mb, FSDP prefetch)",
-                               100 * c.comm),
+                               "compute ({})",
+                               100 * c.comm,
+                               inference_run(s) ? "async tensor parallelism, sequence parallelism"
+                                                : "DDP bucket_cap_mb, FSDP prefetch"),
                    c.comm, false});
   }
   for (const set_aside_stats& a : s.set_aside) {

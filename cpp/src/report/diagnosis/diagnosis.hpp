@@ -189,6 +189,10 @@ void host_bound_advice(const summary& s, const cause_shares& c, diagnosis& d);
 std::string comm_evidence(const summary& s, const cause_shares& c, const idle_groups& idle,
                           const diagnosis_thresholds& t);
 std::vector<std::string> comm_advice(const summary& s);
+// A trace of a forward pass (the fact trace.training "0": a model's ops and no backward), inference
+// or serving: its collectives are told a forward pass's fixes (comm_advice.cpp), never a trainer's.
+bool inference_run(const summary& s);
+std::vector<std::string> inference_comm_advice(std::string_view type);
 void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d);
 // The first fix naming what held the GPU idle in a trace (report/diagnosis/idle_holder_advice.cpp):
 // blocking runtime calls holding holder_idle_share of its idle time, under any host-side label;
