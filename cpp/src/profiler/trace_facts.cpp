@@ -98,7 +98,11 @@ void mark_first_calls(const trace_events& t, const forest& main, const trace_dev
                       const std::vector<step_interval>& steps, const start_up_names& names,
                       std::vector<std::uint8_t>& marks, one_time_found& out) {
   if (!device.present && !names.jit) return;
-  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> calls;  // by name, in time order
+  struct call {
+    std::uint32_t node;
+    std::size_t step;
+  };
+  std::unordered_map<std::uint32_t, std::vector<call>> calls;  // by name, in time order
   for (std::uint32_t i = 0; i < main.size(); ++i) {
     const trace_event& e = main.event(i);
     if (e.cat != event_cat::op && e.cat != event_cat::user_annotation) continue;
@@ -106,20 +110,10 @@ void mark_first_calls(const trace_events& t, const forest& main, const trace_dev
     if (is_copy_op(n) || is_item_op(n) || is_input_op(n)) continue;  // waits, on the device or a loader
     const auto step = step_after(steps, main.begin(i));
     if (step == steps.end() || main.begin(i) < step->begin) continue;  // in no step
-    calls[e.name].push_back(i);
+    calls[e.name].push_back({i, static_cast<std::size_t>(step - steps.begin())});
   }
-  std::vector<std::uint32_t> first;
-  for (auto& [name, nodes] : calls) {
-    if (nodes.size() < first_call_min_calls) continue;
-    std::vector<std::uint64_t> later;
-    for (std::size_t k = 1; k < nodes.size(); ++k) later.push_back(main.end[nodes[k]] - main.begin(nodes[k]));
-    std::nth_element(later.begin(), later.begin() + static_cast<std::ptrdiff_t>(later.size() / 2), later.end());
-    const std::uint64_t median = later[later.size() / 2];
-    const std::uint32_t i = nodes.front();
-    const std::uint64_t dur = main.end[i] - main.begin(i);
-    if (dur < first_call_ratio * median || dur < median + first_call_min_ns) continue;
-    if (device.present && 2 * busy_within(device, main.begin(i), main.end[i]) >= dur) continue;
-    // A first call that waited on the device (a copy or sync inside it) waited, it did not compile.
+  // A first call that waited on the device (a copy or sync inside it) waited, it did not compile.
+  auto waited_half = [&](std::uint32_t i, std::uint64_t dur) {
     std::uint64_t waited = 0;
     main.walk(
         i,
@@ -131,8 +125,33 @@ void mark_first_calls(const trace_events& t, const forest& main, const trace_dev
           return false;
         },
         [](std::uint32_t) {});
-    if (2 * waited >= dur) continue;
-    first.push_back(i);
+    return 2 * waited >= dur;
+  };
+  std::vector<std::uint32_t> first;
+  for (auto& [name, nodes] : calls) {
+    if (nodes.size() < first_call_min_calls) continue;
+    // The calls of the first step the name runs in are first calls when the name runs in later
+    // steps too: one per shape (cuDNN's or MIOpen's search for each new convolution), weighed
+    // against the later steps' median. Within one step only the first call is.
+    const std::size_t first_step = nodes.front().step;
+    const bool later_steps = nodes.back().step != first_step;
+    std::vector<std::uint64_t> later;
+    for (std::size_t k = 1; k < nodes.size(); ++k) {
+      if (!later_steps || nodes[k].step != first_step)
+        later.push_back(main.end[nodes[k].node] - main.begin(nodes[k].node));
+    }
+    if (later.empty()) continue;
+    std::nth_element(later.begin(), later.begin() + static_cast<std::ptrdiff_t>(later.size() / 2), later.end());
+    const std::uint64_t median = later[later.size() / 2];
+    for (const call& c : nodes) {
+      if (c.step != first_step || (!later_steps && c.node != nodes.front().node)) break;
+      const std::uint32_t i = c.node;
+      const std::uint64_t dur = main.end[i] - main.begin(i);
+      if (dur < first_call_ratio * median || dur < median + first_call_min_ns) continue;
+      if (device.present && 2 * busy_within(device, main.begin(i), main.end[i]) >= dur) continue;
+      if (waited_half(i, dur)) continue;
+      first.push_back(i);
+    }
   }
   std::sort(first.begin(), first.end());  // parents before their children: the outermost is set aside
   for (const std::uint32_t i : first) mark(t, main, i, marks, out);

@@ -159,3 +159,34 @@ TEST_CASE("graph capture is start-up: the range holding a step's captures is set
   CHECK(every.set_aside.empty());
   CHECK(every.fact("trace.graph_captures") == nullptr);
 }
+
+TEST_CASE("each new shape's first convolution is one-time work, not the steady host side of compute",
+          "[profiler][first_calls]") {
+  // Four steps of three convolutions at three shapes, each launching a 2 ms kernel. In the first
+  // step each call searches for its algorithm for 40 ms with the device idle (cuDNN's or MIOpen's
+  // benchmark, no telltale runtime call); later they take 0.3 ms.
+  trace_text t;
+  int c = 1;
+  double at = 0;
+  for (int k = 0; k < 4; ++k) {
+    const double search = k == 0 ? 40000 : 300;
+    const double length = 3 * (search + 2200) + 100;
+    t.add("user_annotation", "ProfilerStep#" + std::to_string(k + 1), 1, at, length);
+    double op = at + 50;
+    for (int shape = 0; shape < 3; ++shape) {
+      t.add("cpu_op", "aten::cudnn_convolution", 1, op, search);
+      t.add("cuda_runtime", "cudaLaunchKernel", 1, op + search - 20, 10, corr(c));
+      t.add("kernel", "conv_fprop_kernel", 7, op + search - 10, 2000, device_args(c), 0);
+      ++c;
+      op += search + 2200;
+    }
+    at += length;
+  }
+  const summary s = read_profiler_trace(temp_file(t.json()).path);
+  REQUIRE(s.steps == 4);
+  double set_aside_ms = 0;
+  for (const set_aside_stats& a : s.set_aside) set_aside_ms += a.name == "initialisation" ? a.total_ms : 0.0;
+  CHECK(set_aside_ms == Approx(3 * 40.0).margin(1e-6));  // all three first calls, not the first alone
+  CHECK(s.diag.label == "COMPUTE-BOUND");
+  for (const std::string& a : s.diag.advice) CHECK_THAT(a, !Catch::Matchers::Contains("profile the host side"));
+}
