@@ -35,7 +35,7 @@ from .files import CaptureWriteError, own_folder, run_name, write_trace
 from .plans import COOL_DOWN, PLAN_KEY, StragglerPlans  # noqa: F401  (PLAN_KEY: the tests' name for it)
 
 MAX_STEPS = 1000  # the most steps a capture takes: the capture_steps option's bound (core/config.cpp)
-INFLATED = 1.5  # a capture whose steps torch.profiler made this much slower says so before its figures
+INFLATED = 1.25  # a capture whose steps torch.profiler made this much slower says so before its figures
 
 
 class Capturer(StragglerPlans):

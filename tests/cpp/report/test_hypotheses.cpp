@@ -293,3 +293,23 @@ TEST_CASE("loader workers that only wait are not told to make samples cheaper", 
   CHECK_THAT(d.advice.at(0), Contains("its 2 intra-op threads"));
   for (const std::string& a : d.advice) CHECK_THAT(a, !Contains("make samples cheaper"));
 }
+
+TEST_CASE("a live device view that lost records to CUPTI's cap says so, and is not read as whole", "[hypotheses]") {
+  // 100 steps of 200 kernels recorded; the GPU idles 40% of the step while the host is in `wait`.
+  auto live = [](std::uint64_t dropped) {
+    summary s = testing::with_device({{"wait", 0.4}, {"compute", 0.6}}, 0.6, 50, {{"wait", 1.0}});
+    s.gpu->dropped_records = dropped;
+    return testing::with_facts(s, {{"python.version", "3.11.9"}});
+  };
+  const diagnosis few = diagnose(live(100));  // 0.5% of them: said beside the figures
+  CHECK(few.label == "WAIT-HEAVY");
+  CHECK_THAT(few.evidence, Contains("CUPTI dropped 100 device records to its buffer cap (0.5% of those it recorded): "
+                                    "the GPU's busy time is undercounted, its idle time an upper bound."));
+  const diagnosis many = diagnose(live(5000));  // 20%: the host view decides
+  CHECK_THAT(many.evidence, Contains("The device view is not complete: CUPTI dropped 5000 device records"));
+  CHECK_THAT(many.evidence, !Contains("The GPU sat idle"));
+  CHECK_THAT(many.advice.back(), Contains("device_sample=4"));
+  CHECK(std::any_of(many.hypotheses.begin(), many.hypotheses.end(),
+                    [](const hypothesis& h) { return h.fix == "a complete device view" && !h.holds; }));
+  CHECK_THAT(diagnose(live(0)).evidence, !Contains("dropped"));
+}

@@ -118,8 +118,11 @@ def test_capture_on_demand_records_the_next_steps(tmp_path):
 
 def test_a_capture_says_how_much_slower_the_profiler_made_its_steps(tmp_path):
     """Many small ops a step: torch.profiler's cost per op makes the captured steps slower, and the
-    capture says by how much before its figures, against the ratio the test's own clock stamped."""
-    t = quiet(tmp_path, capture_steps=3)
+    capture says by how much before its figures, against the ratio the test's own clock stamped
+    (the captured steps between the profiler's start and stop, which the trace's steps leave out)."""
+    from steptrace._capture.capturer import INFLATED
+
+    t = quiet(tmp_path, capture_steps=5)
     x = torch.zeros(8)
     stamped = []
     for i in range(40):
@@ -127,21 +130,21 @@ def test_a_capture_says_how_much_slower_the_profiler_made_its_steps(tmp_path):
         with t.step():
             with t.phase("compute"):
                 for _ in range(400):
-                    x.add_(1.0)
+                    x.view(8)[0]
         stamped.append(time.perf_counter() - t0)
         if i == 20:
             assert t.capture()
     caps = forward(t.summary().to_dict()["captures"])
-    assert [(c["first_step"], c["last_step"]) for c in caps] == [(21, 23)]
-    profiled = sorted(stamped[21:24])[1]
-    untraced = sorted(stamped[:21] + stamped[24:])[len(stamped[:21] + stamped[24:]) // 2]
-    truth = profiled / untraced
+    assert [(c["first_step"], c["last_step"]) for c in caps] == [(21, 25)]
+    profiled = sorted(stamped[22:25])[1]
+    others = sorted(stamped[:21] + stamped[26:])
+    truth = profiled / others[len(others) // 2]
     said = re.search(r"torch\.profiler made these steps ([0-9.]+)x slower", caps[0]["evidence"])
-    if truth < 2:  # a profiler this cheap here: nothing to say, and nothing is said below 1.5x
-        assert said is None or float(said.group(1)) >= 1.5
+    if truth < 1.1 * INFLATED:  # a profiler this cheap here: nothing said, or at least the threshold
+        assert said is None or float(said.group(1)) >= INFLATED
         return
     assert said, caps[0]["evidence"]
-    assert truth / 1.5 <= float(said.group(1)) <= truth * 1.5
+    assert truth / 1.3 <= float(said.group(1)) <= truth * 1.3
 
 
 def test_the_limit_holds(tmp_path, capfd):

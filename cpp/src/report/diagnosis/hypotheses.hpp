@@ -36,7 +36,11 @@ bool too_short_to_judge(const summary& s, const diagnosis_thresholds& t, diagnos
 // A device view that cannot be read as complete (report/diagnosis/device_view_check.cpp): what is
 // missing, in words ("in 9 of 10 steps the device started work 493 ms a step after its launch
 // ..."); empty when it is whole.
+// CUPTI's records lost to its buffer cap: from this share of those recorded, the view is not
+// complete; under it they are said beside the figures (dropped_records_words, empty with none).
+inline constexpr double dropped_share_limit = 0.10;
 std::string incomplete_device_view(const summary& s);
+std::string dropped_records_words(const summary& s);
 
 // Threads serialised on a shared lock or resource (report/diagnosis/lock_hypothesis.cpp): many
 // threads in steps at once using about one core between them, on a host
