@@ -138,6 +138,12 @@ bool ran_no_gpu_work(const gpu_stats& g) {
          g.h2d.count == 0 && g.d2h.count == 0 && g.memory.allocations_per_step == 0;
 }
 
+std::string device_cause_words(const summary& s, std::string_view group, double share, double threshold) {
+  return fmt::format("The GPU sat idle {:.1f}% of step time while the host was in `{}`{} (the rule fires at {:.0f}%).",
+                     100 * share, group, group == "wait" && !from_trace(s) ? " or outside every phase" : "",
+                     100 * threshold);
+}
+
 static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t) {
   if (s.gpu && ran_no_gpu_work(*s.gpu)) {  // the host rules alone, and the reason said
     summary host = s;
@@ -188,7 +194,7 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
     return d;
   }
   const double input = group_share(s, "input");
-  const double wait = group_share(s, "wait"), other = group_share(s, "other");
+  const double wait = group_share(s, "wait");
   const double compute = group_share(s, "compute");
   const bool device = s.gpu && s.gpu->steps_viewed > 0;
   const idle_groups idle = device ? idle_by_group(s) : idle_groups{};
@@ -248,14 +254,9 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
   const bool server = is_server_run(s);
   const std::string_view waits_for_data =
       server ? " Requests wait for their input." : " The training thread waits for data.";
-  const std::string_view blocked =
-      server && s.phase(queue_phase) ? "waiting in `queue` or `wait`" : "blocked in `wait`";
-  const bool trace = from_trace(s);
   std::optional<double> first_gain;  // the first fix's gain, where checked hypotheses chose it
   auto device_cause = [&](std::string_view group, double share, double threshold) {
-    return fmt::format(
-        "The GPU sat idle {:.1f}% of step time while the host was in `{}`{} (the rule fires at {:.0f}%).", 100 * share,
-        group, group == "wait" && !trace ? " or outside every phase" : "", 100 * threshold);
+    return device_cause_words(s, group, share, threshold);
   };
   if (label == "INPUT-BOUND") {
     d.evidence = device ? device_cause("input", idle.input, t.device_cause_share) + idle_evidence(s, "input") + " " +
@@ -281,48 +282,7 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
     d.evidence += close;
     d.advice = copy_advice(s);
   } else if (label == "WAIT-HEAVY") {
-    // Blocked time less CPU collectives (COMM-BOUND's); a trace's `other` is Python, not waiting.
-    const phase_stats* in_collective = s.phase(collective_phase);
-    const double blocked_share = wait - (in_collective ? in_collective->share : 0.0);
-    if (trace) {
-      d.evidence = device ? device_cause("wait", c.wait, t.device_cause_share) +
-                                fmt::format(" The host was {} {:.1f}% of step time.", blocked, 100 * blocked_share)
-                          : fmt::format("{:.1f}% of step time is {}; the rule fires at {:.0f}%.", 100 * blocked_share,
-                                        blocked, 100 * t.wait_share);
-    } else {
-      d.evidence =
-          device ? device_cause("wait", c.wait, t.device_cause_share) +
-                       fmt::format(
-                           " The host was {} {:.1f}% and outside every phase (`other`) "
-                           "{:.1f}% of step time.",
-                           blocked, 100 * blocked_share, 100 * other)
-                 : fmt::format(
-                       "{:.1f}% of step time is {} ({:.1f}%) or outside every phase "
-                       "(`other`, {:.1f}%); the rule fires at {:.0f}%.",
-                       100 * (blocked_share + other), blocked, 100 * blocked_share, 100 * other, 100 * t.wait_share);
-    }
-    if (lock_leads) d.evidence = "Threads take turns: " + lock.h.premise + ".";
-    d.evidence += close;
-    const std::string* unentered = phases_never_entered(s);
-    if (!trace && unentered != nullptr && other > wait) {
-      // Phases made and never entered (steptrace.phase("x") without `with`): the step is `other`
-      // because nothing was recorded, not because the host waits.
-      d.advice = {
-          fmt::format("steptrace.phase(...) was made but never entered ({}): write `with "
-                      "steptrace.phase(\"name\"):` so its time is the phase's, not `other`",
-                      *unentered)};
-    } else {
-      wait_hypotheses(s, t, d, first_gain);
-      const auto lead = std::find_if(d.hypotheses.begin(), d.hypotheses.end(),
-                                     [&](const hypothesis& h) { return h.holds && h.gain == first_gain.value_or(-1); });
-      if (lead != d.hypotheses.end() && lead->fix != "per-step host syncs" &&
-          lead->fix != "a blocking call every step" && !lock_leads) {
-        d.evidence += " The typical step carries little of it: " + lead->premise + ".";
-      }
-    }
-    if (!trace && (device ? idle.other > idle.wait : other > wait)) {
-      d.advice.push_back("most of it is untraced (`other`): wrap more of the step in phases");
-    }
+    wait_heavy_words(s, t, c, idle, lock, lock_leads, close, d, first_gain);
   } else if (label == "HOST-BOUND") {
     d.evidence = fmt::format(
                      "The GPU sat idle {:.1f}% of step time while the main thread ran Python outside every op "
@@ -358,41 +318,7 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
     // The pipeline keeps up unless `input` holds a secondary share (said under the label then).
     const std::string keeps_up =
         (device ? idle.input : input) >= t.secondary_input_share ? "" : "the pipeline keeps up; ";
-    if (const std::string target = compute_target(s, t); device && !target.empty()) {
-      d.advice = {
-          keeps_up + target,
-          "speed up the model: mixed precision (bf16, TF32), fused kernels, torch.compile",
-          "check the batch size against device memory",
-      };
-    } else if (const std::string* unrecorded = s.fact("trace.device_unrecorded");
-               !device && unrecorded != nullptr && device_unread(*unrecorded)) {
-      d.advice = {
-          keeps_up +
-              "speed up the model: lower precision where the accelerator supports it, fused ops, "
-              "torch.compile",
-          "check the batch size against device memory",
-      };
-    } else if (s.backend.cuda || device || unrecorded != nullptr) {
-      d.advice = {
-          keeps_up + "speed up the model: mixed precision (bf16, TF32), fused kernels, torch.compile",
-          "check the batch size against device memory",
-      };
-    } else if (!python_program(s)) {  // a C++ program with no GPU: its own code's compute
-      d.advice = {
-          keeps_up +
-              "speed up the compute itself: vectorise the hot loops (SIMD, a BLAS), build with -O2 or -O3 "
-              "and -march for this CPU, no allocation inside the step",
-          "threads: as many workers as free cores, pinned (pthread affinity, taskset); OMP_NUM_THREADS for "
-          "OpenMP code",
-      };
-    } else {  // no GPU here: advice for the host's own compute
-      d.advice = {
-          keeps_up +
-              "speed up the compute itself: torch.compile, batched tensor operations instead of "
-              "Python loops, bfloat16 where the CPU supports it",
-          "intra-op threads: torch.set_num_threads(N) up to the free cores (not beyond them)",
-      };
-    }
+    d.advice = compute_advice(s, t, keeps_up);
   } else if (device && compute_idle_largest) {
     d.evidence = fmt::format(
         "The GPU is busy only {:.1f}% of the step and idles mostly while the host is in `compute` ({:.1f}% of step "

@@ -240,6 +240,13 @@ void drift_advice(const summary& s, diagnosis& d);
 
 diagnosis diagnose(const summary& s, const diagnosis_thresholds& t = default_thresholds);
 
+// "The GPU sat idle 41.0% of step time while the host was in `input` (the rule fires at 15%).": a
+// device cause's evidence, for each label's words.
+std::string device_cause_words(const summary& s, std::string_view group, double share, double threshold);
+// COMPUTE-BOUND's advice (report/diagnosis/compute_advice.cpp), after `keeps_up` ("the pipeline
+// keeps up; " or "").
+std::vector<std::string> compute_advice(const summary& s, const diagnosis_thresholds& t, const std::string& keeps_up);
+
 // A cause the rules weighed, by its label, with its share of the step (its gain).
 struct ranked_cause {
   std::string_view label;

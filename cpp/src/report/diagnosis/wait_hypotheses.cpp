@@ -1,4 +1,4 @@
-// WAIT-HEAVY's fixes as checked hypotheses (report/diagnosis/hypotheses.hpp): blocked or untraced
+// WAIT-HEAVY's evidence, and its fixes as checked hypotheses (report/diagnosis/hypotheses.hpp): blocked or untraced
 // time is per-step syncs only when the typical step carries it; one step in N carrying it is
 // periodic work; some steps at no period are a case for capture; threads that take turns are a
 // shared lock. Each is worded in the program's terms (Python or C++, a loop or a server).
@@ -136,6 +136,60 @@ void wait_hypotheses(const summary& s, const diagnosis_thresholds& t, diagnosis&
     for (std::size_t i = 0; i < o.words.size(); ++i) {
       d.advice.push_back(o.words[i] + (!first && i == 0 ? gain_words(o.h.gain) : ""));
     }
+  }
+}
+
+void wait_heavy_words(const summary& s, const diagnosis_thresholds& t, const cause_shares& c, const idle_groups& idle,
+                      const shared_lock& lock, bool lock_leads, const std::string& close, diagnosis& d,
+                      std::optional<double>& first_gain) {
+  const bool device = s.gpu && s.gpu->steps_viewed > 0, trace = from_trace(s), server = is_server_run(s);
+  const double wait = group_share(s, "wait"), other = group_share(s, "other");
+  const std::string_view blocked =
+      server && s.phase(queue_phase) ? "waiting in `queue` or `wait`" : "blocked in `wait`";
+  auto device_cause = [&](std::string_view group, double share, double threshold) {
+    return device_cause_words(s, group, share, threshold);
+  };
+  // Blocked time less CPU collectives (COMM-BOUND's); a trace's `other` is Python, not waiting.
+  const phase_stats* in_collective = s.phase(collective_phase);
+  const double blocked_share = wait - (in_collective ? in_collective->share : 0.0);
+  if (trace) {
+    d.evidence = device ? device_cause("wait", c.wait, t.device_cause_share) +
+                              fmt::format(" The host was {} {:.1f}% of step time.", blocked, 100 * blocked_share)
+                        : fmt::format("{:.1f}% of step time is {}; the rule fires at {:.0f}%.", 100 * blocked_share,
+                                      blocked, 100 * t.wait_share);
+  } else {
+    d.evidence =
+        device ? device_cause("wait", c.wait, t.device_cause_share) +
+                     fmt::format(
+                         " The host was {} {:.1f}% and outside every phase (`other`) "
+                         "{:.1f}% of step time.",
+                         blocked, 100 * blocked_share, 100 * other)
+               : fmt::format(
+                     "{:.1f}% of step time is {} ({:.1f}%) or outside every phase "
+                     "(`other`, {:.1f}%); the rule fires at {:.0f}%.",
+                     100 * (blocked_share + other), blocked, 100 * blocked_share, 100 * other, 100 * t.wait_share);
+  }
+  if (lock_leads) d.evidence = "Threads take turns: " + lock.h.premise + ".";
+  d.evidence += close;
+  const std::string* unentered = phases_never_entered(s);
+  if (!trace && unentered != nullptr && other > wait) {
+    // Phases made and never entered (steptrace.phase("x") without `with`): the step is `other`
+    // because nothing was recorded, not because the host waits.
+    d.advice = {
+        fmt::format("steptrace.phase(...) was made but never entered ({}): write `with "
+                    "steptrace.phase(\"name\"):` so its time is the phase's, not `other`",
+                    *unentered)};
+  } else {
+    wait_hypotheses(s, t, d, first_gain);
+    const auto lead = std::find_if(d.hypotheses.begin(), d.hypotheses.end(),
+                                   [&](const hypothesis& h) { return h.holds && h.gain == first_gain.value_or(-1); });
+    if (lead != d.hypotheses.end() && lead->fix != "per-step host syncs" && lead->fix != "a blocking call every step" &&
+        !lock_leads) {
+      d.evidence += " The typical step carries little of it: " + lead->premise + ".";
+    }
+  }
+  if (!trace && (device ? idle.other > idle.wait : other > wait)) {
+    d.advice.push_back("most of it is untraced (`other`): wrap more of the step in phases");
   }
 }
 
