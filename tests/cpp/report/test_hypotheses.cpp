@@ -82,6 +82,17 @@ summary checkpointing(std::uint64_t steps, std::uint64_t every, std::uint64_t of
   return l.result();
 }
 
+// 60 steps of 5 ms in `compute` and 5 ms blocked in `wait`, each one: a sync every step.
+summary syncing_every_step(std::vector<std::pair<std::string, std::string>> facts) {
+  loop l;
+  l.run(60, [&](std::uint64_t, std::uint64_t at) {
+    l.phase(builtin::compute, at, 5 * ms);
+    l.phase(builtin::wait, at, 5 * ms);
+    return at;
+  });
+  return l.result(std::move(facts));
+}
+
 }  // namespace
 
 TEST_CASE("a checkpoint every 10th step is periodic work, not per-step syncs", "[hypotheses]") {
@@ -123,13 +134,7 @@ TEST_CASE("a period longer than the recent steps is read from the slowest ones",
 }
 
 TEST_CASE("a sync in every step keeps the per-step advice", "[hypotheses]") {
-  loop l;
-  l.run(60, [&](std::uint64_t, std::uint64_t at) {
-    l.phase(builtin::compute, at, 5 * ms);
-    l.phase(builtin::wait, at, 5 * ms);
-    return at;
-  });
-  const summary s = l.result();
+  const summary s = syncing_every_step({{"python.version", "3.11.9"}});
   CHECK(s.diag.label == "WAIT-HEAVY");
   CHECK(s.diag.periodic.empty());
   CHECK_THAT(s.diag.advice.at(0), Contains(".item()"));
@@ -223,13 +228,7 @@ TEST_CASE("threads that take turns on a lock are told so, whatever the phase is 
 }
 
 TEST_CASE("a C++ program's blocked time is advised in its own terms", "[hypotheses]") {
-  loop l;
-  l.run(60, [&](std::uint64_t, std::uint64_t at) {
-    l.phase(builtin::compute, at, 5 * ms);
-    l.phase(builtin::wait, at, 5 * ms);
-    return at;
-  });
-  const summary s = l.result({});
+  const summary s = syncing_every_step({});
   CHECK(s.diag.label == "WAIT-HEAVY");
   CHECK_THAT(s.diag.advice.at(0), Contains("cudaStreamSynchronize"));
   for (const std::string& a : s.diag.advice) CHECK_THAT(a, !Contains(".item()"));
