@@ -40,7 +40,21 @@ def test_the_input_bound_holds_on_both_recordings_of_the_fix(before, after, warm
     assert a["diagnosis"]["gains"]["input"] == pytest.approx(bound, abs=0.002)
     assert list(a["diagnosis"]["gains"])[0] == "input"
     assert "input" not in b["diagnosis"]["gains"]  # num_workers=4 names no input gain
-    assert b["step_ms"]["mean"] == pytest.approx(truth_after["window_ms"], abs=0.001)
+    # One-time work set aside from the fixed run (a first call per shape: cuDNN's first batch norm
+    # at a shape, 10x its later calls), held to the events read plainly; the steps are the rest.
+    aside = (b["set_aside"].get("initialisation") or {}).get("total_ms", 0.0)
+    if aside:
+        name = b["facts"]["trace.one_time_calls"].rsplit(" ", 1)[0]
+        calls = sorted(
+            (float(e["ts"]), float(e["dur"]) / 1000)
+            for e in trace_truth.events_of(DATA / after)
+            if e.get("ph") == "X" and e.get("name") == name
+        )
+        per_step = len(calls) // b["steps"]  # the op runs as often in each step (one call per layer)
+        first_step, later = [d for _, d in calls[:per_step]], sorted(d for _, d in calls[per_step:])
+        assert max(first_step) == pytest.approx(aside, abs=0.001)  # one call of the first step, and only it
+        assert max(first_step) >= 10 * later[len(later) // 2]
+    assert b["step_ms"]["mean"] == pytest.approx(truth_after["window_ms"] - aside / b["steps"], abs=0.001)
     assert f"(up to {100 * bound:.0f}% shorter steps)" in a["diagnosis"]["advice"][0]
     # compare says what the fix realised, of the bound
     out = subprocess.run(
@@ -51,9 +65,11 @@ def test_the_input_bound_holds_on_both_recordings_of_the_fix(before, after, warm
     )
     assert out.returncode == 0, out.stderr
     line = next(x for x in out.stdout.splitlines() if x.strip().startswith("input: up to"))
+    # compare weighs the steps' mean: the fixed run's one-time work is in no step
+    stepped = 1 - (truth_after["window_ms"] - aside / b["steps"]) / truth_before["window_ms"]
     assert line.strip() == (
-        f"input: up to {100 * bound:.0f}% of step time; realised {100 * realised:.0f}%, "
-        f"{100 * realised / bound:.0f}% of it"
+        f"input: up to {100 * bound:.0f}% of step time; realised {100 * stepped:.0f}%, "
+        f"{100 * stepped / bound:.0f}% of it"
     )
 
 
