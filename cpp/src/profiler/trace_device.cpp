@@ -1,5 +1,7 @@
 #include "profiler/trace_device.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 
@@ -228,6 +230,21 @@ std::vector<std::vector<step_interval>> untraced_busy_in(const trace_events& t, 
   }
   for (std::vector<step_interval>& v : out) merge_intervals(v);
   return out;
+}
+
+std::string late_steps(const trace_events& t, const trace_device& device, std::uint32_t pid,
+                       const std::vector<device_record>& records, const std::vector<step_interval>& steps) {
+  const std::vector<std::vector<step_interval>> late = untraced_busy_in(t, device, pid, records, steps, false);
+  std::uint64_t steps_late = 0, late_ns = 0;
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    std::uint64_t ns = 0;
+    for (const step_interval& s : late[k]) ns += s.end - s.begin;
+    if (10 * ns < steps[k].end - steps[k].begin) continue;  // under a tenth of the step
+    ++steps_late;
+    late_ns += ns;
+  }
+  if (steps_late == 0 || 2 * steps_late < steps.size()) return "";
+  return fmt::format("{} {} {:.3f}", steps_late, steps.size(), static_cast<double>(late_ns) / 1e6 / steps_late);
 }
 
 void merge_intervals(std::vector<step_interval>& v) {

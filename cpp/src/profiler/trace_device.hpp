@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -47,6 +48,13 @@ void stretch_to_device_work(const trace_events& t, const trace_device& device, s
                             std::vector<step_interval>& steps);
 
 inline constexpr std::uint64_t untraced_wait_ns = 1'000'000;
+
+// Steps whose device started work long after its launch with nothing traced before it (another
+// process's work, or a device clock offset), a tenth of the step or more, in half of `steps` or
+// more: the fact trace.device_late ("late steps, steps weighed, the late ms a late step"); empty
+// when the device view holds.
+std::string late_steps(const trace_events& t, const trace_device& device, std::uint32_t pid,
+                       const std::vector<device_record>& records, const std::vector<step_interval>& steps);
 
 // Sorts `v` by start and merges the intervals that touch or overlap, in place.
 void merge_intervals(std::vector<step_interval>& v);

@@ -1,7 +1,5 @@
 #include "profiler/trace_rules.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <memory>
 #include <stdexcept>
@@ -352,29 +350,14 @@ class rules {
     if (sites) out_.kernels = read_kernels(t_, device_, *sites, counted, out_.device);
     out_.ceiling = read_op_ceiling(t_, device_, pid_, counted, sites.get());
     for (const step_interval& s : untraced) out_.untraced_ns += s.end - s.begin;
-    late_steps_fact(counted, untraced.empty() || out_.warmup_steps > 0 ? 0 : 1);
-    out_.untraced = std::move(untraced);
-  }
-
-  // Steps past the first whose device started work long after its launch with nothing traced
-  // before it (another process's work, or a device clock offset): the device view is not
-  // complete (trace.device_late: late steps, steps weighed, the late time a late step).
-  void late_steps_fact(const std::vector<step_interval>& counted, std::size_t from) {
-    if (counted.size() < from + 2) return;
-    const std::vector<step_interval> weighed(counted.begin() + static_cast<std::ptrdiff_t>(from), counted.end());
-    const std::vector<std::vector<step_interval>> late =
-        untraced_busy_in(t_, device_, pid_, out_.device, weighed, false);
-    std::uint64_t steps_late = 0, late_ns = 0;
-    for (std::size_t k = 0; k < weighed.size(); ++k) {
-      std::uint64_t ns = 0;
-      for (const step_interval& s : late[k]) ns += s.end - s.begin;
-      if (10 * ns < weighed[k].end - weighed[k].begin) continue;  // under a tenth of the step
-      ++steps_late;
-      late_ns += ns;
+    const std::size_t from = untraced.empty() || out_.warmup_steps > 0 ? 0 : 1;  // the first: said above
+    if (counted.size() >= from + 2) {
+      const std::vector<step_interval> weighed(counted.begin() + static_cast<std::ptrdiff_t>(from), counted.end());
+      if (std::string late = late_steps(t_, device_, pid_, out_.device, weighed); !late.empty()) {
+        out_.facts.emplace_back("trace.device_late", std::move(late));
+      }
     }
-    if (2 * steps_late < weighed.size()) return;
-    out_.facts.emplace_back("trace.device_late", fmt::format("{} {} {:.3f}", steps_late, weighed.size(),
-                                                             static_cast<double>(late_ns) / 1e6 / steps_late));
+    out_.untraced = std::move(untraced);
   }
 
   void collect_calls() {

@@ -32,10 +32,10 @@ from .. import _core
 from .._profiler import annotate as _annotate
 from .._common import log as _log
 from .files import CaptureWriteError, own_folder, run_name, write_trace
+from .inflation import inflation
 from .plans import COOL_DOWN, PLAN_KEY, StragglerPlans  # noqa: F401  (PLAN_KEY: the tests' name for it)
 
 MAX_STEPS = 1000  # the most steps a capture takes: the capture_steps option's bound (core/config.cpp)
-INFLATED = 1.25  # a capture whose steps torch.profiler made this much slower says so before its figures
 
 
 class Capturer(StragglerPlans):
@@ -274,7 +274,7 @@ class Capturer(StragglerPlans):
             "steps": n,
             "rank": _rank(),
             "label": diag.get("label"),
-            "evidence": self._inflation(summary) + diag.get("evidence", ""),
+            "evidence": inflation(json.loads(self._tracer._core.summary().json()), summary) + diag.get("evidence", ""),
             "advice": (diag.get("advice") or [""])[0],
             "path": path,
             "cost_s": round(time.perf_counter() - run["started"], 3),
@@ -286,21 +286,6 @@ class Capturer(StragglerPlans):
         sys.stderr.write(block(record))
         sys.stderr.flush()
         self._to_jsonl(record)
-
-    def _inflation(self, captured: Dict[str, Any]) -> str:
-        """What torch.profiler did to the steps it recorded, said before their figures: its own cost
-        slows each op, so shares and gains read from a capture are of steps it made slower than the
-        untraced ones beside them (the run's typical step so far)."""
-        run = json.loads(self._tracer._core.summary().json())
-        profiled = (captured.get("step_ms") or {}).get("p50") or 0.0
-        untraced = (run.get("step_ms") or {}).get("p50") or 0.0
-        if untraced <= 0 or profiled < INFLATED * untraced:
-            return ""
-        return (
-            f"torch.profiler made these steps {profiled / untraced:.1f}x slower than the untraced ones beside them "
-            f"(p50 {profiled:.3g} ms against {untraced:.3g} ms): the shares and the gain below are of the profiled "
-            "steps, the run's own figures are the untraced ones. "
-        )
 
     def _host_facts(self) -> List[Tuple[str, str]]:
         """What the trace cannot hold and this process knows: its cores and its DataLoader's settings,

@@ -120,7 +120,7 @@ def test_a_capture_says_how_much_slower_the_profiler_made_its_steps(tmp_path):
     """Many small ops a step: torch.profiler's cost per op makes the captured steps slower, and the
     capture says by how much before its figures, against the ratio the test's own clock stamped
     (the captured steps between the profiler's start and stop, which the trace's steps leave out)."""
-    from steptrace._capture.capturer import INFLATED
+    from steptrace._capture.inflation import INFLATED
 
     t = quiet(tmp_path, capture_steps=5)
     x = torch.zeros(8)
