@@ -122,10 +122,10 @@ def test_a_capture_says_how_much_slower_the_profiler_made_its_steps(tmp_path):
     (the captured steps between the profiler's start and stop, which the trace's steps leave out)."""
     from steptrace._capture.inflation import INFLATED
 
-    t = quiet(tmp_path, capture_steps=5)
+    t = quiet(tmp_path, capture_steps=15)
     x = torch.zeros(8)
     stamped = []
-    for i in range(40):
+    for i in range(80):
         t0 = time.perf_counter()
         with t.step():
             with t.phase("compute"):
@@ -135,16 +135,23 @@ def test_a_capture_says_how_much_slower_the_profiler_made_its_steps(tmp_path):
         if i == 20:
             assert t.capture()
     caps = forward(t.summary().to_dict()["captures"])
-    assert [(c["first_step"], c["last_step"]) for c in caps] == [(21, 25)]
-    profiled = sorted(stamped[22:25])[1]
-    others = sorted(stamped[:21] + stamped[26:])
+    assert [(c["first_step"], c["last_step"]) for c in caps] == [(21, 35)]
+    # medians, so a step a busy machine preempted moves neither side
+    profiled = sorted(stamped[22:35])[6]
+    others = sorted(stamped[:21] + stamped[36:])
     truth = profiled / others[len(others) // 2]
     said = re.search(r"torch\.profiler made these steps ([0-9.]+)x slower", caps[0]["evidence"])
-    if truth < 1.1 * INFLATED:  # a profiler this cheap here: nothing said, or at least the threshold
-        assert said is None or float(said.group(1)) >= INFLATED
+    # Against the test's own clock, within the factor of two a busy machine's preemptions leave: a
+    # capture that says nothing was at most twice the threshold; one that says, within 2x of truth.
+    if said is None:
+        assert truth < 2 * INFLATED, caps[0]["evidence"]
         return
-    assert said, caps[0]["evidence"]
-    assert truth / 1.3 <= float(said.group(1)) <= truth * 1.3
+    # Its two figures are the capture's own steps (its trace read back) and the run's typical step.
+    p50s = re.search(r"\(p50 ([0-9.]+) ms against ([0-9.]+) ms\)", caps[0]["evidence"])
+    assert float(p50s.group(1)) == pytest.approx(steptrace.load(caps[0]["path"]).to_dict()["step_ms"]["p50"], rel=0.01)
+    assert float(said.group(1)) == pytest.approx(float(p50s.group(1)) / float(p50s.group(2)), abs=0.06)
+    assert float(said.group(1)) >= INFLATED
+    assert truth / 2 <= float(said.group(1)) <= truth * 2
 
 
 def test_the_limit_holds(tmp_path, capfd):

@@ -28,7 +28,10 @@ def test_a_checkpoint_every_10_steps_is_periodic_work(tracer, tmp_path):
     # The recorded time outside every phase holds the stamped checkpoint, and at most a
     # preemption's worth more; a wrong period would put it off by a factor of two.
     assert truth - 0.1 <= p["excess_ms"] < truth + 20
-    assert diag["advice"][0].startswith("1 step in 10 carries")
+    # On a busy host the oversubscribed host is said first (cpu_findings); the cause's first fix next.
+    host = ("free the cores first", "run fewer threads of its own first")
+    causes = [a for a in diag["advice"] if not a.startswith(host)]
+    assert causes[0].startswith("1 step in 10 carries")
     assert not any(".item()" in a for a in diag["advice"])
     syncs = [h for h in diag["hypotheses"] if h["fix"] == "per-step host syncs"]
     assert syncs and not syncs[0]["holds"]
