@@ -2,6 +2,8 @@
 // step builder, aggregate, device join, flight recorder and diagnosis as a live run's.
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 #include "analysis/aggregate.hpp"
@@ -10,6 +12,7 @@
 #include "analysis/step_fan_out.hpp"
 #include "base/utf8.hpp"
 #include "profiler/bytes/byte_source.hpp"
+#include "profiler/device_clock.hpp"
 #include "profiler/trace_events.hpp"
 #include "profiler/trace_rules.hpp"
 #include "profiler/trace_summary.hpp"
@@ -56,6 +59,25 @@ std::string steps_said(const trace_reading& r) {
   return "no steps in it: the whole trace is one window (--step NAME makes each range of that name a step)";
 }
 
+// A device clock offset taken out of the records (profiler/device_clock.hpp), said.
+std::string clock_offset_words(const summary& s) {
+  const std::string* clock = s.fact("trace.device_clock");
+  double ms = 0;
+  unsigned syncs = 0;
+  if (clock == nullptr || std::sscanf(clock->c_str(), "%lf %u", &ms, &syncs) != 2 || ms == 0) return "";
+  const std::string by = format_ms(std::abs(ms));
+  return ms > 0 ? fmt::format(
+                      "; the device's clock runs {} ms ahead of the host's ({} blocking sync{} returned {} ms before "
+                      "the work {} waited for ended, and no kernel started sooner after its launch): its records "
+                      "are moved back by it",
+                      by, syncs, syncs == 1 ? "" : "s", by, syncs == 1 ? "it" : "they")
+                : fmt::format(
+                      "; the device's clock runs {} ms behind the host's ({} blocking sync{} returned {} ms after the "
+                      "work {} waited for ended, and kernels started up to that long before their launch): its "
+                      "records are moved forward by it",
+                      by, syncs, syncs == 1 ? "" : "s", by, syncs == 1 ? "it" : "they");
+}
+
 std::string backend_reason(const std::string& path, const trace_events& t, const trace_reading& r, const summary& s) {
   std::string reason =
       fmt::format("read from {} {} ({})",
@@ -70,6 +92,7 @@ std::string backend_reason(const std::string& path, const trace_events& t, const
                     r.stub_steps, r.stub_steps == 1 ? "" : "s");
   }
   if (const std::string* gpu = s.fact("gpu.name")) reason += fmt::format("; device: {}", *gpu);
+  reason += clock_offset_words(s);
   if (r.warmup.ranges != 0) {
     reason += fmt::format(
         "; the window begins where the program's own warm-up ends: {} range{} named warm-up "
@@ -271,7 +294,13 @@ trace_reading read_trace_reading(std::unique_ptr<byte_source> source, const std:
                                  const std::string& step_name, trace_events& about) {
   about = read_trace_events(*source, name);
   source.reset();
+  device_clock_reading clock = read_device_clock(about);  // taken out before any rule reads a record
+  if (clock.offset_ns != 0 && !remove_device_clock_offset(about, clock.offset_ns)) clock = {};
   trace_reading reading = apply_trace_rules(about, name, step_window::profiler_step, step_name);
+  if (clock.syncs != 0) {
+    reading.facts.emplace_back("trace.device_clock",
+                               fmt::format("{:.3f} {}", static_cast<double>(clock.offset_ns) / 1e6, clock.syncs));
+  }
   std::vector<trace_event>().swap(about.events);
   std::vector<std::string>().swap(about.names);
   std::vector<std::string>().swap(about.ids);

@@ -126,6 +126,43 @@ device_reading read_device(const trace_events& t, const trace_device& device, st
     const auto k = std::lower_bound(starts.begin(), starts.end(), w.end) - starts.begin();
     if (k == 0 || reach_by[static_cast<std::size_t>(k) - 1] <= w.begin) ++out.steps_without_device;
   }
+  out.coverage = launch_coverage(t, pid, steps);
+  return out;
+}
+
+launch_coverage_reading launch_coverage(const trace_events& t, std::uint32_t pid,
+                                        const std::vector<step_interval>& steps) {
+  launch_coverage_reading out;
+  if (steps.empty()) return out;
+  std::vector<std::uint64_t> recorded;  // the correlations of every device record, any device
+  for (const trace_event& e : t.events) {
+    if (is_device_work(e.cat) && e.correlation != 0) recorded.push_back(e.correlation);
+  }
+  std::sort(recorded.begin(), recorded.end());
+  // A stream's capture, by thread: the kernels launched into it run only when the graph replays.
+  std::unordered_map<std::uint32_t, std::uint64_t> capturing;                           // tid -> when its capture began
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> launched(steps.size(), {0, 0});  // launched, recorded
+  for (const trace_event& e : t.events) {  // file order: a thread's calls in time order
+    if (e.pid != pid || e.cat != event_cat::runtime) continue;
+    const std::string_view n = t.names[e.name];
+    if (is_capture_begin(n)) capturing[e.tid] = e.ts;
+    if (is_capture_end(n)) capturing.erase(e.tid);
+    if (e.correlation == 0 || !is_device_work_call(n) || is_copy_call(n) || capturing.count(e.tid) != 0) continue;
+    const auto w = std::upper_bound(steps.begin(), steps.end(), e.ts,
+                                    [](std::uint64_t at, const step_interval& x) { return at < x.begin; });
+    if (w == steps.begin() || e.ts >= std::prev(w)->end) continue;
+    auto& [calls, kept] = launched[static_cast<std::size_t>(std::prev(w) - steps.begin())];
+    ++calls;
+    kept += std::binary_search(recorded.begin(), recorded.end(), e.correlation) ? 1 : 0;
+  }
+  for (const auto& [calls, kept] : launched) {
+    if (calls < coverage_min_launches) continue;
+    ++out.steps_weighed;
+    if (2 * kept >= calls) continue;
+    ++out.steps_under_recorded;
+    out.launches += calls;
+    out.recorded += kept;
+  }
   return out;
 }
 

@@ -27,10 +27,23 @@ std::uint64_t busy_within(const trace_device& d, std::uint64_t begin, std::uint6
 
 trace_device find_device(const trace_events& t);
 
+// How much of each step's device work the trace recorded: its kernel launches (outside a stream's
+// capture, whose kernels run only when the graph replays; copies and memsets left out, as traces
+// keep no record of some) against those with a device record by correlation. A step with
+// coverage_min_launches or more of them is weighed; under half recorded, it is under-recorded.
+struct launch_coverage_reading {
+  std::uint64_t steps_weighed = 0, steps_under_recorded = 0;
+  std::uint64_t launches = 0, recorded = 0;  // in the under-recorded steps
+};
+inline constexpr std::uint64_t coverage_min_launches = 4;
+launch_coverage_reading launch_coverage(const trace_events& t, std::uint32_t pid,
+                                        const std::vector<step_interval>& steps);
+
 struct device_reading {
   std::vector<device_record> records;  // sorted by start
   std::uint64_t kernels_without_launch = 0;
   std::uint64_t steps_without_device = 0;
+  launch_coverage_reading coverage;
 };
 
 // The device records of `device` and the blocking syncs of the host process `pid`; which of

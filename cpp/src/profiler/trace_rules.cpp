@@ -1,5 +1,7 @@
 #include "profiler/trace_rules.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <memory>
 #include <stdexcept>
@@ -341,6 +343,10 @@ class rules {
     out_.kernels_without_launch = d.kernels_without_launch;
     out_.launched_before = d.kernels_without_launch > 0 || steps_ran_before(t_, pid_, tid_);
     out_.steps_without_device = d.steps_without_device;
+    if (const launch_coverage_reading& c = d.coverage; device_.present && c.steps_under_recorded != 0) {
+      out_.facts.emplace_back("trace.device_coverage", fmt::format("{} {} {} {}", c.steps_under_recorded,
+                                                                   c.steps_weighed, c.launches, c.recorded));
+    }
     if (steps.empty()) return;
     std::vector<step_interval> untraced = untraced_busy(t_, device_, pid_, out_.device, steps.front());
     out_.warmup_steps = (!untraced.empty() || out_.loop.first_is_start) && steps.size() > 1 ? 1 : 0;

@@ -172,12 +172,7 @@ static diagnosis diagnose_steps(const summary& s, const diagnosis_thresholds& t)
       d.evidence += said;
     }
     d.hypotheses.push_back({"a complete device view", "", false, missing, 0});
-    d.advice.push_back(s.gpu->dropped_records > 0
-                           ? "make the device view whole: fewer device records at once (device_sample=4 records one "
-                             "window in 4), or fewer kernels a step (CUDA graphs, fusion)"
-                           : "make the device view whole: profile with no other process on the GPU (nvidia-smi or "
-                             "rocm-smi lists them), or with a PyTorch whose profiler aligns the device clock with the "
-                             "host's");
+    d.advice.push_back(complete_view_advice(s));
     return d;
   }
   diagnosis d;
@@ -368,6 +363,10 @@ diagnosis diagnose(const summary& s, const diagnosis_thresholds& t) {
   if (const std::string dropped = dropped_records_words(s);
       !dropped.empty() && d.evidence.find(dropped) == std::string::npos) {  // under the limit: said beside the figures
     d.evidence += " " + dropped + ": the GPU's busy time is undercounted, its idle time an upper bound.";
+  }
+  if (const std::string under = under_recorded_words(s);
+      !under.empty() && d.evidence.find(under) == std::string::npos) {  // a few steps: said beside the figures
+    d.evidence += " " + under + ": the GPU's busy time in them is undercounted, its idle time an upper bound.";
   }
   if (const auto& g = s.gpu; g && g->sample_every > 1 && g->steps_viewed > 0) {  // device_sample: said in the evidence
     d.evidence += fmt::format(

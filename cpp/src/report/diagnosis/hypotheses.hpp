@@ -38,9 +38,15 @@ bool too_short_to_judge(const summary& s, const diagnosis_thresholds& t, diagnos
 // ..."); empty when it is whole.
 // CUPTI's records lost to its buffer cap: from this share of those recorded, the view is not
 // complete; under it they are said beside the figures (dropped_records_words, empty with none).
+// A trace's steps whose kernel launches it holds under half the device records of
+// (trace.device_coverage): from half the steps weighed, the view is not complete; fewer are
+// said beside the figures (under_recorded_words, empty with none).
 inline constexpr double dropped_share_limit = 0.10;
 std::string incomplete_device_view(const summary& s);
 std::string dropped_records_words(const summary& s);
+std::string under_recorded_words(const summary& s);
+// The fix for the view incomplete_device_view found lacking.
+std::string complete_view_advice(const summary& s);
 
 // Threads serialised on a shared lock or resource (report/diagnosis/lock_hypothesis.cpp): many
 // threads in steps at once using about one core between them, on a host
