@@ -12,6 +12,7 @@
 #include "record/collective_kernels.hpp"
 #include "report/diagnosis/diagnosis.hpp"
 #include "report/diagnosis/gains.hpp"
+#include "report/diagnosis/label_words.hpp"
 #include "report/diagnosis/summary_facts.hpp"
 
 namespace steptrace::detail {
@@ -90,8 +91,9 @@ std::vector<std::string> inference_comm_advice(std::string_view type) {
       link};
 }
 
-std::string comm_evidence(const summary& s, const cause_shares& c, const idle_groups& idle,
-                          const diagnosis_thresholds& t) {
+// The collectives' exposed time, the kernels and CPU collectives holding it, and the largest kind.
+static std::string comm_evidence(const summary& s, const cause_shares& c, const idle_groups& idle,
+                                 const diagnosis_thresholds& t) {
   std::string out = fmt::format(
       "Collectives cost {:.1f}% of step time that no compute hides (the rule fires at {:.0f}%):", 100 * c.comm,
       100 * (s.gpu && s.gpu->steps_viewed ? t.device_cause_share : t.wait_share));
@@ -151,6 +153,11 @@ std::vector<std::string> comm_advice(const summary& s) {
         gradients, link};
   }
   return {gradients, fewer, link};
+}
+
+void comm_bound_words(const label_reading& r, diagnosis& d) {
+  d.evidence = comm_evidence(r.s, r.c, r.idle, r.t) + r.close;
+  d.advice = comm_advice(r.s);
 }
 
 }  // namespace steptrace::detail

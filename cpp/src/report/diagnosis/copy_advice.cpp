@@ -1,6 +1,6 @@
-// H2D-BOUND's advice (cpp/src/report/diagnosis/README.md, "Definitions"): pin what is pageable; copies already
-// pinned are hidden under the kernels or made smaller, whichever the device's time says can give
-// more. The gain on the first line is added by report/diagnosis/gains.cpp.
+// H2D-BOUND's words and advice (cpp/src/report/diagnosis/README.md, "Definitions"): pin what is pageable; copies
+// already pinned are hidden under the kernels or made smaller, whichever the device's time says can give more. The gain
+// on the first line is added by report/diagnosis/gains.cpp.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 
 #include "report/diagnosis/diagnosis.hpp"
 #include "report/diagnosis/gains.hpp"
+#include "report/diagnosis/label_words.hpp"
 #include "report/diagnosis/summary_facts.hpp"
 
 namespace steptrace::detail {
@@ -89,6 +90,30 @@ std::vector<std::string> copy_advice(const summary& s) {
     advice.push_back("fewer, larger copies: move one collated batch, not many small tensors");
   }
   return advice;
+}
+
+}  // namespace steptrace::detail
+
+namespace steptrace::detail {
+
+void h2d_bound_words(const label_reading& r, diagnosis& d) {
+  const summary& s = r.s;
+  const double copying = r.c.h2d - r.idle.h2d;  // copies the compute units waited through
+  if (r.device && copying > 0.005) {
+    d.evidence = fmt::format(
+        "The GPU computed nothing {:.1f}% of step time for host-to-device copies: idle {:.1f}% while the host was "
+        "in `h2d`, and copying with no kernel running {:.1f}% (the rule fires at {:.0f}%).",
+        100 * r.c.h2d, 100 * r.idle.h2d, 100 * copying, 100 * r.t.device_cause_share);
+  } else {
+    d.evidence = r.device ? device_cause_words(s, "h2d", r.idle.h2d, r.t.device_cause_share) + idle_evidence(s, "h2d")
+                          : phase_evidence(s, "h2d", r.t.h2d_share);
+  }
+  if (s.gpu && s.gpu->h2d.count > 0) {
+    d.evidence += fmt::format(" {:.0f}% of the bytes copied to the device came from pageable memory.",
+                              100 * s.gpu->h2d.pageable_share);
+  }
+  d.evidence += r.close;
+  d.advice = copy_advice(s);
 }
 
 }  // namespace steptrace::detail

@@ -3,7 +3,8 @@
 // launches, or one whose device starts work long after each launch with nothing traced running
 // before it (another process's work on the GPU, or a device clock offset the syncs could not
 // measure) cannot place the GPU's idle time against the host's phases. It is said as such and
-// the host view decides.
+// the host view decides. A trace that holds none of the device's records while the host put
+// work on it is said so, with how to record them.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -109,6 +110,56 @@ std::string incomplete_device_view(const summary& s) {
       "in {} of {} steps the device started work {} ms a step after its launch with nothing traced running before "
       "it ({})",
       steps_late, weighed, format_ms(ms), why);
+}
+
+// The advice to see the device's side: first where the label's own advice needs it, last where
+// the host view proves the cause.
+static void place_device_advice(diagnosis& d, std::string advice) {
+  if (d.label == "COMPUTE-BOUND" || d.label == "WAIT-HEAVY" || d.label == "BALANCED") {
+    d.advice.insert(d.advice.begin(), std::move(advice));
+  } else {
+    d.advice.push_back(std::move(advice));
+  }
+}
+
+bool device_unread(const std::string& fact) {
+  return fact.size() > 5 && fact.compare(fact.size() - 5, 5, " mtia") == 0;
+}
+
+std::string device_unrecorded_words(const std::string& fact) {
+  if (fact.rfind("op ", 0) == 0) return fmt::format("`{}`, an op only a GPU runs", fact.substr(3));
+  const std::string calls = fact.substr(0, fact.find(' '));
+  if (device_unread(fact)) return fmt::format("{} record{} of an MTIA accelerator", calls, calls == "1" ? "" : "s");
+  return fmt::format("{} runtime call{} that launch{} kernels or cop{} memory", calls, calls == "1" ? "" : "s",
+                     calls == "1" ? "es" : "", calls == "1" ? "ies" : "y");
+}
+
+void device_unrecorded_advice(const summary& s, diagnosis& d) {
+  if (s.gpu) return;
+  const std::string* fact = s.fact("trace.device_unrecorded");
+  if (fact == nullptr) return;
+  if (device_unread(*fact)) {  // its device was recorded, in records steptrace does not read
+    d.evidence += fmt::format(
+        " The trace holds {}, a device steptrace does not read (it reads NVIDIA and AMD GPUs): "
+        "what the accelerator waited on is unseen.",
+        device_unrecorded_words(*fact));
+    place_device_advice(d,
+                        "read the accelerator's side with a tool that reads its records (HTA reads MTIA traces); "
+                        "steptrace's figures here are the host's");
+    return;
+  }
+  const bool cpu_only = fact->rfind("op ", 0) == 0;  // no runtime call either: recorded with the CPU's activity alone
+  d.evidence += fmt::format(
+      " The host put work on a GPU ({}), but the trace holds none of the GPU's records: what "
+      "the GPU waited on is unseen.",
+      device_unrecorded_words(*fact));
+  std::string advice =
+      cpu_only ? "record the GPU's side too: add ProfilerActivity.CUDA to torch.profiler.profile(activities=[...]); "
+                 "with the GPU's records steptrace says what the GPU waited on"
+               : "record the GPU's activity too: torch.profiler.profile(activities=[ProfilerActivity.CPU, "
+                 "ProfilerActivity.CUDA]), without CUPTI's range profiler, which keeps no kernel records; with them "
+                 "steptrace says what the GPU waited on";
+  place_device_advice(d, std::move(advice));
 }
 
 }  // namespace steptrace::detail

@@ -180,20 +180,13 @@ void advise_server(const summary& s, const diagnosis_thresholds& t, diagnosis& d
 
 inline constexpr diagnosis_thresholds default_thresholds{};
 
-struct cause_shares;
-// The words of HOST-BOUND, LAUNCH-BOUND and one-time initialisation (report/diagnosis/cause_words.cpp).
-void host_bound_advice(const summary& s, const cause_shares& c, diagnosis& d);
-// COMM-BOUND's evidence and advice (report/diagnosis/comm_advice.cpp): the collectives' exposed time, the
-// kind of collective holding the most of it (all-to-all, all-gather, ...), and the overlap that
-// kind allows first.
-std::string comm_evidence(const summary& s, const cause_shares& c, const idle_groups& idle,
-                          const diagnosis_thresholds& t);
+// COMM-BOUND's advice (report/diagnosis/comm_advice.cpp): the kind of collective holding the most
+// of the exposed time (all-to-all, all-gather, ...), and the overlap that kind allows first.
 std::vector<std::string> comm_advice(const summary& s);
 // A trace of a forward pass (the fact trace.training "0": a model's ops and no backward), inference
 // or serving: its collectives are told a forward pass's fixes (comm_advice.cpp), never a trainer's.
 bool inference_run(const summary& s);
 std::vector<std::string> inference_comm_advice(std::string_view type);
-void launch_bound_words(const summary& s, const idle_groups& idle, diagnosis& d);
 // The first fix naming what held the GPU idle in a trace (report/diagnosis/idle_holder_advice.cpp):
 // blocking runtime calls holding holder_idle_share of its idle time, under any host-side label;
 // else, under BALANCED and LAUNCH-BOUND, the op holding that much (not one around the whole
@@ -207,7 +200,8 @@ void one_time_evidence(const summary& s, diagnosis& d);
 // the program opened in `compute` (or outside every built-in) holding a quarter or more of the
 // GPU's idle time, for the advice to profile the host side of `compute`; empty when none does.
 std::string idle_custom_in_compute(const summary& s);
-// A one-step trace that is almost all one-time work (start_up_only_share): the label is BALANCED,
+// One-time work (report/diagnosis/start_up_words.cpp). One-time initialisation set aside, in the
+// evidence; a one-step trace that is almost all one-time work (start_up_only_share): the label is BALANCED,
 // the evidence says so, and the only advice is to trace the steady state. True when it applied.
 bool start_up_only(const summary& s, const diagnosis_thresholds& t, diagnosis& d);
 // A trace mostly start-up (start_up_mostly_share set aside): the advice ends with tracing the
@@ -240,9 +234,6 @@ void drift_advice(const summary& s, diagnosis& d);
 
 diagnosis diagnose(const summary& s, const diagnosis_thresholds& t = default_thresholds);
 
-// "The GPU sat idle 41.0% of step time while the host was in `input` (the rule fires at 15%).": a
-// device cause's evidence, for each label's words.
-std::string device_cause_words(const summary& s, std::string_view group, double share, double threshold);
 // COMPUTE-BOUND's advice (report/diagnosis/compute_advice.cpp), after `keeps_up` ("the pipeline
 // keeps up; " or "").
 std::vector<std::string> compute_advice(const summary& s, const diagnosis_thresholds& t, const std::string& keeps_up);

@@ -64,11 +64,5 @@ shared_lock shared_lock_of(const summary& s, const diagnosis_thresholds& t);
 // only (no period), a shared lock. Sets d.advice from those that hold, largest gain first, and
 // `first_gain` to the first one's gain; every one checked goes to d.hypotheses.
 void wait_hypotheses(const summary& s, const diagnosis_thresholds& t, diagnosis& d, std::optional<double>& first_gain);
-// WAIT-HEAVY in words: the evidence (a lock's premise when it leads, else the blocked and untraced
-// shares, `close` after it), then the advice from wait_hypotheses (or phases made and never
-// entered), and what premise the first fix rests on when it is not per-step syncs.
-void wait_heavy_words(const summary& s, const diagnosis_thresholds& t, const cause_shares& c, const idle_groups& idle,
-                      const shared_lock& lock, bool lock_leads, const std::string& close, diagnosis& d,
-                      std::optional<double>& first_gain);
 
 }  // namespace steptrace::detail

@@ -1,4 +1,4 @@
-// INPUT-BOUND's advice: specific where the tracer knows the DataLoader's settings and the CPU
+// INPUT-BOUND's words and advice: specific where the tracer knows the DataLoader's settings and the CPU
 // (cpp/src/report/diagnosis/README.md, "Definitions"); the thresholds live in report/diagnosis/diagnosis.hpp.
 #include <fmt/format.h>
 
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "report/diagnosis/diagnosis.hpp"
+#include "report/diagnosis/label_words.hpp"
 
 namespace steptrace::detail {
 
@@ -107,6 +108,22 @@ std::vector<std::string> input_advice(const summary& s, const diagnosis_threshol
   }
   advice.push_back("make each sample cheaper: cache decoded data, move transforms to compiled code or the GPU");
   return advice;
+}
+
+}  // namespace steptrace::detail
+
+namespace steptrace::detail {
+
+void input_bound_words(const label_reading& r, diagnosis& d) {
+  const summary& s = r.s;
+  const bool server = is_server_run(s);  // a server's requests wait, not a training thread
+  const std::string_view waits_for_data =
+      server ? " Requests wait for their input." : " The training thread waits for data.";
+  d.evidence = r.device ? device_cause_words(s, "input", r.idle.input, r.t.device_cause_share) +
+                              idle_evidence(s, "input") + " " + phase_evidence(s, "input", -1)
+                        : phase_evidence(s, "input", r.t.input_share) + std::string(waits_for_data);
+  d.evidence += r.close;
+  if (!server) d.advice = input_advice(s, r.t);  // a server's input advice is its own (server_advice.cpp)
 }
 
 }  // namespace steptrace::detail

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "report/diagnosis/hypotheses.hpp"
+#include "report/diagnosis/label_words.hpp"
 #include "report/diagnosis/step_spread.hpp"
 #include "report/diagnosis/summary_facts.hpp"
 #include "steptrace/output.hpp"
@@ -142,10 +143,12 @@ void wait_hypotheses(const summary& s, const diagnosis_thresholds& t, diagnosis&
   }
 }
 
-void wait_heavy_words(const summary& s, const diagnosis_thresholds& t, const cause_shares& c, const idle_groups& idle,
-                      const shared_lock& lock, bool lock_leads, const std::string& close, diagnosis& d,
-                      std::optional<double>& first_gain) {
-  const bool device = s.gpu && s.gpu->steps_viewed > 0, trace = from_trace(s), server = is_server_run(s);
+void wait_heavy_words(const label_reading& r, diagnosis& d) {
+  const summary& s = r.s;
+  const diagnosis_thresholds& t = r.t;
+  const cause_shares& c = r.c;
+  std::optional<double>& first_gain = r.first_gain;
+  const bool device = r.device, trace = from_trace(s), server = is_server_run(s);
   const double wait = group_share(s, "wait"), other = group_share(s, "other");
   const std::string_view blocked =
       server && s.phase(queue_phase) ? "waiting in `queue` or `wait`" : "blocked in `wait`";
@@ -172,8 +175,8 @@ void wait_heavy_words(const summary& s, const diagnosis_thresholds& t, const cau
                      "(`other`, {:.1f}%); the rule fires at {:.0f}%.",
                      100 * (blocked_share + other), blocked, 100 * blocked_share, 100 * other, 100 * t.wait_share);
   }
-  if (lock_leads) d.evidence = "Threads take turns: " + lock.h.premise + ".";
-  d.evidence += close;
+  if (r.lock_leads) d.evidence = "Threads take turns: " + r.lock.h.premise + ".";
+  d.evidence += r.close;
   const std::string* unentered = phases_never_entered(s);
   if (!trace && unentered != nullptr && other > wait) {
     // Phases made and never entered (steptrace.phase("x") without `with`): the step is `other`
@@ -187,11 +190,11 @@ void wait_heavy_words(const summary& s, const diagnosis_thresholds& t, const cau
     const auto lead = std::find_if(d.hypotheses.begin(), d.hypotheses.end(),
                                    [&](const hypothesis& h) { return h.holds && h.gain == first_gain.value_or(-1); });
     if (lead != d.hypotheses.end() && lead->fix != "per-step host syncs" && lead->fix != "a blocking call every step" &&
-        !lock_leads) {
+        !r.lock_leads) {
       d.evidence += " The typical step carries little of it: " + lead->premise + ".";
     }
   }
-  if (!trace && (device ? idle.other > idle.wait : other > wait)) {
+  if (!trace && (device ? r.idle.other > r.idle.wait : other > wait)) {
     d.advice.push_back("most of it is untraced (`other`): wrap more of the step in phases");
   }
 }
