@@ -23,11 +23,16 @@ using steptrace::testing::one_step;
 
 namespace {
 
-// A kernel over the middle half of a step's window, as CUPTI gives it when its kinds are on.
-void kernel_in(fake_gpu& gpu, std::pair<std::uint64_t, std::uint64_t> step) {
-  REQUIRE(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+// A kernel over the middle half of a step's window, as CUPTI gives it for a step it recorded.
+void emit_kernel(fake_gpu& gpu, std::pair<std::uint64_t, std::uint64_t> step) {
   const std::uint64_t quarter = (step.second - step.first) / 4;
   gpu.emit({kernel_record(step.first + quarter, step.second - quarter)});
+}
+
+// The same, for a step the test knows CUPTI's kinds are on for (no collector switches them here).
+void kernel_in(fake_gpu& gpu, std::pair<std::uint64_t, std::uint64_t> step) {
+  REQUIRE(gpu.kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  emit_kernel(gpu, step);
 }
 
 }  // namespace
@@ -179,7 +184,8 @@ TEST_CASE("device_sample on the wall clock: 1 s windows, one in 2 recorded, on a
     was_on = on;
     const auto step = one_step(t);
     if (on && gpu.kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {  // on for the whole step
-      kernel_in(gpu, step);
+      // emitted as recorded even if the collector switched the kinds off since the check above
+      emit_kernel(gpu, step);
       ++kernels;
     }
     if (++steps % 16 == 0) gpu.periodic_flush();  // CUPTI's own thread hands buffers back, on or off
