@@ -74,19 +74,35 @@ struct arrival_rank {
   std::uint64_t last = 0;  // collectives it arrived last at
   double late_ms = 0;      // its median lateness at those: last arrival minus the others' median
   std::string before;      // the phase it ran before those arrivals, most often
+  // Its lateness at those, summed, and at the one where it was latest (with that call's number):
+  // lateness one call holds is a one-off, not a rank the others wait for each step.
+  double total_late_ms = 0, worst_late_ms = 0;
+  std::uint64_t worst_seq = 0;
+};
+// A collective's time on one rank, in two parts (cpp/src/report/README.md, "Arrival at the
+// collectives"): from its own arrival to the last rank's, it waits; from the last arrival to the
+// end, the data moves, a time every rank pays alike. Per matched call, a mean.
+struct collective_split {
+  std::uint32_t rank = 0;
+  double wait_ms = 0;  // waiting for the last rank to arrive
 };
 struct collective_arrival {
   std::string group, kind;
   std::uint64_t seq = 0;
   std::uint32_t last_rank = 0;
-  double late_ms = 0;  // the last arrival after the median of the others'
-  std::string before;  // the last rank's phase before it
+  double late_ms = 0;      // the last arrival after the median of the others'
+  std::string before;      // the last rank's phase before it
+  double transfer_ms = 0;  // from the last arrival to the end
 };
 struct arrival_view {
   std::uint64_t compared = 0;                   // collectives matched on every rank with calls
   std::string matched_by;                       // "sequence" (the traces' numbers), "end" (calls that end together)
   std::vector<arrival_rank> ranks;              // by rank: every rank that arrived last at least once
   std::vector<collective_arrival> collectives;  // the matched calls, in order: the first max_arrival_rows
+  // The split, per matched call: every rank's wait for the last, and the transfer after it.
+  std::vector<collective_split> split;  // by rank: every rank matched
+  double transfer_ms = 0;
+  double calls_per_step = 0;  // the ranks' median collective calls a step, for the split a step (0: not known)
 };
 inline constexpr std::size_t max_arrival_rows = 512;
 
@@ -150,6 +166,9 @@ struct ranks_view {
   double worst_ms = 0, median_ms = 0;
   std::optional<straggler_info> straggler;
   std::optional<arrival_view> arrivals;  // when two ranks or more carried their collective calls
+  // The rank that waited least, when its arrival at the collectives says the others do not wait
+  // for it (it is on time, or late at one call only), in words; then there is no straggler.
+  std::string straggler_refuted;
 };
 
 // Live rank windows (the Python package under torch.distributed with the live view on): each

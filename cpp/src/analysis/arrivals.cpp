@@ -197,12 +197,20 @@ std::optional<arrival_view> read_arrivals(const std::vector<rank_calls>& all,
   v.compared = matched.size();
   std::map<std::uint32_t, std::vector<double>> lateness;
   std::map<std::uint32_t, std::map<std::string, std::uint64_t>> befores;
+  std::map<std::uint32_t, arrival_rank> worst;    // each last rank's summed and largest lateness
+  std::vector<double> waited(ranks.size(), 0.0);  // each rank's wait for the last, summed (ms)
+  double transfer = 0;                            // summed (ms)
   std::vector<double> others;
   for (const match& m : matched) {
     std::size_t last = 0;
     for (std::size_t k = 1; k < m.size(); ++k) {
       if (m[k]->start_us - m[k]->end_us > m[last]->start_us - m[last]->end_us) last = k;
     }
+    // Aligned on its end, the last rank arrived `arrived` before it: what is left is the transfer.
+    const double arrived = m[last]->end_us - m[last]->start_us;
+    const double transfer_ms = std::max(0.0, arrived) / 1e3;
+    transfer += transfer_ms;
+    for (std::size_t k = 0; k < m.size(); ++k) waited[k] += ((m[k]->end_us - m[k]->start_us) - arrived) / 1e3;
     others.clear();
     for (std::size_t k = 0; k < m.size(); ++k) {
       if (k != last) others.push_back(m[k]->start_us - m[k]->end_us);
@@ -220,11 +228,17 @@ std::optional<arrival_view> read_arrivals(const std::vector<rank_calls>& all,
     }
     const std::uint32_t rank = ranks[last]->rank;
     lateness[rank].push_back(late_ms);
+    arrival_rank& w = worst[rank];
+    w.total_late_ms += late_ms;
+    if (late_ms > w.worst_late_ms) w.worst_late_ms = late_ms, w.worst_seq = m[last]->seq;
     if (!m[last]->before.empty()) ++befores[rank][m[last]->before];
     if (v.collectives.size() < max_arrival_rows) {
-      v.collectives.push_back({m[0]->group, m[0]->kind, m[0]->seq, rank, late_ms, m[last]->before});
+      v.collectives.push_back({m[0]->group, m[0]->kind, m[0]->seq, rank, late_ms, m[last]->before, transfer_ms});
     }
   }
+  const double calls = static_cast<double>(matched.size());
+  v.transfer_ms = transfer / calls;
+  for (std::size_t k = 0; k < ranks.size(); ++k) v.split.push_back({ranks[k]->rank, std::max(0.0, waited[k] / calls)});
   if (net_late_ms != nullptr) {
     for (auto& [rank, sum] : *net_late_ms) sum /= static_cast<double>(matched.size());
   }
@@ -233,6 +247,9 @@ std::optional<arrival_view> read_arrivals(const std::vector<rank_calls>& all,
     r.rank = rank;
     r.last = late.size();
     r.late_ms = median(late);
+    r.total_late_ms = worst[rank].total_late_ms;
+    r.worst_late_ms = worst[rank].worst_late_ms;
+    r.worst_seq = worst[rank].worst_seq;
     std::uint64_t most = 0;
     for (const auto& [phase, n] : befores[rank]) {
       if (n > most) most = n, r.before = phase;

@@ -26,12 +26,19 @@ bool is_waiting(std::uint32_t id, std::uint32_t collective) {
 }
 
 // Each call's `before`, from the main thread's records (in order of ticks), the calls sorted by
-// launch time.
+// launch time: the innermost phase open at its launch, or one that ended inside it since (DDP's
+// all-reduce launched after the user's `backward` closed, `compute` still open, is after
+// `backward`); with none open, the last that ended in the step.
 void name_befores(std::vector<found>& calls, const std::vector<record>& records) {
   std::sort(calls.begin(), calls.end(), [](const found& a, const found& b) { return a.launched < b.launched; });
   const std::uint32_t collective = register_phase(collective_phase).value;
-  std::vector<std::uint32_t> open;
+  struct opened {
+    std::uint32_t id;
+    std::size_t at;  // the record that opened it
+  };
+  std::vector<opened> open;
   std::uint32_t ended = no_event;  // the last phase that ended, in this step
+  std::size_t ended_at = 0, ended_depth = 0;
   std::size_t at = 0;
   for (found& f : calls) {
     for (; at < records.size() && records[at].ticks <= f.launched; ++at) {
@@ -40,18 +47,18 @@ void name_befores(std::vector<found>& calls, const std::vector<record>& records)
         open.clear();
         ended = no_event;
       } else if (r.kind == record_kind::phase_begin) {
-        open.push_back(r.id);
+        open.push_back({r.id, at});
       } else if (r.kind == record_kind::phase_end && !open.empty()) {
-        if (!is_waiting(open.back(), collective)) ended = open.back();
+        if (!is_waiting(open.back().id, collective)) ended = open.back().id, ended_at = at, ended_depth = open.size();
         open.pop_back();
       }
     }
     std::uint32_t id = ended;
-    for (auto it = open.rbegin(); it != open.rend(); ++it) {
-      if (!is_waiting(*it, collective)) {
-        id = *it;
-        break;
-      }
+    for (std::size_t i = open.size(); i-- > 0;) {
+      if (is_waiting(open[i].id, collective)) continue;
+      const bool child_ended = ended != no_event && ended_depth > i + 1 && ended_at > open[i].at;
+      id = child_ended ? ended : open[i].id;
+      break;
     }
     if (id != no_event) f.call.before = phase_label(phase_id{id});
   }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "report/diagnosis/straggler.hpp"
 #include "report/report.hpp"
 
 namespace steptrace::detail {
@@ -67,8 +68,10 @@ void rank_lines(const ranks_view& v, const std::function<void(std::string)>& lin
                            ms(most[i]->late_ms), most[i]->before.empty() ? "" : ", after `" + most[i]->before + "`");
     }
     line(fmt::format("  arrival at {} collective{} (matched by {}, aligned on their ends), last: {}", a.compared,
-                     a.compared == 1 ? "" : "s", a.matched_by, words));
+                     a.compared == 1 ? "" : "s", a.matched_by, words.empty() ? "no rank" : words));
+    if (!a.split.empty()) line("  collective time: " + split_words(a));
   }
+  if (!v.straggler_refuted.empty()) line("  no straggler: " + v.straggler_refuted);
   for (const auto& [rank, why] : v.refused) {
     line(
         fmt::format("  refused: rank {}: its summary arrived but did not hold together ({}); the figures are over "

@@ -289,6 +289,10 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
     out.diag.gains = {{fmt::format("rank {}", view.straggler->rank), gain}};
     out.diag.advice.front() += detail::gain_words(gain);
   }
+  if (!view.straggler && !view.straggler_refuted.empty()) {  // the host waits named one; its arrivals did not
+    out.diag.evidence += " No straggler: " + view.straggler_refuted + ".";
+    out.diag.hypotheses.push_back({"a straggler's fix", "straggler", false, "refuted: " + view.straggler_refuted, 0});
+  }
   if (out.live_ranks && !view.straggler) add_live_words(out.diag, *out.live_ranks, view.straggler);
   out.ranks = std::move(view);
   return out;

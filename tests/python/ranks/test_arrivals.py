@@ -113,14 +113,16 @@ def test_a_late_rank_with_a_shifted_clock_is_found_at_every_collective(tmp_path)
     assert all(r == 1 for _, r, _ in rows)
     for (_, _, late), (_, _, truth) in zip(rows, want):
         assert late == pytest.approx(truth, abs=0.002)
-    assert got["ranks"] == [
-        {
-            "rank": 1,
-            "last": 21,
-            "late_ms": pytest.approx(statistics.median(t for *_, t in want), abs=0.002),
-            "before": got["ranks"][0]["before"],
-        }
+    assert [{k: r[k] for k in ("rank", "last", "late_ms")} for r in got["ranks"]] == [
+        {"rank": 1, "last": 21, "late_ms": pytest.approx(statistics.median(t for *_, t in want), abs=0.002)}
     ]
+    # The split: rank 0 waits the 40% rank 1 starts late, and the 60% left is the transfer both
+    # pay, as the kernels written here say (a mean per call).
+    durs = [e - s for _, s, e in collective_kernels(rank0)]
+    split = {r["rank"]: r["wait_ms"] for r in got["split"]}
+    assert split[0] == pytest.approx(statistics.mean(0.4 * d for d in durs) / 1e3, rel=1e-3)
+    assert split[1] == pytest.approx(0.0, abs=1e-3)
+    assert got["transfer_ms"] == pytest.approx(statistics.mean(0.6 * d for d in durs) / 1e3, rel=1e-3)
 
 
 def test_a_gloo_job_read_from_its_traces_names_the_rank_that_arrived_last():

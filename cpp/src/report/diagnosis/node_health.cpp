@@ -56,6 +56,7 @@ std::string node_departures(const node_health& own, const std::vector<node_healt
   }
   above(&node_health::ecc_errors, 1, "uncorrected ECC errors", "", 0);
   above(&node_health::xid_errors, 1, "XID errors", "", 0);
+  const std::size_t before_cpu = said.size();  // the readings after it say the rank waits for a core
   if (own.steal_share >= 0) {
     const double mid = median_of(others, &node_health::steal_share);
     if (mid >= 0 && own.steal_share >= mid + 0.05) {
@@ -74,8 +75,10 @@ std::string node_departures(const node_health& own, const std::vector<node_healt
     said.push_back(fmt::format("{:.0f} involuntary context switches a second against {:.0f} median",
                                own.involuntary_per_s, switches));
   }
+  const bool waits_for_core = said.size() > before_cpu;
   std::string out;
   for (const std::string& s : said) out += (out.empty() ? "" : ", ") + s;
+  if (waits_for_core) out += ": it waits for a core, other processes share its CPU";
   return out;
 }
 

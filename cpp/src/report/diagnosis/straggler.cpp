@@ -159,17 +159,75 @@ bool arrival_holds(const arrival_rank& last, double net_late_ms, double calls_pe
   return per_step >= default_thresholds.straggler_gap_share * step_ms;
 }
 
+namespace {
+
+// Why the rank the host waits named is no straggler by its arrivals, or empty when they hold it:
+// it is not late at the calls a step by the STRAGGLER share (net over every call, as
+// arrival_holds), or it is only with the call it was latest at (a one-off stall). Then what the
+// collectives' time is instead.
+std::string refutation(const ranks_view& view, std::uint32_t rank, double net_late_ms, double step_ms) {
+  const arrival_view& a = *view.arrivals;
+  const auto own = std::find_if(a.ranks.begin(), a.ranks.end(), [&](const arrival_rank& r) { return r.rank == rank; });
+  const double calls = std::max(1.0, a.calls_per_step), bar = default_thresholds.straggler_gap_share * step_ms;
+  const bool late = std::max(0.0, net_late_ms) * calls >= bar;
+  const double worst = own != a.ranks.end() ? own->worst_late_ms : 0.0;
+  const bool one_call = late && worst >= default_thresholds.straggler_gap_ms &&
+                        std::max(0.0, net_late_ms - worst / static_cast<double>(a.compared)) * calls < bar;
+  if (late && !one_call) return {};
+  std::string out = fmt::format("rank {} waits least at the collectives, yet ", rank);
+  if (one_call) {
+    out += fmt::format(
+        "its lateness is one call's: {:.1f} ms at call {} of the {} the ranks share, a one-off stall rather than a "
+        "cost each step",
+        worst, own->worst_seq, a.compared);
+  } else {
+    out += fmt::format("it arrives {:.2f} ms after the others on average over the {} collectives the ranks share",
+                       std::max(0.0, net_late_ms), a.compared);
+    if (own != a.ranks.end()) out += fmt::format(" (last at {}, a median {:.2f} ms late)", own->last, own->late_ms);
+    out += ": the others do not wait for it";
+  }
+  return out + "; " + split_words(a);
+}
+
+}  // namespace
+
+std::string split_words(const arrival_view& a) {
+  std::vector<double> waits;
+  double most = 0;
+  std::uint32_t most_rank = 0;
+  for (const collective_split& r : a.split) {
+    waits.push_back(r.wait_ms);
+    if (r.wait_ms > most) most = r.wait_ms, most_rank = r.rank;
+  }
+  const bool per_step = a.calls_per_step > 0;
+  const double n = per_step ? a.calls_per_step : 1.0;
+  std::string out = fmt::format(
+      "of each {}, the collectives move data {:.2f} ms, which every rank pays, and the median rank waits "
+      "{:.2f} ms for the last to arrive",
+      per_step ? "step" : "call", n * a.transfer_ms, n * median(waits));
+  if (most > 0) out += fmt::format(" (rank {} the longest, {:.2f} ms)", most_rank, n * most);
+  return out;
+}
+
 void apply_arrivals(ranks_view& view, const std::vector<rank_calls>& calls, double calls_per_step) {
   std::map<std::uint32_t, double> net;
   view.arrivals = read_arrivals(calls, &net);
   if (!view.arrivals) return;
-  const arrival_rank* last = most_often_last(*view.arrivals);
-  if (last == nullptr) return;
+  view.arrivals->calls_per_step = std::isfinite(calls_per_step) ? std::max(0.0, calls_per_step) : 0.0;
   std::vector<double> steps;
   for (const rank_row& r : view.rows) {
     if (r.steps > 0) steps.push_back(r.step_mean_ms);
   }
-  if (!arrival_holds(*last, net[last->rank], calls_per_step, median(steps))) return;
+  const arrival_rank* last = most_often_last(*view.arrivals);
+  if (last == nullptr || !arrival_holds(*last, net[last->rank], calls_per_step, median(steps))) {
+    // The host-wait rule's rank, held to its arrivals: one that waits least because the others'
+    // collective time is the transfer, or because of one late call, holds no one back.
+    if (view.straggler && view.straggler->late_ms == 0 && view.arrivals->compared >= min_arrivals_judged) {
+      view.straggler_refuted = refutation(view, view.straggler->rank, net[view.straggler->rank], median(steps));
+      if (!view.straggler_refuted.empty()) view.straggler.reset();
+    }
+    return;
+  }
   std::optional<straggler_info> s =
       view.straggler && view.straggler->rank == last->rank ? view.straggler : describe_straggler(view, last->rank);
   if (!s) return;

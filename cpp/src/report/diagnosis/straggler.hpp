@@ -46,8 +46,15 @@ bool arrival_holds(const arrival_rank& last, double net_late_ms, double calls_pe
 // The arrival rule on a job's view (its rows and find_straggler's verdict in): reads the ranks'
 // arrival at `calls` into view.arrivals, and when the rank that arrived last most often holds the
 // others back (arrival_holds), makes it the straggler with its arrival figures (the rank the
-// host-wait rule named keeps its figures). `calls_per_step`: the ranks' median.
+// host-wait rule named keeps its figures). `calls_per_step`: the ranks' median. A rank the
+// host-wait rule named whose arrivals do not hold the others back is no straggler: why goes to
+// view.straggler_refuted.
 void apply_arrivals(ranks_view& view, const std::vector<rank_calls>& calls, double calls_per_step);
+// The arrival rule judges the host-wait rule's rank from this many matched calls.
+inline constexpr std::uint64_t min_arrivals_judged = 3;
+// "of each step, the collectives move data 441.00 ms, which every rank pays, and the median rank
+// waits 0.10 ms for the last to arrive (rank 0 the longest, 0.20 ms)": the split in words.
+std::string split_words(const arrival_view& a);
 // The readings of `own` that depart from the median of `others`' ("SM clock 1410 MHz against 1980
 // median, thermal slowdown"); empty when none does, or with no others.
 std::string node_departures(const node_health& own, const std::vector<node_health>& others);

@@ -138,17 +138,28 @@ live_ranks_view live_ranks_from(const json_doc& j) {
 json_doc arrivals_json(const arrival_view& a) {
   json_doc ranks = json_doc::array(), calls = json_doc::array();
   for (const arrival_rank& r : a.ranks) {
-    ranks.push_back({{"rank", r.rank}, {"last", r.last}, {"late_ms", r.late_ms}, {"before", r.before}});
+    ranks.push_back({{"rank", r.rank},
+                     {"last", r.last},
+                     {"late_ms", r.late_ms},
+                     {"before", r.before},
+                     {"total_late_ms", r.total_late_ms},
+                     {"worst_late_ms", r.worst_late_ms},
+                     {"worst_seq", r.worst_seq}});
   }
+  json_doc split = json_doc::array();
+  for (const collective_split& r : a.split) split.push_back({{"rank", r.rank}, {"wait_ms", r.wait_ms}});
   for (const collective_arrival& c : a.collectives) {
     calls.push_back({{"group", c.group},
                      {"kind", c.kind},
                      {"seq", c.seq},
                      {"last_rank", c.last_rank},
                      {"late_ms", c.late_ms},
-                     {"before", c.before}});
+                     {"before", c.before},
+                     {"transfer_ms", c.transfer_ms}});
   }
-  return json_doc{{"compared", a.compared}, {"matched_by", a.matched_by}, {"ranks", ranks}, {"collectives", calls}};
+  return json_doc{{"compared", a.compared}, {"matched_by", a.matched_by},   {"ranks", ranks},
+                  {"collectives", calls},   {"transfer_ms", a.transfer_ms}, {"calls_per_step", a.calls_per_step},
+                  {"split", split}};
 }
 
 arrival_view arrivals_from(const json_doc& j, std::uint32_t world_size) {
@@ -161,6 +172,11 @@ arrival_view arrivals_from(const json_doc& j, std::uint32_t world_size) {
     read.last = count_at(r, "last");
     read.late_ms = number_at(r, "late_ms");
     read.before = r.at("before").get<std::string>();
+    if (r.contains("total_late_ms")) {  // a summary written before the split has none
+      read.total_late_ms = number_at(r, "total_late_ms");
+      read.worst_late_ms = number_at(r, "worst_late_ms");
+      read.worst_seq = count_at(r, "worst_seq");
+    }
     if (read.rank >= world_size || read.last > a.compared) {
       throw std::invalid_argument(
           "an arrival's rank is not of the world, or was last at more collectives than compared");
@@ -177,8 +193,19 @@ arrival_view arrivals_from(const json_doc& j, std::uint32_t world_size) {
     read.last_rank = rank_count_at(c, "last_rank");
     read.late_ms = number_at(c, "late_ms");
     read.before = c.at("before").get<std::string>();
+    if (c.contains("transfer_ms")) read.transfer_ms = number_at(c, "transfer_ms");
     if (read.last_rank >= world_size) throw std::invalid_argument("a collective's last rank is not of the world");
     a.collectives.push_back(std::move(read));
+  }
+  if (j.contains("split")) {
+    a.transfer_ms = number_at(j, "transfer_ms");
+    a.calls_per_step = number_at(j, "calls_per_step");
+    for (const json_doc& r : j.at("split")) {
+      if (a.split.size() >= world_size) throw std::invalid_argument("more ranks in the split than the world holds");
+      collective_split read{rank_count_at(r, "rank"), number_at(r, "wait_ms")};
+      if (read.rank >= world_size) throw std::invalid_argument("a rank in the split is not of the world");
+      a.split.push_back(read);
+    }
   }
   return a;
 }
@@ -213,6 +240,7 @@ json_doc ranks_json(const ranks_view& v) {
                {"worst", {{"rank", v.worst_rank}, {"ms", v.worst_ms}, {"median_ms", v.median_ms}}},
                {"straggler", straggler}};
   if (v.arrivals) out["arrivals"] = arrivals_json(*v.arrivals);
+  if (!v.straggler_refuted.empty()) out["straggler_refuted"] = v.straggler_refuted;
   return out;
 }
 
@@ -273,6 +301,7 @@ ranks_view ranks_from(const json_doc& j) {
     }
   }
   if (j.contains("arrivals")) v.arrivals = arrivals_from(j.at("arrivals"), v.world_size);
+  if (j.contains("straggler_refuted")) v.straggler_refuted = j.at("straggler_refuted").get<std::string>();
   return v;
 }
 
