@@ -10,8 +10,14 @@ namespace steptrace::detail {
 
 std::string live_line(const summary& w, double at_s) {
   char head[160];
-  std::snprintf(head, sizeof head, "steptrace live %.1f s: %llu steps", at_s, static_cast<unsigned long long>(w.steps));
+  std::snprintf(head, sizeof head, "steptrace live %.1f s", at_s);
   std::string line = head;
+  if (w.rank && w.rank->world_size > 1) {  // under torchrun every rank's lines share one terminal
+    std::snprintf(head, sizeof head, ", rank %u of %u", w.rank->rank, w.rank->world_size);
+    line += head;
+  }
+  std::snprintf(head, sizeof head, ": %llu steps", static_cast<unsigned long long>(w.steps));
+  line += head;
   if (w.steps > 0) {
     char stats[96];
     std::snprintf(stats, sizeof stats, ", step p50 %.1f ms p95 %.1f ms", w.step_ms.p50, w.step_ms.p95);

@@ -392,6 +392,11 @@ TEST_CASE("every cause named carries its gain, and the largest gain comes first"
   summary window = with_shares({{"h2d", 0.22}, {"input", 0.26}, {"compute", 0.52}});
   window.diag = diagnose(window);
   CHECK_THAT(detail::live_line(window, 5), Catch::Matchers::EndsWith("H2D-BOUND (up to 26% from input)\n"));
+  CHECK_THAT(detail::live_line(window, 5), Catch::Matchers::StartsWith("steptrace live 5.0 s: "));
+  window.rank = rank_info{2, 4};  // in a job each rank's line says which it is
+  CHECK_THAT(detail::live_line(window, 5), Catch::Matchers::StartsWith("steptrace live 5.0 s, rank 2 of 4: "));
+  window.rank = rank_info{0, 1};  // a lone process with a rank of its own says none
+  CHECK_THAT(detail::live_line(window, 5), Catch::Matchers::StartsWith("steptrace live 5.0 s: "));
   // JSON carries them, largest first, and reads them back
   summary json_run = with_shares({{"h2d", 0.22}, {"input", 0.26}, {"compute", 0.52}});
   json_run.diag = diagnose(json_run);
