@@ -132,6 +132,24 @@ void add_live_words(diagnosis& d, const live_ranks_view& live, const std::option
   }
 }
 
+// Why the exit's straggler is none by the live windows, or empty when they do not say so: it
+// lagged in one window only, and at least two judged windows since found no lag, so its excess is
+// one stall the run's means spread over every step (a straggler first named in the last windows
+// may be starting to lag: that stays a straggler). One the arrivals held is late at the calls.
+std::string live_one_off(const live_ranks_view& live, const straggler_info& s) {
+  if (s.arrivals_compared > 0) return {};
+  for (const rank_window_count& c : live.counts) {
+    if (c.rank != s.rank || straggler_pattern(c, live.windows) != "one-off") continue;
+    if (live.windows < c.first_window + 3) return {};
+    return fmt::format(
+        "rank {} lagged in one live window only (window {}, `{}`) and in none of the {} judged since: a one-off "
+        "stall (a checkpoint, a collection pause, another job's burst): its {:.2f} ms a step over the median rank is "
+        "that stall spread over the run's steps",
+        s.rank, c.first_window, c.phase, live.windows - c.first_window - 1, s.excess_ms);
+  }
+  return {};
+}
+
 // The custom phases a digest carries for the straggler's `within` (report/diagnosis/straggler.hpp): the
 // max_digest_phases with the most time of their own, and the custom phases around them (twice
 // that many in all at most; a phase whose chain does not fit is left out whole), each
@@ -265,6 +283,18 @@ summary combine_ranks(const std::vector<rank_report>& reports, std::uint32_t wor
     }
   }
   summary out = sorted.front()->s;
+  if (view.straggler && out.live_ranks) {  // the windows may say its excess is one stall
+    view.straggler_refuted = live_one_off(*out.live_ranks, *view.straggler);
+    if (!view.straggler_refuted.empty()) {
+      const rank_window_count* c = nullptr;
+      for (const rank_window_count& n : out.live_ranks->counts) c = n.rank == view.straggler->rank ? &n : c;
+      out.diag.advice.push_back(fmt::format(
+          "also: rank {} stalled once (live window {}, `{}`), a one-off: if it does not come back, there is nothing "
+          "to change in the loop",
+          view.straggler->rank, c->first_window, c->phase));
+      view.straggler.reset();  // the label and the gains stay rank 0's own, from its typical step
+    }
+  }
   const bool others_have_steps =
       std::any_of(sorted.begin(), sorted.end(), [](const rank_report* r) { return r->s.steps > 0; });
   if (out.steps == 0 && others_have_steps) {  // a rank 0 that only coordinates: the table is the job's

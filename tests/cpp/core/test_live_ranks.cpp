@@ -192,6 +192,36 @@ TEST_CASE("a one-off straggler's advice is a transient stall", "[live_ranks]") {
   CHECK_THAT(all.diag.evidence, Contains("rank 1 once, window 5 (input): one-off"));
 }
 
+TEST_CASE("a straggler the windows saw once, with judged windows since, leaves the label to the typical step",
+          "[live_ranks]") {
+  // 7 judged windows, rank 1 named in window 4 alone: the exit's means (its `input` 10 ms over the
+  // others a step) are one stall spread over the run; rank 0's own reading decides the label.
+  tracer t(testing::quiet());
+  for (int w = 0; w < 7; ++w) {
+    t.note_rank_window(w == 4 ? std::optional<straggler_info>(straggler_info{1, "input", 900, 0.2, 900}) : std::nullopt,
+                       {}, {});
+  }
+  std::vector<rank_report> reports;
+  for (std::uint32_t r = 0; r < 3; ++r) {
+    summary w = window_of(r, 3, r == 1 ? 11 : 1, 20, 31);
+    if (r == 0) w.live_ranks = t.summary().live_ranks;
+    reports.push_back({w, {}, 0});
+  }
+  const summary all = combine_ranks(reports, 3, 30);
+  REQUIRE(all.ranks);
+  CHECK_FALSE(all.ranks->straggler);
+  CHECK(all.diag.label == reports[0].s.diag.label);  // rank 0's own, not STRAGGLER
+  CHECK(all.diag.label != "STRAGGLER");
+  CHECK(all.diag.gains == reports[0].s.diag.gains);
+  CHECK_THAT(all.ranks->straggler_refuted,
+             Contains("rank 1 lagged in one live window only (window 4, `input`) and in none of the 2 judged since"));
+  CHECK_THAT(all.diag.evidence, Contains("No straggler: rank 1 lagged in one live window only"));
+  CHECK_THAT(all.diag.advice.back(), Contains("if it does not come back, there is nothing to change in the loop"));
+  REQUIRE_FALSE(all.diag.hypotheses.empty());
+  CHECK(all.diag.hypotheses.back().fix == "a straggler's fix");
+  CHECK_FALSE(all.diag.hypotheses.back().holds);
+}
+
 TEST_CASE("a row carrying a figure no run or device can have is refused, never judged", "[live_ranks]") {
   std::vector<std::string> good = rows({{1, 20}, {1, 20}, {11, 20}, {1, 20}});
   std::string crafted = good[1];

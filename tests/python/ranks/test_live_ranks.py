@@ -119,6 +119,10 @@ def test_a_rank_stalled_once_is_a_one_off(tmp_path):
     named = [r["straggler"]["rank"] for r in records if r["straggler"]]
     assert named.count(1) == 1, (named, err[-3000:])
     assert "rank 1 once, window" in err and "(input): one-off" in err, err[-3000:]
+    # at exit the one stall leaves the label and gains to the typical step (windows were judged after it)
+    exit_diagnosis = err[err.find("diagnosis  ") :]
+    assert not exit_diagnosis.startswith("diagnosis  STRAGGLER"), exit_diagnosis
+    assert "No straggler: rank 1 lagged in one live window only" in exit_diagnosis, exit_diagnosis
 
 
 def test_a_rank_killed_mid_run_is_missing_and_no_window_waits_for_it(tmp_path):
