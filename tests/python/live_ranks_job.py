@@ -6,7 +6,7 @@ MODE chronic: rank 2's `input` takes 25 ms more a step from 3 s on; ddp: a DDP m
 backward (a phase `backward` of its own) takes 25 ms more on rank 2 from 3 s on, each sleep's length
 appended to OUT_DIR/slept-2.json; withstep: the same in a
 `with steptrace.step():` loop, ended at 6 s (configure() after the init starts the verdicts). oneoff: rank 1's `input`
-stalls 2.5 s once, at 3.5 s, and the run ends at 10.5 s (judged windows after it). killed: no collectives, and rank 3 leaves at 2.5 s. Rank 0 ends the
+stalls 2.5 s once, at 3.5 s, and the run ends at 10.5 s (judged windows after it). killed: no collectives, and rank 3 leaves at 2.5 s. healthy: no rank delayed. Rank 0 ends the
 run at 9 s (8 s when killed), telling the others through the all-reduce every step already does.
 Each rank appends its live windows to OUT_DIR/live-RANK.jsonl and writes the wall-clock time its
 run began to OUT_DIR/start-RANK.txt; rank 0 prints the exit table.

@@ -125,6 +125,22 @@ def test_a_rank_stalled_once_is_a_one_off(tmp_path):
     assert "No straggler: rank 1 lagged in one live window only" in exit_diagnosis, exit_diagnosis
 
 
+def test_a_healthy_job_under_cpu_burners_names_no_straggler_in_any_window(tmp_path):
+    """No rank delayed, 6 CPU burners on the host's cores: every rank waits for a core by turns,
+    none holds the others by a share of the step (5 runs, 9 windows each: none named)."""
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(6)]
+    try:
+        outs, records = run_job(tmp_path, "healthy")
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    err = outs[0][1]
+    assert len(records) >= 5, err[-3000:]
+    assert not any(r["straggler"] for r in records), (records, verdicts(err))
+    assert "diagnosis  STRAGGLER" not in err, err[-3000:]
+
+
 def test_a_rank_killed_mid_run_is_missing_and_no_window_waits_for_it(tmp_path):
     outs, records = run_job(tmp_path, "killed")
     assert records, outs[0][1][-3000:]
