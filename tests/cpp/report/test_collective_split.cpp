@@ -119,6 +119,28 @@ TEST_CASE("a rank late at one call only is a one-off, not the straggler the summ
   CHECK_FALSE(all.diag.hypotheses.back().holds);
 }
 
+TEST_CASE("a rank last at every call whose lateness is the first call's is start-up, not a straggler",
+          "[split][ranks]") {
+  // Rank 1 arrives 0.6 ms after the others at each call, and 2 s late at the first (its first
+  // compile): over the run it nets 20.6 ms a call of 100 ms steps, all but 0.6 of it that one call.
+  const auto reports = split_job({0, 0.6, 0}, 2, 100, {21, 1, 21}, 1, 2000, 0);
+  const summary all = combine_ranks(reports, 3, 0, true);
+  REQUIRE(all.ranks);
+  REQUIRE(all.ranks->arrivals);
+  CHECK_FALSE(all.ranks->straggler);
+  CHECK(all.diag.label != "STRAGGLER");
+  CHECK_THAT(all.ranks->straggler_refuted, Contains("rank 1 arrived last at 100 of the 100 collectives"));
+  CHECK_THAT(all.ranks->straggler_refuted, Contains("its lateness is the first call's: 2000.6 ms at call 0"));
+  CHECK_THAT(all.ranks->straggler_refuted, Contains("start-up"));
+  // the same lateness every call is a straggler: the first call's share is what tells them apart
+  const auto chronic = split_job({0, 20.6, 0}, 2, 100, {21, 1, 21});
+  const summary held = combine_ranks(chronic, 3, 0, true);
+  REQUIRE(held.ranks);
+  REQUIRE(held.ranks->straggler);
+  CHECK(held.ranks->straggler->rank == 1);
+  CHECK(held.diag.label == "STRAGGLER");
+}
+
 TEST_CASE("a rank whose main thread waits for a core is said to, in words", "[split][ranks]") {
   node_health own, other;
   own.others_cpu_share = 0.6;

@@ -161,11 +161,13 @@ bool arrival_holds(const arrival_rank& last, double net_late_ms, double calls_pe
 
 namespace {
 
-// Why the rank the host waits named is no straggler by its arrivals, or empty when they hold it:
-// it is not late at the calls a step by the STRAGGLER share (net over every call, as
-// arrival_holds), or it is only with the call it was latest at (a one-off stall). Then what the
-// collectives' time is instead.
-std::string refutation(const ranks_view& view, std::uint32_t rank, double net_late_ms, double step_ms) {
+// Why `rank` is no straggler by its arrivals, or empty when they hold it: it is not late at the
+// calls a step by the STRAGGLER share (net over every call, as arrival_holds), or it is only with
+// the call it was latest at: the first the ranks share (work a rank does once before its first
+// collective: start-up), or a later one (a one-off stall). Then what the collectives' time is
+// instead. `arrived_last`: the arrivals named it (else the host waits did).
+std::string refutation(const ranks_view& view, std::uint32_t rank, double net_late_ms, double step_ms,
+                       bool arrived_last) {
   const arrival_view& a = *view.arrivals;
   const auto own = std::find_if(a.ranks.begin(), a.ranks.end(), [&](const arrival_rank& r) { return r.rank == rank; });
   const double calls = std::max(1.0, a.calls_per_step), bar = default_thresholds.straggler_gap_share * step_ms;
@@ -174,8 +176,17 @@ std::string refutation(const ranks_view& view, std::uint32_t rank, double net_la
   const bool one_call = late && worst >= default_thresholds.straggler_gap_ms &&
                         std::max(0.0, net_late_ms - worst / static_cast<double>(a.compared)) * calls < bar;
   if (late && !one_call) return {};
-  std::string out = fmt::format("rank {} waits least at the collectives, yet ", rank);
-  if (one_call) {
+  std::string out = arrived_last && own != a.ranks.end()
+                        ? fmt::format("rank {} arrived last at {} of the {} collectives the ranks share, yet ", rank,
+                                      own->last, a.compared)
+                        : fmt::format("rank {} waits least at the collectives, yet ", rank);
+  if (one_call && !a.collectives.empty() && own->worst_seq == a.collectives.front().seq) {
+    out += fmt::format(
+        "its lateness is the first call's: {:.1f} ms at call {}, the first the ranks share, work a rank does once "
+        "before its first collective (a first compile, allocation or connection: start-up) rather than a cost each "
+        "step",
+        worst, own->worst_seq);
+  } else if (one_call) {
     out += fmt::format(
         "its lateness is one call's: {:.1f} ms at call {} of the {} the ranks share, a one-off stall rather than a "
         "cost each step",
@@ -223,10 +234,24 @@ void apply_arrivals(ranks_view& view, const std::vector<rank_calls>& calls, doub
     // The host-wait rule's rank, held to its arrivals: one that waits least because the others'
     // collective time is the transfer, or because of one late call, holds no one back.
     if (view.straggler && view.straggler->late_ms == 0 && view.arrivals->compared >= min_arrivals_judged) {
-      view.straggler_refuted = refutation(view, view.straggler->rank, net[view.straggler->rank], median(steps));
+      view.straggler_refuted = refutation(view, view.straggler->rank, net[view.straggler->rank], median(steps), false);
       if (!view.straggler_refuted.empty()) view.straggler.reset();
     }
     return;
+  }
+  if (view.arrivals->compared >= min_arrivals_judged) {  // last at the calls: late at each, or at one?
+    view.straggler_refuted = refutation(view, last->rank, net[last->rank], median(steps), true);
+    if (!view.straggler_refuted.empty()) {
+      if (view.straggler && view.straggler->rank != last->rank) {  // the host waits named another: its own
+        view.straggler_refuted =
+            view.straggler->late_ms == 0
+                ? refutation(view, view.straggler->rank, net[view.straggler->rank], median(steps), false)
+                : std::string();
+        if (view.straggler_refuted.empty()) return;  // held: it stands as the host waits named it
+      }
+      view.straggler.reset();
+      return;
+    }
   }
   std::optional<straggler_info> s =
       view.straggler && view.straggler->rank == last->rank ? view.straggler : describe_straggler(view, last->rank);
