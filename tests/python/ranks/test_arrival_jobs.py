@@ -80,8 +80,10 @@ def test_a_rank_slow_in_backward_arrives_last_at_the_all_reduces_by_the_delay(tw
     """4 ranks under torchrun; rank 2 sleeps 40 ms in `backward` each step: it reaches 90% or
     more of the all-reduces last, by the delay within 20%, after `backward`. The others' wait
     for the last rank is the delay within 20%, and what is left of each call, the transfer, is
-    the no-delay run's collective time within 20% (medians per call; at least 0.3 ms apart, a
-    busy host's wake-up)."""
+    the no-delay run's collective time within a factor of 2 and far from the delay (medians per
+    call). Idle, this machine gave 8.09 ms against 7.95; under CI's load 5.94 against 7.75: with
+    4 ranks on 2 cores, a call whose ranks all wait ready moves the data faster than one whose
+    ranks still compete for the cores. A split that counted the wait as transfer would be 48 ms."""
     (doc, slept), (even, _) = two_jobs
     check_arrival_verdict(doc, slept, 0.2)
     truth = statistics.median(slept)
@@ -92,7 +94,9 @@ def test_a_rank_slow_in_backward_arrives_last_at_the_all_reduces_by_the_delay(tw
     # the no-delay run's collective time: its transfer and the median rank's wait, a call
     even_split = even["ranks"]["arrivals"]["split"]
     no_delay = transfer_per_call(even) + statistics.median(r["wait_ms"] for r in even_split)
-    assert abs(transfer_per_call(doc) - no_delay) < max(0.2 * no_delay, 0.3), (transfer_per_call(doc), no_delay)
+    transfer = transfer_per_call(doc)
+    assert 0.5 * no_delay < transfer < 2 * no_delay, (transfer, no_delay)
+    assert transfer < 0.5 * truth, (transfer, truth)
 
 
 def test_no_delay_names_no_rank_by_arrival(two_jobs):
